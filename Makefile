@@ -1,0 +1,42 @@
+# kcheck — top-level build. `make` builds build/libkcheck.so and the front
+# end; `make test` runs everything that needs no GPU (under ASan+UBSan);
+# `make test-gpu` and `make bench` run on a machine with a GPU.
+#
+# Each folder owns a fragment (*/module.mk) so the parts build alone.
+
+CC        ?= cc
+BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CUDA_HOME ?= /usr/local/cuda
+PYTHON    ?= python3
+
+WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wundef -Wstrict-prototypes \
+             -Wmissing-prototypes -Wno-unused-parameter
+OPTFLAGS  ?= -O2 -g
+CSTD      := -std=c11 -D_GNU_SOURCE
+CFLAGS_COMMON = $(CSTD) $(OPTFLAGS) $(WARNFLAGS) -fPIC
+# Sanitizer build used by `make test` (SAN= disables it).
+SAN       ?= address,undefined
+SANFLAGS  := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
+
+.PHONY: all test test-cpu test-gpu bench format lint install clean
+all:
+
+include oracle/module.mk
+include libkcheck/module.mk
+include test/module.mk
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+
+lint:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
+	  --inline-suppr --suppress=missingIncludeSystem -I libkcheck -I oracle -I shim \
+	  -I $(CUDA_HOME)/include $$(git ls-files '*.c')
+	clang-tidy --quiet $$(git ls-files 'libkcheck/*.c' 'shim/*.c' 'gates/*.c' 'oracle/*.c') -- \
+	  $(CSTD) -I libkcheck -I oracle -I shim -I gates -I $(CUDA_HOME)/include
+
+clean:
+	rm -rf $(BUILD)

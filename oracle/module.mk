@@ -1,0 +1,1 @@
+# oracle/ build fragment (placeholder; the oracle library lands here).

@@ -1,0 +1,121 @@
+/* libkcheck/core.c — start-up, exit summary, fork handling, and the
+ * non-launch events the shim reports (allocations, code loads). */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocmap.h"
+#include "audit.h"
+#include "driver.h"
+#include "guard.h"
+#include "image.h"
+#include "kernel.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "stack.h"
+
+int kc_disabled = 1;
+__thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
+
+static void at_exit(void) {
+  kc_core_fini();
+  long viol = atomic_load(&kc_count.violations);
+  if (viol && kc_opt.exitcode) {
+    /* Like the sanitizers: the exit status tells CI that violations exist. */
+    fflush(NULL);
+    _exit((int)kc_opt.exitcode);
+  }
+}
+
+int kc_core_init(void) {
+  int problems = kc_options_init();
+  if (kc_opt.help) kc_options_print_help(stderr);
+  if (problems && kc_opt.strict) {
+    kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
+                  problems == 1 ? "" : "s");
+    _exit(1);
+  }
+  kc_report_open();
+  atexit(at_exit);
+  kc_disabled = 0;
+  return 0;
+}
+
+void kc_core_driver_ready(int have_driver) {
+  if (!have_driver) {
+    KC_LOG(KC_LOG_INFO, "libcuda.so.1 not found; kcheck stays passive");
+    return;
+  }
+  if (kc_opt.cupti_audit) kc_audit_start();
+}
+
+void kc_core_fini(void) {
+  if (kc_disabled) return;
+  kc_audit_finish();
+  kc_report_finish();
+}
+
+void kc_core_prefork(void) { kc_report_lock(); }
+
+void kc_core_postfork_parent(void) { kc_report_unlock(); }
+
+void kc_core_postfork_child(void) {
+  /* Only this thread exists in the child: reset locks others may have held,
+   * and give the child a report of its own. */
+  kc_report_reset_lock();
+  kc_allocmap_reset_lock();
+  kc_kernel_reset_lock();
+  kc_report_reopen_child((long)getppid());
+}
+
+void kc_on_alloc(uint64_t base, uint64_t size, int kind) {
+  atomic_fetch_add(&kc_count.allocations, 1);
+  kc_allocmap_insert(base, size, kind);
+}
+
+void kc_on_free(uint64_t base) { kc_allocmap_remove(base); }
+
+void kc_on_map(uint64_t base, uint64_t size) { kc_allocmap_insert(base, size, KC_ALLOC_VMM); }
+
+void kc_on_unmap(uint64_t base, uint64_t size) { kc_allocmap_remove_range(base, size); }
+
+void kc_on_image_load(void *handle, int is_library, const void *image, const char *path) {
+  kc_image_loaded(handle, is_library, image, path);
+}
+
+void kc_on_image_unload(void *handle) {
+  kc_kernel_forget_image(handle);
+  kc_image_unloaded(handle);
+}
+
+void kc_on_graph_launch(void) { atomic_fetch_add(&kc_count.graph_launches, 1); }
+
+void kc_on_unwrapped_entry(const char *symbol) {
+  /* Launches through such an entry would be invisible: say so, once each. */
+  kc_log_printf(KC_LOG_WARN, "cuGetProcAddress returned an unknown variant of %s; calls through it "
+                             "are not seen by kcheck",
+                symbol);
+}
+
+void kc_report_violation(json_t *rec) {
+  atomic_fetch_add(&kc_count.violations, 1);
+  if (rec && !json_object_get(rec, "stack")) {
+    kc_guard_enter();
+    json_object_set_new(rec, "stack", kc_stack_json(2));
+    kc_guard_leave();
+  }
+  json_t *gate = rec ? json_object_get(rec, "gate") : NULL;
+  json_t *kname = rec ? json_object_get(rec, "kernel_name") : NULL;
+  kc_log_printf(KC_LOG_ERROR, "violation in %s [%s]", kname ? json_string_value(kname) : "?",
+                gate ? json_string_value(gate) : "?");
+  kc_report_emit("violation", rec);
+  if (kc_opt.halt_on_error) {
+    kc_core_fini();
+    fflush(NULL);
+    _exit(kc_opt.exitcode ? (int)kc_opt.exitcode : 1);
+  }
+}

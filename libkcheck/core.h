@@ -1,0 +1,37 @@
+/* libkcheck/core.h — start-up, exit and fork handling of the core, and the
+ * events the shim reports besides launches. */
+#ifndef KC_CORE_H
+#define KC_CORE_H
+
+#include <cuda.h>
+#include <jansson.h>
+#include <stdint.h>
+
+/* 0: kcheck is active; nonzero: it stays out of the way (pass-through). */
+extern int kc_disabled;
+
+/* Options, report, exit handler. Returns 0 when kcheck should run. */
+int kc_core_init(void);
+/* Called once the real driver table is filled. */
+void kc_core_driver_ready(int have_driver);
+void kc_core_fini(void);
+/* fork handlers (pthread_atfork). */
+void kc_core_prefork(void);
+void kc_core_postfork_parent(void);
+void kc_core_postfork_child(void);
+
+/* Events from the shim (results already known to be CUDA_SUCCESS). */
+void kc_on_alloc(uint64_t base, uint64_t size, int kind);
+void kc_on_free(uint64_t base);
+void kc_on_map(uint64_t base, uint64_t size);
+void kc_on_unmap(uint64_t base, uint64_t size);
+void kc_on_image_load(void *handle, int is_library, const void *image, const char *path);
+void kc_on_image_unload(void *handle);
+void kc_on_graph_launch(void);
+/* A cuGetProcAddress result kcheck could not wrap (unknown variant). */
+void kc_on_unwrapped_entry(const char *symbol);
+
+/* Violations go through here (counting, halt_on_error). */
+void kc_report_violation(json_t *rec);
+
+#endif

@@ -1,0 +1,83 @@
+/* libkcheck/driver.h — the table of real driver entry points (filled by the
+ * shim from dlopen("libcuda.so.1")) and the prototypes of each hooked family.
+ * Everything kcheck calls on the driver goes through kc_drv. */
+#ifndef KC_DRIVER_H
+#define KC_DRIVER_H
+
+#include <cuda.h>
+
+/* cuda.h renames cuGetProcAddress to _v2; kcheck needs both real symbols
+ * (the runtime asks for the legacy one by name). */
+#undef cuGetProcAddress
+
+/* One prototype per family of hooked entries; _ptsz variants share it. */
+typedef CUresult (*kc_fam_LAUNCH_KERNEL)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                         unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                         CUstream stream, void **params, void **extra);
+typedef CUresult (*kc_fam_LAUNCH_KERNEL_EX)(const CUlaunchConfig *config, CUfunction f,
+                                            void **params, void **extra);
+typedef CUresult (*kc_fam_LAUNCH_COOPERATIVE)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                              unsigned bx, unsigned by, unsigned bz,
+                                              unsigned shmem, CUstream stream, void **params);
+typedef CUresult (*kc_fam_GRAPH_LAUNCH)(CUgraphExec exec, CUstream stream);
+typedef CUresult (*kc_fam_MODULE_LOAD)(CUmodule *module, const char *fname);
+typedef CUresult (*kc_fam_MODULE_LOAD_DATA)(CUmodule *module, const void *image);
+typedef CUresult (*kc_fam_MODULE_LOAD_DATA_EX)(CUmodule *module, const void *image,
+                                               unsigned n, CUjit_option *opts, void **vals);
+typedef CUresult (*kc_fam_LIBRARY_LOAD_DATA)(CUlibrary *lib, const void *code,
+                                             CUjit_option *jit_opts, void **jit_vals,
+                                             unsigned n_jit, CUlibraryOption *lib_opts,
+                                             void **lib_vals, unsigned n_lib);
+typedef CUresult (*kc_fam_LIBRARY_LOAD_FROM_FILE)(CUlibrary *lib, const char *fname,
+                                                  CUjit_option *jit_opts, void **jit_vals,
+                                                  unsigned n_jit, CUlibraryOption *lib_opts,
+                                                  void **lib_vals, unsigned n_lib);
+typedef CUresult (*kc_fam_MODULE_UNLOAD)(CUmodule module);
+typedef CUresult (*kc_fam_LIBRARY_UNLOAD)(CUlibrary lib);
+typedef CUresult (*kc_fam_MEM_ALLOC)(CUdeviceptr *dptr, size_t bytes);
+typedef CUresult (*kc_fam_MEM_ALLOC_PITCH)(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                                           size_t height, unsigned elem);
+typedef CUresult (*kc_fam_MEM_ALLOC_MANAGED)(CUdeviceptr *dptr, size_t bytes, unsigned flags);
+typedef CUresult (*kc_fam_MEM_FREE)(CUdeviceptr dptr);
+typedef CUresult (*kc_fam_MEM_ALLOC_ASYNC)(CUdeviceptr *dptr, size_t bytes, CUstream stream);
+typedef CUresult (*kc_fam_MEM_ALLOC_FROM_POOL_ASYNC)(CUdeviceptr *dptr, size_t bytes,
+                                                     CUmemoryPool pool, CUstream stream);
+typedef CUresult (*kc_fam_MEM_FREE_ASYNC)(CUdeviceptr dptr, CUstream stream);
+typedef CUresult (*kc_fam_MEM_CREATE)(CUmemGenericAllocationHandle *handle, size_t size,
+                                      const CUmemAllocationProp *prop, unsigned long long flags);
+typedef CUresult (*kc_fam_MEM_RELEASE)(CUmemGenericAllocationHandle handle);
+typedef CUresult (*kc_fam_MEM_MAP)(CUdeviceptr ptr, size_t size, size_t offset,
+                                   CUmemGenericAllocationHandle handle, unsigned long long flags);
+typedef CUresult (*kc_fam_MEM_UNMAP)(CUdeviceptr ptr, size_t size);
+typedef CUresult (*kc_fam_GET_PROC_ADDRESS_V1)(const char *symbol, void **pfn, int version,
+                                               cuuint64_t flags);
+typedef CUresult (*kc_fam_GET_PROC_ADDRESS_V2)(const char *symbol, void **pfn, int version,
+                                               cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult *status);
+
+/* Ids of every row, hooked or not. */
+enum kc_entry {
+#define KC_HOOK(sym, fam) KC_E_##sym,
+#define KC_CALL(sym) KC_E_##sym,
+#include "driver.def"
+#undef KC_HOOK
+#undef KC_CALL
+  KC_E_COUNT
+};
+
+struct kc_driver {
+#define KC_HOOK(sym, fam) kc_fam_##fam sym;
+#define KC_CALL(sym) __typeof__(sym) *sym;
+#include "driver.def"
+#undef KC_HOOK
+#undef KC_CALL
+};
+
+/* Real entry points; a NULL member means the driver lacks it. */
+extern struct kc_driver kc_drv;
+/* Exported symbol name of each row, indexed by enum kc_entry. */
+extern const char *const kc_entry_names[KC_E_COUNT];
+/* Whether a row is hooked (1) or only called (0). */
+extern const unsigned char kc_entry_hooked[KC_E_COUNT];
+
+#endif

@@ -1,0 +1,89 @@
+/* libkcheck/launch.c — the core's launch path: count, identify, and only
+ * when tracing or checking, capture parameters and pointers. The pass-
+ * through path does no driver calls after a kernel's first sight. */
+#include "launch.h"
+
+#include <stdatomic.h>
+
+#include "audit.h"
+#include "core.h"
+#include "driver.h"
+#include "guard.h"
+#include "log.h"
+#include "options.h"
+#include "policy.h"
+#include "report.h"
+#include "stack.h"
+
+static kc_check_fn check_hook;
+
+void kc_set_check_hook(kc_check_fn fn) { check_hook = fn; }
+
+static CUresult call_app_launch(const struct kc_launch_args *a) {
+  if (!kc_audit_active) return a->call_real(a);
+  kc_audit_expect_begin();
+  CUresult r = a->call_real(a);
+  kc_audit_expect_end();
+  return r;
+}
+
+/* Stream capture: no sync is legal, so a launch there is never checked. */
+static int stream_capturing(CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!kc_drv.cuStreamIsCapturing) return 1;
+  if (kc_drv.cuStreamIsCapturing(s, &st) != CUDA_SUCCESS) return 1;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void emit_skip(const struct kc_launch_info *li, const char *why) {
+  atomic_fetch_add(&kc_count.skips, 1);
+  kc_report_emit("skip", json_pack("{s:I, s:i, s:s}", "launch", (json_int_t)li->seq, "kernel",
+                                   li->k->id, "reason", why));
+}
+
+CUresult kc_on_launch(const struct kc_launch_args *a) {
+  uint64_t seq = (uint64_t)atomic_fetch_add(&kc_count.launches, 1);
+  atomic_fetch_add(&kc_count.launches_by_entry[a->entry], 1);
+  kc_guard_enter();
+  struct kc_kernel *k = kc_kernel_get(a->f);
+  kc_guard_leave();
+  if (KC_NEVER(!k)) {
+    KC_INTERNAL_ERROR("could not record kernel %p", (void *)a->f);
+    return call_app_launch(a);
+  }
+  atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+
+  const char *not_selected = check_hook ? kc_policy_select(k, seq) : "no gates";
+  int check = not_selected == NULL;
+  if (!check && !kc_opt.trace) return call_app_launch(a);
+
+  struct kc_launch_info li = {0};
+  li.seq = seq;
+  kc_guard_enter();
+  int ok = kc_capture(&li, k, a) == 0;
+  if (ok) kc_capture_pointers(&li);
+  if (check && stream_capturing(li.stream)) {
+    check = 0;
+    emit_skip(&li, "stream capture in progress");
+  }
+  kc_guard_leave();
+  if (!ok) {
+    KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
+    kc_capture_free(&li);
+    return call_app_launch(a);
+  }
+  if (kc_opt.trace) {
+    json_t *rec = kc_launch_json(&li);
+    if (kc_opt.trace >= 2 && rec) {
+      kc_guard_enter();
+      json_object_set_new(rec, "stack", kc_stack_json(2));
+      kc_guard_leave();
+    }
+    kc_report_emit("launch", rec);
+  }
+  CUresult r;
+  if (check) r = check_hook(&li);
+  else r = call_app_launch(a);
+  kc_capture_free(&li);
+  return r;
+}

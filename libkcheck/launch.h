@@ -1,0 +1,71 @@
+/* libkcheck/launch.h — the launch event the shim hands to the core, and the
+ * captured description of one launch (parameters, pointers, attributes). */
+#ifndef KC_LAUNCH_H
+#define KC_LAUNCH_H
+
+#include <cuda.h>
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernel.h"
+
+enum kc_launch_entry { KC_LE_KERNEL, KC_LE_KERNEL_EX, KC_LE_COOPERATIVE };
+
+/* What the application asked for, exactly as it asked. */
+struct kc_launch_args {
+  int entry; /* enum kc_launch_entry */
+  int ptsz;  /* came through a _ptsz (per-thread default stream) entry */
+  CUfunction f;
+  unsigned grid[3], block[3], shmem;
+  CUstream stream;
+  void **params;
+  void **extra;
+  const CUlaunchConfig *config; /* cuLaunchKernelEx only */
+  /* Performs the application's launch through the real entry it used. */
+  CUresult (*call_real)(const struct kc_launch_args *a);
+  void *real; /* that real entry */
+};
+
+/* A pointer-sized word of the parameter bytes that points into device memory. */
+struct kc_ptr {
+  uint32_t offset; /* byte offset in the parameter buffer */
+  uint64_t value;
+  uint64_t base, size; /* the allocation it points into */
+  int from_driver;     /* resolved by a driver query, not kcheck's map */
+};
+
+#define KC_MAX_ATTRS 16
+
+struct kc_launch_info {
+  struct kc_kernel *k;
+  uint64_t seq; /* launch index in the process (0-based) */
+  const struct kc_launch_args *args;
+  unsigned grid[3], block[3], shmem;
+  CUstream stream;
+  unsigned char *param_buf; /* packed parameter bytes (owned) */
+  size_t param_size;
+  const char *param_form; /* "params", "extra", "none", "unknown" */
+  struct kc_ptr *ptrs;    /* owned */
+  int nptrs;
+  CUlaunchAttribute attrs[KC_MAX_ATTRS];
+  int nattrs;
+};
+
+/* Fills grid/block/stream/attributes and packs the parameter bytes. */
+int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_launch_args *a);
+/* Scans every 8-byte-aligned word of the parameter bytes for device pointers. */
+void kc_capture_pointers(struct kc_launch_info *li);
+void kc_capture_free(struct kc_launch_info *li);
+json_t *kc_launch_json(const struct kc_launch_info *li);
+
+/* Called by the shim for every application launch not made by kcheck. */
+CUresult kc_on_launch(const struct kc_launch_args *a);
+
+/* The check a gate runner performs on a selected launch; it must perform
+ * the application's launch itself (a->call_real) exactly once and return
+ * its result. Installed by the layer above (gates); NULL: no checking. */
+typedef CUresult (*kc_check_fn)(struct kc_launch_info *li);
+void kc_set_check_hook(kc_check_fn fn);
+
+#endif

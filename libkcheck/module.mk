@@ -1,0 +1,37 @@
+# libkcheck/ + shim/ + gates/ build fragment: build/libkcheck.so (release)
+# and build/san/libkcheck.so (ASan+UBSan, used by `make test`).
+
+KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c)
+KC_ASM  := shim/dl_trampoline.S
+KC_INC  := -Ilibkcheck -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
+KC_LIBS := -ljansson -lunwind -ldl -lpthread -l:libstdc++.so.6
+KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
+             -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
+KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def shim/*.h gates/*.h gates/*.def)
+
+$(BUILD)/exports.map: shim/exports.map.in libkcheck/driver.def
+	@mkdir -p $(@D)
+	$(CC) -E -P -x c -Ilibkcheck $< | grep -v '^\s*$$' > $@
+
+define kc_variant
+$(1)/obj/%.o: %.c $$(KC_HDRS)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_COMMON) -fvisibility=hidden $(2) $$(KC_INC) -c $$< -o $$@
+$(1)/obj/%.o: %.S
+	@mkdir -p $$(@D)
+	$$(CC) -c $$< -o $$@
+$(1)/libkcheck.so: $$(patsubst %.c,$(1)/obj/%.o,$$(KC_SRCS)) $$(patsubst %.S,$(1)/obj/%.o,$$(KC_ASM)) $(BUILD)/exports.map
+	$$(CC) $(2) $$(KC_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(KC_LIBS)
+endef
+
+$(eval $(call kc_variant,$(BUILD),))
+$(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS)))
+
+# Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
+# build directory can be copied to a machine that lacks them.
+KC_CARRY := libjansson.so.4 libunwind.so.8
+$(BUILD)/.carried: $(BUILD)/libkcheck.so
+	for l in $(KC_CARRY); do cp -L $$(ldconfig -p | awk -v l=$$l '$$1==l {print $$NF; exit}') $(BUILD)/; done
+	touch $@
+
+all: $(BUILD)/libkcheck.so $(BUILD)/.carried

@@ -1,0 +1,152 @@
+/* libkcheck/report.c — report file, record emission and the exit summary. */
+#include "report.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "options.h"
+#include "version.h"
+
+struct kc_counters kc_count;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *out;
+static char path[4096];
+static long record_seq;
+static int finished;
+static struct timespec t0;
+
+double kc_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+}
+
+void kc_report_lock(void) { pthread_mutex_lock(&lock); }
+void kc_report_unlock(void) { pthread_mutex_unlock(&lock); }
+void kc_report_reset_lock(void) { pthread_mutex_init(&lock, NULL); }
+
+const char *kc_report_path(void) { return out ? path : NULL; }
+
+static void make_path(void) {
+  const char *rank = getenv("RANK");
+  if (!rank || !*rank) rank = getenv("LOCAL_RANK");
+  if (rank && *rank)
+    snprintf(path, sizeof path, "%s.%ld.rank%s.jsonl", kc_opt.log_path, (long)getpid(), rank);
+  else
+    snprintf(path, sizeof path, "%s.%ld.jsonl", kc_opt.log_path, (long)getpid());
+}
+
+static int open_file(void) {
+  if (!strcmp(kc_opt.log_path, "none")) return 0;
+  make_path();
+  /* O_CLOEXEC: the report must not leak into programs the application execs. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !(out = fdopen(fd, "w"))) {
+    if (fd >= 0) close(fd);
+    kc_log_printf(KC_LOG_ERROR, "cannot open report %s; continuing without a report", path);
+    return -1;
+  }
+  return 0;
+}
+
+static json_t *run_record(void) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  return json_pack("{s:s, s:s, s:I, s:s, s:o}", "schema", KC_REPORT_SCHEMA, "kcheck_version",
+                   KCHECK_VERSION, "pid", (json_int_t)getpid(), "exe", exe, "options",
+                   kc_options_to_json());
+}
+
+int kc_report_open(void) {
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (open_file()) return -1;
+  kc_report_emit("run", run_record());
+  return 0;
+}
+
+void kc_report_reopen_child(long parent_pid) {
+  if (out) fclose(out);
+  out = NULL;
+  record_seq = 0;
+  finished = 0;
+  memset(&kc_count, 0, sizeof kc_count);
+  if (open_file()) return;
+  json_t *r = run_record();
+  json_object_set_new(r, "parent_pid", json_integer(parent_pid));
+  kc_report_emit("run", r);
+}
+
+void kc_report_emit(const char *type, json_t *rec) {
+  if (!rec) {
+    KC_INTERNAL_ERROR("could not build a '%s' record", type);
+    return;
+  }
+  pthread_mutex_lock(&lock);
+  if (out) {
+    /* type and seq first so records read well with head/grep. */
+    json_t *r = json_object();
+    json_object_set_new(r, "type", json_string(type));
+    json_object_set_new(r, "seq", json_integer(record_seq++));
+    json_object_set_new(r, "t", json_real(kc_now_s()));
+    json_object_update(r, rec);
+    if (json_dumpf(r, out, JSON_COMPACT | JSON_ENSURE_ASCII) || fputc('\n', out) == EOF ||
+        fflush(out))
+      KC_INTERNAL_ERROR("writing the report %s failed", path);
+    json_decref(r);
+  }
+  pthread_mutex_unlock(&lock);
+  json_decref(rec);
+}
+
+static const char *const entry_names[8] = {"cuLaunchKernel", "cuLaunchKernelEx",
+                                           "cuLaunchCooperativeKernel", "", "", "", "", ""};
+
+void kc_report_finish(void) {
+  pthread_mutex_lock(&lock);
+  int again = finished;
+  finished = 1;
+  pthread_mutex_unlock(&lock);
+  if (again) return;
+  long launches = atomic_load(&kc_count.launches), checks = atomic_load(&kc_count.checks),
+       viol = atomic_load(&kc_count.violations), skips = atomic_load(&kc_count.skips),
+       kernels = atomic_load(&kc_count.kernels), graphs = atomic_load(&kc_count.graph_launches),
+       internal = atomic_load(&kc_internal_errors);
+  json_t *by = json_object();
+  for (int i = 0; i < 3; i++)
+    json_object_set_new(by, entry_names[i], json_integer(atomic_load(&kc_count.launches_by_entry[i])));
+  kc_report_emit("summary",
+                 json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "launches",
+                           (json_int_t)launches, "launches_by_entry", by, "graph_launches",
+                           (json_int_t)graphs, "kernels", (json_int_t)kernels, "modules",
+                           (json_int_t)atomic_load(&kc_count.modules), "checks",
+                           (json_int_t)checks, "violations", (json_int_t)viol, "skips",
+                           (json_int_t)skips, "internal_errors", (json_int_t)internal));
+  if (kc_opt.verbosity >= 1 || viol) {
+    kc_log_printf(KC_LOG_WARN,
+                  "%ld launches (%ld cuLaunchKernel, %ld cuLaunchKernelEx, %ld cooperative), "
+                  "%ld graph launches, %ld distinct kernels",
+                  launches, atomic_load(&kc_count.launches_by_entry[0]),
+                  atomic_load(&kc_count.launches_by_entry[1]),
+                  atomic_load(&kc_count.launches_by_entry[2]), graphs, kernels);
+    kc_log_printf(KC_LOG_WARN, "%ld checks, %ld skipped, %ld internal errors", checks, skips,
+                  internal);
+    if (kc_report_path()) kc_log_printf(KC_LOG_WARN, "report: %s", path);
+    char line[256];
+    snprintf(line, sizeof line, "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches\n",
+             viol, viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches);
+    ssize_t w = write(STDERR_FILENO, line, strlen(line));
+    (void)w;
+  }
+  pthread_mutex_lock(&lock);
+  if (out) fclose(out);
+  out = NULL;
+  pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,43 @@
+/* libkcheck/report.h — the JSONL report: one file per process, one record
+ * per line, written and flushed record by record (a crash loses nothing
+ * written before it). Records are built with jansson. */
+#ifndef KC_REPORT_H
+#define KC_REPORT_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+
+#define KC_REPORT_SCHEMA "kcheck.report/1"
+
+/* Counters for the summary. */
+struct kc_counters {
+  atomic_long launches;        /* application kernel launches seen */
+  atomic_long launches_by_entry[8]; /* by enum kc_launch_entry */
+  atomic_long graph_launches;  /* cuGraphLaunch: counted, never checked */
+  atomic_long kernels;         /* distinct kernels */
+  atomic_long checks;
+  atomic_long violations;
+  atomic_long skips;
+  atomic_long modules;
+  atomic_long allocations;
+};
+extern struct kc_counters kc_count;
+
+/* Opens the report (log_path option) and writes the run record. */
+int kc_report_open(void);
+/* After fork: a new file for the child, with the parent's pid noted. */
+void kc_report_reopen_child(long parent_pid);
+/* Writes one record: `type` is added as the first key; takes ownership of rec. */
+void kc_report_emit(const char *type, json_t *rec);
+/* The path being written, or NULL. */
+const char *kc_report_path(void);
+/* Writes the summary record and the stderr summary; idempotent. */
+void kc_report_finish(void);
+/* Seconds since kcheck started (monotonic). */
+double kc_now_s(void);
+/* Lock order helpers for fork. */
+void kc_report_lock(void);
+void kc_report_unlock(void);
+void kc_report_reset_lock(void);
+
+#endif

@@ -1,0 +1,119 @@
+/* libkcheck/stack.c — stacks for violations and trace=2 launches. The
+ * Python frames come from the interpreter already loaded in the process
+ * (dlsym at run time), and only when this thread holds the GIL. */
+#include "stack.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#define MAX_FRAMES 64
+
+static json_t *host_stack(int skip) {
+  json_t *frames = json_array();
+  unw_context_t ctx;
+  unw_cursor_t cur;
+  if (unw_getcontext(&ctx) || unw_init_local(&cur, &ctx)) return frames;
+  for (int depth = 0; depth < MAX_FRAMES + skip && unw_step(&cur) > 0; depth++) {
+    if (depth < skip) continue;
+    unw_word_t ip = 0, off = 0;
+    unw_get_reg(&cur, UNW_REG_IP, &ip);
+    char sym[256] = "";
+    if (unw_get_proc_name(&cur, sym, sizeof sym, &off)) sym[0] = 0;
+    Dl_info info = {0};
+    const char *module = "?";
+    unsigned long long moff = ip;
+    if (dladdr((void *)ip, &info) && info.dli_fname) {
+      module = info.dli_fname;
+      moff = (unsigned long long)(ip - (unw_word_t)info.dli_fbase);
+    }
+    char offs[32];
+    snprintf(offs, sizeof offs, "0x%llx", moff);
+    json_array_append_new(frames, json_pack("{s:s, s:s, s:s}", "module", module, "offset", offs,
+                                            "symbol", sym));
+  }
+  return frames;
+}
+
+/* The part of CPython's stable C API used here. */
+struct py_api {
+  int (*gil_check)(void);
+  void *(*get_frame)(void);          /* PyEval_GetFrame: borrowed */
+  void *(*frame_code)(void *);       /* PyFrame_GetCode: new ref */
+  int (*frame_line)(void *);         /* PyFrame_GetLineNumber */
+  void *(*frame_back)(void *);       /* PyFrame_GetBack: new ref */
+  void *(*getattr)(void *, const char *);
+  const char *(*utf8)(void *);
+  void (*decref)(void *);
+  void (*err_clear)(void);
+  int ok;
+};
+static struct py_api py;
+static pthread_once_t py_once = PTHREAD_ONCE_INIT;
+
+static void py_lookup(void) {
+  py.gil_check = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
+  py.get_frame = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_GetFrame");
+  py.frame_code = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetCode");
+  py.frame_line = (int (*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetLineNumber");
+  py.frame_back = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetBack");
+  py.getattr = (void *(*)(void *, const char *))dlsym(RTLD_DEFAULT, "PyObject_GetAttrString");
+  py.utf8 = (const char *(*)(void *))dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8");
+  py.decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
+  py.err_clear = (void (*)(void))dlsym(RTLD_DEFAULT, "PyErr_Clear");
+  py.ok = py.gil_check && py.get_frame && py.frame_code && py.frame_line && py.frame_back &&
+          py.getattr && py.utf8 && py.decref && py.err_clear;
+}
+
+static void code_string(void *code, const char *attr, char *out, size_t n) {
+  out[0] = 0;
+  void *s = py.getattr(code, attr);
+  if (!s) {
+    py.err_clear();
+    return;
+  }
+  const char *u = py.utf8(s);
+  if (u) snprintf(out, n, "%s", u);
+  else py.err_clear();
+  py.decref(s);
+}
+
+static json_t *python_stack(void) {
+  /* Looked up each time until found: Python may be loaded after kcheck. */
+  if (!py.ok) {
+    py_lookup();
+    if (!py.ok) return NULL;
+  }
+  /* Frames are only safe to walk with the GIL held by this thread (autograd
+   * and other C++ threads launch without it). */
+  if (!py.gil_check()) return NULL;
+  json_t *frames = json_array();
+  void *f = py.get_frame();
+  int owned = 0;
+  for (int depth = 0; f && depth < MAX_FRAMES; depth++) {
+    void *code = py.frame_code(f);
+    char file[512], func[256];
+    code_string(code, "co_filename", file, sizeof file);
+    code_string(code, "co_name", func, sizeof func);
+    py.decref(code);
+    json_array_append_new(frames, json_pack("{s:s, s:i, s:s}", "file", file, "line",
+                                            py.frame_line(f), "function", func));
+    void *back = py.frame_back(f);
+    if (owned) py.decref(f);
+    f = back;
+    owned = 1;
+  }
+  if (f && owned) py.decref(f);
+  return frames;
+}
+
+json_t *kc_stack_json(int skip) {
+  (void)pthread_once(&py_once, py_lookup);
+  json_t *o = json_object();
+  json_object_set_new(o, "host", host_stack(skip));
+  json_t *p = python_stack();
+  if (p) json_object_set_new(o, "python", p);
+  return o;
+}

@@ -1,0 +1,288 @@
+/* shim/entries.c — one exported wrapper per KC_HOOK row of driver.def,
+ * generated per family. The fast path is: guard or inactive → real call. */
+#include <string.h>
+
+#include "allocmap.h"
+#include "core.h"
+#include "guard.h"
+#include "launch.h"
+#include "log.h"
+#include "shim.h"
+
+#define KC_EXPORT __attribute__((visibility("default")))
+
+/* Activation on first use; kcheck's own calls (guarded) never activate. */
+#define KC_ENSURE_READY()                                                                          \
+  do {                                                                                             \
+    if (KC_NEVER(!atomic_load_explicit(&kc_shim_ready, memory_order_acquire)) && !kc_guarded())    \
+      kc_shim_activate();                                                                          \
+  } while (0)
+
+#define KC_REAL_OR_FAIL(sym)                                                                       \
+  __typeof__(kc_drv.sym) real = kc_drv.sym;                                                        \
+  if (KC_NEVER(!real)) return kc_shim_missing(KC_E_##sym)
+
+#define KC_PASSTHROUGH() (kc_guarded() || kc_disabled)
+
+static int name_is_ptsz(const char *s, size_t n) { return n > 5 && !memcmp(s + n - 5, "_ptsz", 5); }
+
+/* ---- launches ---------------------------------------------------------- */
+
+static CUresult call_LAUNCH_KERNEL(const struct kc_launch_args *a) {
+  return ((kc_fam_LAUNCH_KERNEL)a->real)(a->f, a->grid[0], a->grid[1], a->grid[2], a->block[0],
+                                         a->block[1], a->block[2], a->shmem, a->stream, a->params,
+                                         a->extra);
+}
+static CUresult call_LAUNCH_KERNEL_EX(const struct kc_launch_args *a) {
+  return ((kc_fam_LAUNCH_KERNEL_EX)a->real)(a->config, a->f, a->params, a->extra);
+}
+static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
+  return ((kc_fam_LAUNCH_COOPERATIVE)a->real)(a->f, a->grid[0], a->grid[1], a->grid[2],
+                                              a->block[0], a->block[1], a->block[2], a->shmem,
+                                              a->stream, a->params);
+}
+
+#define DEF_LAUNCH_KERNEL(sym)                                                                     \
+  KC_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,         \
+                         unsigned by, unsigned bz, unsigned shmem, CUstream stream, void **params, \
+                         void **extra) {                                                           \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    if (KC_PASSTHROUGH()) return real(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);    \
+    struct kc_launch_args a = {KC_LE_KERNEL, name_is_ptsz(#sym, sizeof #sym - 1), f, {gx, gy, gz}, \
+                               {bx, by, bz}, shmem, stream, params, extra, NULL,                   \
+                               call_LAUNCH_KERNEL, (void *)real};                                  \
+    return kc_on_launch(&a);                                                                       \
+  }
+
+#define DEF_LAUNCH_KERNEL_EX(sym)                                                                  \
+  KC_EXPORT CUresult sym(const CUlaunchConfig *config, CUfunction f, void **params,                \
+                         void **extra) {                                                           \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    if (KC_PASSTHROUGH() || !config) return real(config, f, params, extra);                        \
+    struct kc_launch_args a = {KC_LE_KERNEL_EX, name_is_ptsz(#sym, sizeof #sym - 1), f, {0}, {0},  \
+                               0, config->hStream, params, extra, config,                          \
+                               call_LAUNCH_KERNEL_EX, (void *)real};                               \
+    return kc_on_launch(&a);                                                                       \
+  }
+
+#define DEF_LAUNCH_COOPERATIVE(sym)                                                                \
+  KC_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,         \
+                         unsigned by, unsigned bz, unsigned shmem, CUstream stream,                \
+                         void **params) {                                                          \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    if (KC_PASSTHROUGH()) return real(f, gx, gy, gz, bx, by, bz, shmem, stream, params);           \
+    struct kc_launch_args a = {KC_LE_COOPERATIVE, name_is_ptsz(#sym, sizeof #sym - 1), f,         \
+                               {gx, gy, gz}, {bx, by, bz}, shmem, stream, params, NULL, NULL,      \
+                               call_LAUNCH_COOPERATIVE, (void *)real};                             \
+    return kc_on_launch(&a);                                                                       \
+  }
+
+#define DEF_GRAPH_LAUNCH(sym)                                                                      \
+  KC_EXPORT CUresult sym(CUgraphExec exec, CUstream stream) {                                      \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    if (!KC_PASSTHROUGH()) kc_on_graph_launch();                                                   \
+    return real(exec, stream);                                                                     \
+  }
+
+/* ---- code loading ------------------------------------------------------- */
+
+#define DEF_MODULE_LOAD(sym)                                                                       \
+  KC_EXPORT CUresult sym(CUmodule *module, const char *fname) {                                    \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(module, fname);                                                              \
+    if (r == CUDA_SUCCESS && module && !KC_PASSTHROUGH())                                          \
+      kc_on_image_load(*module, 0, NULL, fname);                                                   \
+    return r;                                                                                      \
+  }
+
+#define DEF_MODULE_LOAD_DATA(sym)                                                                  \
+  KC_EXPORT CUresult sym(CUmodule *module, const void *image) {                                    \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(module, image);                                                              \
+    if (r == CUDA_SUCCESS && module && image && !KC_PASSTHROUGH())                                 \
+      kc_on_image_load(*module, 0, image, NULL);                                                   \
+    return r;                                                                                      \
+  }
+
+#define DEF_MODULE_LOAD_DATA_EX(sym)                                                               \
+  KC_EXPORT CUresult sym(CUmodule *module, const void *image, unsigned n, CUjit_option *opts,      \
+                         void **vals) {                                                            \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(module, image, n, opts, vals);                                               \
+    if (r == CUDA_SUCCESS && module && image && !KC_PASSTHROUGH())                                 \
+      kc_on_image_load(*module, 0, image, NULL);                                                   \
+    return r;                                                                                      \
+  }
+
+#define DEF_LIBRARY_LOAD_DATA(sym)                                                                 \
+  KC_EXPORT CUresult sym(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,            \
+                         unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl) {               \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(lib, code, jo, jv, nj, lo, lv, nl);                                          \
+    if (r == CUDA_SUCCESS && lib && code && !KC_PASSTHROUGH()) kc_on_image_load(*lib, 1, code, NULL); \
+    return r;                                                                                      \
+  }
+
+#define DEF_LIBRARY_LOAD_FROM_FILE(sym)                                                            \
+  KC_EXPORT CUresult sym(CUlibrary *lib, const char *fname, CUjit_option *jo, void **jv,           \
+                         unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl) {               \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(lib, fname, jo, jv, nj, lo, lv, nl);                                         \
+    if (r == CUDA_SUCCESS && lib && fname && !KC_PASSTHROUGH())                                    \
+      kc_on_image_load(*lib, 1, NULL, fname);                                                      \
+    return r;                                                                                      \
+  }
+
+#define DEF_MODULE_UNLOAD(sym)                                                                     \
+  KC_EXPORT CUresult sym(CUmodule module) {                                                        \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    if (!KC_PASSTHROUGH()) kc_on_image_unload(module);                                             \
+    return real(module);                                                                           \
+  }
+
+#define DEF_LIBRARY_UNLOAD(sym)                                                                    \
+  KC_EXPORT CUresult sym(CUlibrary lib) {                                                          \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    if (!KC_PASSTHROUGH()) kc_on_image_unload(lib);                                                \
+    return real(lib);                                                                              \
+  }
+
+/* ---- allocations -------------------------------------------------------- */
+
+#define DEF_MEM_ALLOC(sym)                                                                         \
+  KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t bytes) {                                        \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr, bytes);                                                                \
+    if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_PLAIN); \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_ALLOC_PITCH(sym)                                                                   \
+  KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,            \
+                         unsigned elem) {                                                          \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr, pitch, width, height, elem);                                           \
+    if (r == CUDA_SUCCESS && dptr && pitch && !KC_PASSTHROUGH())                                   \
+      kc_on_alloc(*dptr, *pitch * height, KC_ALLOC_PITCH);                                         \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_ALLOC_MANAGED(sym)                                                                 \
+  KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t bytes, unsigned flags) {                        \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr, bytes, flags);                                                         \
+    if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH())                                            \
+      kc_on_alloc(*dptr, bytes, KC_ALLOC_MANAGED);                                                 \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_FREE(sym)                                                                          \
+  KC_EXPORT CUresult sym(CUdeviceptr dptr) {                                                       \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr);                                                                       \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_free(dptr);                                  \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_ALLOC_ASYNC(sym)                                                                   \
+  KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t bytes, CUstream stream) {                       \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr, bytes, stream);                                                        \
+    if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_ASYNC); \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_ALLOC_FROM_POOL_ASYNC(sym)                                                         \
+  KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {    \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr, bytes, pool, stream);                                                  \
+    if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_ASYNC); \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_FREE_ASYNC(sym)                                                                    \
+  KC_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream) {                                      \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(dptr, stream);                                                               \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_free(dptr);                                  \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_MAP(sym)                                                                           \
+  KC_EXPORT CUresult sym(CUdeviceptr ptr, size_t size, size_t offset,                              \
+                         CUmemGenericAllocationHandle handle, unsigned long long flags) {          \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(ptr, size, offset, handle, flags);                                           \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_map(ptr, size);                              \
+    return r;                                                                                      \
+  }
+
+#define DEF_MEM_UNMAP(sym)                                                                         \
+  KC_EXPORT CUresult sym(CUdeviceptr ptr, size_t size) {                                           \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(ptr, size);                                                                  \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_unmap(ptr, size);                            \
+    return r;                                                                                      \
+  }
+
+/* ---- entry-point lookup ------------------------------------------------- */
+
+#define DEF_GET_PROC_ADDRESS_V1(sym)                                                               \
+  KC_EXPORT CUresult sym(const char *symbol, void **pfn, int version, cuuint64_t flags) {          \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(symbol, pfn, version, flags);                                                \
+    if (r == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = kc_shim_wrap_proc(symbol, *pfn);       \
+    return r;                                                                                      \
+  }
+
+#define DEF_GET_PROC_ADDRESS_V2(sym)                                                               \
+  KC_EXPORT CUresult sym(const char *symbol, void **pfn, int version, cuuint64_t flags,            \
+                         CUdriverProcAddressQueryResult *status) {                                 \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(symbol, pfn, version, flags, status);                                        \
+    if (r == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = kc_shim_wrap_proc(symbol, *pfn);       \
+    return r;                                                                                      \
+  }
+
+/* Prototypes for names cuda.h does not declare (_ptsz, legacy). */
+#define KC_HOOK(sym, fam) KC_EXPORT __typeof__(*(kc_fam_##fam)0) sym;
+#define KC_CALL(sym)
+#include "driver.def"
+#undef KC_HOOK
+#undef KC_CALL
+
+#define KC_HOOK(sym, fam) DEF_##fam(sym)
+#define KC_CALL(sym)
+#include "driver.def"
+#undef KC_HOOK
+#undef KC_CALL
+
+void *const kc_shim_wrappers[KC_E_COUNT] = {
+#define KC_HOOK(sym, fam) [KC_E_##sym] = (void *)sym,
+#define KC_CALL(sym)
+#include "driver.def"
+#undef KC_HOOK
+#undef KC_CALL
+};

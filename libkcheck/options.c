@@ -184,7 +184,7 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
         *(const char **)rows[i].field = saved_owned;
         saved_owned = NULL;
       }
-      kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s'; keeping the default", source,
+      kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s'; keeping the current value", source,
                     val, key);
       problems++;
     }

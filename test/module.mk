@@ -1,0 +1,33 @@
+# test/ build fragment. `make test` = everything that needs no GPU, under
+# AddressSanitizer and UBSan: C unit tests, the oracle's tests, the CPU
+# stand-in driver's self-tests and the integration tests (pytest) that run
+# applications under LD_PRELOAD=libkcheck.so on the stand-in.
+
+-include test/fakecuda/module.mk
+-include test/gpu/module.mk
+
+UNIT_TESTS := allocmap options
+UNIT_OBJS_allocmap := allocmap log
+UNIT_OBJS_options := options log
+
+define unit_test
+$(BUILD)/test/unit/test_$(1): test/unit/test_$(1).c $$(patsubst %,$(BUILD)/san/obj/libkcheck/%.o,$$(UNIT_OBJS_$(1)))
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_COMMON) $$(SANFLAGS) $$(KC_INC) -Itest/unit -o $$@ $$^ -ljansson -lpthread
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call unit_test,$(t))))
+
+.PHONY: unit-test integration-test
+unit-test: $(patsubst %,$(BUILD)/test/unit/test_%,$(UNIT_TESTS))
+	@set -e; for t in $^; do $$t; done
+
+# ASan must come first in LD_PRELOAD when the preloaded library is built
+# with it; leak checking is off because the host programs (python) leak.
+ASAN_RT := $(shell $(CC) -print-file-name=libasan.so)
+integration-test: $(BUILD)/san/libkcheck.so $(BUILD)/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(TEST_APPS)
+	KCHECK_TEST_BUILD=$(abspath $(BUILD)) KCHECK_TEST_ASAN_RT=$(ASAN_RT) \
+	  $(PYTHON) -m pytest -q test/integration
+
+test-cpu: unit-test integration-test
+test: test-cpu
+bench: bench-cpu

@@ -31,3 +31,14 @@ integration-test: $(BUILD)/san/libkcheck.so $(BUILD)/libkcheck.so $(BUILD)/.carr
 test-cpu: unit-test integration-test
 test: test-cpu
 bench: bench-cpu
+
+# dlsym(RTLD_NEXT) semantics under kcheck's dlsym hook.
+$(BUILD)/test/dlsym/libnext_b.so: test/dlsym/next_b.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -shared -o $@ $<
+$(BUILD)/test/dlsym/libnext_a.so: test/dlsym/next_a.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -shared -o $@ $< -ldl
+$(BUILD)/test/dlsym/next_main: test/dlsym/next_main.c $(BUILD)/test/dlsym/libnext_a.so $(BUILD)/test/dlsym/libnext_b.so
+	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(BUILD)/test/dlsym -Wl,--no-as-needed -lnext_a -lnext_b -ldl -Wl,-rpath,'$$ORIGIN'
+integration-test: $(BUILD)/test/dlsym/next_main

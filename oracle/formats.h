@@ -52,5 +52,8 @@ double oc_unit_roundoff(enum oc_format f);
 /* Distance in units in the last place between two values of format f
  * (counted in representable steps; NaN -> UINT64_MAX). */
 uint64_t oc_ulp_distance(enum oc_format f, double a, double b);
+/* Spacing of format f's values in |x|'s binade (the subnormal quantum below
+ * the normal range; at ±Inf that of the largest binade). */
+double oc_format_quantum(enum oc_format f, double x);
 
 #endif

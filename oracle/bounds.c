@@ -1,0 +1,252 @@
+/* oracle/bounds.c — the rigorous error-bound formulas of ORACLE.md §2-3.
+ * All arithmetic on bound quantities is rounded upward by pushing each
+ * double result one ulp toward +inf (round-to-nearest is within half an
+ * ulp), which keeps the code free of fesetround and thread-safe. */
+#include "bounds.h"
+
+#include <math.h>
+
+#include "formats.h"
+#include "oracle.h"
+
+double oc_up(double x) { return x == x && x != INFINITY ? nextafter(x, INFINITY) : x; }
+double oc_down(double x) { return x == x && x != -INFINITY ? nextafter(x, -INFINITY) : x; }
+double oc_add_up(double a, double b) { return oc_up(a + b); }
+double oc_mul_up(double a, double b) {
+  if (a == 0 || b == 0) return 0; /* keeps 0 * inf from turning into NaN */
+  return oc_up(a * b);
+}
+double oc_div_up(double a, double b) { return a == 0 ? 0 : oc_up(a / b); }
+
+double oc_gamma(double n, double u) {
+  if (n <= 0) return 0;
+  double nu = oc_mul_up(n, u);
+  if (!(nu < 1)) return INFINITY;
+  return oc_div_up(nu, oc_down(1 - nu));
+}
+
+static double acc_unit(const struct oc_profile *p) { return oc_profile_u_acc(p); }
+
+/* Precision of the kernel's scalar math (exp, div, rsqrt): fp32 unless the
+ * profile accumulates in fp64; narrower accumulators still call fp32 math. */
+static double math_u(const struct oc_profile *p) {
+  return p->acc == OC_FP64 ? ldexp(1, -53) : ldexp(1, -24);
+}
+
+static int in_bits(const struct oc_profile *p) {
+  int b = oc_format_info(p->in)->p;
+  if (p->tf32 && b > 11) b = 11;
+  return b;
+}
+
+double oc_dot_roundings(const struct oc_profile *p, int64_t n, int extra, int products) {
+  int exact = !products || 2 * in_bits(p) <= oc_profile_acc_bits(p);
+  if (n <= 0) return extra;
+  if (p->block > 0 && products) return (double)n + (double)((n + p->block - 1) / p->block) + extra;
+  return (double)(n - 1) + (exact ? 0 : 1) + extra;
+}
+
+double oc_dot_theta(const struct oc_profile *p, int64_t n, int extra) {
+  double u = acc_unit(p), th;
+  if (p->promote > 0 && n > p->promote) {
+    /* Chunks of `promote` terms in the narrow accumulator, each chunk added
+     * into an fp32 (nearest) accumulator: every term sees theta1 inside its
+     * chunk, then theta2 on the way through the outer sum. */
+    double t1 = oc_gamma(oc_dot_roundings(p, p->promote, 0, 1), u);
+    double n2 = (double)((n + p->promote - 1) / p->promote) - 1 + extra;
+    double t2 = oc_gamma(n2, ldexp(1, -24));
+    th = oc_add_up(t1, oc_mul_up(t2, oc_add_up(1, t1)));
+  } else {
+    th = oc_gamma(oc_dot_roundings(p, n, extra, 1), u);
+  }
+  if (p->tf32 && (p->in == OC_FP32 || p->in == OC_FP64)) {
+    /* Operands rounded (or truncated) to tf32: u_t = 2^-10 covers both. */
+    double ut = ldexp(1, -10), f = oc_mul_up(oc_add_up(1, ut), oc_add_up(1, ut));
+    th = oc_add_up(oc_add_up(2 * ut, ut * ut), oc_mul_up(th, f));
+  }
+  return th;
+}
+
+double oc_sum_theta(const struct oc_profile *p, int64_t n, int extra) {
+  double r = (n > 1 ? (double)(n - 1) : 0) + extra;
+  return oc_gamma(r, acc_unit(p));
+}
+
+static double fmt_min_normal(enum oc_format f) {
+  return ldexp(1, oc_format_info(f)->emin_normal - 1);
+}
+
+double oc_acc_eta(const struct oc_profile *p) {
+  return p->ftz ? fmt_min_normal(p->acc) : oc_format_info(p->acc)->min_subnormal / 2;
+}
+
+double oc_out_u(const struct oc_profile *p) { return oc_unit_roundoff(p->out); }
+double oc_out_eta(const struct oc_profile *p) {
+  return p->ftz ? fmt_min_normal(p->out) : oc_format_info(p->out)->min_subnormal / 2;
+}
+
+double oc_out_bound(const struct oc_profile *p, double y_abs, double b) {
+  double u = oc_out_u(p);
+  return oc_add_up(oc_add_up(oc_mul_up(u, y_abs), oc_mul_up(oc_add_up(1, u), b)), oc_out_eta(p));
+}
+
+double oc_dot_prob(const struct oc_profile *p, int64_t n, double lambda, double s) {
+  if (p->acc_round == OC_ACC_ZERO) return INFINITY; /* biased errors: no probabilistic model */
+  double r = oc_dot_roundings(p, n, 0, 1);
+  return oc_mul_up(oc_mul_up(lambda, sqrt(r > 1 ? r : 1)), oc_mul_up(acc_unit(p), s));
+}
+
+/* ---------------------------------------------------------- math budgets */
+
+double oc_exp_rel(const struct oc_profile *p, double arg) {
+  double u = math_u(p);
+  if (p->acc == OC_FP64) return 2 * u; /* double exp: 1 ulp */
+  if (p->math == OC_MATH_PRECISE) return 4 * u;
+  /* __expf and ex2.approx: 2 + floor(|1.173 x|) ulp. */
+  double k = 2 + floor(fabs(1.173 * arg));
+  return oc_mul_up(2 * u, k);
+}
+
+double oc_div_rel(const struct oc_profile *p) {
+  return p->math == OC_MATH_PRECISE || p->acc == OC_FP64 ? math_u(p) : 4 * math_u(p);
+}
+double oc_rsqrt_rel(const struct oc_profile *p) { return 4 * math_u(p); }
+double oc_sqrt_rel(const struct oc_profile *p) {
+  return p->math == OC_MATH_PRECISE ? math_u(p) : 2 * math_u(p);
+}
+
+void oc_log_err(const struct oc_profile *p, double y, double *rel, double *abs) {
+  double u = math_u(p);
+  (void)y;
+  if (p->math == OC_MATH_PRECISE || p->acc == OC_FP64) {
+    *rel = 2 * u;
+    *abs = 0;
+  } else {
+    *rel = 6 * u;
+    *abs = ldexp(1.34, -22); /* __logf: 2^-21.41 absolute on [0.5, 2] */
+  }
+}
+
+/* ---------------------------------------------------------- activations */
+
+static double sigm(double x) { return 1 / (1 + exp(-x)); }
+static double phi_pdf(double x) { return exp(-x * x / 2) * 0.3989422804014327; }
+static double Phi(double x) { return 0.5 * (1 + erf(x * 0.7071067811865476)); }
+static const double GT_C = 0.7978845608028654, GT_A = 0.044715;
+
+double oc_act_value(int act, double x) {
+  switch (act) {
+  case OC_ACT_RELU: return x > 0 ? x : 0 * x;
+  case OC_ACT_GELU_ERF: return x * Phi(x);
+  case OC_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(GT_C * (x + GT_A * x * x * x)));
+  case OC_ACT_SILU: return x * sigm(x);
+  case OC_ACT_SIGMOID: return sigm(x);
+  case OC_ACT_TANH: return tanh(x);
+  default: return x;
+  }
+}
+
+/* Interval arithmetic with outward inflation: libm is not correctly rounded,
+ * so every evaluated endpoint is widened by 1e-12 relative plus 1e-300. */
+static struct oc_ival iv(double a, double b) {
+  struct oc_ival r = {a < b ? a : b, a < b ? b : a};
+  r.lo -= fabs(r.lo) * 1e-12 + 1e-300;
+  r.hi += fabs(r.hi) * 1e-12 + 1e-300;
+  return r;
+}
+static struct oc_ival iv_add(struct oc_ival a, struct oc_ival b) { return iv(a.lo + b.lo, a.hi + b.hi); }
+static struct oc_ival iv_mul(struct oc_ival a, struct oc_ival b) {
+  double c[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+  double lo = c[0], hi = c[0];
+  for (int i = 1; i < 4; i++) {
+    lo = c[i] < lo ? c[i] : lo;
+    hi = c[i] > hi ? c[i] : hi;
+  }
+  return iv(lo, hi);
+}
+/* Range on [lo, hi] of an even function decreasing in |x|. */
+static struct oc_ival iv_even(double (*g)(double), double lo, double hi) {
+  double near = lo <= 0 && hi >= 0 ? 0 : fmin(fabs(lo), fabs(hi));
+  double far = fmax(fabs(lo), fabs(hi));
+  return iv(g(far), g(near));
+}
+static double sigm_d(double x) {
+  double e = exp(-fabs(x));
+  return e / ((1 + e) * (1 + e));
+}
+static double sech2(double x) {
+  double e = exp(-2 * fabs(x));
+  return 4 * e / ((1 + e) * (1 + e));
+}
+static double gt_w(double x) { return GT_C * (x + GT_A * x * x * x); }
+static double gt_sech2(double x) { return sech2(gt_w(x)); }
+
+double oc_act_lipschitz(int act, double lo, double hi) {
+  double cap;
+  struct oc_ival r;
+  switch (act) {
+  case OC_ACT_NONE: return 1;
+  case OC_ACT_RELU: return hi > 0 ? 1 : 0;
+  case OC_ACT_SIGMOID: cap = 0.25; break;
+  case OC_ACT_TANH: cap = 1; break;
+  case OC_ACT_SILU: cap = 1.1; break;
+  default: cap = 1.13; break; /* both GELUs: max phi' = 1.1289 */
+  }
+  if (!(lo == lo && hi == hi) || isinf(lo) || isinf(hi)) return cap;
+  struct oc_ival x = iv(lo, hi);
+  switch (act) {
+  case OC_ACT_SIGMOID: r = iv_even(sigm_d, lo, hi); break;
+  case OC_ACT_TANH: r = iv_even(sech2, lo, hi); break;
+  case OC_ACT_SILU: r = iv_add(iv(sigm(lo), sigm(hi)), iv_mul(x, iv_even(sigm_d, lo, hi))); break;
+  case OC_ACT_GELU_ERF: r = iv_add(iv(Phi(lo), Phi(hi)), iv_mul(x, iv_even(phi_pdf, lo, hi))); break;
+  default: { /* gelu_tanh: 0.5(1+T) + 0.5 x sech^2(w) c (1 + 3a x^2) */
+    struct oc_ival t = iv(0.5 * (1 + tanh(gt_w(lo))), 0.5 * (1 + tanh(gt_w(hi))));
+    double near = lo <= 0 && hi >= 0 ? 0 : fmin(fabs(lo), fabs(hi)), far = fmax(fabs(lo), fabs(hi));
+    struct oc_ival q = iv(0.5 * GT_C * (1 + 3 * GT_A * near * near), 0.5 * GT_C * (1 + 3 * GT_A * far * far));
+    r = iv_add(t, iv_mul(iv_mul(x, iv_even(gt_sech2, lo, hi)), q));
+  }
+  }
+  double m = fmax(fabs(r.lo), fabs(r.hi));
+  return m < cap ? m : cap;
+}
+
+double oc_act_eval_err(const struct oc_profile *p, int act, double zabs, double yabs) {
+  double u = math_u(p), tiny = 1e-44, e;
+  switch (act) {
+  case OC_ACT_NONE:
+  case OC_ACT_RELU: return 0;
+  case OC_ACT_SIGMOID:
+  case OC_ACT_SILU: /* 1/(1+exp(-z)) [times z]: exp, add, divide, [multiply] */
+    e = 1.01 * (oc_exp_rel(p, zabs) + oc_div_rel(p) + 2 * u);
+    return oc_add_up(oc_mul_up(e, yabs), tiny);
+  case OC_ACT_TANH:
+    e = p->math == OC_MATH_FAST ? ldexp(1, -11) : 4 * u;
+    return oc_add_up(oc_mul_up(e, yabs), tiny);
+  case OC_ACT_GELU_ERF: /* 0.5 z (1 + erf(z/sqrt2)): erf 2 ulp, argument rounding 2u */
+    e = oc_mul_up(0.5 * zabs, 4 * u + 1.13 * 2 * u * 0.7072 * zabs);
+    return oc_add_up(oc_add_up(e, oc_mul_up(3 * u, yabs)), tiny);
+  default: { /* gelu_tanh */
+    double w = GT_C * (zabs + GT_A * zabs * zabs * zabs);
+    double dt = (p->math == OC_MATH_FAST ? ldexp(1, -11) : 4 * u) + 4 * u * w;
+    if (dt > 2) dt = 2;
+    e = oc_mul_up(0.5 * zabs, dt);
+    return oc_add_up(oc_add_up(e, oc_mul_up(3 * u, yabs)), tiny);
+  }
+  }
+}
+
+/* ---------------------------------------------------------- softmax */
+
+double oc_softmax_eps(const struct oc_profile *p, double t) {
+  double at = fabs(t);
+  return oc_up(oc_mul_up(oc_add_up(1, oc_exp_rel(p, t)), oc_up(exp(oc_mul_up(math_u(p), at)))) - 1);
+}
+
+double oc_softmax_rel(const struct oc_profile *p, double eps_i, double mean_eps, int64_t n,
+                      double rescale_rel) {
+  double g = oc_sum_theta(p, n, 0);
+  double num = oc_mul_up(oc_add_up(1, eps_i), oc_add_up(1, oc_div_rel(p)));
+  double den = oc_down(oc_down(oc_down(1 - mean_eps) * oc_down(1 - g)) * oc_down(1 - rescale_rel));
+  if (!(den > 0)) return INFINITY;
+  return oc_up(oc_div_up(num, den) - 1);
+}

@@ -1,0 +1,29 @@
+# oracle/module_b.mk — the op-level half of the oracle (profiles, bounds,
+# verdicts, sampling, ops, generators): its sources, CPU tests and the
+# sampled-GEMM benchmark. Included by oracle/module.mk.
+
+ORACLE_SRCS_B := oracle/tensor.c oracle/profile.c oracle/bounds.c oracle/verdict.c \
+                 oracle/sample.c oracle/adversarial.c oracle/matmul.c
+
+ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul
+
+# Tests link the sanitizer library; the pattern rule in module.mk builds
+# $(BUILD)/test/oracle/%, these add the shared helper header dependency.
+$(ORACLE_TESTS_B): test/oracle/test_b_util.h
+
+$(BUILD)/bench/oracle_gemm: bench/oracle_gemm.c $(BUILD)/liboracle.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -O3 -I oracle $< $(BUILD)/liboracle.a -lmpfr -lgmp -lm -lpthread -o $@
+
+.PHONY: oracle-bench-gemm oracle-test-b
+oracle-bench-gemm: $(BUILD)/bench/oracle_gemm
+	$(BUILD)/bench/oracle_gemm
+
+bench-cpu: oracle-bench-gemm
+
+# B's tests alone (useful while A's half is in flux).
+oracle-test-b: $(ORACLE_TESTS_B)
+	@fail=0; for t in $(ORACLE_TESTS_B); do echo "== $$t"; $$t || { echo "FAIL $$t"; fail=1; }; done; \
+	exit $$fail
+
+-include $(ORACLE_TESTS_B:=.d)

@@ -1,0 +1,194 @@
+/* oracle/oracle.h — the public C API of the numerical oracle: give it the
+ * inputs a kernel read, the output it wrote, and the precision profile it
+ * declares; get back a verdict with evidence. Pure C on MPFR; no GPU.
+ * Every entry point is thread-safe (no MPFR global state is changed). */
+#ifndef OC_ORACLE_H
+#define OC_ORACLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats.h"
+#include "profile.h"
+
+#define OC_MAX_RANK 8
+
+/* ---------------------------------------------------------------- tensors */
+
+/* A view of host bytes. Strides are in elements (not bytes), may be any
+ * sign, zero (broadcast) or non-contiguous. */
+struct oc_tensor {
+  const void *data;
+  enum oc_format fmt;
+  int rank;
+  int64_t shape[OC_MAX_RANK];
+  int64_t stride[OC_MAX_RANK];
+};
+
+/* Fills t; strides NULL means contiguous row-major. Returns 0, or -1 for a
+ * bad rank/shape. */
+int oc_tensor_make(struct oc_tensor *t, const void *data, enum oc_format fmt, int rank,
+                   const int64_t *shape, const int64_t *strides);
+int64_t oc_tensor_numel(const struct oc_tensor *t);
+size_t oc_format_size(enum oc_format f); /* bytes per element */
+/* Exact value of the element at a multi-index (length t->rank). */
+double oc_tensor_get(const struct oc_tensor *t, const int64_t *idx);
+/* Exact value at an element offset (sum of idx*stride). */
+double oc_tensor_at(const struct oc_tensor *t, int64_t off);
+/* Decodes n elements starting at offset off with stride inc into out. */
+void oc_tensor_gather(const struct oc_tensor *t, int64_t off, int64_t inc, int64_t n, double *out);
+/* Raw bit pattern at an offset. */
+uint64_t oc_tensor_bits(const struct oc_tensor *t, int64_t off);
+
+/* ---------------------------------------------------------------- options */
+
+struct oc_options {
+  double delta;      /* miss probability target for sampling (1e-6) */
+  double fraction;   /* smallest defective fraction to catch (1e-3): S = ln(1/delta)/fraction */
+  uint64_t seed;     /* sampling and screen seed (reproducible) */
+  int tile_m, tile_n;/* output tile used for "one sample per tile" (128 x 128) */
+  int full;          /* 1: check every output element (0: sample GEMM/attention) */
+  int screen;        /* 1: run the Freivalds screen where it applies (default 1) */
+  int screen_vectors;/* random +-1 vectors in the screen (2) */
+  double lambda;     /* probabilistic bound lambda*sqrt(n)*u for "suspect" (8) */
+  int ladder;        /* 1: explain precision failures by a cheaper profile (1) */
+  int64_t full_below;/* outputs with fewer elements are checked in full (65536) */
+};
+void oc_options_default(struct oc_options *o);
+
+/* ---------------------------------------------------------------- verdicts */
+
+enum oc_verdict_kind {
+  OC_BITWISE,        /* equals the correctly rounded reference bit for bit */
+  OC_PASS,           /* within the rigorous bound of the declared profile */
+  OC_SUSPECT,        /* within it, but beyond the probabilistic bound or one-signed */
+  OC_FAIL_PRECISION, /* proven violation, explained by a cheaper profile */
+  OC_FAIL_VALUE,     /* beyond every plausible profile */
+  OC_FAIL_SPECIAL,   /* NaN / Inf / signed-zero / saturation mismatch */
+  OC_INCONCLUSIVE,   /* no bound derivable, or coverage below target */
+};
+
+struct oc_verdict {
+  enum oc_verdict_kind kind;
+  char op[24];
+  char profile[OC_PROFILE_NAME_MAX];
+  /* coverage */
+  int64_t total;       /* output elements */
+  int64_t checked;     /* elements compared one by one */
+  double miss_prob;    /* P(a defect touching >= `fraction` of outputs escaped): 0 if full */
+  double fraction;
+  int screen_vectors;  /* Freivalds vectors run (0: none) */
+  int screen_failed;   /* the screen proved some row wrong */
+  /* evidence: the worst element (largest error/bound) */
+  int rank;
+  int64_t index[OC_MAX_RANK];
+  double kernel;       /* kernel value there */
+  double exact;        /* exact value (rounded to double) */
+  double bound;        /* rigorous bound there */
+  double error;        /* |kernel - exact| */
+  double ratio;        /* error / bound (inf when bound is 0 and error is not) */
+  double max_prob_ratio; /* largest error / probabilistic bound */
+  int64_t n_fail;      /* elements beyond the bound */
+  int64_t n_special;   /* special-value mismatches */
+  int64_t n_pos, n_neg;/* signs of nonzero errors (stagnation is one-signed) */
+  int64_t n_bitwise;   /* elements equal to the correctly rounded reference */
+  char explained_by[OC_PROFILE_NAME_MAX]; /* fail_precision: cheapest profile that covers */
+  char detail[160];    /* special-value or inconclusive reason */
+};
+
+const char *oc_verdict_name(enum oc_verdict_kind k);
+/* 1 for the three failing verdicts. */
+int oc_verdict_is_fail(enum oc_verdict_kind k);
+/* One line: "fail_precision matmul[bf16_fp32acc] at (3,17): kernel=.. exact=..
+ * bound=.. ratio=.. consistent with fp16 accumulation; checked 23049/16777216,
+ * miss<=1e-06". Returns what snprintf returns. */
+int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- ops */
+
+enum oc_act { OC_ACT_NONE, OC_ACT_RELU, OC_ACT_GELU_ERF, OC_ACT_GELU_TANH, OC_ACT_SILU,
+              OC_ACT_SIGMOID, OC_ACT_TANH };
+int oc_act_parse(const char *name); /* "none", "relu", "gelu", "gelu_tanh", ... ; -1 unknown */
+
+enum oc_reduce_op { OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN, OC_RED_NORM2 };
+
+/* Reduction of x along `axis`. out has x's shape without that axis (or with
+ * it of size 1). Checked in full. NaN propagates through every op (max/min
+ * included: a kernel that drops it is fail_special). */
+int oc_check_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
+                    const struct oc_tensor *out, const struct oc_profile *p,
+                    const struct oc_options *o, struct oc_verdict *v);
+
+enum oc_softmax_kind { OC_SOFTMAX, OC_LOG_SOFTMAX, OC_LOGSUMEXP };
+/* Softmax family along `axis`; out has x's shape (logsumexp: without axis).
+ * The profile's softmax class (two-pass / online) selects the bound. */
+int oc_check_softmax(enum oc_softmax_kind kind, const struct oc_tensor *x, int axis,
+                     const struct oc_tensor *out, const struct oc_profile *p,
+                     const struct oc_options *o, struct oc_verdict *v);
+
+/* LayerNorm / RMSNorm over the last axis; weight and bias are 1-D of the
+ * last-axis length or NULL. The profile's norm class selects the bound. */
+int oc_check_layer_norm(const struct oc_tensor *x, const struct oc_tensor *weight,
+                        const struct oc_tensor *bias, double eps, const struct oc_tensor *out,
+                        const struct oc_profile *p, const struct oc_options *o,
+                        struct oc_verdict *v);
+int oc_check_rms_norm(const struct oc_tensor *x, const struct oc_tensor *weight, double eps,
+                      const struct oc_tensor *out, const struct oc_profile *p,
+                      const struct oc_options *o, struct oc_verdict *v);
+
+/* out = act(alpha * A.B + beta * C + bias). A is [..., M, K], B [..., K, N],
+ * out and C [..., M, N] (leading batch dims equal, stride 0 broadcasts);
+ * bias is [N] or NULL; C may be NULL (beta ignored). Sampled per
+ * ORACLE.md §4 unless o->full or the output is small; Freivalds screen when
+ * act is NONE. */
+struct oc_matmul_args {
+  const struct oc_tensor *a, *b, *c, *bias;
+  double alpha, beta;
+  enum oc_act act;
+};
+int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
+                    const struct oc_profile *p, const struct oc_options *o,
+                    struct oc_verdict *v);
+
+/* O = softmax(Q.K^T * scale [+ causal mask]) . V over [..., S, D] tensors
+ * (leading dims equal). Causal masks key j > query i (top-left, as PyTorch).
+ * p_fmt: format P is cast to before P.V (OC_FP32 when it is not cast). */
+struct oc_attention_args {
+  const struct oc_tensor *q, *k, *v;
+  double scale;
+  int causal;
+  enum oc_format p_fmt;
+};
+int oc_check_attention(const struct oc_attention_args *args, const struct oc_tensor *out,
+                       const struct oc_profile *p, const struct oc_options *o,
+                       struct oc_verdict *v);
+
+/* Gated delta rule, per head: S_t = a_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T,
+ * o_t = S_t q_t (times scale). q, k: [..., T, dk]; v: [..., T, dv]; gate, beta:
+ * [..., T]; out: [..., T, dv]; initial state zero. gate_is_log: a_t = exp(g_t).
+ * The state is kept in the profile's accumulator format. */
+struct oc_delta_args {
+  const struct oc_tensor *q, *k, *v, *gate, *beta;
+  double scale;
+  int gate_is_log;
+};
+int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tensor *out,
+                         const struct oc_profile *p, const struct oc_options *o,
+                         struct oc_verdict *v);
+
+/* ---------------------------------------------------------------- references */
+
+/* Reference values (exact, rounded to nearest double) and rigorous bounds
+ * without a kernel output: `ref` and `bound` have out's element count in
+ * row-major order of out's shape (either may be NULL). */
+int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_shape,
+                        int out_rank, const struct oc_profile *p, double *ref, double *bound);
+int oc_reference_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
+                        const struct oc_profile *p, double *ref, double *bound);
+int oc_reference_softmax(enum oc_softmax_kind kind, const struct oc_tensor *x, int axis,
+                         const struct oc_profile *p, double *ref, double *bound);
+
+/* ---------------------------------------------------------------- generators */
+#include "adversarial.h"
+
+#endif

@@ -1,0 +1,229 @@
+/* oracle/sample.c — which output elements of a GEMM/attention get an exact
+ * check (tails, tiles, residue classes, uniform draws: ORACLE.md §4), and
+ * the Freivalds screen that covers every element of a linear GEMM at
+ * O(MK + KN + MN) cost with no false positives. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "verdict.h"
+
+static int cmp_sample(const void *x, const void *y) {
+  const struct oc_sample *a = x, *b = y;
+  if (a->b != b->b) return a->b < b->b ? -1 : 1;
+  if (a->j != b->j) return a->j < b->j ? -1 : 1;
+  if (a->i != b->i) return a->i < b->i ? -1 : 1;
+  return 0;
+}
+
+struct vec {
+  struct oc_sample *s;
+  int64_t n, cap;
+};
+static int push(struct vec *v, int64_t b, int64_t i, int64_t j) {
+  if (v->n == v->cap) {
+    int64_t cap = v->cap ? v->cap * 2 : 1024;
+    struct oc_sample *s = realloc(v->s, (size_t)cap * sizeof *s);
+    if (!s) return -1;
+    v->s = s;
+    v->cap = cap;
+  }
+  v->s[v->n++] = (struct oc_sample){b, i, j};
+  return 0;
+}
+
+struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct oc_options *o,
+                                 const int64_t *extra_rows, int64_t n_extra, int64_t *count,
+                                 int64_t *n_random) {
+  struct vec v = {0};
+  int64_t total = nb * m * n;
+  *n_random = 0;
+  int err = 0;
+  if (o->full || total <= o->full_below) {
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m && !err; i++) err = push(&v, b, i, j);
+  } else {
+    int64_t tm = o->tile_m > 0 ? o->tile_m : 128, tn = o->tile_n > 0 ? o->tile_n : 128;
+    uint64_t st = o->seed ^ 0x5eed5a3b1eULL;
+    /* Tails: the rows/columns of a partial last tile, or the last one. */
+    int64_t rt = m % tm ? m % tm : 1, ct = n % tn ? n % tn : 1;
+    for (int64_t b = 0; b < nb && !err; b++) {
+      for (int64_t i = m - rt; i < m; i++)
+        for (int64_t j = 0; j < n && !err; j++) err = push(&v, b, i, j);
+      for (int64_t j = n - ct; j < n; j++)
+        for (int64_t i = 0; i < m && !err; i++) err = push(&v, b, i, j);
+    }
+    /* One element per tile; tile t takes residue class t mod 1024 of
+     * (i mod 32, j mod 32), and leftover classes go to random tiles. */
+    int64_t gm = (m + tm - 1) / tm, gn = (n + tn - 1) / tn, tiles = nb * gm * gn;
+    int64_t want = tiles > 1024 ? tiles : 1024;
+    for (int64_t t = 0; t < want && !err; t++) {
+      int64_t tt = t < tiles ? t : (int64_t)(oc_rand_next(&st) % (uint64_t)tiles);
+      int64_t b = tt / (gm * gn), ti = tt / gn % gm, tj = tt % gn;
+      int64_t r = t % 1024, i = ti * tm + (r / 32) % tm, j = tj * tn + (r % 32) % tn;
+      if (i >= m) i = m - 1 - (int64_t)(oc_rand_next(&st) % (uint64_t)(m - ti * tm));
+      if (j >= n) j = n - 1 - (int64_t)(oc_rand_next(&st) % (uint64_t)(n - tj * tn));
+      err = push(&v, b, i, j);
+    }
+    int64_t s = (int64_t)ceil(log(1 / o->delta) / o->fraction);
+    for (int64_t k = 0; k < s && !err; k++) {
+      uint64_t x = oc_rand_next(&st) % (uint64_t)total;
+      err = push(&v, (int64_t)(x / (uint64_t)(m * n)), (int64_t)(x / (uint64_t)n % (uint64_t)m),
+                 (int64_t)(x % (uint64_t)n));
+    }
+    *n_random = s;
+  }
+  for (int64_t r = 0; r < n_extra && !err; r++)
+    for (int64_t j = 0; j < n && !err; j++) err = push(&v, extra_rows[2 * r], extra_rows[2 * r + 1], j);
+  if (err) {
+    free(v.s);
+    return NULL;
+  }
+  qsort(v.s, (size_t)v.n, sizeof *v.s, cmp_sample);
+  int64_t w = 0;
+  for (int64_t r = 0; r < v.n; r++)
+    if (w == 0 || cmp_sample(&v.s[w - 1], &v.s[r])) v.s[w++] = v.s[r];
+  *count = w;
+  return v.s;
+}
+
+void oc_batch_index(int nlead, const int64_t *lead, int64_t b, int64_t *idx) {
+  for (int d = nlead - 1; d >= 0; d--) {
+    idx[d] = lead[d] ? b % lead[d] : 0;
+    b = lead[d] ? b / lead[d] : 0;
+  }
+}
+
+int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b) {
+  int64_t idx[OC_MAX_RANK], off = 0;
+  int tl = t->rank - 2 < 0 ? 0 : t->rank - 2;
+  oc_batch_index(nlead, lead, b, idx);
+  for (int d = 0; d < nlead; d++) {
+    int td = d - (nlead - tl);
+    if (td < 0 || t->shape[td] == 1) continue;
+    off += idx[d] * t->stride[td];
+  }
+  return off;
+}
+
+/* gamma_n for double arithmetic (the screen's own rounding errors). */
+static double g53(double n) { return oc_gamma(n + 2, 0x1p-53); }
+
+int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
+                            const struct oc_profile *p, const struct oc_options *o,
+                            int64_t **rows_out) {
+  const struct oc_tensor *A = args->a, *B = args->b, *C = args->c, *bias = args->bias;
+  int nlead = out->rank - 2;
+  int64_t M = out->shape[nlead], N = out->shape[nlead + 1], K = A->shape[A->rank - 1];
+  int64_t nb = 1;
+  for (int d = 0; d < nlead; d++) nb *= out->shape[d];
+  double beta = C ? args->beta : 0, alpha = args->alpha;
+  int64_t mx = K > N ? K : N;
+  double *r = malloc((size_t)N * sizeof *r), *br = malloc((size_t)K * sizeof *br),
+         *absb = malloc((size_t)K * sizeof *absb), *buf = malloc((size_t)mx * sizeof *buf),
+         *buf2 = malloc((size_t)N * sizeof *buf2), *bv = malloc((size_t)N * sizeof *bv);
+  int64_t nflag = 0, capflag = 0, *flag = NULL;
+  uint8_t *seen = calloc((size_t)(M ? M : 1), 1);
+  if (!r || !br || !absb || !buf || !buf2 || !bv || !seen) {
+    nflag = -1;
+    goto done;
+  }
+  double theta = oc_dot_theta(p, K, oc_matmul_extra(args));
+  double eta_acc = oc_mul_up(oc_acc_eta(p), oc_dot_roundings(p, K, oc_matmul_extra(args), 1));
+  double u_out = oc_out_u(p), eta_out = oc_out_eta(p), maxf = oc_format_info(p->out)->max_finite;
+  if (bias) oc_tensor_gather(bias, 0, bias->stride[bias->rank - 1], N, bv);
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t oa = oc_batch_offset(A, nlead, out->shape, b), ob = oc_batch_offset(B, nlead, out->shape, b);
+    int64_t oo = oc_batch_offset(out, nlead, out->shape, b), oc = C ? oc_batch_offset(C, nlead, out->shape, b) : 0;
+    memset(seen, 0, (size_t)M);
+    for (int vec = 0; vec < o->screen_vectors; vec++) {
+      uint64_t st = o->seed ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)(vec + 1) << 56);
+      double br_bias = 0, abs_bias = 0;
+      for (int64_t j = 0; j < N; j++) {
+        r[j] = oc_rand_next(&st) >> 63 ? 1.0 : -1.0;
+        if (bias) {
+          br_bias += bv[j] * r[j];
+          abs_bias += fabs(bv[j]);
+        }
+      }
+      for (int64_t k = 0; k < K; k++) {
+        oc_tensor_gather(B, ob + k * B->stride[B->rank - 2], B->stride[B->rank - 1], N, buf);
+        double s = 0, sa = 0;
+        for (int64_t j = 0; j < N; j++) {
+          s += buf[j] * r[j];
+          sa += fabs(buf[j]);
+        }
+        br[k] = s;
+        absb[k] = sa;
+      }
+      for (int64_t i = 0; i < M; i++) {
+        oc_tensor_gather(A, oa + i * A->stride[A->rank - 2], A->stride[A->rank - 1], K, buf);
+        double x = 0, xabs = 0, t1 = 0;
+        for (int64_t k = 0; k < K; k++) {
+          x += buf[k] * br[k];
+          xabs += fabs(buf[k] * br[k]);
+          t1 += fabs(buf[k]) * absb[k];
+        }
+        double cr = 0, cabs = 0, yr = 0, yabs = 0;
+        int odd = !(x == x) || isinf(x) || !(t1 < INFINITY);
+        if (C) {
+          oc_tensor_gather(C, oc + i * C->stride[C->rank - 2], C->stride[C->rank - 1], N, buf2);
+          for (int64_t j = 0; j < N; j++) {
+            cr += buf2[j] * r[j];
+            cabs += fabs(buf2[j]);
+          }
+        }
+        oc_tensor_gather(out, oo + i * out->stride[nlead], out->stride[nlead + 1], N, buf2);
+        for (int64_t j = 0; j < N; j++) {
+          odd |= !(fabs(buf2[j]) < maxf);
+          yr += buf2[j] * r[j];
+          yabs += fabs(buf2[j]);
+        }
+        double ref = alpha * x + beta * cr + br_bias;
+        double tsum = oc_add_up(oc_add_up(oc_mul_up(fabs(alpha), t1), oc_mul_up(fabs(beta), cabs)),
+                                abs_bias);
+        double bound = oc_add_up(oc_add_up(oc_mul_up(u_out, yabs), oc_mul_up((double)N, eta_out)),
+                                 oc_add_up(oc_mul_up(theta, tsum), oc_mul_up((double)N, eta_acc)));
+        /* The screen's own double rounding: B r, A (B r), C r, out r and
+         * the final combination, each by Higham's gamma in binary64. */
+        double e = oc_mul_up(g53((double)N), yabs);
+        e = oc_add_up(e, oc_mul_up(fabs(alpha), oc_add_up(oc_mul_up(g53((double)K), xabs),
+                                                          oc_mul_up(g53((double)N), t1))));
+        e = oc_add_up(e, oc_mul_up(g53((double)N), oc_add_up(oc_mul_up(fabs(beta), cabs), abs_bias)));
+        e = oc_add_up(e, oc_mul_up(g53(4), oc_add_up(fabs(alpha * x), oc_add_up(fabs(beta * cr), fabs(br_bias)))));
+        double lim = oc_mul_up(oc_add_up(bound, e), 1 + 1e-9);
+        if ((odd || !(fabs(yr - ref) <= lim)) && !seen[i]) {
+          seen[i] = 1;
+          if (nflag == capflag) {
+            capflag = capflag ? 2 * capflag : 16;
+            int64_t *f = realloc(flag, (size_t)capflag * 2 * sizeof *f);
+            if (!f) {
+              nflag = -1;
+              goto done;
+            }
+            flag = f;
+          }
+          flag[2 * nflag] = b;
+          flag[2 * nflag + 1] = i;
+          nflag++;
+        }
+      }
+    }
+  }
+done:
+  free(r);
+  free(br);
+  free(absb);
+  free(buf);
+  free(buf2);
+  free(bv);
+  free(seen);
+  if (nflag < 0) {
+    free(flag);
+    flag = NULL;
+  }
+  *rows_out = flag;
+  return nflag;
+}

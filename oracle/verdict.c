@@ -1,0 +1,271 @@
+/* oracle/verdict.c — special-value rules, evidence and the final verdict
+ * (ORACLE.md §5). Failures are decided on a lower bound of the observed
+ * error (the exact value is only known to lie in [lo, hi]), so a rounding
+ * in the reference can never produce a false failure. */
+#include "verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+
+static const char *const names[] = {"bitwise", "pass", "suspect", "fail_precision",
+                                    "fail_value", "fail_special", "inconclusive"};
+
+const char *oc_verdict_name(enum oc_verdict_kind k) {
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+int oc_verdict_is_fail(enum oc_verdict_kind k) {
+  return k == OC_FAIL_PRECISION || k == OC_FAIL_VALUE || k == OC_FAIL_SPECIAL;
+}
+
+double oc_overflow_threshold(enum oc_format f) {
+  const struct oc_format_info *fi = oc_format_info(f);
+  if (!fi->has_inf) return INFINITY;
+  return fi->max_finite + ldexp(1, fi->emax - fi->p - 1);
+}
+
+void oc_options_default(struct oc_options *o) {
+  memset(o, 0, sizeof *o);
+  o->delta = 1e-6;
+  o->fraction = 1e-3;
+  o->seed = 0x6b636865636bULL;
+  o->tile_m = o->tile_n = 128;
+  o->screen = 1;
+  o->screen_vectors = 2;
+  o->lambda = 8;
+  o->ladder = 1;
+  o->full_below = 65536;
+}
+
+void oc_check_init(struct oc_check *c, const char *op, const struct oc_profile *p,
+                   const struct oc_options *o, struct oc_verdict *v, int64_t total, int rank,
+                   oc_bound_fn bound_fn, const void *ctx) {
+  memset(c, 0, sizeof *c);
+  memset(v, 0, sizeof *v);
+  c->v = v;
+  c->p = p;
+  c->o = o;
+  c->bound_fn = bound_fn;
+  c->ctx = ctx;
+  snprintf(v->op, sizeof v->op, "%s", op);
+  memcpy(v->profile, p->name, sizeof v->profile);
+  v->total = total;
+  v->rank = rank;
+  v->fraction = o->fraction;
+  v->kind = OC_PASS;
+}
+
+int oc_round_enclosure(enum oc_format f, enum oc_overflow ovf, double lo, double hi, double *r) {
+  double a = oc_round(f, lo, ovf), b = oc_round(f, hi, ovf);
+  if (lo == hi || a == b || (a != a && b != b)) {
+    *r = a;
+    return 1;
+  }
+  if (nextafter(lo, INFINITY) != hi) return 0;
+  /* lo and hi are adjacent doubles and a != b, so the rounding boundary of
+   * f (a midpoint, exact in double) is lo or hi itself, and y lies strictly
+   * inside (lo, hi): it rounds away from the boundary. */
+  double mid = a / 2 + b / 2;
+  if (mid == lo) *r = b;
+  else if (mid == hi) *r = a;
+  else return 0;
+  return 1;
+}
+
+static void set_evidence(struct oc_check *c, const struct oc_elem *e, const int64_t *idx,
+                         double err, double ratio) {
+  struct oc_verdict *v = c->v;
+  for (int d = 0; d < v->rank; d++) v->index[d] = idx[d];
+  v->kernel = e->k;
+  v->exact = e->lo == e->hi ? e->lo : e->lo + (e->hi - e->lo) / 2;
+  v->bound = e->bound;
+  v->error = err;
+  v->ratio = ratio;
+}
+
+static void special(struct oc_check *c, const struct oc_elem *e, const int64_t *idx,
+                    const char *what) {
+  c->v->n_special++;
+  if (!c->have_special) {
+    c->have_special = 1;
+    set_evidence(c, e, idx, fabs(e->k - e->lo), INFINITY);
+    snprintf(c->v->detail, sizeof c->v->detail, "%s", what);
+  }
+}
+
+static void keep_fail(struct oc_check *c, const struct oc_elem *e, double err_lo, double ratio) {
+  if (c->capfails == 0) {
+    c->capfails = 512;
+    c->fails = malloc(c->capfails * sizeof *c->fails);
+    if (!c->fails) {
+      c->capfails = 0;
+      return;
+    }
+  }
+  size_t slot = c->nfails;
+  if (c->nfails == c->capfails) { /* full: replace the mildest kept failure */
+    slot = 0;
+    for (size_t i = 1; i < c->nfails; i++)
+      if (c->fails[i].ratio < c->fails[slot].ratio) slot = i;
+    if (c->fails[slot].ratio >= ratio) return;
+  } else {
+    c->nfails++;
+  }
+  c->fails[slot].err_lo = err_lo;
+  c->fails[slot].ratio = ratio;
+  c->fails[slot].e = *e;
+}
+
+int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *idx) {
+  struct oc_verdict *v = c->v;
+  const struct oc_profile *p = c->p;
+  const struct oc_format_info *fo = oc_format_info(p->out);
+  double k = e->k, lo = e->lo, hi = e->hi, b = e->bound;
+  v->checked++;
+
+  if (lo != lo || hi != hi) { /* exact value is NaN */
+    if (k != k) {
+      v->n_bitwise++;
+      return 0;
+    }
+    special(c, e, idx, "exact value is NaN, kernel returned a number");
+    return 1;
+  }
+  if (isinf(lo) && lo == hi) { /* exact value is +-Inf */
+    double want = fo->has_inf ? lo : p->out_ovf == OC_OVF_SATURATE ? copysign(fo->max_finite, lo) : NAN;
+    if (k == want || (want != want && k != k)) {
+      v->n_bitwise++;
+      return 0;
+    }
+    special(c, e, idx, "exact value is infinite, kernel disagrees");
+    return 1;
+  }
+  if (k != k) {
+    special(c, e, idx, "kernel returned NaN where the exact value is finite");
+    return 1;
+  }
+  double yabs = fmax(fabs(lo), fabs(hi));
+  double thr = oc_overflow_threshold(p->out);
+  if (isinf(k)) {
+    int sign_ok = (k > 0) == (hi > 0) || (k < 0) == (lo < 0);
+    if (e->ovf_ok || (sign_ok && oc_add_up(yabs, b) >= thr)) {
+      return 0;
+    }
+    special(c, e, idx, "kernel returned Inf where the exact value is finite and in range");
+    return 1;
+  }
+  if (fo->has_inf && p->out_ovf == OC_OVF_IEEE && oc_down(fmin(fabs(lo), fabs(hi)) - b) > thr &&
+      (lo > 0) == (hi > 0)) {
+    special(c, e, idx, "kernel returned a finite value where the output must overflow to Inf");
+    return 1;
+  }
+  if (p->out_ovf == OC_OVF_SATURATE && yabs > fo->max_finite)
+    b = oc_add_up(b, oc_up(yabs - fo->max_finite)); /* clamping is the declared rule */
+  if (e->zero_sign && lo == 0 && hi == 0 && k == 0 && signbit(k) != signbit(lo)) {
+    special(c, e, idx, "sign of zero differs");
+    return 1;
+  }
+
+  double rn;
+  if (oc_round_enclosure(p->out, p->out_ovf, lo, hi, &rn) && rn == k) v->n_bitwise++;
+
+  double err_lo = k < lo ? oc_down(lo - k) : k > hi ? oc_down(k - hi) : 0;
+  double mid = lo == hi ? lo : lo + (hi - lo) / 2;
+  double err = fabs(k - mid);
+  if (k < lo) v->n_neg++;
+  else if (k > hi) v->n_pos++;
+  if (isinf(b)) c->n_inf_bound++;
+  double ratio = err == 0 ? 0 : b > 0 ? err / b : INFINITY;
+  if (e->prob < INFINITY && err > 0) {
+    double pr = e->prob > 0 ? err / e->prob : INFINITY;
+    if (pr > v->max_prob_ratio) v->max_prob_ratio = pr;
+  }
+  int failed = err_lo > b;
+  if (failed) {
+    v->n_fail++;
+    keep_fail(c, e, err_lo, ratio);
+  }
+  if (!c->have_worst || ratio > c->worst_ratio) {
+    c->have_worst = 1;
+    c->worst_ratio = ratio;
+    if (!c->have_special) set_evidence(c, e, idx, err, ratio);
+  }
+  return failed;
+}
+
+void oc_check_inconclusive(struct oc_check *c, const char *why) {
+  if (!c->v->detail[0]) snprintf(c->v->detail, sizeof c->v->detail, "%s", why);
+  c->n_inf_bound = c->n_inf_bound ? c->n_inf_bound : 1;
+}
+
+static void explain(struct oc_check *c) {
+  struct oc_verdict *v = c->v;
+  struct oc_profile rungs[8];
+  int exact_only = 0;
+  for (size_t i = 0; i < c->nfails; i++) exact_only |= c->fails[i].e.exact_only;
+  int n = c->bound_fn && c->o->ladder && !exact_only ? oc_profile_ladder(c->p, rungs, 8) : 0;
+  for (int r = 0; r < n; r++) {
+    int ok = 1;
+    for (size_t i = 0; i < c->nfails && ok; i++) {
+      double b = c->bound_fn(&rungs[r], &c->fails[i].e, c->ctx);
+      ok = b < INFINITY && c->fails[i].err_lo <= b;
+    }
+    if (ok) {
+      v->kind = OC_FAIL_PRECISION;
+      memcpy(v->explained_by, rungs[r].name, sizeof v->explained_by);
+      return;
+    }
+  }
+  v->kind = OC_FAIL_VALUE;
+}
+
+void oc_check_finish(struct oc_check *c, int64_t random_samples) {
+  struct oc_verdict *v = c->v;
+  if (v->checked >= v->total) v->miss_prob = 0;
+  else v->miss_prob = exp(-v->fraction * (double)random_samples);
+  if (v->n_special) v->kind = OC_FAIL_SPECIAL;
+  else if (v->n_fail || v->screen_failed) explain(c);
+  else if (c->n_inf_bound) {
+    v->kind = OC_INCONCLUSIVE;
+    if (!v->detail[0])
+      snprintf(v->detail, sizeof v->detail, "no finite bound for %lld element(s)",
+               (long long)c->n_inf_bound);
+  } else if (v->checked < v->total && v->miss_prob > c->o->delta * 1.0000001) {
+    v->kind = OC_INCONCLUSIVE;
+    snprintf(v->detail, sizeof v->detail, "coverage below target: miss probability %.3g > %.3g",
+             v->miss_prob, c->o->delta);
+  } else if (v->checked > 0 && v->n_bitwise == v->checked) v->kind = OC_BITWISE;
+  else if (v->max_prob_ratio > 1) v->kind = OC_SUSPECT;
+  else if (c->p->acc_round == OC_ACC_NEAREST && v->n_pos + v->n_neg >= 64 &&
+           (v->n_pos == 0 || v->n_neg == 0))
+    v->kind = OC_SUSPECT;
+  else v->kind = OC_PASS;
+  free(c->fails);
+  c->fails = NULL;
+  c->nfails = c->capfails = 0;
+}
+
+int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n) {
+  char idx[128] = "";
+  size_t at = 0;
+  for (int d = 0; d < v->rank && at < sizeof idx - 24; d++)
+    at += (size_t)snprintf(idx + at, sizeof idx - at, "%s%lld", d ? "," : "", (long long)v->index[d]);
+  char why[200] = "";
+  if (v->kind == OC_FAIL_PRECISION)
+    snprintf(why, sizeof why, " consistent with %s;", v->explained_by);
+  else if ((v->kind == OC_FAIL_SPECIAL || v->kind == OC_INCONCLUSIVE) && v->detail[0])
+    snprintf(why, sizeof why, " %s;", v->detail);
+  else if (v->kind == OC_SUSPECT)
+    snprintf(why, sizeof why, " %s;", v->max_prob_ratio > 1 ? "beyond the probabilistic bound" : "errors one-signed");
+  return snprintf(buf, n,
+                  "%s %s[%s] worst at (%s): kernel=%.9g exact=%.9g error=%.3g bound=%.3g "
+                  "ratio=%.3g;%s failed %lld, special %lld; checked %lld/%lld, miss<=%.2g%s",
+                  oc_verdict_name(v->kind), v->op, v->profile, idx, v->kernel, v->exact, v->error,
+                  v->bound, v->ratio, why, (long long)v->n_fail, (long long)v->n_special,
+                  (long long)v->checked, (long long)v->total, v->miss_prob,
+                  v->screen_vectors ? (v->screen_failed ? ", screen FAILED" : ", screen ok") : "");
+}

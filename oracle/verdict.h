@@ -1,0 +1,103 @@
+/* oracle/verdict.h — the element-by-element judge shared by every op: an
+ * op hands it (kernel value, enclosure of the exact value, rigorous bound)
+ * per checked element; it applies the special-value rules, keeps the
+ * evidence, and at the end turns the tallies into one verdict, naming the
+ * cheapest profile that explains a precision failure. */
+#ifndef OC_VERDICT_H
+#define OC_VERDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oracle.h"
+
+#define OC_ELEM_IN 6
+
+struct oc_elem {
+  double k;        /* kernel value, decoded exactly */
+  double lo, hi;   /* the exact value lies in [lo, hi]; NaN when it is NaN */
+  double bound;    /* rigorous bound on |k - exact|; +inf: none derivable */
+  double prob;     /* probabilistic bound (suspect only); +inf: none */
+  int ovf_ok;      /* an infinite kernel value may come from a legitimate overflow */
+  int zero_sign;   /* the exact value is a zero whose sign the kernel must match */
+  int exact_only;  /* bound is 0 by definition (max, min, copies): ladder does not apply */
+  double in[OC_ELEM_IN]; /* the bound's ingredients, handed back to the ladder */
+};
+
+/* Recomputes an element's bound under another profile (a ladder rung). */
+typedef double (*oc_bound_fn)(const struct oc_profile *p, const struct oc_elem *e,
+                              const void *ctx);
+
+struct oc_fail_rec {
+  double err_lo, ratio;
+  struct oc_elem e;
+};
+
+struct oc_check {
+  struct oc_verdict *v;
+  const struct oc_profile *p;
+  const struct oc_options *o;
+  oc_bound_fn bound_fn;
+  const void *ctx;
+  struct oc_fail_rec *fails;
+  size_t nfails, capfails;
+  int64_t n_inf_bound;
+  int have_special, have_worst;
+  double worst_ratio;
+};
+
+void oc_check_init(struct oc_check *c, const char *op, const struct oc_profile *p,
+                   const struct oc_options *o, struct oc_verdict *v, int64_t total, int rank,
+                   oc_bound_fn bound_fn, const void *ctx);
+/* Judges one element at multi-index idx. Returns 1 when it failed. */
+int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *idx);
+/* Marks the check inconclusive with a reason (kept unless something fails). */
+void oc_check_inconclusive(struct oc_check *c, const char *why);
+/* Settles the verdict; random_samples is the number of uniformly drawn
+ * elements (for the miss probability) when not every element was checked. */
+void oc_check_finish(struct oc_check *c, int64_t random_samples);
+
+/* Correctly rounded value of the exact y in format f given [lo, hi] when
+ * that is decidable (lo == hi, both round alike, or lo, hi adjacent
+ * doubles). Returns 1 and sets *r, else 0. */
+int oc_round_enclosure(enum oc_format f, enum oc_overflow ovf, double lo, double hi, double *r);
+
+/* Overflow threshold of format f under round-to-nearest (max + half ulp);
+ * +inf for formats without infinities. */
+double oc_overflow_threshold(enum oc_format f);
+
+#endif
+
+/* ---- shared by the op files (not for gate authors) ---- */
+
+/* One sampled output element: batch b (flattened leading dims), row i, col j. */
+struct oc_sample {
+  int64_t b, i, j;
+};
+
+/* The sampling plan of ORACLE.md §4 for nb outputs of M x N: every element
+ * when small or o->full; else tail rows/columns, one element per tile, all
+ * (i mod 32, j mod 32) residue classes, and ln(1/delta)/fraction uniform
+ * draws. Sorted by (b, j, i), duplicates removed. Caller frees. extra_rows
+ * (b, i pairs, may be NULL) are added in full (rows the screen flagged). */
+struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct oc_options *o,
+                                 const int64_t *extra_rows, int64_t n_extra, int64_t *count,
+                                 int64_t *n_random);
+
+/* Offset of batch b's [0,0] element in t, where b indexes out's leading
+ * dims (nlead of them, shape lead[]); t's own leading dims align from the
+ * right and broadcast where of size 1 or missing. */
+int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b);
+/* Splits a flattened batch index into a multi-index. */
+void oc_batch_index(int nlead, const int64_t *lead, int64_t b, int64_t *idx);
+
+/* Freivalds screen for out = alpha A.B + beta C + bias (no activation):
+ * with random +-1 vectors r, compares out.r to alpha A(B r) + beta C r +
+ * bias.r against the sum of the row's rigorous bounds plus the screen's
+ * own floating-point error. Writes the flagged (b, i) rows to *rows
+ * (malloc'd) and returns how many; -1 on allocation failure. */
+int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
+                            const struct oc_profile *p, const struct oc_options *o,
+                            int64_t **rows);
+/* Roundings the matmul epilogue adds to every path (C, bias, alpha, beta). */
+int oc_matmul_extra(const struct oc_matmul_args *args);

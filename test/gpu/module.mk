@@ -1,0 +1,54 @@
+# test/gpu/module.mk — GPU validation suite and pass-through benchmark.
+#
+#   make test-gpu    test/gpu/run_gpu_tests.sh  (results in $(GPU_OUT))
+#   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
+#   make gpu-bins    the CUDA test and benchmark programs in $(BUILD)/gpu/
+#
+# test-gpu and bench-gpu print "SKIP: no GPU" and succeed when nvidia-smi is
+# missing or fails. They do not rebuild libkcheck.so (the GPU machine may
+# lack its build dependencies: carry build/); the scripts build the CUDA
+# programs with nvcc when it is there, else use the ones in $(BUILD)/gpu/.
+# Included once even when named twice (make -f Makefile -f test/gpu/module.mk).
+
+ifndef KC_GPU_MK_INCLUDED
+KC_GPU_MK_INCLUDED := 1
+
+NVCC          ?= $(CUDA_HOME)/bin/nvcc
+GPU_NVCCFLAGS ?= -O2 -arch=sm_90
+GPU_LDLIBS    := -L$(CUDA_HOME)/lib64/stubs -lcuda
+GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
+# Empty: the scripts use $OUT, else ./gpu-out.
+GPU_OUT       ?=
+GPU_BINS      := $(BUILD)/gpu/launches $(BUILD)/gpu/launches_static $(BUILD)/gpu/launch_overhead
+
+$(BUILD)/gpu/launches: test/gpu/launches.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
+
+$(BUILD)/gpu/launches_static: test/gpu/launches.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
+
+$(BUILD)/gpu/launch_overhead: bench/launch_overhead.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
+
+.PHONY: gpu-bins test-gpu bench-gpu
+gpu-bins: $(GPU_BINS)
+
+# Built with everything else where nvcc exists, so a copied build/ has them.
+ifneq ($(wildcard $(NVCC)),)
+all: gpu-bins
+endif
+
+GPU_SCRIPT_ENV = BUILD='$(BUILD)' CUDA_HOME='$(CUDA_HOME)' NVCC='$(NVCC)' PYTHON='$(PYTHON)'
+
+test-gpu:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_tests.sh $(GPU_OUT)
+
+bench-gpu:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_bench.sh $(GPU_OUT)
+
+endif

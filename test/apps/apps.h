@@ -1,0 +1,394 @@
+/* test/apps/apps.h — the work shared by the C test applications: the code
+ * image, error checks, and scenarios written against the plain cuda.h names.
+ * app_linked.c compiles them as direct calls into libcuda; app_runtime.c
+ * first redefines every name to a pointer fetched by cuGetProcAddress. */
+#ifndef APPS_H
+#define APPS_H
+
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakecuda.h"
+
+/* The app supplies these: how to name an error, how to launch through the
+ * per-thread-default-stream entry, and the name printed in messages. */
+static const char *app_err_name(CUresult r);
+static CUresult app_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                                void **params, void **extra);
+static const char *app_name;
+
+#define CK(call)                                                                        \
+  do {                                                                                  \
+    CUresult ck_r_ = (call);                                                            \
+    if (ck_r_ != CUDA_SUCCESS) {                                                        \
+      fprintf(stderr, "%s: %s:%d: %s failed: %s (%d)\n", app_name, __FILE__, __LINE__, \
+              #call, app_err_name(ck_r_), (int)ck_r_);                                  \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+#define EXPECT(cond, ...)                                               \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s: %s:%d: check failed: ", app_name, __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                                     \
+      fputc('\n', stderr);                                              \
+      app_failures++;                                                   \
+    }                                                                   \
+  } while (0)
+
+static int app_failures;
+
+/* A PTX-like image: the stand-in binds each `.entry` to its C kernel. */
+static const char app_ptx[] =
+    "//\n// kcheck test applications: kernels for the CPU stand-in driver\n//\n"
+    ".version 8.5\n.target sm_90\n.address_size 64\n\n"
+    ".visible .entry _Z6vecaddPKfS0_Pfi(.param .u64 a, .param .u64 b, .param .u64 c, "
+    ".param .u32 n)\n{\n\tret;\n}\n"
+    ".visible .entry _Z5scalePffi(.param .u64 x, .param .f32 s, .param .u32 n)\n{\n\tret;\n}\n"
+    ".visible .entry _Z8fill_i32Piii(.param .u64 out, .param .u32 v, .param .u32 n)\n{\n\tret;\n}\n"
+    ".visible .entry _Z13ti_add_kernel8TIParams(.param .align 8 .b8 p[1048])\n{\n\tret;\n}\n"
+    ".visible .entry "
+    "_ZN2fk29vectorized_elementwise_kernelILi4ENS_6MulAddIfEESt5arrayIPcLm3EEEEviT0_T1_("
+    ".param .u32 n, .param .align 4 .b8 f[8], .param .align 8 .b8 data[24])\n{\n\tret;\n}\n"
+    ".visible .entry _Z11last_writerPi(.param .u64 out)\n{\n\tret;\n}\n"
+    ".visible .entry _Z13neighbor_readPiS_i(.param .u64 buf, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z11float_accumPKfPfi(.param .u64 x, .param .u64 sum, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z13uninit_sharedPj(.param .u64 out)\n{\n\tret;\n}\n"
+    ".visible .entry _Z14block_disjointPi(.param .u64 out)\n{\n\tret;\n}\n"
+    ".visible .entry _Z10atomic_sumPKiPyi(.param .u64 x, .param .u64 sum, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z14shared_reversePKiPi(.param .u64 in, .param .u64 out)\n{\n\tret;\n}\n";
+
+static uint64_t fnv1a(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+struct app {
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  CUlibrary lib;
+  CUstream stream;
+};
+
+static void app_setup(struct app *a) {
+  int n, sms, major, minor, ver;
+  char name[128];
+  CK(cuInit(0));
+  CK(cuDriverGetVersion(&ver));
+  CK(cuDeviceGetCount(&n));
+  EXPECT(n >= 1, "no device");
+  CK(cuDeviceGet(&a->dev, 0));
+  CK(cuDeviceGetName(name, sizeof name, a->dev));
+  CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, a->dev));
+  CK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, a->dev));
+  CK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, a->dev));
+  CK(cuDevicePrimaryCtxRetain(&a->ctx, a->dev));
+  CK(cuCtxSetCurrent(a->ctx));
+  CK(cuModuleLoadData(&a->mod, app_ptx));
+  CK(cuLibraryLoadData(&a->lib, app_ptx, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cuStreamCreate(&a->stream, CU_STREAM_NON_BLOCKING));
+  printf("%s: device \"%s\" sm_%d%d, %d SMs, driver %d\n", app_name, name, major, minor, sms, ver);
+}
+
+static void app_teardown(struct app *a) {
+  CK(cuStreamDestroy(a->stream));
+  CK(cuLibraryUnload(a->lib));
+  CK(cuModuleUnload(a->mod));
+  CK(cuCtxSynchronize());
+  CK(cuDevicePrimaryCtxRelease(a->dev));
+}
+
+static CUfunction app_func(struct app *a, const char *name) {
+  CUfunction f;
+  CK(cuModuleGetFunction(&f, a->mod, name));
+  return f;
+}
+
+/* A CUkernel, launched as a CUfunction the way the CUDA runtime does. */
+static CUfunction app_kernel(struct app *a, const char *name) {
+  CUkernel k;
+  CK(cuLibraryGetKernel(&k, a->lib, name));
+  return (CUfunction)k;
+}
+
+static CUdeviceptr app_alloc(size_t n) {
+  CUdeviceptr p;
+  CK(cuMemAlloc(&p, n));
+  return p;
+}
+
+#define N_ELEMS 1000
+
+/* Elementwise kernels through every parameter-passing form. */
+static void app_elementwise(struct app *a) {
+  static float ha[N_ELEMS], hb[N_ELEMS], hc[N_ELEMS];
+  static int hi[N_ELEMS];
+  for (int i = 0; i < N_ELEMS; i++) {
+    ha[i] = (float)i * 0.5f;
+    hb[i] = (float)(N_ELEMS - i);
+  }
+  size_t bytes = sizeof ha;
+  CUdeviceptr da = app_alloc(bytes), db = app_alloc(bytes), dc = app_alloc(bytes);
+  CUdeviceptr di = app_alloc(sizeof hi);
+  CK(cuMemcpyHtoD(da, ha, bytes));
+  CK(cuMemcpyHtoD(db, hb, bytes));
+  int n = N_ELEMS;
+  unsigned blocks = (N_ELEMS + 127) / 128;
+
+  /* 1. vecadd as CUfunction, kernelParams, legacy entry, NULL stream. */
+  void *args[] = {&da, &db, &dc, &n};
+  CK(cuLaunchKernel(app_func(a, FK_K_VECADD), blocks, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+  CK(cuMemcpyDtoH(hc, dc, bytes));
+  for (int i = 0; i < N_ELEMS; i++) EXPECT(hc[i] == ha[i] + hb[i], "vecadd[%d] = %g", i, hc[i]);
+  printf("%s: vecadd ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
+
+  /* 2. scale as a CUkernel through the per-thread entry, on a stream. */
+  float s = 2.0f;
+  void *sargs[] = {&dc, &s, &n};
+  CK(app_launch_ptsz(app_kernel(a, FK_K_SCALE), blocks, 1, 1, 128, 1, 1, 0, a->stream, sargs,
+                     NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hc, dc, bytes));
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hc[i] == 2.0f * (ha[i] + hb[i]), "scale[%d] = %g", i, hc[i]);
+  printf("%s: scale ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
+
+  /* 3. fill through the `extra` buffer form. */
+  struct {
+    CUdeviceptr out;
+    int v, n;
+  } buf = {di, 7, N_ELEMS};
+  size_t bsz = sizeof buf;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bsz,
+                   CU_LAUNCH_PARAM_END};
+  CK(cuLaunchKernel(app_func(a, FK_K_FILL), blocks, 1, 1, 128, 1, 1, 0, a->stream, NULL, extra));
+  CK(cuMemcpyDtoHAsync(hi, di, sizeof hi, a->stream));
+  CK(cuStreamSynchronize(a->stream));
+  for (int i = 0; i < N_ELEMS; i++) EXPECT(hi[i] == 7, "fill[%d] = %d", i, hi[i]);
+  printf("%s: fill ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hi, sizeof hi));
+
+  /* 4. one big struct parameter with pointers inside (TensorIterator-like). */
+  struct fk_ti_params tp;
+  memset(&tp, 0, sizeof tp);
+  tp.n = N_ELEMS;
+  tp.alpha = 3.0f;
+  tp.out = (char *)(uintptr_t)dc;
+  tp.a = (const char *)(uintptr_t)da;
+  tp.b = (const char *)(uintptr_t)db;
+  tp.elem_size = 4;
+  for (int i = 0; i < 63; i++) tp.sizes[i] = i + 1;
+  for (int i = 0; i < 62; i++) tp.strides[i] = 4 * (i + 1);
+  void *targs[] = {&tp};
+  CK(cuLaunchKernel(app_kernel(a, FK_K_TI_ADD), blocks, 1, 1, 128, 1, 1, 0, a->stream, targs,
+                    NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hc, dc, bytes));
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hc[i] == ha[i] + 3.0f * hb[i], "ti_add[%d] = %g", i, hc[i]);
+  printf("%s: ti_add ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
+
+  /* 5. std::array<char*,3>-like parameter, cuLaunchKernelEx with attributes. */
+  struct fk_muladd f = {0.5f, -1.0f};
+  char *data[3] = {(char *)(uintptr_t)dc, (char *)(uintptr_t)da, (char *)(uintptr_t)db};
+  void *vargs[] = {&n, &f, data};
+  CUlaunchAttribute attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  attrs[0].value.priority = 0;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attrs[1].value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = blocks;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 128;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = a->stream;
+  cfg.attrs = attrs;
+  cfg.numAttrs = 2;
+  CK(cuLaunchKernelEx(&cfg, app_func(a, FK_K_VEC_ELEM), vargs, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hc, dc, bytes));
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hc[i] == 0.5f * ha[i] - hb[i], "vec_elem[%d] = %g", i, hc[i]);
+  printf("%s: vec_elem ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
+
+  /* 6. cooperative launch (all blocks co-resident). */
+  CK(cuLaunchCooperativeKernel(app_func(a, FK_K_VECADD), blocks, 1, 1, 128, 1, 1, 0, a->stream,
+                               args));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hc, dc, bytes));
+  for (int i = 0; i < N_ELEMS; i++) EXPECT(hc[i] == ha[i] + hb[i], "coop[%d] = %g", i, hc[i]);
+  printf("%s: cooperative ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
+
+  CK(cuMemFree(da));
+  CK(cuMemFree(db));
+  CK(cuMemFree(dc));
+  CK(cuMemFree(di));
+}
+
+/* A launch captured into a graph runs only when the graph is launched. */
+static void app_graph(struct app *a) {
+  static float h[N_ELEMS];
+  for (int i = 0; i < N_ELEMS; i++) h[i] = (float)i;
+  CUdeviceptr d = app_alloc(sizeof h);
+  CK(cuMemcpyHtoD(d, h, sizeof h));
+  int n = N_ELEMS;
+  float s = 3.0f;
+  void *args[] = {&d, &s, &n};
+  CUstreamCaptureStatus st;
+  CUgraph g;
+  CUgraphExec ge;
+  CK(cuStreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CK(cuStreamIsCapturing(a->stream, &st));
+  EXPECT(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "capture status %d", (int)st);
+  CK(cuLaunchKernel(app_func(a, FK_K_SCALE), (N_ELEMS + 255) / 256, 1, 1, 256, 1, 1, 0,
+                    a->stream, args, NULL));
+  s = 100.0f; /* parameters were copied at capture: this must not matter */
+  CK(cuStreamEndCapture(a->stream, &g));
+  CK(cuStreamIsCapturing(a->stream, &st));
+  EXPECT(st == CU_STREAM_CAPTURE_STATUS_NONE, "capture status after end %d", (int)st);
+  CK(cuMemcpyDtoH(h, d, sizeof h));
+  EXPECT(h[5] == 5.0f, "captured launch ran during capture: %g", h[5]);
+  CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+  CK(cuGraphLaunch(ge, a->stream));
+  CK(cuGraphLaunch(ge, a->stream));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(h, d, sizeof h));
+  for (int i = 0; i < N_ELEMS; i++) EXPECT(h[i] == 9.0f * (float)i, "graph[%d] = %g", i, h[i]);
+  printf("%s: graph ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(h, sizeof h));
+  CK(cuGraphExecDestroy(ge));
+  CK(cuGraphDestroy(g));
+  CK(cuMemFree(d));
+}
+
+/* The planted race and clean kernels, once each; prints one checksum per
+ * kernel and checks the clean ones (kcheck's shadow tests run this). */
+static void app_races(struct app *a) {
+  enum { B = 64, T = 128, NT = B * T };
+  static int hi[NT], hbuf[B], hout[B];
+  static float hx[NT];
+  static unsigned hu[8 * 256];
+  CUdeviceptr d_i = app_alloc(sizeof hi), d_buf = app_alloc(sizeof hbuf);
+  CUdeviceptr d_out = app_alloc(sizeof hout), d_x = app_alloc(sizeof hx);
+  CUdeviceptr d_f = app_alloc(sizeof(float)), d_u = app_alloc(sizeof hu);
+  CUdeviceptr d_sum = app_alloc(sizeof(unsigned long long)), d_in = app_alloc(sizeof hi);
+  int n = B, nt = NT;
+  float fsum;
+  unsigned long long isum;
+
+  /* last writer wins across blocks */
+  CK(cuMemsetD32(d_out, 0xffffffffu, 1));
+  void *a1[] = {&d_out};
+  CK(cuLaunchKernel(app_func(a, FK_K_LAST_WRITER), B, 1, 1, T, 1, 1, 0, a->stream, a1, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hout, d_out, sizeof(int)));
+  EXPECT(hout[0] >= 0 && hout[0] < B, "last_writer wrote %d", hout[0]);
+  printf("%s: races last_writer %d\n", app_name, hout[0]);
+
+  /* reads another block's output */
+  CK(cuMemsetD32(d_buf, 0, B));
+  CK(cuMemsetD32(d_out, 0, B));
+  void *a2[] = {&d_buf, &d_out, &n};
+  CK(cuLaunchKernel(app_func(a, FK_K_NEIGHBOR), B, 1, 1, T, 1, 1, 0, a->stream, a2, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hout, d_out, sizeof hout));
+  printf("%s: races neighbor_read %016llx\n", app_name,
+         (unsigned long long)fnv1a(hout, sizeof hout));
+
+  /* float accumulation in block order, mixed magnitudes */
+  for (int i = 0; i < NT; i++) {
+    int blk = i / T;
+    hx[i] = (blk % 3 == 0) ? 1.0e7f : (blk % 3 == 1 ? 0.37f : -1.0e7f + 0.11f);
+  }
+  CK(cuMemcpyHtoD(d_x, hx, sizeof hx));
+  CK(cuMemsetD32(d_f, 0, 1));
+  void *a3[] = {&d_x, &d_f, &nt};
+  CK(cuLaunchKernel(app_func(a, FK_K_FLOAT_ACCUM), B, 1, 1, T, 1, 1, 0, a->stream, a3, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(&fsum, d_f, sizeof fsum));
+  printf("%s: races float_accum %a\n", app_name, (double)fsum);
+
+  /* reads never-written shared memory */
+  void *a4[] = {&d_u};
+  CK(cuLaunchKernel(app_func(a, FK_K_UNINIT_SHARED), 8, 1, 1, 256, 1, 1, 0, a->stream, a4, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hu, d_u, sizeof hu));
+  printf("%s: races uninit_shared %016llx\n", app_name, (unsigned long long)fnv1a(hu, sizeof hu));
+
+  /* clean: disjoint per-block writes */
+  void *a5[] = {&d_i};
+  CK(cuLaunchKernel(app_func(a, FK_K_DISJOINT), B, 1, 1, T, 1, 1, 0, a->stream, a5, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hi, d_i, sizeof hi));
+  for (int i = 0; i < NT; i++) EXPECT(hi[i] == i * 3 + 1, "disjoint[%d] = %d", i, hi[i]);
+  printf("%s: clean block_disjoint %016llx\n", app_name, (unsigned long long)fnv1a(hi, sizeof hi));
+
+  /* clean: integer sum with atomics */
+  for (int i = 0; i < NT; i++) hi[i] = (i % 7) - 3 + (i % 1000) * 1000;
+  long long want = 0;
+  for (int i = 0; i < NT; i++) want += hi[i];
+  CK(cuMemcpyHtoD(d_in, hi, sizeof hi));
+  CK(cuMemsetD8(d_sum, 0, sizeof isum));
+  void *a6[] = {&d_in, &d_sum, &nt};
+  CK(cuLaunchKernel(app_func(a, FK_K_ATOMIC_SUM), B, 1, 1, T, 1, 1, 0, a->stream, a6, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(&isum, d_sum, sizeof isum));
+  EXPECT((long long)isum == want, "atomic_sum %lld want %lld", (long long)isum, want);
+  printf("%s: clean atomic_sum %lld\n", app_name, (long long)isum);
+
+  /* clean: reversal through dynamic shared memory */
+  void *a7[] = {&d_in, &d_i};
+  CK(cuLaunchKernel(app_func(a, FK_K_SHARED_REV), B, 1, 1, T, 1, 1, T * 4, a->stream, a7, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  static int hr[NT];
+  CK(cuMemcpyDtoH(hr, d_i, sizeof hr));
+  for (int i = 0; i < NT; i++) {
+    int blk = i / T, t = i % T;
+    EXPECT(hr[i] == hi[blk * T + (T - 1 - t)], "shared_reverse[%d] = %d", i, hr[i]);
+  }
+  printf("%s: clean shared_reverse %016llx\n", app_name, (unsigned long long)fnv1a(hr, sizeof hr));
+
+  CUdeviceptr all[] = {d_i, d_buf, d_out, d_x, d_f, d_u, d_sum, d_in};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CK(cuMemFree(all[i]));
+}
+
+/* Runs the scenarios a mode asks for; returns the exit status. */
+static int app_run(const char *mode) {
+  struct app a;
+  memset(&a, 0, sizeof a);
+  app_setup(&a);
+  if (strcmp(mode, "races") == 0) {
+    app_races(&a);
+  } else if (strcmp(mode, "basic") == 0) {
+    app_elementwise(&a);
+    app_graph(&a);
+  } else if (strcmp(mode, "all") == 0) {
+    app_elementwise(&a);
+    app_graph(&a);
+    app_races(&a);
+  } else {
+    fprintf(stderr, "%s: unknown mode '%s' (basic, races, all)\n", app_name, mode);
+    return 2;
+  }
+  app_teardown(&a);
+  if (app_failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", app_name, app_failures);
+    return 1;
+  }
+  printf("%s: %s ok\n", app_name, mode);
+  return 0;
+}
+
+#endif

@@ -1,0 +1,173 @@
+/* test/fakecuda/fakecuda.h — the public side of the CPU stand-in for the
+ * CUDA driver (built as libcuda.so.1 for GPU-free tests): the kernel ABI,
+ * the registry of C "kernels", and the documented execution model and knobs.
+ *
+ * EXECUTION MODEL
+ *
+ * Every launch runs synchronously on the calling thread; streams are handles
+ * and events record a counter. The device has FAKECUDA_SMS SMs (default 132).
+ * A kernel is a C function called once per BLOCK; it loops over its threads.
+ *
+ * Blocks are scheduled in waves. With A available SMs (the SMs of the
+ * launching stream's context — a green context has fewer — minus SMs held by
+ * a resident kc_occupier) and B blocks per SM (min of 32, 2048 / threads per
+ * block, and 233472 / round_up(static + dynamic shared, 1024)), one wave holds
+ * A * B blocks in linear block-index order. Waves run one after another.
+ * Inside a wave the blocks run one at a time in a pseudo-random permutation
+ * whose seed mixes FAKECUDA_ORDER_SEED, A, B, the grid and block shape, the
+ * wave index and the resident occupier's seed. Hence:
+ *   - identical launches under identical conditions run blocks in the same
+ *     order (results are reproducible);
+ *   - changing the SM count (green context, occupier), the dynamic shared
+ *     memory or the seed changes the order, so an order-dependent kernel
+ *     changes its result while an order-independent one does not.
+ * FAKECUDA_ORDER_JITTER=1 additionally mixes a per-launch counter into the
+ * seed, to imitate a GPU where plain repetition already varies.
+ *
+ * Block i of a wave sits on SM avail[(i + rot) % A] (rot from the same seed)
+ * in slot i / A; its shared memory is that slot's region of the SM's
+ * persistent 228 KiB buffer. Nothing clears these buffers, so a block that
+ * reads shared memory it never wrote sees what an earlier block left there.
+ *
+ * Dynamic shared memory above 48 KiB - static needs
+ * cuFuncSetAttribute/cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES), as
+ * on the real driver; static + dynamic may not exceed 232448 bytes.
+ *
+ * KCHECK'S PERTURBATION KERNELS (launched from kcheck's own PTX, whose
+ * `.entry` names bind to these C implementations):
+ *
+ *   extern "C" __global__ void kc_scrub_shared(unsigned long long seed);
+ *     Fills all of the block's shared memory (static + dynamic as launched)
+ *     with a xorshift pattern from seed, the SM id and the block index.
+ *     Launch with 232448 bytes of dynamic shared memory (one block per SM)
+ *     and one block per SM of the context to cover every SM.
+ *
+ *   extern "C" __global__ void kc_occupier(volatile unsigned int *release,
+ *                                          unsigned long long seed,
+ *                                          unsigned long long max_ns);
+ *     On a GPU each block spins until *release != 0 or max_ns passed,
+ *     holding its SM. Here the launch returns at once and the SMs its blocks
+ *     landed on become "occupied": later launches on any stream avoid them
+ *     and their order mixes in `seed`, until the occupier is released: when
+ *     *release is seen non-zero (checked at every launch and sync), at
+ *     cuCtxSynchronize, or at a synchronize of the stream it was launched on.
+ *     release may be NULL (then only a sync releases it).
+ *
+ *   extern "C" __global__ void kc_hammer(unsigned int *buf, unsigned long long words,
+ *                                        unsigned long long iters);
+ *   extern "C" __global__ void kc_flush_l2(unsigned int *buf, unsigned long long words);
+ *     Touch the buffer (read-modify-write / write); no effect on ordering.
+ *
+ * ENVIRONMENT
+ *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)
+ *   FAKECUDA_ORDER_SEED=N     block-order seed (default 0)
+ *   FAKECUDA_ORDER_JITTER=1   vary the order on every launch
+ *   FAKECUDA_MEM_GB=N         device memory size (default 16)
+ *   FAKECUDA_FAIL_AT=N        the N-th counted call fails (1-based)
+ *   FAKECUDA_FAIL_CODE=N      the error it returns (default CUDA_ERROR_UNKNOWN)
+ *   FAKECUDA_FAIL_ENTRY=name  count only calls of this entry (a trailing '*'
+ *                             matches a prefix)
+ *   FAKECUDA_CALLS_OUT=path   at exit write "calls N", "failed SEQ NAME" (or
+ *                             "failed none") and "entry NAME COUNT" lines;
+ *                             "%p" in the path becomes the pid
+ *   FAKECUDA_TRACE=1          log every entry call to stderr
+ * Every exported cu* entry is counted except cuGetErrorName/cuGetErrorString.
+ * A failed call has no side effects and writes no outputs.
+ */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fk_dim3 {
+  unsigned x, y, z;
+};
+
+/* What one block of a C kernel sees. */
+struct fk_launch_ctx {
+  struct fk_dim3 blockIdx;
+  struct fk_dim3 gridDim;
+  struct fk_dim3 blockDim;
+  unsigned char *shared;   /* this block's shared memory: static part, then dynamic */
+  size_t static_shared;    /* bytes of the static part (the kernel's declared size) */
+  size_t dynamic_shared;   /* bytes of the dynamic part (as launched) */
+  unsigned smid;           /* simulated SM this block runs on */
+  unsigned nsm;            /* SMs available to this launch */
+  unsigned long long seq;  /* position of this block in the launch's execution order */
+};
+
+/* params[i] points to the bytes of parameter i (laid out at natural
+ * alignment in one buffer, as the driver copies them at launch). */
+typedef void (*fk_kernel_fn)(const struct fk_launch_ctx *ctx, void *const *params);
+
+#define FK_MAX_PARAMS 32
+
+/* One registered kernel. align[i] == 0 means: the largest power of two
+ * (at most 8) dividing size[i]. */
+struct fk_kernel_def {
+  const char *name;           /* mangled name, as in `.entry NAME` */
+  fk_kernel_fn fn;
+  unsigned nparams;
+  unsigned short size[FK_MAX_PARAMS];
+  unsigned short align[FK_MAX_PARAMS];
+  unsigned static_shared;     /* bytes of static __shared__ */
+  int order_dependent;        /* documentation for tests: result depends on block order */
+};
+
+/* Registers an extra kernel (test code); the definition must outlive the
+ * process. Returns 0, or -1 when the name is taken or the table is full. */
+int fakecuda_register_kernel(const struct fk_kernel_def *def);
+/* The definition bound to a name, or NULL. */
+const struct fk_kernel_def *fakecuda_find_kernel(const char *name);
+/* The built-in table, ending with a {NULL} row. */
+const struct fk_kernel_def *fakecuda_builtin_kernels(void);
+
+/* Mangled names of the planted kernels (see fakecuda_kernels.c). */
+#define FK_K_VECADD "_Z6vecaddPKfS0_Pfi"     /* (const float *a, const float *b, float *c, int n) */
+#define FK_K_SCALE "_Z5scalePffi"            /* (float *x, float s, int n) */
+#define FK_K_FILL "_Z8fill_i32Piii"          /* (int *out, int value, int n) */
+#define FK_K_TI_ADD "_Z13ti_add_kernel8TIParams" /* (struct fk_ti_params p), 1048 bytes */
+#define FK_K_VEC_ELEM \
+  "_ZN2fk29vectorized_elementwise_kernelILi4ENS_6MulAddIfEESt5arrayIPcLm3EEEEviT0_T1_"
+#define FK_K_LAST_WRITER "_Z11last_writerPi"     /* (int *out)                          racy */
+#define FK_K_NEIGHBOR "_Z13neighbor_readPiS_i"    /* (int *buf, int *out, int n)        racy */
+#define FK_K_FLOAT_ACCUM "_Z11float_accumPKfPfi"  /* (const float *x, float *sum, int n) racy */
+#define FK_K_UNINIT_SHARED "_Z13uninit_sharedPj"  /* (unsigned *out)                   racy */
+#define FK_K_DISJOINT "_Z14block_disjointPi"      /* (int *out)                          clean */
+#define FK_K_ATOMIC_SUM "_Z10atomic_sumPKiPyi"    /* (const int *x, unsigned long long *sum, int n) clean */
+#define FK_K_SHARED_REV "_Z14shared_reversePKiPi" /* (const int *in, int *out)           clean */
+#define FK_K_SCRUB "kc_scrub_shared"
+#define FK_K_OCCUPIER "kc_occupier"
+#define FK_K_HAMMER "kc_hammer"
+#define FK_K_FLUSH_L2 "kc_flush_l2"
+
+/* The TensorIterator-like struct parameter of FK_K_TI_ADD: out[i] =
+ * a[i] + alpha * b[i] for float; pointers at offsets 16, 528 and 1032, the
+ * rest filler that must not be mistaken for pointers. */
+struct fk_ti_params {
+  uint32_t n;               /* 0 */
+  uint32_t flags;           /* 4 */
+  float alpha;              /* 8 */
+  uint32_t pad0;            /* 12 */
+  char *out;                /* 16 */
+  int64_t sizes[63];        /* 24 */
+  const char *a;            /* 528 */
+  int64_t strides[62];      /* 536 */
+  const char *b;            /* 1032 */
+  int64_t elem_size;        /* 1040 */
+};
+
+/* The functor of FK_K_VEC_ELEM: data[0][i] = a * data[1][i] + b * data[2][i]. */
+struct fk_muladd {
+  float a, b;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

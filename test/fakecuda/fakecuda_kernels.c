@@ -1,0 +1,250 @@
+/* test/fakecuda/fakecuda_kernels.c — the registry of C "kernels" that module
+ * images bind to by name: planted kernels for kcheck's tests (elementwise,
+ * struct parameters, order-dependent and order-independent ones) and the
+ * stand-ins for kcheck's own perturbation kernels (kc_scrub_shared, ...). */
+#include <string.h>
+
+#include "fakecuda_int.h"
+
+#define P(i, T) (*(T *)params[i])
+
+static unsigned nthreads(const struct fk_launch_ctx *c) {
+  return c->blockDim.x * c->blockDim.y * c->blockDim.z;
+}
+static unsigned long long block_lin(const struct fk_launch_ctx *c) {
+  return c->blockIdx.x + (unsigned long long)c->gridDim.x *
+                             (c->blockIdx.y + (unsigned long long)c->gridDim.y * c->blockIdx.z);
+}
+static unsigned long long nblocks(const struct fk_launch_ctx *c) {
+  return (unsigned long long)c->gridDim.x * c->gridDim.y * c->gridDim.z;
+}
+
+/* ------------------------------------------------------- plain kernels */
+
+static void k_vecadd(const struct fk_launch_ctx *c, void *const *params) {
+  const float *a = P(0, const float *), *b = P(1, const float *);
+  float *out = P(2, float *);
+  int n = P(3, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) out[i] = a[i] + b[i];
+  }
+}
+
+static void k_scale(const struct fk_launch_ctx *c, void *const *params) {
+  float *x = P(0, float *);
+  float s = P(1, float);
+  int n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) x[i] *= s;
+  }
+}
+
+static void k_fill(const struct fk_launch_ctx *c, void *const *params) {
+  int *out = P(0, int *);
+  int v = P(1, int), n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) out[i] = v;
+  }
+}
+
+static void k_ti_add(const struct fk_launch_ctx *c, void *const *params) {
+  const struct fk_ti_params *p = params[0];
+  float *out = (float *)p->out;
+  const float *a = (const float *)p->a, *b = (const float *)p->b;
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < p->n) out[i] = a[i] + p->alpha * b[i];
+  }
+}
+
+static void k_vec_elem(const struct fk_launch_ctx *c, void *const *params) {
+  int n = P(0, int);
+  struct fk_muladd f = P(1, struct fk_muladd);
+  char *const *data = (char *const *)params[2];
+  float *out = (float *)data[0];
+  const float *x = (const float *)data[1], *y = (const float *)data[2];
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) out[i] = f.a * x[i] + f.b * y[i];
+  }
+}
+
+/* ---------------------------------------------- order-dependent (racy) */
+
+/* Every block stores its index into out[0]: the last block to run wins. */
+static void k_last_writer(const struct fk_launch_ctx *c, void *const *params) {
+  int *out = P(0, int *);
+  out[0] = (int)block_lin(c);
+}
+
+/* Block b publishes buf[b] = b + 1 and reads its neighbour's slot without
+ * any synchronisation: out[b] is 0 or b + 2 depending on who ran first. */
+static void k_neighbor(const struct fk_launch_ctx *c, void *const *params) {
+  int *buf = P(0, int *), *out = P(1, int *);
+  int n = P(2, int);
+  unsigned long long b = block_lin(c), nb = nblocks(c);
+  if (b >= (unsigned long long)n) return;
+  buf[b] = (int)b + 1;
+  unsigned long long nbr = (b + 1) % (nb < (unsigned long long)n ? nb : (unsigned long long)n);
+  out[b] = buf[nbr];
+}
+
+/* Per-block partial sums added with a float atomicAdd: with mixed
+ * magnitudes the rounding, hence the bits of *sum, follow block order. */
+static void k_float_accum(const struct fk_launch_ctx *c, void *const *params) {
+  const float *x = P(0, const float *);
+  float *sum = P(1, float *);
+  int n = P(2, int);
+  float part = 0;
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) part += x[i];
+  }
+  volatile float *s = sum;
+  *s = *s + part;
+}
+
+/* Reads 1 KiB of static shared memory that nothing in the kernel writes. */
+static void k_uninit_shared(const struct fk_launch_ctx *c, void *const *params) {
+  unsigned *out = P(0, unsigned *);
+  const unsigned *sh = (const unsigned *)c->shared;
+  for (unsigned t = 0; t < nthreads(c); t++)
+    out[block_lin(c) * nthreads(c) + t] = sh[t % 256];
+}
+
+/* ------------------------------------------------- order-independent */
+
+static void k_disjoint(const struct fk_launch_ctx *c, void *const *params) {
+  int *out = P(0, int *);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    out[i] = (int)(i * 3 + 1);
+  }
+}
+
+static void k_atomic_sum(const struct fk_launch_ctx *c, void *const *params) {
+  const int *x = P(0, const int *);
+  unsigned long long *sum = P(1, unsigned long long *);
+  int n = P(2, int);
+  unsigned long long part = 0;
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) part += (unsigned long long)(long long)x[i];
+  }
+  __atomic_fetch_add(sum, part, __ATOMIC_RELAXED);
+}
+
+/* Reverses each block's chunk through dynamic shared memory (blockDim * 4
+ * bytes), writing shared memory before reading it. */
+static void k_shared_rev(const struct fk_launch_ctx *c, void *const *params) {
+  const int *in = P(0, const int *);
+  int *out = P(1, int *);
+  unsigned nt = nthreads(c), n = nt;
+  if (c->dynamic_shared / 4 < n) n = (unsigned)(c->dynamic_shared / 4);
+  int *tile = (int *)(c->shared + c->static_shared);
+  unsigned long long base = block_lin(c) * nt;
+  for (unsigned t = 0; t < n; t++) tile[t] = in[base + t];
+  for (unsigned t = 0; t < n; t++) out[base + t] = tile[n - 1 - t];
+}
+
+/* ------------------------------------------------ kcheck's own kernels */
+
+static unsigned long long splitmix(unsigned long long *s) {
+  unsigned long long z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void k_scrub(const struct fk_launch_ctx *c, void *const *params) {
+  unsigned long long s = P(0, unsigned long long) ^ ((unsigned long long)c->smid << 40) ^
+                         block_lin(c);
+  size_t n = c->static_shared + c->dynamic_shared;
+  for (size_t i = 0; i < n; i += 8) {
+    unsigned long long v = splitmix(&s);
+    memcpy(c->shared + i, &v, n - i < 8 ? n - i : 8);
+  }
+}
+
+static void k_occupier(const struct fk_launch_ctx *c, void *const *params) {
+  volatile unsigned *release = P(0, volatile unsigned *);
+  fk_occupier_take(c->smid, release, P(1, unsigned long long));
+}
+
+static void k_hammer(const struct fk_launch_ctx *c, void *const *params) {
+  unsigned *buf = P(0, unsigned *);
+  unsigned long long words = P(1, unsigned long long), iters = P(2, unsigned long long);
+  if (iters > 16) iters = 16; /* bounded: the CPU has no concurrency to gain */
+  unsigned long long step = nblocks(c) * nthreads(c);
+  for (unsigned long long it = 0; it < iters; it++)
+    for (unsigned t = 0; t < nthreads(c); t++)
+      for (unsigned long long i = block_lin(c) * nthreads(c) + t; i < words; i += step) buf[i]++;
+}
+
+static void k_flush_l2(const struct fk_launch_ctx *c, void *const *params) {
+  unsigned *buf = P(0, unsigned *);
+  unsigned long long words = P(1, unsigned long long);
+  unsigned long long step = nblocks(c) * nthreads(c);
+  for (unsigned t = 0; t < nthreads(c); t++)
+    for (unsigned long long i = block_lin(c) * nthreads(c) + t; i < words; i += step)
+      buf[i] = (unsigned)i;
+}
+
+/* ----------------------------------------------------------- registry */
+
+static const struct fk_kernel_def builtin[] = {
+    {FK_K_VECADD, k_vecadd, 4, {8, 8, 8, 4}, {0}, 0, 0},
+    {FK_K_SCALE, k_scale, 3, {8, 4, 4}, {0}, 0, 0},
+    {FK_K_FILL, k_fill, 3, {8, 4, 4}, {0}, 0, 0},
+    {FK_K_TI_ADD, k_ti_add, 1, {sizeof(struct fk_ti_params)}, {8}, 0, 0},
+    {FK_K_VEC_ELEM, k_vec_elem, 3, {4, 8, 24}, {4, 4, 8}, 0, 0},
+    {FK_K_LAST_WRITER, k_last_writer, 1, {8}, {0}, 0, 1},
+    {FK_K_NEIGHBOR, k_neighbor, 3, {8, 8, 4}, {0}, 0, 1},
+    {FK_K_FLOAT_ACCUM, k_float_accum, 3, {8, 8, 4}, {0}, 0, 1},
+    {FK_K_UNINIT_SHARED, k_uninit_shared, 1, {8}, {0}, 1024, 1},
+    {FK_K_DISJOINT, k_disjoint, 1, {8}, {0}, 0, 0},
+    {FK_K_ATOMIC_SUM, k_atomic_sum, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_SHARED_REV, k_shared_rev, 2, {8, 8}, {0}, 0, 0},
+    {FK_K_SCRUB, k_scrub, 1, {8}, {0}, 0, 0},
+    {FK_K_OCCUPIER, k_occupier, 3, {8, 8, 8}, {0}, 0, 0},
+    {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},
+    {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
+    {NULL, NULL, 0, {0}, {0}, 0, 0},
+};
+
+#define MAX_EXTRA 256
+static const struct fk_kernel_def *extra[MAX_EXTRA];
+static unsigned nextra;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const struct fk_kernel_def *fakecuda_builtin_kernels(void) { return builtin; }
+
+const struct fk_kernel_def *fakecuda_find_kernel(const char *name) {
+  for (const struct fk_kernel_def *d = builtin; d->name; d++)
+    if (strcmp(d->name, name) == 0) return d;
+  const struct fk_kernel_def *hit = NULL;
+  pthread_mutex_lock(&reg_lock);
+  for (unsigned i = 0; i < nextra && !hit; i++)
+    if (strcmp(extra[i]->name, name) == 0) hit = extra[i];
+  pthread_mutex_unlock(&reg_lock);
+  return hit;
+}
+
+int fakecuda_register_kernel(const struct fk_kernel_def *def) {
+  if (def == NULL || def->name == NULL || def->fn == NULL || def->nparams > FK_MAX_PARAMS)
+    return -1;
+  if (fakecuda_find_kernel(def->name)) return -1;
+  int rc = -1;
+  pthread_mutex_lock(&reg_lock);
+  if (nextra < MAX_EXTRA) {
+    extra[nextra++] = def;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&reg_lock);
+  return rc;
+}
+
+void fk_kernels_init(void) {}

@@ -68,6 +68,11 @@ double oc_dot_theta(const struct oc_profile *p, int64_t n, int extra) {
 }
 
 double oc_sum_theta(const struct oc_profile *p, int64_t n, int extra) {
+  if (p->promote > 0 && n > p->promote) { /* narrow chunks, then an fp32 outer sum */
+    double t1 = oc_gamma((double)(p->promote - 1), acc_unit(p));
+    double t2 = oc_gamma((double)((n + p->promote - 1) / p->promote) - 1 + extra, 0x1p-24);
+    return oc_add_up(t1, oc_mul_up(t2, oc_add_up(1, t1)));
+  }
   double r = (n > 1 ? (double)(n - 1) : 0) + extra;
   return oc_gamma(r, acc_unit(p));
 }

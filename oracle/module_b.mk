@@ -3,9 +3,10 @@
 # sampled-GEMM benchmark. Included by oracle/module.mk.
 
 ORACLE_SRCS_B := oracle/tensor.c oracle/profile.c oracle/bounds.c oracle/verdict.c \
-                 oracle/sample.c oracle/adversarial.c oracle/matmul.c
+                 oracle/sample.c oracle/adversarial.c oracle/matmul.c oracle/reduce.c \
+                 oracle/softmax.c oracle/norm.c
 
-ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul
+ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul $(BUILD)/test/oracle/test_b_rowops
 
 # Tests link the sanitizer library; the pattern rule in module.mk builds
 # $(BUILD)/test/oracle/%, these add the shared helper header dependency.

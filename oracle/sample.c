@@ -227,3 +227,56 @@ done:
   *rows_out = flag;
   return nflag;
 }
+
+int oc_rows_init(struct oc_rows *r, const struct oc_tensor *x, int axis,
+                 const struct oc_tensor *out, int out_same) {
+  memset(r, 0, sizeof *r);
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank) return -1;
+  r->x = x;
+  r->out = out;
+  r->axis = axis;
+  r->n = x->shape[axis];
+  r->nrows = r->n ? oc_tensor_numel(x) / r->n : 0;
+  r->out_same = out_same;
+  if (out_same) {
+    if (out->rank != x->rank) return -1;
+    for (int d = 0; d < x->rank; d++) {
+      if (out->shape[d] != x->shape[d]) return -1;
+      r->out_map[d] = d;
+    }
+    return 0;
+  }
+  int keep = out->rank == x->rank;
+  if (!keep && out->rank != x->rank - 1) return -1;
+  for (int d = 0, o = 0; d < x->rank; d++) {
+    if (d == axis) {
+      r->out_map[d] = keep ? o++ : -1;
+      if (keep && out->shape[d] != 1) return -1;
+      continue;
+    }
+    if (out->shape[o] != x->shape[d]) return -1;
+    r->out_map[d] = o++;
+  }
+  return 0;
+}
+
+void oc_rows_at(const struct oc_rows *r, int64_t row, int64_t *xoff, int64_t *ooff, int64_t *idx) {
+  const struct oc_tensor *x = r->x;
+  *xoff = *ooff = 0;
+  for (int d = x->rank - 1; d >= 0; d--) {
+    if (d == r->axis) {
+      idx[d] = 0;
+      continue;
+    }
+    idx[d] = row % x->shape[d];
+    row /= x->shape[d];
+    *xoff += idx[d] * x->stride[d];
+    if (r->out_map[d] >= 0) *ooff += idx[d] * r->out->stride[r->out_map[d]];
+  }
+}
+
+void oc_rows_out_index(const struct oc_rows *r, const int64_t *xidx, int64_t k, int64_t *oidx) {
+  for (int d = 0; d < r->x->rank; d++)
+    if (r->out_map[d] >= 0) oidx[r->out_map[d]] = d == r->axis ? (r->out_same ? k : 0) : xidx[d];
+}

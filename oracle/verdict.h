@@ -101,3 +101,20 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
                             int64_t **rows);
 /* Roundings the matmul epilogue adds to every path (C, bias, alpha, beta). */
 int oc_matmul_extra(const struct oc_matmul_args *args);
+
+/* Row iteration for ops along one axis (reductions, softmax, norms). */
+struct oc_rows {
+  const struct oc_tensor *x, *out;
+  int axis;
+  int64_t n, nrows;
+  int out_same;        /* out has x's shape (softmax, norms) */
+  int out_map[OC_MAX_RANK]; /* out dim for each x dim, -1 when dropped */
+};
+/* out_same: 1 when out has x's shape; 0 when it lacks the axis (or keeps it
+ * with size 1). Returns 0, or -1 when shapes disagree. */
+int oc_rows_init(struct oc_rows *r, const struct oc_tensor *x, int axis,
+                 const struct oc_tensor *out, int out_same);
+/* Offsets of row `row` (x's multi-index with the axis at 0 into idx). */
+void oc_rows_at(const struct oc_rows *r, int64_t row, int64_t *xoff, int64_t *ooff, int64_t *idx);
+/* Fills the out-index of element k of the row from x's index. */
+void oc_rows_out_index(const struct oc_rows *r, const int64_t *xidx, int64_t k, int64_t *oidx);

@@ -4,9 +4,10 @@
 
 ORACLE_SRCS_B := oracle/tensor.c oracle/profile.c oracle/bounds.c oracle/verdict.c \
                  oracle/sample.c oracle/adversarial.c oracle/matmul.c oracle/reduce.c \
-                 oracle/softmax.c oracle/norm.c
+                 oracle/softmax.c oracle/norm.c oracle/attention.c oracle/recurrence.c
 
-ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul $(BUILD)/test/oracle/test_b_rowops
+ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul $(BUILD)/test/oracle/test_b_rowops \
+                  $(BUILD)/test/oracle/test_b_attention
 
 # Tests link the sanitizer library; the pattern rule in module.mk builds
 # $(BUILD)/test/oracle/%, these add the shared helper header dependency.

@@ -1,0 +1,162 @@
+/* oracle/attention.c — O = softmax(Q.K^T scale [+ causal mask]) . V per
+ * query row: scores by Dot2 enclosures, softmax and P.V in MPFR, bound per
+ * ORACLE.md §2 (score error through the softmax as e^{2 max ds}, the
+ * softmax's own error, the cast of P, and the P.V accumulation). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "verdict.h"
+
+#define PREC 80
+
+struct att {
+  enum oc_format p_fmt;
+};
+
+/* in[0]: sum_j P_j|V_jk|, in[1]: max_j scale sum|q k_j|, in[2]: max|s_j|,
+ * in[3]: score range, in[4]: keys n, in[5]: head dim d. */
+static double att_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
+  const struct att *a = ctx;
+  double u = oc_profile_u_acc(p), n = e->in[4], d = e->in[5];
+  double ds = oc_add_up(oc_mul_up(oc_gamma(d, u), e->in[1]), oc_mul_up(u, e->in[2]));
+  double eps = oc_softmax_eps(p, e->in[3]);
+  double resc = 0;
+  if (p->softmax == OC_SOFTMAX_ONLINE) { /* numerator and denominator both rescaled */
+    int64_t blk = p->online_block > 0 ? p->online_block : 1;
+    double r = ceil(n / (double)blk) - 1;
+    resc = oc_mul_up(2.02, oc_add_up(oc_mul_up(r, oc_add_up(oc_exp_rel(p, 0), u)),
+                                     oc_mul_up(u + (p->math == OC_MATH_PRECISE ? 0 : 2.4 * 0x1p-24), e->in[3])));
+  }
+  double sm = oc_softmax_rel(p, eps, eps, (int64_t)n, resc);
+  double up = a->p_fmt == OC_FP32 || a->p_fmt == OC_FP64 ? 0 : oc_unit_roundoff(a->p_fmt);
+  double rho = oc_up(oc_mul_up(oc_mul_up(oc_up(exp(oc_mul_up(2, ds))), oc_add_up(1, sm)), oc_add_up(1, up)) - 1);
+  double g = oc_gamma(n, u);
+  double f = oc_up(oc_mul_up(oc_add_up(1, rho), oc_add_up(1, g)) - 1);
+  double b = oc_add_up(oc_mul_up(f, e->in[0]), oc_mul_up(oc_acc_eta(p), 2 * (n + 1)));
+  return oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), b);
+}
+
+int oc_check_attention(const struct oc_attention_args *args, const struct oc_tensor *out,
+                       const struct oc_profile *p, const struct oc_options *o,
+                       struct oc_verdict *v) {
+  struct oc_options od;
+  if (!o) {
+    oc_options_default(&od);
+    o = &od;
+  }
+  if (!args || !out || !v || out->rank < 2) return -1;
+  const struct oc_tensor *Q = args->q, *K = args->k, *V = args->v;
+  int nl = out->rank - 2;
+  int64_t Sq = out->shape[nl], Dv = out->shape[nl + 1], D = Q->shape[Q->rank - 1];
+  int64_t Sk = K->shape[K->rank - 2];
+  if (Q->shape[Q->rank - 2] != Sq || K->shape[K->rank - 1] != D || V->shape[V->rank - 2] != Sk ||
+      V->shape[V->rank - 1] != Dv)
+    return -1;
+  int64_t nb = 1;
+  for (int d = 0; d < nl; d++) nb *= out->shape[d];
+  struct att at = {args->p_fmt};
+  struct oc_check c;
+  oc_check_init(&c, "attention", p, o, v, nb * Sq * Dv, out->rank, att_bound, &at);
+  int64_t cnt, nrand;
+  struct oc_sample *plan = oc_sample_plan(nb, Sq, Dv, o, NULL, 0, &cnt, &nrand);
+  /* Every element of a planned row is checked: the row's softmax is the cost. */
+  uint8_t *rowmark = calloc((size_t)(nb * Sq > 0 ? nb * Sq : 1), 1);
+  double *q = malloc((size_t)(D ? D : 1) * 8), *kr = malloc((size_t)(D ? D : 1) * 8);
+  double *s = malloc((size_t)(Sk ? Sk : 1) * 8), *sab = malloc((size_t)(Sk ? Sk : 1) * 8);
+  double *pj = malloc((size_t)(Sk ? Sk : 1) * 8), *vc = malloc((size_t)(Sk ? Sk : 1) * 8);
+  mpfr_t *e = malloc((size_t)(Sk ? Sk : 1) * sizeof *e);
+  if (!plan || !rowmark || !q || !kr || !s || !sab || !pj || !vc || !e) return -1;
+  for (int64_t j = 0; j < Sk; j++) mpfr_init2(e[j], PREC);
+  mpfr_t S, t, acc;
+  mpfr_inits2(PREC, S, t, acc, (mpfr_ptr)0);
+  for (int64_t r = 0; r < cnt; r++) rowmark[plan[r].b * Sq + plan[r].i] = 1;
+  int64_t idx[OC_MAX_RANK];
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t oq = oc_batch_offset(Q, nl, out->shape, b), ok = oc_batch_offset(K, nl, out->shape, b);
+    int64_t ov = oc_batch_offset(V, nl, out->shape, b), oo = oc_batch_offset(out, nl, out->shape, b);
+    for (int64_t i = 0; i < Sq; i++) {
+      if (!rowmark[b * Sq + i]) continue;
+      oc_tensor_gather(Q, oq + i * Q->stride[Q->rank - 2], Q->stride[Q->rank - 1], D, q);
+      int64_t n = args->causal ? (i + 1 < Sk ? i + 1 : Sk) : Sk;
+      double m = -INFINITY, mn = INFINITY, smax = 0, sabmax = 0, radmax = 0;
+      int bad = 0;
+      for (int64_t j = 0; j < n; j++) {
+        oc_tensor_gather(K, ok + j * K->stride[K->rank - 2], K->stride[K->rank - 1], D, kr);
+        double sum = 0, c2 = 0, sa = 0;
+        for (int64_t d = 0; d < D; d++) { /* Dot2: TwoSum on exact-or-split products */
+          double pr = q[d] * kr[d], pe = fma(q[d], kr[d], -pr), tt = sum + pr, z = tt - sum;
+          c2 += (sum - (tt - z)) + (pr - z) + pe;
+          sum = tt;
+          sa += fabs(pr);
+        }
+        s[j] = args->scale * (sum + c2);
+        sab[j] = oc_mul_up(fabs(args->scale), oc_mul_up(sa, 1 + 0x1p-50 * (double)(D + 2)));
+        double g = oc_gamma((double)D + 2, 0x1p-53);
+        double rad = oc_add_up(oc_mul_up(0x1p-51, fabs(s[j])), oc_mul_up(oc_mul_up(g, g), sab[j]));
+        bad |= !isfinite(s[j]);
+        m = fmax(m, s[j]);
+        mn = fmin(mn, s[j]);
+        smax = fmax(smax, fabs(s[j]));
+        sabmax = fmax(sabmax, sab[j]);
+        radmax = fmax(radmax, rad);
+      }
+      if (!bad && n > 0) {
+        mpfr_set_zero(S, 1);
+        for (int64_t j = 0; j < n; j++) {
+          mpfr_set_d(t, s[j] - m, MPFR_RNDN);
+          mpfr_exp(e[j], t, MPFR_RNDN);
+          mpfr_add(S, S, e[j], MPFR_RNDN);
+        }
+        for (int64_t j = 0; j < n; j++) {
+          mpfr_div(t, e[j], S, MPFR_RNDN);
+          pj[j] = mpfr_get_d(t, MPFR_RNDN);
+        }
+      }
+      /* reference error: score enclosure through softmax, plus MPFR/double rounding */
+      double refrel = oc_add_up(oc_up(expm1(oc_mul_up(4, radmax))), 0x1p-60 * (double)(n + 8));
+      for (int64_t k = 0; k < Dv; k++) {
+        struct oc_elem el;
+        memset(&el, 0, sizeof el);
+        oc_tensor_gather(V, ov + k * V->stride[V->rank - 1], V->stride[V->rank - 2], n, vc);
+        if (bad || n == 0) {
+          el.lo = el.hi = NAN;
+        } else {
+          double pv = 0, pva = 0;
+          mpfr_set_zero(acc, 1);
+          for (int64_t j = 0; j < n; j++) {
+            mpfr_div(t, e[j], S, MPFR_RNDN);
+            mpfr_mul_d(t, t, vc[j], MPFR_RNDN);
+            mpfr_add(acc, acc, t, MPFR_RNDN);
+            pva += pj[j] * fabs(vc[j]);
+            bad |= !isfinite(vc[j]);
+          }
+          pv = mpfr_get_d(acc, MPFR_RNDN);
+          pva = oc_mul_up(pva, 1 + 0x1p-50 * (double)(n + 2));
+          double rad = oc_add_up(oc_mul_up(oc_mul_up(pva, 1 + refrel), refrel), 1e-300);
+          el.lo = bad ? NAN : oc_down(pv - rad);
+          el.hi = bad ? NAN : oc_up(pv + rad);
+          el.in[0] = oc_mul_up(pva, 1 + refrel);
+          el.in[1] = sabmax;
+          el.in[2] = smax;
+          el.in[3] = m - mn;
+          el.in[4] = (double)n;
+          el.in[5] = (double)D;
+          el.bound = att_bound(p, &el, &at);
+        }
+        el.prob = INFINITY;
+        el.k = oc_tensor_at(out, oo + i * out->stride[nl] + k * out->stride[nl + 1]);
+        oc_batch_index(nl, out->shape, b, idx);
+        idx[nl] = i;
+        idx[nl + 1] = k;
+        oc_check_elem(&c, &el, idx);
+      }
+    }
+  }
+  oc_check_finish(&c, nrand);
+  for (int64_t j = 0; j < Sk; j++) mpfr_clear(e[j]);
+  mpfr_clears(S, t, acc, (mpfr_ptr)0);
+  free(plan), free(rowmark), free(q), free(kr), free(s), free(sab), free(pj), free(vc), free(e);
+  return 0;
+}

@@ -310,7 +310,7 @@ static void app_races(struct app *a) {
   /* float accumulation in block order, mixed magnitudes */
   for (int i = 0; i < NT; i++) {
     int blk = i / T;
-    hx[i] = (blk % 3 == 0) ? 1.0e7f : (blk % 3 == 1 ? 0.37f : -1.0e7f + 0.11f);
+    hx[i] = (blk % 3 == 0) ? 1562500.0f : (blk % 3 == 1 ? 0.37f : -1562500.0f);
   }
   CK(cuMemcpyHtoD(d_x, hx, sizeof hx));
   CK(cuMemsetD32(d_f, 0, 1));

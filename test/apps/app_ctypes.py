@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""test/apps/app_ctypes.py — a test application in Python that drives
+libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
+allocate, load a module, launch, copy back, check.
+
+usage: app_ctypes.py [basic|races] [--lib PATH]
+The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
+LD_LIBRARY_PATH). Exit status 0 only when every result is right.
+"""
+import ctypes as C
+import os
+import struct
+import sys
+
+PTX = b"""//
+// kcheck ctypes test application
+//
+.version 8.5
+.target sm_90
+.address_size 64
+.visible .entry _Z6vecaddPKfS0_Pfi(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n)
+{
+\tret;
+}
+.visible .entry _Z5scalePffi(.param .u64 x, .param .f32 s, .param .u32 n)
+{
+\tret;
+}
+.visible .entry _Z11last_writerPi(.param .u64 out)
+{
+\tret;
+}
+.visible .entry _Z14block_disjointPi(.param .u64 out)
+{
+\tret;
+}
+"""
+
+N = 1000
+NAME = "app_ctypes"
+
+
+class Driver:
+    """The few entries used, bound by their exported names."""
+
+    def __init__(self, path):
+        self.lib = C.CDLL(path, mode=C.RTLD_LOCAL)
+        u64, i32, u32, vp = C.c_uint64, C.c_int, C.c_uint, C.c_void_p
+        sig = {
+            "cuInit": [u32],
+            "cuGetErrorName": [i32, C.POINTER(C.c_char_p)],
+            "cuDeviceGet": [C.POINTER(i32), i32],
+            "cuDevicePrimaryCtxRetain": [C.POINTER(vp), i32],
+            "cuDevicePrimaryCtxRelease_v2": [i32],
+            "cuCtxSetCurrent": [vp],
+            "cuCtxSynchronize": [],
+            "cuModuleLoadData": [C.POINTER(vp), C.c_char_p],
+            "cuModuleGetFunction": [C.POINTER(vp), vp, C.c_char_p],
+            "cuModuleUnload": [vp],
+            "cuMemAlloc_v2": [C.POINTER(u64), C.c_size_t],
+            "cuMemFree_v2": [u64],
+            "cuMemcpyHtoD_v2": [u64, vp, C.c_size_t],
+            "cuMemcpyDtoH_v2": [vp, u64, C.c_size_t],
+            "cuMemsetD32_v2": [u64, u32, C.c_size_t],
+            "cuLaunchKernel": [vp, u32, u32, u32, u32, u32, u32, u32, vp,
+                               C.POINTER(vp), C.POINTER(vp)],
+        }
+        for name, args in sig.items():
+            fn = getattr(self.lib, name)
+            fn.argtypes = args
+            fn.restype = C.c_int
+            setattr(self, name, self._checked(name, fn))
+
+    def _checked(self, name, fn):
+        def call(*args):
+            r = fn(*args)
+            if r != 0:
+                s = C.c_char_p()
+                self.lib.cuGetErrorName(r, C.byref(s))
+                text = s.value.decode() if s.value else "unknown CUresult"
+                sys.stderr.write("%s: %s failed: %s (%d)\n" % (NAME, name, text, r))
+                sys.exit(1)
+        return call
+
+
+def launch(d, func, grid, block, *args):
+    """args: ctypes objects, one per kernel parameter."""
+    arr = (C.c_void_p * len(args))(*[C.cast(C.byref(a), C.c_void_p) for a in args])
+    d.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, None, arr, None)
+
+
+def main():
+    argv = sys.argv[1:]
+    mode, path = "basic", os.environ.get("FAKECUDA_LIB", "libcuda.so.1")
+    while argv:
+        a = argv.pop(0)
+        if a == "--lib":
+            path = argv.pop(0)
+        else:
+            mode = a
+    if mode not in ("basic", "races"):
+        sys.stderr.write("%s: unknown mode %r (basic, races)\n" % (NAME, mode))
+        return 2
+    d = Driver(path)
+    d.cuInit(0)
+    dev = C.c_int()
+    d.cuDeviceGet(C.byref(dev), 0)
+    ctx = C.c_void_p()
+    d.cuDevicePrimaryCtxRetain(C.byref(ctx), dev)
+    d.cuCtxSetCurrent(ctx)
+    mod = C.c_void_p()
+    d.cuModuleLoadData(C.byref(mod), PTX)
+    failures = 0
+
+    def func(name):
+        f = C.c_void_p()
+        d.cuModuleGetFunction(C.byref(f), mod, name)
+        return f
+
+    def alloc(n):
+        p = C.c_uint64()
+        d.cuMemAlloc_v2(C.byref(p), n)
+        return p
+
+    if mode == "basic":
+        a = (C.c_float * N)(*[i * 0.25 for i in range(N)])
+        b = (C.c_float * N)(*[float(N - i) for i in range(N)])
+        out = (C.c_float * N)()
+        da, db, dc = alloc(4 * N), alloc(4 * N), alloc(4 * N)
+        d.cuMemcpyHtoD_v2(da, a, 4 * N)
+        d.cuMemcpyHtoD_v2(db, b, 4 * N)
+        launch(d, func(b"_Z6vecaddPKfS0_Pfi"), (N + 127) // 128, 128, da, db, dc, C.c_int(N))
+        launch(d, func(b"_Z5scalePffi"), (N + 255) // 256, 256, dc, C.c_float(-2.0), C.c_int(N))
+        d.cuCtxSynchronize()
+        d.cuMemcpyDtoH_v2(out, dc, 4 * N)
+        for i in range(N):
+            want = struct.unpack("f", struct.pack("f", -2.0 * struct.unpack(
+                "f", struct.pack("f", a[i] + b[i]))[0]))[0]
+            if out[i] != want:
+                sys.stderr.write("%s: out[%d] = %r, want %r\n" % (NAME, i, out[i], want))
+                failures += 1
+                break
+        print("%s: vecadd+scale sum %r" % (NAME, sum(out)))
+        for p in (da, db, dc):
+            d.cuMemFree_v2(p)
+    else:
+        B, T = 64, 128
+        dout, dd = alloc(4), alloc(4 * B * T)
+        d.cuMemsetD32_v2(dout, 0xFFFFFFFF, 1)
+        launch(d, func(b"_Z11last_writerPi"), B, T, dout)
+        launch(d, func(b"_Z14block_disjointPi"), B, T, dd)
+        d.cuCtxSynchronize()
+        last = C.c_int()
+        d.cuMemcpyDtoH_v2(C.byref(last), dout, 4)
+        host = (C.c_int * (B * T))()
+        d.cuMemcpyDtoH_v2(host, dd, 4 * B * T)
+        if not 0 <= last.value < B:
+            sys.stderr.write("%s: last_writer wrote %d\n" % (NAME, last.value))
+            failures += 1
+        if any(host[i] != 3 * i + 1 for i in range(B * T)):
+            sys.stderr.write("%s: block_disjoint wrong\n" % NAME)
+            failures += 1
+        print("%s: races last_writer %d" % (NAME, last.value))
+        print("%s: clean block_disjoint %d" % (NAME, sum(host)))
+        d.cuMemFree_v2(dout)
+        d.cuMemFree_v2(dd)
+    d.cuModuleUnload(mod)
+    d.cuDevicePrimaryCtxRelease_v2(dev)
+    if failures:
+        return 1
+    print("%s: %s ok" % (NAME, mode))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -98,8 +98,8 @@ CUresult fk_enter(const char *name, int needs_init) {
       return fi.fail_code;
     }
   }
-  if (fi.forked_after_init) return CUDA_ERROR_NOT_INITIALIZED;
-  if (needs_init && !atomic_load(&fk_g.initialized)) return CUDA_ERROR_NOT_INITIALIZED;
+  if (needs_init && (fi.forked_after_init || !atomic_load(&fk_g.initialized)))
+    return CUDA_ERROR_NOT_INITIALIZED;
   return CUDA_SUCCESS;
 }
 
@@ -169,6 +169,7 @@ static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned h
 CUresult cuInit(unsigned flags) {
   FK_ENTER_NOINIT("cuInit");
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (fi.forked_after_init) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&fk_g.lock);
   if (!atomic_load(&fk_g.initialized)) {
     fk_g.nsm = env_uint("FAKECUDA_SMS", 132, 1, FK_MAX_SMS);

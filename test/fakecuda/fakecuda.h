@@ -73,6 +73,39 @@
  *   FAKECUDA_TRACE=1          log every entry call to stderr
  * Every exported cu* entry is counted except cuGetErrorName/cuGetErrorString.
  * A failed call has no side effects and writes no outputs.
+ *
+ * RULES IT ENFORCES LIKE THE DRIVER (so kcheck bugs show up on the CPU)
+ *   - everything but cuInit, cuDriverGetVersion, cuGetProcAddress(_v2) and
+ *     the error strings returns CUDA_ERROR_NOT_INITIALIZED before cuInit, and
+ *     in a child forked after cuInit (cuInit included);
+ *   - allocations, module loads, NULL-stream work, events and syncs need a
+ *     current context on the calling thread (CUDA_ERROR_INVALID_CONTEXT);
+ *   - during a GLOBAL or THREAD_LOCAL capture, cuCtxSynchronize, synchronous
+ *     copies/memsets and cuStreamSynchronize/Query of the capturing stream
+ *     fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the
+ *     capture (cuStreamEndCapture then says ..._INVALIDATED); work or
+ *     cuStreamIsCapturing on the legacy NULL stream gives ..._IMPLICIT;
+ *   - launches copy their parameters at launch/capture time;
+ *   - CUkernel handles are rejected by cuFunc* queries and CUfunction
+ *     handles by cuKernel* queries (CUDA_ERROR_INVALID_HANDLE); launching a
+ *     CUkernel cast to CUfunction works;
+ *   - destroyed handles stay allocated and are rejected afterwards;
+ *   - freed/unmapped device memory faults when touched; each allocation is
+ *     followed by an inaccessible guard page; VMM mappings are inaccessible
+ *     until cuMemSetAccess;
+ *   - cuMemGetAddressRange of a VMM address gives its cuMemMap piece, the
+ *     RANGE_START_ADDR/RANGE_SIZE attributes the whole reservation;
+ *   - a cooperative launch larger than one wave fails with
+ *     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
+ * Images: NUL-terminated text; every `.entry NAME` binds NAME to the
+ * registered kernel of that name (an unregistered name loads but
+ * cuModuleGetFunction/cuLibraryGetKernel say CUDA_ERROR_NOT_FOUND); ELF
+ * cubins and fatbins give CUDA_ERROR_NO_BINARY_FOR_GPU.
+ * cuGetProcAddress(_v2) follows fakecuda_procs.inc (from cudaTypedefs.h):
+ * a name at a version gives the newest exported form not newer than it;
+ * PER_THREAD_DEFAULT_STREAM picks the _ptsz/_ptds form where one exists.
+ * Green contexts: SM resources split in groups of 8 (of 1 when the device
+ * has fewer than 16 SMs); group i of a split covers SMs [i*n, (i+1)*n).
  */
 #ifndef FAKECUDA_H
 #define FAKECUDA_H

@@ -152,6 +152,8 @@ static void decommit(CUdeviceptr p, size_t n) {
 }
 
 CUresult fk_mem_alloc(CUdeviceptr *out, size_t bytes, int kind) {
+  /* As on the device, allocating needs a current context. */
+  if (fk_current_ctx() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   if (out == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (mem.base == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t body = round_up(bytes, PAGE);
@@ -300,6 +302,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) {
 CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
   FK_ENTER("cuMemGetInfo_v2");
   if (free_b == NULL || total == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (fk_current_ctx() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_lock(&mem.lock);
   *total = mem.size;
   *free_b = mem.size - mem.used;

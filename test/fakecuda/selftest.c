@@ -609,7 +609,11 @@ static int mode_forkinit(void) {
   OK(cuInit(0));
   OK(cuDevicePrimaryCtxRetain(&pctx, 0));
   pid_t p = fork();
-  if (p == 0) _exit(cuCtxSetCurrent(pctx) == CUDA_ERROR_NOT_INITIALIZED ? 0 : 1);
+  if (p == 0)
+    _exit(cuInit(0) == CUDA_ERROR_NOT_INITIALIZED &&
+                  cuCtxSetCurrent(pctx) == CUDA_ERROR_NOT_INITIALIZED
+              ? 0
+              : 1);
   int st;
   waitpid(p, &st, 0);
   T(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -631,6 +635,8 @@ int main(int argc, char **argv) {
   OK(cuInit(0));
   OK(cuDevicePrimaryCtxRetain(&pctx, 0));
   TR(cuModuleLoadData(&mod, test_ptx), CUDA_ERROR_INVALID_CONTEXT);
+  CUdeviceptr nop;
+  TR(cuMemAlloc(&nop, 16), CUDA_ERROR_INVALID_CONTEXT);
   OK(cuCtxSetCurrent(pctx));
   OK(cuModuleLoadData(&mod, test_ptx));
   OK(cuModuleLoadData(&kcmod, kc_ptx));

@@ -158,6 +158,11 @@ uint64_t oc_encode(enum oc_format f, double x, enum oc_overflow ovf) {
   return pack(f, neg, n, q, ovf);
 }
 
+void oc_encode_array(enum oc_format f, const double *x, size_t n, uint64_t *out,
+                     enum oc_overflow ovf) {
+  for (size_t i = 0; i < n; i++) out[i] = oc_encode(f, x[i], ovf);
+}
+
 uint64_t oc_encode_mpfr(enum oc_format f, mpfr_srcptr x, enum oc_overflow ovf) {
   if (!valid(f)) return 0;
   int neg = mpfr_signbit(x) != 0;

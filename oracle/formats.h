@@ -5,6 +5,7 @@
 #define OC_FORMATS_H
 
 #include <mpfr.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum oc_format {
@@ -43,6 +44,9 @@ int oc_format_parse(const char *name);
 double oc_decode(enum oc_format f, uint64_t bits);
 /* Correctly rounded (ties-to-even) encoding of a double. */
 uint64_t oc_encode(enum oc_format f, double x, enum oc_overflow ovf);
+/* oc_encode over an array (for batch and ctypes callers). */
+void oc_encode_array(enum oc_format f, const double *x, size_t n, uint64_t *out,
+                     enum oc_overflow ovf);
 /* Correctly rounded encoding of an MPFR value (any precision). */
 uint64_t oc_encode_mpfr(enum oc_format f, mpfr_srcptr x, enum oc_overflow ovf);
 /* Round a double to the nearest value of the format, returned as a double. */

@@ -1,0 +1,92 @@
+/* oracle/elementwise.h — exact references for elementwise ops: the correctly
+ * rounded (ties-to-even) result in any format of formats.h, the documented
+ * ULP budgets per math mode (ORACLE.md §3), and whole-function tables for
+ * 8/16-bit inputs. Thread-safe; no MPFR global state is changed. */
+#ifndef OC_ELEMENTWISE_H
+#define OC_ELEMENTWISE_H
+
+#include <stdint.h>
+
+#include "formats.h"
+#include "profile.h" /* enum oc_math_mode */
+
+/* Special values (x, y are doubles; "NaN" is the format's quiet NaN):
+ *   add/sub/mul/div  IEEE 754: any NaN -> NaN; Inf-Inf, 0*Inf, 0/0, Inf/Inf
+ *                    -> NaN; x/±0 -> ±Inf; x + (-x) -> +0; -0 + -0 -> -0.
+ *   neg, abs         act on the sign bit only (NaN keeps its payload class,
+ *                    neg flips and abs clears its sign).
+ *   relu             NaN -> NaN; x <= 0 (-0 and -Inf included) -> +0.
+ *   gelu_erf         x*Phi(x); gelu_tanh 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)))
+ *                    with the decimal constant exact. Both, and silu = x*sigmoid(x):
+ *                    NaN -> NaN, ±0 -> ±0, +Inf -> +Inf, -Inf -> -0 (the limit;
+ *                    a literal x*0.5*(1+erf(..)) gives NaN there).
+ *   sigmoid          NaN -> NaN, ±0 -> 0.5, +Inf -> 1, -Inf -> +0.
+ *   tanh             NaN -> NaN, ±0 -> ±0, ±Inf -> ±1.
+ *   exp              NaN -> NaN, ±0 -> 1, +Inf -> +Inf, -Inf -> +0.
+ *   log              NaN -> NaN, ±0 -> -Inf, x < 0 -> NaN, 1 -> +0, +Inf -> +Inf.
+ *   sqrt             NaN -> NaN, ±0 -> ±0, x < 0 -> NaN, +Inf -> +Inf.
+ *   rsqrt            NaN -> NaN, ±0 -> ±Inf, x < 0 -> NaN, +Inf -> +0.
+ * Results that underflow keep the sign of the exact value (-0 for a tiny
+ * negative); overflow follows the caller's enum oc_overflow (Inf, NaN for
+ * e4m3fn, or the largest finite value when saturating). Generated NaNs are
+ * the format's canonical positive quiet NaN. */
+enum oc_op {
+  OC_OP_ADD,
+  OC_OP_SUB,
+  OC_OP_MUL,
+  OC_OP_DIV,
+  OC_OP_NEG,
+  OC_OP_ABS,
+  OC_OP_RELU,
+  OC_OP_GELU_ERF,
+  OC_OP_GELU_TANH,
+  OC_OP_SILU,
+  OC_OP_SIGMOID,
+  OC_OP_TANH,
+  OC_OP_EXP,
+  OC_OP_LOG,
+  OC_OP_SQRT,
+  OC_OP_RSQRT,
+  OC_OP_COUNT
+};
+
+const char *oc_op_name(enum oc_op op); /* "add", ..., "gelu_erf", "gelu_tanh", ... */
+int oc_op_parse(const char *name);     /* also "gelu" (erf form), "swish"; -1 unknown */
+int oc_op_arity(enum oc_op op);        /* 1 or 2; 0 for an invalid op */
+
+/* Correctly rounded op(x, y) encoded in f (y is ignored by unary ops). */
+uint64_t oc_op_encode(enum oc_op op, enum oc_format f, enum oc_overflow ovf, double x, double y);
+/* The same result as a double (its exact value). */
+double oc_op_round(enum oc_op op, enum oc_format f, enum oc_overflow ovf, double x, double y);
+
+/* Table of a unary op over every bit pattern of an 8- or 16-bit format in:
+ * entry i = oc_op_encode(op, out, ovf, oc_decode(in, i), 0). Built on first
+ * use under a mutex (65536 MPFR evaluations: ~0.1 s for exp, ~1 s for
+ * gelu_erf), then shared read-only for the life of the process. NULL for a
+ * binary op or an input format wider than 16 bits. */
+const uint64_t *oc_op_table(enum oc_op op, enum oc_format in, enum oc_format out,
+                            enum oc_overflow ovf);
+
+/* Documented error budget, in units in the last place of fmt, that an
+ * implementation of op under the math mode may show at (x, y), measured as
+ * oc_ulp_distance(fmt, result, correctly rounded reference). Sources:
+ * CUDA Programming Guide accuracy tables for float (fmt fp32) and double
+ * (fmt fp64; math mode does not change double); ORACLE.md §3 for Triton.
+ * Absolute or relative bounds (__logf on [0.5, 2], tanh.approx's 2^-11)
+ * are converted to ulps at (x, y). Composites (sigmoid = 1/(1+exp(-x)),
+ * silu = x*sigmoid, gelu per its formula, computed in fp32 or fp64) come
+ * from first-order propagation of each step's budget. Formats narrower
+ * than fp32 assume fp32 arithmetic and one final rounding: 0 for +,-,*,/,
+ * sqrt (double rounding is innocuous: 24 >= 2p+2) and the sign ops,
+ * otherwise the fp32 error converted to ulps of fmt, plus one. Flush-to-
+ * zero is not modelled here (it is a special-value matter). INFINITY where
+ * nothing is documented (e.g. __fdividef with |y| > 2^126). */
+double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x,
+                     double y);
+/* The gate rule: 1 when got (a value of fmt) is acceptable for op(x, y) under
+ * the mode: special values must match the reference (NaN with NaN, Inf with
+ * the same Inf), finite results within oc_ulp_budget of it. */
+int oc_op_within_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x,
+                        double y, double got);
+
+#endif

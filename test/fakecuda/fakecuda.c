@@ -536,7 +536,8 @@ int fk_capturing(CUstream h, struct fk_stream *s, CUresult *err) {
   }
   /* Work on the legacy default stream joins every blocking stream, so it
    * may not run while one of them is capturing. */
-  if (s == NULL && h != CU_STREAM_PER_THREAD && tls_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+  if (s == NULL && h != CU_STREAM_PER_THREAD &&
+      tls_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
       invalidate_unsafe())
     *err = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   return 0;
@@ -1221,7 +1222,8 @@ static CUresult memop_async(const struct fk_node *n, CUstream h) {
   ((struct fk_node){.kind = FK_NODE_MEMCPY, .dst = (d), .host_src = (s), .count = (c)})
 #define NODE_D2H(d, s, c) \
   ((struct fk_node){.kind = FK_NODE_MEMCPY, .host_dst = (d), .src = (s), .count = (c)})
-#define NODE_D2D(d, s, c) ((struct fk_node){.kind = FK_NODE_MEMCPY, .dst = (d), .src = (s), .count = (c)})
+#define NODE_D2D(d, s, c) \
+  ((struct fk_node){.kind = FK_NODE_MEMCPY, .dst = (d), .src = (s), .count = (c)})
 #define NODE_SET(d, v, e, c) \
   ((struct fk_node){.kind = FK_NODE_MEMSET, .dst = (d), .value = (v), .elem = (e), .count = (c)})
 

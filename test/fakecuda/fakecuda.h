@@ -172,7 +172,8 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_FLOAT_ACCUM "_Z11float_accumPKfPfi"  /* (const float *x, float *sum, int n) racy */
 #define FK_K_UNINIT_SHARED "_Z13uninit_sharedPj"  /* (unsigned *out)                   racy */
 #define FK_K_DISJOINT "_Z14block_disjointPi"      /* (int *out)                          clean */
-#define FK_K_ATOMIC_SUM "_Z10atomic_sumPKiPyi"    /* (const int *x, unsigned long long *sum, int n) clean */
+/* (const int *x, unsigned long long *sum, int n)                             clean */
+#define FK_K_ATOMIC_SUM "_Z10atomic_sumPKiPyi"
 #define FK_K_SHARED_REV "_Z14shared_reversePKiPi" /* (const int *in, int *out)           clean */
 #define FK_K_SCRUB "kc_scrub_shared"
 #define FK_K_OCCUPIER "kc_occupier"

@@ -52,8 +52,8 @@ static void k_fill(const struct fk_launch_ctx *c, void *const *params) {
 
 static void k_ti_add(const struct fk_launch_ctx *c, void *const *params) {
   const struct fk_ti_params *p = params[0];
-  float *out = (float *)p->out;
-  const float *a = (const float *)p->a, *b = (const float *)p->b;
+  float *out = (void *)p->out;
+  const float *a = (const void *)p->a, *b = (const void *)p->b;
   for (unsigned t = 0; t < nthreads(c); t++) {
     unsigned long long i = block_lin(c) * nthreads(c) + t;
     if (i < p->n) out[i] = a[i] + p->alpha * b[i];
@@ -64,8 +64,8 @@ static void k_vec_elem(const struct fk_launch_ctx *c, void *const *params) {
   int n = P(0, int);
   struct fk_muladd f = P(1, struct fk_muladd);
   char *const *data = (char *const *)params[2];
-  float *out = (float *)data[0];
-  const float *x = (const float *)data[1], *y = (const float *)data[2];
+  float *out = (void *)data[0];
+  const float *x = (const void *)data[1], *y = (const void *)data[2];
   for (unsigned t = 0; t < nthreads(c); t++) {
     unsigned long long i = block_lin(c) * nthreads(c) + t;
     if (i < (unsigned long long)n) out[i] = f.a * x[i] + f.b * y[i];

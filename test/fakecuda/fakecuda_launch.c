@@ -234,8 +234,9 @@ static CUresult execute(const struct fk_kernel_def *def, struct fk_ctx *ctx, con
           .dynamic_shared = dyn,
           .smid = sm,
           .nsm = na,
-          .seq = seq++,
+          .seq = seq,
       };
+      seq++;
       def->fn(&lc, ptrs);
     }
   }

@@ -28,7 +28,7 @@ TEST_APP_LDFLAGS   = -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
 TEST_APP_CFLAGS    = $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -Itest/fakecuda -Itest/apps
 
 .PHONY: fakecuda fakecuda-test fakecuda-procs test-apps
-all: $(FAKECUDA_LIB) $(TEST_APPS)
+
 fakecuda: $(FAKECUDA_LIB) $(FAKECUDA_DIR)/libcuda.so
 test-apps: $(TEST_APPS)
 

@@ -457,6 +457,8 @@ static void test_names(void) {
 }
 
 int main(void) {
+  /* the library evaluates MPFR from many threads: its caches must be per thread */
+  CHECK(mpfr_buildopt_tls_p(), "MPFR built without thread-local storage");
   test_names();
   test_exact_cases();
   test_specials();

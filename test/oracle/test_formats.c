@@ -422,6 +422,86 @@ static void test_boundaries(void) {
          sizeof cases / sizeof cases[0]);
 }
 
+/* ---- reference 3: a transcription of PyTorch's fp32 -> fp8 converters
+ * (c10/util/Float8_e4m3fn.h, Float8_e5m2.h), compared on a stride of all
+ * 2^32 float patterns plus every float in the fp8 ranges' critical binades */
+static uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+static float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static uint8_t torch_e4m3fn(float f) {
+  const uint32_t fp8_max = UINT32_C(1087) << 20, denorm_mask = UINT32_C(141) << 23;
+  uint32_t b = f2u(f);
+  uint8_t r;
+  const uint32_t sign = b & 0x80000000u;
+  b ^= sign;
+  if (b >= fp8_max) {
+    r = 0x7f;
+  } else if (b < (UINT32_C(121) << 23)) {
+    b = f2u(u2f(b) + u2f(denorm_mask));
+    r = (uint8_t)(b - denorm_mask);
+  } else {
+    uint8_t mant_odd = (b >> 20) & 1;
+    b += ((uint32_t)(7 - 127) << 23) + 0x7FFFF;
+    b += mant_odd;
+    r = (uint8_t)(b >> 20);
+  }
+  return (uint8_t)(r | (sign >> 24));
+}
+
+static uint8_t torch_e5m2(float f) {
+  const uint32_t fp32_inf = UINT32_C(255) << 23, fp8_max = UINT32_C(143) << 23,
+                 denorm_mask = UINT32_C(134) << 23;
+  uint32_t b = f2u(f);
+  uint8_t r;
+  const uint32_t sign = b & 0x80000000u;
+  b ^= sign;
+  if (b >= fp8_max) {
+    r = b > fp32_inf ? 0x7F : 0x7C;
+  } else if (b < (UINT32_C(113) << 23)) {
+    b = f2u(u2f(b) + u2f(denorm_mask));
+    r = (uint8_t)(b - denorm_mask);
+  } else {
+    uint32_t mant_odd = (b >> 21) & 1;
+    b += ((uint32_t)(15 - 127) << 23) + 0xFFFFF;
+    b += mant_odd;
+    r = (uint8_t)(b >> 21);
+  }
+  return (uint8_t)(r | (sign >> 24));
+}
+
+static void compare_torch(uint32_t bits, long *n) {
+  float f = u2f(bits);
+  uint64_t a = oc_encode(OC_E4M3FN, f, OC_OVF_IEEE), b = torch_e4m3fn(f);
+  CHECK(a == b || (isnan(oc_decode(OC_E4M3FN, a)) && isnan(oc_decode(OC_E4M3FN, b))),
+        "e4m3fn(%a): %#llx, torch %#llx", (double)f, (unsigned long long)a, (unsigned long long)b);
+  a = oc_encode(OC_E5M2, f, OC_OVF_IEEE);
+  b = torch_e5m2(f);
+  CHECK(a == b || (isnan(oc_decode(OC_E5M2, a)) && isnan(oc_decode(OC_E5M2, b))),
+        "e5m2(%a): %#llx, torch %#llx", (double)f, (unsigned long long)a, (unsigned long long)b);
+  *n += 2;
+}
+
+static void test_torch_fp8(void) {
+  int before = failures;
+  long n = 0;
+  for (uint64_t b = 0; b < (UINT64_C(1) << 32); b += 251) compare_torch((uint32_t)b, &n);
+  /* every float from 2^-18 to 2^17, both signs (fp8 subnormals, ties, overflow) */
+  for (uint32_t b = f2u(0x1p-18f); b < f2u(0x1p17f); b += 3) {
+    compare_torch(b, &n);
+    compare_torch(b | 0x80000000u, &n);
+  }
+  printf("%s torch fp8: %ld float conversions vs a transcription of PyTorch's converters\n",
+         STATUS(before), n);
+}
+
 static void test_ulp_distance(void) {
   int before = failures;
   CHECK(oc_ulp_distance(OC_FP16, 1.0, 1.0) == 0, "d0");
@@ -449,6 +529,7 @@ int main(void) {
   test_against_mpfr();
   test_encode_mpfr_wide();
   test_boundaries();
+  test_torch_fp8();
   test_ulp_distance();
   for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++) {
     free(sorted_tab[narrow[i]].v);

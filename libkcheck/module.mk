@@ -16,7 +16,7 @@ $(BUILD)/exports.map: shim/exports.map.in libkcheck/driver.def
 define kc_variant
 $(1)/obj/%.o: %.c $$(KC_HDRS)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_COMMON) -fvisibility=hidden $(2) $$(KC_INC) -c $$< -o $$@
+	$$(CC) $$(CFLAGS_COMMON) -fvisibility=hidden $(2) $$(KC_NOSAN) $$(KC_INC) -c $$< -o $$@
 $(1)/obj/%.o: %.S
 	@mkdir -p $$(@D)
 	$$(CC) -c $$< -o $$@
@@ -25,6 +25,10 @@ $(1)/libkcheck.so: $$(patsubst %.c,$(1)/obj/%.o,$$(KC_SRCS)) $$(patsubst %.S,$(1
 endef
 
 $(eval $(call kc_variant,$(BUILD),))
+# The dlsym path runs inside sanitizer runtimes' own start-up (ASan looks up
+# its interceptors' targets with dlsym before its shadow memory exists), so
+# it is never instrumented.
+$(BUILD)/san/obj/shim/dl_hook.o $(BUILD)/san/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
 $(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS)))
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the

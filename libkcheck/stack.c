@@ -9,6 +9,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "options.h"
+
 #define MAX_FRAMES 64
 
 static json_t *host_stack(int skip) {
@@ -48,6 +50,9 @@ struct py_api {
   const char *(*utf8)(void *);
   void (*decref)(void *);
   void (*err_clear)(void);
+  void *(*this_thread_state)(void); /* PyGILState_GetThisThreadState */
+  int (*gil_ensure)(void);          /* PyGILState_Ensure */
+  void (*gil_release)(int);         /* PyGILState_Release */
   int ok;
 };
 static struct py_api py;
@@ -63,7 +68,10 @@ static void py_lookup(void) {
   py.utf8 = (const char *(*)(void *))dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8");
   py.decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
   py.err_clear = (void (*)(void))dlsym(RTLD_DEFAULT, "PyErr_Clear");
-  py.ok = py.gil_check && py.get_frame && py.frame_code && py.frame_line && py.frame_back &&
+  py.this_thread_state = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+  py.gil_ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+  py.gil_release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+  py.ok = py.this_thread_state && py.gil_ensure && py.gil_release && py.gil_check && py.get_frame && py.frame_code && py.frame_line && py.frame_back &&
           py.getattr && py.utf8 && py.decref && py.err_clear;
 }
 
@@ -86,9 +94,16 @@ static json_t *python_stack(void) {
     py_lookup();
     if (!py.ok) return NULL;
   }
-  /* Frames are only safe to walk with the GIL held by this thread (autograd
-   * and other C++ threads launch without it). */
-  if (!py.gil_check()) return NULL;
+  /* Frames are only safe to walk with the GIL held by this thread. A Python
+   * thread that released it around this call (ctypes, extensions) can take it
+   * back when python_stack=2; threads without a Python thread state (autograd
+   * workers, pure C++) have no Python frames. */
+  int ensured = 0, state = 0;
+  if (!py.gil_check()) {
+    if (kc_opt.python_stack < 2 || !py.this_thread_state()) return NULL;
+    state = py.gil_ensure();
+    ensured = 1;
+  }
   json_t *frames = json_array();
   void *f = py.get_frame();
   int owned = 0;
@@ -106,6 +121,7 @@ static json_t *python_stack(void) {
     owned = 1;
   }
   if (f && owned) py.decref(f);
+  if (ensured) py.gil_release(state);
   return frames;
 }
 
@@ -113,7 +129,7 @@ json_t *kc_stack_json(int skip) {
   (void)pthread_once(&py_once, py_lookup);
   json_t *o = json_object();
   json_object_set_new(o, "host", host_stack(skip));
-  json_t *p = python_stack();
+  json_t *p = kc_opt.python_stack ? python_stack() : NULL;
   if (p) json_object_set_new(o, "python", p);
   return o;
 }

@@ -11,10 +11,10 @@
 void *(*kc_real_dlsym)(void *, const char *);
 void *(*kc_real_dlvsym)(void *, const char *, const char *);
 
-struct lookup {
-  const char *names[2];
-  void *found[2];
-};
+static int same(const char *a, const char *b) {
+  while (*a && *a == *b) a++, b++;
+  return *a == *b;
+}
 
 static uint32_t gnu_hash(const char *s) {
   uint32_t h = 5381;
@@ -51,7 +51,7 @@ static void *find_symbol(uintptr_t base, const ElfW(Dyn) * dyn, const char *name
   for (;; idx++) {
     uint32_t h2 = chain[idx - symoffset];
     const ElfW(Sym) *s = &symtab[idx];
-    if ((h | 1) == (h2 | 1) && !strcmp(strtab + s->st_name, name) && s->st_value &&
+    if ((h | 1) == (h2 | 1) && same(strtab + s->st_name, name) && s->st_value &&
         ELF64_ST_TYPE(s->st_info) == STT_FUNC) {
       void *addr = (void *)(base + s->st_value);
       /* Prefer the default version (dlsym@@GLIBC_2.34 over the compat one). */
@@ -63,26 +63,29 @@ static void *find_symbol(uintptr_t base, const ElfW(Dyn) * dyn, const char *name
   return fallback;
 }
 
-static int visit(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  struct lookup *l = arg;
-  const char *n = info->dlpi_name;
-  if (!n || !strstr(n, "libc.so")) return 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
-    const ElfW(Dyn) *dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    for (int k = 0; k < 2; k++) l->found[k] = find_symbol(info->dlpi_addr, dyn, l->names[k]);
-    return 1;
-  }
+/* Plain loops instead of strstr: this runs before sanitizer runtimes that
+ * intercept the string functions are initialized. */
+static int is_libc(const char *n) {
+  for (; n && *n; n++)
+    if (n[0] == 'l' && n[1] == 'i' && n[2] == 'b' && n[3] == 'c' && n[4] == '.' && n[5] == 's' &&
+        n[6] == 'o')
+      return 1;
   return 0;
 }
 
 int kc_shim_resolve_dl(void) {
   if (kc_real_dlsym && kc_real_dlvsym) return 0;
-  struct lookup l = {{"dlsym", "dlvsym"}, {NULL, NULL}};
-  dl_iterate_phdr(visit, &l);
-  if (!l.found[0] || !l.found[1]) return -1;
-  kc_real_dlvsym = (void *(*)(void *, const char *, const char *))l.found[1];
-  kc_real_dlsym = (void *(*)(void *, const char *))l.found[0];
-  return 0;
+  /* Walk the dynamic linker's list of loaded objects directly: no function
+   * call here may be intercepted (ASan intercepts dl_iterate_phdr and calls
+   * dlsym while it initializes, i.e. before its interceptors work). */
+  for (struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+    if (!is_libc(m->l_name) || !m->l_ld) continue;
+    void *s = find_symbol(m->l_addr, m->l_ld, "dlsym");
+    void *v = find_symbol(m->l_addr, m->l_ld, "dlvsym");
+    if (!s || !v) return -1;
+    kc_real_dlvsym = (void *(*)(void *, const char *, const char *))v;
+    kc_real_dlsym = (void *(*)(void *, const char *))s;
+    return 0;
+  }
+  return -1;
 }

@@ -1,0 +1,81 @@
+"""Shared helpers for the integration tests: run a test application under
+LD_PRELOAD=libkcheck.so on the CPU stand-in driver and read its report."""
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("KCHECK_TEST_BUILD", os.path.join(ROOT, "build"))
+ASAN_RT = os.environ.get("KCHECK_TEST_ASAN_RT", "")
+# The sanitizer build of libkcheck is the one under test when its runtime is
+# known (make test); the release build otherwise.
+SAN_LIB = os.path.join(BUILD, "san", "libkcheck.so")
+USE_SAN = bool(ASAN_RT) and os.path.exists(ASAN_RT) and os.path.exists(SAN_LIB)
+LIB = SAN_LIB if USE_SAN else os.path.join(BUILD, "libkcheck.so")
+FAKECUDA = os.path.join(BUILD, "fakecuda")
+APPS = os.path.join(BUILD, "test")
+CTYPES_APP = os.path.join(ROOT, "test", "apps", "app_ctypes.py")
+
+
+class Run:
+    def __init__(self, proc, reports):
+        self.rc = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+        self.reports = reports
+
+    def records(self, i=0):
+        with open(self.reports[i]) as f:
+            return [json.loads(line) for line in f]
+
+    def only_report(self):
+        assert len(self.reports) == 1, "expected one report, got %r\n%s" % (self.reports, self.err)
+        return self.records(0)
+
+
+def base_env(tmp_path):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("KCHECK_") or k.startswith("FAKECUDA_"):
+            del env[k]
+    env["LD_LIBRARY_PATH"] = FAKECUDA
+    # Host programs (python) leak by design; kcheck's own leaks are not the
+    # subject of these tests. Everything else ASan finds aborts the run.
+    env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0:exitcode=86"
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=87"
+    return env
+
+
+def run(cmd, tmp_path, options="", kcheck=True, env_extra=None, timeout=120):
+    """Runs cmd (list); with kcheck, its report prefix is tmp_path/kc."""
+    env = base_env(tmp_path)
+    prefix = str(tmp_path / "kc")
+    if kcheck:
+        env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+        opts = "log_path=" + prefix + (":" + options if options else "")
+        env["KCHECK_OPTIONS"] = opts
+    if env_extra:
+        env.update(env_extra)
+    for old in glob.glob(prefix + ".*.jsonl"):
+        os.unlink(old)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=str(tmp_path))
+    reports = sorted(glob.glob(prefix + ".*.jsonl"))
+    return Run(proc, reports)
+
+
+def by_type(records, t):
+    return [r for r in records if r["type"] == t]
+
+
+@pytest.fixture
+def app():
+    def path(name):
+        p = os.path.join(APPS, name)
+        if not os.path.exists(p):
+            pytest.fail("test application %s not built (make test-apps)" % p)
+        return p
+    return path

@@ -1,0 +1,150 @@
+"""Launch capture on the CPU stand-in: every way of reaching the driver is
+seen, and the report describes kernels, layouts, pointers and attributes."""
+import json
+import re
+import sys
+
+from conftest import CTYPES_APP, FAKECUDA, by_type, run
+
+
+def checksums(text):
+    return sorted(l for l in text.splitlines() if "checksum" in l or "sum " in l)
+
+
+def kernels_by_name(recs):
+    return {k["demangled"]: k for k in by_type(recs, "kernel")}
+
+
+def test_runtime_style_app_is_fully_seen(app, tmp_path):
+    plain = run([app("app_runtime"), "basic"], tmp_path, kcheck=False)
+    assert plain.rc == 0, plain.err
+    r = run([app("app_runtime"), "basic"], tmp_path, options="trace=1")
+    assert r.rc == 0, r.err
+    # The application's results are unchanged.
+    assert checksums(r.out) == checksums(plain.out) and checksums(r.out)
+    recs = r.only_report()
+    run_rec = recs[0]
+    assert run_rec["type"] == "run" and run_rec["schema"] == "kcheck.report/1"
+    assert run_rec["options"]["trace"] == 1
+    summary = by_type(recs, "summary")[-1]
+    launches = by_type(recs, "launch")
+    assert summary["launches"] == len(launches) > 0
+    assert summary["internal_errors"] == 0
+    assert [l["launch"] for l in launches] == list(range(len(launches)))
+    # cuGetProcAddress handed out both the legacy and the _ptsz entry.
+    assert {l["ptsz"] for l in launches} == {False, True}
+    entries = {l["entry"] for l in launches}
+    assert {"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"} <= entries
+    assert summary["graph_launches"] >= 1
+    kinds = {k["handle_kind"] for k in by_type(recs, "kernel")}
+    assert kinds == {"CUfunction", "CUkernel"}
+    # Both parameter forms were captured.
+    forms = {l["param_form"] for l in launches}
+    assert {"params", "extra"} <= forms, forms
+
+
+def test_kernel_records_have_names_layouts_and_images(app, tmp_path):
+    r = run([app("app_runtime"), "basic"], tmp_path, options="trace=1")
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    ks = kernels_by_name(recs)
+    vecadd = ks["vecadd(float const*, float const*, float*, int)"]
+    assert vecadd["name"] == "_Z6vecaddPKfS0_Pfi"
+    assert [(p["offset"], p["size"]) for p in vecadd["params"]] == [(0, 8), (8, 8), (16, 8), (24, 4)]
+    assert vecadd["param_bytes"] == 28
+    images = {i["id"]: i for i in by_type(recs, "image")}
+    for k in ks.values():
+        assert k["image"] is not None, k
+        img = images[k["image"]["id"]]
+        assert re.fullmatch(r"[0-9a-f]{16}", img["hash"]) and img["size"] > 0
+        assert img["kind"] == ("library" if k["handle_kind"] == "CUkernel" else "module")
+    # Kernel records come once per kernel, before its first launch.
+    first_launch = {}
+    for rec in recs:
+        if rec["type"] == "launch":
+            first_launch.setdefault(rec["kernel"], rec["seq"])
+    for k in by_type(recs, "kernel"):
+        if k["id"] in first_launch:
+            assert k["seq"] < first_launch[k["id"]]
+    assert len(by_type(recs, "kernel")) == len({k["id"] for k in by_type(recs, "kernel")})
+
+
+def test_pointers_found_inside_struct_parameters(app, tmp_path):
+    r = run([app("app_runtime"), "basic"], tmp_path, options="trace=1")
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    ks = {k["id"]: k for k in by_type(recs, "kernel")}
+    seen = {}
+    for l in by_type(recs, "launch"):
+        seen.setdefault(ks[l["kernel"]]["name"], []).append(l)
+    ti = seen["_Z13ti_add_kernel8TIParams"][0]
+    assert ti["param_size"] == 1048
+    assert [p["offset"] for p in ti["pointers"]] == [16, 528, 1032]
+    for p in ti["pointers"]:
+        assert int(p["base"], 16) <= int(p["value"], 16) < int(p["base"], 16) + p["alloc_size"]
+        assert p["resolved_by"] == "map"
+    arr = [l for n, ls in seen.items() if "vectorized_elementwise_kernel" in n for l in ls][0]
+    assert [p["offset"] for p in arr["pointers"]] == [16, 24, 32]
+    va = [l for l in seen["_Z6vecaddPKfS0_Pfi"] if l["param_form"] == "params"][0]
+    assert [p["offset"] for p in va["pointers"]] == [0, 8, 16]
+    # The size parameter (n) is never taken for a pointer.
+    assert all(p["offset"] != 24 for p in va["pointers"])
+
+
+def test_linked_app_through_exported_symbols(app, tmp_path):
+    plain = run([app("app_linked"), "basic"], tmp_path, kcheck=False)
+    r = run([app("app_linked"), "basic"], tmp_path, options="trace=1")
+    assert plain.rc == 0 and r.rc == 0, r.err
+    assert checksums(r.out) == checksums(plain.out)
+    recs = r.only_report()
+    summary = by_type(recs, "summary")[-1]
+    assert summary["launches"] == len(by_type(recs, "launch")) > 0
+    by_entry = summary["launches_by_entry"]
+    assert by_entry["cuLaunchKernel"] > 0 and by_entry["cuLaunchKernelEx"] > 0
+    assert by_entry["cuLaunchCooperativeKernel"] > 0
+
+
+def test_python_ctypes_app(tmp_path):
+    cmd = [sys.executable, CTYPES_APP, "basic", "--lib", FAKECUDA + "/libcuda.so.1"]
+    plain = run(cmd, tmp_path, kcheck=False)
+    # ctypes releases the GIL around foreign calls: python_stack=2 takes it back.
+    r = run(cmd, tmp_path, options="trace=2:python_stack=2")
+    assert plain.rc == 0 and r.rc == 0, r.err
+    assert checksums(r.out) == checksums(plain.out)
+    recs = r.only_report()
+    launches = by_type(recs, "launch")
+    assert launches, r.err
+    stack = launches[0]["stack"]
+    assert stack["host"] and all("module" in f for f in stack["host"])
+    # The launching thread runs Python: its frames name this app's file.
+    assert any(f["file"].endswith("app_ctypes.py") and f["line"] > 0 for f in stack["python"])
+    # By default a thread that released the GIL gets no Python frames.
+    r = run(cmd, tmp_path, options="trace=2")
+    assert r.rc == 0, r.err
+    assert "python" not in by_type(r.only_report(), "launch")[0]["stack"]
+
+
+def test_summary_on_stderr(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path)
+    lines = [l for l in r.err.splitlines() if "kcheck" in l]
+    assert lines and all(l.startswith("kcheck:") or l.startswith("SUMMARY: kcheck:") for l in lines)
+    assert lines[-1].startswith("SUMMARY: kcheck: 0 violations")
+
+
+def test_every_report_line_is_json_and_flushed(app, tmp_path):
+    r = run([app("app_runtime"), "basic"], tmp_path, options="trace=1")
+    with open(r.reports[0]) as f:
+        raw = f.read()
+    assert raw.endswith("\n")
+    for line in raw.splitlines():
+        json.loads(line)
+    seqs = [json.loads(l)["seq"] for l in raw.splitlines()]
+    assert seqs == list(range(len(seqs)))
+
+
+def test_without_trace_no_launch_records(app, tmp_path):
+    r = run([app("app_runtime"), "basic"], tmp_path)
+    assert r.rc == 0
+    recs = r.only_report()
+    assert not by_type(recs, "launch")
+    assert by_type(recs, "summary")[-1]["launches"] > 0

@@ -1,0 +1,142 @@
+"""Safety: faults in any driver call never crash the application or change
+what it receives; fork; processes that never touch CUDA; options."""
+import os
+import re
+import signal
+
+import pytest
+
+from conftest import by_type, run
+
+
+def calls_file(tmp_path):
+    return str(tmp_path / "calls.txt")
+
+
+def read_calls(path):
+    total, failed = 0, None
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if parts[0] == "calls":
+                total = int(parts[1])
+            elif parts[0] == "failed" and parts[1] != "none":
+                failed = parts[2]
+    return total, failed
+
+
+def base_name(entry):
+    return re.sub(r"(_v\d+|_ptsz|_ptds)+$", "", entry)
+
+
+@pytest.mark.parametrize("mode", ["app_runtime", "app_linked"])
+def test_fault_sweep_application_gets_real_results(app, tmp_path, mode):
+    """Fails the N-th driver call, for every N, with kcheck loaded (trace=1,
+    so kcheck makes driver calls of its own). The application never crashes;
+    it either finishes with exactly the results of a clean run, or reports
+    the failure of the very call that failed."""
+    clean = run([app(mode), "basic"], tmp_path, options="trace=1",
+                env_extra={"FAKECUDA_CALLS_OUT": calls_file(tmp_path)})
+    assert clean.rc == 0, clean.err
+    total, _ = read_calls(calls_file(tmp_path))
+    assert total > 50
+    want = sorted(l for l in clean.out.splitlines() if "checksum" in l)
+    kcheck_own = 0
+    for n in range(1, total + 1):
+        r = run([app(mode), "basic"], tmp_path, options="trace=1",
+                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": calls_file(tmp_path)})
+        assert r.rc in (0, 1), "call %d: exit %d (signal?)\n%s" % (n, r.rc, r.err[-2000:])
+        _, failed = read_calls(calls_file(tmp_path))
+        assert failed, "call %d: the stand-in did not fail anything" % n
+        if r.rc == 0:
+            # The failure hit one of kcheck's own calls: invisible to the app.
+            kcheck_own += 1
+            assert sorted(l for l in r.out.splitlines() if "checksum" in l) == want, n
+        else:
+            assert "(999)" in r.err and base_name(failed) in r.err, \
+                "call %d (%s) failed but the app reported something else:\n%s" % (n, failed, r.err[-1500:])
+    # kcheck made driver calls of its own, and their failures were absorbed.
+    assert kcheck_own > 0
+
+
+def test_fork_child_gets_its_own_report(app, tmp_path):
+    r = run([app("app_linked"), "basic", "--fork"], tmp_path, options="trace=1")
+    assert r.rc == 0, r.err
+    assert len(r.reports) == 2, r.reports
+    runs = [r.records(i)[0] for i in range(2)]
+    pids = {x["pid"] for x in runs}
+    assert len(pids) == 2
+    child = [x for x in runs if "parent_pid" in x]
+    # The fork happens before any driver call: both processes activate kcheck
+    # on their own; a child forked after activation carries parent_pid.
+    for i in range(2):
+        recs = r.records(i)
+        assert by_type(recs, "summary")[-1]["launches"] > 0
+    assert len(child) <= 1
+
+
+def test_non_cuda_process_gets_no_report(tmp_path):
+    r = run(["/bin/sh", "-c", "ls / >/dev/null; echo hi"], tmp_path, options="trace=1")
+    assert r.rc == 0 and r.out.strip() == "hi"
+    assert r.reports == []
+    assert "kcheck" not in r.err
+
+
+def test_unknown_option_and_variable_warned(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="trcae=1",
+            env_extra={"KCHECK_TRACE": "1"})
+    assert r.rc == 0
+    assert "unknown option 'trcae' (did you mean 'trace'?)" in r.err
+    assert "unknown variable KCHECK_TRACE (did you mean KCHECK_OPTIONS=trace=...?)" in r.err
+
+
+def test_bad_value_reported_with_source(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="sample=2")
+    assert r.rc == 0
+    assert "KCHECK_OPTIONS: bad value '2' for option 'sample'" in r.err
+    assert r.only_report()[0]["options"]["sample"] == 1.0
+
+
+def test_strict_makes_problems_fatal(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="strict=1:trcae=1")
+    assert r.rc == 1
+    assert "strict=1" in r.err
+
+
+def test_help_prints_the_table(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="help=1")
+    assert r.rc == 0
+    for name in ("log_path", "trace", "kernel_include", "mem_budget", "exitcode", "cupti_audit"):
+        assert re.search(r"^kcheck:\s+%s\s" % name, r.err, re.M), name
+
+
+def test_rank_in_report_name(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, env_extra={"RANK": "3"})
+    assert r.rc == 0 and len(r.reports) == 1
+    assert r.reports[0].endswith(".rank3.jsonl")
+
+
+def test_no_report_with_log_path_none(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=none")
+    assert r.rc == 0 and r.reports == []
+    assert "SUMMARY: kcheck:" in r.err
+
+
+def test_cupti_audit_backs_off_cleanly(app, tmp_path):
+    """On the stand-in CUPTI cannot attach (or is absent): the option says
+    so and nothing else changes."""
+    plain = run([app("app_linked"), "basic"], tmp_path, kcheck=False)
+    r = run([app("app_linked"), "basic"], tmp_path, options="cupti_audit=1")
+    assert r.rc == 0, r.err
+    assert "cupti_audit=1" in r.err
+    assert sorted(l for l in r.out.splitlines() if "checksum" in l) == \
+        sorted(l for l in plain.out.splitlines() if "checksum" in l)
+
+
+def test_dlsym_rtld_next_keeps_its_meaning(tmp_path):
+    from conftest import BUILD
+    exe = os.path.join(BUILD, "test", "dlsym", "next_main")
+    plain = run([exe], tmp_path, kcheck=False)
+    r = run([exe], tmp_path)
+    assert plain.rc == 0, plain.out
+    assert r.rc == 0 and "hello=41" in r.out, r.out + r.err

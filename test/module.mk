@@ -28,7 +28,7 @@ integration-test: $(BUILD)/san/libkcheck.so $(BUILD)/libkcheck.so $(BUILD)/.carr
 	KCHECK_TEST_BUILD=$(abspath $(BUILD)) KCHECK_TEST_ASAN_RT=$(ASAN_RT) \
 	  $(PYTHON) -m pytest -q test/integration
 
-test-cpu: unit-test integration-test
+test-cpu: unit-test fakecuda-test integration-test
 test: test-cpu
 bench: bench-cpu
 

@@ -14,6 +14,8 @@ extern "C" {
 const char *kcheck_version(void);
 /* Prints the KCHECK_OPTIONS table to stderr. */
 void kcheck_print_options(void);
+/* Prints the gate registry (id, severity, contract) to stderr. */
+void kcheck_print_gates(void);
 
 #ifdef __cplusplus
 }

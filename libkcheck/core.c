@@ -15,6 +15,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "options.h"
+#include "perturb.h"
 #include "report.h"
 #include "stack.h"
 
@@ -56,6 +57,9 @@ void kc_core_driver_ready(int have_driver) {
 void kc_core_fini(void) {
   if (kc_disabled) return;
   kc_audit_finish();
+  kc_guard_enter();
+  kc_perturb_fini();
+  kc_guard_leave();
   kc_report_finish();
 }
 

@@ -4,6 +4,7 @@
 #include "launch.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "audit.h"
 #include "core.h"
@@ -19,7 +20,7 @@ static kc_check_fn check_hook;
 
 void kc_set_check_hook(kc_check_fn fn) { check_hook = fn; }
 
-static CUresult call_app_launch(const struct kc_launch_args *a) {
+CUresult kc_app_launch(const struct kc_launch_args *a) {
   if (!kc_audit_active) return a->call_real(a);
   kc_audit_expect_begin();
   CUresult r = a->call_real(a);
@@ -37,40 +38,49 @@ static int stream_capturing(CUstream s) {
 
 static void emit_skip(const struct kc_launch_info *li, const char *why) {
   atomic_fetch_add(&kc_count.skips, 1);
-  kc_report_emit("skip", json_pack("{s:I, s:i, s:s}", "launch", (json_int_t)li->seq, "kernel",
-                                   li->k->id, "reason", why));
+  char sig[20];
+  snprintf(sig, sizeof sig, "%016llx", (unsigned long long)li->signature);
+  kc_report_emit("skip", json_pack("{s:I, s:i, s:s, s:s, s:s}", "launch", (json_int_t)li->seq,
+                                   "kernel", li->k->id, "kernel_name", li->k->demangled,
+                                   "signature", sig, "reason", why));
 }
 
 CUresult kc_on_launch(const struct kc_launch_args *a) {
-  uint64_t seq = (uint64_t)atomic_fetch_add(&kc_count.launches, 1);
-  atomic_fetch_add(&kc_count.launches_by_entry[a->entry], 1);
+  uint64_t seq = (uint64_t)atomic_fetch_add_explicit(&kc_count.launches, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&kc_count.launches_by_entry[a->entry], 1, memory_order_relaxed);
   kc_guard_enter();
   struct kc_kernel *k = kc_kernel_get(a->f);
   kc_guard_leave();
   if (KC_NEVER(!k)) {
     KC_INTERNAL_ERROR("could not record kernel %p", (void *)a->f);
-    return call_app_launch(a);
+    return kc_app_launch(a);
   }
-  atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
 
-  const char *not_selected = check_hook ? kc_policy_select(k, seq) : "no gates";
-  int check = not_selected == NULL;
-  if (!check && !kc_opt.trace) return call_app_launch(a);
+  int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
+  if (!check && !kc_opt.trace) return kc_app_launch(a);
 
   struct kc_launch_info li = {0};
   li.seq = seq;
   kc_guard_enter();
   int ok = kc_capture(&li, k, a) == 0;
   if (ok) kc_capture_pointers(&li);
-  if (check && stream_capturing(li.stream)) {
-    check = 0;
-    emit_skip(&li, "stream capture in progress");
+  if (ok && check) {
+    int first = 0;
+    li.signature = kc_policy_signature(&li);
+    const char *why = kc_policy_decide(li.signature, seq, &first);
+    if (why) {
+      check = 0;
+      if (first) emit_skip(&li, why);
+    } else if (stream_capturing(li.stream)) {
+      check = 0;
+      emit_skip(&li, "stream capture in progress");
+    }
   }
   kc_guard_leave();
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
     kc_capture_free(&li);
-    return call_app_launch(a);
+    return kc_app_launch(a);
   }
   if (kc_opt.trace) {
     json_t *rec = kc_launch_json(&li);
@@ -81,9 +91,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     }
     kc_report_emit("launch", rec);
   }
-  CUresult r;
-  if (check) r = check_hook(&li);
-  else r = call_app_launch(a);
+  CUresult r = check ? check_hook(&li) : kc_app_launch(a);
   kc_capture_free(&li);
   return r;
 }

@@ -50,6 +50,7 @@ struct kc_launch_info {
   int nptrs;
   CUlaunchAttribute attrs[KC_MAX_ATTRS];
   int nattrs;
+  uint64_t signature; /* set when the launch is considered for checking */
 };
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */
@@ -58,6 +59,9 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
 void kc_capture_pointers(struct kc_launch_info *li);
 void kc_capture_free(struct kc_launch_info *li);
 json_t *kc_launch_json(const struct kc_launch_info *li);
+
+/* The application's own launch (through the CUPTI audit when active). */
+CUresult kc_app_launch(const struct kc_launch_args *a);
 
 /* Called by the shim for every application launch not made by kcheck. */
 CUresult kc_on_launch(const struct kc_launch_args *a);

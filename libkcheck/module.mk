@@ -1,10 +1,11 @@
 # libkcheck/ + shim/ + gates/ build fragment: build/libkcheck.so (release)
 # and build/san/libkcheck.so (ASan+UBSan, used by `make test`).
 
-KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c)
+KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) \
+           $(BUILD)/gen/perturb_ptx.c
 KC_ASM  := shim/dl_trampoline.S
 KC_INC  := -Ilibkcheck -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
-KC_LIBS := -ljansson -lunwind -ldl -lpthread -l:libstdc++.so.6
+KC_LIBS := -ljansson -lunwind -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def shim/*.h gates/*.h gates/*.def)
@@ -20,16 +21,16 @@ $(1)/obj/%.o: %.c $$(KC_HDRS)
 $(1)/obj/%.o: %.S
 	@mkdir -p $$(@D)
 	$$(CC) -c $$< -o $$@
-$(1)/libkcheck.so: $$(patsubst %.c,$(1)/obj/%.o,$$(KC_SRCS)) $$(patsubst %.S,$(1)/obj/%.o,$$(KC_ASM)) $(BUILD)/exports.map
-	$$(CC) $(2) $$(KC_LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(KC_LIBS)
+$(1)/libkcheck.so: $$(patsubst %.c,$(1)/obj/%.o,$$(KC_SRCS)) $$(patsubst %.S,$(1)/obj/%.o,$$(KC_ASM)) $(BUILD)/exports.map $(3)
+	$$(CC) $(2) $$(KC_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(3) $$(KC_LIBS)
 endef
 
-$(eval $(call kc_variant,$(BUILD),))
+$(eval $(call kc_variant,$(BUILD),,$(BUILD)/liboracle.a))
 # The dlsym path runs inside sanitizer runtimes' own start-up (ASan looks up
 # its interceptors' targets with dlsym before its shadow memory exists), so
 # it is never instrumented.
 $(BUILD)/san/obj/shim/dl_hook.o $(BUILD)/san/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
-$(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS)))
+$(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS),$(BUILD)/san/liboracle.a))
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
 # build directory can be copied to a machine that lacks them.
@@ -39,3 +40,17 @@ $(BUILD)/.carried: $(BUILD)/libkcheck.so
 	touch $@
 
 all: $(BUILD)/libkcheck.so $(BUILD)/.carried
+
+# kcheck's own perturbation kernels: PTX committed next to the CUDA source
+# (so building needs no nvcc), embedded as a C string.
+$(BUILD)/gen/perturb_ptx.c: libkcheck/kernels/perturb_kernels.ptx
+	@mkdir -p $(@D)
+	{ echo '/* generated from $< */'; echo 'extern const char kc_perturb_ptx[];'; \
+	  echo 'const char kc_perturb_ptx[] ='; \
+	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } > $@
+$(BUILD)/obj/$(BUILD)/gen/%.o $(BUILD)/san/obj/$(BUILD)/gen/%.o: KC_NOSAN += -Wno-overlength-strings
+
+.PHONY: ptx
+ptx:
+	$(CUDA_HOME)/bin/nvcc -ptx -arch=compute_90 -o libkcheck/kernels/perturb_kernels.ptx \
+	  libkcheck/kernels/perturb_kernels.cu

@@ -142,6 +142,12 @@ static void set_defaults(void) {
 static int range_ok(const struct opt_row *r) {
   if (r->field == &kc_opt.sample) return kc_opt.sample >= 0 && kc_opt.sample <= 1;
   if (r->field == &kc_opt.trace) return kc_opt.trace >= 0 && kc_opt.trace <= 2;
+  if (r->field == &kc_opt.time_budget) return kc_opt.time_budget >= 0 && kc_opt.time_budget <= 1;
+  if (r->field == &kc_opt.python_stack) return kc_opt.python_stack >= 0 && kc_opt.python_stack <= 2;
+  if (r->field == &kc_opt.check_first) return kc_opt.check_first >= 0;
+  if (r->field == &kc_opt.determinism_runs) return kc_opt.determinism_runs >= 1;
+  if (r->field == &kc_opt.race_runs) return kc_opt.race_runs >= 1;
+  if (r->field == &kc_opt.green_sms) return kc_opt.green_sms >= 1;
   if (r->field == &kc_opt.launch_skip) return kc_opt.launch_skip >= 0;
   if (r->field == &kc_opt.exitcode) return kc_opt.exitcode >= 0 && kc_opt.exitcode <= 255;
   return 1;

@@ -1,9 +1,28 @@
-/* libkcheck/policy.c — launch selection from the options: filters, launch
- * window, check budget and seeded sampling (replayable with the same seed). */
+/* libkcheck/policy.c — launch selection. Signatures live in a hash table;
+ * every reason not to check is reported once per signature (skip record)
+ * and counted. Sampling is seeded, so a run can be replayed. */
 #include "policy.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "options.h"
 #include "report.h"
+
+struct sig_rec {
+  uint64_t sig;
+  long launches, checks, clean;
+  unsigned reasons_seen; /* bit per reason already reported */
+  UT_hash_handle hh;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sig_rec *sigs;
+static double check_seconds;
 
 double kc_policy_uniform(uint64_t seq) {
   /* splitmix64: well-mixed, so consecutive launches sample independently. */
@@ -14,7 +33,7 @@ double kc_policy_uniform(uint64_t seq) {
   return (double)(z >> 11) * 0x1.0p-53;
 }
 
-const char *kc_policy_select(const struct kc_kernel *k, uint64_t seq) {
+const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
   if (k->communication) return "communication kernel (never re-run)";
   if (!k->eligible) return "kernel filtered by kernel_include/kernel_exclude";
   if (seq < (uint64_t)kc_opt.launch_skip) return "before launch_skip";
@@ -22,6 +41,75 @@ const char *kc_policy_select(const struct kc_kernel *k, uint64_t seq) {
     return "after launch_count";
   if (kc_opt.max_checks >= 0 && atomic_load(&kc_count.checks) >= kc_opt.max_checks)
     return "max_checks reached";
-  if (kc_opt.sample < 1.0 && kc_policy_uniform(seq) >= kc_opt.sample) return "not sampled";
   return NULL;
+}
+
+uint64_t kc_policy_signature(const struct kc_launch_info *li) {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, &li->k->id, sizeof li->k->id);
+  XXH3_64bits_update(&st, li->grid, sizeof li->grid);
+  XXH3_64bits_update(&st, li->block, sizeof li->block);
+  XXH3_64bits_update(&st, &li->shmem, sizeof li->shmem);
+  if (li->param_buf && li->param_size) {
+    unsigned char *copy = malloc(li->param_size);
+    if (copy) {
+      memcpy(copy, li->param_buf, li->param_size);
+      /* Addresses change from launch to launch; shapes and flags do not. */
+      for (int i = 0; i < li->nptrs; i++) memset(copy + li->ptrs[i].offset, 0, 8);
+      XXH3_64bits_update(&st, copy, li->param_size);
+      free(copy);
+    }
+  }
+  return XXH3_64bits_digest(&st);
+}
+
+enum { R_CLEAN = 1, R_SAMPLE = 2, R_TIME = 4 };
+
+const char *kc_policy_decide(uint64_t sig, uint64_t seq, int *first_time) {
+  const char *why = NULL;
+  unsigned bit = 0;
+  pthread_mutex_lock(&lock);
+  struct sig_rec *r = NULL;
+  HASH_FIND(hh, sigs, &sig, sizeof sig, r);
+  if (!r && (r = calloc(1, sizeof *r))) {
+    r->sig = sig;
+    HASH_ADD(hh, sigs, sig, sizeof r->sig, r);
+  }
+  if (!r) {
+    pthread_mutex_unlock(&lock);
+    *first_time = 1;
+    return "out of memory in the signature table";
+  }
+  r->launches++;
+  double wall = kc_now_s();
+  if (kc_opt.time_budget < 1.0 && wall > 0 && check_seconds > kc_opt.time_budget * wall)
+    why = "time_budget exhausted", bit = R_TIME;
+  else if (r->checks < kc_opt.check_first)
+    why = NULL;
+  else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)
+    why = "signature already checked clean clean_limit times", bit = R_CLEAN;
+  else if (kc_policy_uniform(seq) >= kc_opt.sample)
+    why = "not sampled", bit = R_SAMPLE;
+  if (!why) r->checks++;
+  *first_time = why && !(r->reasons_seen & bit);
+  if (why) r->reasons_seen |= bit;
+  pthread_mutex_unlock(&lock);
+  return why;
+}
+
+void kc_policy_record(uint64_t sig, int clean, double seconds) {
+  pthread_mutex_lock(&lock);
+  struct sig_rec *r = NULL;
+  HASH_FIND(hh, sigs, &sig, sizeof sig, r);
+  if (r && clean) r->clean++;
+  check_seconds += seconds;
+  pthread_mutex_unlock(&lock);
+}
+
+double kc_policy_check_seconds(void) {
+  pthread_mutex_lock(&lock);
+  double s = check_seconds;
+  pthread_mutex_unlock(&lock);
+  return s;
 }

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "gate.h"
+#include "launch.h"
+#include "options.h"
 #include "guard.h"
 #include "log.h"
 #include "shim.h"
@@ -41,6 +44,9 @@ static void activate_once(void) {
     return;
   }
   kc_core_init();
+  if (kc_opt.help) kc_gates_print();
+  /* The shim wires the gates into the core: the core knows no gate. */
+  if (kc_gates_init() == 0) kc_set_check_hook(kc_gates_check);
   load_driver();
   kc_core_driver_ready(kc_shim_libcuda != NULL);
   if (!kc_shim_libcuda) kc_disabled = 1;

@@ -94,7 +94,7 @@ def test_bad_value_reported_with_source(app, tmp_path):
     r = run([app("app_linked"), "basic"], tmp_path, options="sample=2")
     assert r.rc == 0
     assert "KCHECK_OPTIONS: bad value '2' for option 'sample'" in r.err
-    assert r.only_report()[0]["options"]["sample"] == 1.0
+    assert r.only_report()[0]["options"]["sample"] == 0.0
 
 
 def test_strict_makes_problems_fatal(app, tmp_path):

@@ -1,0 +1,37 @@
+/* gates/determinism.c — contract: an identical re-run of the launch, from
+ * the same inputs, gives identical bytes. Catches nondeterminism (float
+ * atomics, races that show even without perturbation) from one launch. */
+#include "gate.h"
+#include "options.h"
+
+static int run(struct kc_gate_ctx *ctx) {
+  static const struct kc_perturb identical = {.name = "identical"};
+  int runs = 0;
+  for (long i = 0; i < kc_opt.determinism_runs; i++) {
+    const char *why = NULL;
+    if (kc_shadow_run(ctx->shadow, &identical, &why)) {
+      json_object_set_new(ctx->result, "status", json_string("error"));
+      json_object_set_new(ctx->result, "error", json_string(why ? why : "?"));
+      return 0;
+    }
+    runs++;
+    json_t *ev = NULL;
+    if (kc_compare_with_post(ctx->shadow, &ev)) {
+      json_object_set_new(ev, "runs", json_integer(runs));
+      json_object_set_new(ctx->result, "status", json_string("fail"));
+      json_object_set_new(ctx->result, "runs", json_integer(runs));
+      kc_gate_violation(&kc_gate_determinism, ctx->li,
+                        json_pack("{s:s, s:o}", "message",
+                                  "an identical re-run from the same inputs gave different bytes",
+                                  "evidence", ev));
+      return 1;
+    }
+  }
+  json_object_set_new(ctx->result, "status", json_string("pass"));
+  json_object_set_new(ctx->result, "runs", json_integer(runs));
+  return 0;
+}
+
+const struct kc_gate kc_gate_determinism = {
+    "determinism", "error", 0,
+    "an identical re-run of the launch from the same inputs gives identical bytes", NULL, run};

@@ -1,0 +1,51 @@
+/* gates/gate.h — the fixed interface of every gate, the registry built
+ * from gates.def, and the helpers gates share (comparison, violations). */
+#ifndef KC_GATE_H
+#define KC_GATE_H
+
+#include <jansson.h>
+
+#include "launch.h"
+#include "shadow.h"
+
+struct kc_gate_ctx {
+  struct kc_launch_info *li;
+  struct kc_shadow *shadow;
+  json_t *result; /* this gate's entry in the check record: status, runs, ... */
+};
+
+struct kc_gate {
+  const char *id;
+  const char *severity;
+  int needs_contract;
+  const char *contract;
+  /* Whether the gate applies to this launch (NULL: always). */
+  int (*applies)(const struct kc_launch_info *li);
+  /* Runs the gate; returns the number of violations it reported. */
+  int (*run)(struct kc_gate_ctx *ctx);
+};
+
+#define KC_GATE(id, sev, needs, contract) extern const struct kc_gate kc_gate_##id;
+#include "gates.def"
+#undef KC_GATE
+
+/* All gates, in registry order, NULL-terminated. */
+extern const struct kc_gate *const kc_gates[];
+
+/* Parses the gates option; 0 when at least one gate is enabled. Unknown
+ * names are warned about with the nearest valid one. */
+int kc_gates_init(void);
+int kc_gate_enabled(const struct kc_gate *g);
+/* The check hook: runs every enabled gate on one selected launch. */
+CUresult kc_gates_check(struct kc_launch_info *li);
+/* Prints the registry (id, severity, contract). */
+void kc_gates_print(void);
+
+/* Compares the latest shadow run with post-state A. Returns the number of
+ * differing bytes; on a difference *evidence describes the first one. */
+long kc_compare_with_post(const struct kc_shadow *s, json_t **evidence);
+/* Emits a violation of gate g for this launch (adds kernel, launch,
+ * signature, seed, stack). Takes ownership of details. */
+void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li, json_t *details);
+
+#endif

@@ -1,0 +1,80 @@
+/* gates/registry.c — the gate registry from gates.def, the gates option,
+ * and `kcheck gates` output. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gate.h"
+#include "log.h"
+#include "options.h"
+
+const struct kc_gate *const kc_gates[] = {
+#define KC_GATE(id, sev, needs, contract) &kc_gate_##id,
+#include "gates.def"
+#undef KC_GATE
+    NULL};
+
+#define NGATES (sizeof kc_gates / sizeof kc_gates[0] - 1)
+static unsigned char enabled[NGATES];
+
+static int in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n)) return 1;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 0;
+}
+
+int kc_gates_init(void) {
+  const char *list = kc_opt.gates;
+  int any = 0;
+  int all = in_list(list, "all");
+  for (size_t i = 0; i < NGATES; i++) {
+    enabled[i] = all || in_list(list, kc_gates[i]->id);
+    any |= enabled[i];
+  }
+  /* Names in the option that are no gate. */
+  for (const char *p = list; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    char name[64];
+    if (len && len < sizeof name) {
+      memcpy(name, p, len);
+      name[len] = 0;
+      int known = !strcmp(name, "all") || !strcmp(name, "none");
+      const char *best = NULL;
+      size_t bestd = (size_t)-1;
+      for (size_t i = 0; i < NGATES; i++) {
+        if (!strcmp(name, kc_gates[i]->id)) known = 1;
+        size_t d = kc_edit_distance(name, kc_gates[i]->id);
+        if (d < bestd) bestd = d, best = kc_gates[i]->id;
+      }
+      if (!known)
+        kc_log_printf(KC_LOG_WARN, "gates: unknown gate '%s' (did you mean '%s'?); ignored", name,
+                      best ? best : "?");
+    }
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return any ? 0 : -1;
+}
+
+int kc_gate_enabled(const struct kc_gate *g) {
+  for (size_t i = 0; i < NGATES; i++)
+    if (kc_gates[i] == g) return enabled[i];
+  return 0;
+}
+
+void kc_gates_print(void) {
+  fprintf(stderr, "kcheck: gates (KCHECK_OPTIONS=gates=id,id...):\n");
+  for (size_t i = 0; i < NGATES; i++)
+    fprintf(stderr, "kcheck:   %-12s %-6s %s%s\n", kc_gates[i]->id, kc_gates[i]->severity,
+            kc_gates[i]->contract, kc_gates[i]->needs_contract ? " (needs a contract)" : "");
+}
+
+/* Public API (kcheck.h): the gate table, for `kcheck gates`. */
+__attribute__((visibility("default"))) void kcheck_print_gates(void);
+__attribute__((visibility("default"))) void kcheck_print_gates(void) { kc_gates_print(); }

@@ -1,0 +1,275 @@
+/* libkcheck/perturb.c — perturbation mechanisms. kcheck's kernels come from
+ * its own PTX (kernels/perturb_kernels.cu), loaded once per context; green
+ * contexts and helper buffers are made once per device and kept. */
+#include "perturb.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "driver.h"
+#include "log.h"
+
+extern const char kc_perturb_ptx[];
+
+#define MAX_DEV 16
+
+struct dev_state {
+  CUcontext ctx;
+  int tried_module;
+  CUmodule module;
+  CUfunction scrub, hammer, flush;
+  int sms, l2, smem_optin;
+  int green_sms;
+  CUgreenCtx green;
+  CUstream green_stream;
+  CUstream side; /* for the hammer */
+  CUdeviceptr hammer_buf, flush_buf;
+  size_t hammer_words, flush_words;
+};
+static struct dev_state devs[MAX_DEV];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Per-run state for restoring function attributes. */
+static __thread struct {
+  CUfunction fn;
+  int old_max_dyn;
+  int changed;
+} attr_undo;
+
+static struct dev_state *state(void) {
+  CUdevice dev;
+  CUcontext ctx = NULL;
+  if (kc_drv.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 || dev >= MAX_DEV) return NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  struct dev_state *d = &devs[dev];
+  if (!d->sms) {
+    kc_drv.cuDeviceGetAttribute(&d->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    kc_drv.cuDeviceGetAttribute(&d->l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+    kc_drv.cuDeviceGetAttribute(&d->smem_optin,
+                                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+  }
+  if (d->ctx != ctx) {
+    /* A new context on this device (or the first): kernels are per context. */
+    d->ctx = ctx;
+    d->tried_module = 0;
+    d->module = NULL;
+  }
+  return d;
+}
+
+static int load_module(struct dev_state *d) {
+  if (d->tried_module) return d->module ? 0 : -1;
+  d->tried_module = 1;
+  if (kc_drv.cuModuleLoadData(&d->module, kc_perturb_ptx) != CUDA_SUCCESS) {
+    d->module = NULL;
+    KC_INTERNAL_ERROR("loading kcheck's perturbation kernels failed");
+    return -1;
+  }
+  if (kc_drv.cuModuleGetFunction(&d->scrub, d->module, "kc_scrub_shared") != CUDA_SUCCESS ||
+      kc_drv.cuModuleGetFunction(&d->hammer, d->module, "kc_hammer") != CUDA_SUCCESS ||
+      kc_drv.cuModuleGetFunction(&d->flush, d->module, "kc_flush_l2") != CUDA_SUCCESS) {
+    d->module = NULL;
+    KC_INTERNAL_ERROR("kcheck's perturbation kernels are incomplete");
+    return -1;
+  }
+  /* The scrub covers the largest shared memory a block can have. */
+  kc_drv.cuFuncSetAttribute(d->scrub, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            d->smem_optin);
+  return 0;
+}
+
+static CUresult launch(CUfunction f, unsigned grid, unsigned block, unsigned shmem, CUstream s,
+                       void **params) {
+  return kc_drv.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shmem, s, params, NULL);
+}
+
+static int scrub(struct dev_state *d, CUstream stream, uint64_t seed) {
+  void *params[] = {&seed};
+  /* Two blocks per SM at the largest shared size: every SM's shared memory
+   * is overwritten whatever the block scheduler does. */
+  return launch(d->scrub, 2u * (unsigned)d->sms, 1024, (unsigned)d->smem_optin, stream, params) ==
+                 CUDA_SUCCESS
+             ? 0
+             : -1;
+}
+
+static int ensure_buf(CUdeviceptr *buf, size_t *words, size_t want_bytes) {
+  if (*buf) return 0;
+  if (kc_drv.cuMemAlloc_v2(buf, want_bytes) != CUDA_SUCCESS) {
+    *buf = 0;
+    return -1;
+  }
+  kc_drv.cuMemsetD8_v2(*buf, 0, want_bytes);
+  *words = want_bytes / 4;
+  return 0;
+}
+
+static int green_stream(struct dev_state *d, int sms, CUstream *out, const char **why) {
+  if (d->green && d->green_sms == sms) {
+    *out = d->green_stream;
+    return 0;
+  }
+  if (!kc_drv.cuGreenCtxCreate || !kc_drv.cuDeviceGetDevResource) {
+    *why = "green contexts unsupported by the driver";
+    return 1;
+  }
+  CUdevice dev;
+  kc_drv.cuCtxGetDevice(&dev);
+  CUdevResource all, part[1], rest;
+  unsigned n = 1;
+  CUdevResourceDesc desc;
+  memset(&rest, 0, sizeof rest);
+  if (kc_drv.cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
+      kc_drv.cuDevSmResourceSplitByCount(part, &n, &all, &rest, 0, (unsigned)sms) != CUDA_SUCCESS ||
+      n < 1 || kc_drv.cuDevResourceGenerateDesc(&desc, part, 1) != CUDA_SUCCESS ||
+      kc_drv.cuGreenCtxCreate(&d->green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) {
+    d->green = NULL;
+    *why = "creating a green context failed";
+    return 1;
+  }
+  if (kc_drv.cuGreenCtxStreamCreate(&d->green_stream, d->green, CU_STREAM_NON_BLOCKING, 0) !=
+      CUDA_SUCCESS) {
+    kc_drv.cuGreenCtxDestroy(d->green);
+    d->green = NULL;
+    *why = "creating a green-context stream failed";
+    return 1;
+  }
+  d->green_sms = sms;
+  *out = d->green_stream;
+  return 0;
+}
+
+static int add_shmem(struct kc_launch_info *li, struct dev_state *d, unsigned extra,
+                     unsigned *shmem, const char **why) {
+  CUfunction fn = li->args->f;
+  if (li->k->is_cukernel) {
+    CUfunction loaded = NULL;
+    if (kc_drv.cuKernelGetFunction(&loaded, (CUkernel)li->args->f) != CUDA_SUCCESS || !loaded) {
+      *why = "no function for this CUkernel in the current context";
+      return 1;
+    }
+    fn = loaded;
+  }
+  int static_smem = 0, max_dyn = 0;
+  if (kc_drv.cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) !=
+          CUDA_SUCCESS ||
+      kc_drv.cuFuncGetAttribute(&max_dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn) !=
+          CUDA_SUCCESS) {
+    *why = "function attributes unavailable";
+    return 1;
+  }
+  long room = (long)d->smem_optin - static_smem - (long)*shmem;
+  if (room < 4096) {
+    *why = "the kernel already uses (nearly) all shared memory";
+    return 1;
+  }
+  unsigned add = extra < (unsigned long)room ? extra : (unsigned)room;
+  unsigned want = *shmem + add;
+  if ((int)want > max_dyn) {
+    if (kc_drv.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)want) !=
+        CUDA_SUCCESS) {
+      *why = "raising the dynamic shared memory limit failed";
+      return 1;
+    }
+    /* The application's own attribute value is put back after the run. */
+    attr_undo.fn = fn;
+    attr_undo.old_max_dyn = max_dyn;
+    attr_undo.changed = 1;
+  }
+  *shmem = want;
+  return 0;
+}
+
+int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUstream *stream,
+                      unsigned *shmem, const char **why) {
+  attr_undo.changed = 0;
+  if (!p->green_sms && !p->extra_shmem && !p->scrub && !p->hammer && !p->l2flush) return 0;
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  struct dev_state *d = state();
+  if (!d) {
+    *why = "no current device";
+    rc = -1;
+    goto out;
+  }
+  if ((p->scrub || p->hammer || p->l2flush) && load_module(d)) {
+    *why = "kcheck's perturbation kernels are unavailable";
+    rc = 1;
+    goto out;
+  }
+  if (p->green_sms) {
+    if (p->green_sms >= d->sms) {
+      *why = "green context would not have fewer SMs than the device";
+      rc = 1;
+      goto out;
+    }
+    if ((rc = green_stream(d, p->green_sms, stream, why))) goto out;
+  }
+  if (p->extra_shmem && (rc = add_shmem(li, d, p->extra_shmem, shmem, why))) goto out;
+  if (p->l2flush) {
+    size_t bytes = 2 * (size_t)(d->l2 > 0 ? d->l2 : (64 << 20));
+    if (ensure_buf(&d->flush_buf, &d->flush_words, bytes)) {
+      *why = "no device memory for the L2 flush buffer";
+      rc = 1;
+      goto out;
+    }
+    unsigned long long words = d->flush_words;
+    void *params[] = {&d->flush_buf, &words};
+    if (launch(d->flush, 4u * (unsigned)d->sms, 1024, 0, *stream, params) != CUDA_SUCCESS) {
+      *why = "the L2 flush kernel failed";
+      rc = -1;
+      goto out;
+    }
+  }
+  if (p->scrub && scrub(d, *stream, p->seed)) {
+    *why = "the shared-memory scrub kernel failed";
+    rc = -1;
+    goto out;
+  }
+  if (p->hammer) {
+    if (!d->side && kc_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+      d->side = NULL;
+      *why = "no stream for the memory hammer";
+      rc = 1;
+      goto out;
+    }
+    if (ensure_buf(&d->hammer_buf, &d->hammer_words, 64u << 20)) {
+      *why = "no device memory for the memory hammer";
+      rc = 1;
+      goto out;
+    }
+    unsigned long long words = d->hammer_words, iters = 16;
+    void *params[] = {&d->hammer_buf, &words, &iters};
+    /* Launched just before the kernel under test, on another stream, so the
+     * two run at the same time. */
+    if (launch(d->hammer, 2u * (unsigned)d->sms, 512, 0, d->side, params) != CUDA_SUCCESS) {
+      *why = "the memory hammer kernel failed";
+      rc = -1;
+      goto out;
+    }
+  }
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li) {
+  (void)p;
+  (void)li;
+  if (attr_undo.changed) {
+    kc_drv.cuFuncSetAttribute(attr_undo.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              attr_undo.old_max_dyn);
+    attr_undo.changed = 0;
+  }
+}
+
+void kc_perturb_fini(void) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_DEV; i++) {
+    struct dev_state *d = &devs[i];
+    if (d->hammer_buf) kc_drv.cuMemFree_v2(d->hammer_buf);
+    if (d->flush_buf) kc_drv.cuMemFree_v2(d->flush_buf);
+    d->hammer_buf = d->flush_buf = 0;
+  }
+  pthread_mutex_unlock(&lock);
+}

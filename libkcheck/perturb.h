@@ -1,0 +1,20 @@
+/* libkcheck/perturb.h — the mechanisms behind timing perturbations: kcheck's
+ * own kernels (shared-memory scrub, memory hammer, L2 flush), green
+ * contexts with few SMs, extra dynamic shared memory. Per device, created
+ * on first use, freed at exit. All calls run under the guard. */
+#ifndef KC_PERTURB_H
+#define KC_PERTURB_H
+
+#include <cuda.h>
+
+#include "shadow.h"
+
+/* Prepares the run: may change *stream (green context) and *shmem, and
+ * launches helper kernels. Returns 0, 1 (not applicable, *why) or -1. */
+int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUstream *stream,
+                      unsigned *shmem, const char **why);
+/* Undoes what _before changed (function attributes); waits for helpers. */
+void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li);
+void kc_perturb_fini(void);
+
+#endif

@@ -1,0 +1,62 @@
+/* libkcheck/shadow.h — the shadow executor. One check of one launch:
+ * wait for the device, save every allocation the launch can reach
+ * (pre-state), let the application's launch run and keep its result (post-
+ * state A), re-run the launch from the pre-state under perturbations and
+ * hand each result back, finally restore post-state A byte for byte. Gates
+ * ask for runs and compare; they never call the driver. */
+#ifndef KC_SHADOW_H
+#define KC_SHADOW_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "launch.h"
+
+/* A timing perturbation for one re-run; all zero = an identical re-run. */
+struct kc_perturb {
+  const char *name;     /* strategy name, for evidence */
+  int green_sms;        /* >0: run in a green context of this many SMs */
+  unsigned extra_shmem; /* extra dynamic shared memory (fewer blocks per SM) */
+  int scrub;            /* fill every SM's shared memory with a seeded pattern first */
+  int hammer;           /* concurrent memory traffic from another stream */
+  int l2flush;          /* evict L2 right before the run */
+  uint64_t seed;
+};
+
+/* One saved allocation. */
+struct kc_region {
+  uint64_t base, size;
+  CUdeviceptr pre;          /* device copy of the pre-state */
+  unsigned char *post;      /* host copy of post-state A */
+  unsigned char *result;    /* host copy of the latest shadow run */
+};
+
+struct kc_shadow {
+  struct kc_launch_info *li;
+  struct kc_region *regions;
+  int nregions;
+  uint64_t saved_bytes;
+  CUresult app_result;  /* the application's launch result */
+  int runs;             /* shadow runs made */
+  int have_post;        /* post-state A saved */
+  double t_start;
+  int restored;
+};
+
+/* Syncs and saves the pre-state. 0 on success; else *why says why the launch
+ * cannot be checked (the application's launch has not run yet). */
+int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why);
+/* Runs the application's launch exactly once, syncs, saves post-state A.
+ * Returns the launch's result, which the application receives. When this
+ * fails after the launch ran, *ok is 0 and no shadow run may follow. */
+CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok);
+/* One shadow run: restore the pre-state, perturb, re-launch, sync, copy the
+ * result to regions[i].result. 0 on success; 1 when the perturbation does
+ * not apply to this launch (*why says why); -1 on failure (*why). */
+int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why);
+/* Restores post-state A and frees everything. 0 when the application's
+ * memory is exactly as its own launch left it. */
+int kc_shadow_end(struct kc_shadow *s);
+
+#endif

@@ -1,0 +1,188 @@
+"""Shadow execution on the CPU stand-in: the determinism and race gates on
+planted kernels, the application's memory after a check, the policy, and
+faults in the executor's driver calls."""
+import re
+
+from conftest import by_type, run
+
+
+def app_lines(text):
+    return [l for l in text.splitlines() if l.startswith("app_")]
+
+
+def checks_by_kernel(recs):
+    return {c["kernel_name"].split("(")[0]: c for c in by_type(recs, "check")}
+
+
+RACY = {"last_writer", "neighbor_read", "float_accum", "uninit_shared"}
+CLEAN = {"block_disjoint", "atomic_sum", "shared_reverse"}
+
+
+def test_racy_kernels_flagged_clean_ones_not(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    viol = by_type(recs, "violation")
+    flagged = {v["kernel_name"].split("(")[0] for v in viol}
+    assert flagged == RACY, flagged
+    assert {v["gate"] for v in viol} == {"race"}
+    checks = checks_by_kernel(recs)
+    assert RACY | CLEAN <= set(checks)
+    for name in CLEAN:
+        assert checks[name]["violations"] == 0
+        assert checks[name]["gates"]["race"]["status"] == "pass"
+        assert checks[name]["gates"]["determinism"]["status"] == "pass"
+    for v in viol:
+        ev = v["evidence"]
+        assert v["exposed_by"] and ev["strategy"] in v["exposed_by"]
+        assert ev["differing_bytes"] > 0 and ev["pointed_to_by"]
+        assert set(ev["expected"]) >= {"fp32", "int32", "fp16", "bf16"}
+        assert ev["expected"] != ev["got"]
+        assert v["stack"]["host"]
+    # Block order (green context, fewer blocks per SM) exposes the order-
+    # dependent kernels; the scrub exposes the read of never-written shared.
+    by = {v["kernel_name"].split("(")[0]: v for v in viol}
+    assert "green" in by["last_writer"]["exposed_by"]
+    assert "scrub" in by["uninit_shared"]["exposed_by"]
+    assert "SUMMARY: kcheck: 4 violations in 7 checks" in r.err
+
+
+def test_application_memory_unchanged_by_checks(app, tmp_path):
+    """The application reads back every output (racy ones included) after
+    the checks: it must see exactly what it sees without kcheck."""
+    plain = run([app("app_linked"), "races"], tmp_path, kcheck=False)
+    checked = run([app("app_linked"), "races"], tmp_path)
+    assert plain.rc == 0 and checked.rc == 0
+    assert app_lines(checked.out) == app_lines(plain.out)
+    runtime_plain = run([app("app_runtime"), "all"], tmp_path, kcheck=False)
+    runtime_checked = run([app("app_runtime"), "all"], tmp_path, options="sample=1:clean_limit=-1")
+    assert runtime_plain.rc == 0 and runtime_checked.rc == 0, runtime_checked.err
+    assert app_lines(runtime_checked.out) == app_lines(runtime_plain.out)
+
+
+def test_determinism_gate_catches_run_to_run_variation(app, tmp_path):
+    """With the stand-in's order jitter (like a GPU where plain repetition
+    varies), identical re-runs differ for the order-dependent kernels."""
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=determinism",
+            env_extra={"FAKECUDA_ORDER_JITTER": "1"})
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    flagged = {v["kernel_name"].split("(")[0] for v in by_type(recs, "violation")}
+    assert {"last_writer", "neighbor_read", "float_accum"} <= flagged
+    assert not flagged & CLEAN
+    assert {v["gate"] for v in by_type(recs, "violation")} == {"determinism"}
+    # Without jitter the same kernels re-run identically: no determinism finding.
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=determinism")
+    assert not by_type(r.only_report(), "violation")
+
+
+def test_gate_selection(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=none")
+    recs = r.only_report()
+    assert not by_type(recs, "check") and not by_type(recs, "violation")
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=race:race_strategies=green")
+    checks = by_type(r.only_report(), "check")
+    assert checks and all(set(c["gates"]) == {"race"} for c in checks)
+    assert all(set(c["gates"]["race"]["strategies"]) == {"green"} for c in checks)
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=determinsm")
+    assert "unknown gate 'determinsm' (did you mean 'determinism'?)" in r.err
+
+
+def test_signature_policy(app, tmp_path):
+    # app_runtime launches vecadd twice with one signature (kernelParams and
+    # extra forms): by default only the first is checked.
+    r = run([app("app_runtime"), "basic"], tmp_path)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    names = [c["kernel_name"] for c in by_type(recs, "check")]
+    assert len(names) == len(set(zip(names, [c["signature"] for c in by_type(recs, "check")])))
+    skips = by_type(recs, "skip")
+    assert any(s["reason"] == "not sampled" for s in skips)
+    # The captured launch is never synchronized or checked.
+    assert any(s["reason"] == "stream capture in progress" for s in skips)
+    # max_checks caps the number of checks.
+    r = run([app("app_linked"), "races"], tmp_path, options="max_checks=2")
+    assert len(by_type(r.only_report(), "check")) == 2
+
+
+def test_clean_limit_stops_checking_a_signature(app, tmp_path):
+    r = run([app("app_runtime"), "all"], tmp_path, options="sample=1:clean_limit=1")
+    recs = r.only_report()
+    sigs = [c["signature"] for c in by_type(recs, "check")]
+    assert len(sigs) == len(set(sigs))
+    assert any(s["reason"].startswith("signature already checked clean") for s in by_type(recs, "skip"))
+
+
+def test_memory_budget_skip(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path, options="mem_budget=1K")
+    assert r.rc == 0
+    recs = r.only_report()
+    reasons = {s["reason"] for s in by_type(recs, "skip")}
+    assert "snapshot larger than mem_budget" in reasons
+    # Small snapshots still fit and are checked.
+    assert by_type(recs, "check")
+
+
+def test_save_all_snapshots_every_allocation(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path, options="save_all=1:max_checks=3")
+    checks = by_type(r.only_report(), "check")
+    assert checks and all(c["regions"] >= 3 for c in checks)
+
+
+def test_exitcode_and_halt_on_error(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path, options="exitcode=3")
+    assert r.rc == 3
+    r = run([app("app_linked"), "races"], tmp_path, options="halt_on_error=1")
+    assert r.rc == 1
+    recs = r.only_report()
+    assert len(by_type(recs, "violation")) == 1
+    assert by_type(recs, "summary")
+
+
+def read_calls(path):
+    total, failed = 0, None
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if p[0] == "calls":
+                total = int(p[1])
+            elif p[0] == "failed" and p[1] != "none":
+                failed = p[2]
+    return total, failed
+
+
+def test_fault_sweep_over_the_executor(app, tmp_path):
+    """Fails each driver call of a checked run in turn: the application never
+    crashes and, when its own calls all succeed, prints exactly the results of
+    an unchecked run."""
+    calls = str(tmp_path / "calls.txt")
+    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
+    plain = run([app("app_linked"), "races"], tmp_path, kcheck=False)
+    clean = run([app("app_linked"), "races"], tmp_path, options=opts,
+                env_extra={"FAKECUDA_CALLS_OUT": calls})
+    assert clean.rc == 0
+    total, _ = read_calls(calls)
+    absorbed = 0
+    for n in range(1, total + 1):
+        r = run([app("app_linked"), "races"], tmp_path, options=opts,
+                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": calls})
+        assert r.rc in (0, 1), "call %d: exit %d\n%s" % (n, r.rc, r.err[-2000:])
+        _, failed = read_calls(calls)
+        if r.rc == 0:
+            absorbed += 1
+            assert app_lines(r.out) == app_lines(plain.out), "call %d (%s)" % (n, failed)
+        else:
+            base = re.sub(r"(_v\d+|_ptsz)+$", "", failed)
+            assert base in r.err, "call %d (%s):\n%s" % (n, failed, r.err[-1500:])
+    assert absorbed > total // 2
+
+
+def test_gates_listed(tmp_path):
+    import subprocess
+    import sys
+    from conftest import LIB, ROOT
+    out = subprocess.run([sys.executable, ROOT + "/scripts/kcheck", "--lib",
+                          LIB.replace("/san/", "/"), "gates"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"determinism\s+error\s+an identical re-run", out.stderr)
+    assert re.search(r"race\s+error\s+re-runs under each timing perturbation", out.stderr)

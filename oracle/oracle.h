@@ -163,10 +163,16 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
                        const struct oc_profile *p, const struct oc_options *o,
                        struct oc_verdict *v);
 
-/* Gated delta rule, per head: S_t = a_t S_{t-1} (I - b_t k_t k_t^T) + b_t v_t k_t^T,
- * o_t = S_t q_t (times scale). q, k: [..., T, dk]; v: [..., T, dv]; gate, beta:
- * [..., T]; out: [..., T, dv]; initial state zero. gate_is_log: a_t = exp(g_t).
- * The state is kept in the profile's accumulator format. */
+/* Gated delta rule forward, per head, in flash-linear-attention's
+ * orientation (fla/ops/gated_delta_rule, naive/fused_recurrent reference):
+ * state S is dk x dv, initial state zero,
+ *   S_t = a_t (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T,  o_t = S_t^T (scale q_t)
+ * (the paper's S' = S^T: S'_t = a_t S'_{t-1}(I - b_t k_t k_t^T) + b_t v_t k_t^T).
+ * q, k: [..., T, dk]; v: [..., T, dv]; gate, beta: [..., T]; out: [..., T, dv].
+ * gate_is_log: a_t = exp(g_t) (fla's g), else gate holds a_t. The state is
+ * kept in the profile's accumulator format; every output is checked against
+ * a double-double reference and a bound carried along the recurrence
+ * (recurrence.c). Recurrent evaluation orders only (not chunked WY forms). */
 struct oc_delta_args {
   const struct oc_tensor *q, *k, *v, *gate, *beta;
   double scale;

@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include "elementwise.h"
 #include "formats.h"
 #include "oracle.h"
 
@@ -101,35 +102,43 @@ double oc_dot_prob(const struct oc_profile *p, int64_t n, double lambda, double 
   return oc_mul_up(oc_mul_up(lambda, sqrt(r > 1 ? r : 1)), oc_mul_up(acc_unit(p), s));
 }
 
-/* ---------------------------------------------------------- math budgets */
+/* ---------------------------------------------------------- math budgets
+ * The numbers come from A's table (elementwise.h oc_primitive_budget, the
+ * CUDA guide rows of ORACLE.md §3), so elementwise checks and the bounds of
+ * composite ops share one source. A budget of k ulps against the correctly
+ * rounded result is at most (2k + 1) u relative to the exact value, since
+ * ulp(y) <= 2u|y| and the correct rounding itself is within u|y|. */
 
-double oc_exp_rel(const struct oc_profile *p, double arg) {
+static int math_dbl(const struct oc_profile *p) { return p->acc == OC_FP64; }
+
+static double prim_rel(const struct oc_profile *p, enum oc_op op, double x, double y) {
+  struct oc_prim_budget b = oc_primitive_budget(op, math_dbl(p), p->math, x, y);
   double u = math_u(p);
-  if (p->acc == OC_FP64) return 2 * u; /* double exp: 1 ulp */
-  if (p->math == OC_MATH_PRECISE) return 4 * u;
-  /* __expf and ex2.approx: 2 + floor(|1.173 x|) ulp. */
-  double k = 2 + floor(fabs(1.173 * arg));
-  return oc_mul_up(2 * u, k);
+  return oc_add_up(oc_mul_up(oc_add_up(oc_mul_up(2, b.ulps), 1), u), b.rel);
 }
 
-double oc_div_rel(const struct oc_profile *p) {
-  return p->math == OC_MATH_PRECISE || p->acc == OC_FP64 ? math_u(p) : 4 * math_u(p);
-}
-double oc_rsqrt_rel(const struct oc_profile *p) { return 4 * math_u(p); }
-double oc_sqrt_rel(const struct oc_profile *p) {
-  return p->math == OC_MATH_PRECISE ? math_u(p) : 2 * math_u(p);
-}
+/* exp's budget grows with |arg| in fast/Triton modes (2 + floor(1.173|x|)):
+ * callers pass the largest |arg| they need covered. */
+double oc_exp_rel(const struct oc_profile *p, double arg) { return prim_rel(p, OC_OP_EXP, fabs(arg), 0); }
+
+/* Divisors in the bounds here are sums of exponentials or 1 + e^-z, within
+ * __fdividef's documented range unless the caller says otherwise. */
+double oc_div_rel(const struct oc_profile *p) { return prim_rel(p, OC_OP_DIV, 1, 1); }
+double oc_rsqrt_rel(const struct oc_profile *p) { return prim_rel(p, OC_OP_RSQRT, 1, 0); }
+double oc_sqrt_rel(const struct oc_profile *p) { return prim_rel(p, OC_OP_SQRT, 1, 0); }
 
 void oc_log_err(const struct oc_profile *p, double y, double *rel, double *abs) {
-  double u = math_u(p);
-  (void)y;
-  if (p->math == OC_MATH_PRECISE || p->acc == OC_FP64) {
-    *rel = 2 * u;
-    *abs = 0;
-  } else {
-    *rel = 6 * u;
-    *abs = ldexp(1.34, -22); /* __logf: 2^-21.41 absolute on [0.5, 2] */
+  /* __logf switches from an absolute bound on [0.5, 2] to ulps outside: take
+   * the larger of both sides near the switch points (y is itself computed). */
+  double r = 0, a = 0;
+  for (int s = -1; s <= 1; s++) {
+    double ys = y * (1 + s * 1e-6);
+    struct oc_prim_budget b = oc_primitive_budget(OC_OP_LOG, math_dbl(p), p->math, ys, 0);
+    r = fmax(r, prim_rel(p, OC_OP_LOG, ys, 0));
+    a = fmax(a, oc_up(b.abs));
   }
+  *rel = r;
+  *abs = a;
 }
 
 /* ---------------------------------------------------------- activations */
@@ -221,18 +230,24 @@ double oc_act_eval_err(const struct oc_profile *p, int act, double zabs, double 
   case OC_ACT_NONE:
   case OC_ACT_RELU: return 0;
   case OC_ACT_SIGMOID:
-  case OC_ACT_SILU: /* 1/(1+exp(-z)) [times z]: exp, add, divide, [multiply] */
-    e = 1.01 * (oc_exp_rel(p, zabs) + oc_div_rel(p) + 2 * u);
+  case OC_ACT_SILU: { /* 1/(1+exp(-z)) [times z]: exp, add, divide, [multiply] */
+    /* the divisor 1 + e^-z reaches 1 + e^zabs: __fdividef is undocumented
+     * beyond 2^126, which the table answers with an infinite budget */
+    double dv = oc_primitive_budget(OC_OP_DIV, math_dbl(p), p->math, 1, oc_up(1 + exp(zabs))).ulps;
+    if (!(dv < INFINITY)) return INFINITY;
+    e = oc_mul_up(1.01, oc_add_up(oc_add_up(oc_exp_rel(p, zabs), prim_rel(p, OC_OP_DIV, 1, 1)), 2 * u));
     return oc_add_up(oc_mul_up(e, yabs), tiny);
+  }
   case OC_ACT_TANH:
-    e = p->math == OC_MATH_FAST ? ldexp(1, -11) : 4 * u;
+    e = prim_rel(p, OC_OP_TANH, zabs, 0);
     return oc_add_up(oc_mul_up(e, yabs), tiny);
-  case OC_ACT_GELU_ERF: /* 0.5 z (1 + erf(z/sqrt2)): erf 2 ulp, argument rounding 2u */
-    e = oc_mul_up(0.5 * zabs, 4 * u + 1.13 * 2 * u * 0.7072 * zabs);
+  case OC_ACT_GELU_ERF: /* 0.5 z (1 + erf(z/sqrt2)): erf's budget, argument rounding 2u */
+    e = oc_mul_up(0.5 * zabs, oc_add_up(prim_rel(p, OC_OP_GELU_ERF, zabs, 0),
+                                        1.13 * 2 * u * 0.7072 * zabs));
     return oc_add_up(oc_add_up(e, oc_mul_up(3 * u, yabs)), tiny);
-  default: { /* gelu_tanh */
+  default: { /* gelu_tanh: tanh's budget (|tanh| <= 1) plus the argument's 4u|w| */
     double w = GT_C * (zabs + GT_A * zabs * zabs * zabs);
-    double dt = (p->math == OC_MATH_FAST ? ldexp(1, -11) : 4 * u) + 4 * u * w;
+    double dt = oc_add_up(prim_rel(p, OC_OP_TANH, w, 0), 4 * u * w);
     if (dt > 2) dt = 2;
     e = oc_mul_up(0.5 * zabs, dt);
     return oc_add_up(oc_add_up(e, oc_mul_up(3 * u, yabs)), tiny);

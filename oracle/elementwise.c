@@ -318,6 +318,12 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
   return p;
 }
 
+struct oc_prim_budget oc_primitive_budget(enum oc_op op, int dbl, enum oc_math_mode mode,
+                                          double x, double y) {
+  struct prim p = valid_op(op) ? primitive(op, dbl, mode, x, y) : (struct prim){0, 0, 0};
+  return (struct oc_prim_budget){p.ulps, p.abs, p.rel};
+}
+
 /* Absolute error of a primitive result v under budget p in format c. */
 static double prim_abs(struct prim p, enum oc_format c, double v) {
   return p.ulps * oc_format_quantum(c, v) + p.abs + p.rel * fabs(v);

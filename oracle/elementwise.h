@@ -83,6 +83,21 @@ const uint64_t *oc_op_table(enum oc_op op, enum oc_format in, enum oc_format out
  * nothing is documented (e.g. __fdividef with |y| > 2^126). */
 double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x,
                      double y);
+/* One primitive's documented budget, the rows of ORACLE.md §3 (CUDA
+ * Programming Guide, Mathematical Functions accuracy tables; Triton per its
+ * PTX lowering): for float (dbl 0) or double (dbl 1) under a math mode, at
+ * argument x (divisor y for div): `ulps` against the correctly rounded
+ * result, plus `abs` and `rel` parts where the guide states the error that
+ * way (__logf on [0.5, 2], tanh.approx). op is a primitive: div, sqrt,
+ * rsqrt, exp, log, tanh, or gelu_erf standing for erf. Other ops: all 0.
+ * The single source of these numbers: oc_ulp_budget above and the
+ * bounds of bounds.c (softmax, norms, epilogue activations) both use it. */
+struct oc_prim_budget {
+  double ulps, abs, rel;
+};
+struct oc_prim_budget oc_primitive_budget(enum oc_op op, int dbl, enum oc_math_mode mode,
+                                          double x, double y);
+
 /* The gate rule: 1 when got (a value of fmt) is acceptable for op(x, y) under
  * the mode: special values must match the reference (NaN with NaN, Inf with
  * the same Inf), finite results within oc_ulp_budget of it. */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elementwise.h"
 #include "formats.h"
 #include "profile.h"
 
@@ -181,6 +182,17 @@ struct oc_delta_args {
 int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tensor *out,
                          const struct oc_profile *p, const struct oc_options *o,
                          struct oc_verdict *v);
+
+/* Elementwise op (elementwise.h: add sub mul div neg abs relu gelu_erf
+ * gelu_tanh silu sigmoid tanh exp log sqrt rsqrt) over tensors, every
+ * element checked: out must lie within oc_ulp_budget(op, out->fmt,
+ * p->math, x, y) ulps of the correctly rounded result (CUDA guide budgets,
+ * ORACLE.md §3), with elementwise.h's special-value rules. x (and y for
+ * binary ops; NULL otherwise) have out's rank, each dim equal to out's or 1
+ * (broadcast). Equal to the correctly rounded result everywhere: bitwise. */
+int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct oc_tensor *y,
+                         const struct oc_tensor *out, const struct oc_profile *p,
+                         const struct oc_options *o, struct oc_verdict *v);
 
 /* ---------------------------------------------------------------- references */
 

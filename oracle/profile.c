@@ -75,37 +75,52 @@ static int kv_enum(const char *v, const char *const *names, int n) {
   return -1;
 }
 
-static int set_key(struct oc_profile *p, const char *k, const char *v) {
-  static const char *const rnd[] = {"nearest", "zero"};
-  static const char *const math[] = {"precise", "fast", "triton"};
-  static const char *const sm[] = {"two_pass", "online"};
-  static const char *const nm[] = {"two_pass", "welford", "one_pass"};
-  static const char *const ovf[] = {"ieee", "saturate"};
+static const char *const rnd_names[] = {"nearest", "zero"};
+static const char *const math_names[] = {"precise", "fast", "triton"};
+static const char *const sm_names[] = {"two_pass", "online"};
+static const char *const nm_names[] = {"two_pass", "welford", "one_pass"};
+static const char *const ovf_names[] = {"ieee", "saturate"};
+
+/* 0 ok, -1 unknown key, -2 bad value (*expect says what was wanted). */
+static int set_key(struct oc_profile *p, const char *k, const char *v, const char **expect) {
   char *end;
   long iv = strtol(v, &end, 10);
   int isint = *v && !*end && iv >= 0 && iv < (1L << 30);
   int e;
   if (!strcmp(k, "in") || !strcmp(k, "acc") || !strcmp(k, "out")) {
-    if ((e = oc_format_parse(v)) < 0) return -1;
+    *expect = "a format: fp64 fp32 tf32 fp16 bf16 e4m3fn e5m2";
+    if ((e = oc_format_parse(v)) < 0) return -2;
     *(k[0] == 'i' ? &p->in : k[0] == 'a' ? &p->acc : &p->out) = (enum oc_format)e;
   } else if (!strcmp(k, "round")) {
-    if ((e = kv_enum(v, rnd, 2)) < 0) return -1;
+    *expect = "nearest or zero";
+    if ((e = kv_enum(v, rnd_names, 2)) < 0) return -2;
     p->acc_round = (enum oc_acc_round)e;
   } else if (!strcmp(k, "math")) {
-    if ((e = kv_enum(v, math, 3)) < 0) return -1;
+    *expect = "precise, fast or triton";
+    if ((e = kv_enum(v, math_names, 3)) < 0) return -2;
     p->math = (enum oc_math_mode)e;
   } else if (!strcmp(k, "softmax")) {
-    if ((e = kv_enum(v, sm, 2)) < 0) return -1;
+    *expect = "two_pass or online";
+    if ((e = kv_enum(v, sm_names, 2)) < 0) return -2;
     p->softmax = (enum oc_softmax_alg)e;
   } else if (!strcmp(k, "norm")) {
-    if ((e = kv_enum(v, nm, 3)) < 0) return -1;
+    *expect = "two_pass, welford or one_pass";
+    if ((e = kv_enum(v, nm_names, 3)) < 0) return -2;
     p->norm = (enum oc_norm_alg)e;
   } else if (!strcmp(k, "ovf")) {
-    if ((e = kv_enum(v, ovf, 2)) < 0) return -1;
+    *expect = "ieee or saturate";
+    if ((e = kv_enum(v, ovf_names, 2)) < 0) return -2;
     p->out_ovf = (enum oc_overflow)e;
-  } else if (!isint) {
+  } else if (strcmp(k, "acc_bits") && strcmp(k, "block") && strcmp(k, "promote") &&
+             strcmp(k, "fma") && strcmp(k, "tf32") && strcmp(k, "ftz") &&
+             strcmp(k, "online_block")) {
     return -1;
+  } else if (!isint) {
+    *expect = "a nonnegative integer";
+    return -2;
   } else if (!strcmp(k, "acc_bits")) {
+    *expect = "0 (the accumulator's own) or 2..53 bits";
+    if (iv == 1 || iv > 53) return -2;
     p->acc_bits = (int)iv;
   } else if (!strcmp(k, "block")) {
     p->block = (int)iv;
@@ -117,30 +132,72 @@ static int set_key(struct oc_profile *p, const char *k, const char *v) {
     p->tf32 = iv != 0;
   } else if (!strcmp(k, "ftz")) {
     p->ftz = iv != 0;
-  } else if (!strcmp(k, "online_block")) {
-    p->online_block = (int)iv;
   } else {
-    return -1;
+    p->online_block = (int)iv;
   }
   return 0;
 }
 
-int oc_profile_parse(const char *spec, struct oc_profile *p) {
+#define ERR(...) (err && n ? (void)snprintf(err, n, __VA_ARGS__) : (void)0)
+
+int oc_profile_parse_err(const char *spec, struct oc_profile *p, char *err, size_t n) {
   char buf[256];
-  if (!spec || strlen(spec) >= sizeof buf) return -1;
+  if (!spec || !p) {
+    ERR("no profile given");
+    return -1;
+  }
+  if (strlen(spec) >= sizeof buf) {
+    ERR("profile spec longer than %zu characters", sizeof buf - 1);
+    return -1;
+  }
   strcpy(buf, spec);
   char *save = NULL, *tok = strtok_r(buf, ":", &save);
   struct oc_profile q;
-  if (!tok || oc_profile_preset(tok, &q) < 0) return -1;
+  if (!tok || oc_profile_preset(tok, &q) < 0) {
+    char known[320] = "";
+    size_t at = 0;
+    for (int i = 0; i < NPRESETS && at < sizeof known; i++)
+      at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? " " : "", presets[i].name);
+    ERR("unknown preset '%s' (known: %s)", tok ? tok : "", known);
+    return -1;
+  }
   while ((tok = strtok_r(NULL, ":", &save))) {
     char *eq = strchr(tok, '=');
-    if (!eq) return -1;
+    if (!eq) {
+      ERR("'%s' is not key=value", tok);
+      return -1;
+    }
     *eq = 0;
-    if (set_key(&q, tok, eq + 1) < 0) return -1;
+    const char *expect = "";
+    int r = set_key(&q, tok, eq + 1, &expect);
+    if (r == -1) {
+      ERR("unknown key '%s' (keys: in acc out acc_bits round block promote fma tf32 ftz math "
+          "softmax online_block norm ovf)", tok);
+      return -1;
+    }
+    if (r == -2) {
+      ERR("bad value '%s' for key '%s' (expected %s)", eq + 1, tok, expect);
+      return -1;
+    }
   }
   if (strlen(spec) < sizeof q.name) snprintf(q.name, sizeof q.name, "%s", spec);
   *p = q;
+  if (err && n) err[0] = 0;
   return 0;
+}
+
+int oc_profile_parse(const char *spec, struct oc_profile *p) {
+  return oc_profile_parse_err(spec, p, NULL, 0);
+}
+
+int oc_profile_spec(const struct oc_profile *p, char *buf, size_t n) {
+  return snprintf(buf, n,
+                  "fp64:in=%s:acc=%s:out=%s:acc_bits=%d:round=%s:block=%d:promote=%d:fma=%d:"
+                  "tf32=%d:ftz=%d:math=%s:softmax=%s:online_block=%d:norm=%s:ovf=%s",
+                  oc_format_info(p->in)->name, oc_format_info(p->acc)->name,
+                  oc_format_info(p->out)->name, p->acc_bits, rnd_names[p->acc_round], p->block,
+                  p->promote, p->fma, p->tf32, p->ftz, math_names[p->math], sm_names[p->softmax],
+                  p->online_block, nm_names[p->norm], ovf_names[p->out_ovf]);
 }
 
 int oc_profile_acc_bits(const struct oc_profile *p) {
@@ -192,8 +249,17 @@ int oc_profile_ladder(const struct oc_profile *p, struct oc_profile *rungs, int 
     r.promote = all[i].promote;
     r.tf32 = p->tf32 || (all[i].tf32 && (p->in == OC_FP32 || p->in == OC_FP64));
     if (all[i].tf32 && !r.tf32) continue;
-    if (!(oc_dot_theta(&r, 1024, 0) > mine)) continue;
-    rungs[n++] = r;
+    double th = oc_dot_theta(&r, 1024, 0);
+    if (!(th > mine)) continue;
+    /* Kept sorted by the same K = 1024 bound (stable), so "cheapest
+     * explanation" means the first rung that covers: fp16 within 32-tiles
+     * and 14-bit promoted every 128 are within 0.01% there and swap. */
+    int at = n++;
+    while (at > 0 && oc_dot_theta(&rungs[at - 1], 1024, 0) > th) {
+      rungs[at] = rungs[at - 1];
+      at--;
+    }
+    rungs[at] = r;
   }
   return n;
 }

@@ -5,6 +5,8 @@
 #ifndef OC_PROFILE_H
 #define OC_PROFILE_H
 
+#include <stddef.h>
+
 #include "formats.h"
 
 enum oc_acc_round {
@@ -56,6 +58,14 @@ const char *oc_profile_preset_name(int i);
  * ftz, math(precise|fast|triton), softmax(two_pass|online), online_block,
  * norm(two_pass|welford|one_pass), ovf(ieee|saturate). -1 on any error. */
 int oc_profile_parse(const char *spec, struct oc_profile *p);
+/* As oc_profile_parse, and on error writes why to err (n bytes, may be NULL):
+ * "unknown preset 'x' (known: fp64, fp32, ...)", "unknown key 'k'",
+ * "bad value 'v' for key 'k' (expected ...)", "'tok' is not key=value". */
+int oc_profile_parse_err(const char *spec, struct oc_profile *p, char *err, size_t n);
+/* Canonical spec that parses back to the same settings: the fp64 preset
+ * followed by every key ("fp64:in=bf16:acc=fp32:...:ovf=ieee"). Returns what
+ * snprintf returns. */
+int oc_profile_spec(const struct oc_profile *p, char *buf, size_t n);
 /* One-line human description ("bf16 in, fp32 accumulate (nearest), bf16 out"). */
 int oc_profile_describe(const struct oc_profile *p, char *buf, int n);
 

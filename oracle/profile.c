@@ -249,17 +249,8 @@ int oc_profile_ladder(const struct oc_profile *p, struct oc_profile *rungs, int 
     r.promote = all[i].promote;
     r.tf32 = p->tf32 || (all[i].tf32 && (p->in == OC_FP32 || p->in == OC_FP64));
     if (all[i].tf32 && !r.tf32) continue;
-    double th = oc_dot_theta(&r, 1024, 0);
-    if (!(th > mine)) continue;
-    /* Kept sorted by the same K = 1024 bound (stable), so "cheapest
-     * explanation" means the first rung that covers: fp16 within 32-tiles
-     * and 14-bit promoted every 128 are within 0.01% there and swap. */
-    int at = n++;
-    while (at > 0 && oc_dot_theta(&rungs[at - 1], 1024, 0) > th) {
-      rungs[at] = rungs[at - 1];
-      at--;
-    }
-    rungs[at] = r;
+    if (!(oc_dot_theta(&r, 1024, 0) > mine)) continue;
+    rungs[n++] = r;
   }
   return n;
 }

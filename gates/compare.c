@@ -14,6 +14,14 @@ static json_t *hex64(uint64_t v) {
   return json_string(s);
 }
 
+/* JSON has no NaN or infinity: those are written as strings. */
+static json_t *num(double v) {
+  if (v != v) return json_string("nan");
+  if (v > 1.7976931348623157e308) return json_string("inf");
+  if (v < -1.7976931348623157e308) return json_string("-inf");
+  return json_real(v);
+}
+
 /* The bytes around offset read as fp32, fp16, bf16 and int32 (aligned). */
 static json_t *interpret(const unsigned char *bytes, uint64_t size, uint64_t off) {
   json_t *o = json_object();
@@ -23,7 +31,7 @@ static json_t *interpret(const unsigned char *bytes, uint64_t size, uint64_t off
     memcpy(&u, bytes + a4, 4);
     float f;
     memcpy(&f, &u, 4);
-    json_object_set_new(o, "fp32", json_real((double)f));
+    json_object_set_new(o, "fp32", num((double)f));
     json_object_set_new(o, "int32", json_integer((int32_t)u));
     char h[12];
     snprintf(h, sizeof h, "0x%08x", u);
@@ -32,8 +40,8 @@ static json_t *interpret(const unsigned char *bytes, uint64_t size, uint64_t off
   if (a2 + 2 <= size) {
     uint16_t h;
     memcpy(&h, bytes + a2, 2);
-    json_object_set_new(o, "fp16", json_real(oc_decode(OC_FP16, h)));
-    json_object_set_new(o, "bf16", json_real(oc_decode(OC_BF16, h)));
+    json_object_set_new(o, "fp16", num(oc_decode(OC_FP16, h)));
+    json_object_set_new(o, "bf16", num(oc_decode(OC_BF16, h)));
   }
   return o;
 }

@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "audit.h"
 #include "core.h"
@@ -64,6 +65,12 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
   kc_guard_enter();
   int ok = kc_capture(&li, k, a) == 0;
   if (ok) kc_capture_pointers(&li);
+  if (ok && check && !strcmp(li.param_form, "unknown")) {
+    /* Without the layout kcheck cannot know what memory the kernel can
+     * reach, so it cannot save it: re-running would corrupt it. */
+    check = 0;
+    emit_skip(&li, "parameter layout unknown");
+  }
   if (ok && check) {
     int first = 0;
     li.signature = kc_policy_signature(&li);

@@ -53,11 +53,16 @@ def test_application_memory_unchanged_by_checks(app, tmp_path):
     plain = run([app("app_linked"), "races"], tmp_path, kcheck=False)
     checked = run([app("app_linked"), "races"], tmp_path)
     assert plain.rc == 0 and checked.rc == 0
-    assert app_lines(checked.out) == app_lines(plain.out)
+    # uninit_shared prints whatever earlier kernels left in shared memory:
+    # undefined by CUDA, and changed by kcheck's own scrub kernel. Every
+    # defined result must be identical, racy ones included.
+    defined = lambda out: [l for l in app_lines(out) if "uninit_shared" not in l]
+    assert defined(checked.out) == defined(plain.out)
+    assert len(defined(plain.out)) >= 7
     runtime_plain = run([app("app_runtime"), "all"], tmp_path, kcheck=False)
     runtime_checked = run([app("app_runtime"), "all"], tmp_path, options="sample=1:clean_limit=-1")
     assert runtime_plain.rc == 0 and runtime_checked.rc == 0, runtime_checked.err
-    assert app_lines(runtime_checked.out) == app_lines(runtime_plain.out)
+    assert defined(runtime_checked.out) == defined(runtime_plain.out)
 
 
 def test_determinism_gate_catches_run_to_run_variation(app, tmp_path):
@@ -170,7 +175,9 @@ def test_fault_sweep_over_the_executor(app, tmp_path):
         _, failed = read_calls(calls)
         if r.rc == 0:
             absorbed += 1
-            assert app_lines(r.out) == app_lines(plain.out), "call %d (%s)" % (n, failed)
+            got = [l for l in app_lines(r.out) if "uninit_shared" not in l]
+            want = [l for l in app_lines(plain.out) if "uninit_shared" not in l]
+            assert got == want, "call %d (%s)" % (n, failed)
         else:
             base = re.sub(r"(_v\d+|_ptsz)+$", "", failed)
             assert base in r.err, "call %d (%s):\n%s" % (n, failed, r.err[-1500:])

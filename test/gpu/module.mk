@@ -2,6 +2,10 @@
 #
 #   make test-gpu    test/gpu/run_gpu_tests.sh  (results in $(GPU_OUT))
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
+#   make test-gpu-checks   test/gpu/run_gpu_checks.sh (determinism/race gates
+#                          on planted races, torch ops, training; $(GPU_OUT))
+#   make bench-gpu-checks  bench/run_check_bench.sh (checking cost on a small
+#                          transformer, compute-sanitizer; $(GPU_OUT))
 #   make gpu-bins    the CUDA test and benchmark programs in $(BUILD)/gpu/
 #
 # test-gpu and bench-gpu print "SKIP: no GPU" and succeed when nvidia-smi is
@@ -19,7 +23,8 @@ GPU_LDLIBS    := -L$(CUDA_HOME)/lib64/stubs -lcuda
 GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
 # Empty: the scripts use $OUT, else ./gpu-out.
 GPU_OUT       ?=
-GPU_BINS      := $(BUILD)/gpu/launches $(BUILD)/gpu/launches_static $(BUILD)/gpu/launch_overhead
+GPU_BINS      := $(BUILD)/gpu/launches $(BUILD)/gpu/launches_static $(BUILD)/gpu/launch_overhead \
+                 $(BUILD)/gpu/races
 
 $(BUILD)/gpu/launches: test/gpu/launches.cu
 	@mkdir -p $(@D)
@@ -33,7 +38,12 @@ $(BUILD)/gpu/launch_overhead: bench/launch_overhead.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
 
-.PHONY: gpu-bins test-gpu bench-gpu
+# Planted races and clean kernels (static cudart: no libcudart needed at run time).
+$(BUILD)/gpu/races: test/gpu/races.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
+
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks bench-gpu-checks
 gpu-bins: $(GPU_BINS)
 
 # Built with everything else where nvcc exists, so a copied build/ has them.
@@ -50,5 +60,13 @@ test-gpu:
 bench-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash bench/run_bench.sh $(GPU_OUT)
+
+test-gpu-checks:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_checks.sh $(GPU_OUT)
+
+bench-gpu-checks:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_check_bench.sh $(GPU_OUT)
 
 endif

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""bench/transformer_step.py — a small transformer training loop for timing
+kcheck's checking cost (bench/run_check_bench.sh).
+
+2 encoder layers, d_model 256, 4 heads, feed-forward 1024, sequence 128,
+batch 16, vocabulary 1000, next-token cross-entropy, AdamW; fp32 (TF32 off)
+or bf16 autocast (--bf16). Inputs are made on the CPU (seeded) and copied to
+the GPU once. Every step is synchronised and timed on its own.
+
+Prints
+  STEP <i> <ms>                 for each step (1-based), flushed as it goes
+  FIRST_SIGHT_MS_PER_STEP <ms>  mean of steps 1..5
+  STEADY_MS_PER_STEP <ms>       mean of steps 6..N
+  STEADY_MEDIAN_MS <ms>         median of steps 6..N
+  FINAL_LOSS <float.hex()>
+With --profile-out FILE it instead runs --steps steps plain under
+torch.profiler (after 3 warm-up steps) and writes JSON: the mean device time
+of each kernel by name, and the device-to-device copy bandwidth of a large
+torch copy (copy_bytes_per_s = bytes copied / time).
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+
+class LM(torch.nn.Module):
+    def __init__(self, vocab, d, heads, ff, layers, seq):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(seq, d) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True,
+                                                 activation="gelu", norm_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab)
+        self.register_buffer("mask", torch.nn.Transformer.generate_square_subsequent_mask(seq),
+                             persistent=False)
+
+    def forward(self, x):
+        h = self.emb(x) + self.pos[: x.shape[1]]
+        h = self.enc(h, mask=self.mask, is_causal=True)
+        return self.head(self.norm(h))
+
+
+def build(args, dev):
+    torch.manual_seed(1234)
+    model = LM(args.vocab, args.d_model, args.heads, 4 * args.d_model, args.layers, args.seq).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    g = torch.Generator(device="cpu").manual_seed(5)
+    data = torch.randint(0, args.vocab, (8, args.batch, args.seq + 1), generator=g).to(dev)
+    return model, opt, data
+
+
+def step(model, opt, data, i, bf16):
+    batch = data[i % data.shape[0]]
+    x, y = batch[:, :-1], batch[:, 1:]
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                                 y.reshape(-1))
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def copy_bandwidth(dev):
+    n = 1 << 30  # 1 GiB
+    a = torch.empty(n, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    reps = 10
+    s.record()
+    for _ in range(reps):
+        b.copy_(a)
+    e.record()
+    torch.cuda.synchronize()
+    sec = s.elapsed_time(e) / 1e3 / reps
+    return n / sec
+
+
+def profile(args, dev, out_path):
+    from torch.profiler import ProfilerActivity, profile as tprofile
+    model, opt, data = build(args, dev)
+    for i in range(3):
+        step(model, opt, data, i, args.bf16)
+    torch.cuda.synchronize()
+    with tprofile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        for i in range(args.steps):
+            step(model, opt, data, 3 + i, args.bf16)
+        torch.cuda.synchronize()
+    kernels = {}
+    for ev in prof.events():
+        dt = getattr(ev, "device_type", None)
+        if dt is None or "CUDA" not in str(dt):
+            continue
+        try:
+            us = ev.time_range.elapsed_us()
+        except Exception:
+            continue
+        k = kernels.setdefault(ev.name, {"total_us": 0.0, "count": 0})
+        k["total_us"] += float(us)
+        k["count"] += 1
+    for k in kernels.values():
+        k["mean_us"] = k["total_us"] / max(1, k["count"])
+    bw = copy_bandwidth(dev)
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump({"kernels": kernels, "copy_bytes_per_s": bw, "steps": args.steps}, f, indent=1)
+    print(f"PROFILE kernels={len(kernels)} copy_GBps={bw / 1e9:.1f} -> {out_path}", flush=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (default fp32)")
+    ap.add_argument("--profile-out", help="profile kernels and copy bandwidth into this JSON file")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("CUDA is not available", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    if args.profile_out:
+        return profile(args, dev, args.profile_out)
+
+    model, opt, data = build(args, dev)
+    times = []
+    loss = None
+    for i in range(args.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = step(model, opt, data, i, args.bf16)
+        torch.cuda.synchronize()
+        ms = 1e3 * (time.perf_counter() - t0)
+        times.append(ms)
+        print(f"STEP {i + 1} {ms:.3f}", flush=True)
+    first, steady = times[:5], times[5:]
+    print(f"FIRST_SIGHT_MS_PER_STEP {statistics.fmean(first):.3f}")
+    if steady:
+        print(f"STEADY_MS_PER_STEP {statistics.fmean(steady):.3f}")
+        print(f"STEADY_MEDIAN_MS {statistics.median(steady):.3f}")
+    print(f"FINAL_LOSS {float(loss.item()).hex()}")
+    print(f"VERSIONS torch={torch.__version__} device={torch.cuda.get_device_name(0)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

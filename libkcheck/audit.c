@@ -28,8 +28,8 @@ static CUpti_SubscriberHandle subscriber;
 
 /* Per thread: the shim is inside the application's launch call and CUPTI
  * has not yet reported it. */
-static __thread int expecting;
-static __thread int seen_by_cupti;
+static __thread int expecting __attribute__((tls_model("initial-exec")));
+static __thread int seen_by_cupti __attribute__((tls_model("initial-exec")));
 
 static atomic_long matched, cupti_only, shim_only;
 

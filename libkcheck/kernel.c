@@ -36,7 +36,8 @@ struct cache_slot {
   struct kc_kernel *k;
   unsigned gen;
 };
-static __thread struct cache_slot cache[TLS_CACHE];
+/* initial-exec: one TLS access on the launch path (libkcheck is preloaded). */
+static __thread struct cache_slot cache[TLS_CACHE] __attribute__((tls_model("initial-exec")));
 
 void kc_kernel_reset_lock(void) { pthread_mutex_init(&lock, NULL); }
 

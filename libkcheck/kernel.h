@@ -27,7 +27,6 @@ struct kc_kernel {
   int layout_tries;
   int eligible;         /* passes the include/exclude filters */
   int communication;    /* NCCL-like: never re-run */
-  atomic_long launches;
 };
 
 /* The kernel record for a launch handle (first sight creates it). Never

@@ -71,6 +71,14 @@ def by_type(records, t):
     return [r for r in records if r["type"] == t]
 
 
+def sweep(fn, ns):
+    """Runs fn(n) for every n in parallel (one process per CPU); returns the
+    results in order. Fault sweeps are many short independent processes."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        return list(pool.map(fn, ns))
+
+
 @pytest.fixture
 def app():
     def path(name):

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from conftest import by_type, run
+from conftest import by_type, run, sweep
 
 
 def calls_file(tmp_path):
@@ -32,21 +32,28 @@ def base_name(entry):
 @pytest.mark.parametrize("mode", ["app_runtime", "app_linked"])
 def test_fault_sweep_application_gets_real_results(app, tmp_path, mode):
     """Fails the N-th driver call, for every N, with kcheck loaded (trace=1,
-    so kcheck makes driver calls of its own). The application never crashes;
-    it either finishes with exactly the results of a clean run, or reports
-    the failure of the very call that failed."""
-    clean = run([app(mode), "basic"], tmp_path, options="trace=1",
+    so kcheck makes driver calls of its own; gates off here, the executor has
+    its own sweep). The application never crashes; it either finishes with
+    exactly the results of a clean run, or reports the failure of the very
+    call that failed."""
+    opts = "trace=1:gates=none"
+    clean = run([app(mode), "basic"], tmp_path, options=opts,
                 env_extra={"FAKECUDA_CALLS_OUT": calls_file(tmp_path)})
     assert clean.rc == 0, clean.err
     total, _ = read_calls(calls_file(tmp_path))
     assert total > 50
     want = sorted(l for l in clean.out.splitlines() if "checksum" in l)
+
+    def one(n):
+        d = tmp_path / ("n%d" % n)
+        d.mkdir()
+        r = run([app(mode), "basic"], d, options=opts,
+                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": calls_file(d)})
+        return n, r, read_calls(calls_file(d))[1]
+
     kcheck_own = 0
-    for n in range(1, total + 1):
-        r = run([app(mode), "basic"], tmp_path, options="trace=1",
-                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": calls_file(tmp_path)})
+    for n, r, failed in sweep(one, range(1, total + 1)):
         assert r.rc in (0, 1), "call %d: exit %d (signal?)\n%s" % (n, r.rc, r.err[-2000:])
-        _, failed = read_calls(calls_file(tmp_path))
         assert failed, "call %d: the stand-in did not fail anything" % n
         if r.rc == 0:
             # The failure hit one of kcheck's own calls: invisible to the app.

@@ -3,7 +3,7 @@ planted kernels, the application's memory after a check, the policy, and
 faults in the executor's driver calls."""
 import re
 
-from conftest import by_type, run
+from conftest import by_type, run, sweep
 
 
 def app_lines(text):
@@ -168,11 +168,16 @@ def test_fault_sweep_over_the_executor(app, tmp_path):
     assert clean.rc == 0
     total, _ = read_calls(calls)
     absorbed = 0
-    for n in range(1, total + 1):
-        r = run([app("app_linked"), "races"], tmp_path, options=opts,
-                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": calls})
+
+    def one(n):
+        d = tmp_path / ("n%d" % n)
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d, options=opts,
+                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
+        return n, r, read_calls(str(d / "calls.txt"))[1]
+
+    for n, r, failed in sweep(one, range(1, total + 1)):
         assert r.rc in (0, 1), "call %d: exit %d\n%s" % (n, r.rc, r.err[-2000:])
-        _, failed = read_calls(calls)
         if r.rc == 0:
             absorbed += 1
             got = [l for l in app_lines(r.out) if "uninit_shared" not in l]

@@ -16,7 +16,13 @@ static int run(struct kc_gate_ctx *ctx) {
     }
     runs++;
     json_t *ev = NULL;
-    if (kc_compare_with_post(ctx->shadow, &ev)) {
+    long diff = kc_compare_with_post(ctx->shadow, &ev);
+    if (diff < 0) {
+      json_object_set_new(ctx->result, "status", json_string("error"));
+      json_object_set_new(ctx->result, "error", json_string("comparing the results failed"));
+      return 0;
+    }
+    if (diff > 0) {
       json_object_set_new(ev, "runs", json_integer(runs));
       json_object_set_new(ctx->result, "status", json_string("fail"));
       json_object_set_new(ctx->result, "runs", json_integer(runs));

@@ -42,8 +42,9 @@ CUresult kc_gates_check(struct kc_launch_info *li);
 void kc_gates_print(void);
 
 /* Compares the latest shadow run with post-state A. Returns the number of
- * differing bytes; on a difference *evidence describes the first one. */
-long kc_compare_with_post(const struct kc_shadow *s, json_t **evidence);
+ * differing 32-bit words (-1 when the comparison failed); on a difference
+ * *evidence describes the first one. */
+long kc_compare_with_post(struct kc_shadow *s, json_t **evidence);
 /* Emits a violation of gate g for this launch (adds kernel, launch,
  * signature, seed, stack). Takes ownership of details. */
 void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li, json_t *details);

@@ -56,7 +56,13 @@ static int run(struct kc_gate_ctx *ctx) {
       }
       runs++;
       json_t *ev = NULL;
-      if (kc_compare_with_post(ctx->shadow, &ev)) {
+      long diff = kc_compare_with_post(ctx->shadow, &ev);
+      if (diff < 0) {
+        status = "comparing the results failed";
+        json_object_set_new(ctx->result, "error", json_string(status));
+        break;
+      }
+      if (diff > 0) {
         status = "differs";
         json_array_append_new(exposed, json_string(name));
         if (!first_ev) {

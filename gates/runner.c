@@ -78,7 +78,7 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
     KC_INTERNAL_ERROR("restoring the application's memory after a check failed");
   kc_guard_leave();
   double cost = kc_now_s() - t0;
-  kc_policy_record(li->signature, ok && violations == 0, cost);
+  kc_policy_record(li->signature, li->k->id, ok && violations == 0, cost);
   if (!ok) {
     json_decref(results);
     skip(li, r == CUDA_SUCCESS ? "the application's launch could not be saved (device error)"

@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "launch.h"
 #include "log.h"
+#include "own.h"
 
 static void copy_config(struct kc_launch_info *li, const struct kc_launch_args *a) {
   if (a->entry == KC_LE_KERNEL_EX && a->config) {
@@ -95,7 +96,8 @@ void kc_capture_pointers(struct kc_launch_info *li) {
     CUdeviceptr base = 0;
     size_t size = 0;
     if (kc_drv.cuMemGetAddressRange_v2 &&
-        kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size) {
+        kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size &&
+        !kc_own_contains(base)) {
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
       li->nptrs++;
     }

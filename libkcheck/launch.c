@@ -74,7 +74,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
   if (ok && check) {
     int first = 0;
     li.signature = kc_policy_signature(&li);
-    const char *why = kc_policy_decide(li.signature, seq, &first);
+    const char *why = kc_policy_decide(li.signature, k->id, seq, &first);
     if (why) {
       check = 0;
       if (first) emit_skip(&li, why);

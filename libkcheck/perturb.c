@@ -8,6 +8,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "own.h"
 
 extern const char kc_perturb_ptx[];
 
@@ -17,7 +18,8 @@ struct dev_state {
   CUcontext ctx;
   int tried_module;
   CUmodule module;
-  CUfunction scrub, hammer, flush;
+  CUfunction scrub, hammer, flush, compare;
+  CUdeviceptr compare_out;
   int sms, l2, smem_optin;
   int green_sms;
   CUgreenCtx green;
@@ -67,7 +69,8 @@ static int load_module(struct dev_state *d) {
   }
   if (kc_drv.cuModuleGetFunction(&d->scrub, d->module, "kc_scrub_shared") != CUDA_SUCCESS ||
       kc_drv.cuModuleGetFunction(&d->hammer, d->module, "kc_hammer") != CUDA_SUCCESS ||
-      kc_drv.cuModuleGetFunction(&d->flush, d->module, "kc_flush_l2") != CUDA_SUCCESS) {
+      kc_drv.cuModuleGetFunction(&d->flush, d->module, "kc_flush_l2") != CUDA_SUCCESS ||
+      kc_drv.cuModuleGetFunction(&d->compare, d->module, "kc_compare") != CUDA_SUCCESS) {
     d->module = NULL;
     KC_INTERNAL_ERROR("kcheck's perturbation kernels are incomplete");
     return -1;
@@ -99,6 +102,7 @@ static int ensure_buf(CUdeviceptr *buf, size_t *words, size_t want_bytes) {
     *buf = 0;
     return -1;
   }
+  kc_own_add(*buf, want_bytes);
   kc_drv.cuMemsetD8_v2(*buf, 0, want_bytes);
   *words = want_bytes / 4;
   return 0;
@@ -253,6 +257,34 @@ out:
   return rc;
 }
 
+int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *count,
+                       uint64_t *first) {
+  int rc = -1;
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  if (!d || load_module(d)) goto out;
+  if (!d->compare_out) {
+    size_t w;
+    if (ensure_buf(&d->compare_out, &w, 16)) goto out;
+  }
+  uint64_t init[2] = {0, ~0ull}, res[2];
+  if (kc_drv.cuMemcpyHtoD_v2(d->compare_out, init, sizeof init) != CUDA_SUCCESS) goto out;
+  if (words) {
+    unsigned long long n = words;
+    void *params[] = {&a, &b, &n, &d->compare_out};
+    uint64_t blocks = (words + 255) / 256;
+    unsigned grid = blocks < 8u * (unsigned)d->sms ? (unsigned)blocks : 8u * (unsigned)d->sms;
+    if (launch(d->compare, grid ? grid : 1, 256, 0, NULL, params) != CUDA_SUCCESS) goto out;
+  }
+  if (kc_drv.cuMemcpyDtoH_v2(res, d->compare_out, sizeof res) != CUDA_SUCCESS) goto out;
+  *count = res[0];
+  *first = res[1];
+  rc = 0;
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
 void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li) {
   (void)p;
   (void)li;
@@ -267,9 +299,13 @@ void kc_perturb_fini(void) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < MAX_DEV; i++) {
     struct dev_state *d = &devs[i];
-    if (d->hammer_buf) kc_drv.cuMemFree_v2(d->hammer_buf);
-    if (d->flush_buf) kc_drv.cuMemFree_v2(d->flush_buf);
-    d->hammer_buf = d->flush_buf = 0;
+    CUdeviceptr *bufs[] = {&d->hammer_buf, &d->flush_buf, &d->compare_out};
+    for (int b = 0; b < 3; b++)
+      if (*bufs[b]) {
+        kc_own_remove(*bufs[b]);
+        kc_drv.cuMemFree_v2(*bufs[b]);
+        *bufs[b] = 0;
+      }
   }
   pthread_mutex_unlock(&lock);
 }

@@ -15,6 +15,11 @@ int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUs
                       unsigned *shmem, const char **why);
 /* Undoes what _before changed (function attributes); waits for helpers. */
 void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li);
+/* Device-side comparison of two buffers with kcheck's kc_compare kernel:
+ * *count differing 32-bit words, *first the first one's index. -1 when the
+ * kernel is unavailable (the caller compares on the host). */
+int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *count,
+                       uint64_t *first);
 void kc_perturb_fini(void);
 
 #endif

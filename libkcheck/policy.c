@@ -13,6 +13,14 @@
 #include "options.h"
 #include "report.h"
 
+/* Clean checks per kernel, for kernel_clean_limit. */
+struct kernel_rec {
+  int id;
+  long clean;
+  UT_hash_handle hh;
+};
+static struct kernel_rec *kernels;
+
 struct sig_rec {
   uint64_t sig;
   long launches, checks, clean;
@@ -55,8 +63,17 @@ uint64_t kc_policy_signature(const struct kc_launch_info *li) {
     unsigned char *copy = malloc(li->param_size);
     if (copy) {
       memcpy(copy, li->param_buf, li->param_size);
-      /* Addresses change from launch to launch; shapes and flags do not. */
+      /* Addresses change from launch to launch; shapes and flags do not.
+       * Besides resolved pointers, any aligned word that looks like a
+       * user-space address (2^32 .. 2^47) is dropped: parameter structs
+       * carry unused slots with stale stack bytes, which would make every
+       * launch a new signature. Shapes beyond 2^32 are rare. */
       for (int i = 0; i < li->nptrs; i++) memset(copy + li->ptrs[i].offset, 0, 8);
+      for (size_t off = 0; off + 8 <= li->param_size; off += 8) {
+        uint64_t w;
+        memcpy(&w, copy + off, 8);
+        if (w >= (1ull << 32) && w < (1ull << 47)) memset(copy + off, 0, 8);
+      }
       XXH3_64bits_update(&st, copy, li->param_size);
       free(copy);
     }
@@ -64,9 +81,19 @@ uint64_t kc_policy_signature(const struct kc_launch_info *li) {
   return XXH3_64bits_digest(&st);
 }
 
-enum { R_CLEAN = 1, R_SAMPLE = 2, R_TIME = 4 };
+enum { R_CLEAN = 1, R_SAMPLE = 2, R_TIME = 4, R_KERNEL = 8 };
 
-const char *kc_policy_decide(uint64_t sig, uint64_t seq, int *first_time) {
+static struct kernel_rec *kernel_rec(int id) {
+  struct kernel_rec *k = NULL;
+  HASH_FIND_INT(kernels, &id, k);
+  if (!k && (k = calloc(1, sizeof *k))) {
+    k->id = id;
+    HASH_ADD_INT(kernels, id, k);
+  }
+  return k;
+}
+
+const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time) {
   const char *why = NULL;
   unsigned bit = 0;
   pthread_mutex_lock(&lock);
@@ -85,8 +112,14 @@ const char *kc_policy_decide(uint64_t sig, uint64_t seq, int *first_time) {
   double wall = kc_now_s();
   if (kc_opt.time_budget < 1.0 && wall > 0 && check_seconds > kc_opt.time_budget * wall)
     why = "time_budget exhausted", bit = R_TIME;
-  else if (r->checks < kc_opt.check_first)
-    why = NULL;
+  else if (r->checks < kc_opt.check_first) {
+    /* A kernel that came out clean under many signatures (per-step scalars
+     * make new ones) is only sampled from then on. */
+    struct kernel_rec *k = kernel_rec(kernel_id);
+    if (k && kc_opt.kernel_clean_limit >= 0 && k->clean >= kc_opt.kernel_clean_limit &&
+        kc_policy_uniform(seq) >= kc_opt.sample)
+      why = "kernel already checked clean kernel_clean_limit times", bit = R_KERNEL;
+  }
   else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)
     why = "signature already checked clean clean_limit times", bit = R_CLEAN;
   else if (kc_policy_uniform(seq) >= kc_opt.sample)
@@ -98,11 +131,13 @@ const char *kc_policy_decide(uint64_t sig, uint64_t seq, int *first_time) {
   return why;
 }
 
-void kc_policy_record(uint64_t sig, int clean, double seconds) {
+void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds) {
   pthread_mutex_lock(&lock);
   struct sig_rec *r = NULL;
   HASH_FIND(hh, sigs, &sig, sizeof sig, r);
   if (r && clean) r->clean++;
+  struct kernel_rec *k = clean ? kernel_rec(kernel_id) : NULL;
+  if (k) k->clean++;
   check_seconds += seconds;
   pthread_mutex_unlock(&lock);
 }

@@ -16,9 +16,9 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq);
 uint64_t kc_policy_signature(const struct kc_launch_info *li);
 /* Per-signature decision after capture. NULL: check it; else the reason.
  * *first_time is set when this (signature, reason) pair is new. */
-const char *kc_policy_decide(uint64_t sig, uint64_t seq, int *first_time);
+const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time);
 /* Records a check's outcome and cost (seconds). */
-void kc_policy_record(uint64_t sig, int clean, double seconds);
+void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds);
 /* Deterministic per-launch uniform number in [0,1) from seed and seq. */
 double kc_policy_uniform(uint64_t seq);
 double kc_policy_check_seconds(void);

@@ -1,7 +1,7 @@
-/* libkcheck/shadow.c — snapshot, re-launch and restore around one
- * application launch. The pre-state stays on the device (fast restores);
- * post-state A and each run's result are copied to the host for the gates
- * to compare and for the final byte-exact restore. */
+/* libkcheck/shadow.c — snapshot, re-launch, compare and restore around one
+ * application launch. Pre-state and post-state A both stay on the device;
+ * comparisons run there (kc_compare) and only the first differing word is
+ * copied back, so a check costs a few passes over the saved bytes. */
 #include "shadow.h"
 
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "log.h"
 #include "options.h"
+#include "own.h"
 #include "perturb.h"
 #include "report.h"
 
@@ -35,16 +36,31 @@ static int add_region(struct kc_shadow *s, uint64_t base, uint64_t size, int *ca
     s->regions = n;
     *cap = ncap;
   }
-  s->regions[s->nregions++] = (struct kc_region){base, size, 0, NULL, NULL};
+  s->regions[s->nregions++] = (struct kc_region){base, size, 0, 0};
   s->saved_bytes += size;
+  return 0;
+}
+
+static void free_dev(CUdeviceptr *p) {
+  if (!*p) return;
+  kc_own_remove(*p);
+  kc_drv.cuMemFree_v2(*p);
+  *p = 0;
+}
+
+static int alloc_dev(CUdeviceptr *p, uint64_t size) {
+  if (kc_drv.cuMemAlloc_v2(p, size ? size : 4) != CUDA_SUCCESS) {
+    *p = 0;
+    return -1;
+  }
+  kc_own_add(*p, size ? size : 4);
   return 0;
 }
 
 static void free_regions(struct kc_shadow *s) {
   for (int i = 0; i < s->nregions; i++) {
-    if (s->regions[i].pre && kc_drv.cuMemFree_v2) kc_drv.cuMemFree_v2(s->regions[i].pre);
-    free(s->regions[i].post);
-    free(s->regions[i].result);
+    free_dev(&s->regions[i].pre);
+    free_dev(&s->regions[i].post);
   }
   free(s->regions);
   s->regions = NULL;
@@ -71,70 +87,46 @@ static int collect(struct kc_shadow *s, struct kc_launch_info *li) {
   return 0;
 }
 
+static int fail(struct kc_shadow *s, const char **why, const char *msg) {
+  *why = msg;
+  free_regions(s);
+  return -1;
+}
+
 int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
   memset(s, 0, sizeof *s);
   s->li = li;
   s->t_start = kc_now_s();
-  if (collect(s, li)) {
-    *why = "out of host memory";
-    free_regions(s);
-    return -1;
-  }
-  /* Device: the pre-state; host: post-state A and one result. */
-  if (s->saved_bytes > kc_opt.mem_budget) {
-    *why = "snapshot larger than mem_budget";
-    free_regions(s);
-    return -1;
-  }
+  if (collect(s, li)) return fail(s, why, "out of host memory");
+  /* Two device copies: the pre-state and post-state A. */
+  uint64_t need = 2 * s->saved_bytes;
+  if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");
   size_t free_b = 0, total_b = 0;
   if (kc_drv.cuMemGetInfo_v2 && kc_drv.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
-      s->saved_bytes + (256u << 20) > free_b) {
+      need + (256u << 20) > free_b)
     /* Never make the application run out of memory because of a check. */
-    *why = "not enough free device memory for the snapshot";
-    free_regions(s);
-    return -1;
-  }
-  if (sync_device() != CUDA_SUCCESS) {
-    *why = "device synchronization failed before the launch";
-    free_regions(s);
-    return -1;
-  }
+    return fail(s, why, "not enough free device memory for the snapshot");
+  if (sync_device() != CUDA_SUCCESS)
+    return fail(s, why, "device synchronization failed before the launch");
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
-    r->post = malloc(r->size ? r->size : 1);
-    r->result = malloc(r->size ? r->size : 1);
-    if (!r->post || !r->result) {
-      *why = "out of host memory for the snapshot";
-      free_regions(s);
-      return -1;
-    }
-    if (kc_drv.cuMemAlloc_v2(&r->pre, r->size) != CUDA_SUCCESS) {
-      r->pre = 0;
-      *why = "device memory for the snapshot unavailable";
-      free_regions(s);
-      return -1;
-    }
-    if (kc_drv.cuMemcpyDtoD_v2(r->pre, r->base, r->size) != CUDA_SUCCESS) {
-      *why = "saving the pre-state failed";
-      free_regions(s);
-      return -1;
-    }
+    if (alloc_dev(&r->pre, r->size) || alloc_dev(&r->post, r->size))
+      return fail(s, why, "device memory for the snapshot unavailable");
+    if (kc_drv.cuMemcpyDtoD_v2(r->pre, r->base, r->size) != CUDA_SUCCESS)
+      return fail(s, why, "saving the pre-state failed");
   }
-  if (sync_device() != CUDA_SUCCESS) {
-    *why = "saving the pre-state failed";
-    free_regions(s);
-    return -1;
-  }
+  if (sync_device() != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
   return 0;
 }
 
-static int copy_out(struct kc_shadow *s, int post) {
+static int copy_all(struct kc_shadow *s, int to_post) {
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
-    if (kc_drv.cuMemcpyDtoH_v2(post ? r->post : r->result, r->base, r->size) != CUDA_SUCCESS)
-      return -1;
+    CUresult c = to_post ? kc_drv.cuMemcpyDtoD_v2(r->post, r->base, r->size)
+                         : kc_drv.cuMemcpyDtoD_v2(r->base, r->pre, r->size);
+    if (c != CUDA_SUCCESS) return -1;
   }
-  return 0;
+  return sync_device() == CUDA_SUCCESS ? 0 : -1;
 }
 
 CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
@@ -142,18 +134,10 @@ CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
   CUresult r = kc_app_launch(s->li->args);
   if (r != CUDA_SUCCESS) return r;
   if (sync_device() != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
-  if (copy_out(s, 1)) return r;
+  if (copy_all(s, 1)) return r;
   s->have_post = 1;
   *ok = 1;
   return r;
-}
-
-static int restore_pre(struct kc_shadow *s) {
-  for (int i = 0; i < s->nregions; i++)
-    if (kc_drv.cuMemcpyDtoD_v2(s->regions[i].base, s->regions[i].pre, s->regions[i].size) !=
-        CUDA_SUCCESS)
-      return -1;
-  return sync_device() == CUDA_SUCCESS ? 0 : -1;
 }
 
 /* Launch attributes that tie the launch to the application's stream order or
@@ -181,7 +165,7 @@ static int relaunch_attrs(const struct kc_launch_info *li, CUlaunchAttribute *ou
 
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why) {
   struct kc_launch_info *li = s->li;
-  if (restore_pre(s)) {
+  if (copy_all(s, 0)) {
     *why = "restoring the pre-state failed";
     return -1;
   }
@@ -201,27 +185,91 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   CUresult r = kc_drv.cuLaunchKernelEx
                    ? kc_drv.cuLaunchKernelEx(&cfg, li->args->f, li->args->params, li->args->extra)
                    : CUDA_ERROR_NOT_SUPPORTED;
-  CUresult sr = sync_device();
+  /* A green-context stream belongs to another context: the context-wide
+   * sync below does not wait for it. */
+  CUresult sr = CUDA_SUCCESS;
+  if (stream != li->stream && kc_drv.cuStreamSynchronize) sr = kc_drv.cuStreamSynchronize(stream);
+  CUresult cr = sync_device();
   kc_perturb_after(p, li);
   s->runs++;
   if (r != CUDA_SUCCESS) {
     *why = "the shadow launch failed";
     return -1;
   }
-  if (sr != CUDA_SUCCESS) {
+  if (sr != CUDA_SUCCESS || cr != CUDA_SUCCESS) {
     *why = "the shadow run faulted";
-    return -1;
-  }
-  if (copy_out(s, 0)) {
-    *why = "reading the shadow result failed";
     return -1;
   }
   return 0;
 }
 
-/* One copy of post-state A back into the application's memory. */
-static int restore_one(const struct kc_region *r) {
-  return kc_drv.cuMemcpyHtoD_v2(r->base, r->post, r->size) == CUDA_SUCCESS ? 0 : -1;
+/* Host comparison, for when kcheck's compare kernel is unavailable. */
+static int host_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *count,
+                        uint64_t *first) {
+  enum { CHUNK = 1 << 22 }; /* words per pass: 16 MiB of each buffer */
+  uint32_t *x = malloc(4u * CHUNK), *y = malloc(4u * CHUNK);
+  int rc = (x && y) ? 0 : -1;
+  *count = 0;
+  *first = ~0ull;
+  for (uint64_t at = 0; !rc && at < words; at += CHUNK) {
+    uint64_t n = words - at < CHUNK ? words - at : CHUNK;
+    if (kc_drv.cuMemcpyDtoH_v2(x, a + 4 * at, 4 * n) != CUDA_SUCCESS ||
+        kc_drv.cuMemcpyDtoH_v2(y, b + 4 * at, 4 * n) != CUDA_SUCCESS) {
+      rc = -1;
+      break;
+    }
+    if (!memcmp(x, y, 4 * n)) continue;
+    for (uint64_t i = 0; i < n; i++)
+      if (x[i] != y[i]) {
+        if (*first == ~0ull) *first = at + i;
+        (*count)++;
+      }
+  }
+  free(x);
+  free(y);
+  return rc;
+}
+
+static int compare_region(const struct kc_region *r, uint64_t *count, uint64_t *first) {
+  uint64_t words = r->size / 4;
+  if (kc_perturb_compare(r->base, r->post, words, count, first) &&
+      host_compare(r->base, r->post, words, count, first))
+    return -1;
+  /* A size that is not a multiple of 4 leaves a few bytes for the host. */
+  unsigned tail = (unsigned)(r->size % 4);
+  if (tail) {
+    unsigned char x[4], y[4];
+    if (kc_drv.cuMemcpyDtoH_v2(x, r->base + 4 * words, tail) != CUDA_SUCCESS ||
+        kc_drv.cuMemcpyDtoH_v2(y, r->post + 4 * words, tail) != CUDA_SUCCESS)
+      return -1;
+    if (memcmp(x, y, tail)) {
+      if (!*count) *first = words;
+      (*count)++;
+    }
+  }
+  return 0;
+}
+
+int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
+  memset(d, 0, sizeof *d);
+  d->region = -1;
+  for (int i = 0; i < s->nregions; i++) {
+    uint64_t count = 0, first = ~0ull;
+    if (compare_region(&s->regions[i], &count, &first)) return -1;
+    if (!count) continue;
+    d->words += count;
+    if (d->region < 0) {
+      const struct kc_region *r = &s->regions[i];
+      d->region = i;
+      d->offset = 4 * first;
+      d->nbytes = r->size - d->offset < 4 ? (int)(r->size - d->offset) : 4;
+      if (kc_drv.cuMemcpyDtoH_v2(d->expected, r->post + d->offset, (size_t)d->nbytes) !=
+              CUDA_SUCCESS ||
+          kc_drv.cuMemcpyDtoH_v2(d->got, r->base + d->offset, (size_t)d->nbytes) != CUDA_SUCCESS)
+        return -1;
+    }
+  }
+  return 0;
 }
 
 int kc_shadow_end(struct kc_shadow *s) {
@@ -229,8 +277,13 @@ int kc_shadow_end(struct kc_shadow *s) {
   /* Without a shadow run the memory already is post-state A. A failed copy
    * is tried once more: leaving a shadow result in the application's memory
    * is the one failure kcheck must not accept quietly. */
-  for (int i = 0; s->have_post && s->runs && i < s->nregions; i++)
-    if (restore_one(&s->regions[i]) && restore_one(&s->regions[i])) rc = -1;
+  if (s->have_post && s->runs)
+    for (int i = 0; i < s->nregions; i++) {
+      struct kc_region *r = &s->regions[i];
+      if (kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS &&
+          kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS)
+        rc = -1;
+    }
   if (s->have_post && s->runs && sync_device() != CUDA_SUCCESS && sync_device() != CUDA_SUCCESS)
     rc = -1;
   s->restored = rc == 0;

@@ -24,12 +24,22 @@ struct kc_perturb {
   uint64_t seed;
 };
 
-/* One saved allocation. */
+/* One saved allocation. Both copies stay on the device: restores are
+ * device-to-device copies and comparisons run on the device, so a check
+ * costs a few passes over the saved bytes at device bandwidth. */
 struct kc_region {
   uint64_t base, size;
-  CUdeviceptr pre;          /* device copy of the pre-state */
-  unsigned char *post;      /* host copy of post-state A */
-  unsigned char *result;    /* host copy of the latest shadow run */
+  CUdeviceptr pre;  /* the pre-state */
+  CUdeviceptr post; /* post-state A (what the application keeps) */
+};
+
+/* The first difference between the latest shadow run and post-state A. */
+struct kc_diff {
+  uint64_t words;       /* differing 32-bit words, all regions (0: identical) */
+  int region;           /* region of the first difference */
+  uint64_t offset;      /* its byte offset in the allocation (4-aligned) */
+  unsigned char expected[4], got[4]; /* the word there, post-state A and shadow */
+  int nbytes;           /* valid bytes in expected/got (a tail may be short) */
 };
 
 struct kc_shadow {
@@ -51,10 +61,14 @@ int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char *
  * Returns the launch's result, which the application receives. When this
  * fails after the launch ran, *ok is 0 and no shadow run may follow. */
 CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok);
-/* One shadow run: restore the pre-state, perturb, re-launch, sync, copy the
- * result to regions[i].result. 0 on success; 1 when the perturbation does
- * not apply to this launch (*why says why); -1 on failure (*why). */
+/* One shadow run: restore the pre-state, perturb, re-launch, sync. The
+ * result is left in the application's memory until kc_shadow_end. 0 on
+ * success; 1 when the perturbation does not apply to this launch (*why says
+ * why); -1 on failure (*why). */
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why);
+/* Compares the latest run with post-state A. 0 on success (d->words == 0
+ * means identical), -1 when the comparison itself failed. */
+int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
 /* Restores post-state A and frees everything. 0 when the application's
  * memory is exactly as its own launch left it. */
 int kc_shadow_end(struct kc_shadow *s);

@@ -51,3 +51,23 @@ extern "C" __global__ void kc_flush_l2(unsigned int *buf, unsigned long long wor
        i += stride)
     buf[i] = (unsigned int)i;
 }
+
+// Compares two device buffers word by word: out[0] counts differing 32-bit
+// words, out[1] holds the smallest differing word index (initialized to
+// ~0 by the caller). Lets a check compare on the device and copy back only
+// the first difference.
+extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int *b,
+                                      unsigned long long words, unsigned long long *out) {
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  unsigned long long count = 0, first = ~0ull;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
+       i += stride)
+    if (a[i] != b[i]) {
+      count++;
+      if (i < first) first = i;
+    }
+  if (count) {
+    atomicAdd(&out[0], count);
+    atomicMin(&out[1], first);
+  }
+}

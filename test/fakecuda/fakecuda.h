@@ -58,6 +58,11 @@
  *   extern "C" __global__ void kc_flush_l2(unsigned int *buf, unsigned long long words);
  *     Touch the buffer (read-modify-write / write); no effect on ordering.
  *
+ *   extern "C" __global__ void kc_compare(const unsigned *a, const unsigned *b,
+ *                                         unsigned long long words,
+ *                                         unsigned long long *out);
+ *     out[0] += number of differing words, out[1] = min(out[1], first index).
+ *
  * ENVIRONMENT
  *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)
  *   FAKECUDA_ORDER_SEED=N     block-order seed (default 0)
@@ -179,6 +184,7 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_OCCUPIER "kc_occupier"
 #define FK_K_HAMMER "kc_hammer"
 #define FK_K_FLUSH_L2 "kc_flush_l2"
+#define FK_K_COMPARE "kc_compare"
 
 /* The TensorIterator-like struct parameter of FK_K_TI_ADD: out[i] =
  * a[i] + alpha * b[i] for float; pointers at offsets 16, 528 and 1032, the

@@ -198,6 +198,19 @@ static void k_flush_l2(const struct fk_launch_ctx *c, void *const *params) {
       buf[i] = (unsigned)i;
 }
 
+static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
+  const unsigned *a = P(0, const unsigned *), *b = P(1, const unsigned *);
+  unsigned long long words = P(2, unsigned long long);
+  unsigned long long *out = P(3, unsigned long long *);
+  /* Blocks run one at a time here: block 0 does the whole comparison. */
+  if (block_lin(c) != 0) return;
+  for (unsigned long long i = 0; i < words; i++)
+    if (a[i] != b[i]) {
+      out[0]++;
+      if (i < out[1]) out[1] = i;
+    }
+}
+
 /* ----------------------------------------------------------- registry */
 
 static const struct fk_kernel_def builtin[] = {
@@ -217,6 +230,7 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_OCCUPIER, k_occupier, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
+    {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

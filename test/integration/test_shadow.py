@@ -35,7 +35,7 @@ def test_racy_kernels_flagged_clean_ones_not(app, tmp_path):
     for v in viol:
         ev = v["evidence"]
         assert v["exposed_by"] and ev["strategy"] in v["exposed_by"]
-        assert ev["differing_bytes"] > 0 and ev["pointed_to_by"]
+        assert ev["differing_words"] > 0 and ev["pointed_to_by"]
         assert set(ev["expected"]) >= {"fp32", "int32", "fp16", "bf16"}
         assert ev["expected"] != ev["got"]
         assert v["stack"]["host"]

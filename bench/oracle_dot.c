@@ -26,7 +26,8 @@ static double now(void) {
 /* Kept out of line so the compiler cannot fuse or hoist it across reps. */
 __attribute__((noinline)) static double plain_dot(const double *x, const double *y, size_t n) {
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += x[i] * y[i];
+  for (size_t i = 0; i < n; i++)
+    s += x[i] * y[i];
   return s;
 }
 

@@ -31,7 +31,8 @@ int main(int argc, char **argv) {
   int64_t n = argc > 1 ? atoll(argv[1]) : 4096;
   uint64_t st = 42;
   uint16_t *a = malloc((size_t)(n * n) * 2), *b = malloc((size_t)(n * n) * 2);
-  float *af = malloc((size_t)(n * n) * 4), *bf = malloc((size_t)(n * n) * 4), *c = calloc((size_t)(n * n), 4);
+  float *af = malloc((size_t)(n * n) * 4), *bf = malloc((size_t)(n * n) * 4),
+        *c = calloc((size_t)(n * n), 4);
   if (!a || !b || !af || !bf || !c) return 1;
   for (int64_t i = 0; i < n * n; i++) {
     a[i] = bf16_bits((float)(oc_rand_unit(&st) * 2 - 1) * 0.99f) & 0xfff8;
@@ -45,7 +46,8 @@ int main(int argc, char **argv) {
       float x = af[i * n + k];
       const float *brow = bf + k * n;
       float *crow = c + i * n;
-      for (int64_t j = 0; j < n; j++) crow[j] += x * brow[j];
+      for (int64_t j = 0; j < n; j++)
+        crow[j] += x * brow[j];
     }
   double tk = now() - t0;
   struct oc_tensor A, B, C;
@@ -60,8 +62,9 @@ int main(int argc, char **argv) {
   oc_options_default(&o);
   struct oc_verdict v;
   char line[640];
-  printf("oracle_gemm: %lldx%lldx%lld bf16 -> fp32 (CPU reference kernel took %.1f s, not counted)\n",
-         (long long)n, (long long)n, (long long)n, tk);
+  printf(
+      "oracle_gemm: %lldx%lldx%lld bf16 -> fp32 (CPU reference kernel took %.1f s, not counted)\n",
+      (long long)n, (long long)n, (long long)n, tk);
   printf("%-34s %10s %12s %s\n", "check", "seconds", "ns/element", "verdict");
   for (int screen = 1; screen >= 0; screen--) {
     o.screen = screen;
@@ -78,7 +81,8 @@ int main(int argc, char **argv) {
   /* Row ops checked in full: 256 rows of 1024 fp32 values. */
   int64_t rows = 256, len = 1024;
   float *x = malloc((size_t)(rows * len) * 4), *y = malloc((size_t)(rows * len) * 4);
-  for (int64_t i = 0; i < rows * len; i++) x[i] = (float)(oc_rand_unit(&st) * 8 - 4);
+  for (int64_t i = 0; i < rows * len; i++)
+    x[i] = (float)(oc_rand_unit(&st) * 8 - 4);
   struct oc_tensor X, Y, S;
   int64_t s2[2] = {rows, len};
   oc_tensor_make(&X, x, OC_FP32, 2, s2, NULL);
@@ -87,29 +91,38 @@ int main(int argc, char **argv) {
   oc_profile_preset("fp32", &p);
   for (int64_t r = 0; r < rows; r++) { /* two-pass softmax */
     float m = -INFINITY, s = 0;
-    for (int64_t k = 0; k < len; k++) m = fmaxf(m, x[r * len + k]);
-    for (int64_t k = 0; k < len; k++) s += expf(x[r * len + k] - m);
-    for (int64_t k = 0; k < len; k++) y[r * len + k] = expf(x[r * len + k] - m) / s;
+    for (int64_t k = 0; k < len; k++)
+      m = fmaxf(m, x[r * len + k]);
+    for (int64_t k = 0; k < len; k++)
+      s += expf(x[r * len + k] - m);
+    for (int64_t k = 0; k < len; k++)
+      y[r * len + k] = expf(x[r * len + k] - m) / s;
   }
   t0 = now();
   oc_check_softmax(OC_SOFTMAX, &X, 1, &Y, &p, NULL, &v);
   double t = now() - t0;
-  printf("%-34s %10.3f %12.1f %s\n", "softmax 256x1024 (full)", t, 1e9 * t / (double)v.checked, oc_verdict_name(v.kind));
+  printf("%-34s %10.3f %12.1f %s\n", "softmax 256x1024 (full)", t, 1e9 * t / (double)v.checked,
+         oc_verdict_name(v.kind));
   for (int64_t r = 0; r < rows; r++) {
     float mu = 0, var = 0;
-    for (int64_t k = 0; k < len; k++) mu += x[r * len + k];
+    for (int64_t k = 0; k < len; k++)
+      mu += x[r * len + k];
     mu /= (float)len;
-    for (int64_t k = 0; k < len; k++) var += (x[r * len + k] - mu) * (x[r * len + k] - mu);
+    for (int64_t k = 0; k < len; k++)
+      var += (x[r * len + k] - mu) * (x[r * len + k] - mu);
     float rs = 1 / sqrtf(var / (float)len + 1e-5f);
-    for (int64_t k = 0; k < len; k++) y[r * len + k] = (x[r * len + k] - mu) * rs;
+    for (int64_t k = 0; k < len; k++)
+      y[r * len + k] = (x[r * len + k] - mu) * rs;
   }
   t0 = now();
   oc_check_layer_norm(&X, NULL, NULL, 1e-5, &Y, &p, NULL, &v);
   t = now() - t0;
-  printf("%-34s %10.3f %12.1f %s\n", "layer_norm 256x1024 (full)", t, 1e9 * t / (double)v.checked, oc_verdict_name(v.kind));
+  printf("%-34s %10.3f %12.1f %s\n", "layer_norm 256x1024 (full)", t, 1e9 * t / (double)v.checked,
+         oc_verdict_name(v.kind));
   for (int64_t r = 0; r < rows; r++) {
     float s = 0;
-    for (int64_t k = 0; k < len; k++) s += x[r * len + k];
+    for (int64_t k = 0; k < len; k++)
+      s += x[r * len + k];
     y[r] = s;
   }
   t0 = now();

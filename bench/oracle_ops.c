@@ -19,9 +19,12 @@ static void ew(enum oc_op op, enum oc_format f, int64_t n, const char *prof) {
   uint64_t st = 1;
   for (int64_t i = 0; i < n; i++) {
     double v = 16 * oc_rand_unit(&st) - 8;
-    uint64_t b = oc_encode(f, v, OC_OVF_IEEE), r = oc_op_encode(op, f, OC_OVF_IEEE, oc_decode(f, b), 0);
-    if (oc_format_size(f) == 4) ((uint32_t *)x)[i] = (uint32_t)b, ((uint32_t *)o)[i] = (uint32_t)r;
-    else ((uint16_t *)x)[i] = (uint16_t)b, ((uint16_t *)o)[i] = (uint16_t)r;
+    uint64_t b = oc_encode(f, v, OC_OVF_IEEE),
+             r = oc_op_encode(op, f, OC_OVF_IEEE, oc_decode(f, b), 0);
+    if (oc_format_size(f) == 4)
+      ((uint32_t *)x)[i] = (uint32_t)b, ((uint32_t *)o)[i] = (uint32_t)r;
+    else
+      ((uint16_t *)x)[i] = (uint16_t)b, ((uint16_t *)o)[i] = (uint16_t)r;
   }
   struct oc_tensor X, O;
   int64_t sh[1] = {n};
@@ -44,9 +47,12 @@ static void gdelta(int H, int T, int K, int V) {
   float *q = malloc(nq * 4), *k = malloc(nq * 4), *vv = malloc(nv * 4), *g = malloc(ng * 4);
   float *b = malloc(ng * 4), *o = calloc(nv, 4);
   uint64_t st = 3;
-  for (size_t i = 0; i < nq; i++) q[i] = (float)(oc_rand_unit(&st) - 0.5), k[i] = (float)((oc_rand_unit(&st) - 0.5) / sqrt(K));
-  for (size_t i = 0; i < nv; i++) vv[i] = (float)(oc_rand_unit(&st) - 0.5);
-  for (size_t i = 0; i < ng; i++) g[i] = -0.1f, b[i] = 0.5f;
+  for (size_t i = 0; i < nq; i++)
+    q[i] = (float)(oc_rand_unit(&st) - 0.5), k[i] = (float)((oc_rand_unit(&st) - 0.5) / sqrt(K));
+  for (size_t i = 0; i < nv; i++)
+    vv[i] = (float)(oc_rand_unit(&st) - 0.5);
+  for (size_t i = 0; i < ng; i++)
+    g[i] = -0.1f, b[i] = 0.5f;
   int64_t sq[3] = {H, T, K}, sv[3] = {H, T, V}, sg[2] = {H, T};
   struct oc_tensor Q, Kt, Vt, G, B, O;
   oc_tensor_make(&Q, q, OC_FP32, 3, sq, NULL);
@@ -62,13 +68,15 @@ static void gdelta(int H, int T, int K, int V) {
   double t0 = now();
   oc_check_gated_delta(&da, &O, &p, NULL, &v);
   double dt = now() - t0, steps = (double)H * T * K * V;
-  printf("| gated_delta H%d T%d dk%d dv%d | %.3f s | %.1f ns per state element-step | %s (zero output) |\n",
+  printf("| gated_delta H%d T%d dk%d dv%d | %.3f s | %.1f ns per state element-step | %s (zero "
+         "output) |\n",
          H, T, K, V, dt, 1e9 * dt / steps, oc_verdict_name(v.kind));
   free(q), free(k), free(vv), free(g), free(b), free(o);
 }
 
 int main(void) {
-  printf("| check | format | elements | seconds | ns/element | verdict |\n|---|---|---|---|---|---|\n");
+  printf("| check | format | elements | seconds | ns/element | verdict "
+         "|\n|---|---|---|---|---|---|\n");
   ew(OC_OP_EXP, OC_FP32, 200000, "fp32");
   ew(OC_OP_TANH, OC_FP32, 200000, "fp32");
   ew(OC_OP_GELU_ERF, OC_FP32, 50000, "fp32");

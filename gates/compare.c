@@ -58,11 +58,11 @@ long kc_compare_with_post(struct kc_shadow *s, json_t **evidence) {
       json_array_append_new(params, json_pack("{s:i, s:I}", "param_offset",
                                               (int)s->li->ptrs[i].offset, "alloc_offset",
                                               (json_int_t)(s->li->ptrs[i].value - r->base)));
-  *evidence = json_pack("{s:{s:o, s:I}, s:I, s:o, s:o, s:o, s:I, s:i}", "allocation", "base",
-                        hex64(r->base), "size", (json_int_t)r->size, "offset",
-                        (json_int_t)(d.offset + 2 * (uint64_t)half), "pointed_to_by", params,
-                        "expected", interpret(d.expected, d.nbytes, half), "got",
-                        interpret(d.got, d.nbytes, half), "differing_words",
-                        (json_int_t)d.words, "regions", s->nregions);
+  *evidence =
+      json_pack("{s:{s:o, s:I}, s:I, s:o, s:o, s:o, s:I, s:i}", "allocation", "base",
+                hex64(r->base), "size", (json_int_t)r->size, "offset",
+                (json_int_t)(d.offset + 2 * (uint64_t)half), "pointed_to_by", params, "expected",
+                interpret(d.expected, d.nbytes, half), "got", interpret(d.got, d.nbytes, half),
+                "differing_words", (json_int_t)d.words, "regions", s->nregions);
   return (long)d.words;
 }

@@ -39,5 +39,9 @@ static int run(struct kc_gate_ctx *ctx) {
 }
 
 const struct kc_gate kc_gate_determinism = {
-    "determinism", "error", 0,
-    "an identical re-run of the launch from the same inputs gives identical bytes", NULL, run};
+    "determinism",
+    "error",
+    0,
+    "an identical re-run of the launch from the same inputs gives identical bytes",
+    NULL,
+    run};

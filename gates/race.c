@@ -19,12 +19,18 @@ struct strategy {
 static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
   memset(p, 0, sizeof *p);
   p->seed = seed;
-  if (!strcmp(name, "scrub")) p->scrub = 1, p->name = "scrub";
-  else if (!strcmp(name, "green")) p->green_sms = (int)kc_opt.green_sms, p->name = "green";
-  else if (!strcmp(name, "smem")) p->extra_shmem = (unsigned)kc_opt.extra_shmem, p->name = "smem";
-  else if (!strcmp(name, "hammer")) p->hammer = 1, p->name = "hammer";
-  else if (!strcmp(name, "l2flush")) p->l2flush = 1, p->name = "l2flush";
-  else return -1;
+  if (!strcmp(name, "scrub"))
+    p->scrub = 1, p->name = "scrub";
+  else if (!strcmp(name, "green"))
+    p->green_sms = (int)kc_opt.green_sms, p->name = "green";
+  else if (!strcmp(name, "smem"))
+    p->extra_shmem = (unsigned)kc_opt.extra_shmem, p->name = "smem";
+  else if (!strcmp(name, "hammer"))
+    p->hammer = 1, p->name = "hammer";
+  else if (!strcmp(name, "l2flush"))
+    p->l2flush = 1, p->name = "l2flush";
+  else
+    return -1;
   return 0;
 }
 
@@ -93,8 +99,11 @@ static int run(struct kc_gate_ctx *ctx) {
   return 1;
 }
 
-const struct kc_gate kc_gate_race = {"race", "error", 0,
+const struct kc_gate kc_gate_race = {"race",
+                                     "error",
+                                     0,
                                      "re-runs under each timing perturbation (block order, "
                                      "occupancy, interference, cache, shared-memory contents) "
                                      "give identical bytes",
-                                     NULL, run};
+                                     NULL,
+                                     run};

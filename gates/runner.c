@@ -18,12 +18,12 @@ static void sig_hex(uint64_t sig, char out[20]) {
 void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li, json_t *details) {
   char sig[20];
   sig_hex(li->signature, sig);
-  json_t *rec = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:[iii], s:[iii], s:i, s:I}", "gate",
-                          g->id, "severity", g->severity, "kernel", li->k->id, "kernel_name",
-                          li->k->demangled, "kernel_mangled", li->k->name, "launch",
-                          (json_int_t)li->seq, "signature", sig, "grid", li->grid[0], li->grid[1],
-                          li->grid[2], "block", li->block[0], li->block[1], li->block[2],
-                          "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
+  json_t *rec =
+      json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:[iii], s:[iii], s:i, s:I}", "gate", g->id,
+                "severity", g->severity, "kernel", li->k->id, "kernel_name", li->k->demangled,
+                "kernel_mangled", li->k->name, "launch", (json_int_t)li->seq, "signature", sig,
+                "grid", li->grid[0], li->grid[1], li->grid[2], "block", li->block[0], li->block[1],
+                li->block[2], "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
   json_object_update(rec, details);
   json_decref(details);
   kc_report_violation(rec);

@@ -21,8 +21,10 @@ static size_t upper(uint64_t addr) {
   size_t lo = 0, hi = count;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (items[mid].base <= addr) lo = mid + 1;
-    else hi = mid;
+    if (items[mid].base <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -32,7 +34,8 @@ static void remove_overlaps_locked(uint64_t base, uint64_t size) {
   size_t i = upper(base);
   if (i > 0 && items[i - 1].base + items[i - 1].size > base) i--;
   size_t j = i;
-  while (j < count && items[j].base < end) j++;
+  while (j < count && items[j].base < end)
+    j++;
   if (j > i) {
     memmove(items + i, items + j, (count - j) * sizeof *items);
     count -= j - i;

@@ -6,7 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum kc_alloc_kind { KC_ALLOC_PLAIN, KC_ALLOC_PITCH, KC_ALLOC_MANAGED, KC_ALLOC_ASYNC, KC_ALLOC_VMM };
+enum kc_alloc_kind {
+  KC_ALLOC_PLAIN,
+  KC_ALLOC_PITCH,
+  KC_ALLOC_MANAGED,
+  KC_ALLOC_ASYNC,
+  KC_ALLOC_VMM
+};
 
 struct kc_alloc {
   uint64_t base;

@@ -54,8 +54,8 @@ static void note_missed(const char *name) {
   pthread_mutex_unlock(&missed_lock);
 }
 
-static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
-                                 CUpti_CallbackId cbid, const void *data) {
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data) {
   (void)userdata;
   (void)cbid;
   const CUpti_CallbackData *cb = data;
@@ -81,10 +81,12 @@ void kc_audit_expect_end(void) {
 }
 
 static void *open_cupti(void) {
-  static const char *const names[] = {
-      "libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
-      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-      "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13", NULL};
+  static const char *const names[] = {"libcupti.so.13",
+                                      "libcupti.so",
+                                      "/usr/local/cuda/lib64/libcupti.so.13",
+                                      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+                                      "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+                                      NULL};
   for (const char *const *n = names; *n; n++) {
     void *h = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
     if (h) return h;
@@ -106,7 +108,8 @@ void kc_audit_start(void) {
   cupti.enable = (__typeof__(cupti.enable))dlsym(h, "cuptiEnableCallback");
   cupti.result_string = (__typeof__(cupti.result_string))dlsym(h, "cuptiGetResultString");
   if (!cupti.subscribe || !cupti.unsubscribe || !cupti.enable) {
-    kc_log_printf(KC_LOG_WARN, "cupti_audit=1: CUPTI lacks the callback API; continuing without it");
+    kc_log_printf(KC_LOG_WARN,
+                  "cupti_audit=1: CUPTI lacks the callback API; continuing without it");
     goto out;
   }
   char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
@@ -125,8 +128,9 @@ void kc_audit_start(void) {
     kc_log_printf(KC_LOG_WARN,
                   "cupti_audit=1: another CUPTI subscriber is active (%s); only one is allowed per "
                   "process, so kcheck continues without the CUPTI audit",
-                  old_name[0] ? old_name
-                              : "a profiler, Nsight Systems/Compute, compute-sanitizer or cuda-gdb");
+                  old_name[0]
+                      ? old_name
+                      : "a profiler, Nsight Systems/Compute, compute-sanitizer or cuda-gdb");
     kc_report_emit("audit", json_pack("{s:s, s:s}", "status", "unavailable", "reason",
                                       old_name[0] ? old_name : "another CUPTI subscriber"));
     goto out;
@@ -166,17 +170,18 @@ void kc_audit_finish(void) {
   pthread_mutex_lock(&missed_lock);
   struct missed *e, *tmp;
   HASH_ITER(hh, missed_by_name, e, tmp) {
-    json_array_append_new(missed, json_pack("{s:s, s:I}", "kernel", e->name, "count",
-                                            (json_int_t)e->count));
+    json_array_append_new(
+        missed, json_pack("{s:s, s:I}", "kernel", e->name, "count", (json_int_t)e->count));
   }
   pthread_mutex_unlock(&missed_lock);
   kc_report_emit("audit", json_pack("{s:s, s:I, s:I, s:I, s:o}", "status", "done", "matched",
                                     (json_int_t)m, "missed_by_shim", (json_int_t)c,
                                     "missed_by_cupti", (json_int_t)s, "missed_kernels", missed));
-  kc_log_printf(KC_LOG_WARN,
-                "CUPTI audit: %ld launches seen by both, %ld seen by CUPTI only (missed by kcheck), "
-                "%ld seen by kcheck only",
-                m, c, s);
+  kc_log_printf(
+      KC_LOG_WARN,
+      "CUPTI audit: %ld launches seen by both, %ld seen by CUPTI only (missed by kcheck), "
+      "%ld seen by kcheck only",
+      m, c, s);
   kc_guard_enter();
   cupti.unsubscribe(subscriber);
   kc_guard_leave();

@@ -34,7 +34,8 @@ static int pack_extra(struct kc_launch_info *li, void **extra) {
   size_t size = 0;
   int have_size = 0;
   for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buf = extra[i + 1];
     else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
       memcpy(&size, extra[i + 1], sizeof size);
       have_size = 1;
@@ -59,7 +60,8 @@ static int pack_params(struct kc_launch_info *li, void **params) {
   li->param_buf = calloc(1, k->param_bytes ? k->param_bytes : 1);
   if (!li->param_buf) return -1;
   for (int i = 0; i < k->nparams; i++)
-    if (params && params[i]) memcpy(li->param_buf + k->param_offset[i], params[i], k->param_size[i]);
+    if (params && params[i])
+      memcpy(li->param_buf + k->param_offset[i], params[i], k->param_size[i]);
   li->param_form = k->nparams ? "params" : "none";
   return 0;
 }
@@ -137,7 +139,8 @@ json_t *kc_launch_json(const struct kc_launch_info *li) {
   if (li->param_buf && li->param_size <= 4096) {
     char *hex = malloc(2 * li->param_size + 1);
     if (hex) {
-      for (size_t i = 0; i < li->param_size; i++) snprintf(hex + 2 * i, 3, "%02x", li->param_buf[i]);
+      for (size_t i = 0; i < li->param_size; i++)
+        snprintf(hex + 2 * i, 3, "%02x", li->param_buf[i]);
       hex[2 * li->param_size] = 0;
       bytes = json_string(hex);
       free(hex);

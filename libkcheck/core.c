@@ -100,8 +100,9 @@ void kc_on_graph_launch(void) { atomic_fetch_add(&kc_count.graph_launches, 1); }
 
 void kc_on_unwrapped_entry(const char *symbol) {
   /* Launches through such an entry would be invisible: say so, once each. */
-  kc_log_printf(KC_LOG_WARN, "cuGetProcAddress returned an unknown variant of %s; calls through it "
-                             "are not seen by kcheck",
+  kc_log_printf(KC_LOG_WARN,
+                "cuGetProcAddress returned an unknown variant of %s; calls through it "
+                "are not seen by kcheck",
                 symbol);
 }
 

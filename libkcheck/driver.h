@@ -17,13 +17,13 @@ typedef CUresult (*kc_fam_LAUNCH_KERNEL)(CUfunction f, unsigned gx, unsigned gy,
 typedef CUresult (*kc_fam_LAUNCH_KERNEL_EX)(const CUlaunchConfig *config, CUfunction f,
                                             void **params, void **extra);
 typedef CUresult (*kc_fam_LAUNCH_COOPERATIVE)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                              unsigned bx, unsigned by, unsigned bz,
-                                              unsigned shmem, CUstream stream, void **params);
+                                              unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                              CUstream stream, void **params);
 typedef CUresult (*kc_fam_GRAPH_LAUNCH)(CUgraphExec exec, CUstream stream);
 typedef CUresult (*kc_fam_MODULE_LOAD)(CUmodule *module, const char *fname);
 typedef CUresult (*kc_fam_MODULE_LOAD_DATA)(CUmodule *module, const void *image);
-typedef CUresult (*kc_fam_MODULE_LOAD_DATA_EX)(CUmodule *module, const void *image,
-                                               unsigned n, CUjit_option *opts, void **vals);
+typedef CUresult (*kc_fam_MODULE_LOAD_DATA_EX)(CUmodule *module, const void *image, unsigned n,
+                                               CUjit_option *opts, void **vals);
 typedef CUresult (*kc_fam_LIBRARY_LOAD_DATA)(CUlibrary *lib, const void *code,
                                              CUjit_option *jit_opts, void **jit_vals,
                                              unsigned n_jit, CUlibraryOption *lib_opts,

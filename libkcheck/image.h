@@ -11,7 +11,7 @@ struct kc_image_info {
   int is_library;
   uint64_t hash; /* XXH3-64 of the image bytes */
   size_t size;
-  char format[8]; /* "elf", "fatbin", "ptx", "file" */
+  char format[8];   /* "elf", "fatbin", "ptx", "file" */
   char source[256]; /* file name, or "memory" */
 };
 

@@ -86,17 +86,15 @@ int kc_kernel_name_eligible(const char *demangled) {
   if (*kc_opt.kernel_include_regex && !regex_match(kc_opt.kernel_include_regex, demangled))
     return 0;
   if (contains_any(demangled, kc_opt.kernel_exclude)) return 0;
-  if (*kc_opt.kernel_exclude_regex && regex_match(kc_opt.kernel_exclude_regex, demangled))
-    return 0;
+  if (*kc_opt.kernel_exclude_regex && regex_match(kc_opt.kernel_exclude_regex, demangled)) return 0;
   return 1;
 }
 
 int kc_kernel_is_communication(const char *demangled) {
   /* Re-running one rank's collective alone deadlocks or corrupts peers. */
-  static const char *const marks[] = {"nccl",         "nvshmem",    "rccl",
-                                      "cross_device", "all_reduce", "allreduce",
-                                      "all_gather",   "allgather",  "reduce_scatter",
-                                      "alltoall",     NULL};
+  static const char *const marks[] = {"nccl",           "nvshmem",   "rccl",       "cross_device",
+                                      "all_reduce",     "allreduce", "all_gather", "allgather",
+                                      "reduce_scatter", "alltoall",  NULL};
   char lower[512];
   size_t i;
   for (i = 0; demangled[i] && i < sizeof lower - 1; i++)

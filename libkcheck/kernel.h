@@ -14,19 +14,19 @@
 struct kc_kernel {
   void *handle; /* CUfunction or CUkernel, as passed to the launch */
   int id;
-  int is_cukernel;      /* a CUkernel: cuFuncGet* fail on it, cuKernelGet* work */
-  const char *name;     /* mangled (as the driver reports it) */
+  int is_cukernel;  /* a CUkernel: cuFuncGet* fail on it, cuKernelGet* work */
+  const char *name; /* mangled (as the driver reports it) */
   const char *demangled;
-  void *image_handle;   /* CUmodule or CUlibrary, NULL when unknown */
-  int image_id;         /* -1 when the load was not seen */
+  void *image_handle; /* CUmodule or CUlibrary, NULL when unknown */
+  int image_id;       /* -1 when the load was not seen */
   uint64_t image_hash;
-  int nparams;          /* -1 when the layout is unknown */
+  int nparams; /* -1 when the layout is unknown */
   uint32_t *param_offset;
   uint32_t *param_size;
-  size_t param_bytes;   /* end of the last parameter */
+  size_t param_bytes; /* end of the last parameter */
   int layout_tries;
-  int eligible;         /* passes the include/exclude filters */
-  int communication;    /* NCCL-like: never re-run */
+  int eligible;      /* passes the include/exclude filters */
+  int communication; /* NCCL-like: never re-run */
 };
 
 /* The kernel record for a launch handle (first sight creates it). Never

@@ -24,7 +24,8 @@ void kc_log_printf(int level, const char *fmt, ...) __attribute__((format(printf
   do {                                                                                             \
     static atomic_int kc_once_;                                                                    \
     atomic_fetch_add(&kc_internal_errors, 1);                                                      \
-    if (!atomic_exchange(&kc_once_, 1)) kc_log_printf(KC_LOG_ERROR, "internal error: " __VA_ARGS__); \
+    if (!atomic_exchange(&kc_once_, 1))                                                            \
+      kc_log_printf(KC_LOG_ERROR, "internal error: " __VA_ARGS__);                                 \
   } while (0)
 
 /* Defensive branches that should never be taken (SQLite's NEVER()). */

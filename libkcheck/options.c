@@ -38,7 +38,8 @@ size_t kc_edit_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la > 63 || lb > 63) return la > lb ? la : lb;
   size_t prev[64], cur[64];
-  for (size_t j = 0; j <= lb; j++) prev[j] = j;
+  for (size_t j = 0; j <= lb; j++)
+    prev[j] = j;
   for (size_t i = 1; i <= la; i++) {
     cur[0] = i;
     for (size_t j = 1; j <= lb; j++) {
@@ -68,10 +69,26 @@ static int parse_size(const char *v, unsigned long long *out) {
   if (end == v || errno || x < 0) return -1;
   double mul = 1;
   switch (*end) {
-  case 'k': case 'K': mul = 1024.0; end++; break;
-  case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-  case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-  case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+  case 'k':
+  case 'K':
+    mul = 1024.0;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    mul = 1024.0 * 1024;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    mul = 1024.0 * 1024 * 1024;
+    end++;
+    break;
+  case 't':
+  case 'T':
+    mul = 1024.0 * 1024 * 1024 * 1024;
+    end++;
+    break;
   default: break;
   }
   if (*end == 'B' || *end == 'b') end++;
@@ -126,9 +143,12 @@ static int set_value(const struct opt_row *r, const char *v, size_t idx) {
     return 0;
   }
   case T_BOOL:
-    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) *(int *)r->field = 1;
-    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) *(int *)r->field = 0;
-    else return -1;
+    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"))
+      *(int *)r->field = 1;
+    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no"))
+      *(int *)r->field = 0;
+    else
+      return -1;
     return 0;
   }
   return -1;
@@ -190,8 +210,8 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
         *(const char **)rows[i].field = saved_owned;
         saved_owned = NULL;
       }
-      kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s'; keeping the current value", source,
-                    val, key);
+      kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s'; keeping the current value",
+                    source, val, key);
       problems++;
     }
     free(saved_owned);
@@ -216,7 +236,8 @@ static int check_env(void) {
     memcpy(name, *e, n);
     name[n] = 0;
     int known = 0;
-    for (const char *const *k = known_env; *k; k++) known |= !strcmp(*k, name);
+    for (const char *const *k = known_env; *k; k++)
+      known |= !strcmp(*k, name);
     if (known) continue;
     /* KCHECK_TRACE=1 most likely means the option trace=1. */
     char lower[128];
@@ -226,10 +247,12 @@ static int check_env(void) {
     lower[j] = 0;
     const char *opt = nearest_option(lower);
     if (kc_edit_distance(lower, opt) <= 2)
-      kc_log_printf(KC_LOG_WARN, "unknown variable %s (did you mean KCHECK_OPTIONS=%s=...?); ignored",
-                    name, opt);
+      kc_log_printf(KC_LOG_WARN,
+                    "unknown variable %s (did you mean KCHECK_OPTIONS=%s=...?); ignored", name,
+                    opt);
     else
-      kc_log_printf(KC_LOG_WARN, "unknown variable %s (did you mean KCHECK_OPTIONS?); ignored", name);
+      kc_log_printf(KC_LOG_WARN, "unknown variable %s (did you mean KCHECK_OPTIONS?); ignored",
+                    name);
     problems++;
   }
   return problems;

@@ -68,7 +68,8 @@ uint64_t kc_policy_signature(const struct kc_launch_info *li) {
        * user-space address (2^32 .. 2^47) is dropped: parameter structs
        * carry unused slots with stale stack bytes, which would make every
        * launch a new signature. Shapes beyond 2^32 are rare. */
-      for (int i = 0; i < li->nptrs; i++) memset(copy + li->ptrs[i].offset, 0, 8);
+      for (int i = 0; i < li->nptrs; i++)
+        memset(copy + li->ptrs[i].offset, 0, 8);
       for (size_t off = 0; off + 8 <= li->param_size; off += 8) {
         uint64_t w;
         memcpy(&w, copy + off, 8);
@@ -119,8 +120,7 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
     if (k && kc_opt.kernel_clean_limit >= 0 && k->clean >= kc_opt.kernel_clean_limit &&
         kc_policy_uniform(seq) >= kc_opt.sample)
       why = "kernel already checked clean kernel_clean_limit times", bit = R_KERNEL;
-  }
-  else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)
+  } else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)
     why = "signature already checked clean clean_limit times", bit = R_CLEAN;
   else if (kc_policy_uniform(seq) >= kc_opt.sample)
     why = "not sampled", bit = R_SAMPLE;

@@ -106,8 +106,8 @@ void kc_report_emit(const char *type, json_t *rec) {
   json_decref(rec);
 }
 
-static const char *const entry_names[8] = {"cuLaunchKernel", "cuLaunchKernelEx",
-                                           "cuLaunchCooperativeKernel", "", "", "", "", ""};
+static const char *const entry_names[8] = {
+    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "", "", "", "", ""};
 
 void kc_report_finish(void) {
   pthread_mutex_lock(&lock);
@@ -121,14 +121,15 @@ void kc_report_finish(void) {
        internal = atomic_load(&kc_internal_errors);
   json_t *by = json_object();
   for (int i = 0; i < 3; i++)
-    json_object_set_new(by, entry_names[i], json_integer(atomic_load(&kc_count.launches_by_entry[i])));
+    json_object_set_new(by, entry_names[i],
+                        json_integer(atomic_load(&kc_count.launches_by_entry[i])));
   kc_report_emit("summary",
                  json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "launches",
                            (json_int_t)launches, "launches_by_entry", by, "graph_launches",
                            (json_int_t)graphs, "kernels", (json_int_t)kernels, "modules",
-                           (json_int_t)atomic_load(&kc_count.modules), "checks",
-                           (json_int_t)checks, "violations", (json_int_t)viol, "skips",
-                           (json_int_t)skips, "internal_errors", (json_int_t)internal));
+                           (json_int_t)atomic_load(&kc_count.modules), "checks", (json_int_t)checks,
+                           "violations", (json_int_t)viol, "skips", (json_int_t)skips,
+                           "internal_errors", (json_int_t)internal));
   if (kc_opt.verbosity >= 1 || viol) {
     kc_log_printf(KC_LOG_WARN,
                   "%ld launches (%ld cuLaunchKernel, %ld cuLaunchKernelEx, %ld cooperative), "

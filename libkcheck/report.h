@@ -11,10 +11,10 @@
 
 /* Counters for the summary. */
 struct kc_counters {
-  atomic_long launches;        /* application kernel launches seen */
+  atomic_long launches;             /* application kernel launches seen */
   atomic_long launches_by_entry[8]; /* by enum kc_launch_entry */
-  atomic_long graph_launches;  /* cuGraphLaunch: counted, never checked */
-  atomic_long kernels;         /* distinct kernels */
+  atomic_long graph_launches;       /* cuGraphLaunch: counted, never checked */
+  atomic_long kernels;              /* distinct kernels */
   atomic_long checks;
   atomic_long violations;
   atomic_long skips;

@@ -148,10 +148,8 @@ static int relaunch_attrs(const struct kc_launch_info *li, CUlaunchAttribute *ou
     switch (li->attrs[i].id) {
     case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
     case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
-    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
-      continue;
-    default:
-      out[n++] = li->attrs[i];
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: continue;
+    default: out[n++] = li->attrs[i];
     }
   }
   if (li->args->entry == KC_LE_COOPERATIVE && n < KC_MAX_ATTRS + 1) {

@@ -35,11 +35,11 @@ struct kc_region {
 
 /* The first difference between the latest shadow run and post-state A. */
 struct kc_diff {
-  uint64_t words;       /* differing 32-bit words, all regions (0: identical) */
-  int region;           /* region of the first difference */
-  uint64_t offset;      /* its byte offset in the allocation (4-aligned) */
+  uint64_t words;                    /* differing 32-bit words, all regions (0: identical) */
+  int region;                        /* region of the first difference */
+  uint64_t offset;                   /* its byte offset in the allocation (4-aligned) */
   unsigned char expected[4], got[4]; /* the word there, post-state A and shadow */
-  int nbytes;           /* valid bytes in expected/got (a tail may be short) */
+  int nbytes;                        /* valid bytes in expected/got (a tail may be short) */
 };
 
 struct kc_shadow {
@@ -47,9 +47,9 @@ struct kc_shadow {
   struct kc_region *regions;
   int nregions;
   uint64_t saved_bytes;
-  CUresult app_result;  /* the application's launch result */
-  int runs;             /* shadow runs made */
-  int have_post;        /* post-state A saved */
+  CUresult app_result; /* the application's launch result */
+  int runs;            /* shadow runs made */
+  int have_post;       /* post-state A saved */
   double t_start;
   int restored;
 };

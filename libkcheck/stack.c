@@ -33,8 +33,8 @@ static json_t *host_stack(int skip) {
     }
     char offs[32];
     snprintf(offs, sizeof offs, "0x%llx", moff);
-    json_array_append_new(frames, json_pack("{s:s, s:s, s:s}", "module", module, "offset", offs,
-                                            "symbol", sym));
+    json_array_append_new(
+        frames, json_pack("{s:s, s:s, s:s}", "module", module, "offset", offs, "symbol", sym));
   }
   return frames;
 }
@@ -42,10 +42,10 @@ static json_t *host_stack(int skip) {
 /* The part of CPython's stable C API used here. */
 struct py_api {
   int (*gil_check)(void);
-  void *(*get_frame)(void);          /* PyEval_GetFrame: borrowed */
-  void *(*frame_code)(void *);       /* PyFrame_GetCode: new ref */
-  int (*frame_line)(void *);         /* PyFrame_GetLineNumber */
-  void *(*frame_back)(void *);       /* PyFrame_GetBack: new ref */
+  void *(*get_frame)(void);    /* PyEval_GetFrame: borrowed */
+  void *(*frame_code)(void *); /* PyFrame_GetCode: new ref */
+  int (*frame_line)(void *);   /* PyFrame_GetLineNumber */
+  void *(*frame_back)(void *); /* PyFrame_GetBack: new ref */
   void *(*getattr)(void *, const char *);
   const char *(*utf8)(void *);
   void (*decref)(void *);
@@ -71,8 +71,9 @@ static void py_lookup(void) {
   py.this_thread_state = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
   py.gil_ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
   py.gil_release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
-  py.ok = py.this_thread_state && py.gil_ensure && py.gil_release && py.gil_check && py.get_frame && py.frame_code && py.frame_line && py.frame_back &&
-          py.getattr && py.utf8 && py.decref && py.err_clear;
+  py.ok = py.this_thread_state && py.gil_ensure && py.gil_release && py.gil_check && py.get_frame &&
+          py.frame_code && py.frame_line && py.frame_back && py.getattr && py.utf8 && py.decref &&
+          py.err_clear;
 }
 
 static void code_string(void *code, const char *attr, char *out, size_t n) {
@@ -83,8 +84,10 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
     return;
   }
   const char *u = py.utf8(s);
-  if (u) snprintf(out, n, "%s", u);
-  else py.err_clear();
+  if (u)
+    snprintf(out, n, "%s", u);
+  else
+    py.err_clear();
   py.decref(s);
 }
 

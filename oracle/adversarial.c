@@ -56,8 +56,16 @@ static void put(void *out, enum oc_format f, int64_t i, double x) {
   unsigned char *p = (unsigned char *)out + i * (int64_t)oc_format_size(f);
   switch (oc_format_size(f)) {
   case 8: memcpy(p, &b, 8); break;
-  case 4: { uint32_t v = (uint32_t)b; memcpy(p, &v, 4); break; }
-  case 2: { uint16_t v = (uint16_t)b; memcpy(p, &v, 2); break; }
+  case 4: {
+    uint32_t v = (uint32_t)b;
+    memcpy(p, &v, 4);
+    break;
+  }
+  case 2: {
+    uint16_t v = (uint16_t)b;
+    memcpy(p, &v, 2);
+    break;
+  }
   default: *p = (unsigned char)b;
   }
 }
@@ -87,8 +95,10 @@ int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t
       case OC_GEN_STAGNATION:
         /* A (role 0, K along columns): big at every tile start; B (K along
          * rows): positive. For a plain vector the first of each tile. */
-        if (role == OC_ROLE_B) x = 0.5 + 0.5 * u;
-        else x = c % tile == 0 ? big * (1 + u / 8) : 0.25 + 0.75 * u;
+        if (role == OC_ROLE_B)
+          x = 0.5 + 0.5 * u;
+        else
+          x = c % tile == 0 ? big * (1 + u / 8) : 0.25 + 0.75 * u;
         break;
       case OC_GEN_FP16_OVERFLOW: {
         /* A: +m in the first half of K, -m + small in the second; B: the
@@ -97,7 +107,8 @@ int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t
         int64_t kk = role == OC_ROLE_B ? r : c, klen = role == OC_ROLE_B ? rows : cols;
         int64_t half = klen / 2;
         if (role == OC_ROLE_B) {
-          uint64_t ks = seed ^ ((uint64_t)(kk % (half ? half : 1)) * 0x9e37ULL) ^ ((uint64_t)c << 32);
+          uint64_t ks =
+              seed ^ ((uint64_t)(kk % (half ? half : 1)) * 0x9e37ULL) ^ ((uint64_t)c << 32);
           x = ovf_mag * (0.8 + 0.2 * oc_rand_unit(&ks));
         } else {
           x = kk < half ? ovf_mag : -ovf_mag + (kk < 2 * half ? 0.5 * u : ovf_mag * u);
@@ -114,18 +125,26 @@ int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t
       case OC_GEN_SPECIALS:
         x = 2 * u - 1;
         switch (r % 6) {
-        case 0: if (c == spot) x = NAN; break;
-        case 1: if (c == spot) x = INFINITY; break;
-        case 2: if (c == spot) x = -INFINITY; break;
+        case 0:
+          if (c == spot) x = NAN;
+          break;
+        case 1:
+          if (c == spot) x = INFINITY;
+          break;
+        case 2:
+          if (c == spot) x = -INFINITY;
+          break;
         case 3: x = -0.0; break;
-        case 4: x = (c % 2 ? -1 : 1) * oc_format_info(f)->min_subnormal * (1 + (double)(c % 3)); break;
+        case 4:
+          x = (c % 2 ? -1 : 1) * oc_format_info(f)->min_subnormal * (1 + (double)(c % 3));
+          break;
         default: x = c == spot ? -0.0 : 0.0; break;
         }
         break;
       case OC_GEN_DUPLICATES:
         switch (r % 4) {
-        case 0: x = 0.75; break;                                   /* constant row: ties */
-        case 1: x = c == spot ? fmt_max(f) : 2 * u - 1; break;     /* extreme element */
+        case 0: x = 0.75; break;                               /* constant row: ties */
+        case 1: x = c == spot ? fmt_max(f) : 2 * u - 1; break; /* extreme element */
         case 2: x = c == spot ? -fmt_max(f) : (c % 2 ? 0.5 : -0.5); break;
         default: x = oc_format_info(f)->min_subnormal * (double)(1 + c % 2); break;
         }

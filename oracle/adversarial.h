@@ -10,15 +10,15 @@
 #include "formats.h"
 
 enum oc_gen {
-  OC_GEN_UNIFORM,      /* uniform [0,1): baseline, KernelBench-like (weak detector) */
-  OC_GEN_ALL_POSITIVE, /* uniform [0.5,1): all products positive, sum|ab| = |c| */
-  OC_GEN_STAGNATION,   /* a large product at the start of every K tile, all positive */
-  OC_GEN_FP16_OVERFLOW,/* partial sums beyond 65520, final result in range */
-  OC_GEN_LARGE_MEAN,   /* rows with mean/sigma ~ 1e3: one-pass variance breaks */
-  OC_GEN_LARGE_LOGITS, /* logits in [80, 100]: exp overflows without max subtraction */
-  OC_GEN_SPECIALS,     /* NaN, +-Inf, rows of +-0, subnormals at seeded places */
-  OC_GEN_DUPLICATES,   /* ties, equal rows, +-max finite, smallest subnormal */
-  OC_GEN_CANCEL,       /* signed data in [-1,1): cancellation, value correctness */
+  OC_GEN_UNIFORM,       /* uniform [0,1): baseline, KernelBench-like (weak detector) */
+  OC_GEN_ALL_POSITIVE,  /* uniform [0.5,1): all products positive, sum|ab| = |c| */
+  OC_GEN_STAGNATION,    /* a large product at the start of every K tile, all positive */
+  OC_GEN_FP16_OVERFLOW, /* partial sums beyond 65520, final result in range */
+  OC_GEN_LARGE_MEAN,    /* rows with mean/sigma ~ 1e3: one-pass variance breaks */
+  OC_GEN_LARGE_LOGITS,  /* logits in [80, 100]: exp overflows without max subtraction */
+  OC_GEN_SPECIALS,      /* NaN, +-Inf, rows of +-0, subnormals at seeded places */
+  OC_GEN_DUPLICATES,    /* ties, equal rows, +-max finite, smallest subnormal */
+  OC_GEN_CANCEL,        /* signed data in [-1,1): cancellation, value correctness */
   OC_GEN_COUNT
 };
 
@@ -27,8 +27,8 @@ enum oc_gen {
 enum oc_gen_role { OC_ROLE_X = 0, OC_ROLE_A = 0, OC_ROLE_B = 1, OC_ROLE_V = 2 };
 
 struct oc_gen_params {
-  int tile;      /* K tile for stagnation (32) */
-  double big;    /* size of the leading product in stagnation (64) */
+  int tile;   /* K tile for stagnation (32) */
+  double big; /* size of the leading product in stagnation (64) */
 };
 
 const char *oc_gen_name(enum oc_gen g);

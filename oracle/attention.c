@@ -26,12 +26,14 @@ static double att_bound(const struct oc_profile *p, const struct oc_elem *e, con
   if (p->softmax == OC_SOFTMAX_ONLINE) { /* numerator and denominator both rescaled */
     int64_t blk = p->online_block > 0 ? p->online_block : 1;
     double r = ceil(n / (double)blk) - 1;
-    resc = oc_mul_up(2.02, oc_add_up(oc_mul_up(r, oc_add_up(oc_exp_rel(p, 0), u)),
-                                     oc_mul_up(u + (p->math == OC_MATH_PRECISE ? 0 : 2.4 * 0x1p-24), e->in[3])));
+    resc = oc_mul_up(
+        2.02, oc_add_up(oc_mul_up(r, oc_add_up(oc_exp_rel(p, 0), u)),
+                        oc_mul_up(u + (p->math == OC_MATH_PRECISE ? 0 : 2.4 * 0x1p-24), e->in[3])));
   }
   double sm = oc_softmax_rel(p, eps, eps, (int64_t)n, resc);
   double up = a->p_fmt == OC_FP32 || a->p_fmt == OC_FP64 ? 0 : oc_unit_roundoff(a->p_fmt);
-  double rho = oc_up(oc_mul_up(oc_mul_up(oc_up(exp(oc_mul_up(2, ds))), oc_add_up(1, sm)), oc_add_up(1, up)) - 1);
+  double rho = oc_up(
+      oc_mul_up(oc_mul_up(oc_up(exp(oc_mul_up(2, ds))), oc_add_up(1, sm)), oc_add_up(1, up)) - 1);
   double g = oc_gamma(n, u);
   double f = oc_up(oc_mul_up(oc_add_up(1, rho), oc_add_up(1, g)) - 1);
   double b = oc_add_up(oc_mul_up(f, e->in[0]), oc_mul_up(oc_acc_eta(p), 2 * (n + 1)));
@@ -55,7 +57,8 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
       V->shape[V->rank - 1] != Dv)
     return -1;
   int64_t nb = 1;
-  for (int d = 0; d < nl; d++) nb *= out->shape[d];
+  for (int d = 0; d < nl; d++)
+    nb *= out->shape[d];
   struct att at = {args->p_fmt};
   struct oc_check c;
   oc_check_init(&c, "attention", p, o, v, nb * Sq * Dv, out->rank, att_bound, &at);
@@ -68,14 +71,17 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
   double *pj = malloc((size_t)(Sk ? Sk : 1) * 8), *vc = malloc((size_t)(Sk ? Sk : 1) * 8);
   mpfr_t *e = malloc((size_t)(Sk ? Sk : 1) * sizeof *e);
   if (!plan || !rowmark || !q || !kr || !s || !sab || !pj || !vc || !e) return -1;
-  for (int64_t j = 0; j < Sk; j++) mpfr_init2(e[j], PREC);
+  for (int64_t j = 0; j < Sk; j++)
+    mpfr_init2(e[j], PREC);
   mpfr_t S, t, acc;
   mpfr_inits2(PREC, S, t, acc, (mpfr_ptr)0);
-  for (int64_t r = 0; r < cnt; r++) rowmark[plan[r].b * Sq + plan[r].i] = 1;
+  for (int64_t r = 0; r < cnt; r++)
+    rowmark[plan[r].b * Sq + plan[r].i] = 1;
   int64_t idx[OC_MAX_RANK];
   for (int64_t b = 0; b < nb; b++) {
     int64_t oq = oc_batch_offset(Q, nl, out->shape, b), ok = oc_batch_offset(K, nl, out->shape, b);
-    int64_t ov = oc_batch_offset(V, nl, out->shape, b), oo = oc_batch_offset(out, nl, out->shape, b);
+    int64_t ov = oc_batch_offset(V, nl, out->shape, b),
+            oo = oc_batch_offset(out, nl, out->shape, b);
     for (int64_t i = 0; i < Sq; i++) {
       if (!rowmark[b * Sq + i]) continue;
       oc_tensor_gather(Q, oq + i * Q->stride[Q->rank - 2], Q->stride[Q->rank - 1], D, q);
@@ -155,7 +161,8 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
     }
   }
   oc_check_finish(&c, nrand);
-  for (int64_t j = 0; j < Sk; j++) mpfr_clear(e[j]);
+  for (int64_t j = 0; j < Sk; j++)
+    mpfr_clear(e[j]);
   mpfr_clears(S, t, acc, (mpfr_ptr)0);
   free(plan), free(rowmark), free(q), free(kr), free(s), free(sab), free(pj), free(vc), free(e);
   return 0;

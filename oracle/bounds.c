@@ -119,7 +119,9 @@ static double prim_rel(const struct oc_profile *p, enum oc_op op, double x, doub
 
 /* exp's budget grows with |arg| in fast/Triton modes (2 + floor(1.173|x|)):
  * callers pass the largest |arg| they need covered. */
-double oc_exp_rel(const struct oc_profile *p, double arg) { return prim_rel(p, OC_OP_EXP, fabs(arg), 0); }
+double oc_exp_rel(const struct oc_profile *p, double arg) {
+  return prim_rel(p, OC_OP_EXP, fabs(arg), 0);
+}
 
 /* Divisors in the bounds here are sums of exponentials or 1 + e^-z, within
  * __fdividef's documented range unless the caller says otherwise. */
@@ -168,7 +170,9 @@ static struct oc_ival iv(double a, double b) {
   r.hi += fabs(r.hi) * 1e-12 + 1e-300;
   return r;
 }
-static struct oc_ival iv_add(struct oc_ival a, struct oc_ival b) { return iv(a.lo + b.lo, a.hi + b.hi); }
+static struct oc_ival iv_add(struct oc_ival a, struct oc_ival b) {
+  return iv(a.lo + b.lo, a.hi + b.hi);
+}
 static struct oc_ival iv_mul(struct oc_ival a, struct oc_ival b) {
   double c[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
   double lo = c[0], hi = c[0];
@@ -212,11 +216,14 @@ double oc_act_lipschitz(int act, double lo, double hi) {
   case OC_ACT_SIGMOID: r = iv_even(sigm_d, lo, hi); break;
   case OC_ACT_TANH: r = iv_even(sech2, lo, hi); break;
   case OC_ACT_SILU: r = iv_add(iv(sigm(lo), sigm(hi)), iv_mul(x, iv_even(sigm_d, lo, hi))); break;
-  case OC_ACT_GELU_ERF: r = iv_add(iv(Phi(lo), Phi(hi)), iv_mul(x, iv_even(phi_pdf, lo, hi))); break;
+  case OC_ACT_GELU_ERF:
+    r = iv_add(iv(Phi(lo), Phi(hi)), iv_mul(x, iv_even(phi_pdf, lo, hi)));
+    break;
   default: { /* gelu_tanh: 0.5(1+T) + 0.5 x sech^2(w) c (1 + 3a x^2) */
     struct oc_ival t = iv(0.5 * (1 + tanh(gt_w(lo))), 0.5 * (1 + tanh(gt_w(hi))));
     double near = lo <= 0 && hi >= 0 ? 0 : fmin(fabs(lo), fabs(hi)), far = fmax(fabs(lo), fabs(hi));
-    struct oc_ival q = iv(0.5 * GT_C * (1 + 3 * GT_A * near * near), 0.5 * GT_C * (1 + 3 * GT_A * far * far));
+    struct oc_ival q =
+        iv(0.5 * GT_C * (1 + 3 * GT_A * near * near), 0.5 * GT_C * (1 + 3 * GT_A * far * far));
     r = iv_add(t, iv_mul(iv_mul(x, iv_even(gt_sech2, lo, hi)), q));
   }
   }
@@ -235,15 +242,16 @@ double oc_act_eval_err(const struct oc_profile *p, int act, double zabs, double 
      * beyond 2^126, which the table answers with an infinite budget */
     double dv = oc_primitive_budget(OC_OP_DIV, math_dbl(p), p->math, 1, oc_up(1 + exp(zabs))).ulps;
     if (!(dv < INFINITY)) return INFINITY;
-    e = oc_mul_up(1.01, oc_add_up(oc_add_up(oc_exp_rel(p, zabs), prim_rel(p, OC_OP_DIV, 1, 1)), 2 * u));
+    e = oc_mul_up(1.01,
+                  oc_add_up(oc_add_up(oc_exp_rel(p, zabs), prim_rel(p, OC_OP_DIV, 1, 1)), 2 * u));
     return oc_add_up(oc_mul_up(e, yabs), tiny);
   }
   case OC_ACT_TANH:
     e = prim_rel(p, OC_OP_TANH, zabs, 0);
     return oc_add_up(oc_mul_up(e, yabs), tiny);
   case OC_ACT_GELU_ERF: /* 0.5 z (1 + erf(z/sqrt2)): erf's budget, argument rounding 2u */
-    e = oc_mul_up(0.5 * zabs, oc_add_up(prim_rel(p, OC_OP_GELU_ERF, zabs, 0),
-                                        1.13 * 2 * u * 0.7072 * zabs));
+    e = oc_mul_up(0.5 * zabs,
+                  oc_add_up(prim_rel(p, OC_OP_GELU_ERF, zabs, 0), 1.13 * 2 * u * 0.7072 * zabs));
     return oc_add_up(oc_add_up(e, oc_mul_up(3 * u, yabs)), tiny);
   default: { /* gelu_tanh: tanh's budget (|tanh| <= 1) plus the argument's 4u|w| */
     double w = GT_C * (zabs + GT_A * zabs * zabs * zabs);

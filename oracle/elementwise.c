@@ -12,11 +12,11 @@
 #include "mpfr_util.h"
 
 static const char *const names[OC_OP_COUNT] = {
-    [OC_OP_ADD] = "add",         [OC_OP_SUB] = "sub",           [OC_OP_MUL] = "mul",
-    [OC_OP_DIV] = "div",         [OC_OP_NEG] = "neg",           [OC_OP_ABS] = "abs",
-    [OC_OP_RELU] = "relu",       [OC_OP_GELU_ERF] = "gelu_erf", [OC_OP_GELU_TANH] = "gelu_tanh",
-    [OC_OP_SILU] = "silu",       [OC_OP_SIGMOID] = "sigmoid",   [OC_OP_TANH] = "tanh",
-    [OC_OP_EXP] = "exp",         [OC_OP_LOG] = "log",           [OC_OP_SQRT] = "sqrt",
+    [OC_OP_ADD] = "add",     [OC_OP_SUB] = "sub",           [OC_OP_MUL] = "mul",
+    [OC_OP_DIV] = "div",     [OC_OP_NEG] = "neg",           [OC_OP_ABS] = "abs",
+    [OC_OP_RELU] = "relu",   [OC_OP_GELU_ERF] = "gelu_erf", [OC_OP_GELU_TANH] = "gelu_tanh",
+    [OC_OP_SILU] = "silu",   [OC_OP_SIGMOID] = "sigmoid",   [OC_OP_TANH] = "tanh",
+    [OC_OP_EXP] = "exp",     [OC_OP_LOG] = "log",           [OC_OP_SQRT] = "sqrt",
     [OC_OP_RSQRT] = "rsqrt",
 };
 
@@ -80,8 +80,10 @@ static long eval(mpfr_ptr r, const void *vc) {
     mpfr_neg(a, x, MPFR_RNDN);
     mpfr_exp(a, a, MPFR_RNDN);
     mpfr_add_ui(a, a, 1, MPFR_RNDN);
-    if (c->op == OC_OP_SIGMOID) mpfr_ui_div(r, 1, a, MPFR_RNDN);
-    else mpfr_div(r, x, a, MPFR_RNDN);
+    if (c->op == OC_OP_SIGMOID)
+      mpfr_ui_div(r, 1, a, MPFR_RNDN);
+    else
+      mpfr_div(r, x, a, MPFR_RNDN);
     k = 4;
     break;
   case OC_OP_GELU_ERF:
@@ -151,9 +153,12 @@ static uint64_t exact_arith(enum oc_op op, enum oc_format f, enum oc_overflow ov
   /* sums of doubles span at most 2^-1074 .. 2^1025: 2100 bits; products 106 */
   mpfr_init2(r, op == OC_OP_MUL ? 106 : 2112);
   mpfr_set_d(a, x, MPFR_RNDN);
-  if (op == OC_OP_ADD) mpfr_add_d(r, a, y, MPFR_RNDN);
-  else if (op == OC_OP_SUB) mpfr_sub_d(r, a, y, MPFR_RNDN);
-  else mpfr_mul_d(r, a, y, MPFR_RNDN);
+  if (op == OC_OP_ADD)
+    mpfr_add_d(r, a, y, MPFR_RNDN);
+  else if (op == OC_OP_SUB)
+    mpfr_sub_d(r, a, y, MPFR_RNDN);
+  else
+    mpfr_mul_d(r, a, y, MPFR_RNDN);
   uint64_t code = oc_encode_mpfr(f, r, ovf);
   mpfr_clear(a);
   mpfr_clear(r);
@@ -167,7 +172,7 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
   case OC_OP_ADD:
   case OC_OP_SUB:
   case OC_OP_MUL: return exact_arith(op, f, ovf, x, y); /* MPFR follows IEEE for specials */
-  case OC_OP_DIV: return ziv(op, f, ovf, x, y);          /* exact quotients end at once */
+  case OC_OP_DIV: return ziv(op, f, ovf, x, y);         /* exact quotients end at once */
   case OC_OP_NEG: return oc_encode(f, -x, ovf);
   case OC_OP_ABS: return oc_encode(f, fabs(x), ovf);
   case OC_OP_RELU: return oc_encode(f, isnan(x) ? x : x > 0 ? x : 0.0, ovf);
@@ -249,7 +254,8 @@ const uint64_t *oc_op_table(enum oc_op op, enum oc_format in, enum oc_format out
                             enum oc_overflow ovf) {
   if (oc_op_arity(op) != 1 || !oc_format_info(out) || (unsigned)ovf > 1) return NULL;
   size_t ii = 0;
-  while (ii < NIN && table_inputs[ii] != in) ii++;
+  while (ii < NIN && table_inputs[ii] != in)
+    ii++;
   if (ii == NIN) return NULL;
   _Atomic(uint64_t *) *slot = &tables[op][ii][out][ovf];
   uint64_t *t = atomic_load_explicit(slot, memory_order_acquire);
@@ -261,7 +267,8 @@ const uint64_t *oc_op_table(enum oc_op op, enum oc_format in, enum oc_format out
     size_t n = (size_t)1 << oc_format_info(in)->bits;
     t = malloc(n * sizeof *t);
     if (t) {
-      for (size_t i = 0; i < n; i++) t[i] = oc_op_encode(op, out, ovf, oc_decode(in, i), 0);
+      for (size_t i = 0; i < n; i++)
+        t[i] = oc_op_encode(op, out, ovf, oc_decode(in, i), 0);
       atomic_store_explicit(slot, t, memory_order_release);
     }
   }
@@ -277,8 +284,7 @@ struct prim {
   double ulps, abs, rel;
 };
 
-static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, double arg,
-                             double y) {
+static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, double arg, double y) {
   struct prim p = {0, 0, 0};
   if (dbl) { /* CUDA double: mode-independent */
     switch (op) {
@@ -304,13 +310,18 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
   case OC_OP_RSQRT: p.ulps = 2; break;
   case OC_OP_EXP: p.ulps = mode == OC_MATH_PRECISE ? 2 : 2 + floor(fabs(1.173 * arg)); break;
   case OC_OP_LOG:
-    if (mode == OC_MATH_PRECISE) p.ulps = 1;
-    else if (arg >= 0.5 && arg <= 2) p.abs = exp2(-21.41); /* __logf, lg2.approx */
-    else p.ulps = 3;
+    if (mode == OC_MATH_PRECISE)
+      p.ulps = 1;
+    else if (arg >= 0.5 && arg <= 2)
+      p.abs = exp2(-21.41); /* __logf, lg2.approx */
+    else
+      p.ulps = 3;
     break;
   case OC_OP_TANH:
-    if (mode == OC_MATH_FAST) p.rel = 0x1p-11; /* tanh.approx.f32, cc >= 7.5 */
-    else p.ulps = 2;
+    if (mode == OC_MATH_FAST)
+      p.rel = 0x1p-11; /* tanh.approx.f32, cc >= 7.5 */
+    else
+      p.ulps = 2;
     break;
   case OC_OP_GELU_ERF: p.ulps = 2; break; /* erff in every mode */
   default: break;
@@ -318,8 +329,8 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
   return p;
 }
 
-struct oc_prim_budget oc_primitive_budget(enum oc_op op, int dbl, enum oc_math_mode mode,
-                                          double x, double y) {
+struct oc_prim_budget oc_primitive_budget(enum oc_op op, int dbl, enum oc_math_mode mode, double x,
+                                          double y) {
   struct prim p = valid_op(op) ? primitive(op, dbl, mode, x, y) : (struct prim){0, 0, 0};
   return (struct oc_prim_budget){p.ulps, p.abs, p.rel};
 }

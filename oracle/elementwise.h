@@ -81,8 +81,7 @@ const uint64_t *oc_op_table(enum oc_op op, enum oc_format in, enum oc_format out
  * otherwise the fp32 error converted to ulps of fmt, plus one. Flush-to-
  * zero is not modelled here (it is a special-value matter). INFINITY where
  * nothing is documented (e.g. __fdividef with |y| > 2^126). */
-double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x,
-                     double y);
+double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x, double y);
 /* One primitive's documented budget, the rows of ORACLE.md §3 (CUDA
  * Programming Guide, Mathematical Functions accuracy tables; Triton per its
  * PTX lowering): for float (dbl 0) or double (dbl 1) under a math mode, at
@@ -95,8 +94,8 @@ double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, 
 struct oc_prim_budget {
   double ulps, abs, rel;
 };
-struct oc_prim_budget oc_primitive_budget(enum oc_op op, int dbl, enum oc_math_mode mode,
-                                          double x, double y);
+struct oc_prim_budget oc_primitive_budget(enum oc_op op, int dbl, enum oc_math_mode mode, double x,
+                                          double y);
 
 /* The gate rule: 1 when got (a value of fmt) is acceptable for op(x, y) under
  * the mode: special values must match the reference (NaN with NaN, Inf with

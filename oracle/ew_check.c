@@ -48,7 +48,8 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
   int bin = oc_op_arity(op) == 2;
   enum oc_format fo = out->fmt;
   /* 8/16-bit unary inputs: the whole function is tabulated once */
-  const uint64_t *tab = !bin && oc_format_size(x->fmt) <= 2 ? oc_op_table(op, x->fmt, fo, p->out_ovf) : NULL;
+  const uint64_t *tab =
+      !bin && oc_format_size(x->fmt) <= 2 ? oc_op_table(op, x->fmt, fo, p->out_ovf) : NULL;
   struct oc_check c;
   int64_t total = oc_tensor_numel(out);
   char name[24];
@@ -63,13 +64,14 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
       if (bin && y->shape[d] != 1) oy += idx[d] * y->stride[d];
     }
     double xv = oc_tensor_at(x, ox), yv = bin ? oc_tensor_at(y, oy) : 0;
-    double ref = tab ? oc_decode(fo, tab[oc_tensor_bits(x, ox)]) : oc_op_round(op, fo, p->out_ovf, xv, yv);
+    double ref =
+        tab ? oc_decode(fo, tab[oc_tensor_bits(x, ox)]) : oc_op_round(op, fo, p->out_ovf, xv, yv);
     struct oc_elem e;
     memset(&e, 0, sizeof e);
     e.k = oc_tensor_at(out, oo);
     e.lo = e.hi = ref; /* the correctly rounded result: CUDA's budgets are ulps from it */
     e.prob = INFINITY;
-    e.exact_only = 1;  /* no accumulation ladder for a single evaluation */
+    e.exact_only = 1; /* no accumulation ladder for a single evaluation */
     double kb = oc_ulp_budget(op, fo, p->math, xv, yv);
     e.bound = e.k == ref || kb == 0 ? 0 : fabs(step_toward(fo, ref, e.k, kb) - ref);
     if (e.bound != e.bound) e.bound = INFINITY;

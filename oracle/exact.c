@@ -224,7 +224,8 @@ void oc_acc_add_acc(struct oc_acc *a, const struct oc_acc *b) {
   struct oc_acc t = *b;
   carry(t.d);
   carry(a->d);
-  for (int i = 0; i < NDIG; i++) a->d[i] += t.d[i];
+  for (int i = 0; i < NDIG; i++)
+    a->d[i] += t.d[i];
   carry(a->d);
   a->left = CARRY_BUDGET;
   a->flags |= t.flags;
@@ -243,7 +244,8 @@ static int magnitude(const struct oc_acc *a, int64_t *m) {
   carry(m);
   int neg = m[NDIG - 1] < 0;
   if (neg) {
-    for (int i = 0; i < NDIG; i++) m[i] = -m[i];
+    for (int i = 0; i < NDIG; i++)
+      m[i] = -m[i];
     carry(m);
   }
   for (int i = NDIG - 1; i >= 0; i--)
@@ -287,7 +289,8 @@ double oc_acc_round(const struct oc_acc *a, mpfr_rnd_t rnd) {
     return neg ? -big : big;
   }
   int h = NDIG - 2;
-  while (m[h] == 0) h--;
+  while (m[h] == 0)
+    h--;
   int t = h * 32 + 31 - __builtin_clz((unsigned)m[h]); /* top bit position */
   if (t <= 52) { /* fits in 53 bits: exact, possibly subnormal */
     uint64_t v = (uint64_t)m[0] | (h >= 1 ? (uint64_t)m[1] << 32 : 0);
@@ -297,9 +300,11 @@ double oc_acc_round(const struct oc_acc *a, mpfr_rnd_t rnd) {
   /* 96-bit window of the top three digits; the rest only matters as sticky */
   int base = h >= 2 ? h - 2 : 0;
   unsigned __int128 w = 0;
-  for (int i = h; i >= base; i--) w = (w << 32) | (uint64_t)m[i];
+  for (int i = h; i >= base; i--)
+    w = (w << 32) | (uint64_t)m[i];
   int sticky = 0;
-  for (int i = 0; i < base; i++) sticky |= m[i] != 0;
+  for (int i = 0; i < base; i++)
+    sticky |= m[i] != 0;
   int tb = t - 32 * base; /* top bit inside w, 53..95 */
   uint64_t win;           /* bits t-63 .. t */
   if (tb >= 63) {
@@ -346,12 +351,15 @@ void oc_acc_get_mpfr(const struct oc_acc *a, mpfr_ptr out) {
     return;
   }
   uint32_t words[NDIG + 1];
-  for (int i = 0; i < NDIG - 1; i++) words[i] = (uint32_t)m[i];
+  for (int i = 0; i < NDIG - 1; i++)
+    words[i] = (uint32_t)m[i];
   words[NDIG - 1] = (uint32_t)((uint64_t)m[NDIG - 1] & 0xFFFFFFFFu);
   words[NDIG] = (uint32_t)((uint64_t)m[NDIG - 1] >> 32);
   int lo = 0, hi = NDIG;
-  while (words[lo] == 0) lo++;
-  while (words[hi] == 0) hi--;
+  while (words[lo] == 0)
+    lo++;
+  while (words[hi] == 0)
+    hi--;
   long bits = (long)(hi - lo + 1) * 32;
   mpz_t z;
   mpz_init(z);
@@ -385,6 +393,7 @@ void oc_acc_add_dot(struct oc_acc *a, const double *x, ptrdiff_t incx, const dou
 double oc_sum_exact(const double *x, ptrdiff_t incx, size_t n, mpfr_rnd_t rnd) {
   struct oc_acc a;
   init(&a);
-  for (size_t k = 0; k < n; k++, x += incx) oc_acc_add(&a, *x);
+  for (size_t k = 0; k < n; k++, x += incx)
+    oc_acc_add(&a, *x);
   return oc_acc_round(&a, rnd);
 }

@@ -14,8 +14,9 @@ struct oc_acc;
 struct oc_acc *oc_acc_new(void);
 void oc_acc_free(struct oc_acc *a);
 void oc_acc_clear(struct oc_acc *a);
-void oc_acc_add(struct oc_acc *a, double x);               /* exact; Inf/NaN tracked separately */
-void oc_acc_add_product(struct oc_acc *a, double x, double y); /* x*y must be exact in double (inputs <= fp32) */
+void oc_acc_add(struct oc_acc *a, double x); /* exact; Inf/NaN tracked separately */
+void oc_acc_add_product(struct oc_acc *a, double x,
+                        double y); /* x*y must be exact in double (inputs <= fp32) */
 void oc_acc_add_acc(struct oc_acc *a, const struct oc_acc *b);
 /* Result rounded to double: rnd is MPFR_RNDN, MPFR_RNDU, MPFR_RNDD or MPFR_RNDZ. */
 double oc_acc_round(const struct oc_acc *a, mpfr_rnd_t rnd);

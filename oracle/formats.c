@@ -15,7 +15,7 @@ struct layout {
   int ebits, mbits; /* exponent and stored mantissa widths */
   int mshift;       /* tf32 keeps its 10 mantissa bits above 13 zero bits */
   int bias;
-  uint64_t qnan;    /* canonical positive quiet NaN */
+  uint64_t qnan; /* canonical positive quiet NaN */
 };
 
 static const struct layout lay[OC_FORMAT_COUNT] = {
@@ -40,24 +40,40 @@ static const struct oc_format_info info[OC_FORMAT_COUNT] = {
 
 static int valid(enum oc_format f) { return (unsigned)f < OC_FORMAT_COUNT; }
 
-const struct oc_format_info *oc_format_info(enum oc_format f) {
-  return valid(f) ? &info[f] : NULL;
-}
+const struct oc_format_info *oc_format_info(enum oc_format f) { return valid(f) ? &info[f] : NULL; }
 
 int oc_format_parse(const char *name) {
   static const struct {
     const char *s;
     enum oc_format f;
   } names[] = {
-      {"fp64", OC_FP64},         {"float64", OC_FP64},        {"double", OC_FP64},
-      {"f64", OC_FP64},          {"fp32", OC_FP32},           {"float32", OC_FP32},
-      {"float", OC_FP32},        {"f32", OC_FP32},            {"tf32", OC_TF32},
-      {"tensorfloat32", OC_TF32}, {"fp16", OC_FP16},          {"float16", OC_FP16},
-      {"half", OC_FP16},         {"f16", OC_FP16},            {"bf16", OC_BF16},
-      {"bfloat16", OC_BF16},     {"e4m3fn", OC_E4M3FN},       {"e4m3", OC_E4M3FN},
-      {"fp8e4m3", OC_E4M3FN},    {"fp8_e4m3", OC_E4M3FN},     {"fp8e4m3fn", OC_E4M3FN},
-      {"fp8_e4m3fn", OC_E4M3FN}, {"float8_e4m3fn", OC_E4M3FN}, {"e5m2", OC_E5M2},
-      {"fp8e5m2", OC_E5M2},      {"fp8_e5m2", OC_E5M2},       {"float8_e5m2", OC_E5M2},
+      {"fp64", OC_FP64},
+      {"float64", OC_FP64},
+      {"double", OC_FP64},
+      {"f64", OC_FP64},
+      {"fp32", OC_FP32},
+      {"float32", OC_FP32},
+      {"float", OC_FP32},
+      {"f32", OC_FP32},
+      {"tf32", OC_TF32},
+      {"tensorfloat32", OC_TF32},
+      {"fp16", OC_FP16},
+      {"float16", OC_FP16},
+      {"half", OC_FP16},
+      {"f16", OC_FP16},
+      {"bf16", OC_BF16},
+      {"bfloat16", OC_BF16},
+      {"e4m3fn", OC_E4M3FN},
+      {"e4m3", OC_E4M3FN},
+      {"fp8e4m3", OC_E4M3FN},
+      {"fp8_e4m3", OC_E4M3FN},
+      {"fp8e4m3fn", OC_E4M3FN},
+      {"fp8_e4m3fn", OC_E4M3FN},
+      {"float8_e4m3fn", OC_E4M3FN},
+      {"e5m2", OC_E5M2},
+      {"fp8e5m2", OC_E5M2},
+      {"fp8_e5m2", OC_E5M2},
+      {"float8_e5m2", OC_E5M2},
   };
   if (!name) return -1;
   if (strncasecmp(name, "torch.", 6) == 0) name += 6;
@@ -160,7 +176,8 @@ uint64_t oc_encode(enum oc_format f, double x, enum oc_overflow ovf) {
 
 void oc_encode_array(enum oc_format f, const double *x, size_t n, uint64_t *out,
                      enum oc_overflow ovf) {
-  for (size_t i = 0; i < n; i++) out[i] = oc_encode(f, x[i], ovf);
+  for (size_t i = 0; i < n; i++)
+    out[i] = oc_encode(f, x[i], ovf);
 }
 
 uint64_t oc_encode_mpfr(enum oc_format f, mpfr_srcptr x, enum oc_overflow ovf) {

@@ -26,11 +26,12 @@ enum oc_overflow {
 };
 
 struct oc_format_info {
-  const char *name;  /* "fp32", "bf16", "e4m3fn", ... */
-  int bits;          /* storage width */
-  int p;             /* precision in bits, hidden bit included */
-  int emin_normal;   /* exponent E of the smallest normal, value = m * 2^(E-1), m in [0.5,1) (MPFR style) */
-  int emax;          /* MPFR-style emax */
+  const char *name; /* "fp32", "bf16", "e4m3fn", ... */
+  int bits;         /* storage width */
+  int p;            /* precision in bits, hidden bit included */
+  int emin_normal;  /* exponent E of the smallest normal, value = m * 2^(E-1), m in [0.5,1) (MPFR
+                       style) */
+  int emax;         /* MPFR-style emax */
   double max_finite;
   double min_subnormal;
   int has_inf;

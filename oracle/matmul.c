@@ -48,7 +48,8 @@ static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, cons
     double zl = oc_down(e->in[2] - bz), zh = oc_up(e->in[3] + bz);
     double L = oc_act_lipschitz(m->args->act, zl, zh);
     double zabs = fmax(fabs(zl), fabs(zh));
-    by = oc_add_up(oc_mul_up(L, bz), oc_act_eval_err(p, m->args->act, zabs, oc_add_up(yabs, oc_mul_up(L, bz))));
+    by = oc_add_up(oc_mul_up(L, bz),
+                   oc_act_eval_err(p, m->args->act, zabs, oc_add_up(yabs, oc_mul_up(L, bz))));
   }
   return oc_out_bound(p, yabs, by);
 }
@@ -122,7 +123,8 @@ static void mm_fill(const struct mm *m, double sl, double sh, double sabs, doubl
     e->hi = zh;
   } else {
     double L = oc_act_lipschitz(a->act, zl, zh), ym = oc_act_value(a->act, zl / 2 + zh / 2);
-    double rad = oc_add_up(oc_mul_up(L, oc_up((zh - zl) / 2)), oc_add_up(oc_mul_up(fabs(ym), 1e-14), 1e-300));
+    double rad = oc_add_up(oc_mul_up(L, oc_up((zh - zl) / 2)),
+                           oc_add_up(oc_mul_up(fabs(ym), 1e-14), 1e-300));
     e->lo = oc_down(ym - rad);
     e->hi = oc_up(ym + rad);
   }
@@ -133,7 +135,8 @@ static void mm_fill(const struct mm *m, double sl, double sh, double sabs, doubl
   e->in[4] = sabs;
   e->bound = mm_bound(p, e, m);
   double pa = oc_dot_prob(p, m->K, m->lambda, e->in[0]);
-  if (a->act != OC_ACT_NONE) pa = oc_mul_up(pa, oc_act_lipschitz(a->act, zl - e->bound, zh + e->bound));
+  if (a->act != OC_ACT_NONE)
+    pa = oc_mul_up(pa, oc_act_lipschitz(a->act, zl - e->bound, zh + e->bound));
   e->prob = pa < INFINITY ? oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), pa) : INFINITY;
   /* A kernel Inf may be a legitimate overflow of a narrow accumulator. */
   e->ovf_ok = oc_mul_up(e->in[0], oc_add_up(1, oc_dot_theta(p, m->K, m->extra))) >=
@@ -212,7 +215,8 @@ static int shapes_ok(const struct oc_matmul_args *a, int orank, const int64_t *o
   if (a->a->shape[a->a->rank - 2] != M || a->b->shape[a->b->rank - 2] != K ||
       a->b->shape[a->b->rank - 1] != N)
     return 0;
-  if (a->c && (a->c->rank < 2 || a->c->shape[a->c->rank - 2] != M || a->c->shape[a->c->rank - 1] != N))
+  if (a->c &&
+      (a->c->rank < 2 || a->c->shape[a->c->rank - 2] != M || a->c->shape[a->c->rank - 1] != N))
     return 0;
   if (a->bias && a->bias->shape[a->bias->rank - 1] != N) return 0;
   return 1;
@@ -229,7 +233,8 @@ int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *o
   int nlead = out->rank - 2;
   int64_t M = out->shape[nlead], N = out->shape[nlead + 1], K = args->a->shape[args->a->rank - 1];
   int64_t nb = 1;
-  for (int d = 0; d < nlead; d++) nb *= out->shape[d];
+  for (int d = 0; d < nlead; d++)
+    nb *= out->shape[d];
   struct mm m = {args, p, K, oc_matmul_extra(args), o->lambda};
   struct oc_check c;
   oc_check_init(&c, "matmul", p, o, v, nb * M * N, out->rank, mm_bound, &m);
@@ -246,9 +251,17 @@ int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *o
   struct oc_sample *plan = oc_sample_plan(nb, M, N, o, flagged, nflag, &count, &nrand);
   free(flagged);
   struct oc_acc *acc = oc_acc_new();
-  struct mm_iter it = {args->a, args->b, args->c, args->bias, nlead, out->shape, K,
+  struct mm_iter it = {args->a,
+                       args->b,
+                       args->c,
+                       args->bias,
+                       nlead,
+                       out->shape,
+                       K,
                        malloc((size_t)(K ? K : 1) * sizeof(double)),
-                       malloc((size_t)(K ? K : 1) * sizeof(double)), -1, -1};
+                       malloc((size_t)(K ? K : 1) * sizeof(double)),
+                       -1,
+                       -1};
   if (!plan || !acc || !it.arow || !it.bcol) {
     free(plan);
     oc_acc_free(acc);
@@ -281,12 +294,21 @@ int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_sh
   int nlead = out_rank - 2;
   int64_t M = out_shape[nlead], N = out_shape[nlead + 1], K = args->a->shape[args->a->rank - 1];
   int64_t nb = 1;
-  for (int d = 0; d < nlead; d++) nb *= out_shape[d];
+  for (int d = 0; d < nlead; d++)
+    nb *= out_shape[d];
   struct mm m = {args, p, K, oc_matmul_extra(args), 8};
   struct oc_acc *acc = oc_acc_new();
-  struct mm_iter it = {args->a, args->b, args->c, args->bias, nlead, out_shape, K,
+  struct mm_iter it = {args->a,
+                       args->b,
+                       args->c,
+                       args->bias,
+                       nlead,
+                       out_shape,
+                       K,
                        malloc((size_t)(K ? K : 1) * sizeof(double)),
-                       malloc((size_t)(K ? K : 1) * sizeof(double)), -1, -1};
+                       malloc((size_t)(K ? K : 1) * sizeof(double)),
+                       -1,
+                       -1};
   int rc = acc && it.arow && it.bcol ? 0 : -1;
   for (int64_t b = 0; b < nb && !rc; b++)
     for (int64_t j = 0; j < N; j++)
@@ -297,9 +319,11 @@ int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_sh
           /* exact reference: correctly rounded to double */
           double lo, hi;
           exact_dot(acc, it.arow, it.bcol, K, &lo, &hi);
-          mm_fill(&m, lo, hi, e.in[4], e.in[1], args->c ? at2(args->c, nlead, out_shape, b, i, j) : 0,
-                  args->bias ? oc_tensor_at(args->bias, j * args->bias->stride[args->bias->rank - 1]) : 0,
-                  NAN, &e);
+          mm_fill(
+              &m, lo, hi, e.in[4], e.in[1], args->c ? at2(args->c, nlead, out_shape, b, i, j) : 0,
+              args->bias ? oc_tensor_at(args->bias, j * args->bias->stride[args->bias->rank - 1])
+                         : 0,
+              NAN, &e);
         }
         int64_t at = (b * M + i) * N + j;
         if (ref) ref[at] = e.lo == e.hi ? e.lo : e.lo + (e.hi - e.lo) / 2;

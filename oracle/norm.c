@@ -35,8 +35,10 @@ static double nrm_bound(const struct oc_profile *p, const struct oc_elem *e, con
     /* ms = sum x^2 / n: products, sum, division: gamma_{n+1}; then +eps, rsqrt. */
     double th = oc_gamma((double)n + 2, u);
     if (!(th < 0.5)) return INFINITY;
-    double rho = oc_up(oc_mul_up(oc_mul_up(oc_up(sqrt(oc_div_up(1, oc_down(1 - th)))), oc_up(sqrt(1 + u))),
-                                 oc_add_up(1, rs)) - 1);
+    double rho =
+        oc_up(oc_mul_up(oc_mul_up(oc_up(sqrt(oc_div_up(1, oc_down(1 - th)))), oc_up(sqrt(1 + u))),
+                        oc_add_up(1, rs)) -
+              1);
     double r = oc_up(1 / sqrt(v + eps)) * (1 + 1e-15);
     double R = oc_mul_up(r, oc_add_up(1, rho));
     double by = oc_add_up(oc_mul_up(oc_mul_up(oc_mul_up(d, w), r), rho),
@@ -60,7 +62,8 @@ static double nrm_bound(const struct oc_profile *p, const struct oc_elem *e, con
   double lo = oc_down(oc_down(ve) - dv);
   if (!(lo > 0)) return INFINITY;
   double rho = oc_up(oc_mul_up(oc_mul_up(oc_up(sqrt(oc_div_up(oc_up(ve), lo))), oc_up(sqrt(1 + u))),
-                               oc_add_up(1, rs)) - 1);
+                               oc_add_up(1, rs)) -
+                     1);
   double r = oc_up(1 / sqrt(ve)) * (1 + 1e-15);
   double R = oc_mul_up(r, oc_add_up(1, rho));
   double dd = oc_add_up(dmu, oc_mul_up(u, oc_add_up(d, dmu))); /* |d^ - d| */
@@ -85,7 +88,8 @@ static int norm_run(int rms, const struct oc_tensor *x, const struct oc_tensor *
   if ((wt && wt->shape[wt->rank - 1] != n) || (bs && bs->shape[bs->rank - 1] != n)) return -1;
   struct nrm_ctx nc = {{rms}, n, 0};
   struct oc_check c;
-  oc_check_init(&c, rms ? "rms_norm" : "layer_norm", p, o, v, rw.nrows * n, out->rank, nrm_bound, &nc);
+  oc_check_init(&c, rms ? "rms_norm" : "layer_norm", p, o, v, rw.nrows * n, out->rank, nrm_bound,
+                &nc);
   double *xs = malloc((size_t)(n ? n : 1) * sizeof *xs);
   mpfr_t mu, var, t, r, y;
   mpfr_inits2(PREC, mu, var, t, r, y, (mpfr_ptr)0);
@@ -133,7 +137,11 @@ static int norm_run(int rms, const struct oc_tensor *x, const struct oc_tensor *
         mpfr_mul_d(y, y, w, MPFR_RNDN);
         mpfr_add_d(y, y, b, MPFR_RNDN);
         double yv = mpfr_get_d(y, MPFR_RNDN);
-        double rad = oc_add_up(oc_mul_up(oc_add_up(oc_mul_up(oc_mul_up(el.in[0], mpfr_get_d(r, MPFR_RNDU)), fabs(w)), fabs(b)), rr), 1e-300);
+        double rad = oc_add_up(
+            oc_mul_up(oc_add_up(oc_mul_up(oc_mul_up(el.in[0], mpfr_get_d(r, MPFR_RNDU)), fabs(w)),
+                                fabs(b)),
+                      rr),
+            1e-300);
         el.lo = oc_down(yv - rad);
         el.hi = oc_up(yv + rad);
         el.in[1] = mabs;

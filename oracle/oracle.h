@@ -44,16 +44,16 @@ uint64_t oc_tensor_bits(const struct oc_tensor *t, int64_t off);
 /* ---------------------------------------------------------------- options */
 
 struct oc_options {
-  double delta;      /* miss probability target for sampling (1e-6) */
-  double fraction;   /* smallest defective fraction to catch (1e-3): S = ln(1/delta)/fraction */
-  uint64_t seed;     /* sampling and screen seed (reproducible) */
-  int tile_m, tile_n;/* output tile used for "one sample per tile" (128 x 128) */
-  int full;          /* 1: check every output element (0: sample GEMM/attention) */
-  int screen;        /* 1: run the Freivalds screen where it applies (default 1) */
-  int screen_vectors;/* random +-1 vectors in the screen (2) */
-  double lambda;     /* probabilistic bound lambda*sqrt(n)*u for "suspect" (8) */
-  int ladder;        /* 1: explain precision failures by a cheaper profile (1) */
-  int64_t full_below;/* outputs with fewer elements are checked in full (65536) */
+  double delta;       /* miss probability target for sampling (1e-6) */
+  double fraction;    /* smallest defective fraction to catch (1e-3): S = ln(1/delta)/fraction */
+  uint64_t seed;      /* sampling and screen seed (reproducible) */
+  int tile_m, tile_n; /* output tile used for "one sample per tile" (128 x 128) */
+  int full;           /* 1: check every output element (0: sample GEMM/attention) */
+  int screen;         /* 1: run the Freivalds screen where it applies (default 1) */
+  int screen_vectors; /* random +-1 vectors in the screen (2) */
+  double lambda;      /* probabilistic bound lambda*sqrt(n)*u for "suspect" (8) */
+  int ladder;         /* 1: explain precision failures by a cheaper profile (1) */
+  int64_t full_below; /* outputs with fewer elements are checked in full (65536) */
 };
 void oc_options_default(struct oc_options *o);
 
@@ -74,27 +74,27 @@ struct oc_verdict {
   char op[24];
   char profile[OC_PROFILE_NAME_MAX];
   /* coverage */
-  int64_t total;       /* output elements */
-  int64_t checked;     /* elements compared one by one */
-  double miss_prob;    /* P(a defect touching >= `fraction` of outputs escaped): 0 if full */
+  int64_t total;    /* output elements */
+  int64_t checked;  /* elements compared one by one */
+  double miss_prob; /* P(a defect touching >= `fraction` of outputs escaped): 0 if full */
   double fraction;
-  int screen_vectors;  /* Freivalds vectors run (0: none) */
-  int screen_failed;   /* the screen proved some row wrong */
+  int screen_vectors; /* Freivalds vectors run (0: none) */
+  int screen_failed;  /* the screen proved some row wrong */
   /* evidence: the worst element (largest error/bound) */
   int rank;
   int64_t index[OC_MAX_RANK];
-  double kernel;       /* kernel value there */
-  double exact;        /* exact value (rounded to double) */
-  double bound;        /* rigorous bound there */
-  double error;        /* |kernel - exact| */
-  double ratio;        /* error / bound (inf when bound is 0 and error is not) */
-  double max_prob_ratio; /* largest error / probabilistic bound */
-  int64_t n_fail;      /* elements beyond the bound */
-  int64_t n_special;   /* special-value mismatches */
-  int64_t n_pos, n_neg;/* signs of nonzero errors (stagnation is one-signed) */
-  int64_t n_bitwise;   /* elements equal to the correctly rounded reference */
+  double kernel;                          /* kernel value there */
+  double exact;                           /* exact value (rounded to double) */
+  double bound;                           /* rigorous bound there */
+  double error;                           /* |kernel - exact| */
+  double ratio;                           /* error / bound (inf when bound is 0 and error is not) */
+  double max_prob_ratio;                  /* largest error / probabilistic bound */
+  int64_t n_fail;                         /* elements beyond the bound */
+  int64_t n_special;                      /* special-value mismatches */
+  int64_t n_pos, n_neg;                   /* signs of nonzero errors (stagnation is one-signed) */
+  int64_t n_bitwise;                      /* elements equal to the correctly rounded reference */
   char explained_by[OC_PROFILE_NAME_MAX]; /* fail_precision: cheapest profile that covers */
-  char detail[160];    /* special-value or inconclusive reason */
+  char detail[160];                       /* special-value or inconclusive reason */
 };
 
 const char *oc_verdict_name(enum oc_verdict_kind k);
@@ -107,8 +107,15 @@ int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- ops */
 
-enum oc_act { OC_ACT_NONE, OC_ACT_RELU, OC_ACT_GELU_ERF, OC_ACT_GELU_TANH, OC_ACT_SILU,
-              OC_ACT_SIGMOID, OC_ACT_TANH };
+enum oc_act {
+  OC_ACT_NONE,
+  OC_ACT_RELU,
+  OC_ACT_GELU_ERF,
+  OC_ACT_GELU_TANH,
+  OC_ACT_SILU,
+  OC_ACT_SIGMOID,
+  OC_ACT_TANH
+};
 int oc_act_parse(const char *name); /* "none", "relu", "gelu", "gelu_tanh", ... ; -1 unknown */
 
 enum oc_reduce_op { OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN, OC_RED_NORM2 };
@@ -148,8 +155,7 @@ struct oc_matmul_args {
   enum oc_act act;
 };
 int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
-                    const struct oc_profile *p, const struct oc_options *o,
-                    struct oc_verdict *v);
+                    const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
 /* O = softmax(Q.K^T * scale [+ causal mask]) . V over [..., S, D] tensors
  * (leading dims equal). Causal masks key j > query i (top-left, as PyTorch).
@@ -199,8 +205,8 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
 /* Reference values (exact, rounded to nearest double) and rigorous bounds
  * without a kernel output: `ref` and `bound` have out's element count in
  * row-major order of out's shape (either may be NULL). */
-int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_shape,
-                        int out_rank, const struct oc_profile *p, double *ref, double *bound);
+int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_shape, int out_rank,
+                        const struct oc_profile *p, double *ref, double *bound);
 int oc_reference_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
                         const struct oc_profile *p, double *ref, double *bound);
 int oc_reference_softmax(enum oc_softmax_kind kind, const struct oc_tensor *x, int axis,

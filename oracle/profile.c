@@ -67,7 +67,9 @@ int oc_profile_preset(const char *name, struct oc_profile *p) {
   return -1;
 }
 
-const char *oc_profile_preset_name(int i) { return i >= 0 && i < NPRESETS ? presets[i].name : NULL; }
+const char *oc_profile_preset_name(int i) {
+  return i >= 0 && i < NPRESETS ? presets[i].name : NULL;
+}
 
 static int kv_enum(const char *v, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -172,7 +174,8 @@ int oc_profile_parse_err(const char *spec, struct oc_profile *p, char *err, size
     int r = set_key(&q, tok, eq + 1, &expect);
     if (r == -1) {
       ERR("unknown key '%s' (keys: in acc out acc_bits round block promote fma tf32 ftz math "
-          "softmax online_block norm ovf)", tok);
+          "softmax online_block norm ovf)",
+          tok);
       return -1;
     }
     if (r == -2) {

@@ -33,15 +33,15 @@ struct oc_profile {
   int acc_bits;       /* accumulator significand bits when narrower than acc
                          (14 for Hopper FP8 WGMMA); 0: those of acc */
   enum oc_acc_round acc_round;
-  int block;          /* tensor-core alignment block b: K + ceil(K/b) roundings; 0: plain */
-  int promote;        /* accumulate `promote` terms in the narrow accumulator, then add
-                         into an fp32 one (FP8 WGMMA promotion, split tiles); 0: never */
-  int fma;            /* FMA allowed (changes no worst-case bound; kept for the record) */
-  int tf32;           /* fp32 operands rounded to tf32 before multiplying */
-  int ftz;            /* subnormal inputs and results may be flushed to zero */
+  int block;   /* tensor-core alignment block b: K + ceil(K/b) roundings; 0: plain */
+  int promote; /* accumulate `promote` terms in the narrow accumulator, then add
+                  into an fp32 one (FP8 WGMMA promotion, split tiles); 0: never */
+  int fma;     /* FMA allowed (changes no worst-case bound; kept for the record) */
+  int tf32;    /* fp32 operands rounded to tf32 before multiplying */
+  int ftz;     /* subnormal inputs and results may be flushed to zero */
   enum oc_math_mode math;
   enum oc_softmax_alg softmax;
-  int online_block;   /* online softmax/attention: keys per rescale (0: 1, worst case) */
+  int online_block; /* online softmax/attention: keys per rescale (0: 1, worst case) */
   enum oc_norm_alg norm;
   enum oc_overflow out_ovf; /* overflow rule of the output conversion */
 };

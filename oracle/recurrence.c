@@ -66,7 +66,7 @@ static inline struct dd dd_mul_d(struct dd x, double y) {
  * branch-free: the bound recurrence runs it ~20 times per state element. */
 static inline double U(double x) { return x + (x * 0x1p-52 + 0x1p-1074); }
 
-#define UR 0x1p-100   /* unit per double-double operation of the reference */
+#define UR 0x1p-100     /* unit per double-double operation of the reference */
 #define ETA_R 0x1p-1000 /* reference's absolute floor per step (dd underflow) */
 
 struct gd {
@@ -106,7 +106,8 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
   int64_t ob = oc_batch_offset(&g->beta, nl, g->out->shape, b);
   struct dd *S = malloc((size_t)KV * sizeof *S), *w = malloc((size_t)V * sizeof *w);
   double *E = calloc((size_t)KV, 8), *Er = calloc((size_t)KV, 8);
-  double *col = calloc((size_t)V * 12, 8), *kk = malloc((size_t)K * 8 * 3), *vv = malloc((size_t)V * 8);
+  double *col = calloc((size_t)V * 12, 8), *kk = malloc((size_t)K * 8 * 3),
+         *vv = malloc((size_t)V * 8);
   uint8_t *bad = calloc((size_t)V, 1);
   if (!S || !w || !E || !Er || !col || !kk || !vv || !bad) {
     free(S), free(w), free(E), free(Er), free(col), free(kk), free(vv), free(bad);
@@ -116,7 +117,8 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
   double *cEr = col + 5 * V, *n2 = col + 6 * V, *n2r = col + 7 * V, *s1 = col + 8 * V;
   double *s1r = col + 9 * V, *sh = col + 10 * V, *shr = col + 11 * V;
   double *k = kk, *q = kk + K, *qa = kk + 2 * K;
-  for (int64_t x = 0; x < KV; x++) S[x] = (struct dd){0, 0};
+  for (int64_t x = 0; x < KV; x++)
+    S[x] = (struct dd){0, 0};
 
   /* Units and rounding counts of the profile (see the header comment). */
   double u = oc_profile_u_acc(p);
@@ -136,9 +138,12 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
   mpfr_init2(m, 110);
 
   for (int64_t t = 0; t < T; t++) {
-    oc_tensor_gather(a->k, ok + t * a->k->stride[a->k->rank - 2], a->k->stride[a->k->rank - 1], K, k);
-    oc_tensor_gather(a->q, oq + t * a->q->stride[a->q->rank - 2], a->q->stride[a->q->rank - 1], K, q);
-    oc_tensor_gather(a->v, ov + t * a->v->stride[a->v->rank - 2], a->v->stride[a->v->rank - 1], V, vv);
+    oc_tensor_gather(a->k, ok + t * a->k->stride[a->k->rank - 2], a->k->stride[a->k->rank - 1], K,
+                     k);
+    oc_tensor_gather(a->q, oq + t * a->q->stride[a->q->rank - 2], a->q->stride[a->q->rank - 1], K,
+                     q);
+    oc_tensor_gather(a->v, ov + t * a->v->stride[a->v->rank - 2], a->v->stride[a->v->rank - 1], V,
+                     vv);
     double gt = oc_tensor_at(&g->gate, og + t * g->gate.stride[g->gate.rank - 2]);
     double bt = oc_tensor_at(&g->beta, ob + t * g->beta.stride[g->beta.rank - 2]);
     struct dd al;
@@ -174,7 +179,8 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
     double etas = U(eta * fl), etar = U(ETA_R * fl);
 
     /* pass 1: column sums of |k| times the state magnitudes; w = (a S)^T k */
-    for (int64_t j = 0; j < V; j++) c[j] = cr[j] = cE[j] = cEr[j] = n2[j] = n2r[j] = 0, w[j] = (struct dd){0, 0};
+    for (int64_t j = 0; j < V; j++)
+      c[j] = cr[j] = cE[j] = cEr[j] = n2[j] = n2r[j] = 0, w[j] = (struct dd){0, 0};
     for (int64_t i = 0; i < K; i++) {
       double ki = fabs(k[i]);
       const struct dd *Si = S + i * V;
@@ -300,8 +306,8 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
                          const struct oc_profile *p, const struct oc_options *o,
                          struct oc_verdict *v) {
   struct oc_options od;
-  if (!args || !out || !v || !p || !args->q || !args->k || !args->v || !args->gate ||
-      !args->beta || out->rank < 2 || out->rank > OC_MAX_RANK - 1)
+  if (!args || !out || !v || !p || !args->q || !args->k || !args->v || !args->gate || !args->beta ||
+      out->rank < 2 || out->rank > OC_MAX_RANK - 1)
     return -1;
   if (!o) {
     oc_options_default(&od);
@@ -315,8 +321,8 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
   g.nl = out->rank - 2;
   g.T = out->shape[g.nl];
   g.V = out->shape[g.nl + 1];
-  if (Q->rank < 2 || K->rank < 2 || Vt->rank < 2 || args->gate->rank < 1 ||
-      args->beta->rank < 1 || args->gate->rank >= OC_MAX_RANK || args->beta->rank >= OC_MAX_RANK)
+  if (Q->rank < 2 || K->rank < 2 || Vt->rank < 2 || args->gate->rank < 1 || args->beta->rank < 1 ||
+      args->gate->rank >= OC_MAX_RANK || args->beta->rank >= OC_MAX_RANK)
     return -1;
   g.K = K->shape[K->rank - 1];
   if (Q->shape[Q->rank - 1] != g.K || Q->shape[Q->rank - 2] != g.T ||
@@ -327,11 +333,13 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
   g.gate = unit_last(args->gate);
   g.beta = unit_last(args->beta);
   g.nb = 1;
-  for (int d = 0; d < g.nl; d++) g.nb *= out->shape[d];
+  for (int d = 0; d < g.nl; d++)
+    g.nb *= out->shape[d];
   /* inputs wider than the accumulator are rounded once on the way in */
   int pa = oc_format_info(p->acc)->p;
   const struct oc_tensor *ins[5] = {Q, K, Vt, args->gate, args->beta};
-  for (int i = 0; i < 5; i++) g.in_wide |= oc_format_info(ins[i]->fmt)->p > pa;
+  for (int i = 0; i < 5; i++)
+    g.in_wide |= oc_format_info(ins[i]->fmt)->p > pa;
 
   struct oc_check c;
   int64_t TV = g.T * g.V;

@@ -29,7 +29,8 @@ static double red_bound(const struct oc_profile *p, const struct oc_elem *e, con
     break;
   case OC_RED_NORM2: { /* sqrt(S (1 + theta)) (1 + u_sqrt) */
     double th = oc_dot_theta(p, n, 0);
-    double rel = oc_up(oc_mul_up(sqrt(oc_add_up(1, th)) * (1 + 1e-15), oc_add_up(1, oc_sqrt_rel(p))) - 1);
+    double rel =
+        oc_up(oc_mul_up(sqrt(oc_add_up(1, th)) * (1 + 1e-15), oc_add_up(1, oc_sqrt_rel(p))) - 1);
     b = oc_add_up(oc_mul_up(rel, yabs), oc_up(sqrt(oc_mul_up(oc_acc_eta(p), (double)n))));
     break;
   }
@@ -38,11 +39,12 @@ static double red_bound(const struct oc_profile *p, const struct oc_elem *e, con
   return oc_out_bound(p, yabs, b);
 }
 
-static void row_ref(enum oc_reduce_op op, const double *x, int64_t n, struct oc_acc *acc,
-                    mpfr_t t, mpfr_t r, struct oc_elem *e) {
+static void row_ref(enum oc_reduce_op op, const double *x, int64_t n, struct oc_acc *acc, mpfr_t t,
+                    mpfr_t r, struct oc_elem *e) {
   int nan = 0;
   double sabs = 0;
-  for (int64_t k = 0; k < n; k++) nan |= x[k] != x[k];
+  for (int64_t k = 0; k < n; k++)
+    nan |= x[k] != x[k];
   if (op == OC_RED_MAX || op == OC_RED_MIN) {
     double m = n ? x[0] : (op == OC_RED_MAX ? -INFINITY : INFINITY);
     for (int64_t k = 1; k < n; k++) {
@@ -92,7 +94,8 @@ static const char *const red_names[] = {"sum", "mean", "max", "min", "norm2"};
 
 static int reduce_run(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
                       const struct oc_tensor *out, const struct oc_profile *p,
-                      const struct oc_options *o, struct oc_verdict *v, double *ref, double *bound) {
+                      const struct oc_options *o, struct oc_verdict *v, double *ref,
+                      double *bound) {
   struct oc_options od;
   if (!o) {
     oc_options_default(&od);
@@ -133,8 +136,9 @@ static int reduce_run(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
     row_ref(op, buf, rw.n, acc, t, r, &e);
     if (!e.exact_only) {
       e.bound = red_bound(p, &e, &rd);
-      e.prob = op == OC_RED_NORM2 ? INFINITY : oc_out_bound(p, fmax(fabs(e.lo), fabs(e.hi)),
-                                                             oc_dot_prob(p, rw.n, o->lambda, e.in[0]));
+      e.prob = op == OC_RED_NORM2 ? INFINITY
+                                  : oc_out_bound(p, fmax(fabs(e.lo), fabs(e.hi)),
+                                                 oc_dot_prob(p, rw.n, o->lambda, e.in[0]));
       e.ovf_ok = oc_mul_up(e.in[0], 1.01) >= oc_overflow_threshold(p->acc);
     } else {
       e.bound = oc_out_bound(p, fabs(e.lo), 0);
@@ -147,8 +151,10 @@ static int reduce_run(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
       oc_check_elem(&c, &e, oidx);
     }
   }
-  if (v) oc_check_finish(&c, 0);
-  else free(c.fails);
+  if (v)
+    oc_check_finish(&c, 0);
+  else
+    free(c.fails);
   free(buf);
   oc_acc_free(acc);
   mpfr_clears(t, r, (mpfr_ptr)0);

@@ -43,7 +43,8 @@ struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct 
   if (o->full || total <= o->full_below) {
     for (int64_t b = 0; b < nb; b++)
       for (int64_t j = 0; j < n; j++)
-        for (int64_t i = 0; i < m && !err; i++) err = push(&v, b, i, j);
+        for (int64_t i = 0; i < m && !err; i++)
+          err = push(&v, b, i, j);
   } else {
     int64_t tm = o->tile_m > 0 ? o->tile_m : 128, tn = o->tile_n > 0 ? o->tile_n : 128;
     uint64_t st = o->seed ^ 0x5eed5a3b1eULL;
@@ -51,9 +52,11 @@ struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct 
     int64_t rt = m % tm ? m % tm : 1, ct = n % tn ? n % tn : 1;
     for (int64_t b = 0; b < nb && !err; b++) {
       for (int64_t i = m - rt; i < m; i++)
-        for (int64_t j = 0; j < n && !err; j++) err = push(&v, b, i, j);
+        for (int64_t j = 0; j < n && !err; j++)
+          err = push(&v, b, i, j);
       for (int64_t j = n - ct; j < n; j++)
-        for (int64_t i = 0; i < m && !err; i++) err = push(&v, b, i, j);
+        for (int64_t i = 0; i < m && !err; i++)
+          err = push(&v, b, i, j);
     }
     /* One element per tile; tile t takes residue class t mod 1024 of
      * (i mod 32, j mod 32), and leftover classes go to random tiles. */
@@ -76,7 +79,8 @@ struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct 
     *n_random = s;
   }
   for (int64_t r = 0; r < n_extra && !err; r++)
-    for (int64_t j = 0; j < n && !err; j++) err = push(&v, extra_rows[2 * r], extra_rows[2 * r + 1], j);
+    for (int64_t j = 0; j < n && !err; j++)
+      err = push(&v, extra_rows[2 * r], extra_rows[2 * r + 1], j);
   if (err) {
     free(v.s);
     return NULL;
@@ -118,7 +122,8 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
   int nlead = out->rank - 2;
   int64_t M = out->shape[nlead], N = out->shape[nlead + 1], K = A->shape[A->rank - 1];
   int64_t nb = 1;
-  for (int d = 0; d < nlead; d++) nb *= out->shape[d];
+  for (int d = 0; d < nlead; d++)
+    nb *= out->shape[d];
   double beta = C ? args->beta : 0, alpha = args->alpha;
   int64_t mx = K > N ? K : N;
   double *r = malloc((size_t)N * sizeof *r), *br = malloc((size_t)K * sizeof *br),
@@ -135,8 +140,10 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
   double u_out = oc_out_u(p), eta_out = oc_out_eta(p), maxf = oc_format_info(p->out)->max_finite;
   if (bias) oc_tensor_gather(bias, 0, bias->stride[bias->rank - 1], N, bv);
   for (int64_t b = 0; b < nb; b++) {
-    int64_t oa = oc_batch_offset(A, nlead, out->shape, b), ob = oc_batch_offset(B, nlead, out->shape, b);
-    int64_t oo = oc_batch_offset(out, nlead, out->shape, b), oc = C ? oc_batch_offset(C, nlead, out->shape, b) : 0;
+    int64_t oa = oc_batch_offset(A, nlead, out->shape, b),
+            ob = oc_batch_offset(B, nlead, out->shape, b);
+    int64_t oo = oc_batch_offset(out, nlead, out->shape, b),
+            oc = C ? oc_batch_offset(C, nlead, out->shape, b) : 0;
     memset(seen, 0, (size_t)M);
     for (int vec = 0; vec < o->screen_vectors; vec++) {
       uint64_t st = o->seed ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)(vec + 1) << 56);
@@ -182,8 +189,8 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
           yabs += fabs(buf2[j]);
         }
         double ref = alpha * x + beta * cr + br_bias;
-        double tsum = oc_add_up(oc_add_up(oc_mul_up(fabs(alpha), t1), oc_mul_up(fabs(beta), cabs)),
-                                abs_bias);
+        double tsum =
+            oc_add_up(oc_add_up(oc_mul_up(fabs(alpha), t1), oc_mul_up(fabs(beta), cabs)), abs_bias);
         double bound = oc_add_up(oc_add_up(oc_mul_up(u_out, yabs), oc_mul_up((double)N, eta_out)),
                                  oc_add_up(oc_mul_up(theta, tsum), oc_mul_up((double)N, eta_acc)));
         /* The screen's own double rounding: B r, A (B r), C r, out r and
@@ -191,8 +198,10 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
         double e = oc_mul_up(g53((double)N), yabs);
         e = oc_add_up(e, oc_mul_up(fabs(alpha), oc_add_up(oc_mul_up(g53((double)K), xabs),
                                                           oc_mul_up(g53((double)N), t1))));
-        e = oc_add_up(e, oc_mul_up(g53((double)N), oc_add_up(oc_mul_up(fabs(beta), cabs), abs_bias)));
-        e = oc_add_up(e, oc_mul_up(g53(4), oc_add_up(fabs(alpha * x), oc_add_up(fabs(beta * cr), fabs(br_bias)))));
+        e = oc_add_up(e,
+                      oc_mul_up(g53((double)N), oc_add_up(oc_mul_up(fabs(beta), cabs), abs_bias)));
+        e = oc_add_up(e, oc_mul_up(g53(4), oc_add_up(fabs(alpha * x),
+                                                     oc_add_up(fabs(beta * cr), fabs(br_bias)))));
         double lim = oc_mul_up(oc_add_up(bound, e), 1 + 1e-9);
         if ((odd || !(fabs(yr - ref) <= lim)) && !seen[i]) {
           seen[i] = 1;

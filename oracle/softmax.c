@@ -45,7 +45,8 @@ static double smx_bound(const struct oc_profile *p, const struct oc_elem *e, con
   }
   /* log S from S computed with relative error rho */
   double g = oc_sum_theta(p, n, 0);
-  double rho = oc_up(oc_mul_up(oc_mul_up(oc_add_up(1, e->in[1]), oc_add_up(1, g)), oc_add_up(1, resc)) - 1);
+  double rho =
+      oc_up(oc_mul_up(oc_mul_up(oc_add_up(1, e->in[1]), oc_add_up(1, g)), oc_add_up(1, resc)) - 1);
   rho = oc_add_up(rho, eta);
   if (!(rho < 0.5)) return INFINITY;
   double dlog = oc_mul_up(rho, 2); /* |log(1+r)| <= 2r for |r| < 1/2 */
@@ -74,7 +75,8 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
     if (!same) {
       int ax = axis < 0 ? axis + x->rank : axis;
       fake.rank = x->rank - 1;
-      for (int d = ax; d < fake.rank; d++) fake.shape[d] = x->shape[d + 1];
+      for (int d = ax; d < fake.rank; d++)
+        fake.shape[d] = x->shape[d + 1];
     }
     out = &fake;
   }
@@ -86,14 +88,16 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
   struct oc_verdict vd;
   oc_check_init(&c, smx_names[kind], p, o, v ? v : &vd, same ? rw.nrows * n : rw.nrows, out->rank,
                 smx_bound, &sm);
-  double *xs = malloc((size_t)(n ? n : 1) * sizeof *xs), *ys = malloc((size_t)(n ? n : 1) * sizeof *ys);
+  double *xs = malloc((size_t)(n ? n : 1) * sizeof *xs),
+         *ys = malloc((size_t)(n ? n : 1) * sizeof *ys);
   mpfr_t *e = malloc((size_t)(n ? n : 1) * sizeof *e);
   mpfr_t S, t, lg;
   if (!xs || !ys || !e) {
     free(xs), free(ys), free(e);
     return -1;
   }
-  for (int64_t k = 0; k < n; k++) mpfr_init2(e[k], PREC);
+  for (int64_t k = 0; k < n; k++)
+    mpfr_init2(e[k], PREC);
   mpfr_inits2(PREC, S, t, lg, (mpfr_ptr)0);
   /* MPFR's own error: n+4 roundings at 2^-PREC, with a wide margin. */
   double rr = 0x1p-70 * (double)(n + 8);
@@ -187,9 +191,12 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
       }
     }
   }
-  if (v) oc_check_finish(&c, 0);
-  else free(c.fails);
-  for (int64_t k = 0; k < n; k++) mpfr_clear(e[k]);
+  if (v)
+    oc_check_finish(&c, 0);
+  else
+    free(c.fails);
+  for (int64_t k = 0; k < n; k++)
+    mpfr_clear(e[k]);
   mpfr_clears(S, t, lg, (mpfr_ptr)0);
   free(xs), free(ys), free(e);
   return 0;

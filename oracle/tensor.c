@@ -52,16 +52,29 @@ int oc_tensor_make(struct oc_tensor *t, const void *data, enum oc_format fmt, in
 
 int64_t oc_tensor_numel(const struct oc_tensor *t) {
   int64_t n = 1;
-  for (int d = 0; d < t->rank; d++) n *= t->shape[d];
+  for (int d = 0; d < t->rank; d++)
+    n *= t->shape[d];
   return n;
 }
 
 uint64_t oc_tensor_bits(const struct oc_tensor *t, int64_t off) {
   const unsigned char *p = (const unsigned char *)t->data + off * (int64_t)oc_format_size(t->fmt);
   switch (oc_format_size(t->fmt)) {
-  case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
-  case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-  case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+  case 8: {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+  }
+  case 4: {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case 2: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+  }
   default: return *p;
   }
 }
@@ -69,11 +82,27 @@ uint64_t oc_tensor_bits(const struct oc_tensor *t, int64_t off) {
 double oc_tensor_at(const struct oc_tensor *t, int64_t off) {
   const unsigned char *p = (const unsigned char *)t->data + off * (int64_t)oc_format_size(t->fmt);
   switch (t->fmt) {
-  case OC_FP64: { double v; memcpy(&v, p, 8); return v; }
+  case OC_FP64: {
+    double v;
+    memcpy(&v, p, 8);
+    return v;
+  }
   case OC_FP32:
-  case OC_TF32: { float v; memcpy(&v, p, 4); return v; }
-  case OC_FP16: { uint16_t v; memcpy(&v, p, 2); return tab_fp16[v]; }
-  case OC_BF16: { uint16_t v; memcpy(&v, p, 2); return tab_bf16[v]; }
+  case OC_TF32: {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case OC_FP16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return tab_fp16[v];
+  }
+  case OC_BF16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return tab_bf16[v];
+  }
   case OC_E4M3FN: return tab_e4m3[*p];
   case OC_E5M2: return tab_e5m2[*p];
   default: return NAN;
@@ -82,7 +111,8 @@ double oc_tensor_at(const struct oc_tensor *t, int64_t off) {
 
 double oc_tensor_get(const struct oc_tensor *t, const int64_t *idx) {
   int64_t off = 0;
-  for (int d = 0; d < t->rank; d++) off += idx[d] * t->stride[d];
+  for (int d = 0; d < t->rank; d++)
+    off += idx[d] * t->stride[d];
   return oc_tensor_at(t, off);
 }
 
@@ -108,6 +138,7 @@ void oc_tensor_gather(const struct oc_tensor *t, int64_t off, int64_t inc, int64
     return;
   }
   default:
-    for (int64_t i = 0; i < n; i++) out[i] = oc_tensor_at(t, off + i * inc);
+    for (int64_t i = 0; i < n; i++)
+      out[i] = oc_tensor_at(t, off + i * inc);
   }
 }

@@ -11,7 +11,7 @@
 
 #include "bounds.h"
 
-static const char *const names[] = {"bitwise", "pass", "suspect", "fail_precision",
+static const char *const names[] = {"bitwise",    "pass",         "suspect",     "fail_precision",
                                     "fail_value", "fail_special", "inconclusive"};
 
 const char *oc_verdict_name(enum oc_verdict_kind k) {
@@ -70,16 +70,20 @@ int oc_round_enclosure(enum oc_format f, enum oc_overflow ovf, double lo, double
    * f (a midpoint, exact in double) is lo or hi itself, and y lies strictly
    * inside (lo, hi): it rounds away from the boundary. */
   double mid = a / 2 + b / 2;
-  if (mid == lo) *r = b;
-  else if (mid == hi) *r = a;
-  else return 0;
+  if (mid == lo)
+    *r = b;
+  else if (mid == hi)
+    *r = a;
+  else
+    return 0;
   return 1;
 }
 
 static void set_evidence(struct oc_check *c, const struct oc_elem *e, const int64_t *idx,
                          double err, double ratio) {
   struct oc_verdict *v = c->v;
-  for (int d = 0; d < v->rank; d++) v->index[d] = idx[d];
+  for (int d = 0; d < v->rank; d++)
+    v->index[d] = idx[d];
   v->kernel = e->k;
   v->exact = e->lo == e->hi ? e->lo : e->lo + (e->hi - e->lo) / 2;
   v->bound = e->bound;
@@ -136,7 +140,9 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
     return 1;
   }
   if (isinf(lo) && lo == hi) { /* exact value is +-Inf */
-    double want = fo->has_inf ? lo : p->out_ovf == OC_OVF_SATURATE ? copysign(fo->max_finite, lo) : NAN;
+    double want = fo->has_inf                     ? lo
+                  : p->out_ovf == OC_OVF_SATURATE ? copysign(fo->max_finite, lo)
+                                                  : NAN;
     if (k == want || (want != want && k != k)) {
       v->n_bitwise++;
       return 0;
@@ -176,8 +182,10 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
   double err_lo = k < lo ? oc_down(lo - k) : k > hi ? oc_down(k - hi) : 0;
   double mid = lo == hi ? lo : lo + (hi - lo) / 2;
   double err = fabs(k - mid);
-  if (k < lo) v->n_neg++;
-  else if (k > hi) v->n_pos++;
+  if (k < lo)
+    v->n_neg++;
+  else if (k > hi)
+    v->n_pos++;
   if (isinf(b)) c->n_inf_bound++;
   double ratio = err == 0 ? 0 : b > 0 ? err / b : INFINITY;
   if (e->prob < INFINITY && err > 0) {
@@ -206,7 +214,8 @@ static void explain(struct oc_check *c) {
   struct oc_verdict *v = c->v;
   struct oc_profile rungs[8];
   int exact_only = 0;
-  for (size_t i = 0; i < c->nfails; i++) exact_only |= c->fails[i].e.exact_only;
+  for (size_t i = 0; i < c->nfails; i++)
+    exact_only |= c->fails[i].e.exact_only;
   int n = c->bound_fn && c->o->ladder && !exact_only ? oc_profile_ladder(c->p, rungs, 8) : 0;
   for (int r = 0; r < n; r++) {
     int ok = 1;
@@ -225,10 +234,14 @@ static void explain(struct oc_check *c) {
 
 void oc_check_finish(struct oc_check *c, int64_t random_samples) {
   struct oc_verdict *v = c->v;
-  if (v->checked >= v->total) v->miss_prob = 0;
-  else v->miss_prob = exp(-v->fraction * (double)random_samples);
-  if (v->n_special) v->kind = OC_FAIL_SPECIAL;
-  else if (v->n_fail || v->screen_failed) explain(c);
+  if (v->checked >= v->total)
+    v->miss_prob = 0;
+  else
+    v->miss_prob = exp(-v->fraction * (double)random_samples);
+  if (v->n_special)
+    v->kind = OC_FAIL_SPECIAL;
+  else if (v->n_fail || v->screen_failed)
+    explain(c);
   else if (c->n_inf_bound) {
     v->kind = OC_INCONCLUSIVE;
     if (!v->detail[0])
@@ -238,12 +251,15 @@ void oc_check_finish(struct oc_check *c, int64_t random_samples) {
     v->kind = OC_INCONCLUSIVE;
     snprintf(v->detail, sizeof v->detail, "coverage below target: miss probability %.3g > %.3g",
              v->miss_prob, c->o->delta);
-  } else if (v->checked > 0 && v->n_bitwise == v->checked) v->kind = OC_BITWISE;
-  else if (v->max_prob_ratio > 1) v->kind = OC_SUSPECT;
+  } else if (v->checked > 0 && v->n_bitwise == v->checked)
+    v->kind = OC_BITWISE;
+  else if (v->max_prob_ratio > 1)
+    v->kind = OC_SUSPECT;
   else if (c->p->acc_round == OC_ACC_NEAREST && v->n_pos + v->n_neg >= 64 &&
            (v->n_pos == 0 || v->n_neg == 0))
     v->kind = OC_SUSPECT;
-  else v->kind = OC_PASS;
+  else
+    v->kind = OC_PASS;
   free(c->fails);
   c->fails = NULL;
   c->nfails = c->capfails = 0;
@@ -253,14 +269,16 @@ int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n) {
   char idx[128] = "";
   size_t at = 0;
   for (int d = 0; d < v->rank && at < sizeof idx - 24; d++)
-    at += (size_t)snprintf(idx + at, sizeof idx - at, "%s%lld", d ? "," : "", (long long)v->index[d]);
+    at +=
+        (size_t)snprintf(idx + at, sizeof idx - at, "%s%lld", d ? "," : "", (long long)v->index[d]);
   char why[200] = "";
   if (v->kind == OC_FAIL_PRECISION)
     snprintf(why, sizeof why, " consistent with %s;", v->explained_by);
   else if ((v->kind == OC_FAIL_SPECIAL || v->kind == OC_INCONCLUSIVE) && v->detail[0])
     snprintf(why, sizeof why, " %s;", v->detail);
   else if (v->kind == OC_SUSPECT)
-    snprintf(why, sizeof why, " %s;", v->max_prob_ratio > 1 ? "beyond the probabilistic bound" : "errors one-signed");
+    snprintf(why, sizeof why, " %s;",
+             v->max_prob_ratio > 1 ? "beyond the probabilistic bound" : "errors one-signed");
   return snprintf(buf, n,
                   "%s %s[%s] worst at (%s): kernel=%.9g exact=%.9g error=%.3g bound=%.3g "
                   "ratio=%.3g;%s failed %lld, special %lld; checked %lld/%lld, miss<=%.2g%s",

@@ -14,19 +14,18 @@
 #define OC_ELEM_IN 6
 
 struct oc_elem {
-  double k;        /* kernel value, decoded exactly */
-  double lo, hi;   /* the exact value lies in [lo, hi]; NaN when it is NaN */
-  double bound;    /* rigorous bound on |k - exact|; +inf: none derivable */
-  double prob;     /* probabilistic bound (suspect only); +inf: none */
-  int ovf_ok;      /* an infinite kernel value may come from a legitimate overflow */
-  int zero_sign;   /* the exact value is a zero whose sign the kernel must match */
-  int exact_only;  /* bound is 0 by definition (max, min, copies): ladder does not apply */
+  double k;              /* kernel value, decoded exactly */
+  double lo, hi;         /* the exact value lies in [lo, hi]; NaN when it is NaN */
+  double bound;          /* rigorous bound on |k - exact|; +inf: none derivable */
+  double prob;           /* probabilistic bound (suspect only); +inf: none */
+  int ovf_ok;            /* an infinite kernel value may come from a legitimate overflow */
+  int zero_sign;         /* the exact value is a zero whose sign the kernel must match */
+  int exact_only;        /* bound is 0 by definition (max, min, copies): ladder does not apply */
   double in[OC_ELEM_IN]; /* the bound's ingredients, handed back to the ladder */
 };
 
 /* Recomputes an element's bound under another profile (a ladder rung). */
-typedef double (*oc_bound_fn)(const struct oc_profile *p, const struct oc_elem *e,
-                              const void *ctx);
+typedef double (*oc_bound_fn)(const struct oc_profile *p, const struct oc_elem *e, const void *ctx);
 
 struct oc_fail_rec {
   double err_lo, ratio;
@@ -97,8 +96,7 @@ void oc_batch_index(int nlead, const int64_t *lead, int64_t b, int64_t *idx);
  * own floating-point error. Writes the flagged (b, i) rows to *rows
  * (malloc'd) and returns how many; -1 on allocation failure. */
 int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
-                            const struct oc_profile *p, const struct oc_options *o,
-                            int64_t **rows);
+                            const struct oc_profile *p, const struct oc_options *o, int64_t **rows);
 /* Roundings the matmul epilogue adds to every path (C, bias, alpha, beta). */
 int oc_matmul_extra(const struct oc_matmul_args *args);
 
@@ -107,7 +105,7 @@ struct oc_rows {
   const struct oc_tensor *x, *out;
   int axis;
   int64_t n, nrows;
-  int out_same;        /* out has x's shape (softmax, norms) */
+  int out_same;             /* out has x's shape (softmax, norms) */
   int out_map[OC_MAX_RANK]; /* out dim for each x dim, -1 when dropped */
 };
 /* out_same: 1 when out has x's shape; 0 when it lacks the axis (or keeps it

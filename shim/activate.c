@@ -9,10 +9,10 @@
 
 #include "core.h"
 #include "gate.h"
-#include "launch.h"
-#include "options.h"
 #include "guard.h"
+#include "launch.h"
 #include "log.h"
+#include "options.h"
 #include "shim.h"
 
 struct kc_driver kc_drv;
@@ -76,8 +76,10 @@ static void parent(void) {
 static void child(void) {
   /* Re-arm: the child keeps the hooks and the driver table, gets a report
    * of its own and fresh locks. */
-  if (atomic_load(&kc_shim_ready) && !kc_disabled) kc_core_postfork_child();
-  else if (atomic_load(&kc_shim_ready)) kc_core_postfork_parent();
+  if (atomic_load(&kc_shim_ready) && !kc_disabled)
+    kc_core_postfork_child();
+  else if (atomic_load(&kc_shim_ready))
+    kc_core_postfork_parent();
 }
 
 __attribute__((constructor)) static void kc_shim_ctor(void) {

@@ -37,9 +37,9 @@ static CUresult call_LAUNCH_KERNEL_EX(const struct kc_launch_args *a) {
   return ((kc_fam_LAUNCH_KERNEL_EX)a->real)(a->config, a->f, a->params, a->extra);
 }
 static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
-  return ((kc_fam_LAUNCH_COOPERATIVE)a->real)(a->f, a->grid[0], a->grid[1], a->grid[2],
-                                              a->block[0], a->block[1], a->block[2], a->shmem,
-                                              a->stream, a->params);
+  return ((kc_fam_LAUNCH_COOPERATIVE)a->real)(a->f, a->grid[0], a->grid[1], a->grid[2], a->block[0],
+                                              a->block[1], a->block[2], a->shmem, a->stream,
+                                              a->params);
 }
 
 #define DEF_LAUNCH_KERNEL(sym)                                                                     \
@@ -49,9 +49,18 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     if (KC_PASSTHROUGH()) return real(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);    \
-    struct kc_launch_args a = {KC_LE_KERNEL, name_is_ptsz(#sym, sizeof #sym - 1), f, {gx, gy, gz}, \
-                               {bx, by, bz}, shmem, stream, params, extra, NULL,                   \
-                               call_LAUNCH_KERNEL, (void *)real};                                  \
+    struct kc_launch_args a = {KC_LE_KERNEL,                                                       \
+                               name_is_ptsz(#sym, sizeof #sym - 1),                                \
+                               f,                                                                  \
+                               {gx, gy, gz},                                                       \
+                               {bx, by, bz},                                                       \
+                               shmem,                                                              \
+                               stream,                                                             \
+                               params,                                                             \
+                               extra,                                                              \
+                               NULL,                                                               \
+                               call_LAUNCH_KERNEL,                                                 \
+                               (void *)real};                                                      \
     return kc_on_launch(&a);                                                                       \
   }
 
@@ -61,9 +70,18 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     if (KC_PASSTHROUGH() || !config) return real(config, f, params, extra);                        \
-    struct kc_launch_args a = {KC_LE_KERNEL_EX, name_is_ptsz(#sym, sizeof #sym - 1), f, {0}, {0},  \
-                               0, config->hStream, params, extra, config,                          \
-                               call_LAUNCH_KERNEL_EX, (void *)real};                               \
+    struct kc_launch_args a = {KC_LE_KERNEL_EX,                                                    \
+                               name_is_ptsz(#sym, sizeof #sym - 1),                                \
+                               f,                                                                  \
+                               {0},                                                                \
+                               {0},                                                                \
+                               0,                                                                  \
+                               config->hStream,                                                    \
+                               params,                                                             \
+                               extra,                                                              \
+                               config,                                                             \
+                               call_LAUNCH_KERNEL_EX,                                              \
+                               (void *)real};                                                      \
     return kc_on_launch(&a);                                                                       \
   }
 
@@ -74,9 +92,18 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     if (KC_PASSTHROUGH()) return real(f, gx, gy, gz, bx, by, bz, shmem, stream, params);           \
-    struct kc_launch_args a = {KC_LE_COOPERATIVE, name_is_ptsz(#sym, sizeof #sym - 1), f,         \
-                               {gx, gy, gz}, {bx, by, bz}, shmem, stream, params, NULL, NULL,      \
-                               call_LAUNCH_COOPERATIVE, (void *)real};                             \
+    struct kc_launch_args a = {KC_LE_COOPERATIVE,                                                  \
+                               name_is_ptsz(#sym, sizeof #sym - 1),                                \
+                               f,                                                                  \
+                               {gx, gy, gz},                                                       \
+                               {bx, by, bz},                                                       \
+                               shmem,                                                              \
+                               stream,                                                             \
+                               params,                                                             \
+                               NULL,                                                               \
+                               NULL,                                                               \
+                               call_LAUNCH_COOPERATIVE,                                            \
+                               (void *)real};                                                      \
     return kc_on_launch(&a);                                                                       \
   }
 
@@ -127,7 +154,8 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(lib, code, jo, jv, nj, lo, lv, nl);                                          \
-    if (r == CUDA_SUCCESS && lib && code && !KC_PASSTHROUGH()) kc_on_image_load(*lib, 1, code, NULL); \
+    if (r == CUDA_SUCCESS && lib && code && !KC_PASSTHROUGH())                                     \
+      kc_on_image_load(*lib, 1, code, NULL);                                                       \
     return r;                                                                                      \
   }
 
@@ -176,7 +204,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, pitch, width, height, elem);                                           \
     if (r == CUDA_SUCCESS && dptr && pitch && !KC_PASSTHROUGH())                                   \
-      kc_on_alloc(*dptr, *pitch * height, KC_ALLOC_PITCH);                                         \
+      kc_on_alloc(*dptr, *pitch *height, KC_ALLOC_PITCH);                                          \
     return r;                                                                                      \
   }
 
@@ -252,7 +280,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(symbol, pfn, version, flags);                                                \
-    if (r == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = kc_shim_wrap_proc(symbol, *pfn);       \
+    if (r == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = kc_shim_wrap_proc(symbol, *pfn);        \
     return r;                                                                                      \
   }
 
@@ -262,7 +290,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(symbol, pfn, version, flags, status);                                        \
-    if (r == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = kc_shim_wrap_proc(symbol, *pfn);       \
+    if (r == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = kc_shim_wrap_proc(symbol, *pfn);        \
     return r;                                                                                      \
   }
 

@@ -45,7 +45,8 @@ static size_t base_len(const char *s) {
       continue;
     }
     size_t d = n;
-    while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9') d--;
+    while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9')
+      d--;
     if (d < n && d >= 2 && s[d - 1] == 'v' && s[d - 2] == '_') {
       n = d - 2;
       continue;

@@ -12,13 +12,15 @@ void *(*kc_real_dlsym)(void *, const char *);
 void *(*kc_real_dlvsym)(void *, const char *, const char *);
 
 static int same(const char *a, const char *b) {
-  while (*a && *a == *b) a++, b++;
+  while (*a && *a == *b)
+    a++, b++;
   return *a == *b;
 }
 
 static uint32_t gnu_hash(const char *s) {
   uint32_t h = 5381;
-  for (; *s; s++) h = h * 33 + (uint8_t)*s;
+  for (; *s; s++)
+    h = h * 33 + (uint8_t)*s;
   return h;
 }
 

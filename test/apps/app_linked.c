@@ -19,8 +19,8 @@ static const char *app_err_name(CUresult r) {
 }
 
 static CUresult app_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                unsigned by, unsigned bz, unsigned shmem, CUstream s,
-                                void **params, void **extra) {
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                void **extra) {
   return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 

@@ -17,28 +17,28 @@
  * per-thread-default-stream entry, and the name printed in messages. */
 static const char *app_err_name(CUresult r);
 static CUresult app_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                unsigned by, unsigned bz, unsigned shmem, CUstream s,
-                                void **params, void **extra);
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                void **extra);
 static const char *app_name;
 
-#define CK(call)                                                                        \
-  do {                                                                                  \
-    CUresult ck_r_ = (call);                                                            \
-    if (ck_r_ != CUDA_SUCCESS) {                                                        \
-      fprintf(stderr, "%s: %s:%d: %s failed: %s (%d)\n", app_name, __FILE__, __LINE__, \
-              #call, app_err_name(ck_r_), (int)ck_r_);                                  \
-      exit(1);                                                                          \
-    }                                                                                   \
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    CUresult ck_r_ = (call);                                                                       \
+    if (ck_r_ != CUDA_SUCCESS) {                                                                   \
+      fprintf(stderr, "%s: %s:%d: %s failed: %s (%d)\n", app_name, __FILE__, __LINE__, #call,      \
+              app_err_name(ck_r_), (int)ck_r_);                                                    \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
-#define EXPECT(cond, ...)                                               \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s: %s:%d: check failed: ", app_name, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-      app_failures++;                                                   \
-    }                                                                   \
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s: %s:%d: check failed: ", app_name, __FILE__, __LINE__);                  \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      app_failures++;                                                                              \
+    }                                                                                              \
   } while (0)
 
 static int app_failures;
@@ -69,7 +69,8 @@ static const char app_ptx[] =
 static uint64_t fnv1a(const void *p, size_t n) {
   const unsigned char *b = p;
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
 
@@ -150,7 +151,8 @@ static void app_elementwise(struct app *a) {
   void *args[] = {&da, &db, &dc, &n};
   CK(cuLaunchKernel(app_func(a, FK_K_VECADD), blocks, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
   CK(cuMemcpyDtoH(hc, dc, bytes));
-  for (int i = 0; i < N_ELEMS; i++) EXPECT(hc[i] == ha[i] + hb[i], "vecadd[%d] = %g", i, hc[i]);
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hc[i] == ha[i] + hb[i], "vecadd[%d] = %g", i, hc[i]);
   printf("%s: vecadd ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
 
   /* 2. scale as a CUkernel through the per-thread entry, on a stream. */
@@ -175,7 +177,8 @@ static void app_elementwise(struct app *a) {
   CK(cuLaunchKernel(app_func(a, FK_K_FILL), blocks, 1, 1, 128, 1, 1, 0, a->stream, NULL, extra));
   CK(cuMemcpyDtoHAsync(hi, di, sizeof hi, a->stream));
   CK(cuStreamSynchronize(a->stream));
-  for (int i = 0; i < N_ELEMS; i++) EXPECT(hi[i] == 7, "fill[%d] = %d", i, hi[i]);
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hi[i] == 7, "fill[%d] = %d", i, hi[i]);
   printf("%s: fill ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hi, sizeof hi));
 
   /* 4. one big struct parameter with pointers inside (TensorIterator-like). */
@@ -187,8 +190,10 @@ static void app_elementwise(struct app *a) {
   tp.a = (const char *)(uintptr_t)da;
   tp.b = (const char *)(uintptr_t)db;
   tp.elem_size = 4;
-  for (int i = 0; i < 63; i++) tp.sizes[i] = i + 1;
-  for (int i = 0; i < 62; i++) tp.strides[i] = 4 * (i + 1);
+  for (int i = 0; i < 63; i++)
+    tp.sizes[i] = i + 1;
+  for (int i = 0; i < 62; i++)
+    tp.strides[i] = 4 * (i + 1);
   void *targs[] = {&tp};
   CK(cuLaunchKernel(app_kernel(a, FK_K_TI_ADD), blocks, 1, 1, 128, 1, 1, 0, a->stream, targs,
                     NULL));
@@ -229,7 +234,8 @@ static void app_elementwise(struct app *a) {
                                args));
   CK(cuStreamSynchronize(a->stream));
   CK(cuMemcpyDtoH(hc, dc, bytes));
-  for (int i = 0; i < N_ELEMS; i++) EXPECT(hc[i] == ha[i] + hb[i], "coop[%d] = %g", i, hc[i]);
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hc[i] == ha[i] + hb[i], "coop[%d] = %g", i, hc[i]);
   printf("%s: cooperative ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(hc, bytes));
 
   CK(cuMemFree(da));
@@ -241,7 +247,8 @@ static void app_elementwise(struct app *a) {
 /* A launch captured into a graph runs only when the graph is launched. */
 static void app_graph(struct app *a) {
   static float h[N_ELEMS];
-  for (int i = 0; i < N_ELEMS; i++) h[i] = (float)i;
+  for (int i = 0; i < N_ELEMS; i++)
+    h[i] = (float)i;
   CUdeviceptr d = app_alloc(sizeof h);
   CK(cuMemcpyHtoD(d, h, sizeof h));
   int n = N_ELEMS;
@@ -253,8 +260,8 @@ static void app_graph(struct app *a) {
   CK(cuStreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
   CK(cuStreamIsCapturing(a->stream, &st));
   EXPECT(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "capture status %d", (int)st);
-  CK(cuLaunchKernel(app_func(a, FK_K_SCALE), (N_ELEMS + 255) / 256, 1, 1, 256, 1, 1, 0,
-                    a->stream, args, NULL));
+  CK(cuLaunchKernel(app_func(a, FK_K_SCALE), (N_ELEMS + 255) / 256, 1, 1, 256, 1, 1, 0, a->stream,
+                    args, NULL));
   s = 100.0f; /* parameters were copied at capture: this must not matter */
   CK(cuStreamEndCapture(a->stream, &g));
   CK(cuStreamIsCapturing(a->stream, &st));
@@ -266,7 +273,8 @@ static void app_graph(struct app *a) {
   CK(cuGraphLaunch(ge, a->stream));
   CK(cuStreamSynchronize(a->stream));
   CK(cuMemcpyDtoH(h, d, sizeof h));
-  for (int i = 0; i < N_ELEMS; i++) EXPECT(h[i] == 9.0f * (float)i, "graph[%d] = %g", i, h[i]);
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(h[i] == 9.0f * (float)i, "graph[%d] = %g", i, h[i]);
   printf("%s: graph ok checksum %016llx\n", app_name, (unsigned long long)fnv1a(h, sizeof h));
   CK(cuGraphExecDestroy(ge));
   CK(cuGraphDestroy(g));
@@ -332,13 +340,16 @@ static void app_races(struct app *a) {
   CK(cuLaunchKernel(app_func(a, FK_K_DISJOINT), B, 1, 1, T, 1, 1, 0, a->stream, a5, NULL));
   CK(cuStreamSynchronize(a->stream));
   CK(cuMemcpyDtoH(hi, d_i, sizeof hi));
-  for (int i = 0; i < NT; i++) EXPECT(hi[i] == i * 3 + 1, "disjoint[%d] = %d", i, hi[i]);
+  for (int i = 0; i < NT; i++)
+    EXPECT(hi[i] == i * 3 + 1, "disjoint[%d] = %d", i, hi[i]);
   printf("%s: clean block_disjoint %016llx\n", app_name, (unsigned long long)fnv1a(hi, sizeof hi));
 
   /* clean: integer sum with atomics */
-  for (int i = 0; i < NT; i++) hi[i] = (i % 7) - 3 + (i % 1000) * 1000;
+  for (int i = 0; i < NT; i++)
+    hi[i] = (i % 7) - 3 + (i % 1000) * 1000;
   long long want = 0;
-  for (int i = 0; i < NT; i++) want += hi[i];
+  for (int i = 0; i < NT; i++)
+    want += hi[i];
   CK(cuMemcpyHtoD(d_in, hi, sizeof hi));
   CK(cuMemsetD8(d_sum, 0, sizeof isum));
   void *a6[] = {&d_in, &d_sum, &nt};
@@ -361,7 +372,8 @@ static void app_races(struct app *a) {
   printf("%s: clean shared_reverse %016llx\n", app_name, (unsigned long long)fnv1a(hr, sizeof hr));
 
   CUdeviceptr all[] = {d_i, d_buf, d_out, d_x, d_f, d_u, d_sum, d_in};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CK(cuMemFree(all[i]));
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    CK(cuMemFree(all[i]));
 }
 
 /* Runs the scenarios a mode asks for; returns the exit status. */

@@ -46,9 +46,9 @@ void *fk_new(size_t n) {
 #define FI_MAX_NAMES 512
 
 static struct {
-  long long fail_at;    /* 0: never fail */
+  long long fail_at; /* 0: never fail */
   CUresult fail_code;
-  const char *entry;    /* count only this entry (prefix when star) */
+  const char *entry; /* count only this entry (prefix when star) */
   size_t entry_len;
   int entry_star;
   const char *calls_out;
@@ -93,8 +93,9 @@ CUresult fk_enter(const char *name, int needs_init) {
     if (n == fi.fail_at) {
       atomic_store(&fi.failed_seq, n);
       atomic_store(&fi.failed_name, name);
-      if (fi.trace) fprintf(stderr, "fakecuda: injected failure %d at call %lld (%s)\n",
-                            (int)fi.fail_code, n, name);
+      if (fi.trace)
+        fprintf(stderr, "fakecuda: injected failure %d at call %lld (%s)\n", (int)fi.fail_code, n,
+                name);
       return fi.fail_code;
     }
   }
@@ -411,7 +412,8 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (c->primary || c->green) return CUDA_ERROR_INVALID_CONTEXT;
   for (int i = 0; i < tls_depth; i++)
     if (tls_stack[i] == c) tls_stack[i] = NULL;
-  while (tls_depth > 0 && tls_stack[tls_depth - 1] == NULL) tls_depth--;
+  while (tls_depth > 0 && tls_stack[tls_depth - 1] == NULL)
+    tls_depth--;
   /* Kept allocated so a stale handle is rejected instead of read freed. */
   c->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
@@ -537,8 +539,7 @@ int fk_capturing(CUstream h, struct fk_stream *s, CUresult *err) {
   /* Work on the legacy default stream joins every blocking stream, so it
    * may not run while one of them is capturing. */
   if (s == NULL && h != CU_STREAM_PER_THREAD &&
-      tls_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
-      invalidate_unsafe())
+      tls_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED && invalidate_unsafe())
     *err = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   return 0;
 }
@@ -801,7 +802,8 @@ CUresult cuStreamBeginCapture_ptsz(CUstream h) {
 }
 
 static void graph_free(struct fk_graph *g) {
-  for (unsigned i = 0; i < g->nnodes; i++) free(g->nodes[i].args);
+  for (unsigned i = 0; i < g->nnodes; i++)
+    free(g->nodes[i].args);
   free(g->nodes);
   g->nodes = NULL;
   g->nnodes = g->cap = 0;
@@ -953,7 +955,8 @@ CUresult cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *n) {
   struct fk_graph *g = (struct fk_graph *)hg;
   if (g == NULL || g->magic != FK_MAGIC_GRAPH || n == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (nodes != NULL)
-    for (size_t i = 0; i < *n && i < g->nnodes; i++) nodes[i] = (CUgraphNode)&g->nodes[i];
+    for (size_t i = 0; i < *n && i < g->nnodes; i++)
+      nodes[i] = (CUgraphNode)&g->nodes[i];
   *n = g->nnodes;
   return CUDA_SUCCESS;
 }
@@ -999,8 +1002,9 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
   FK_ENTER("cuGraphInstantiateWithParams");
   CUresult rc = instantiate(pe, g);
-  if (params) params->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
-                                                      : CUDA_GRAPH_INSTANTIATE_ERROR;
+  if (params)
+    params->result_out =
+        rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
   return rc;
 }
 
@@ -1175,7 +1179,8 @@ CUresult fk_run_memop(const struct fk_node *n) {
     if (n->elem == 1) {
       memset(d, (int)(n->value & 0xff), n->count);
     } else {
-      for (size_t i = 0; i < n->count; i++) memcpy(d + i * n->elem, &n->value, n->elem);
+      for (size_t i = 0; i < n->count; i++)
+        memcpy(d + i * n->elem, &n->value, n->elem);
     }
     fk_clock_advance(500 + bytes / 2000);
     return CUDA_SUCCESS;
@@ -1218,13 +1223,13 @@ static CUresult memop_async(const struct fk_node *n, CUstream h) {
   return fk_run_memop(n);
 }
 
-#define NODE_H2D(d, s, c) \
+#define NODE_H2D(d, s, c)                                                                          \
   ((struct fk_node){.kind = FK_NODE_MEMCPY, .dst = (d), .host_src = (s), .count = (c)})
-#define NODE_D2H(d, s, c) \
+#define NODE_D2H(d, s, c)                                                                          \
   ((struct fk_node){.kind = FK_NODE_MEMCPY, .host_dst = (d), .src = (s), .count = (c)})
-#define NODE_D2D(d, s, c) \
+#define NODE_D2D(d, s, c)                                                                          \
   ((struct fk_node){.kind = FK_NODE_MEMCPY, .dst = (d), .src = (s), .count = (c)})
-#define NODE_SET(d, v, e, c) \
+#define NODE_SET(d, v, e, c)                                                                       \
   ((struct fk_node){.kind = FK_NODE_MEMSET, .dst = (d), .value = (v), .elem = (e), .count = (c)})
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
@@ -1425,9 +1430,8 @@ CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned *nbGroups,
   if (useFlags & ~3u) return CUDA_ERROR_INVALID_VALUE;
   /* SMs come in groups of 8 on this architecture (1 on tiny test devices
    * or with IGNORE_SM_COSCHEDULING). */
-  unsigned gran = (fk_g.nsm >= 16 && !(useFlags & CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING))
-                      ? 8
-                      : 1;
+  unsigned gran =
+      (fk_g.nsm >= 16 && !(useFlags & CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING)) ? 8 : 1;
   unsigned count = minCount ? minCount : gran;
   count = (count + gran - 1) / gran * gran;
   unsigned groups = count <= total ? total / count : 0;
@@ -1437,7 +1441,8 @@ CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned *nbGroups,
     return CUDA_SUCCESS;
   }
   if (groups == 0) return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
-  for (unsigned i = 0; i < groups; i++) res_set(&result[i], first + i * count, count);
+  for (unsigned i = 0; i < groups; i++)
+    res_set(&result[i], first + i * count, count);
   if (remaining) res_set(remaining, first + groups * count, total - groups * count);
   *nbGroups = groups;
   return CUDA_SUCCESS;
@@ -1471,8 +1476,8 @@ CUresult cuGreenCtxCreate(CUgreenCtx *ph, CUdevResourceDesc desc, CUdevice dev, 
   struct fk_greenctx *g = fk_new(sizeof *g);
   if (g == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   g->magic = FK_MAGIC_GREEN;
-  g->ctx = (struct fk_ctx){.magic = FK_MAGIC_CTX, .green = 1, .sm_first = d->first,
-                           .nsm = d->count, .gctx = g};
+  g->ctx = (struct fk_ctx){
+      .magic = FK_MAGIC_CTX, .green = 1, .sm_first = d->first, .nsm = d->count, .gctx = g};
   pthread_mutex_lock(&fk_g.lock);
   fk_g.primary_refs++; /* a green context retains the primary context */
   pthread_mutex_unlock(&fk_g.lock);
@@ -1565,8 +1570,10 @@ static char error_text[sizeof errors / sizeof errors[0]][64];
 __attribute__((constructor)) static void fk_error_text(void) {
   for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
     const char *n = errors[i].name;
-    if (strncmp(n, "CUDA_ERROR_", 11) == 0) n += 11;
-    else if (strcmp(n, "CUDA_SUCCESS") == 0) n = "NO_ERROR";
+    if (strncmp(n, "CUDA_ERROR_", 11) == 0)
+      n += 11;
+    else if (strcmp(n, "CUDA_SUCCESS") == 0)
+      n = "NO_ERROR";
     size_t k = 0;
     for (; n[k] && k + 1 < sizeof error_text[i]; k++)
       error_text[i][k] =
@@ -1596,7 +1603,8 @@ CUresult cuCtxDestroy(CUcontext ctx) {
   if (c->primary || c->green) return CUDA_ERROR_INVALID_CONTEXT;
   for (int i = 0; i < tls_depth; i++)
     if (tls_stack[i] == c) tls_stack[i] = NULL;
-  while (tls_depth > 0 && tls_stack[tls_depth - 1] == NULL) tls_depth--;
+  while (tls_depth > 0 && tls_stack[tls_depth - 1] == NULL)
+    tls_depth--;
   c->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
 }

@@ -131,12 +131,12 @@ struct fk_launch_ctx {
   struct fk_dim3 blockIdx;
   struct fk_dim3 gridDim;
   struct fk_dim3 blockDim;
-  unsigned char *shared;   /* this block's shared memory: static part, then dynamic */
-  size_t static_shared;    /* bytes of the static part (the kernel's declared size) */
-  size_t dynamic_shared;   /* bytes of the dynamic part (as launched) */
-  unsigned smid;           /* simulated SM this block runs on */
-  unsigned nsm;            /* SMs available to this launch */
-  unsigned long long seq;  /* position of this block in the launch's execution order */
+  unsigned char *shared;  /* this block's shared memory: static part, then dynamic */
+  size_t static_shared;   /* bytes of the static part (the kernel's declared size) */
+  size_t dynamic_shared;  /* bytes of the dynamic part (as launched) */
+  unsigned smid;          /* simulated SM this block runs on */
+  unsigned nsm;           /* SMs available to this launch */
+  unsigned long long seq; /* position of this block in the launch's execution order */
 };
 
 /* params[i] points to the bytes of parameter i (laid out at natural
@@ -148,13 +148,13 @@ typedef void (*fk_kernel_fn)(const struct fk_launch_ctx *ctx, void *const *param
 /* One registered kernel. align[i] == 0 means: the largest power of two
  * (at most 8) dividing size[i]. */
 struct fk_kernel_def {
-  const char *name;           /* mangled name, as in `.entry NAME` */
+  const char *name; /* mangled name, as in `.entry NAME` */
   fk_kernel_fn fn;
   unsigned nparams;
   unsigned short size[FK_MAX_PARAMS];
   unsigned short align[FK_MAX_PARAMS];
-  unsigned static_shared;     /* bytes of static __shared__ */
-  int order_dependent;        /* documentation for tests: result depends on block order */
+  unsigned static_shared; /* bytes of static __shared__ */
+  int order_dependent;    /* documentation for tests: result depends on block order */
 };
 
 /* Registers an extra kernel (test code); the definition must outlive the
@@ -166,17 +166,17 @@ const struct fk_kernel_def *fakecuda_find_kernel(const char *name);
 const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 
 /* Mangled names of the planted kernels (see fakecuda_kernels.c). */
-#define FK_K_VECADD "_Z6vecaddPKfS0_Pfi"     /* (const float *a, const float *b, float *c, int n) */
-#define FK_K_SCALE "_Z5scalePffi"            /* (float *x, float s, int n) */
-#define FK_K_FILL "_Z8fill_i32Piii"          /* (int *out, int value, int n) */
+#define FK_K_VECADD "_Z6vecaddPKfS0_Pfi" /* (const float *a, const float *b, float *c, int n) */
+#define FK_K_SCALE "_Z5scalePffi"        /* (float *x, float s, int n) */
+#define FK_K_FILL "_Z8fill_i32Piii"      /* (int *out, int value, int n) */
 #define FK_K_TI_ADD "_Z13ti_add_kernel8TIParams" /* (struct fk_ti_params p), 1048 bytes */
-#define FK_K_VEC_ELEM \
+#define FK_K_VEC_ELEM                                                                              \
   "_ZN2fk29vectorized_elementwise_kernelILi4ENS_6MulAddIfEESt5arrayIPcLm3EEEEviT0_T1_"
 #define FK_K_LAST_WRITER "_Z11last_writerPi"     /* (int *out)                          racy */
-#define FK_K_NEIGHBOR "_Z13neighbor_readPiS_i"    /* (int *buf, int *out, int n)        racy */
-#define FK_K_FLOAT_ACCUM "_Z11float_accumPKfPfi"  /* (const float *x, float *sum, int n) racy */
-#define FK_K_UNINIT_SHARED "_Z13uninit_sharedPj"  /* (unsigned *out)                   racy */
-#define FK_K_DISJOINT "_Z14block_disjointPi"      /* (int *out)                          clean */
+#define FK_K_NEIGHBOR "_Z13neighbor_readPiS_i"   /* (int *buf, int *out, int n)        racy */
+#define FK_K_FLOAT_ACCUM "_Z11float_accumPKfPfi" /* (const float *x, float *sum, int n) racy */
+#define FK_K_UNINIT_SHARED "_Z13uninit_sharedPj" /* (unsigned *out)                   racy */
+#define FK_K_DISJOINT "_Z14block_disjointPi"     /* (int *out)                          clean */
 /* (const int *x, unsigned long long *sum, int n)                             clean */
 #define FK_K_ATOMIC_SUM "_Z10atomic_sumPKiPyi"
 #define FK_K_SHARED_REV "_Z14shared_reversePKiPi" /* (const int *in, int *out)           clean */
@@ -190,16 +190,16 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
  * a[i] + alpha * b[i] for float; pointers at offsets 16, 528 and 1032, the
  * rest filler that must not be mistaken for pointers. */
 struct fk_ti_params {
-  uint32_t n;               /* 0 */
-  uint32_t flags;           /* 4 */
-  float alpha;              /* 8 */
-  uint32_t pad0;            /* 12 */
-  char *out;                /* 16 */
-  int64_t sizes[63];        /* 24 */
-  const char *a;            /* 528 */
-  int64_t strides[62];      /* 536 */
-  const char *b;            /* 1032 */
-  int64_t elem_size;        /* 1040 */
+  uint32_t n;          /* 0 */
+  uint32_t flags;      /* 4 */
+  float alpha;         /* 8 */
+  uint32_t pad0;       /* 12 */
+  char *out;           /* 16 */
+  int64_t sizes[63];   /* 24 */
+  const char *a;       /* 528 */
+  int64_t strides[62]; /* 536 */
+  const char *b;       /* 1032 */
+  int64_t elem_size;   /* 1040 */
 };
 
 /* The functor of FK_K_VEC_ELEM: data[0][i] = a * data[1][i] + b * data[2][i]. */

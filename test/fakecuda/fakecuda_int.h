@@ -16,9 +16,9 @@
 
 #include "fakecuda.h"
 
-#define FK_SM_SHARED_BYTES 233472u   /* 228 KiB of shared memory per SM */
-#define FK_MAX_SHARED_OPTIN 232448u  /* per block, opt-in */
-#define FK_DEFAULT_SHARED 49152u     /* per block without opt-in */
+#define FK_SM_SHARED_BYTES 233472u  /* 228 KiB of shared memory per SM */
+#define FK_MAX_SHARED_OPTIN 232448u /* per block, opt-in */
+#define FK_DEFAULT_SHARED 49152u    /* per block without opt-in */
 #define FK_MAX_SMS 1024u
 
 /* Distinct magics let every entry reject a handle of the wrong kind, the
@@ -39,9 +39,9 @@ enum {
 
 struct fk_ctx {
   unsigned magic;
-  int primary;          /* the device's primary context */
-  int green;            /* created by cuGreenCtxCreate */
-  unsigned sm_first;    /* SMs [sm_first, sm_first + nsm) belong to it */
+  int primary;       /* the device's primary context */
+  int green;         /* created by cuGreenCtxCreate */
+  unsigned sm_first; /* SMs [sm_first, sm_first + nsm) belong to it */
   unsigned nsm;
   unsigned flags;
   struct fk_greenctx *gctx; /* owning green context, if green */
@@ -49,7 +49,7 @@ struct fk_ctx {
 
 struct fk_greenctx {
   unsigned magic;
-  struct fk_ctx ctx;    /* what cuCtxFromGreenCtx returns */
+  struct fk_ctx ctx; /* what cuCtxFromGreenCtx returns */
 };
 
 struct fk_stream {
@@ -73,7 +73,7 @@ struct fk_event {
 
 struct fk_module {
   unsigned magic;
-  char *image;          /* own copy of the text image */
+  char *image; /* own copy of the text image */
   size_t image_size;
   unsigned nfuncs;
   struct fk_func **funcs;
@@ -84,7 +84,7 @@ struct fk_func {
   unsigned magic;
   const struct fk_kernel_def *def;
   struct fk_module *mod;
-  int max_dyn_shared;   /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int max_dyn_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   int carveout;
   int cluster_nonportable;
 };
@@ -148,15 +148,15 @@ extern struct fk_state fk_g;
 /* Entry bookkeeping: counts the call for fault injection and checks cuInit.
  * Returns CUDA_SUCCESS or the error the entry must return at once. */
 CUresult fk_enter(const char *name, int needs_init);
-#define FK_ENTER(name)                       \
-  do {                                       \
-    CUresult fk_rc_ = fk_enter((name), 1);   \
-    if (fk_rc_ != CUDA_SUCCESS) return fk_rc_; \
+#define FK_ENTER(name)                                                                             \
+  do {                                                                                             \
+    CUresult fk_rc_ = fk_enter((name), 1);                                                         \
+    if (fk_rc_ != CUDA_SUCCESS) return fk_rc_;                                                     \
   } while (0)
-#define FK_ENTER_NOINIT(name)                \
-  do {                                       \
-    CUresult fk_rc_ = fk_enter((name), 0);   \
-    if (fk_rc_ != CUDA_SUCCESS) return fk_rc_; \
+#define FK_ENTER_NOINIT(name)                                                                      \
+  do {                                                                                             \
+    CUresult fk_rc_ = fk_enter((name), 0);                                                         \
+    if (fk_rc_ != CUDA_SUCCESS) return fk_rc_;                                                     \
   } while (0)
 
 /* A zeroed handle object that lives until exit (see fakecuda.c). */

@@ -146,8 +146,10 @@ static void k_shared_rev(const struct fk_launch_ctx *c, void *const *params) {
   if (c->dynamic_shared / 4 < n) n = (unsigned)(c->dynamic_shared / 4);
   int *tile = (int *)(c->shared + c->static_shared);
   unsigned long long base = block_lin(c) * nt;
-  for (unsigned t = 0; t < n; t++) tile[t] = in[base + t];
-  for (unsigned t = 0; t < n; t++) out[base + t] = tile[n - 1 - t];
+  for (unsigned t = 0; t < n; t++)
+    tile[t] = in[base + t];
+  for (unsigned t = 0; t < n; t++)
+    out[base + t] = tile[n - 1 - t];
 }
 
 /* ------------------------------------------------ kcheck's own kernels */
@@ -160,8 +162,8 @@ static unsigned long long splitmix(unsigned long long *s) {
 }
 
 static void k_scrub(const struct fk_launch_ctx *c, void *const *params) {
-  unsigned long long s = P(0, unsigned long long) ^ ((unsigned long long)c->smid << 40) ^
-                         block_lin(c);
+  unsigned long long s =
+      P(0, unsigned long long) ^ ((unsigned long long)c->smid << 40) ^ block_lin(c);
   size_t n = c->static_shared + c->dynamic_shared;
   for (size_t i = 0; i < n; i += 8) {
     unsigned long long v = splitmix(&s);
@@ -184,7 +186,8 @@ static void k_hammer(const struct fk_launch_ctx *c, void *const *params) {
   unsigned long long step = nblocks(c) * nthreads(c);
   for (unsigned long long it = 0; it < iters; it++)
     for (unsigned t = 0; t < nthreads(c); t++)
-      for (unsigned long long i = block_lin(c) * nthreads(c) + t; i < words; i += step) buf[i]++;
+      for (unsigned long long i = block_lin(c) * nthreads(c) + t; i < words; i += step)
+        buf[i]++;
 }
 
 static void k_flush_l2(const struct fk_launch_ctx *c, void *const *params) {

@@ -13,7 +13,8 @@
 static size_t param_align(const struct fk_kernel_def *d, unsigned i) {
   if (d->align[i]) return d->align[i];
   size_t a = 8;
-  while (a > 1 && d->size[i] % a) a /= 2;
+  while (a > 1 && d->size[i] % a)
+    a /= 2;
   return a;
 }
 
@@ -107,9 +108,7 @@ void fk_occupier_take(unsigned smid, volatile unsigned *release, unsigned long l
   occ.stream = norm_stream(tls_launch_stream);
 }
 
-static void occ_clear(void) {
-  memset(&occ, 0, sizeof occ);
-}
+static void occ_clear(void) { memset(&occ, 0, sizeof occ); }
 
 /* exec_lock held. */
 static void occ_check_locked(void) {
@@ -203,7 +202,8 @@ static CUresult execute(const struct fk_kernel_def *def, struct fk_ctx *ctx, con
   for (unsigned long long w0 = 0; w0 < total; w0 += wave) {
     unsigned long long n = total - w0 < wave ? total - w0 : wave;
     unsigned long long ws = mix(seed, w0 / wave + 1);
-    for (unsigned long long i = 0; i < n; i++) perm[i] = i;
+    for (unsigned long long i = 0; i < n; i++)
+      perm[i] = i;
     /* Fisher-Yates with a splitmix stream: deterministic per seed. */
     unsigned long long r = ws;
     for (unsigned long long i = n; i > 1; i--) {
@@ -290,9 +290,14 @@ static CUresult launch_common(CUfunction f, const unsigned g[3], const unsigned 
     return rc;
   }
   if (rec) {
-    struct fk_node n = {.kind = FK_NODE_KERNEL, .func = fn, .grid = {g[0], g[1], g[2]},
-                        .block = {b[0], b[1], b[2]}, .shmem = shmem, .args = args,
-                        .args_size = nargs, .value = (unsigned)cooperative};
+    struct fk_node n = {.kind = FK_NODE_KERNEL,
+                        .func = fn,
+                        .grid = {g[0], g[1], g[2]},
+                        .block = {b[0], b[1], b[2]},
+                        .shmem = shmem,
+                        .args = args,
+                        .args_size = nargs,
+                        .value = (unsigned)cooperative};
     fk_graph_add(s->cap_graph, &n);
     return CUDA_SUCCESS;
   }
@@ -327,13 +332,13 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz
                              unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                              void **extra) {
   FK_ENTER("cuLaunchKernel_ptsz");
-  return launch_common(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shmem,
-                       s ? s : CU_STREAM_PER_THREAD, params, extra, 0, NULL);
+  return launch_common(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shmem, s ? s : CU_STREAM_PER_THREAD,
+                       params, extra, 0, NULL);
 }
 
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                                   CUstream s, void **params) {
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                                   void **params) {
   FK_ENTER("cuLaunchCooperativeKernel");
   return launch_common(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shmem, s, params, NULL, 1, NULL);
 }
@@ -345,8 +350,8 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
                                         unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                         CUstream s, void **params) {
   FK_ENTER("cuLaunchCooperativeKernel_ptsz");
-  return launch_common(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shmem,
-                       s ? s : CU_STREAM_PER_THREAD, params, NULL, 1, NULL);
+  return launch_common(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shmem, s ? s : CU_STREAM_PER_THREAD,
+                       params, NULL, 1, NULL);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
@@ -383,8 +388,8 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
   CUstream s = c->hStream;
   if (ptsz && s == NULL) s = CU_STREAM_PER_THREAD;
   return launch_common(f, DIMS(c->gridDimX, c->gridDimY, c->gridDimZ),
-                       DIMS(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, s,
-                       params, extra, coop, have_cluster ? cl : NULL);
+                       DIMS(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, s, params,
+                       extra, coop, have_cluster ? cl : NULL);
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
@@ -392,8 +397,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, 
   return launch_ex(c, f, params, extra, 0);
 }
 
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
-                               void **extra) {
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
   FK_ENTER("cuLaunchKernelEx_ptsz");
   return launch_ex(c, f, params, extra, 1);
 }
@@ -430,9 +434,11 @@ CUresult fk_module_from_image(const void *image, struct fk_module **out) {
   for (const char *p = strstr(m->image, ".entry"); p; p = strstr(p + 1, ".entry")) {
     const char *q = p + 6;
     if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') continue;
-    while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+    while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+      q++;
     size_t n = 0;
-    while (name_char(q[n])) n++;
+    while (name_char(q[n]))
+      n++;
     if (n == 0 || n >= 1024) continue;
     char name[1024];
     memcpy(name, q, n);
@@ -447,7 +453,9 @@ CUresult fk_module_from_image(const void *image, struct fk_module **out) {
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
     m->funcs = fs;
-    *f = (struct fk_func){.magic = FK_MAGIC_FUNC, .def = def, .mod = m,
+    *f = (struct fk_func){.magic = FK_MAGIC_FUNC,
+                          .def = def,
+                          .mod = m,
                           .max_dyn_shared = (int)(FK_DEFAULT_SHARED - def->static_shared),
                           .carveout = -1};
     m->funcs[m->nfuncs++] = f;
@@ -458,7 +466,8 @@ CUresult fk_module_from_image(const void *image, struct fk_module **out) {
 
 /* Functions stay allocated (marked dead) so stale handles are rejected. */
 void fk_module_free(struct fk_module *m) {
-  for (unsigned i = 0; i < m->nfuncs; i++) m->funcs[i]->magic = FK_MAGIC_DEAD;
+  for (unsigned i = 0; i < m->nfuncs; i++)
+    m->funcs[i]->magic = FK_MAGIC_DEAD;
   free(m->funcs);
   free(m->image);
   m->funcs = NULL;
@@ -603,9 +612,9 @@ static CUresult library_load(CUlibrary *pl, const void *code) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, CUjit_option *jit_opts,
-                           void **jit_vals, unsigned n_jit, CUlibraryOption *lib_opts,
-                           void **lib_vals, unsigned n_lib) {
+CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, CUjit_option *jit_opts, void **jit_vals,
+                           unsigned n_jit, CUlibraryOption *lib_opts, void **lib_vals,
+                           unsigned n_lib) {
   FK_ENTER("cuLibraryLoadData");
   (void)jit_opts, (void)jit_vals, (void)n_jit, (void)lib_opts, (void)lib_vals, (void)n_lib;
   return library_load(pl, code);
@@ -633,7 +642,8 @@ CUresult cuLibraryUnload(CUlibrary h) {
   FK_ENTER("cuLibraryUnload");
   struct fk_library *l = library_of(h);
   if (l == NULL) return CUDA_ERROR_INVALID_HANDLE;
-  for (unsigned i = 0; i < l->nkerns; i++) l->kerns[i]->magic = FK_MAGIC_DEAD;
+  for (unsigned i = 0; i < l->nkerns; i++)
+    l->kerns[i]->magic = FK_MAGIC_DEAD;
   free(l->kerns);
   l->kerns = NULL;
   fk_module_free(l->mod);
@@ -679,7 +689,8 @@ CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned n, CUlibrary h) {
   struct fk_library *l = library_of(h);
   if (kernels == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (l == NULL) return CUDA_ERROR_INVALID_HANDLE;
-  for (unsigned i = 0; i < n && i < l->nkerns; i++) kernels[i] = (CUkernel)l->kerns[i];
+  for (unsigned i = 0; i < n && i < l->nkerns; i++)
+    kernels[i] = (CUkernel)l->kerns[i];
   return CUDA_SUCCESS;
 }
 
@@ -852,8 +863,7 @@ CUresult cuKernelSetCacheConfig(CUkernel k, CUfunc_cache config, CUdevice dev) {
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block,
-                                                     size_t dyn) {
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t dyn) {
   FK_ENTER("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   struct fk_func *fn = fk_func_of(f);
   if (n == NULL || block <= 0 || block > 1024) return CUDA_ERROR_INVALID_VALUE;

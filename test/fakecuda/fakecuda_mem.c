@@ -21,10 +21,10 @@ enum { R_ALLOC = 1, R_RESERVE = 2 };
  * after it, never made accessible) or a VMM address reservation. */
 struct range {
   CUdeviceptr base;
-  size_t size;  /* bytes asked for */
-  size_t span;  /* bytes taken from the reservation, guard included */
-  int what;     /* R_ALLOC or R_RESERVE */
-  int kind;     /* FK_MEM_* for allocations */
+  size_t size; /* bytes asked for */
+  size_t span; /* bytes taken from the reservation, guard included */
+  int what;    /* R_ALLOC or R_RESERVE */
+  int kind;    /* FK_MEM_* for allocations */
   struct fk_ctx *ctx;
   unsigned long long id;
 };
@@ -50,7 +50,7 @@ static struct {
   unsigned char *base;
   size_t size;
   size_t used;
-  struct range *r;     /* sorted by base */
+  struct range *r; /* sorted by base */
   size_t nr, capr;
   struct mapping *m;
   size_t nm, capm;
@@ -64,8 +64,8 @@ void fk_mem_init(void) {
     unsigned long gb = e ? strtoul(e, NULL, 10) : 16;
     if (gb == 0 || gb > 1024) gb = 16;
     mem.size = (size_t)gb << 30;
-    void *p = mmap(RESERVE_HINT, mem.size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p =
+        mmap(RESERVE_HINT, mem.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       fprintf(stderr, "fakecuda: cannot reserve %lu GiB of device address space: %s\n", gb,
               strerror(errno));
@@ -146,8 +146,8 @@ static void drop(struct range *r) {
 
 /* Gives pages back and makes them fault again. */
 static void decommit(CUdeviceptr p, size_t n) {
-  void *q = mmap((void *)p, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-                 -1, 0);
+  void *q =
+      mmap((void *)p, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   (void)q;
 }
 
@@ -164,8 +164,13 @@ CUresult fk_mem_alloc(CUdeviceptr *out, size_t bytes, int kind) {
   if (p == 0 || mprotect((void *)p, body, PROT_READ | PROT_WRITE) != 0) {
     rc = CUDA_ERROR_OUT_OF_MEMORY;
   } else {
-    struct range r = {.base = p, .size = bytes, .span = body + PAGE, .what = R_ALLOC,
-                      .kind = kind, .ctx = fk_current_ctx(), .id = ++mem.next_id};
+    struct range r = {.base = p,
+                      .size = bytes,
+                      .span = body + PAGE,
+                      .what = R_ALLOC,
+                      .kind = kind,
+                      .ctx = fk_current_ctx(),
+                      .id = ++mem.next_id};
     if (insert(&r) != 0) {
       decommit(p, body);
       rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -243,8 +248,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned flags) {
   FK_ENTER("cuMemAllocManaged");
-  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   return fk_mem_alloc(dptr, bytesize, FK_MEM_MANAGED);
 }
 
@@ -434,8 +438,12 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
   CUresult rc = CUDA_SUCCESS;
   pthread_mutex_lock(&mem.lock);
   CUdeviceptr p = place(size + VMM_GRAN, alignment);
-  struct range r = {.base = p, .size = size, .span = size + VMM_GRAN, .what = R_RESERVE,
-                    .ctx = fk_current_ctx(), .id = ++mem.next_id};
+  struct range r = {.base = p,
+                    .size = size,
+                    .span = size + VMM_GRAN,
+                    .what = R_RESERVE,
+                    .ctx = fk_current_ctx(),
+                    .id = ++mem.next_id};
   if (p == 0 || insert(&r) != 0)
     rc = CUDA_ERROR_OUT_OF_MEMORY;
   else

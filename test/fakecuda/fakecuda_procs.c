@@ -49,8 +49,8 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
   if (hit == NULL) {
     *pfn = NULL;
     if (status)
-      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+      *status =
+          known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return CUDA_ERROR_NOT_FOUND;
   }
   *pfn = hit->fn;

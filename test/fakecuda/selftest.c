@@ -23,13 +23,13 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_
 static int failures, checks;
 static const char *app_name = "fakecuda_selftest";
 
-#define T(cond)                                                                       \
-  do {                                                                                \
-    checks++;                                                                         \
-    if (!(cond)) {                                                                    \
-      failures++;                                                                     \
-      fprintf(stderr, "%s: %s:%d: FAIL: %s\n", app_name, __FILE__, __LINE__, #cond); \
-    }                                                                                 \
+#define T(cond)                                                                                    \
+  do {                                                                                             \
+    checks++;                                                                                      \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      fprintf(stderr, "%s: %s:%d: FAIL: %s\n", app_name, __FILE__, __LINE__, #cond);               \
+    }                                                                                              \
   } while (0)
 #define TR(call, want) T((call) == (want))
 #define OK(call) TR(call, CUDA_SUCCESS)
@@ -108,8 +108,8 @@ static void test_procs(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   T(h != NULL);
   if (h == NULL) return;
-  static const int versions[] = {2000, 3020, 4000, 7000, 9020, 10000, 10010, 11000, 11030,
-                                 11060, 12000, 12040, 12050, 13000};
+  static const int versions[] = {2000,  3020,  4000,  7000,  9020,  10000, 10010,
+                                 11000, 11030, 11060, 12000, 12040, 12050, 13000};
   for (size_t i = 0; i < sizeof def_names / sizeof def_names[0]; i++) {
     void *sym = dlsym(h, def_names[i]);
     if (sym == NULL) {
@@ -140,8 +140,8 @@ static void test_procs(void) {
   CUdriverProcAddressQueryResult st = 99;
   OK(cuGetProcAddress_v2("cuLaunchKernel", &p, 13000, 0, &st));
   T(p == dlsym(h, "cuLaunchKernel") && st == CU_GET_PROC_ADDRESS_SUCCESS);
-  OK(cuGetProcAddress_v2("cuLaunchKernel", &q, 13000,
-                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+  OK(cuGetProcAddress_v2("cuLaunchKernel", &q, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                         &st));
   T(q == dlsym(h, "cuLaunchKernel_ptsz") && q != p);
   OK(cuGetProcAddress_v2("cuMemAlloc", &p, 3020, 0, &st));
   T(p == dlsym(h, "cuMemAlloc_v2"));
@@ -212,7 +212,8 @@ static void test_handles(void) {
   /* Launching a CUkernel cast to CUfunction works. */
   enum { N = 300 };
   float ha[N], hb[N], hc[N];
-  for (int i = 0; i < N; i++) ha[i] = (float)i, hb[i] = 1.0f;
+  for (int i = 0; i < N; i++)
+    ha[i] = (float)i, hb[i] = 1.0f;
   CUdeviceptr da, db, dc;
   OK(cuMemAlloc(&da, sizeof ha));
   OK(cuMemAlloc(&db, sizeof hb));
@@ -226,7 +227,8 @@ static void test_handles(void) {
   OK(cuLaunchKernel((CUfunction)kv, 3, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
   OK(cuMemcpyDtoH(hc, dc, sizeof hc));
   int good = 1;
-  for (int i = 0; i < N; i++) good &= hc[i] == (float)i + 1.0f;
+  for (int i = 0; i < N; i++)
+    good &= hc[i] == (float)i + 1.0f;
   T(good);
   /* bad configurations */
   TR(cuLaunchKernel((CUfunction)kv, 3, 1, 1, 2048, 1, 1, 0, NULL, args, NULL),
@@ -439,8 +441,8 @@ static int compare(const char *what, const struct results *a, const struct resul
   }
   int d = (a->last != b->last) + (memcmp(a->neighbor, b->neighbor, sizeof a->neighbor) != 0) +
           (memcmp(&a->accum, &b->accum, sizeof a->accum) != 0);
-  printf("%s: %-28s last_writer %3d vs %3d, neighbor %s, float_accum %a vs %a\n", app_name,
-         what, a->last, b->last,
+  printf("%s: %-28s last_writer %3d vs %3d, neighbor %s, float_accum %a vs %a\n", app_name, what,
+         a->last, b->last,
          memcmp(a->neighbor, b->neighbor, sizeof a->neighbor) ? "differs" : "same",
          (double)a->accum, (double)b->accum);
   return d;
@@ -487,8 +489,8 @@ static void test_order(void) {
   OK(cuGreenCtxDestroy(gctx));
 
   /* Extra dynamic shared memory: needs the opt-in attribute first. */
-  static const char *const names[] = {FK_K_LAST_WRITER, FK_K_NEIGHBOR, FK_K_FLOAT_ACCUM,
-                                      FK_K_DISJOINT, FK_K_ATOMIC_SUM, FK_K_SHARED_REV};
+  static const char *const names[] = {FK_K_LAST_WRITER, FK_K_NEIGHBOR,   FK_K_FLOAT_ACCUM,
+                                      FK_K_DISJOINT,    FK_K_ATOMIC_SUM, FK_K_SHARED_REV};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     OK(cuFuncSetAttribute(fn(names[i]), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                           100 * 1024));
@@ -544,8 +546,8 @@ static void test_scrub(void) {
   OK(cuLaunchKernel(u, B, 1, 1, TH, 1, 1, 0, NULL, ua, NULL));
   OK(cuMemcpyDtoH(d, out, sizeof d));
   T(memcmp(c, d, sizeof c) != 0);
-  printf("%s: uninit_shared word 0: %08x plain, %08x scrub seed 1, %08x seed 2\n", app_name,
-         a[0], c[0], d[0]);
+  printf("%s: uninit_shared word 0: %08x plain, %08x scrub seed 1, %08x seed 2\n", app_name, a[0],
+         c[0], d[0]);
   OK(cuMemFree(out));
 }
 
@@ -590,7 +592,8 @@ static int mode_faultcheck(void) {
 static void *thread_calls(void *arg) {
   (void)arg;
   int v;
-  for (int i = 0; i < 10000; i++) cuDriverGetVersion(&v);
+  for (int i = 0; i < 10000; i++)
+    cuDriverGetVersion(&v);
   return NULL;
 }
 
@@ -599,8 +602,10 @@ static void *thread_calls(void *arg) {
 static int mode_threads(void) {
   pthread_t t[8];
   OK(cuInit(0));
-  for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, thread_calls, NULL);
-  for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 8; i++)
+    pthread_create(&t[i], NULL, thread_calls, NULL);
+  for (int i = 0; i < 8; i++)
+    pthread_join(t[i], NULL);
   return failures != 0;
 }
 

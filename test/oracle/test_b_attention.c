@@ -6,16 +6,18 @@
 enum { BH = 2, S = 64, D = 32 };
 
 /* how: 0 correct online, 1 no causal mask, 2 P.V accumulated in bf16 */
-static void sim(int how, int causal, const double *q, const double *k, const double *v, double scale,
-                float *o) {
+static void sim(int how, int causal, const double *q, const double *k, const double *v,
+                double scale, float *o) {
   for (int b = 0; b < BH; b++)
     for (int i = 0; i < S; i++) {
       float m = -INFINITY, l = 0, acc[D];
-      for (int d = 0; d < D; d++) acc[d] = 0;
+      for (int d = 0; d < D; d++)
+        acc[d] = 0;
       int n = causal && how != 1 ? i + 1 : S;
       for (int j = 0; j < n; j++) {
         float s = 0;
-        for (int d = 0; d < D; d++) s = fmaf((float)q[(b * S + i) * D + d], (float)k[(b * S + j) * D + d], s);
+        for (int d = 0; d < D; d++)
+          s = fmaf((float)q[(b * S + i) * D + d], (float)k[(b * S + j) * D + d], s);
         s *= (float)scale;
         float nm = s > m ? s : m, cor = expf(m - nm), pj = expf(s - nm);
         l = l * cor + pj;
@@ -25,7 +27,8 @@ static void sim(int how, int causal, const double *q, const double *k, const dou
         }
         m = nm;
       }
-      for (int d = 0; d < D; d++) o[(b * S + i) * D + d] = acc[d] / l;
+      for (int d = 0; d < D; d++)
+        o[(b * S + i) * D + d] = acc[d] / l;
     }
 }
 
@@ -60,10 +63,12 @@ int main(void) {
           struct oc_verdict vd;
           oc_check_attention(&aa, &O, &p, NULL, &vd);
           if (how == 0) {
-            EXPECT(!oc_verdict_is_fail(vd.kind) && vd.checked == vd.total, "correct causal=%d gen=%s: %s", causal,
-                   oc_gen_name(g), oc_verdict_name(vd.kind));
+            EXPECT(!oc_verdict_is_fail(vd.kind) && vd.checked == vd.total,
+                   "correct causal=%d gen=%s: %s", causal, oc_gen_name(g),
+                   oc_verdict_name(vd.kind));
           } else if (how == 1) {
-            EXPECT(vd.kind == OC_FAIL_VALUE || vd.kind == OC_FAIL_PRECISION, "no mask: %s", oc_verdict_name(vd.kind));
+            EXPECT(vd.kind == OC_FAIL_VALUE || vd.kind == OC_FAIL_PRECISION, "no mask: %s",
+                   oc_verdict_name(vd.kind));
           } else if (g == OC_GEN_ALL_POSITIVE) {
             EXPECT(oc_verdict_is_fail(vd.kind), "bf16 PV: %s", oc_verdict_name(vd.kind));
           }

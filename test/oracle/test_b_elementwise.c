@@ -8,7 +8,8 @@ enum { N = 2048 };
 
 /* k ulps up (k > 0) or down (k < 0) */
 static float f32_steps(float r, int k) {
-  for (int i = 0; i < (k < 0 ? -k : k); i++) r = nextafterf(r, k < 0 ? -INFINITY : INFINITY);
+  for (int i = 0; i < (k < 0 ? -k : k); i++)
+    r = nextafterf(r, k < 0 ? -INFINITY : INFINITY);
   return r;
 }
 
@@ -30,12 +31,16 @@ static void test_fp32_exp(void) {
   int before = t_fail;
   static float x[N], o[N];
   uint64_t st = 11;
-  for (int i = 0; i < N; i++) x[i] = (float)(20 * oc_rand_unit(&st) - 10);
-  for (int i = 0; i < N; i++) o[i] = (float)oc_op_round(OC_OP_EXP, OC_FP32, OC_OVF_IEEE, x[i], 0);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(20 * oc_rand_unit(&st) - 10);
+  for (int i = 0; i < N; i++)
+    o[i] = (float)oc_op_round(OC_OP_EXP, OC_FP32, OC_OVF_IEEE, x[i], 0);
   struct oc_verdict v = run1(OC_OP_EXP, "fp32", x, o);
-  EXPECT(v.kind == OC_BITWISE && v.n_bitwise == N, "correctly rounded: %s", oc_verdict_name(v.kind));
+  EXPECT(v.kind == OC_BITWISE && v.n_bitwise == N, "correctly rounded: %s",
+         oc_verdict_name(v.kind));
   /* both signs: >= 64 errors all of one sign would be reported suspect */
-  for (int i = 0; i < N; i += 3) o[i] = f32_steps(o[i], i % 2 ? 1 : -1);
+  for (int i = 0; i < N; i += 3)
+    o[i] = f32_steps(o[i], i % 2 ? 1 : -1);
   v = run1(OC_OP_EXP, "fp32", x, o);
   EXPECT(v.kind == OC_PASS, "1 ulp off, 2-ulp budget: %s", oc_verdict_name(v.kind));
   t_print_verdict(&v);
@@ -62,7 +67,8 @@ static void test_fp32_exp(void) {
   x[9] = NAN;
   o[9] = 0;
   v = run1(OC_OP_EXP, "fp32", x, o);
-  EXPECT(v.kind == OC_FAIL_SPECIAL && v.n_special == 1, "NaN swallowed: %s", oc_verdict_name(v.kind));
+  EXPECT(v.kind == OC_FAIL_SPECIAL && v.n_special == 1, "NaN swallowed: %s",
+         oc_verdict_name(v.kind));
   t_print_verdict(&v);
   o[9] = NAN;
   v = run1(OC_OP_EXP, "fp32", x, o);
@@ -72,7 +78,9 @@ static void test_fp32_exp(void) {
   o[9] = 3.4e38f;
   v = run1(OC_OP_EXP, "fp32", x, o);
   EXPECT(v.kind == OC_FAIL_SPECIAL, "finite where Inf is due: %s", oc_verdict_name(v.kind));
-  t_line("elementwise exp fp32: bitwise, 1 ulp passes, 3 ulps/wrong value fail, math mode, NaN, Inf", before);
+  t_line(
+      "elementwise exp fp32: bitwise, 1 ulp passes, 3 ulps/wrong value fail, math mode, NaN, Inf",
+      before);
 }
 
 /* bf16 in and out (table path), computed the usual way in fp32 and rounded once. */
@@ -80,7 +88,8 @@ static void test_bf16_tables(void) {
   int before = t_fail;
   static uint16_t xb[N], ob[N];
   uint64_t st = 5;
-  for (int i = 0; i < N; i++) t_put(xb, OC_BF16, i, 16 * oc_rand_unit(&st) - 8);
+  for (int i = 0; i < N; i++)
+    t_put(xb, OC_BF16, i, 16 * oc_rand_unit(&st) - 8);
   int64_t sh[1] = {N};
   struct oc_tensor X, O;
   oc_tensor_make(&X, xb, OC_BF16, 1, sh, NULL);
@@ -118,8 +127,10 @@ static void test_binary_broadcast(void) {
   enum { R = 32, C = 48 };
   static uint16_t xb[R * C], yb[C], ob[R * C];
   uint64_t st = 9;
-  for (int i = 0; i < R * C; i++) t_put(xb, OC_FP16, i, 8 * oc_rand_unit(&st) - 4);
-  for (int j = 0; j < C; j++) t_put(yb, OC_FP16, j, 4 * oc_rand_unit(&st) - 2);
+  for (int i = 0; i < R * C; i++)
+    t_put(xb, OC_FP16, i, 8 * oc_rand_unit(&st) - 4);
+  for (int j = 0; j < C; j++)
+    t_put(yb, OC_FP16, j, 4 * oc_rand_unit(&st) - 2);
   int64_t sh[2] = {R, C}, shy[2] = {1, C};
   struct oc_tensor X, Y, O;
   oc_tensor_make(&X, xb, OC_FP16, 2, sh, NULL);
@@ -129,7 +140,8 @@ static void test_binary_broadcast(void) {
   oc_profile_parse("fp16", &p);
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) /* fp32 then one rounding: innocuous (24 >= 2*11+2) */
-      t_put(ob, OC_FP16, i * C + j, (float)oc_tensor_at(&X, i * C + j) / (float)oc_tensor_at(&Y, j));
+      t_put(ob, OC_FP16, i * C + j,
+            (float)oc_tensor_at(&X, i * C + j) / (float)oc_tensor_at(&Y, j));
   struct oc_verdict v;
   EXPECT(oc_check_elementwise(OC_OP_DIV, &X, &Y, &O, &p, NULL, &v) == 0, "rc");
   EXPECT(v.kind == OC_BITWISE, "fp16 div via fp32: %s", oc_verdict_name(v.kind));

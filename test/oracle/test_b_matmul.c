@@ -11,7 +11,8 @@ static struct oc_verdict run(enum t_sim s, enum oc_gen g, enum oc_format fin, en
   size_t es = oc_format_size(fin);
   void *a = malloc((size_t)(M * K) * es), *b = malloc((size_t)(K * N) * es);
   void *o = malloc((size_t)(M * N) * oc_format_size(fout));
-  double *ad = malloc((size_t)(M * K) * 8), *bd = malloc((size_t)(K * N) * 8), *col = malloc((size_t)K * 8);
+  double *ad = malloc((size_t)(M * K) * 8), *bd = malloc((size_t)(K * N) * 8),
+         *col = malloc((size_t)K * 8);
   oc_generate(g, fin, OC_ROLE_A, M, K, seed, NULL, a);
   oc_generate(g, fin, OC_ROLE_B, K, N, seed, NULL, b);
   struct oc_tensor A, B, O;
@@ -21,8 +22,10 @@ static struct oc_verdict run(enum t_sim s, enum oc_gen g, enum oc_format fin, en
   oc_tensor_gather(&A, 0, 1, M * K, ad);
   oc_tensor_gather(&B, 0, 1, K * N, bd);
   for (int64_t j = 0; j < N; j++) {
-    for (int64_t k = 0; k < K; k++) col[k] = bd[k * N + j];
-    for (int64_t i = 0; i < M; i++) t_put(o, fout, i * N + j, t_sim_dot(s, ad + i * K, col, K));
+    for (int64_t k = 0; k < K; k++)
+      col[k] = bd[k * N + j];
+    for (int64_t i = 0; i < M; i++)
+      t_put(o, fout, i * N + j, t_sim_dot(s, ad + i * K, col, K));
   }
   struct oc_profile p;
   if (oc_profile_parse(spec, &p)) {
@@ -84,7 +87,8 @@ static void never_fail(void) {
                  oc_verdict_name(v.kind));
           if (oc_verdict_is_fail(v.kind)) t_print_verdict(&v);
         }
-  printf("  %d correct-kernel runs, %d suspect, worst error/bound %.3f (%s)\n", n, susp, worst, wname);
+  printf("  %d correct-kernel runs, %d suspect, worst error/bound %.3f (%s)\n", n, susp, worst,
+         wname);
   t_line("correct fp32/FMA/pairwise/split-K/tensor-core kernels never fail (K 16..16384)", before);
 }
 
@@ -106,7 +110,8 @@ static void always_fail(void) {
         for (uint64_t seed = 1; seed <= 3; seed++) {
           struct oc_verdict v = run(cases[c].s, gens[gi], OC_BF16, OC_FP32, 4, 5, cases[c].K[ki],
                                     seed, "bf16_fp32acc:out=fp32");
-          int named = v.explained_by[0] && (!cases[c].want || strstr(v.explained_by, cases[c].want));
+          int named =
+              v.explained_by[0] && (!cases[c].want || strstr(v.explained_by, cases[c].want));
           EXPECT(v.kind == OC_FAIL_PRECISION && named, "%s K=%lld gen=%s seed=%llu: %s (%s)",
                  t_sim_name[cases[c].s], (long long)cases[c].K[ki], oc_gen_name(gens[gi]),
                  (unsigned long long)seed, oc_verdict_name(v.kind), v.explained_by);
@@ -122,7 +127,8 @@ static void overflow_special(void) {
                               "fp16_fp32acc:out=fp32");
     EXPECT(v.kind == OC_FAIL_SPECIAL, "fp16 acc overflow: %s", oc_verdict_name(v.kind));
     if (seed == 1) t_print_verdict(&v);
-    v = run(SIM_FP32_SEQ, OC_GEN_FP16_OVERFLOW, OC_FP16, OC_FP32, 4, 4, 64, seed, "fp16_fp32acc:out=fp32");
+    v = run(SIM_FP32_SEQ, OC_GEN_FP16_OVERFLOW, OC_FP16, OC_FP32, 4, 4, 64, seed,
+            "fp16_fp32acc:out=fp32");
     EXPECT(!oc_verdict_is_fail(v.kind), "fp32 acc on overflow data: %s", oc_verdict_name(v.kind));
   }
   t_line("fp16 accumulator overflow on in-range result is fail_special", before);
@@ -144,8 +150,10 @@ static void sampled(void) {
   oc_tensor_gather(&A, 0, 1, M * K, ad);
   oc_tensor_gather(&B, 0, 1, K * N, bd);
   for (int64_t j = 0; j < N; j++) {
-    for (int64_t k = 0; k < K; k++) col[k] = bd[k * N + j];
-    for (int64_t i = 0; i < M; i++) o[i * N + j] = (float)t_sim_dot(SIM_FP32_FMA, ad + i * K, col, K);
+    for (int64_t k = 0; k < K; k++)
+      col[k] = bd[k * N + j];
+    for (int64_t i = 0; i < M; i++)
+      o[i * N + j] = (float)t_sim_dot(SIM_FP32_FMA, ad + i * K, col, K);
   }
   struct oc_profile p;
   oc_profile_parse("bf16_fp32acc:out=fp32", &p);
@@ -156,7 +164,8 @@ static void sampled(void) {
   struct oc_verdict v;
   oc_check_matmul(&ma, &O, &p, &opt, &v);
   t_print_verdict(&v);
-  EXPECT(!oc_verdict_is_fail(v.kind) && v.checked < v.total && v.screen_vectors == 2 && !v.screen_failed,
+  EXPECT(!oc_verdict_is_fail(v.kind) && v.checked < v.total && v.screen_vectors == 2 &&
+             !v.screen_failed,
          "%s checked %lld", oc_verdict_name(v.kind), (long long)v.checked);
   /* A single corrupted element off every tail, tile-sample and residue: the screen must find it. */
   o[137 * N + 91] += 50.0f; /* beyond every ladder rung's bound */
@@ -176,7 +185,7 @@ static void sampled(void) {
 static void epilogue(void) {
   int before = t_fail;
   enum { BT = 2, M = 5, N = 7, K = 33 };
-  static const int acts[] = {OC_ACT_NONE, OC_ACT_RELU, OC_ACT_GELU_ERF, OC_ACT_GELU_TANH,
+  static const int acts[] = {OC_ACT_NONE, OC_ACT_RELU,    OC_ACT_GELU_ERF, OC_ACT_GELU_TANH,
                              OC_ACT_SILU, OC_ACT_SIGMOID, OC_ACT_TANH};
   uint16_t a[BT * M * K], bt[BT * N * K], c[BT * M * N], bias[N], o[BT * M * N];
   oc_generate(OC_GEN_CANCEL, OC_BF16, 0, BT * M, K, 3, NULL, a);
@@ -203,7 +212,8 @@ static void epilogue(void) {
           for (int64_t k = 0; k < K; k++)
             acc = fmaf((float)oc_tensor_at(&A, bb * M * K + i * K + k),
                        (float)oc_tensor_at(&B, bb * N * K + j * K + k), acc);
-          float z = (float)alpha * acc + (float)beta * (float)oc_tensor_at(&C, (bb * M + i) * N + j) +
+          float z = (float)alpha * acc +
+                    (float)beta * (float)oc_tensor_at(&C, (bb * M + i) * N + j) +
                     (float)oc_tensor_at(&Bi, j);
           float y = (float)oc_act_value(acts[ai], z);
           t_put(o, OC_BF16, (bb * M + i) * N + j, y);
@@ -211,7 +221,8 @@ static void epilogue(void) {
     struct oc_matmul_args ma = {&A, &B, &C, &Bi, alpha, beta, acts[ai]};
     struct oc_verdict v;
     oc_check_matmul(&ma, &O, &p, &opt, &v);
-    EXPECT(!oc_verdict_is_fail(v.kind) && v.checked == v.total, "act %zu: %s", ai, oc_verdict_name(v.kind));
+    EXPECT(!oc_verdict_is_fail(v.kind) && v.checked == v.total, "act %zu: %s", ai,
+           oc_verdict_name(v.kind));
     if (oc_verdict_is_fail(v.kind)) t_print_verdict(&v);
     /* flip the sign of one output: a value failure */
     uint16_t keep = o[3 * N + 2];
@@ -221,7 +232,8 @@ static void epilogue(void) {
            "act %zu corrupted: %s", ai, oc_verdict_name(v.kind));
     o[3 * N + 2] = keep;
   }
-  t_line("batched epilogue alpha/beta/bias/activations pass; a corrupted element is fail_value", before);
+  t_line("batched epilogue alpha/beta/bias/activations pass; a corrupted element is fail_value",
+         before);
 }
 
 /* Correct rounding of the exact result compares bitwise. */
@@ -240,7 +252,8 @@ static void bitwise(void) {
   struct oc_matmul_args ma = {&A, &B, NULL, NULL, 1, 0, OC_ACT_NONE};
   double ref[M * N], bnd[M * N];
   oc_reference_matmul(&ma, O.shape, 2, &p, ref, bnd);
-  for (int i = 0; i < M * N; i++) t_put(o, OC_BF16, i, ref[i]);
+  for (int i = 0; i < M * N; i++)
+    t_put(o, OC_BF16, i, ref[i]);
   struct oc_verdict v;
   oc_check_matmul(&ma, &O, &p, NULL, &v);
   EXPECT(v.kind == OC_BITWISE, "%s", oc_verdict_name(v.kind));

@@ -50,7 +50,8 @@ static void test_presets(void) {
   EXPECT(a.block == 4 && a.acc_round == OC_ACC_ZERO && oc_profile_u_acc(&a) == 0x1p-23, "tc");
   oc_profile_parse("fp32", &a);
   EXPECT(oc_profile_u_acc(&a) == 0x1p-24 && a.math == OC_MATH_PRECISE, "fp32");
-  t_line("profiles: every preset parses, round-trips through its canonical spec and describe", before);
+  t_line("profiles: every preset parses, round-trips through its canonical spec and describe",
+         before);
 }
 
 static void test_keys(void) {
@@ -58,17 +59,21 @@ static void test_keys(void) {
   struct oc_profile p;
   char err[400], d[200];
   EXPECT(oc_profile_parse_err("fp32:math=fast:softmax=online:ftz=1:online_block=64:norm=welford",
-                              &p, err, sizeof err) == 0, "%s", err);
+                              &p, err, sizeof err) == 0,
+         "%s", err);
   EXPECT(p.math == OC_MATH_FAST && p.softmax == OC_SOFTMAX_ONLINE && p.ftz == 1 &&
              p.online_block == 64 && p.norm == OC_NORM_WELFORD && p.in == OC_FP32,
          "fields");
   EXPECT(!strcmp(p.name, "fp32:math=fast:softmax=online:ftz=1:online_block=64:norm=welford") ||
-             strlen("fp32:math=fast:softmax=online:ftz=1:online_block=64:norm=welford") >= sizeof p.name,
+             strlen("fp32:math=fast:softmax=online:ftz=1:online_block=64:norm=welford") >=
+                 sizeof p.name,
          "name %s", p.name);
   oc_profile_describe(&p, d, sizeof d);
   EXPECT(strstr(d, "fast-math") && strstr(d, "ftz"), "describe: %s", d);
   EXPECT(oc_profile_parse("bf16_fp32acc:out=fp32:acc=fp16:round=zero:block=8:promote=32:tf32=1:"
-                          "acc_bits=12:math=triton:ovf=saturate:fma=0", &p) == 0, "parse");
+                          "acc_bits=12:math=triton:ovf=saturate:fma=0",
+                          &p) == 0,
+         "parse");
   EXPECT(p.out == OC_FP32 && p.acc == OC_FP16 && p.acc_round == OC_ACC_ZERO && p.block == 8 &&
              p.promote == 32 && p.tf32 == 1 && p.acc_bits == 12 && p.math == OC_MATH_TRITON &&
              p.out_ovf == OC_OVF_SATURATE && p.fma == 0 && p.in == OC_BF16,
@@ -106,11 +111,13 @@ static void test_errors(void) {
     oc_profile_parse("fp16_fp16acc", &p);
     keep = p;
     char err[400] = "";
-    EXPECT(oc_profile_parse_err(bad[i].spec, &p, err, sizeof err) == -1, "'%s' accepted", bad[i].spec);
+    EXPECT(oc_profile_parse_err(bad[i].spec, &p, err, sizeof err) == -1, "'%s' accepted",
+           bad[i].spec);
     EXPECT(strstr(err, bad[i].msg) != NULL, "'%s': message '%s' lacks '%s'", bad[i].spec, err,
            bad[i].msg);
     EXPECT(same(&p, &keep) && !strcmp(p.name, keep.name), "'%s' touched the profile", bad[i].spec);
-    EXPECT(oc_profile_parse(bad[i].spec, &p) == -1, "'%s' accepted by oc_profile_parse", bad[i].spec);
+    EXPECT(oc_profile_parse(bad[i].spec, &p) == -1, "'%s' accepted by oc_profile_parse",
+           bad[i].spec);
   }
   char err[400];
   struct oc_profile p;
@@ -121,8 +128,10 @@ static void test_errors(void) {
   char longspec[300];
   memset(longspec, 'a', sizeof longspec - 1);
   longspec[sizeof longspec - 1] = 0;
-  EXPECT(oc_profile_parse_err(longspec, &p, err, sizeof err) == -1 && strstr(err, "longer"), "%s", err);
-  t_line("profiles: unknown preset/key, bad values and malformed items rejected with a reason", before);
+  EXPECT(oc_profile_parse_err(longspec, &p, err, sizeof err) == -1 && strstr(err, "longer"), "%s",
+         err);
+  t_line("profiles: unknown preset/key, bad values and malformed items rejected with a reason",
+         before);
 }
 
 static void test_ladder(void) {
@@ -144,8 +153,8 @@ static void test_ladder(void) {
       EXPECT(th >= prev || tie, "%s: rung %d (%s) %g tighter than the one before %g", p.name, k,
              r[k].name, th, prev);
       prev = th;
-      EXPECT(r[k].in == p.in && r[k].out == p.out && r[k].math == p.math, "%s: rung changed formats",
-             p.name);
+      EXPECT(r[k].in == p.in && r[k].out == p.out && r[k].math == p.math,
+             "%s: rung changed formats", p.name);
     }
   }
   struct oc_profile p;
@@ -156,13 +165,13 @@ static void test_ladder(void) {
              !strcmp(r[1].name, "tf32 operands") &&
              !strcmp(r[2].name, "fp16 accumulation within 32-tiles") &&
              !strcmp(r[3].name, "14-bit accumulation promoted every 128") &&
-             !strcmp(r[4].name, "fp16 accumulation") &&
-             !strcmp(r[5].name, "bf16 accumulation"),
+             !strcmp(r[4].name, "fp16 accumulation") && !strcmp(r[5].name, "bf16 accumulation"),
          "order");
   oc_profile_parse("bf16_fp32acc", &p);
   n = oc_profile_ladder(&p, r, 8);
   EXPECT(n == 5, "bf16 ladder has %d rungs (no tf32 rung for bf16 operands)", n);
-  for (int k = 0; k < n; k++) EXPECT(!r[k].tf32, "tf32 rung for bf16");
+  for (int k = 0; k < n; k++)
+    EXPECT(!r[k].tf32, "tf32 rung for bf16");
   oc_profile_parse("bf16_bf16acc", &p);
   n = oc_profile_ladder(&p, r, 8);
   EXPECT(n == 0, "nothing is cheaper than bf16 accumulation: %d", n);

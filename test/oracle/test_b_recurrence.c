@@ -5,16 +5,16 @@
 #include "test_b_util.h"
 
 enum sim {
-  G_FP32,      /* fla fused_recurrent order: h *= a; v' = b(v - h^T k); h += k v'^T */
-  G_FP32_ALT,  /* w = a (h^T k) first, then h = a h + k v'^T, unfused */
-  G_BF16_STATE,/* state rounded to bf16 after every step */
-  G_NO_BETA,   /* v' = v - h^T k */
-  G_NO_DECAY,  /* a_t ignored */
-  G_NAN_ZERO,  /* NaNs in the state replaced by 0 (swallowed) */
+  G_FP32,       /* fla fused_recurrent order: h *= a; v' = b(v - h^T k); h += k v'^T */
+  G_FP32_ALT,   /* w = a (h^T k) first, then h = a h + k v'^T, unfused */
+  G_BF16_STATE, /* state rounded to bf16 after every step */
+  G_NO_BETA,    /* v' = v - h^T k */
+  G_NO_DECAY,   /* a_t ignored */
+  G_NAN_ZERO,   /* NaNs in the state replaced by 0 (swallowed) */
   G_COUNT
 };
-static const char *const sim_name[G_COUNT] = {"fp32", "fp32_alt", "bf16_state", "no_beta",
-                                              "no_decay", "nan_to_zero"};
+static const char *const sim_name[G_COUNT] = {"fp32",    "fp32_alt", "bf16_state",
+                                              "no_beta", "no_decay", "nan_to_zero"};
 
 /* q, k: [H][T][K]; v: [H][T][V]; g, b: [H][T]; out: [H][T][V] (fp32). */
 static void sim(enum sim s, int H, int T, int K, int V, const double *q, const double *k,
@@ -22,7 +22,8 @@ static void sim(enum sim s, int H, int T, int K, int V, const double *q, const d
                 float *out) {
   float *h = malloc((size_t)K * V * sizeof *h), *w = malloc((size_t)V * sizeof *w);
   for (int hd = 0; hd < H; hd++) {
-    for (int x = 0; x < K * V; x++) h[x] = 0;
+    for (int x = 0; x < K * V; x++)
+      h[x] = 0;
     for (int t = 0; t < T; t++) {
       const double *kt = k + ((size_t)hd * T + t) * K, *qt = q + ((size_t)hd * T + t) * K;
       const double *vt = v + ((size_t)hd * T + t) * V;
@@ -30,10 +31,12 @@ static void sim(enum sim s, int H, int T, int K, int V, const double *q, const d
       float be = (float)b[hd * T + t];
       if (s == G_NO_DECAY) a = 1;
       if (s != G_FP32_ALT)
-        for (int x = 0; x < K * V; x++) h[x] *= a;
+        for (int x = 0; x < K * V; x++)
+          h[x] *= a;
       for (int j = 0; j < V; j++) {
         float acc = 0;
-        for (int i = 0; i < K; i++) acc = fmaf(h[i * V + j], (float)kt[i], acc);
+        for (int i = 0; i < K; i++)
+          acc = fmaf(h[i * V + j], (float)kt[i], acc);
         if (s == G_FP32_ALT) acc *= a;
         float d = (float)vt[j] - acc;
         w[j] = s == G_NO_BETA ? d : d * be;
@@ -48,7 +51,8 @@ static void sim(enum sim s, int H, int T, int K, int V, const double *q, const d
         }
       for (int j = 0; j < V; j++) {
         float acc = 0;
-        for (int i = 0; i < K; i++) acc = fmaf(h[i * V + j], (float)qt[i] * (float)scale, acc);
+        for (int i = 0; i < K; i++)
+          acc = fmaf(h[i * V + j], (float)qt[i] * (float)scale, acc);
         out[((size_t)hd * T + t) * V + j] = acc;
       }
     }
@@ -85,7 +89,8 @@ static void make(struct prob *P, int H, int T, int K, int V, uint64_t seed, int 
       t_put(P->kb, OC_BF16, (int64_t)(r * K + i), kr[i] / sqrt(nrm));
       t_put(P->qb, OC_BF16, (int64_t)(r * K + i), 2 * oc_rand_unit(&st) - 1);
     }
-    for (int j = 0; j < V; j++) t_put(P->vb, OC_BF16, (int64_t)(r * V + j), 2 * oc_rand_unit(&st) - 1);
+    for (int j = 0; j < V; j++)
+      t_put(P->vb, OC_BF16, (int64_t)(r * V + j), 2 * oc_rand_unit(&st) - 1);
     double gl = -0.01 - 0.69 * oc_rand_unit(&st);
     P->gf[r] = (float)(is_log ? gl : exp(gl));
     t_put(P->bb, OC_BF16, (int64_t)r, 0.05 + 0.9 * oc_rand_unit(&st));
@@ -121,8 +126,8 @@ static void test_sweep(void) {
   int before = t_fail;
   struct oc_profile p;
   oc_profile_parse("bf16_fp32acc:out=fp32", &p);
-  static const int shapes[][4] = {{2, 64, 16, 16}, {1, 256, 32, 32}, {3, 128, 64, 16},
-                                  {1, 256, 64, 64}, {2, 96, 8, 24}};
+  static const int shapes[][4] = {
+      {2, 64, 16, 16}, {1, 256, 32, 32}, {3, 128, 64, 16}, {1, 256, 64, 64}, {2, 96, 8, 24}};
   double worst = 0;
   int runs = 0;
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -160,7 +165,8 @@ static void test_sweep(void) {
     }
   printf("  %d correct-kernel runs, worst error/bound %.3g\n", runs, worst);
   EXPECT(worst > 0 && worst < 1, "worst ratio %g", worst);
-  t_line("gated delta: fp32 recurrent kernels pass (T<=256); bf16 state, no beta, no decay fail", before);
+  t_line("gated delta: fp32 recurrent kernels pass (T<=256); bf16 state, no beta, no decay fail",
+         before);
 }
 
 /* Output bf16 profile: the kernel rounds its fp32 result once. */
@@ -173,7 +179,8 @@ static void test_bf16_out(void) {
   double scale = 1 / sqrt(32.0);
   sim(G_FP32, P.H, P.T, P.K, P.V, P.q, P.k, P.v, P.g, P.b, scale, 1, P.out);
   uint16_t *ob = malloc((size_t)P.H * P.T * P.V * 2);
-  for (int64_t x = 0; x < (int64_t)P.H * P.T * P.V; x++) t_put(ob, OC_BF16, x, P.out[x]);
+  for (int64_t x = 0; x < (int64_t)P.H * P.T * P.V; x++)
+    t_put(ob, OC_BF16, x, P.out[x]);
   struct oc_tensor O;
   int64_t sv[3] = {P.H, P.T, P.V};
   oc_tensor_make(&O, ob, OC_BF16, 3, sv, NULL);
@@ -193,7 +200,8 @@ static void test_bf16_out(void) {
   EXPECT(oc_check_gated_delta(&bad, &O, &p, NULL, &vd) == -1, "gate shape");
   free(ob);
   unmake(&P);
-  t_line("gated delta: bf16 output rounded once passes (mostly bitwise); bad shapes rejected", before);
+  t_line("gated delta: bf16 output rounded once passes (mostly bitwise); bad shapes rejected",
+         before);
 }
 
 static void test_nan(void) {
@@ -222,7 +230,8 @@ static void test_nan(void) {
   EXPECT(vd.kind == OC_FAIL_SPECIAL && vd.n_special > 0, "swallowing kernel (k): %s",
          oc_verdict_name(vd.kind));
   unmake(&P);
-  t_line("gated delta: NaN in v or k propagates; a kernel that swallows it is fail_special", before);
+  t_line("gated delta: NaN in v or k propagates; a kernel that swallows it is fail_special",
+         before);
 }
 
 int main(void) {

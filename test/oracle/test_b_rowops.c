@@ -16,17 +16,29 @@ static void make(enum oc_gen g, enum oc_format f, int64_t rows, int64_t n, uint6
 }
 
 static double sim_sum(int how, const double *x, int64_t n) {
-  if (how == 0) { float s = 0; for (int64_t k = 0; k < n; k++) s += (float)x[k]; return s; }
-  if (how == 1) { float s = 0; for (int64_t k = n - 1; k >= 0; k--) s += (float)x[k]; return s; }
+  if (how == 0) {
+    float s = 0;
+    for (int64_t k = 0; k < n; k++)
+      s += (float)x[k];
+    return s;
+  }
+  if (how == 1) {
+    float s = 0;
+    for (int64_t k = n - 1; k >= 0; k--)
+      s += (float)x[k];
+    return s;
+  }
   if (how == 2) { /* pairwise via the dot helper with ones */
     double *one = malloc((size_t)n * sizeof *one);
-    for (int64_t k = 0; k < n; k++) one[k] = 1;
+    for (int64_t k = 0; k < n; k++)
+      one[k] = 1;
     double s = t_sim_dot(SIM_FP32_PAIRWISE, x, one, n);
     free(one);
     return s;
   }
   double s = 0; /* fp16 accumulator */
-  for (int64_t k = 0; k < n; k++) s = t_rnd(OC_FP16, s + x[k]);
+  for (int64_t k = 0; k < n; k++)
+    s = t_rnd(OC_FP16, s + x[k]);
   return s;
 }
 
@@ -47,7 +59,8 @@ static void reductions(void) {
       t_tensor2(&O, o, OC_FP32, R, 1);
       O.rank = 1;
       for (int how = 0; how < 3; how++) {
-        for (int r = 0; r < R; r++) o[r] = (float)sim_sum(how, x + r * n, n);
+        for (int r = 0; r < R; r++)
+          o[r] = (float)sim_sum(how, x + r * n, n);
         struct oc_verdict v;
         oc_check_reduce(OC_RED_SUM, &X, 1, &O, &p, NULL, &v);
         EXPECT(!oc_verdict_is_fail(v.kind), "sum how=%d n=%lld gen=%s: %s", how, (long long)n,
@@ -56,27 +69,34 @@ static void reductions(void) {
       }
       /* fp16 overflow needs partial sums past 65520: rows of 1000 and more */
       if (g == OC_GEN_STAGNATION || (g == OC_GEN_FP16_OVERFLOW && n >= 1000)) {
-        for (int r = 0; r < R; r++) o[r] = (float)sim_sum(3, x + r * n, n);
+        for (int r = 0; r < R; r++)
+          o[r] = (float)sim_sum(3, x + r * n, n);
         struct oc_verdict v;
         oc_check_reduce(OC_RED_SUM, &X, 1, &O, &p, NULL, &v);
         enum oc_verdict_kind want = g == OC_GEN_STAGNATION ? OC_FAIL_PRECISION : OC_FAIL_SPECIAL;
-        if (g == OC_GEN_STAGNATION && n > 1000) want = OC_FAIL_VALUE; /* gamma_n(2^-11) >= 1: no rung */
+        if (g == OC_GEN_STAGNATION && n > 1000)
+          want = OC_FAIL_VALUE; /* gamma_n(2^-11) >= 1: no rung */
         EXPECT(v.kind == want || (g == OC_GEN_STAGNATION && oc_verdict_is_fail(v.kind)),
-               "fp16 sum n=%lld gen=%s: %s", (long long)n, oc_gen_name((enum oc_gen)g), oc_verdict_name(v.kind));
+               "fp16 sum n=%lld gen=%s: %s", (long long)n, oc_gen_name((enum oc_gen)g),
+               oc_verdict_name(v.kind));
         if (ni == 0) t_print_verdict(&v);
       }
       /* mean and norm2 computed correctly in fp32 */
-      for (int r = 0; r < R; r++) o[r] = (float)(sim_sum(0, x + r * n, n) / (double)n);
+      for (int r = 0; r < R; r++)
+        o[r] = (float)(sim_sum(0, x + r * n, n) / (double)n);
       struct oc_verdict v;
       oc_check_reduce(OC_RED_MEAN, &X, 1, &O, &p, NULL, &v);
-      EXPECT(!oc_verdict_is_fail(v.kind), "mean gen=%s: %s", oc_gen_name((enum oc_gen)g), oc_verdict_name(v.kind));
+      EXPECT(!oc_verdict_is_fail(v.kind), "mean gen=%s: %s", oc_gen_name((enum oc_gen)g),
+             oc_verdict_name(v.kind));
       for (int r = 0; r < R; r++) {
         float s = 0;
-        for (int64_t k = 0; k < n; k++) s = fmaf((float)x[r * n + k], (float)x[r * n + k], s);
+        for (int64_t k = 0; k < n; k++)
+          s = fmaf((float)x[r * n + k], (float)x[r * n + k], s);
         o[r] = sqrtf(s);
       }
       oc_check_reduce(OC_RED_NORM2, &X, 1, &O, &p, NULL, &v);
-      EXPECT(!oc_verdict_is_fail(v.kind), "norm2 gen=%s: %s", oc_gen_name((enum oc_gen)g), oc_verdict_name(v.kind));
+      EXPECT(!oc_verdict_is_fail(v.kind), "norm2 gen=%s: %s", oc_gen_name((enum oc_gen)g),
+             oc_verdict_name(v.kind));
       if (oc_verdict_is_fail(v.kind)) t_print_verdict(&v);
       free(buf), free(x);
     }
@@ -132,20 +152,26 @@ static void sim_softmax(int how, enum oc_softmax_kind kind, const double *x, int
     }
   } else {
     if (how == 0)
-      for (int64_t k = 0; k < n; k++) m = (float)x[k] > m ? (float)x[k] : m;
-    else m = 0;
-    for (int64_t k = 0; k < n; k++) s += expf((float)x[k] - m);
+      for (int64_t k = 0; k < n; k++)
+        m = (float)x[k] > m ? (float)x[k] : m;
+    else
+      m = 0;
+    for (int64_t k = 0; k < n; k++)
+      s += expf((float)x[k] - m);
   }
   for (int64_t k = 0; k < n; k++) {
-    if (kind == OC_SOFTMAX) y[k] = expf((float)x[k] - m) / s;
-    else if (kind == OC_LOG_SOFTMAX) y[k] = ((float)x[k] - m) - logf(s);
+    if (kind == OC_SOFTMAX)
+      y[k] = expf((float)x[k] - m) / s;
+    else if (kind == OC_LOG_SOFTMAX)
+      y[k] = ((float)x[k] - m) - logf(s);
   }
   if (kind == OC_LOGSUMEXP) y[0] = m == INFINITY ? m : m + logf(s); /* PyTorch: +Inf row -> +Inf */
 }
 
 static void softmaxes(void) {
   int before = t_fail;
-  static const enum oc_gen gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS, OC_GEN_SPECIALS};
+  static const enum oc_gen gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS,
+                                     OC_GEN_SPECIALS};
   for (int kind = 0; kind < 3; kind++)
     for (int gi = 0; gi < 4; gi++)
       for (int64_t n = 8; n <= 4096; n *= 8) {
@@ -160,22 +186,28 @@ static void softmaxes(void) {
         for (int how = 0; how < 3; how++) {
           struct oc_profile p;
           oc_profile_parse(how == 2 ? "fp32:softmax=online" : "fp32", &p);
-          for (int r = 0; r < R; r++) sim_softmax(how, (enum oc_softmax_kind)kind, x + r * n, n, y + r * (same ? n : 1));
+          for (int r = 0; r < R; r++)
+            sim_softmax(how, (enum oc_softmax_kind)kind, x + r * n, n, y + r * (same ? n : 1));
           struct oc_verdict v;
           oc_check_softmax((enum oc_softmax_kind)kind, &X, 1, &O, &p, NULL, &v);
           if (how == 1 && gens[gi] == OC_GEN_LARGE_LOGITS) {
-            EXPECT(v.kind == OC_FAIL_SPECIAL || v.kind == OC_FAIL_VALUE || v.kind == OC_FAIL_PRECISION,
-                   "no max subtraction kind=%d n=%lld: %s", kind, (long long)n, oc_verdict_name(v.kind));
+            EXPECT(v.kind == OC_FAIL_SPECIAL || v.kind == OC_FAIL_VALUE ||
+                       v.kind == OC_FAIL_PRECISION,
+                   "no max subtraction kind=%d n=%lld: %s", kind, (long long)n,
+                   oc_verdict_name(v.kind));
             if (n == 512 && kind == 0) t_print_verdict(&v);
           } else if (how != 1) {
-            EXPECT(!oc_verdict_is_fail(v.kind) && v.kind != OC_INCONCLUSIVE, "how=%d kind=%d gen=%s n=%lld: %s", how, kind,
-                   oc_gen_name(gens[gi]), (long long)n, oc_verdict_name(v.kind));
+            EXPECT(!oc_verdict_is_fail(v.kind) && v.kind != OC_INCONCLUSIVE,
+                   "how=%d kind=%d gen=%s n=%lld: %s", how, kind, oc_gen_name(gens[gi]),
+                   (long long)n, oc_verdict_name(v.kind));
             if (oc_verdict_is_fail(v.kind) || v.kind == OC_INCONCLUSIVE) t_print_verdict(&v);
           }
         }
         free(buf), free(x), free(y);
       }
-  t_line("softmax/log_softmax/logsumexp: two-pass and online pass; no max subtraction caught by large logits", before);
+  t_line("softmax/log_softmax/logsumexp: two-pass and online pass; no max subtraction caught by "
+         "large logits",
+         before);
 }
 
 /* LayerNorm sims in fp32: 0 two-pass, 1 Welford, 2 one-pass E[x^2]-mu^2. */
@@ -198,14 +230,16 @@ static void sim_ln(int how, const double *x, int64_t n, double eps, float *y) {
     }
     mu = s / (float)n;
     if (how == 0) {
-      for (int64_t k = 0; k < n; k++) var += ((float)x[k] - mu) * ((float)x[k] - mu);
+      for (int64_t k = 0; k < n; k++)
+        var += ((float)x[k] - mu) * ((float)x[k] - mu);
       var /= (float)n;
     } else {
       var = s2 / (float)n - mu * mu;
     }
   }
   float r = 1.0f / sqrtf(var + (float)eps);
-  for (int64_t k = 0; k < n; k++) y[k] = ((float)x[k] - mu) * r;
+  for (int64_t k = 0; k < n; k++)
+    y[k] = ((float)x[k] - mu) * r;
 }
 
 static void norms(void) {
@@ -223,7 +257,8 @@ static void norms(void) {
       struct oc_profile p;
       oc_profile_preset("fp32", &p);
       for (int how = 0; how < 3; how++) {
-        for (int r = 0; r < R; r++) sim_ln(how, x + r * n, n, 1e-5, y + r * n);
+        for (int r = 0; r < R; r++)
+          sim_ln(how, x + r * n, n, 1e-5, y + r * n);
         struct oc_verdict v;
         oc_check_layer_norm(&X, NULL, NULL, 1e-5, &O, &p, NULL, &v);
         if (how == 2 && g == OC_GEN_LARGE_MEAN) {
@@ -237,28 +272,34 @@ static void norms(void) {
           EXPECT(v.kind != OC_FAIL_PRECISION && v.kind != OC_FAIL_VALUE, "one-pass declared: %s",
                  oc_verdict_name(v.kind));
         } else {
-          EXPECT(!oc_verdict_is_fail(v.kind), "ln how=%d gen=%s: %s", how, oc_gen_name(g), oc_verdict_name(v.kind));
+          EXPECT(!oc_verdict_is_fail(v.kind), "ln how=%d gen=%s: %s", how, oc_gen_name(g),
+                 oc_verdict_name(v.kind));
           if (oc_verdict_is_fail(v.kind)) t_print_verdict(&v);
         }
       }
       /* RMSNorm with a weight */
       float w[1024];
-      for (int64_t k = 0; k < n; k++) w[k] = 0.5f + (float)k / 1024.0f;
+      for (int64_t k = 0; k < n; k++)
+        w[k] = 0.5f + (float)k / 1024.0f;
       struct oc_tensor W;
       oc_tensor_make(&W, w, OC_FP32, 1, (int64_t[]){n}, NULL);
       for (int r = 0; r < R; r++) {
         float s = 0;
-        for (int64_t k = 0; k < n; k++) s += (float)x[r * n + k] * (float)x[r * n + k];
+        for (int64_t k = 0; k < n; k++)
+          s += (float)x[r * n + k] * (float)x[r * n + k];
         float rs = 1.0f / sqrtf(s / (float)n + 1e-6f);
-        for (int64_t k = 0; k < n; k++) y[r * n + k] = (float)x[r * n + k] * rs * w[k];
+        for (int64_t k = 0; k < n; k++)
+          y[r * n + k] = (float)x[r * n + k] * rs * w[k];
       }
       struct oc_verdict v;
       oc_check_rms_norm(&X, &W, 1e-6, &O, &p, NULL, &v);
-      EXPECT(!oc_verdict_is_fail(v.kind), "rms gen=%s: %s", oc_gen_name(g), oc_verdict_name(v.kind));
+      EXPECT(!oc_verdict_is_fail(v.kind), "rms gen=%s: %s", oc_gen_name(g),
+             oc_verdict_name(v.kind));
       if (oc_verdict_is_fail(v.kind)) t_print_verdict(&v);
       free(buf), free(x), free(y);
     }
-  t_line("layer_norm two-pass/Welford and rms_norm pass; one-pass variance caught at kappa ~1e3", before);
+  t_line("layer_norm two-pass/Welford and rms_norm pass; one-pass variance caught at kappa ~1e3",
+         before);
 }
 
 int main(void) {

@@ -9,22 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oracle.h"
 #include "bounds.h"
+#include "oracle.h"
 #include "verdict.h"
 
 static int t_fail, t_ok;
 
-#define EXPECT(cond, ...)                                                                 \
-  do {                                                                                    \
-    if (cond) {                                                                           \
-      t_ok++;                                                                             \
-    } else {                                                                              \
-      t_fail++;                                                                           \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                              \
-      printf(__VA_ARGS__);                                                                \
-      printf("\n");                                                                       \
-    }                                                                                     \
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    if (cond) {                                                                                    \
+      t_ok++;                                                                                      \
+    } else {                                                                                       \
+      t_fail++;                                                                                    \
+      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                       \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
   } while (0)
 
 static inline void t_line(const char *what, int bad_before) {
@@ -63,9 +63,9 @@ enum t_sim {
   SIM_ACC14_P128,    /* 14-bit truncating accumulator, promoted to fp32 every 128 */
   SIM_COUNT
 };
-static const char *const t_sim_name[SIM_COUNT] = {"fp32_seq", "fp32_fma", "fp32_pairwise",
+static const char *const t_sim_name[SIM_COUNT] = {"fp32_seq",    "fp32_fma",     "fp32_pairwise",
                                                   "fp32_splitk", "fp32_reverse", "tc_trunc",
-                                                  "fp16_acc", "bf16_acc", "acc14_p128"};
+                                                  "fp16_acc",    "bf16_acc",     "acc14_p128"};
 
 static inline float t_pairwise(const double *a, const double *b, int64_t n, int64_t inc) {
   if (n == 1) return (float)(a[0] * b[0]);
@@ -78,30 +78,35 @@ static inline double t_sim_dot(enum t_sim s, const double *a, const double *b, i
   switch (s) {
   case SIM_FP32_SEQ: {
     float acc = 0;
-    for (int64_t k = 0; k < n; k++) acc = acc + (float)(a[k] * b[k]);
+    for (int64_t k = 0; k < n; k++)
+      acc = acc + (float)(a[k] * b[k]);
     return acc;
   }
   case SIM_FP32_REVERSE: {
     float acc = 0;
-    for (int64_t k = n - 1; k >= 0; k--) acc = acc + (float)(a[k] * b[k]);
+    for (int64_t k = n - 1; k >= 0; k--)
+      acc = acc + (float)(a[k] * b[k]);
     return acc;
   }
   case SIM_FP32_FMA: {
     float acc = 0;
-    for (int64_t k = 0; k < n; k++) acc = fmaf((float)a[k], (float)b[k], acc);
+    for (int64_t k = 0; k < n; k++)
+      acc = fmaf((float)a[k], (float)b[k], acc);
     return acc;
   }
   case SIM_FP32_PAIRWISE: return n ? t_pairwise(a, b, n, 1) : 0;
   case SIM_FP32_SPLITK: {
     float part[4] = {0, 0, 0, 0};
-    for (int64_t k = 0; k < n; k++) part[k % 4] = fmaf((float)a[k], (float)b[k], part[k % 4]);
+    for (int64_t k = 0; k < n; k++)
+      part[k % 4] = fmaf((float)a[k], (float)b[k], part[k % 4]);
     return (part[0] + part[1]) + (part[2] + part[3]);
   }
   case SIM_TC_TRUNC: {
     double acc = 0;
     for (int64_t k = 0; k < n; k += 4) {
       double t = acc;
-      for (int64_t q = k; q < k + 4 && q < n; q++) t += a[q] * b[q];
+      for (int64_t q = k; q < k + 4 && q < n; q++)
+        t += a[q] * b[q];
       acc = t_trunc_bits(t, 24);
     }
     return acc;
@@ -110,7 +115,8 @@ static inline double t_sim_dot(enum t_sim s, const double *a, const double *b, i
   case SIM_BF16_ACC: {
     enum oc_format f = s == SIM_FP16_ACC ? OC_FP16 : OC_BF16;
     double acc = 0;
-    for (int64_t k = 0; k < n; k++) acc = t_rnd(f, acc + t_rnd(f, a[k] * b[k]));
+    for (int64_t k = 0; k < n; k++)
+      acc = t_rnd(f, acc + t_rnd(f, a[k] * b[k]));
     return acc;
   }
   case SIM_ACC14_P128: {
@@ -134,8 +140,16 @@ static inline void t_put(void *buf, enum oc_format f, int64_t i, double x) {
   unsigned char *p = (unsigned char *)buf + i * (int64_t)oc_format_size(f);
   switch (oc_format_size(f)) {
   case 8: memcpy(p, &b, 8); break;
-  case 4: { uint32_t v = (uint32_t)b; memcpy(p, &v, 4); break; }
-  case 2: { uint16_t v = (uint16_t)b; memcpy(p, &v, 2); break; }
+  case 4: {
+    uint32_t v = (uint32_t)b;
+    memcpy(p, &v, 4);
+    break;
+  }
+  case 2: {
+    uint16_t v = (uint16_t)b;
+    memcpy(p, &v, 2);
+    break;
+  }
   default: *p = (unsigned char)b;
   }
 }

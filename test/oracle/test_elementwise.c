@@ -46,7 +46,7 @@ static double R(enum oc_op op, enum oc_format f, double x, double y) {
   return oc_op_round(op, f, OC_OVF_IEEE, x, y);
 }
 
-static const enum oc_format fmts[] = {OC_FP64, OC_FP32, OC_TF32, OC_FP16,
+static const enum oc_format fmts[] = {OC_FP64, OC_FP32,   OC_TF32, OC_FP16,
                                       OC_BF16, OC_E4M3FN, OC_E5M2};
 #define NF (sizeof fmts / sizeof fmts[0])
 
@@ -66,12 +66,12 @@ static void test_exact_cases(void) {
       {OC_OP_SIGMOID, OC_E4M3FN, 0, 0, 0.5},
       {OC_OP_DIV, OC_FP16, 1, 3, 0x1.554p-2},
       /* exact midpoints must tie to even, and a hair off must not */
-      {OC_OP_DIV, OC_E5M2, 9, 8, 1.0},                     /* 1.125: between 1 and 1.25 */
-      {OC_OP_DIV, OC_E5M2, 11, 8, 1.5},                    /* 1.375: between 1.25 and 1.5 */
+      {OC_OP_DIV, OC_E5M2, 9, 8, 1.0},  /* 1.125: between 1 and 1.25 */
+      {OC_OP_DIV, OC_E5M2, 11, 8, 1.5}, /* 1.375: between 1.25 and 1.5 */
       {OC_OP_DIV, OC_E5M2, 9 + 0x1p-40, 8, 1.25},
       {OC_OP_DIV, OC_E5M2, 9, 8 + 0x1p-40, 1.0},
       {OC_OP_DIV, OC_E5M2, 9, 8 - 0x1p-40, 1.25},
-      {OC_OP_SQRT, OC_E5M2, 81.0 / 64, 0, 1.0},            /* sqrt = 1.125 exactly */
+      {OC_OP_SQRT, OC_E5M2, 81.0 / 64, 0, 1.0}, /* sqrt = 1.125 exactly */
       {OC_OP_SQRT, OC_E5M2, 81.0 / 64 + 0x1p-50, 0, 1.25},
       {OC_OP_RSQRT, OC_E5M2, 0.25, 0, 2.0},
       {OC_OP_RSQRT, OC_FP16, 0x1p-24, 0, 4096},
@@ -85,23 +85,23 @@ static void test_exact_cases(void) {
       {OC_OP_ADD, OC_FP64, 0x1p-1022, 0x1p-1074, 0x1.0000000000001p-1022},
       {OC_OP_SUB, OC_FP64, 0x1p1000, 0x1p-1000, 0x1p1000}, /* 2000-bit exact difference */
       {OC_OP_SUB, OC_FP32, 0x1p100, 0x1p-1000, 0x1p100},
-      {OC_OP_SUB, OC_BF16, 1, 0x1p-9, 1.0},                      /* tie below 1: to 1 */
+      {OC_OP_SUB, OC_BF16, 1, 0x1p-9, 1.0}, /* tie below 1: to 1 */
       {OC_OP_SUB, OC_BF16, 1, 0x1p-9 + 0x1p-60, 1 - 0x1p-8},
       {OC_OP_MUL, OC_FP16, 1 + 0x1p-10, 1 + 0x1p-10, 1 + 0x1p-9}, /* 1+2^-9+2^-20 */
       {OC_OP_MUL, OC_E4M3FN, 1.5, 1.5, 2.25},
-      {OC_OP_MUL, OC_E4M3FN, 1.25, 1.25, 1.5},                  /* 1.5625 -> 1.5 */
-      {OC_OP_MUL, OC_FP16, 0x1p-14, 0x1p-11, 0.0},              /* 2^-25: tie to 0 */
+      {OC_OP_MUL, OC_E4M3FN, 1.25, 1.25, 1.5},     /* 1.5625 -> 1.5 */
+      {OC_OP_MUL, OC_FP16, 0x1p-14, 0x1p-11, 0.0}, /* 2^-25: tie to 0 */
       {OC_OP_MUL, OC_FP16, -0x1p-14, 0x1.8p-11, -0x1p-24},
       {OC_OP_MUL, OC_FP32, 0x1p127, 4, INFINITY},
-      {OC_OP_EXP, OC_FP16, 11.09, 0, 65504},   /* 65511.6: below the 65520 tie */
+      {OC_OP_EXP, OC_FP16, 11.09, 0, 65504},      /* 65511.6: below the 65520 tie */
       {OC_OP_EXP, OC_FP16, 11.0902, 0, INFINITY}, /* 65524.7 */
-      {OC_OP_EXP, OC_FP16, -17.4, 0, 0.0}, /* 2.77e-8 < half the fp16 subnormal step */
-      {OC_OP_LOG, OC_FP32, M_E, 0, 1.0},                        /* e rounded to double: log ~ 1 - 6e-17 */
+      {OC_OP_EXP, OC_FP16, -17.4, 0, 0.0},        /* 2.77e-8 < half the fp16 subnormal step */
+      {OC_OP_LOG, OC_FP32, M_E, 0, 1.0},          /* e rounded to double: log ~ 1 - 6e-17 */
       {OC_OP_TANH, OC_BF16, 20, 0, 1.0},
-      {OC_OP_TANH, OC_FP64, 1e10, 0, 1.0},                      /* pinned next to 1 */
+      {OC_OP_TANH, OC_FP64, 1e10, 0, 1.0}, /* pinned next to 1 */
       {OC_OP_SIGMOID, OC_FP64, 40.5, 0, 1.0},
-      {OC_OP_SILU, OC_FP16, 2049, 0, 2048},  /* 2049 is an fp16 tie; silu(2049) is just below */
-      {OC_OP_SILU, OC_FP16, 2051, 0, 2050},  /* tie 2051 between 2050 and 2052: below -> 2050 */
+      {OC_OP_SILU, OC_FP16, 2049, 0, 2048}, /* 2049 is an fp16 tie; silu(2049) is just below */
+      {OC_OP_SILU, OC_FP16, 2051, 0, 2050}, /* tie 2051 between 2050 and 2052: below -> 2050 */
       {OC_OP_GELU_ERF, OC_FP16, 2049, 0, 2048},
       {OC_OP_GELU_TANH, OC_FP16, 2049, 0, 2048},
       {OC_OP_GELU_ERF, OC_E4M3FN, 464, 0, 448}, /* the e4m3fn overflow tie, from below */
@@ -133,24 +133,33 @@ static void test_specials(void) {
     enum oc_op op;
     double x, y, want;
   } c[] = {
-      {OC_OP_ADD, inf, -inf, nan},    {OC_OP_ADD, -0.0, -0.0, -0.0}, {OC_OP_ADD, 3, -3, 0.0},
-      {OC_OP_SUB, -0.0, 0.0, -0.0},   {OC_OP_ADD, nan, 1, nan},      {OC_OP_MUL, 0, inf, nan},
-      {OC_OP_MUL, -0.0, 5, -0.0},     {OC_OP_DIV, 1, -0.0, -inf},    {OC_OP_DIV, 0, 0, nan},
-      {OC_OP_DIV, inf, inf, nan},     {OC_OP_DIV, -1, inf, -0.0},    {OC_OP_DIV, nan, 1, nan},
-      {OC_OP_NEG, 0.0, 0, -0.0},      {OC_OP_NEG, -inf, 0, inf},     {OC_OP_ABS, -0.0, 0, 0.0},
-      {OC_OP_ABS, -inf, 0, inf},      {OC_OP_RELU, -0.0, 0, 0.0},    {OC_OP_RELU, -inf, 0, 0.0},
-      {OC_OP_RELU, nan, 0, nan},      {OC_OP_RELU, inf, 0, inf},     {OC_OP_RELU, -5, 0, 0.0},
-      {OC_OP_GELU_ERF, -0.0, 0, -0.0}, {OC_OP_GELU_ERF, inf, 0, inf}, {OC_OP_GELU_ERF, -inf, 0, -0.0},
-      {OC_OP_GELU_ERF, nan, 0, nan},  {OC_OP_GELU_TANH, -inf, 0, -0.0}, {OC_OP_GELU_TANH, 0.0, 0, 0.0},
-      {OC_OP_SILU, -inf, 0, -0.0},    {OC_OP_SILU, inf, 0, inf},     {OC_OP_SILU, -0.0, 0, -0.0},
-      {OC_OP_SIGMOID, inf, 0, 1},     {OC_OP_SIGMOID, -inf, 0, 0.0}, {OC_OP_SIGMOID, -0.0, 0, 0.5},
-      {OC_OP_SIGMOID, nan, 0, nan},   {OC_OP_TANH, -0.0, 0, -0.0},   {OC_OP_TANH, -inf, 0, -1},
-      {OC_OP_TANH, nan, 0, nan},      {OC_OP_EXP, -inf, 0, 0.0},     {OC_OP_EXP, inf, 0, inf},
-      {OC_OP_EXP, -0.0, 0, 1},        {OC_OP_EXP, nan, 0, nan},      {OC_OP_LOG, 0.0, 0, -inf},
-      {OC_OP_LOG, -0.0, 0, -inf},     {OC_OP_LOG, -1, 0, nan},       {OC_OP_LOG, -inf, 0, nan},
-      {OC_OP_LOG, inf, 0, inf},       {OC_OP_LOG, 1, 0, 0.0},        {OC_OP_SQRT, -0.0, 0, -0.0},
-      {OC_OP_SQRT, -1e-300, 0, nan},  {OC_OP_SQRT, inf, 0, inf},     {OC_OP_SQRT, -inf, 0, nan},
-      {OC_OP_RSQRT, 0.0, 0, inf},     {OC_OP_RSQRT, -0.0, 0, -inf},  {OC_OP_RSQRT, inf, 0, 0.0},
+      {OC_OP_ADD, inf, -inf, nan},    {OC_OP_ADD, -0.0, -0.0, -0.0},
+      {OC_OP_ADD, 3, -3, 0.0},        {OC_OP_SUB, -0.0, 0.0, -0.0},
+      {OC_OP_ADD, nan, 1, nan},       {OC_OP_MUL, 0, inf, nan},
+      {OC_OP_MUL, -0.0, 5, -0.0},     {OC_OP_DIV, 1, -0.0, -inf},
+      {OC_OP_DIV, 0, 0, nan},         {OC_OP_DIV, inf, inf, nan},
+      {OC_OP_DIV, -1, inf, -0.0},     {OC_OP_DIV, nan, 1, nan},
+      {OC_OP_NEG, 0.0, 0, -0.0},      {OC_OP_NEG, -inf, 0, inf},
+      {OC_OP_ABS, -0.0, 0, 0.0},      {OC_OP_ABS, -inf, 0, inf},
+      {OC_OP_RELU, -0.0, 0, 0.0},     {OC_OP_RELU, -inf, 0, 0.0},
+      {OC_OP_RELU, nan, 0, nan},      {OC_OP_RELU, inf, 0, inf},
+      {OC_OP_RELU, -5, 0, 0.0},       {OC_OP_GELU_ERF, -0.0, 0, -0.0},
+      {OC_OP_GELU_ERF, inf, 0, inf},  {OC_OP_GELU_ERF, -inf, 0, -0.0},
+      {OC_OP_GELU_ERF, nan, 0, nan},  {OC_OP_GELU_TANH, -inf, 0, -0.0},
+      {OC_OP_GELU_TANH, 0.0, 0, 0.0}, {OC_OP_SILU, -inf, 0, -0.0},
+      {OC_OP_SILU, inf, 0, inf},      {OC_OP_SILU, -0.0, 0, -0.0},
+      {OC_OP_SIGMOID, inf, 0, 1},     {OC_OP_SIGMOID, -inf, 0, 0.0},
+      {OC_OP_SIGMOID, -0.0, 0, 0.5},  {OC_OP_SIGMOID, nan, 0, nan},
+      {OC_OP_TANH, -0.0, 0, -0.0},    {OC_OP_TANH, -inf, 0, -1},
+      {OC_OP_TANH, nan, 0, nan},      {OC_OP_EXP, -inf, 0, 0.0},
+      {OC_OP_EXP, inf, 0, inf},       {OC_OP_EXP, -0.0, 0, 1},
+      {OC_OP_EXP, nan, 0, nan},       {OC_OP_LOG, 0.0, 0, -inf},
+      {OC_OP_LOG, -0.0, 0, -inf},     {OC_OP_LOG, -1, 0, nan},
+      {OC_OP_LOG, -inf, 0, nan},      {OC_OP_LOG, inf, 0, inf},
+      {OC_OP_LOG, 1, 0, 0.0},         {OC_OP_SQRT, -0.0, 0, -0.0},
+      {OC_OP_SQRT, -1e-300, 0, nan},  {OC_OP_SQRT, inf, 0, inf},
+      {OC_OP_SQRT, -inf, 0, nan},     {OC_OP_RSQRT, 0.0, 0, inf},
+      {OC_OP_RSQRT, -0.0, 0, -inf},   {OC_OP_RSQRT, inf, 0, 0.0},
       {OC_OP_RSQRT, -2, 0, nan},      {OC_OP_RSQRT, nan, 0, nan},
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
@@ -203,7 +212,8 @@ static void check_band(enum oc_op op, enum oc_format f, double x, double y) {
    * erfc (x^2 + 2) and of exp(-2z) (|2z|) for negative gelu arguments */
   double rel = 0x1p-45;
   if (op == OC_OP_GELU_ERF && x < 0) rel = fmax(rel, (x * x + 2) * 0x1p-50);
-  if (op == OC_OP_GELU_TANH && x < 0) rel = fmax(rel, (fabs(1.6 * (x + 0.045 * x * x * x)) + 2) * 0x1p-50);
+  if (op == OC_OP_GELU_TANH && x < 0)
+    rel = fmax(rel, (fabs(1.6 * (x + 0.045 * x * x * x)) + 2) * 0x1p-50);
   double lo = oc_round(f, d * (1 - rel), OC_OVF_IEEE), hi = oc_round(f, d * (1 + rel), OC_OVF_IEEE);
   band_total += f != OC_FP64; /* a 2^-45 band never decides fp64 */
   if (same(lo, hi)) {
@@ -280,7 +290,8 @@ static void test_identities(void) {
   const uint64_t *rs = oc_op_table(OC_OP_RSQRT, OC_FP16, OC_FP16, OC_OVF_IEEE);
   for (uint64_t b = 0; b < 0x7C00 && th && rs; b++) {
     CHECK(th[b | 0x8000] == (th[b] ^ 0x8000), "tanh odd at %#llx", (unsigned long long)b);
-    if (b > 0) CHECK(oc_decode(OC_FP16, rs[b]) >= oc_decode(OC_FP16, rs[b + 1]), "rsqrt decreasing");
+    if (b > 0)
+      CHECK(oc_decode(OC_FP16, rs[b]) >= oc_decode(OC_FP16, rs[b + 1]), "rsqrt decreasing");
     double x = oc_decode(OC_FP16, b);
     CHECK(R(OC_OP_SQRT, OC_FP16, x * x, 0) == x, "sqrt(x^2) %g", x); /* x*x exact in double */
   }
@@ -315,13 +326,16 @@ static void test_tables(void) {
   /* two threads ask for the same table at once: one build, one pointer */
   struct table_req r[2] = {{OC_OP_GELU_TANH, NULL}, {OC_OP_GELU_TANH, NULL}};
   pthread_t th[2];
-  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, table_thread, &r[i]);
-  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; i++)
+    pthread_create(&th[i], NULL, table_thread, &r[i]);
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
   CHECK(r[0].got && r[0].got == r[1].got, "same table from both threads");
   CHECK(oc_op_table(OC_OP_GELU_TANH, OC_BF16, OC_FP32, OC_OVF_IEEE) == r[0].got, "cached");
   for (int k = 0; k < 3000 && r[0].got; k++) {
     uint64_t b = rnd64() & 0xFFFF;
-    CHECK(r[0].got[b] == oc_op_encode(OC_OP_GELU_TANH, OC_FP32, OC_OVF_IEEE, oc_decode(OC_BF16, b), 0),
+    CHECK(r[0].got[b] ==
+              oc_op_encode(OC_OP_GELU_TANH, OC_FP32, OC_OVF_IEEE, oc_decode(OC_BF16, b), 0),
           "table entry %#llx", (unsigned long long)b);
   }
   /* 8-bit inputs, saturating output */
@@ -395,8 +409,8 @@ static void test_budgets(void) {
       n++;
       bad += !oc_op_within_budget(impl[i].op, OC_FP32, OC_MATH_PRECISE, x, 0, coarse);
       /* the same float result rounded to bf16 fits the bf16 budget */
-      CHECK(oc_op_within_budget(impl[i].op, OC_BF16, OC_MATH_PRECISE, x, 0, coarse),
-            "bf16 %s(%a)", oc_op_name(impl[i].op), x);
+      CHECK(oc_op_within_budget(impl[i].op, OC_BF16, OC_MATH_PRECISE, x, 0, coarse), "bf16 %s(%a)",
+            oc_op_name(impl[i].op), x);
     }
   }
   CHECK(bad > n * 3 / 4, "bf16-precision results rejected in fp32 (%d of %d)", bad, n);
@@ -441,17 +455,21 @@ static void test_ziv(void) {
   mpfr_set_d(y, 464, MPFR_RNDN);
   CHECK(!oc_round_settled(OC_E4M3FN, OC_OVF_IEEE, y, 1, &code), "e4m3fn overflow tie");
   mpfr_clear(y);
-  CHECK(oc_decode(OC_FP32, oc_mpfr_fn1_encode(OC_FP32, OC_OVF_IEEE, mpfr_exp, 1.0)) == (double)expf(1.0f) ||
-            oc_decode(OC_FP32, oc_mpfr_fn1_encode(OC_FP32, OC_OVF_IEEE, mpfr_exp, 1.0)) == 0x1.5bf0a8p+1,
+  CHECK(oc_decode(OC_FP32, oc_mpfr_fn1_encode(OC_FP32, OC_OVF_IEEE, mpfr_exp, 1.0)) ==
+                (double)expf(1.0f) ||
+            oc_decode(OC_FP32, oc_mpfr_fn1_encode(OC_FP32, OC_OVF_IEEE, mpfr_exp, 1.0)) ==
+                0x1.5bf0a8p+1,
         "fn1 exp(1)");
   printf("%s ziv: settles, counts the cap, subnormal and overflow ties\n", STATUS(before));
 }
 
 static void test_names(void) {
   int before = failures;
-  for (int i = 0; i < OC_OP_COUNT; i++) CHECK(oc_op_parse(oc_op_name(i)) == i, "name %d", i);
+  for (int i = 0; i < OC_OP_COUNT; i++)
+    CHECK(oc_op_parse(oc_op_name(i)) == i, "name %d", i);
   CHECK(oc_op_parse("gelu") == OC_OP_GELU_ERF && oc_op_parse("nope") == -1, "aliases");
-  CHECK(oc_op_arity(OC_OP_DIV) == 2 && oc_op_arity(OC_OP_TANH) == 1 && oc_op_arity(OC_OP_COUNT) == 0,
+  CHECK(oc_op_arity(OC_OP_DIV) == 2 && oc_op_arity(OC_OP_TANH) == 1 &&
+            oc_op_arity(OC_OP_COUNT) == 0,
         "arity");
   printf("%s names\n", STATUS(before));
 }

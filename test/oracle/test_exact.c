@@ -48,7 +48,7 @@ static int same(double a, double b) {
 static double rand_fp32(int emin, int emax) {
   int e = emin + (int)(rnd64() % (uint64_t)(emax - emin + 1));
   double v = ldexp((double)(rnd64() >> 40) * 0x1p-25 + 0.5, e); /* 24-bit significand in [0.5,1) */
-  v = (double)(float)v;                                           /* fp32 subnormals lose bits */
+  v = (double)(float)v;                                         /* fp32 subnormals lose bits */
   return rnd64() & 1 ? -v : v;
 }
 
@@ -64,7 +64,8 @@ static void ref_sum(mpfr_ptr out, const double *x, const double *y, size_t n) {
   }
   mpfr_set_prec(out, 2400);
   mpfr_sum(out, p, (unsigned long)n, MPFR_RNDN); /* exact at 2400 bits */
-  for (size_t i = 0; i < n; i++) mpfr_clear(t[i]);
+  for (size_t i = 0; i < n; i++)
+    mpfr_clear(t[i]);
   free(t);
   free(p);
 }
@@ -79,8 +80,10 @@ static void compare(const char *what, const struct oc_acc *a, mpfr_srcptr ref) {
   for (int d = 0; d < 4; d++) {
     double want = mpfr_get_d(ref, dirs[d]);
     double r = oc_acc_round(a, dirs[d]);
-    if (mpfr_zero_p(ref)) CHECK(r == 0, "%s: rnd%s zero %a", what, dname[d], r);
-    else CHECK(same(r, want), "%s: rnd%s %a want %a", what, dname[d], r, want);
+    if (mpfr_zero_p(ref))
+      CHECK(r == 0, "%s: rnd%s zero %a", what, dname[d], r);
+    else
+      CHECK(same(r, want), "%s: rnd%s %a want %a", what, dname[d], r, want);
   }
   CHECK(oc_acc_sign(a) == mpfr_sgn(ref), "%s: sign", what);
   mpfr_clear(got);
@@ -129,14 +132,15 @@ static void test_random_dots(void) {
     }
     ref_sum(ref, x, y, n);
     oc_acc_clear(a);
-    for (size_t i = 0; i < n; i++) oc_acc_add_product(a, x[i], y[i]);
+    for (size_t i = 0; i < n; i++)
+      oc_acc_add_product(a, x[i], y[i]);
     CHECK(oc_acc_is_exact(a), "fp32 products are exact");
     compare("add_product", a, ref);
     for (int d = 0; d < 4; d++) {
       double want = mpfr_get_d(ref, dirs[d]);
       double r = oc_dot_exact(x, 1, y, 1, n, dirs[d]);
-      CHECK(mpfr_zero_p(ref) ? r == 0 : same(r, want), "dot_exact rnd%s n=%zu %a want %a",
-            dname[d], n, r, want);
+      CHECK(mpfr_zero_p(ref) ? r == 0 : same(r, want), "dot_exact rnd%s n=%zu %a want %a", dname[d],
+            n, r, want);
     }
     /* reversed strides see the same terms */
     double r = oc_dot_exact(x + n - 1, -1, y + n - 1, -1, n, MPFR_RNDN);
@@ -150,7 +154,8 @@ static void test_random_dots(void) {
     compare("add_acc", a, ref);
     oc_acc_free(b);
     /* sum of |x y| rounded up, from the signed vectors */
-    for (size_t i = 0; i < n; i++) ax[i] = fabs(x[i]), ay[i] = fabs(y[i]);
+    for (size_t i = 0; i < n; i++)
+      ax[i] = fabs(x[i]), ay[i] = fabs(y[i]);
     ref_sum(ref, ax, ay, n);
     CHECK(oc_dot_abs_up(x, 1, y, 1, n) == mpfr_get_d(ref, MPFR_RNDU), "dot_abs_up");
   }
@@ -184,26 +189,34 @@ static void test_double_sums(void) {
     size_t n = 1 + rnd64() % 2000;
     int kind = t % 5;
     for (size_t i = 0; i < n; i++) {
-      if (kind == 0) x[i] = rand_double_any(); /* every exponent */
-      else if (kind == 1) x[i] = ldexp(unif(), -1022 - (int)(rnd64() % 53)) * (rnd64() & 1 ? -1 : 1); /* subnormal */
-      else if (kind == 2) x[i] = DBL_MAX * (0.5 + unif() / 2); /* overflows double, not us */
-      else if (kind == 3) x[i] = (i & 1) ? -x[i - 1] : rand_double_any();
-      else x[i] = ldexp(1.0, (int)(rnd64() % 2098) - 1074) * (rnd64() & 1 ? -1 : 1);
+      if (kind == 0)
+        x[i] = rand_double_any(); /* every exponent */
+      else if (kind == 1)
+        x[i] = ldexp(unif(), -1022 - (int)(rnd64() % 53)) * (rnd64() & 1 ? -1 : 1); /* subnormal */
+      else if (kind == 2)
+        x[i] = DBL_MAX * (0.5 + unif() / 2); /* overflows double, not us */
+      else if (kind == 3)
+        x[i] = (i & 1) ? -x[i - 1] : rand_double_any();
+      else
+        x[i] = ldexp(1.0, (int)(rnd64() % 2098) - 1074) * (rnd64() & 1 ? -1 : 1);
     }
     if (kind == 3 && n > 1) x[n - 1] = 0x1p-1074;
     ref_sum(ref, x, NULL, n);
     oc_acc_clear(a);
-    for (size_t i = 0; i < n; i++) oc_acc_add(a, x[i]);
+    for (size_t i = 0; i < n; i++)
+      oc_acc_add(a, x[i]);
     compare("double sum", a, ref);
     CHECK(same(oc_sum_exact(x, 1, n, MPFR_RNDN), oc_acc_round(a, MPFR_RNDN)), "sum_exact");
   }
   /* many maximal terms of one sign: carries into the top digit */
   oc_acc_clear(a);
-  for (int i = 0; i < 100000; i++) oc_acc_add(a, DBL_MAX);
+  for (int i = 0; i < 100000; i++)
+    oc_acc_add(a, DBL_MAX);
   mpfr_set_d(ref, DBL_MAX, MPFR_RNDN);
   mpfr_mul_ui(ref, ref, 100000, MPFR_RNDN);
   compare("1e5 x DBL_MAX", a, ref);
-  for (int i = 0; i < 100000; i++) oc_acc_add(a, -DBL_MAX);
+  for (int i = 0; i < 100000; i++)
+    oc_acc_add(a, -DBL_MAX);
   oc_acc_add(a, -0x1p-1074);
   CHECK(same(oc_acc_round(a, MPFR_RNDN), -0x1p-1074), "back down to -2^-1074");
   /* ties at the top of the range: DBL_MAX + half an ulp rounds to even (Inf) */
@@ -219,7 +232,8 @@ static void test_double_sums(void) {
   oc_acc_clear(a);
   oc_acc_add(a, 1);
   oc_acc_add(a, 0x1p-53);
-  CHECK(oc_acc_round(a, MPFR_RNDN) == 1 && oc_acc_round(a, MPFR_RNDU) == 1 + 0x1p-52, "tie to even");
+  CHECK(oc_acc_round(a, MPFR_RNDN) == 1 && oc_acc_round(a, MPFR_RNDU) == 1 + 0x1p-52,
+        "tie to even");
   oc_acc_add(a, 0x1p-52);
   CHECK(oc_acc_round(a, MPFR_RNDN) == 1 + 0x1p-51, "tie to even (up)");
   oc_acc_add(a, 0x1p-1074);
@@ -273,7 +287,8 @@ static void test_specials(void) {
   CHECK(same(oc_dot_exact(z, 1, o, 1, 3, MPFR_RNDN), -0.0), "dot of -0 terms");
   /* products that are not exact in double */
   oc_acc_clear(a);
-  oc_acc_add_product(a, 1 + 0x1p-52, 1 + 0x1p-52); /* 1 + 2^-51 + 2^-104: exact in the accumulator */
+  oc_acc_add_product(a, 1 + 0x1p-52,
+                     1 + 0x1p-52); /* 1 + 2^-51 + 2^-104: exact in the accumulator */
   oc_acc_get_mpfr(a, m);
   mpfr_t w;
   mpfr_init2(w, 200);
@@ -303,8 +318,10 @@ static void test_specials(void) {
     int on_grid = mpfr_integer_p(t) != 0;
     CHECK(oc_acc_is_exact(a) == on_grid, "inexact flag for %a * %a", x, y);
     inexact += !on_grid;
-    if (on_grid) compare("double product", a, ref);
-    else CHECK(oc_acc_round(a, MPFR_RNDZ) == mpfr_get_d(ref, MPFR_RNDZ), "truncated product");
+    if (on_grid)
+      compare("double product", a, ref);
+    else
+      CHECK(oc_acc_round(a, MPFR_RNDZ) == mpfr_get_d(ref, MPFR_RNDZ), "truncated product");
   }
   CHECK(inexact > 5 && inexact < 10000, "both kinds of product drawn (%d inexact)", inexact);
   mpfr_clear(ref);

@@ -35,7 +35,7 @@ static uint64_t rnd64(void) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
-static const enum oc_format all[] = {OC_FP64, OC_FP32, OC_TF32, OC_FP16,
+static const enum oc_format all[] = {OC_FP64, OC_FP32,   OC_TF32, OC_FP16,
                                      OC_BF16, OC_E4M3FN, OC_E5M2};
 static const enum oc_format narrow[] = {OC_FP16, OC_BF16, OC_E4M3FN, OC_E5M2};
 
@@ -52,9 +52,7 @@ static int same(double a, double b) {
 static double ref_mpfr(enum oc_format f, double x, enum oc_overflow ovf) {
   const struct oc_format_info *fi = oc_format_info(f);
   if (isnan(x)) return NAN;
-  if (isinf(x)) return ovf == OC_OVF_SATURATE ? copysign(fi->max_finite, x)
-                       : fi->has_inf           ? x
-                                               : NAN;
+  if (isinf(x)) return ovf == OC_OVF_SATURATE ? copysign(fi->max_finite, x) : fi->has_inf ? x : NAN;
   mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
   mpfr_set_emin(fi->emin_normal - fi->p + 1);
   mpfr_set_emax(fi->emax);
@@ -120,19 +118,26 @@ static double ref_search(enum oc_format f, double x, enum oc_overflow ovf) {
     double mid = (maxv + next) / 2;
     /* max's significand is odd (all ones, or 110 for e4m3fn: even!) */
     int to_max = a < mid || (a == mid && f == OC_E4M3FN);
-    if (to_max) r = maxv;
-    else return ovf == OC_OVF_SATURATE ? copysign(maxv, x) : fi->has_inf ? copysign(INFINITY, x) : NAN;
+    if (to_max)
+      r = maxv;
+    else
+      return ovf == OC_OVF_SATURATE ? copysign(maxv, x) : fi->has_inf ? copysign(INFINITY, x) : NAN;
   } else {
     size_t lo = 0, hi = s->n - 1; /* v[lo] <= a < v[hi] */
     while (hi - lo > 1) {
       size_t mid = (lo + hi) / 2;
-      if (s->v[mid] <= a) lo = mid;
-      else hi = mid;
+      if (s->v[mid] <= a)
+        lo = mid;
+      else
+        hi = mid;
     }
     double dl = a - s->v[lo], dh = s->v[hi] - a;
-    if (dl < dh) r = s->v[lo];
-    else if (dh < dl) r = s->v[hi];
-    else r = (s->code[lo] & 1) == 0 ? s->v[lo] : s->v[hi];
+    if (dl < dh)
+      r = s->v[lo];
+    else if (dh < dl)
+      r = s->v[hi];
+    else
+      r = (s->code[lo] & 1) == 0 ? s->v[lo] : s->v[hi];
   }
   return copysign(r, x);
 }
@@ -147,8 +152,7 @@ static void test_info(void) {
     /* smallest subnormal is 2^(emin_normal - p) (MPFR emin = that + 1) */
     CHECK(fi->min_subnormal == ldexp(1, fi->emin_normal - fi->p), "minsub %s", fi->name);
     CHECK(oc_round(f, fi->max_finite, OC_OVF_IEEE) == fi->max_finite, "max %s", fi->name);
-    CHECK(oc_round(f, fi->min_subnormal, OC_OVF_IEEE) == fi->min_subnormal, "minsub2 %s",
-          fi->name);
+    CHECK(oc_round(f, fi->min_subnormal, OC_OVF_IEEE) == fi->min_subnormal, "minsub2 %s", fi->name);
     uint64_t one = oc_encode(f, 1.0, OC_OVF_IEEE);
     CHECK(oc_decode(f, one) == 1.0, "one %s", fi->name);
   }
@@ -156,7 +160,8 @@ static void test_info(void) {
             oc_format_parse("torch.float8_e4m3fn") == OC_E4M3FN && oc_format_parse("fp8") == -1 &&
             oc_format_parse(NULL) == -1,
         "parse aliases");
-  CHECK(oc_encode(OC_FP16, 1.0, OC_OVF_IEEE) == 0x3C00 && oc_encode(OC_BF16, -2.0, OC_OVF_IEEE) == 0xC000 &&
+  CHECK(oc_encode(OC_FP16, 1.0, OC_OVF_IEEE) == 0x3C00 &&
+            oc_encode(OC_BF16, -2.0, OC_OVF_IEEE) == 0xC000 &&
             oc_encode(OC_E4M3FN, 448, OC_OVF_IEEE) == 0x7E &&
             oc_encode(OC_E5M2, 57344, OC_OVF_IEEE) == 0x7B &&
             oc_encode(OC_TF32, 1.0 + 0x1p-10, OC_OVF_IEEE) == 0x3F802000 &&
@@ -175,12 +180,13 @@ static void test_roundtrip(void) {
       double v = oc_decode(f, c);
       uint64_t back = oc_encode(f, v, OC_OVF_IEEE);
       if (isnan(v))
-        CHECK(isnan(oc_decode(f, back)) && (back >> (oc_format_info(f)->bits - 1)) == (c >> (oc_format_info(f)->bits - 1)),
+        CHECK(isnan(oc_decode(f, back)) &&
+                  (back >> (oc_format_info(f)->bits - 1)) == (c >> (oc_format_info(f)->bits - 1)),
               "%s nan %#llx -> %#llx", oc_format_info(f)->name, (unsigned long long)c,
               (unsigned long long)back);
       else
-        CHECK(back == c, "%s %#llx -> %g -> %#llx", oc_format_info(f)->name,
-              (unsigned long long)c, v, (unsigned long long)back);
+        CHECK(back == c, "%s %#llx -> %g -> %#llx", oc_format_info(f)->name, (unsigned long long)c,
+              v, (unsigned long long)back);
       CHECK(same(oc_decode(f, oc_encode(f, v, OC_OVF_SATURATE)),
                  isinf(v) ? copysign(oc_format_info(f)->max_finite, v) : v),
             "%s sat roundtrip %#llx", oc_format_info(f)->name, (unsigned long long)c);
@@ -202,7 +208,8 @@ static void test_roundtrip(void) {
     memcpy(&dv, &d, sizeof dv);
     CHECK(isnan(dv) || oc_encode(OC_FP64, dv, OC_OVF_IEEE) == d, "fp64 identity");
   }
-  printf("%s roundtrip: all fp16/bf16/e4m3fn/e5m2 patterns, 2e6 fp32/tf32/fp64 (%ld)\n", STATUS(before), n);
+  printf("%s roundtrip: all fp16/bf16/e4m3fn/e5m2 patterns, 2e6 fp32/tf32/fp64 (%ld)\n",
+         STATUS(before), n);
 }
 
 /* midpoints between neighbours and the doubles just around them */
@@ -217,11 +224,12 @@ static void test_midpoints(void) {
       double even = (s->code[j] & 1) == 0 ? a : b;
       for (int sg = 0; sg < 2; sg++, n += 3) {
         double k = sg ? -1.0 : 1.0;
-        CHECK(same(oc_round(f, k * m, OC_OVF_IEEE), k * even), "%s tie %a", oc_format_info(f)->name, k * m);
+        CHECK(same(oc_round(f, k * m, OC_OVF_IEEE), k * even), "%s tie %a", oc_format_info(f)->name,
+              k * m);
         CHECK(same(oc_round(f, k * nextafter(m, 0), OC_OVF_IEEE), k * a), "%s below tie %a",
               oc_format_info(f)->name, k * m);
-        CHECK(same(oc_round(f, k * nextafter(m, INFINITY), OC_OVF_IEEE), k * b),
-              "%s above tie %a", oc_format_info(f)->name, k * m);
+        CHECK(same(oc_round(f, k * nextafter(m, INFINITY), OC_OVF_IEEE), k * b), "%s above tie %a",
+              oc_format_info(f)->name, k * m);
       }
     }
   }
@@ -233,22 +241,25 @@ static void test_midpoints(void) {
   } wide[] = {{OC_FP32, 24}, {OC_TF32, 11}};
   for (int w = 0; w < 2; w++) {
     for (int i = 0; i < 300000; i++, n += 3) {
-      int e = (int)(rnd64() % 280) - 150;            /* through subnormals to overflow */
+      int e = (int)(rnd64() % 280) - 150; /* through subnormals to overflow */
       uint64_t sig = rnd64() & ((UINT64_C(1) << wide[w].p) - 1);
       double a = oc_round(wide[w].f, ldexp((double)(sig | 1), e), OC_OVF_IEEE);
       if (!isfinite(a) || a == oc_format_info(wide[w].f)->max_finite) continue;
-      double b = oc_decode(wide[w].f, oc_encode(wide[w].f, a, OC_OVF_IEEE) + (wide[w].f == OC_TF32 ? 0x2000 : 1));
+      double b = oc_decode(wide[w].f, oc_encode(wide[w].f, a, OC_OVF_IEEE) +
+                                          (wide[w].f == OC_TF32 ? 0x2000 : 1));
       double m = (a + b) / 2;
       uint64_t ca = oc_encode(wide[w].f, a, OC_OVF_IEEE);
       double even = ((ca >> (wide[w].f == OC_TF32 ? 13 : 0)) & 1) == 0 ? a : b;
-      CHECK(oc_round(wide[w].f, m, OC_OVF_IEEE) == even, "%s tie %a", oc_format_info(wide[w].f)->name, m);
+      CHECK(oc_round(wide[w].f, m, OC_OVF_IEEE) == even, "%s tie %a",
+            oc_format_info(wide[w].f)->name, m);
       CHECK(oc_round(wide[w].f, nextafter(m, 0), OC_OVF_IEEE) == a, "%s below %a",
             oc_format_info(wide[w].f)->name, m);
       CHECK(oc_round(wide[w].f, nextafter(m, INFINITY), OC_OVF_IEEE) == b, "%s above %a",
             oc_format_info(wide[w].f)->name, m);
     }
   }
-  printf("%s midpoints: every neighbour pair of 8/16-bit formats, 6e5 fp32/tf32 (%ld)\n", STATUS(before), n);
+  printf("%s midpoints: every neighbour pair of 8/16-bit formats, 6e5 fp32/tf32 (%ld)\n",
+         STATUS(before), n);
 }
 
 static double random_double_for(enum oc_format f) {
@@ -263,8 +274,8 @@ static double random_double_for(enum oc_format f) {
   /* a random significand in the format's exponent range, with margins */
   int lo = fi->emin_normal - fi->p - 3, hi = fi->emax + 2;
   int e = lo + (int)(rnd64() % (uint64_t)(hi - lo));
-  double m = ldexp((double)(rnd64() >> 11), -53); /* [0,1) */
-  if (r % 16 == 1) m = ldexp((double)((rnd64() >> 11) | 1), -53) ; /* odd: no short significands */
+  double m = ldexp((double)(rnd64() >> 11), -53);                 /* [0,1) */
+  if (r % 16 == 1) m = ldexp((double)((rnd64() >> 11) | 1), -53); /* odd: no short significands */
   double v = ldexp(m, e);
   return (r >> 8) & 1 ? -v : v;
 }
@@ -286,8 +297,8 @@ static void test_against_mpfr(void) {
       mpfr_set_d(x, v, MPFR_RNDN);
       uint64_t c1 = oc_encode(f, v, ovf), c2 = oc_encode_mpfr(f, x, ovf);
       CHECK(c1 == c2 || (isnan(oc_decode(f, c1)) && isnan(oc_decode(f, c2))),
-            "%s encode_mpfr(%a) %#llx vs %#llx", oc_format_info(f)->name, v,
-            (unsigned long long)c2, (unsigned long long)c1);
+            "%s encode_mpfr(%a) %#llx vs %#llx", oc_format_info(f)->name, v, (unsigned long long)c2,
+            (unsigned long long)c1);
       if (f != OC_FP64 && (f == OC_FP16 || f == OC_BF16 || f == OC_E4M3FN || f == OC_E5M2))
         CHECK(same(got, ref_search(f, v, ovf)), "%s search(%a)", oc_format_info(f)->name, v);
     }
@@ -298,7 +309,9 @@ static void test_against_mpfr(void) {
     double v = random_double_for(OC_FP32);
     CHECK(same(oc_round(OC_FP32, v, OC_OVF_IEEE), (double)(float)v), "fp32 hw %a", v);
   }
-  printf("%s random: 1.5e6 doubles vs MPFR+subnormalize (+ search, encode_mpfr), 1e6 vs (float) (%ld)\n", STATUS(before), n);
+  printf("%s random: 1.5e6 doubles vs MPFR+subnormalize (+ search, encode_mpfr), 1e6 vs (float) "
+         "(%ld)\n",
+         STATUS(before), n);
 }
 
 /* MPFR inputs wider than double: just above/below a tie must not tie */
@@ -319,10 +332,12 @@ static void test_encode_mpfr_wide(void) {
       mpfr_init2(y, 300);
       mpfr_set(y, x, MPFR_RNDN);
       mpfr_nextbelow(y);
-      CHECK(oc_decode(f, oc_encode_mpfr(f, y, OC_OVF_IEEE)) == a, "%s mpfr below %a", oc_format_info(f)->name, a);
+      CHECK(oc_decode(f, oc_encode_mpfr(f, y, OC_OVF_IEEE)) == a, "%s mpfr below %a",
+            oc_format_info(f)->name, a);
       mpfr_set(y, x, MPFR_RNDN);
       mpfr_nextabove(y);
-      CHECK(oc_decode(f, oc_encode_mpfr(f, y, OC_OVF_IEEE)) == b, "%s mpfr above %a", oc_format_info(f)->name, a);
+      CHECK(oc_decode(f, oc_encode_mpfr(f, y, OC_OVF_IEEE)) == b, "%s mpfr above %a",
+            oc_format_info(f)->name, a);
       mpfr_clear(y);
       n += 2;
     }
@@ -337,7 +352,8 @@ static void test_encode_mpfr_wide(void) {
     mpfr_div_2ui(x, x, 1, MPFR_RNDN);
     uint64_t ca = oc_encode(OC_FP64, a, OC_OVF_IEEE);
     double even = (ca & 1) == 0 ? a : b;
-    CHECK(same(oc_decode(OC_FP64, oc_encode_mpfr(OC_FP64, x, OC_OVF_IEEE)), even), "fp64 tie %a", a);
+    CHECK(same(oc_decode(OC_FP64, oc_encode_mpfr(OC_FP64, x, OC_OVF_IEEE)), even), "fp64 tie %a",
+          a);
     mpfr_nextbelow(x);
     CHECK(same(oc_decode(OC_FP64, oc_encode_mpfr(OC_FP64, x, OC_OVF_IEEE)), a), "fp64 below %a", a);
     mpfr_nextabove(x);
@@ -345,7 +361,8 @@ static void test_encode_mpfr_wide(void) {
     CHECK(same(oc_decode(OC_FP64, oc_encode_mpfr(OC_FP64, x, OC_OVF_IEEE)), b), "fp64 above %a", a);
   }
   mpfr_clear(x);
-  printf("%s encode_mpfr: 300-bit neighbours of ties, 8/16-bit and fp64 (%ld)\n", STATUS(before), n);
+  printf("%s encode_mpfr: 300-bit neighbours of ties, 8/16-bit and fp64 (%ld)\n", STATUS(before),
+         n);
 }
 
 static void test_boundaries(void) {
@@ -387,9 +404,9 @@ static void test_boundaries(void) {
       {OC_FP16, 0x1p-25, 0, 0},
       {OC_FP16, 0x1.0000000000001p-25, 0x1p-24, 0x1p-24},
       {OC_FP16, -0x1p-26, -0.0, -0.0},
-      {OC_FP16, 0x1.8p-24, 0x1p-23, 0x1p-23},   /* 1.5 ulp ties to even (2) */
+      {OC_FP16, 0x1.8p-24, 0x1p-23, 0x1p-23},           /* 1.5 ulp ties to even (2) */
       {OC_FP16, 0x1.ff8p-15, 0x1.ff8p-15, 0x1.ff8p-15}, /* largest subnormal */
-      {OC_FP16, 0x1.ffcp-15, 0x1p-14, 0x1p-14}, /* + half a step: tie to min normal */
+      {OC_FP16, 0x1.ffcp-15, 0x1p-14, 0x1p-14},         /* + half a step: tie to min normal */
       {OC_FP16, 0x1.ffbffp-15, 0x1.ff8p-15, 0x1.ff8p-15},
       {OC_BF16, 0x1p-134, 0, 0},
       {OC_BF16, 0x1.00001p-134, 0x1p-133, 0x1p-133},
@@ -416,7 +433,8 @@ static void test_boundaries(void) {
           cases[i].x, g2, cases[i].sat);
   }
   /* e4m3fn NaN keeps the sign like PyTorch: 0x7F / 0xFF */
-  CHECK(oc_encode(OC_E4M3FN, 1000, OC_OVF_IEEE) == 0x7F && oc_encode(OC_E4M3FN, -1000, OC_OVF_IEEE) == 0xFF,
+  CHECK(oc_encode(OC_E4M3FN, 1000, OC_OVF_IEEE) == 0x7F &&
+            oc_encode(OC_E4M3FN, -1000, OC_OVF_IEEE) == 0xFF,
         "e4m3fn overflow codes");
   printf("%s boundaries: %zu overflow/subnormal cases in both overflow modes\n", STATUS(before),
          sizeof cases / sizeof cases[0]);
@@ -492,7 +510,8 @@ static void compare_torch(uint32_t bits, long *n) {
 static void test_torch_fp8(void) {
   int before = failures;
   long n = 0;
-  for (uint64_t b = 0; b < (UINT64_C(1) << 32); b += 251) compare_torch((uint32_t)b, &n);
+  for (uint64_t b = 0; b < (UINT64_C(1) << 32); b += 251)
+    compare_torch((uint32_t)b, &n);
   /* every float from 2^-18 to 2^17, both signs (fp8 subnormals, ties, overflow) */
   for (uint32_t b = f2u(0x1p-18f); b < f2u(0x1p17f); b += 3) {
     compare_torch(b, &n);
@@ -513,7 +532,8 @@ static void test_ulp_distance(void) {
   CHECK(oc_ulp_distance(OC_FP16, NAN, 1) == UINT64_MAX, "nan");
   CHECK(oc_ulp_distance(OC_E4M3FN, 448, 1e9) == UINT64_MAX, "e4m3 overflow is nan");
   CHECK(oc_ulp_distance(OC_TF32, 1.0, 2.0) == 1024, "tf32 binade");
-  CHECK(oc_ulp_distance(OC_FP64, -DBL_MAX, DBL_MAX) == 2 * (UINT64_C(0x7FEFFFFFFFFFFFFF)), "fp64 span");
+  CHECK(oc_ulp_distance(OC_FP64, -DBL_MAX, DBL_MAX) == 2 * (UINT64_C(0x7FEFFFFFFFFFFFFF)),
+        "fp64 span");
   CHECK(oc_ulp_distance(OC_BF16, 1.0, 2.0) == 128, "bf16 binade");
   CHECK(oc_format_quantum(OC_FP16, 1.5) == 0x1p-10 && oc_format_quantum(OC_FP16, 0) == 0x1p-24 &&
             oc_format_quantum(OC_E4M3FN, 400) == 32,
@@ -522,7 +542,8 @@ static void test_ulp_distance(void) {
 }
 
 int main(void) {
-  for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++) build_sorted(narrow[i]);
+  for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++)
+    build_sorted(narrow[i]);
   test_info();
   test_roundtrip();
   test_midpoints();

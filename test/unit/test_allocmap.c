@@ -32,7 +32,8 @@ int main(void) {
   CHECK(kc_allocmap_find(0x40000, &a) != 0 && kc_allocmap_find(0x41000, &a) != 0);
   CHECK(kc_allocmap_find(0x30000, &a) == 0);
   /* Many allocations: sorted order holds through growth. */
-  for (uint64_t i = 0; i < 5000; i++) kc_allocmap_insert(0x100000000ull + (4999 - i) * 0x200, 0x100, 0);
+  for (uint64_t i = 0; i < 5000; i++)
+    kc_allocmap_insert(0x100000000ull + (4999 - i) * 0x200, 0x100, 0);
   int ok = 1;
   for (uint64_t i = 0; i < 5000; i++) {
     uint64_t base = 0x100000000ull + i * 0x200;

@@ -9,9 +9,11 @@
 int main(void) {
   CHECK(kc_options_parse(NULL, "test", 1) == 0);
   CHECK(!strcmp(kc_opt.log_path, "kcheck"));
-  CHECK(kc_opt.trace == 0 && kc_opt.sample == 0.0 && kc_opt.launch_count == -1 && kc_opt.check_first == 1);
+  CHECK(kc_opt.trace == 0 && kc_opt.sample == 0.0 && kc_opt.launch_count == -1 &&
+        kc_opt.check_first == 1);
   CHECK(kc_opt.mem_budget == 4ull << 30);
-  CHECK(kc_options_parse("trace=2:sample=0.25:log_path=/tmp/x:mem_budget=512M:strict=1", "test", 1) == 0);
+  CHECK(kc_options_parse("trace=2:sample=0.25:log_path=/tmp/x:mem_budget=512M:strict=1", "test",
+                         1) == 0);
   CHECK(kc_opt.trace == 2 && kc_opt.sample == 0.25 && kc_opt.strict == 1);
   CHECK(!strcmp(kc_opt.log_path, "/tmp/x") && kc_opt.mem_budget == 512ull << 20);
   /* Bad values: reported, previous value kept. */

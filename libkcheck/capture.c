@@ -33,7 +33,7 @@ static int pack_extra(struct kc_launch_info *li, void **extra) {
   void *buf = NULL;
   size_t size = 0;
   int have_size = 0;
-  for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
+  for (int i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
     if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
       buf = extra[i + 1];
     else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {

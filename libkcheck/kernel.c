@@ -97,7 +97,7 @@ int kc_kernel_is_communication(const char *demangled) {
                                       "reduce_scatter", "alltoall",  NULL};
   char lower[512];
   size_t i;
-  for (i = 0; demangled[i] && i < sizeof lower - 1; i++)
+  for (i = 0; i < sizeof lower - 1 && demangled[i]; i++)
     lower[i] = (char)tolower((unsigned char)demangled[i]);
   lower[i] = 0;
   for (const char *const *m = marks; *m; m++)
@@ -185,6 +185,14 @@ static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info
                    "communication", k->communication);
 }
 
+static void destroy(struct kc_kernel *k) {
+  free((void *)k->name);
+  free((void *)k->demangled);
+  free(k->param_offset);
+  free(k->param_size);
+  free(k);
+}
+
 static struct kc_kernel *create(CUfunction f) {
   struct kc_kernel *k = calloc(1, sizeof *k);
   if (!k) return NULL;
@@ -239,12 +247,17 @@ struct kc_kernel *kc_kernel_get(CUfunction f) {
     struct kc_kernel *fresh = create(f);
     if (!fresh) return NULL;
     struct kernel_node *node = calloc(1, sizeof *node);
-    if (!node) return NULL;
+    if (!node) {
+      destroy(fresh);
+      return NULL;
+    }
     pthread_mutex_lock(&lock);
     HASH_FIND_PTR(by_handle, &f, n);
     if (n) {
+      /* Another thread published this kernel first; ours was never seen. */
       k = n->k;
       free(node);
+      destroy(fresh);
     } else {
       fresh->id = next_id++;
       node->handle = f;
@@ -259,8 +272,7 @@ struct kc_kernel *kc_kernel_get(CUfunction f) {
       int have = k->image_handle && kc_image_lookup(k->image_handle, &img) == 0;
       kc_report_emit("kernel", kernel_json(k, have ? &img : NULL));
     }
-    /* A racing loser's fresh record is leaked on purpose: it is rare, and
-     * kernel records are never freed because other threads may hold them. */
+    /* Published records are never freed: other threads may hold them. */
   }
   slot->handle = f;
   slot->k = k;
@@ -269,13 +281,15 @@ struct kc_kernel *kc_kernel_get(CUfunction f) {
 }
 
 void kc_kernel_forget_image(void *image_handle) {
-  struct kernel_node *n, *tmp;
   pthread_mutex_lock(&lock);
-  HASH_ITER(hh, by_handle, n, tmp) {
-    if (n->k->image_handle == image_handle) {
-      HASH_DEL(by_handle, n);
-      free(n);
-    }
+  /* The next node is read before the current one may be deleted. */
+  for (struct kernel_node *n = by_handle, *next; n; n = next) {
+    next = n->hh.next;
+    if (n->k->image_handle != image_handle) continue;
+    // uthash frees its bucket table with the last node; the analyzer then
+    // follows a path where the loop reads it again, which cannot happen.
+    HASH_DEL(by_handle, n); // NOLINT(clang-analyzer-unix.Malloc)
+    free(n);
   }
   pthread_mutex_unlock(&lock);
   atomic_fetch_add_explicit(&generation, 1, memory_order_release);

@@ -15,6 +15,7 @@ void kc_log_printf(int level, const char *fmt, ...) {
   int n = snprintf(line, sizeof line, "kcheck: ");
   va_list ap;
   va_start(ap, fmt);
+  // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
   int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
   va_end(ap);
   (void)level;

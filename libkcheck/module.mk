@@ -54,3 +54,12 @@ $(BUILD)/obj/$(BUILD)/gen/%.o $(BUILD)/san/obj/$(BUILD)/gen/%.o: KC_NOSAN += -Wn
 ptx:
 	$(CUDA_HOME)/bin/nvcc -ptx -arch=compute_90 -o libkcheck/kernels/perturb_kernels.ptx \
 	  libkcheck/kernels/perturb_kernels.cu
+
+# install: the library and the libraries it carries into lib/kcheck (rpath
+# $ORIGIN finds them there), the front end into bin, the public header.
+install: $(BUILD)/libkcheck.so $(BUILD)/.carried
+	install -d $(DESTDIR)$(PREFIX)/lib/kcheck $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/libkcheck.so $(DESTDIR)$(PREFIX)/lib/kcheck/
+	for l in $(KC_CARRY); do install -m 644 $(BUILD)/$$l $(DESTDIR)$(PREFIX)/lib/kcheck/; done
+	install -m 755 scripts/kcheck $(DESTDIR)$(PREFIX)/bin/kcheck
+	install -m 644 include/kcheck.h $(DESTDIR)$(PREFIX)/include/kcheck.h

@@ -3,6 +3,7 @@
  * keys and KCHECK_* variables, bad values reported with their source. */
 #include "options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ size_t kc_edit_distance(const char *a, const char *b) {
   for (size_t i = 1; i <= la; i++) {
     cur[0] = i;
     for (size_t j = 1; j <= lb; j++) {
+      // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): prev[0..lb] set above
       size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
       size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
       cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
@@ -241,9 +243,10 @@ static int check_env(void) {
     if (known) continue;
     /* KCHECK_TRACE=1 most likely means the option trace=1. */
     char lower[128];
+    const char *suffix = name + 7; /* after "KCHECK_" */
     size_t j;
-    for (j = 0; name[7 + j] && j < sizeof lower - 1; j++)
-      lower[j] = (char)(name[7 + j] >= 'A' && name[7 + j] <= 'Z' ? name[7 + j] + 32 : name[7 + j]);
+    for (j = 0; j < sizeof lower - 1 && suffix[j]; j++)
+      lower[j] = (char)tolower((unsigned char)suffix[j]);
     lower[j] = 0;
     const char *opt = nearest_option(lower);
     if (kc_edit_distance(lower, opt) <= 2)

@@ -24,7 +24,9 @@
 
 #define KC_PASSTHROUGH() (kc_guarded() || kc_disabled)
 
-static int name_is_ptsz(const char *s, size_t n) { return n > 5 && !memcmp(s + n - 5, "_ptsz", 5); }
+static int name_is_ptsz(const char *s, size_t n) {
+  return n > 5 && !memcmp(s + (n - 5), "_ptsz", 5);
+}
 
 /* ---- launches ---------------------------------------------------------- */
 

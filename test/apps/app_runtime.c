@@ -11,29 +11,46 @@
 /* Every entry the scenarios call, by the base name the runtime asks for and
  * the version whose prototype cuda.h gives that name (cuCtxSynchronize at
  * 13000 would be the newer form taking a context). */
-#define APP_ENTRIES(X)                                                                             \
-  X(cuInit, CUDA_VERSION)                                                                          \
-  X(cuDriverGetVersion, CUDA_VERSION) X(cuGetErrorName, CUDA_VERSION) X(                           \
-      cuDeviceGetCount, CUDA_VERSION) X(cuDeviceGet, CUDA_VERSION)                                 \
-      X(cuDeviceGetName, CUDA_VERSION) X(cuDeviceGetAttribute, CUDA_VERSION) X(                    \
-          cuDevicePrimaryCtxRetain, CUDA_VERSION) X(cuDevicePrimaryCtxRelease,                     \
-                                                    CUDA_VERSION) X(cuCtxSetCurrent, CUDA_VERSION) \
-          X(cuCtxSynchronize, 2000) X(cuModuleLoadData, CUDA_VERSION) X(                           \
-              cuModuleUnload, CUDA_VERSION) X(cuModuleGetFunction,                                 \
-                                              CUDA_VERSION) X(cuLibraryLoadData, CUDA_VERSION)     \
-              X(cuLibraryUnload, CUDA_VERSION) X(cuLibraryGetKernel, CUDA_VERSION) X(              \
-                  cuStreamCreate, CUDA_VERSION) X(cuStreamDestroy, CUDA_VERSION)                   \
-                  X(cuStreamSynchronize, CUDA_VERSION) X(cuStreamBeginCapture, CUDA_VERSION) X(    \
-                      cuStreamEndCapture, CUDA_VERSION) X(cuStreamIsCapturing, CUDA_VERSION)       \
-                      X(cuGraphInstantiateWithFlags, CUDA_VERSION) X(cuGraphLaunch, CUDA_VERSION)  \
-                          X(cuGraphExecDestroy, CUDA_VERSION) X(cuGraphDestroy, CUDA_VERSION)      \
-                              X(cuMemAlloc, CUDA_VERSION) X(cuMemFree, CUDA_VERSION)               \
-                                  X(cuMemcpyHtoD, CUDA_VERSION) X(cuMemcpyDtoH, CUDA_VERSION)      \
-                                      X(cuMemcpyDtoHAsync, CUDA_VERSION)                           \
-                                          X(cuMemsetD8, CUDA_VERSION) X(cuMemsetD32, CUDA_VERSION) \
-                                              X(cuLaunchKernel, CUDA_VERSION)                      \
-                                                  X(cuLaunchKernelEx, CUDA_VERSION)                \
-                                                      X(cuLaunchCooperativeKernel, CUDA_VERSION)
+// clang-format off
+#define APP_ENTRIES(X) \
+  X(cuInit, CUDA_VERSION) \
+  X(cuDriverGetVersion, CUDA_VERSION) \
+  X(cuGetErrorName, CUDA_VERSION) \
+  X(cuDeviceGetCount, CUDA_VERSION) \
+  X(cuDeviceGet, CUDA_VERSION) \
+  X(cuDeviceGetName, CUDA_VERSION) \
+  X(cuDeviceGetAttribute, CUDA_VERSION) \
+  X(cuDevicePrimaryCtxRetain, CUDA_VERSION) \
+  X(cuDevicePrimaryCtxRelease, CUDA_VERSION) \
+  X(cuCtxSetCurrent, CUDA_VERSION) \
+  X(cuCtxSynchronize, 2000) \
+  X(cuModuleLoadData, CUDA_VERSION) \
+  X(cuModuleUnload, CUDA_VERSION) \
+  X(cuModuleGetFunction, CUDA_VERSION) \
+  X(cuLibraryLoadData, CUDA_VERSION) \
+  X(cuLibraryUnload, CUDA_VERSION) \
+  X(cuLibraryGetKernel, CUDA_VERSION) \
+  X(cuStreamCreate, CUDA_VERSION) \
+  X(cuStreamDestroy, CUDA_VERSION) \
+  X(cuStreamSynchronize, CUDA_VERSION) \
+  X(cuStreamBeginCapture, CUDA_VERSION) \
+  X(cuStreamEndCapture, CUDA_VERSION) \
+  X(cuStreamIsCapturing, CUDA_VERSION) \
+  X(cuGraphInstantiateWithFlags, CUDA_VERSION) \
+  X(cuGraphLaunch, CUDA_VERSION) \
+  X(cuGraphExecDestroy, CUDA_VERSION) \
+  X(cuGraphDestroy, CUDA_VERSION) \
+  X(cuMemAlloc, CUDA_VERSION) \
+  X(cuMemFree, CUDA_VERSION) \
+  X(cuMemcpyHtoD, CUDA_VERSION) \
+  X(cuMemcpyDtoH, CUDA_VERSION) \
+  X(cuMemcpyDtoHAsync, CUDA_VERSION) \
+  X(cuMemsetD8, CUDA_VERSION) \
+  X(cuMemsetD32, CUDA_VERSION) \
+  X(cuLaunchKernel, CUDA_VERSION) \
+  X(cuLaunchKernelEx, CUDA_VERSION) \
+  X(cuLaunchCooperativeKernel, CUDA_VERSION)
+// clang-format on
 
 /* Pointer types come from the prototypes cuda.h maps each name to
  * (cuMemAlloc -> cuMemAlloc_v2, ...), which is what version 13000 returns. */

@@ -271,7 +271,7 @@ static void test_memory(void) {
   OK(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 17));
   OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, d + 17));
   T(rs == d && rz == 1000 && ord == 0 && mt == CU_MEMORYTYPE_DEVICE && c == pctx);
-  int host;
+  int host = 0;
   TR(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&host),
      CUDA_ERROR_INVALID_VALUE);
   char hbuf[16];

@@ -70,7 +70,10 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
   double *s = malloc((size_t)(Sk ? Sk : 1) * 8), *sab = malloc((size_t)(Sk ? Sk : 1) * 8);
   double *pj = malloc((size_t)(Sk ? Sk : 1) * 8), *vc = malloc((size_t)(Sk ? Sk : 1) * 8);
   mpfr_t *e = malloc((size_t)(Sk ? Sk : 1) * sizeof *e);
-  if (!plan || !rowmark || !q || !kr || !s || !sab || !pj || !vc || !e) return -1;
+  if (!plan || !rowmark || !q || !kr || !s || !sab || !pj || !vc || !e) {
+    free(plan), free(rowmark), free(q), free(kr), free(s), free(sab), free(pj), free(vc), free(e);
+    return -1;
+  }
   for (int64_t j = 0; j < Sk; j++)
     mpfr_init2(e[j], PREC);
   mpfr_t S, t, acc;

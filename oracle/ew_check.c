@@ -35,17 +35,18 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
                          const struct oc_tensor *out, const struct oc_profile *p,
                          const struct oc_options *o, struct oc_verdict *v) {
   struct oc_options od;
-  if (!x || !out || !p || !v || oc_op_arity(op) == 0 || (oc_op_arity(op) == 2 && !y)) return -1;
-  if (x->rank != out->rank || (y && oc_op_arity(op) == 2 && y->rank != out->rank)) return -1;
+  /* arity queried once: bin implies y != NULL for everything below */
+  int arity = oc_op_arity(op), bin = arity == 2;
+  if (!x || !out || !p || !v || arity == 0 || (bin && !y)) return -1;
+  if (x->rank != out->rank || (bin && y->rank != out->rank)) return -1;
   for (int d = 0; d < out->rank; d++) {
     if (x->shape[d] != out->shape[d] && x->shape[d] != 1) return -1;
-    if (y && oc_op_arity(op) == 2 && y->shape[d] != out->shape[d] && y->shape[d] != 1) return -1;
+    if (bin && y->shape[d] != out->shape[d] && y->shape[d] != 1) return -1;
   }
   if (!o) {
     oc_options_default(&od);
     o = &od;
   }
-  int bin = oc_op_arity(op) == 2;
   enum oc_format fo = out->fmt;
   /* 8/16-bit unary inputs: the whole function is tabulated once */
   const uint64_t *tab =

@@ -98,15 +98,14 @@ static void mm_fill(const struct mm *m, double sl, double sh, double sabs, doubl
   double alpha = a->alpha, beta = a->c ? a->beta : 0;
   memset(e, 0, sizeof *e);
   e->k = kv;
-  double zl, zh;
   if (!(sl == sl) || isinf(sl) || !(sh == sh) || isinf(sh) || !(cv == cv) || isinf(cv) ||
       !(bv == bv) || isinf(bv)) {
     double z = alpha * sl + beta * cv + bv;
-    zl = zh = z;
     e->lo = e->hi = oc_act_value(a->act, z);
     e->prob = INFINITY;
     return;
   }
+  double zl, zh;
   if (alpha == 1 && beta * cv == 0 && bv == 0) {
     zl = sl;
     zh = sh;

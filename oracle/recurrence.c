@@ -104,7 +104,8 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
   int64_t ov = oc_batch_offset(a->v, nl, g->out->shape, b);
   int64_t og = oc_batch_offset(&g->gate, nl, g->out->shape, b);
   int64_t ob = oc_batch_offset(&g->beta, nl, g->out->shape, b);
-  struct dd *S = malloc((size_t)KV * sizeof *S), *w = malloc((size_t)V * sizeof *w);
+  /* S starts as the zero state: calloc's all-zero bits are +0.0 (IEEE 754) */
+  struct dd *S = calloc((size_t)KV, sizeof *S), *w = malloc((size_t)V * sizeof *w);
   double *E = calloc((size_t)KV, 8), *Er = calloc((size_t)KV, 8);
   double *col = calloc((size_t)V * 12, 8), *kk = malloc((size_t)K * 8 * 3),
          *vv = malloc((size_t)V * 8);
@@ -117,8 +118,6 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
   double *cEr = col + 5 * V, *n2 = col + 6 * V, *n2r = col + 7 * V, *s1 = col + 8 * V;
   double *s1r = col + 9 * V, *sh = col + 10 * V, *shr = col + 11 * V;
   double *k = kk, *q = kk + K, *qa = kk + 2 * K;
-  for (int64_t x = 0; x < KV; x++)
-    S[x] = (struct dd){0, 0};
 
   /* Units and rounding counts of the profile (see the header comment). */
   double u = oc_profile_u_acc(p);

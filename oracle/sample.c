@@ -85,7 +85,8 @@ struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct 
     free(v.s);
     return NULL;
   }
-  qsort(v.s, (size_t)v.n, sizeof *v.s, cmp_sample);
+  /* v.s is NULL when nothing was pushed: qsort's base must not be NULL */
+  if (v.n > 1) qsort(v.s, (size_t)v.n, sizeof *v.s, cmp_sample);
   int64_t w = 0;
   for (int64_t r = 0; r < v.n; r++)
     if (w == 0 || cmp_sample(&v.s[w - 1], &v.s[r])) v.s[w++] = v.s[r];

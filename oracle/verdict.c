@@ -109,6 +109,7 @@ static void keep_fail(struct oc_check *c, const struct oc_elem *e, double err_lo
       c->capfails = 0;
       return;
     }
+    c->nfails = 0; /* a fresh buffer holds no records (nfails <= capfails == 0 before) */
   }
   size_t slot = c->nfails;
   if (c->nfails == c->capfails) { /* full: replace the mildest kept failure */

@@ -42,3 +42,12 @@ $(BUILD)/test/dlsym/libnext_a.so: test/dlsym/next_a.c
 $(BUILD)/test/dlsym/next_main: test/dlsym/next_main.c $(BUILD)/test/dlsym/libnext_a.so $(BUILD)/test/dlsym/libnext_b.so
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(BUILD)/test/dlsym -Wl,--no-as-needed -lnext_a -lnext_b -ldl -Wl,-rpath,'$$ORIGIN'
 integration-test: $(BUILD)/test/dlsym/next_main
+
+# kcheck's per-launch cost on the CPU stand-in (no GPU latency to hide it).
+$(BUILD)/bench/passthrough_cpu: bench/passthrough_cpu.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< -L$(BUILD)/fakecuda -lcuda
+.PHONY: bench-passthrough-cpu
+bench-passthrough-cpu: $(BUILD)/bench/passthrough_cpu $(BUILD)/libkcheck.so
+	BUILD=$(BUILD) bench/run_passthrough_cpu.sh
+bench-cpu: bench-passthrough-cpu

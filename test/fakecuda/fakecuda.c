@@ -405,8 +405,7 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned fla
   return ctx_create(pctx, flags, dev);
 }
 
-CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  FK_ENTER("cuCtxDestroy_v2");
+static CUresult ctx_destroy(CUcontext ctx) {
   if (!ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   struct fk_ctx *c = (struct fk_ctx *)ctx;
   if (c->primary || c->green) return CUDA_ERROR_INVALID_CONTEXT;
@@ -417,6 +416,11 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
   /* Kept allocated so a stale handle is rejected instead of read freed. */
   c->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  FK_ENTER("cuCtxDestroy_v2");
+  return ctx_destroy(ctx);
 }
 
 CUresult cuCtxGetCurrent(CUcontext *pctx) {
@@ -433,20 +437,28 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
-  FK_ENTER("cuCtxPushCurrent_v2");
+static CUresult ctx_push(CUcontext ctx) {
   if (!ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (tls_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
   tls_stack[tls_depth++] = (struct fk_ctx *)ctx;
   return CUDA_SUCCESS;
 }
 
-CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
-  FK_ENTER("cuCtxPopCurrent_v2");
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  FK_ENTER("cuCtxPushCurrent_v2");
+  return ctx_push(ctx);
+}
+
+static CUresult ctx_pop(CUcontext *pctx) {
   if (tls_depth == 0 || tls_stack[tls_depth - 1] == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   struct fk_ctx *c = tls_stack[--tls_depth];
   if (pctx) *pctx = (CUcontext)c;
   return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+  FK_ENTER("cuCtxPopCurrent_v2");
+  return ctx_pop(pctx);
 }
 
 CUresult cuCtxGetDevice(CUdevice *dev) {
@@ -596,8 +608,7 @@ CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuStreamDestroy_v2(CUstream h) {
-  FK_ENTER("cuStreamDestroy_v2");
+static CUresult stream_destroy(CUstream h) {
   struct fk_stream *s = (struct fk_stream *)h;
   if (s == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD ||
       s->magic != FK_MAGIC_STREAM)
@@ -610,6 +621,11 @@ CUresult cuStreamDestroy_v2(CUstream h) {
   /* Left allocated and marked dead so stale handles are rejected. */
   s->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream h) {
+  FK_ENTER("cuStreamDestroy_v2");
+  return stream_destroy(h);
 }
 
 static CUresult stream_sync(CUstream h) {
@@ -990,12 +1006,18 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long l
   return instantiate(pe, g);
 }
 
-CUresult cuGraphInstantiate_v2(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node, char *log,
-                               size_t log_size) {
-  FK_ENTER("cuGraphInstantiate_v2");
+/* cuGraphInstantiate's form: no error node, an empty log. */
+static CUresult instantiate_log(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node, char *log,
+                                size_t log_size) {
   if (err_node) *err_node = NULL;
   if (log && log_size) log[0] = 0;
   return instantiate(pe, g);
+}
+
+CUresult cuGraphInstantiate_v2(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node, char *log,
+                               size_t log_size) {
+  FK_ENTER("cuGraphInstantiate_v2");
+  return instantiate_log(pe, g, err_node, log, log_size);
 }
 
 CUresult cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g,
@@ -1160,12 +1182,16 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   return elapsed(ms, a, b);
 }
 
-CUresult cuEventDestroy_v2(CUevent h) {
-  FK_ENTER("cuEventDestroy_v2");
+static CUresult event_destroy(CUevent h) {
   struct fk_event *e = event_of(h);
   if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
   e->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent h) {
+  FK_ENTER("cuEventDestroy_v2");
+  return event_destroy(h);
 }
 
 /* ------------------------------------------------------- copies, memsets */
@@ -1551,16 +1577,18 @@ static const struct {
 #undef FK_ERR
 };
 
+/* Index of error in errors[], or -1 for a code it does not list. */
+static int error_index(CUresult error) {
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].code == error) return (int)i;
+  return -1;
+}
+
 CUresult cuGetErrorName(CUresult error, const char **pstr) {
   if (pstr == NULL) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
-    if (errors[i].code == error) {
-      *pstr = errors[i].name;
-      return CUDA_SUCCESS;
-    }
-  }
-  *pstr = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  int i = error_index(error);
+  *pstr = i < 0 ? NULL : errors[i].name;
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 /* The description is the name turned into words ("invalid value"),
@@ -1584,45 +1612,26 @@ __attribute__((constructor)) static void fk_error_text(void) {
 
 CUresult cuGetErrorString(CUresult error, const char **pstr) {
   if (pstr == NULL) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
-    if (errors[i].code == error) {
-      *pstr = error_text[i];
-      return CUDA_SUCCESS;
-    }
-  }
-  *pstr = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  int i = error_index(error);
+  *pstr = i < 0 ? NULL : error_text[i];
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 /* ------------------------------------- legacy exports with same prototypes */
 
 CUresult cuCtxDestroy(CUcontext ctx) {
   FK_ENTER("cuCtxDestroy");
-  if (!ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  struct fk_ctx *c = (struct fk_ctx *)ctx;
-  if (c->primary || c->green) return CUDA_ERROR_INVALID_CONTEXT;
-  for (int i = 0; i < tls_depth; i++)
-    if (tls_stack[i] == c) tls_stack[i] = NULL;
-  while (tls_depth > 0 && tls_stack[tls_depth - 1] == NULL)
-    tls_depth--;
-  c->magic = FK_MAGIC_DEAD;
-  return CUDA_SUCCESS;
+  return ctx_destroy(ctx);
 }
 
 CUresult cuCtxPushCurrent(CUcontext ctx) {
   FK_ENTER("cuCtxPushCurrent");
-  if (!ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (tls_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
-  tls_stack[tls_depth++] = (struct fk_ctx *)ctx;
-  return CUDA_SUCCESS;
+  return ctx_push(ctx);
 }
 
 CUresult cuCtxPopCurrent(CUcontext *pctx) {
   FK_ENTER("cuCtxPopCurrent");
-  if (tls_depth == 0 || tls_stack[tls_depth - 1] == NULL) return CUDA_ERROR_INVALID_CONTEXT;
-  struct fk_ctx *c = tls_stack[--tls_depth];
-  if (pctx) *pctx = (CUcontext)c;
-  return CUDA_SUCCESS;
+  return ctx_pop(pctx);
 }
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
@@ -1636,31 +1645,16 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
 
 CUresult cuStreamDestroy(CUstream h) {
   FK_ENTER("cuStreamDestroy");
-  struct fk_stream *s = (struct fk_stream *)h;
-  if (s == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD ||
-      s->magic != FK_MAGIC_STREAM)
-    return CUDA_ERROR_INVALID_HANDLE;
-  fk_occupier_release_stream(h);
-  pthread_mutex_lock(&fk_g.lock);
-  for (int i = 0; i < MAX_CAPTURING; i++)
-    if (capturing[i] == s) capturing[i] = NULL;
-  pthread_mutex_unlock(&fk_g.lock);
-  s->magic = FK_MAGIC_DEAD;
-  return CUDA_SUCCESS;
+  return stream_destroy(h);
 }
 
 CUresult cuEventDestroy(CUevent h) {
   FK_ENTER("cuEventDestroy");
-  struct fk_event *e = event_of(h);
-  if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
-  e->magic = FK_MAGIC_DEAD;
-  return CUDA_SUCCESS;
+  return event_destroy(h);
 }
 
 CUresult cuGraphInstantiate(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node, char *log,
                             size_t log_size) {
   FK_ENTER("cuGraphInstantiate");
-  if (err_node) *err_node = NULL;
-  if (log && log_size) log[0] = 0;
-  return instantiate(pe, g);
+  return instantiate_log(pe, g, err_node, log, log_size);
 }

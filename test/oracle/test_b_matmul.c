@@ -4,6 +4,35 @@
  * adversarial generators; sampling, screen, epilogues and specials. */
 #include "test_b_util.h"
 
+/* Fills a (M x K) and b (K x N) from generator g in format fin and describes
+ * them, with the output o (M x N) in format fout, as A, B and O. */
+static void gemm_tensors(struct oc_tensor *A, struct oc_tensor *B, struct oc_tensor *O,
+                         enum oc_gen g, enum oc_format fin, enum oc_format fout, int64_t M,
+                         int64_t N, int64_t K, uint64_t seed, void *a, void *b, void *o) {
+  oc_generate(g, fin, OC_ROLE_A, M, K, seed, NULL, a);
+  oc_generate(g, fin, OC_ROLE_B, K, N, seed, NULL, b);
+  t_tensor2(A, a, fin, M, K);
+  t_tensor2(B, b, fin, K, N);
+  t_tensor2(O, o, fout, M, N);
+}
+
+/* Writes sim s's product of the 2-D tensors A and B into O's data o. */
+static void sim_gemm(enum t_sim s, const struct oc_tensor *A, const struct oc_tensor *B,
+                     const struct oc_tensor *O, void *o) {
+  int64_t M = A->shape[0], K = A->shape[1], N = B->shape[1];
+  double *ad = malloc((size_t)(M * K) * 8), *bd = malloc((size_t)(K * N) * 8),
+         *col = malloc((size_t)K * 8);
+  oc_tensor_gather(A, 0, 1, M * K, ad);
+  oc_tensor_gather(B, 0, 1, K * N, bd);
+  for (int64_t j = 0; j < N; j++) {
+    for (int64_t k = 0; k < K; k++)
+      col[k] = bd[k * N + j];
+    for (int64_t i = 0; i < M; i++)
+      t_put(o, O->fmt, i * N + j, t_sim_dot(s, ad + i * K, col, K));
+  }
+  free(ad), free(bd), free(col);
+}
+
 /* Runs sim s on generated A (M x K), B (K x N) in format fin; writes the
  * output in fout and judges it under profile spec. */
 static struct oc_verdict run(enum t_sim s, enum oc_gen g, enum oc_format fin, enum oc_format fout,
@@ -11,22 +40,9 @@ static struct oc_verdict run(enum t_sim s, enum oc_gen g, enum oc_format fin, en
   size_t es = oc_format_size(fin);
   void *a = malloc((size_t)(M * K) * es), *b = malloc((size_t)(K * N) * es);
   void *o = malloc((size_t)(M * N) * oc_format_size(fout));
-  double *ad = malloc((size_t)(M * K) * 8), *bd = malloc((size_t)(K * N) * 8),
-         *col = malloc((size_t)K * 8);
-  oc_generate(g, fin, OC_ROLE_A, M, K, seed, NULL, a);
-  oc_generate(g, fin, OC_ROLE_B, K, N, seed, NULL, b);
   struct oc_tensor A, B, O;
-  t_tensor2(&A, a, fin, M, K);
-  t_tensor2(&B, b, fin, K, N);
-  t_tensor2(&O, o, fout, M, N);
-  oc_tensor_gather(&A, 0, 1, M * K, ad);
-  oc_tensor_gather(&B, 0, 1, K * N, bd);
-  for (int64_t j = 0; j < N; j++) {
-    for (int64_t k = 0; k < K; k++)
-      col[k] = bd[k * N + j];
-    for (int64_t i = 0; i < M; i++)
-      t_put(o, fout, i * N + j, t_sim_dot(s, ad + i * K, col, K));
-  }
+  gemm_tensors(&A, &B, &O, g, fin, fout, M, N, K, seed, a, b, o);
+  sim_gemm(s, &A, &B, &O, o);
   struct oc_profile p;
   if (oc_profile_parse(spec, &p)) {
     printf("bad profile %s\n", spec);
@@ -40,7 +56,7 @@ static struct oc_verdict run(enum t_sim s, enum oc_gen g, enum oc_format fin, en
     printf("check failed to run\n");
     exit(2);
   }
-  free(a), free(b), free(o), free(ad), free(bd), free(col);
+  free(a), free(b), free(o);
   return v;
 }
 
@@ -140,21 +156,9 @@ static void sampled(void) {
   int64_t M = 300, N = 260, K = 96;
   void *a = malloc((size_t)(M * K) * 2), *b = malloc((size_t)(K * N) * 2);
   float *o = malloc((size_t)(M * N) * 4);
-  double *ad = malloc((size_t)(M * K) * 8), *bd = malloc((size_t)(K * N) * 8), col[96];
-  oc_generate(OC_GEN_CANCEL, OC_BF16, 0, M, K, 7, NULL, a);
-  oc_generate(OC_GEN_CANCEL, OC_BF16, 1, K, N, 7, NULL, b);
   struct oc_tensor A, B, O;
-  t_tensor2(&A, a, OC_BF16, M, K);
-  t_tensor2(&B, b, OC_BF16, K, N);
-  t_tensor2(&O, o, OC_FP32, M, N);
-  oc_tensor_gather(&A, 0, 1, M * K, ad);
-  oc_tensor_gather(&B, 0, 1, K * N, bd);
-  for (int64_t j = 0; j < N; j++) {
-    for (int64_t k = 0; k < K; k++)
-      col[k] = bd[k * N + j];
-    for (int64_t i = 0; i < M; i++)
-      o[i * N + j] = (float)t_sim_dot(SIM_FP32_FMA, ad + i * K, col, K);
-  }
+  gemm_tensors(&A, &B, &O, OC_GEN_CANCEL, OC_BF16, OC_FP32, M, N, K, 7, a, b, o);
+  sim_gemm(SIM_FP32_FMA, &A, &B, &O, o);
   struct oc_profile p;
   oc_profile_parse("bf16_fp32acc:out=fp32", &p);
   struct oc_options opt;
@@ -177,7 +181,7 @@ static void sampled(void) {
   o[137 * N + 91] = NAN;
   oc_check_matmul(&ma, &O, &p, &opt, &v);
   EXPECT(v.kind == OC_FAIL_SPECIAL, "%s", oc_verdict_name(v.kind));
-  free(a), free(b), free(o), free(ad), free(bd);
+  free(a), free(b), free(o);
   t_line("sampled GEMM: screen finds one bad element among 78000; NaN is fail_special", before);
 }
 
@@ -241,12 +245,8 @@ static void bitwise(void) {
   int before = t_fail;
   enum { M = 6, N = 6, K = 40 };
   uint16_t a[M * K], b[K * N], o[M * N];
-  oc_generate(OC_GEN_CANCEL, OC_BF16, 0, M, K, 11, NULL, a);
-  oc_generate(OC_GEN_CANCEL, OC_BF16, 1, K, N, 11, NULL, b);
   struct oc_tensor A, B, O;
-  t_tensor2(&A, a, OC_BF16, M, K);
-  t_tensor2(&B, b, OC_BF16, K, N);
-  t_tensor2(&O, o, OC_BF16, M, N);
+  gemm_tensors(&A, &B, &O, OC_GEN_CANCEL, OC_BF16, OC_BF16, M, N, K, 11, a, b, o);
   struct oc_profile p;
   oc_profile_preset("bf16_fp32acc", &p);
   struct oc_matmul_args ma = {&A, &B, NULL, NULL, 1, 0, OC_ACT_NONE};

@@ -10,37 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CHECK_RNG_SEED 0xDEADBEEFCAFEF00Du
+#include "check.h"
 #include "elementwise.h"
 #include "mpfr_util.h"
-
-static int failures;
-static long checks;
-#define STATUS(before) (failures == (before) ? "ok" : "FAIL")
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      if (failures++ < 30) {                                                                       \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-      }                                                                                            \
-    }                                                                                              \
-  } while (0)
-
-static uint64_t rng_state = 0xDEADBEEFCAFEF00Du;
-static uint64_t rnd64(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(rnd64() >> 11) * 0x1p-53; }
-
-static int same(double a, double b) {
-  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
-  return a == b && signbit(a) == signbit(b);
-}
 
 static double R(enum oc_op op, enum oc_format f, double x, double y) {
   return oc_op_round(op, f, OC_OVF_IEEE, x, y);

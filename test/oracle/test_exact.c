@@ -9,39 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CHECK_RNG_SEED 0x2545F4914F6CDD1Du
+#include "check.h"
 #include "exact.h"
-
-static int failures;
-static long checks;
-#define STATUS(before) (failures == (before) ? "ok" : "FAIL")
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      if (failures++ < 30) {                                                                       \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-      }                                                                                            \
-    }                                                                                              \
-  } while (0)
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Du;
-static uint64_t rnd64(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(rnd64() >> 11) * 0x1p-53; }
 
 static const mpfr_rnd_t dirs[4] = {MPFR_RNDN, MPFR_RNDZ, MPFR_RNDU, MPFR_RNDD};
 static const char *dname[4] = {"N", "Z", "U", "D"};
-
-static int same(double a, double b) {
-  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
-  return a == b && signbit(a) == signbit(b);
-}
 
 /* A random fp32 value (as a double): exponent uniform over the whole fp32
  * range, subnormals included. */

@@ -8,44 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "formats.h"
-
-static int failures;
-static long checks;
-/* "ok" only when the section added no failure */
-#define STATUS(before) (failures == (before) ? "ok" : "FAIL")
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      if (failures++ < 30) {                                                                       \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-      }                                                                                            \
-    }                                                                                              \
-  } while (0)
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15u;
-static uint64_t rnd64(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  return z ^ (z >> 31);
-}
 
 static const enum oc_format all[] = {OC_FP64, OC_FP32,   OC_TF32, OC_FP16,
                                      OC_BF16, OC_E4M3FN, OC_E5M2};
 static const enum oc_format narrow[] = {OC_FP16, OC_BF16, OC_E4M3FN, OC_E5M2};
 
 static uint64_t ncodes(enum oc_format f) { return UINT64_C(1) << oc_format_info(f)->bits; }
-
-/* Same value, or both NaN. */
-static int same(double a, double b) {
-  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
-  return a == b && signbit(a) == signbit(b);
-}
 
 /* ---- reference 1: MPFR in the format's exponent range (test-only: it
  * changes MPFR's global range, which the library never does) */

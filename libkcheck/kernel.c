@@ -10,6 +10,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "contract.h"
 #include "driver.h"
 #include "image.h"
 #include "log.h"
@@ -178,11 +179,12 @@ static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info
     image = json_pack("{s:i, s:s, s:s}", "id", img->id, "kind",
                       img->is_library ? "library" : "module", "hash", hex);
   }
-  return json_pack("{s:i, s:s, s:s, s:s, s:o, s:o, s:I, s:b, s:b}", "id", k->id, "name", k->name,
-                   "demangled", k->demangled, "handle_kind",
-                   k->is_cukernel ? "CUkernel" : "CUfunction", "image", image, "params", params,
-                   "param_bytes", (json_int_t)k->param_bytes, "eligible", k->eligible,
-                   "communication", k->communication);
+  const struct kc_contract *c = kc_contract_match(k);
+  return json_pack(
+      "{s:i, s:s, s:s, s:s, s:o, s:o, s:I, s:b, s:b, s:o}", "id", k->id, "name", k->name,
+      "demangled", k->demangled, "handle_kind", k->is_cukernel ? "CUkernel" : "CUfunction", "image",
+      image, "params", params, "param_bytes", (json_int_t)k->param_bytes, "eligible", k->eligible,
+      "communication", k->communication, "contract", c ? json_string(c->where) : json_null());
 }
 
 static void destroy(struct kc_kernel *k) {

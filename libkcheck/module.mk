@@ -5,7 +5,7 @@ KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) 
            $(BUILD)/gen/perturb_ptx.c
 KC_ASM  := shim/dl_trampoline.S
 KC_INC  := -Ilibkcheck -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
-KC_LIBS := -ljansson -lunwind -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
+KC_LIBS := -lyaml -ljansson -lunwind -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def shim/*.h gates/*.h gates/*.def)
@@ -34,7 +34,7 @@ $(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS),$(BUILD)/san/liboracle.a))
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
 # build directory can be copied to a machine that lacks them.
-KC_CARRY := libjansson.so.4 libunwind.so.8
+KC_CARRY := libjansson.so.4 libunwind.so.8 libyaml-0.so.2
 $(BUILD)/.carried: $(BUILD)/libkcheck.so
 	for l in $(KC_CARRY); do cp -L $$(ldconfig -p | awk -v l=$$l '$$1==l {print $$NF; exit}') $(BUILD)/; done
 	touch $@

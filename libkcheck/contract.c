@@ -1,0 +1,872 @@
+/* libkcheck/contract.c — contract files: YAML (libyaml's document API) to
+ * validated struct kc_contract, with every problem reported by file, line
+ * and column; the process registry and kernel matching. */
+#include "contract.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "elementwise.h"
+#include "formats.h"
+#include "kernel.h"
+#include "log.h"
+#include "options.h"
+#include "oracle.h"
+
+/* ------------------------------------------------------------ formats */
+
+static const struct {
+  const char *name;
+  int fmt, bytes;
+} int_formats[] = {
+    {"int8", KC_FMT_INT8, 1},     {"int16", KC_FMT_INT16, 2},   {"int32", KC_FMT_INT32, 4},
+    {"int64", KC_FMT_INT64, 8},   {"uint8", KC_FMT_UINT8, 1},   {"uint16", KC_FMT_UINT16, 2},
+    {"uint32", KC_FMT_UINT32, 4}, {"uint64", KC_FMT_UINT64, 8}, {"bool", KC_FMT_BOOL, 1},
+};
+#define N_INT_FORMATS (sizeof int_formats / sizeof int_formats[0])
+
+int kc_ct_format_parse(const char *name) {
+  for (size_t i = 0; i < N_INT_FORMATS; i++)
+    if (!strcmp(name, int_formats[i].name)) return int_formats[i].fmt;
+  return oc_format_parse(name);
+}
+
+const char *kc_ct_format_name(int fmt) {
+  for (size_t i = 0; i < N_INT_FORMATS; i++)
+    if (int_formats[i].fmt == fmt) return int_formats[i].name;
+  if (fmt >= 0 && fmt < OC_FORMAT_COUNT) return oc_format_info((enum oc_format)fmt)->name;
+  return "?";
+}
+
+int kc_ct_format_bytes(int fmt) {
+  for (size_t i = 0; i < N_INT_FORMATS; i++)
+    if (int_formats[i].fmt == fmt) return int_formats[i].bytes;
+  if (fmt >= 0 && fmt < OC_FORMAT_COUNT) return oc_format_info((enum oc_format)fmt)->bits / 8;
+  return 0;
+}
+
+/* ------------------------------------------------------------ vocabulary */
+
+static const char *const top_keys[] = {"contracts", NULL};
+static const char *const contract_keys[] = {
+    "kernel",         "params", "op",     "attrs",  "profile",
+    "nondeterminism", "domain", "launch", "shapes", NULL};
+static const char *const kernel_keys[] = {"name", "glob", "regex", NULL};
+static const char *const param_keys[] = {"name", "tensor", "scalar", "fields", "opaque", NULL};
+static const char *const field_keys[] = {"name", "offset", "tensor", "scalar", NULL};
+static const char *const tensor_keys[] = {"role", "format", "shape", "strides", NULL};
+static const char *const scalar_keys[] = {"type", NULL};
+static const char *const launch_keys[] = {"grid", "block", "shmem", NULL};
+static const char *const roles[] = {"in", "out", "inout", NULL};
+static const char *const scalar_types[] = {"i32", "i64", "u32", "u64", "f32", "f64", NULL};
+/* Ops with an oracle reference besides the elementwise ones (oc_op_parse). */
+static const char *const extra_ops[] = {
+    "matmul", "softmax", "log_softmax", "logsumexp", "layer_norm", "rms_norm",    "sum",
+    "mean",   "max",     "min",         "norm2",     "attention",  "gated_delta", NULL};
+enum attr_kind { A_INT, A_FLOAT, A_BOOL, A_ACT, A_FORMAT };
+static const struct {
+  const char *key;
+  enum attr_kind kind;
+} attr_defs[] = {{"axis", A_INT},         {"eps", A_FLOAT},        {"alpha", A_FLOAT},
+                 {"beta", A_FLOAT},       {"causal", A_BOOL},      {"scale", A_FLOAT},
+                 {"activation", A_ACT},   {"gate_is_log", A_BOOL}, {"p_format", A_FORMAT},
+                 {"transpose_a", A_BOOL}, {"transpose_b", A_BOOL}};
+#define N_ATTRS (sizeof attr_defs / sizeof attr_defs[0])
+
+static int find_word(const char *const *list, const char *w) {
+  for (int i = 0; list[i]; i++)
+    if (!strcmp(list[i], w)) return i;
+  return -1;
+}
+
+static const char *nearest(const char *const *list, const char *w) {
+  const char *best = list[0];
+  size_t bestd = (size_t)-1;
+  for (int i = 0; list[i]; i++) {
+    size_t d = kc_edit_distance(w, list[i]);
+    if (d < bestd) bestd = d, best = list[i];
+  }
+  return best;
+}
+
+static void join(const char *const *list, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; list[i] && used < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", list[i]);
+}
+
+static int op_known(const char *op) {
+  return oc_op_parse(op) >= 0 || find_word(extra_ops, op) >= 0;
+}
+
+/* ------------------------------------------------------------ diagnostics */
+
+struct pctx {
+  const char *file;
+  yaml_document_t *doc;
+  struct kc_ct_set *set;
+  int errors;
+  /* The contract being built (NULL in pass 1). */
+  struct kc_contract *c;
+  /* Scalar names collected in pass 1, for expression lookups. */
+  int nnames;
+  char **names;
+  int *name_line;
+};
+
+__attribute__((format(printf, 4, 5))) static void diag_at(struct pctx *x, int line, int col,
+                                                          const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  struct kc_ct_diag *d = realloc(x->set->diags, (size_t)(x->set->ndiags + 1) * sizeof *d);
+  x->errors++;
+  if (!d) return;
+  x->set->diags = d;
+  d[x->set->ndiags++] = (struct kc_ct_diag){strdup(x->file), line, col, strdup(msg)};
+}
+
+#define NODE_LINE(nd) ((int)(nd)->start_mark.line + 1)
+#define NODE_COL(nd) ((int)(nd)->start_mark.column + 1)
+#define diag(x, nd, ...) diag_at((x), NODE_LINE(nd), NODE_COL(nd), __VA_ARGS__)
+
+static yaml_node_t *node(struct pctx *x, int id) { return yaml_document_get_node(x->doc, id); }
+
+static const char *kind_name(const yaml_node_t *nd) {
+  switch (nd->type) {
+  case YAML_SCALAR_NODE: return "a scalar";
+  case YAML_SEQUENCE_NODE: return "a list";
+  case YAML_MAPPING_NODE: return "a mapping";
+  default: return "nothing";
+  }
+}
+
+static const char *scalar(const yaml_node_t *nd) {
+  return nd->type == YAML_SCALAR_NODE ? (const char *)nd->data.scalar.value : NULL;
+}
+
+/* The scalar text, or a diagnostic naming what was expected. */
+static const char *want_scalar(struct pctx *x, yaml_node_t *nd, const char *what) {
+  const char *s = scalar(nd);
+  if (!s) diag(x, nd, "%s: expected a scalar, found %s", what, kind_name(nd));
+  return s;
+}
+
+static int want_type(struct pctx *x, yaml_node_t *nd, yaml_node_type_t t, const char *what) {
+  if (nd->type == t) return 1;
+  diag(x, nd, "%s: expected %s, found %s", what,
+       t == YAML_MAPPING_NODE ? "a mapping" : (t == YAML_SEQUENCE_NODE ? "a list" : "a scalar"),
+       kind_name(nd));
+  return 0;
+}
+
+/* Looks up the keys of a mapping: out[i] gets the value node of keys[i]
+ * (NULL when absent). Unknown and duplicate keys are reported. */
+static void map_keys(struct pctx *x, yaml_node_t *map, const char *const *keys, const char *what,
+                     yaml_node_t **out) {
+  for (int i = 0; keys[i]; i++)
+    out[i] = NULL;
+  for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+       pr++) {
+    yaml_node_t *k = node(x, pr->key), *v = node(x, pr->value);
+    const char *ks = scalar(k);
+    if (!ks) {
+      diag(x, k, "%s: keys must be scalars", what);
+      continue;
+    }
+    int i = find_word(keys, ks);
+    if (i < 0) {
+      char all[256];
+      join(keys, all, sizeof all);
+      diag(x, k, "unknown key '%s' in %s (did you mean '%s'? expected one of: %s)", ks, what,
+           nearest(keys, ks), all);
+      continue;
+    }
+    if (out[i]) {
+      diag(x, k, "duplicate key '%s' in %s (first at line %d)", ks, what, NODE_LINE(out[i]));
+      continue;
+    }
+    out[i] = v;
+  }
+}
+
+/* ------------------------------------------------------------ expressions */
+
+static int lookup_name(void *ctx, const char *name, size_t len) {
+  struct pctx *x = ctx;
+  for (int i = 0; i < x->nnames; i++)
+    if (strlen(x->names[i]) == len && !strncmp(x->names[i], name, len)) return i;
+  return -1;
+}
+
+static struct kc_expr *compile(struct pctx *x, yaml_node_t *nd, int allow_bool, const char *what) {
+  const char *s = want_scalar(x, nd, what);
+  if (!s) return NULL;
+  char err[256];
+  int pos = 0;
+  struct kc_expr *e = kc_expr_compile(s, allow_bool, lookup_name, x, err, sizeof err, &pos);
+  if (e) return e;
+  /* Quoted scalars start one column before their text; the column is only
+   * exact for single-line scalars, which expressions are. */
+  int quoted = nd->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+               nd->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+  char known[512] = "";
+  if (strstr(err, "unknown scalar")) {
+    size_t used = (size_t)snprintf(known, sizeof known, " (scalars:");
+    if (!x->nnames) used += (size_t)snprintf(known + used, sizeof known - used, " none");
+    for (int i = 0; i < x->nnames && used < sizeof known; i++)
+      used += (size_t)snprintf(known + used, sizeof known - used, " %s", x->names[i]);
+    if (used < sizeof known) snprintf(known + used, sizeof known - used, ")");
+  }
+  /* In a flow list [a, b] YAML splits at commas: ceil_div(n, 256) arrives
+   * as "ceil_div(n" and "256)". Say so rather than only "expected ','". */
+  int depth = 0;
+  for (const char *q = s; *q; q++)
+    depth += (*q == '(') - (*q == ')');
+  const char *hint = depth && !quoted ? " (quote expressions that contain ',' inside [...])" : "";
+  diag_at(x, NODE_LINE(nd), NODE_COL(nd) + quoted + pos,
+          "%s '%s': %s%s at column %d of the expression%s", what, s, err, known, pos + 1, hint);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ parameters */
+
+static void parse_tensor(struct pctx *x, yaml_node_t *nd, const char *pname,
+                         struct kc_ct_tensor *t) {
+  char what[160];
+  snprintf(what, sizeof what, "tensor '%.128s'", pname);
+  if (!want_type(x, nd, YAML_MAPPING_NODE, what)) return;
+  yaml_node_t *v[5];
+  map_keys(x, nd, tensor_keys, what, v);
+  if (!v[0]) {
+    diag(x, nd, "%s has no role (expected role: in, out or inout)", what);
+  } else {
+    const char *r = want_scalar(x, v[0], "role");
+    int i = r ? find_word(roles, r) : -1;
+    if (r && i < 0)
+      diag(x, v[0], "bad role '%s' for %s (expected in, out or inout)", r, what);
+    else if (i >= 0)
+      t->role = (enum kc_ct_role)i;
+  }
+  if (!v[1]) {
+    diag(x, nd, "%s has no format (expected format: fp32, bf16, int32, ...)", what);
+  } else {
+    const char *f = want_scalar(x, v[1], "format");
+    if (f && (t->format = kc_ct_format_parse(f)) < 0)
+      diag(x, v[1],
+           "unknown format '%s' for %s (expected fp64, fp32, tf32, fp16, bf16, e4m3fn, e5m2, "
+           "int8, int16, int32, int64, uint8, uint16, uint32, uint64 or bool)",
+           f, what);
+  }
+  if (!v[2]) {
+    diag(x, nd, "%s has no shape (expected shape: [expr, ...])", what);
+    return;
+  }
+  if (!want_type(x, v[2], YAML_SEQUENCE_NODE, "shape")) return;
+  int rank = (int)(v[2]->data.sequence.items.top - v[2]->data.sequence.items.start);
+  if (rank > KC_CT_MAX_RANK) {
+    diag(x, v[2], "shape of %s has rank %d; at most %d", what, rank, KC_CT_MAX_RANK);
+    return;
+  }
+  t->rank = rank;
+  for (int i = 0; i < rank; i++)
+    t->shape[i] = compile(x, node(x, v[2]->data.sequence.items.start[i]), 0, "shape expression");
+  if (v[3] && want_type(x, v[3], YAML_SEQUENCE_NODE, "strides")) {
+    int ns = (int)(v[3]->data.sequence.items.top - v[3]->data.sequence.items.start);
+    if (ns != rank) {
+      diag(x, v[3], "%s has %d strides for a shape of rank %d", what, ns, rank);
+      return;
+    }
+    for (int i = 0; i < rank; i++)
+      t->strides[i] =
+          compile(x, node(x, v[3]->data.sequence.items.start[i]), 0, "stride expression");
+  }
+}
+
+static void parse_scalar_type(struct pctx *x, yaml_node_t *nd, const char *pname,
+                              struct kc_ct_value *val) {
+  const char *ty = NULL;
+  yaml_node_t *at = nd;
+  if (nd->type == YAML_MAPPING_NODE) {
+    yaml_node_t *v[2];
+    char what[160];
+    snprintf(what, sizeof what, "scalar '%.128s'", pname);
+    map_keys(x, nd, scalar_keys, what, v);
+    if (!v[0]) {
+      diag(x, nd, "scalar '%s' has no type (expected type: i32, i64, u32, u64, f32 or f64)", pname);
+      return;
+    }
+    at = v[0];
+    ty = want_scalar(x, v[0], "type");
+  } else {
+    ty = want_scalar(x, nd, "scalar");
+  }
+  if (!ty) return;
+  int i = find_word(scalar_types, ty);
+  if (i < 0)
+    diag(x, at, "unknown scalar type '%s' for '%s' (expected i32, i64, u32, u64, f32 or f64)", ty,
+         pname);
+  else
+    val->scalar = (enum kc_ct_scalar)i;
+}
+
+static int name_taken(struct pctx *x, const char *name) {
+  struct kc_contract *c = x->c;
+  for (int i = 0; i < c->nparams; i++) {
+    if (c->params[i].v.name && !strcmp(c->params[i].v.name, name)) return c->params[i].v.line;
+    for (int j = 0; j < c->params[i].nfields; j++)
+      if (c->params[i].fields[j].name && !strcmp(c->params[i].fields[j].name, name))
+        return c->params[i].fields[j].line;
+  }
+  return 0;
+}
+
+static void add_scalar(struct kc_contract *c, struct kc_ct_value *v) {
+  const struct kc_ct_value **s = realloc(c->scalars, (size_t)(c->nscalars + 1) * sizeof *s);
+  if (!s) return;
+  c->scalars = s;
+  v->scalar_index = c->nscalars;
+  s[c->nscalars++] = v;
+}
+
+/* Pass 1 collects scalar names (x->c NULL); pass 2 builds the value. */
+static void parse_value(struct pctx *x, yaml_node_t *nd, int is_field, struct kc_ct_value *val,
+                        struct kc_ct_param *param) {
+  const char *what = is_field ? "field" : "parameter";
+  if (!want_type(x, nd, YAML_MAPPING_NODE, what)) return;
+  yaml_node_t *v[6];
+  const char *const *keys = is_field ? field_keys : param_keys;
+  if (!x->c) {
+    /* Pass 1: only the names of scalars, silently. */
+    for (yaml_node_pair_t *pr = nd->data.mapping.pairs.start; pr < nd->data.mapping.pairs.top;
+         pr++) {
+      const char *k = scalar(node(x, pr->key));
+      if (k && !strcmp(k, "name")) {
+        const char *nm = scalar(node(x, pr->value));
+        int has_scalar = 0;
+        for (yaml_node_pair_t *q = nd->data.mapping.pairs.start; q < nd->data.mapping.pairs.top;
+             q++) {
+          const char *k2 = scalar(node(x, q->key));
+          has_scalar |= k2 && !strcmp(k2, "scalar");
+        }
+        if (nm && has_scalar && lookup_name(x, nm, strlen(nm)) < 0) {
+          char **nn = realloc(x->names, (size_t)(x->nnames + 1) * sizeof *nn);
+          if (nn) {
+            x->names = nn;
+            x->names[x->nnames++] = strdup(nm);
+          }
+        }
+      }
+      if (k && !strcmp(k, "fields") && !is_field) {
+        yaml_node_t *f = node(x, pr->value);
+        if (f->type == YAML_SEQUENCE_NODE)
+          for (yaml_node_item_t *it = f->data.sequence.items.start; it < f->data.sequence.items.top;
+               it++) {
+            struct kc_ct_value dummy;
+            parse_value(x, node(x, *it), 1, &dummy, NULL);
+          }
+      }
+    }
+    return;
+  }
+  map_keys(x, nd, keys, what, v);
+  val->line = NODE_LINE(nd);
+  const char *nm = v[0] ? want_scalar(x, v[0], "name") : NULL;
+  if (!v[0]) diag(x, nd, "%s has no name (expected name: ...)", what);
+  char label[128];
+  snprintf(label, sizeof label, "%.120s", nm ? nm : "?");
+  if (nm) {
+    int first = name_taken(x, nm);
+    if (first)
+      diag(x, v[0], "duplicate parameter name '%s' (first at line %d)", nm, first);
+    else
+      val->name = strdup(nm);
+  }
+  /* Which description: tensor, scalar, fields (parameters), opaque. */
+  int it = is_field ? 2 : 1, is = is_field ? 3 : 2;
+  int ifl = is_field ? -1 : 3, iop = is_field ? -1 : 4;
+  int kinds = !!v[it] + !!v[is] + (ifl >= 0 && v[ifl]) + (iop >= 0 && v[iop]);
+  if (kinds != 1) {
+    diag(x, nd, "%s '%s' needs exactly one of %s (found %d)", what, label,
+         is_field ? "tensor, scalar" : "tensor, scalar, fields, opaque", kinds);
+  }
+  if (is_field) {
+    if (!v[1]) {
+      diag(x, nd, "field '%s' has no offset (expected offset: BYTES inside the struct)", label);
+    } else {
+      const char *o = want_scalar(x, v[1], "offset");
+      char *end = NULL;
+      long off = o ? strtol(o, &end, 0) : -1;
+      if (o && (end == o || *end || off < 0 || off > 4096))
+        diag(x, v[1], "bad offset '%s' for field '%s' (expected a byte offset 0..4096)", o, label);
+      else if (o)
+        val->offset = (uint32_t)off;
+    }
+  }
+  if (v[it]) {
+    val->kind = KC_PK_TENSOR;
+    parse_tensor(x, v[it], label, &val->tensor);
+  } else if (v[is]) {
+    val->kind = KC_PK_SCALAR;
+    parse_scalar_type(x, v[is], label, val);
+    if (val->name) add_scalar(x->c, val);
+  } else if (ifl >= 0 && v[ifl]) {
+    val->kind = KC_PK_STRUCT;
+    if (!want_type(x, v[ifl], YAML_SEQUENCE_NODE, "fields")) return;
+    int nf = (int)(v[ifl]->data.sequence.items.top - v[ifl]->data.sequence.items.start);
+    param->fields = calloc((size_t)(nf ? nf : 1), sizeof *param->fields);
+    if (!param->fields) return;
+    for (int i = 0; i < nf; i++) {
+      parse_value(x, node(x, v[ifl]->data.sequence.items.start[i]), 1, &param->fields[i], NULL);
+      param->nfields = i + 1;
+    }
+  } else if (iop >= 0 && v[iop]) {
+    val->kind = KC_PK_OPAQUE;
+  }
+}
+
+/* ------------------------------------------------------------ contract */
+
+static void parse_kernel(struct pctx *x, yaml_node_t *nd) {
+  struct kc_contract *c = x->c;
+  if (!want_type(x, nd, YAML_MAPPING_NODE, "kernel")) return;
+  yaml_node_t *v[3];
+  map_keys(x, nd, kernel_keys, "kernel", v);
+  int n = !!v[0] + !!v[1] + !!v[2];
+  if (n != 1) {
+    diag(x, nd, "kernel needs exactly one of name, glob, regex (found %d)", n);
+    return;
+  }
+  int i = v[0] ? 0 : (v[1] ? 1 : 2);
+  const char *s = want_scalar(x, v[i], kernel_keys[i]);
+  if (!s) return;
+  c->match = (enum kc_ct_match)i;
+  c->pattern = strdup(s);
+  if (c->match == KC_CT_REGEX) {
+    regex_t *re = calloc(1, sizeof *re);
+    if (!re) return;
+    int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+      char msg[256];
+      regerror(rc, re, msg, sizeof msg);
+      diag(x, v[i], "bad regex '%s': %s (expected a POSIX extended regular expression)", s, msg);
+      free(re);
+      return;
+    }
+    c->regex = re;
+  }
+}
+
+static void parse_attrs(struct pctx *x, yaml_node_t *nd) {
+  struct kc_contract *c = x->c;
+  if (!want_type(x, nd, YAML_MAPPING_NODE, "attrs")) return;
+  size_t np = (size_t)(nd->data.mapping.pairs.top - nd->data.mapping.pairs.start);
+  c->attrs = calloc(np ? np : 1, sizeof *c->attrs);
+  if (!c->attrs) return;
+  const char *names[N_ATTRS + 1];
+  for (size_t i = 0; i < N_ATTRS; i++)
+    names[i] = attr_defs[i].key;
+  names[N_ATTRS] = NULL;
+  for (yaml_node_pair_t *pr = nd->data.mapping.pairs.start; pr < nd->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = node(x, pr->key), *v = node(x, pr->value);
+    const char *ks = want_scalar(x, k, "attrs key");
+    if (!ks) continue;
+    int i = find_word(names, ks);
+    if (i < 0) {
+      char all[256];
+      join(names, all, sizeof all);
+      diag(x, k, "unknown attr '%s' (did you mean '%s'? expected one of: %s)", ks,
+           nearest(names, ks), all);
+      continue;
+    }
+    const char *vs = want_scalar(x, v, ks);
+    if (!vs) continue;
+    char *end = NULL;
+    int ok = 1;
+    switch (attr_defs[i].kind) {
+    case A_INT: (void)strtol(vs, &end, 0), ok = end != vs && !*end; break;
+    case A_FLOAT: (void)strtod(vs, &end), ok = end != vs && !*end; break;
+    case A_BOOL:
+      ok = !strcmp(vs, "true") || !strcmp(vs, "false") || !strcmp(vs, "1") || !strcmp(vs, "0");
+      break;
+    case A_ACT: ok = oc_act_parse(vs) >= 0; break;
+    case A_FORMAT: ok = oc_format_parse(vs) >= 0; break;
+    }
+    if (!ok) {
+      static const char *const expect[] = {"an integer", "a number", "true or false",
+                                           "none, relu, gelu, gelu_tanh, silu, sigmoid or tanh",
+                                           "a float format (fp32, bf16, ...)"};
+      diag(x, v, "bad value '%s' for attr '%s' (expected %s)", vs, ks, expect[attr_defs[i].kind]);
+      continue;
+    }
+    c->attrs[c->nattrs].key = strdup(ks);
+    c->attrs[c->nattrs++].value = strdup(vs);
+  }
+}
+
+static void parse_launch(struct pctx *x, yaml_node_t *nd) {
+  struct kc_contract *c = x->c;
+  if (!want_type(x, nd, YAML_MAPPING_NODE, "launch")) return;
+  yaml_node_t *v[3];
+  map_keys(x, nd, launch_keys, "launch", v);
+  for (int d = 0; d < 2; d++) {
+    struct kc_expr **dst = d ? c->block : c->grid;
+    if (!v[d]) {
+      diag(x, nd, "launch has no %s (expected %s: [x, y, z])", launch_keys[d], launch_keys[d]);
+      continue;
+    }
+    if (!want_type(x, v[d], YAML_SEQUENCE_NODE, launch_keys[d])) continue;
+    int n = (int)(v[d]->data.sequence.items.top - v[d]->data.sequence.items.start);
+    if (n < 1 || n > 3) {
+      diag(x, v[d], "launch %s has %d expressions (expected 1 to 3)", launch_keys[d], n);
+      continue;
+    }
+    char what[32];
+    snprintf(what, sizeof what, "%s expression", launch_keys[d]);
+    for (int i = 0; i < n; i++)
+      dst[i] = compile(x, node(x, v[d]->data.sequence.items.start[i]), 0, what);
+  }
+  if (v[2]) c->shmem = compile(x, v[2], 0, "shmem expression");
+  c->has_launch = 1;
+}
+
+static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
+  struct kc_contract *c = x->c;
+  if (!want_type(x, nd, YAML_SEQUENCE_NODE, "shapes")) return;
+  int n = (int)(nd->data.sequence.items.top - nd->data.sequence.items.start);
+  c->shapes =
+      malloc((size_t)(n ? n : 1) * (size_t)(c->nscalars ? c->nscalars : 1) * sizeof *c->shapes);
+  if (!c->shapes) return;
+  for (int r = 0; r < n; r++) {
+    yaml_node_t *row = node(x, nd->data.sequence.items.start[r]);
+    int64_t *vals = c->shapes + (size_t)r * (size_t)c->nscalars;
+    for (int i = 0; i < c->nscalars; i++)
+      vals[i] = INT64_MIN;
+    c->nshapes = r + 1;
+    if (!want_type(x, row, YAML_MAPPING_NODE, "shapes entry")) continue;
+    for (yaml_node_pair_t *pr = row->data.mapping.pairs.start; pr < row->data.mapping.pairs.top;
+         pr++) {
+      yaml_node_t *k = node(x, pr->key), *v = node(x, pr->value);
+      const char *ks = want_scalar(x, k, "shapes key"), *vs = want_scalar(x, v, "shapes value");
+      if (!ks || !vs) continue;
+      int idx = -1;
+      for (int i = 0; i < c->nscalars; i++)
+        if (!strcmp(c->scalars[i]->name, ks)) idx = i;
+      if (idx < 0) {
+        diag(x, k, "shapes entry names '%s', which is not a scalar parameter", ks);
+        continue;
+      }
+      char *end;
+      long long val = strtoll(vs, &end, 0);
+      if (end == vs || *end)
+        diag(x, v, "bad value '%s' for '%s' in shapes (expected an integer)", vs, ks);
+      else
+        vals[idx] = val;
+    }
+  }
+}
+
+static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
+  if (!want_type(x, nd, YAML_MAPPING_NODE, "contract")) return NULL;
+  struct kc_contract *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  int before = x->errors;
+  c->file = strdup(x->file);
+  c->line = NODE_LINE(nd);
+  char where[PATH_MAX + 32];
+  snprintf(where, sizeof where, "%s:%d", x->file, c->line);
+  c->where = strdup(where);
+  yaml_node_t *v[10];
+  map_keys(x, nd, contract_keys, "contract", v);
+  if (!v[0]) diag(x, nd, "contract has no kernel (expected kernel: {name|glob|regex: ...})");
+  if (!v[1]) diag(x, nd, "contract has no params (expected params: [...])");
+  if (!v[2]) diag(x, nd, "contract has no op (expected op: matmul, softmax, add, ...)");
+  /* Pass 1: scalar names, so expressions may name scalars declared later. */
+  for (int i = 0; i < x->nnames; i++)
+    free(x->names[i]);
+  x->nnames = 0;
+  if (v[1] && v[1]->type == YAML_SEQUENCE_NODE) {
+    struct kc_contract *keep = x->c;
+    x->c = NULL;
+    for (yaml_node_item_t *it = v[1]->data.sequence.items.start; it < v[1]->data.sequence.items.top;
+         it++) {
+      struct kc_ct_value dummy;
+      parse_value(x, node(x, *it), 0, &dummy, NULL);
+    }
+    x->c = keep;
+  }
+  x->c = c;
+  if (v[0]) parse_kernel(x, v[0]);
+  if (v[1] && want_type(x, v[1], YAML_SEQUENCE_NODE, "params")) {
+    int np = (int)(v[1]->data.sequence.items.top - v[1]->data.sequence.items.start);
+    c->params = calloc((size_t)(np ? np : 1), sizeof *c->params);
+    for (int i = 0; c->params && i < np; i++) {
+      c->nparams = i + 1;
+      parse_value(x, node(x, v[1]->data.sequence.items.start[i]), 0, &c->params[i].v,
+                  &c->params[i]);
+    }
+  }
+  if (v[2]) {
+    const char *op = want_scalar(x, v[2], "op");
+    if (op && !op_known(op)) {
+      const char *all[64];
+      int n = 0;
+      for (int i = 0; extra_ops[i]; i++)
+        all[n++] = extra_ops[i];
+      for (int i = 0; i < OC_OP_COUNT && n < 63; i++)
+        all[n++] = oc_op_name((enum oc_op)i);
+      all[n] = NULL;
+      char list[1024];
+      join(all, list, sizeof list);
+      diag(x, v[2], "unknown op '%s' (did you mean '%s'? known: %s)", op, nearest(all, op), list);
+    } else if (op) {
+      c->op = strdup(op);
+    }
+  }
+  if (v[3]) parse_attrs(x, v[3]);
+  if (v[4]) {
+    const char *spec = want_scalar(x, v[4], "profile");
+    char err[512];
+    if (spec && oc_profile_parse_err(spec, &c->profile, err, sizeof err))
+      diag(x, v[4], "bad profile '%s': %s", spec, err);
+    else if (spec)
+      c->profile_spec = strdup(spec);
+  }
+  if (v[5]) {
+    const char *s = want_scalar(x, v[5], "nondeterminism");
+    if (s && strcmp(s, "allowed") && strcmp(s, "forbidden"))
+      diag(x, v[5], "bad nondeterminism '%s' (expected allowed or forbidden)", s);
+    else if (s)
+      c->nondeterminism_allowed = !strcmp(s, "allowed");
+  }
+  if (v[6] && want_type(x, v[6], YAML_SEQUENCE_NODE, "domain")) {
+    int n = (int)(v[6]->data.sequence.items.top - v[6]->data.sequence.items.start);
+    c->domain = calloc((size_t)(n ? n : 1), sizeof *c->domain);
+    for (int i = 0; c->domain && i < n; i++) {
+      c->ndomain = i + 1;
+      c->domain[i] =
+          compile(x, node(x, v[6]->data.sequence.items.start[i]), 1, "domain constraint");
+    }
+  }
+  if (v[7]) parse_launch(x, v[7]);
+  if (v[8]) parse_shapes(x, v[8]);
+  if (x->errors != before) {
+    kc_contract_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static void parse_document(struct pctx *x) {
+  yaml_node_t *root = yaml_document_get_root_node(x->doc);
+  if (!root) return;
+  if (root->type != YAML_MAPPING_NODE) {
+    diag(x, root, "expected a mapping with a 'contracts' list at the top, found %s",
+         kind_name(root));
+    return;
+  }
+  yaml_node_t *v[1];
+  map_keys(x, root, top_keys, "the top level", v);
+  if (!v[0]) {
+    diag(x, root, "no 'contracts' key at the top level (expected contracts: [...])");
+    return;
+  }
+  if (!want_type(x, v[0], YAML_SEQUENCE_NODE, "contracts")) return;
+  for (yaml_node_item_t *it = v[0]->data.sequence.items.start; it < v[0]->data.sequence.items.top;
+       it++) {
+    struct kc_contract *c = parse_contract(x, node(x, *it));
+    if (!c) continue;
+    struct kc_contract **cs = realloc(x->set->c, (size_t)(x->set->n + 1) * sizeof *cs);
+    if (!cs) {
+      kc_contract_free(c);
+      continue;
+    }
+    x->set->c = cs;
+    cs[x->set->n++] = c;
+  }
+}
+
+static int cmp_diag(const void *pa, const void *pb) {
+  const struct kc_ct_diag *a = pa, *b = pb;
+  if (a->line != b->line) return a->line < b->line ? -1 : 1;
+  if (a->col != b->col) return a->col < b->col ? -1 : 1;
+  return strcmp(a->msg ? a->msg : "", b->msg ? b->msg : ""); /* qsort is not stable */
+}
+
+int kc_contract_parse_text(const char *text, size_t len, const char *source,
+                           struct kc_ct_set *set) {
+  struct pctx x = {.file = source, .set = set};
+  int first_diag = set->ndiags;
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    diag_at(&x, 1, 1, "cannot initialize the YAML parser");
+    return x.errors;
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  for (;;) {
+    yaml_document_t doc;
+    if (!yaml_parser_load(&parser, &doc)) {
+      diag_at(&x, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1,
+              "YAML syntax: %s%s%s", parser.problem ? parser.problem : "error",
+              parser.context ? " " : "", parser.context ? parser.context : "");
+      break;
+    }
+    if (!yaml_document_get_root_node(&doc)) {
+      yaml_document_delete(&doc);
+      break;
+    }
+    x.doc = &doc;
+    parse_document(&x);
+    yaml_document_delete(&doc);
+  }
+  yaml_parser_delete(&parser);
+  /* Report in file order, not in the order the checks ran. */
+  if (x.errors && set->ndiags >= first_diag)
+    qsort(set->diags + first_diag, (size_t)(set->ndiags - first_diag), sizeof *set->diags,
+          cmp_diag);
+  for (int i = 0; i < x.nnames; i++)
+    free(x.names[i]);
+  free(x.names);
+  return x.errors;
+}
+
+static int has_yaml_ext(const char *name) {
+  size_t n = strlen(name);
+  return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int parse_file(const char *path, struct kc_ct_set *set) {
+  struct pctx x = {.file = path, .set = set};
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    diag_at(&x, 0, 0, "cannot open: %m");
+    return 1;
+  }
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 > cap) {
+      cap = cap ? 2 * cap : 16384;
+      char *nb = realloc(buf, cap);
+      if (!nb) break;
+      buf = nb;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (!got) break;
+  }
+  fclose(f);
+  int errors = kc_contract_parse_text(buf ? buf : "", len, path, set);
+  free(buf);
+  return errors;
+}
+
+int kc_contract_parse_path(const char *path, struct kc_ct_set *set) {
+  struct stat st;
+  if (stat(path, &st) || !S_ISDIR(st.st_mode)) return parse_file(path, set);
+  DIR *d = opendir(path);
+  if (!d) return parse_file(path, set);
+  char **names = NULL;
+  int n = 0, errors = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || !has_yaml_ext(e->d_name)) continue;
+    char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
+    if (!nn) break;
+    names = nn;
+    names[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  if (n) qsort(names, (size_t)n, sizeof *names, cmp_str);
+  for (int i = 0; i < n; i++) {
+    char full[PATH_MAX];
+    if (names[i]) {
+      snprintf(full, sizeof full, "%s/%s", path, names[i]);
+      errors += parse_file(full, set);
+    }
+    free(names[i]);
+  }
+  free(names);
+  return errors;
+}
+
+static void free_tensor(struct kc_ct_tensor *t) {
+  for (int i = 0; i < KC_CT_MAX_RANK; i++) {
+    kc_expr_free(t->shape[i]);
+    kc_expr_free(t->strides[i]);
+  }
+}
+
+void kc_contract_free(struct kc_contract *c) {
+  if (!c) return;
+  free(c->file);
+  free(c->where);
+  free(c->pattern);
+  if (c->regex) regfree(c->regex);
+  free(c->regex);
+  for (int i = 0; i < c->nparams; i++) {
+    free(c->params[i].v.name);
+    free_tensor(&c->params[i].v.tensor);
+    for (int j = 0; j < c->params[i].nfields; j++) {
+      free(c->params[i].fields[j].name);
+      free_tensor(&c->params[i].fields[j].tensor);
+    }
+    free(c->params[i].fields);
+  }
+  free(c->params);
+  free(c->scalars);
+  free(c->op);
+  for (int i = 0; i < c->nattrs; i++) {
+    free(c->attrs[i].key);
+    free(c->attrs[i].value);
+  }
+  free(c->attrs);
+  free(c->profile_spec);
+  for (int i = 0; i < c->ndomain; i++)
+    kc_expr_free(c->domain[i]);
+  free(c->domain);
+  for (int i = 0; i < 3; i++) {
+    kc_expr_free(c->grid[i]);
+    kc_expr_free(c->block[i]);
+  }
+  kc_expr_free(c->shmem);
+  free(c->shapes);
+  free(c);
+}
+
+void kc_ct_set_free(struct kc_ct_set *set) {
+  for (int i = 0; i < set->n; i++)
+    kc_contract_free(set->c[i]);
+  free(set->c);
+  for (int i = 0; i < set->ndiags; i++) {
+    free(set->diags[i].file);
+    free(set->diags[i].msg);
+  }
+  free(set->diags);
+  memset(set, 0, sizeof *set);
+}
+
+void kc_ct_print_diags(const struct kc_ct_set *set, const char *prefix) {
+  for (int i = 0; i < set->ndiags; i++) {
+    const struct kc_ct_diag *d = &set->diags[i];
+    if (d->line > 0)
+      fprintf(stderr, "%s%s:%d:%d: error: %s\n", prefix, d->file, d->line, d->col,
+              d->msg ? d->msg : "?");
+    else
+      fprintf(stderr, "%s%s: error: %s\n", prefix, d->file, d->msg ? d->msg : "?");
+  }
+}

@@ -1,0 +1,226 @@
+/* libkcheck/contract.h — kernel contracts: what a kernel computes, stated in
+ * a YAML file (op, parameters as tensors/scalars, precision profile, domain,
+ * launch shape). Parsing, validation, loading, matching to kernels and the
+ * evaluation of a contract against captured parameter bytes. */
+#ifndef KC_CONTRACT_H
+#define KC_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+struct kc_kernel;
+struct kc_launch_info;
+
+#define KC_CT_MAX_RANK 8
+
+/* ------------------------------------------------------------ expressions */
+
+/* A compiled integer expression over scalar parameter names: + - * / %
+ * unary -, ceil_div(a,b) min(a,b) max(a,b), parentheses, and for domain
+ * constraints == != < <= > >= ! && ||. Values are 64-bit signed. */
+struct kc_expr;
+
+/* Resolves a name to the index of a scalar (>= 0), or -1 when unknown. */
+typedef int (*kc_expr_lookup_fn)(void *ctx, const char *name, size_t len);
+
+/* Compiles text; on error returns NULL, writes why to err and the 0-based
+ * offset of the fault inside text to *err_pos. allow_bool admits
+ * comparisons and logical operators. */
+struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup_fn lookup,
+                                void *ctx, char *err, size_t n, int *err_pos);
+/* Evaluates with vars[i] the value of scalar i. 0 on success; -1 on
+ * division by zero or overflow (why in err). */
+int kc_expr_eval(const struct kc_expr *e, const int64_t *vars, int64_t *out, char *err, size_t n);
+const char *kc_expr_text(const struct kc_expr *e);
+void kc_expr_free(struct kc_expr *e);
+
+/* ------------------------------------------------------------ contracts */
+
+enum kc_ct_match { KC_CT_NAME, KC_CT_GLOB, KC_CT_REGEX };
+enum kc_ct_role { KC_ROLE_IN, KC_ROLE_OUT, KC_ROLE_INOUT };
+enum kc_ct_scalar { KC_SC_I32, KC_SC_I64, KC_SC_U32, KC_SC_U64, KC_SC_F32, KC_SC_F64 };
+enum kc_ct_kind { KC_PK_TENSOR, KC_PK_SCALAR, KC_PK_STRUCT, KC_PK_OPAQUE };
+
+/* Element formats: the oracle's float formats (enum oc_format values) and
+ * integer formats numbered after them. */
+enum kc_ct_intfmt {
+  KC_FMT_INT8 = 100,
+  KC_FMT_INT16,
+  KC_FMT_INT32,
+  KC_FMT_INT64,
+  KC_FMT_UINT8,
+  KC_FMT_UINT16,
+  KC_FMT_UINT32,
+  KC_FMT_UINT64,
+  KC_FMT_BOOL,
+};
+/* Parses a format name ("fp32", "bf16", "int32", ...); -1 when unknown. */
+int kc_ct_format_parse(const char *name);
+const char *kc_ct_format_name(int fmt);
+/* Storage bytes of one element (fp8: 1). */
+int kc_ct_format_bytes(int fmt);
+
+struct kc_ct_tensor {
+  enum kc_ct_role role;
+  int format;
+  int rank;
+  struct kc_expr *shape[KC_CT_MAX_RANK];
+  struct kc_expr *strides[KC_CT_MAX_RANK]; /* all NULL: contiguous row-major */
+};
+
+/* One described value: a parameter, or a field of a struct parameter. */
+struct kc_ct_value {
+  char *name;
+  enum kc_ct_kind kind; /* TENSOR or SCALAR for fields */
+  uint32_t offset;      /* fields: byte offset inside the struct parameter */
+  struct kc_ct_tensor tensor;
+  enum kc_ct_scalar scalar;
+  int scalar_index; /* index into the contract's scalar list */
+  int line;
+};
+
+struct kc_ct_param {
+  struct kc_ct_value v; /* v.kind: TENSOR, SCALAR, STRUCT or OPAQUE */
+  int nfields;          /* STRUCT */
+  struct kc_ct_value *fields;
+};
+
+struct kc_ct_attr {
+  char *key, *value;
+};
+
+struct kc_contract {
+  char *file;
+  int line;    /* of the contract's first key */
+  char *where; /* "file:line" */
+  enum kc_ct_match match;
+  char *pattern;
+  void *regex; /* regex_t when match is REGEX */
+  int nparams;
+  struct kc_ct_param *params;
+  /* Every scalar (parameters and struct fields), in declaration order: the
+   * variables of the expressions. */
+  int nscalars;
+  const struct kc_ct_value **scalars;
+  char *op;
+  int nattrs;
+  struct kc_ct_attr *attrs;
+  char *profile_spec; /* NULL: none given */
+  struct oc_profile profile;
+  int nondeterminism_allowed;
+  int ndomain;
+  struct kc_expr **domain;
+  int has_launch;
+  struct kc_expr *grid[3], *block[3], *shmem; /* shmem may be NULL */
+  int nshapes;
+  int64_t *shapes; /* nshapes rows of nscalars values; INT64_MIN: not given */
+};
+
+/* One problem found in a contract file. */
+struct kc_ct_diag {
+  char *file;
+  int line, col; /* 1-based */
+  char *msg;
+};
+
+struct kc_ct_set {
+  int n;
+  struct kc_contract **c;
+  int ndiags;
+  struct kc_ct_diag *diags;
+};
+
+/* Parses YAML text (source names it in messages); appends every valid
+ * contract and every problem to set. Returns the number of problems. */
+int kc_contract_parse_text(const char *text, size_t len, const char *source, struct kc_ct_set *set);
+/* Parses a file, or every *.yaml / *.yml of a directory (sorted). */
+int kc_contract_parse_path(const char *path, struct kc_ct_set *set);
+void kc_ct_set_free(struct kc_ct_set *set);
+void kc_contract_free(struct kc_contract *c);
+/* Prints diagnostics as "FILE:LINE:COL: error: message", each line after prefix. */
+void kc_ct_print_diags(const struct kc_ct_set *set, const char *prefix);
+
+/* ------------------------------------------------------------ registry */
+
+/* Loads the `contracts` option's paths (kcheck activation). Returns the
+ * number of problems; problems are printed with the "kcheck:" prefix. */
+int kc_contracts_init(void);
+/* Adds parsed contracts to the process registry (takes them from set).
+ * Returns how many were added. */
+int kc_contracts_add(struct kc_ct_set *set);
+int kc_contracts_count(void);
+/* Does c's kernel matcher accept these names? */
+int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled);
+/* The first registered contract that matches k (cached per kernel until
+ * the registry changes); NULL when none. */
+const struct kc_contract *kc_contract_match(const struct kc_kernel *k);
+
+/* ------------------------------------------------------------ evaluation */
+
+struct kc_ct_tensor_val {
+  const struct kc_ct_value *v; /* the declaration */
+  uint64_t ptr;                /* base pointer read from the parameter bytes */
+  int rank;
+  int64_t shape[KC_CT_MAX_RANK];
+  int64_t strides[KC_CT_MAX_RANK]; /* in elements */
+};
+
+/* A contract applied to one launch's parameter bytes. */
+struct kc_ct_binding {
+  int nscalars;
+  int64_t ivals[64]; /* integer value of each scalar (floats: truncated) */
+  double fvals[64];  /* every scalar as a double */
+  int ntensors;
+  struct kc_ct_tensor_val tensors[64];
+};
+
+/* Reads scalars and pointers from param bytes (param_offset: the kernel's
+ * parameter offsets, or NULL to use natural alignment), evaluates shapes
+ * and strides. 0 on success; -1 with why in err. */
+int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf, size_t param_size,
+                     const uint32_t *param_offset, int nparams, struct kc_ct_binding *b, char *err,
+                     size_t n);
+/* kc_contract_bind on a captured launch (its kernel's layout). */
+int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_info *li,
+                            struct kc_ct_binding *b, char *err, size_t n);
+/* -1 when every domain constraint holds; else the index of the first that
+ * fails (or cannot be evaluated), with a description in err. */
+int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,
+                             size_t n);
+/* Grid, block and dynamic shared memory from the launch expressions. */
+int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_ct_binding *b,
+                            unsigned grid[3], unsigned block[3], unsigned *shmem, char *err,
+                            size_t n);
+
+/* ------------------------------------------------------------ annotations */
+
+#define KC_ANN_MAX_TENSORS 16
+
+struct kc_ann_tensor {
+  enum kc_ct_role role;
+  void *ptr;
+  int format;
+  int rank;
+  long shape[KC_CT_MAX_RANK];
+  long strides[KC_CT_MAX_RANK]; /* in elements */
+};
+
+/* What a framework declared with kcheck_annotate_begin/tensor/end. */
+struct kc_annotation {
+  char op[32];
+  char profile_spec[128];
+  struct oc_profile profile;
+  int has_profile;
+  int ntensors;
+  struct kc_ann_tensor t[KC_ANN_MAX_TENSORS];
+  uint64_t serial; /* increases with every begin on this thread */
+};
+
+/* The annotation in force on the calling thread: declared by begin,
+ * tensor..., end, in force from end until kcheck_annotate_clear or the next
+ * begin; NULL when none. Valid until the thread's next annotate call. */
+const struct kc_annotation *kc_annotation_current(void);
+
+#endif

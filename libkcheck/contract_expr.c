@@ -1,0 +1,383 @@
+/* libkcheck/contract_expr.c — the small integer expression language of
+ * contracts (shapes, strides, launch dims, domain constraints): a
+ * recursive-descent compiler to a node array and a checked evaluator. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "contract.h"
+
+enum node_op {
+  N_NUM,
+  N_VAR,
+  N_NEG,
+  N_NOT,
+  N_ADD,
+  N_SUB,
+  N_MUL,
+  N_DIV,
+  N_MOD,
+  N_EQ,
+  N_NE,
+  N_LT,
+  N_LE,
+  N_GT,
+  N_GE,
+  N_AND,
+  N_OR,
+  N_CEIL_DIV,
+  N_MIN,
+  N_MAX,
+};
+
+struct node {
+  enum node_op op;
+  int a, b;    /* operand node indices */
+  int64_t val; /* N_NUM: the constant; N_VAR: the scalar index */
+};
+
+struct kc_expr {
+  char *text;
+  int n, root;
+  struct node *nodes;
+};
+
+struct parser {
+  const char *s;
+  size_t pos;
+  int allow_bool;
+  kc_expr_lookup_fn lookup;
+  void *ctx;
+  struct kc_expr *e;
+  char *err;
+  size_t errn;
+  int err_pos;
+  int failed;
+};
+
+__attribute__((format(printf, 3, 4))) static int fail(struct parser *p, size_t pos, const char *fmt,
+                                                      ...) {
+  if (p->failed) return -1; /* the first fault is the one reported */
+  p->failed = 1;
+  p->err_pos = (int)pos;
+  va_list ap;
+  va_start(ap, fmt);
+  if (p->err && p->errn) vsnprintf(p->err, p->errn, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int add_node(struct parser *p, enum node_op op, int a, int b, int64_t val) {
+  struct node *nn = realloc(p->e->nodes, (size_t)(p->e->n + 1) * sizeof *nn);
+  if (!nn) return fail(p, p->pos, "out of memory");
+  p->e->nodes = nn;
+  nn[p->e->n] = (struct node){op, a, b, val};
+  return p->e->n++;
+}
+
+static void skip_ws(struct parser *p) {
+  while (isspace((unsigned char)p->s[p->pos]))
+    p->pos++;
+}
+
+/* Consumes tok when it comes next (after blanks). */
+static int accept(struct parser *p, const char *tok) {
+  skip_ws(p);
+  size_t n = strlen(tok);
+  if (strncmp(p->s + p->pos, tok, n)) return 0;
+  /* "<" must not take the first half of "<=", "!" not of "!=". */
+  if (n == 1 && (tok[0] == '<' || tok[0] == '>' || tok[0] == '!' || tok[0] == '=') &&
+      p->s[p->pos + 1] == '=')
+    return 0;
+  p->pos += n;
+  return 1;
+}
+
+/* A short rendering of what comes next, for messages. */
+static void next_token(const struct parser *p, char *buf, size_t n) {
+  const char *t = p->s + p->pos;
+  if (!*t) {
+    snprintf(buf, n, "end of expression");
+    return;
+  }
+  size_t len = 1;
+  if (isalnum((unsigned char)*t) || *t == '_')
+    while (isalnum((unsigned char)t[len]) || t[len] == '_')
+      len++;
+  snprintf(buf, n, "'%.*s'", (int)(len > 20 ? 20 : len), t);
+}
+
+static int parse_or(struct parser *p);
+
+static int parse_primary(struct parser *p) {
+  skip_ws(p);
+  size_t start = p->pos;
+  const char *t = p->s + p->pos;
+  if (isdigit((unsigned char)*t)) {
+    char *end;
+    unsigned long long v = strtoull(t, &end, 0);
+    if (isalpha((unsigned char)*end) || *end == '_' || v > (unsigned long long)INT64_MAX)
+      return fail(p, start, "bad number '%.*s'", (int)(end - t + 1), t);
+    p->pos += (size_t)(end - t);
+    return add_node(p, N_NUM, -1, -1, (int64_t)v);
+  }
+  if (isalpha((unsigned char)*t) || *t == '_') {
+    size_t len = 0;
+    while (isalnum((unsigned char)t[len]) || t[len] == '_')
+      len++;
+    p->pos += len;
+    skip_ws(p);
+    if (p->s[p->pos] == '(') {
+      enum node_op op;
+      if (len == 8 && !strncmp(t, "ceil_div", 8))
+        op = N_CEIL_DIV;
+      else if (len == 3 && !strncmp(t, "min", 3))
+        op = N_MIN;
+      else if (len == 3 && !strncmp(t, "max", 3))
+        op = N_MAX;
+      else
+        return fail(p, start, "unknown function '%.*s' (expected ceil_div, min or max)", (int)len,
+                    t);
+      p->pos++;
+      int a = parse_or(p);
+      if (a < 0) return -1;
+      if (!accept(p, ",")) {
+        char tok[32];
+        next_token(p, tok, sizeof tok);
+        return fail(p, p->pos, "expected ',' (%.*s takes two arguments), found %s", (int)len, t,
+                    tok);
+      }
+      int b = parse_or(p);
+      if (b < 0) return -1;
+      if (!accept(p, ")")) {
+        char tok[32];
+        next_token(p, tok, sizeof tok);
+        return fail(p, p->pos, "expected ')' closing %.*s(, found %s", (int)len, t, tok);
+      }
+      return add_node(p, op, a, b, 0);
+    }
+    int idx = p->lookup ? p->lookup(p->ctx, t, len) : -1;
+    if (idx < 0) return fail(p, start, "unknown scalar '%.*s'", (int)len, t);
+    return add_node(p, N_VAR, -1, -1, idx);
+  }
+  if (*t == '(') {
+    p->pos++;
+    int a = parse_or(p);
+    if (a < 0) return -1;
+    if (!accept(p, ")")) {
+      char tok[32];
+      next_token(p, tok, sizeof tok);
+      return fail(p, p->pos, "expected ')', found %s", tok);
+    }
+    return a;
+  }
+  char tok[32];
+  next_token(p, tok, sizeof tok);
+  return fail(p, start, "expected a number, a scalar name or '(', found %s", tok);
+}
+
+static int parse_unary(struct parser *p) {
+  if (accept(p, "-")) {
+    int a = parse_unary(p);
+    return a < 0 ? -1 : add_node(p, N_NEG, a, -1, 0);
+  }
+  if (accept(p, "+")) return parse_unary(p);
+  skip_ws(p);
+  size_t at = p->pos;
+  if (accept(p, "!")) {
+    if (!p->allow_bool) return fail(p, at, "'!' is only allowed in domain constraints");
+    int a = parse_unary(p);
+    return a < 0 ? -1 : add_node(p, N_NOT, a, -1, 0);
+  }
+  return parse_primary(p);
+}
+
+static int parse_mul(struct parser *p) {
+  int a = parse_unary(p);
+  while (a >= 0) {
+    enum node_op op;
+    if (accept(p, "*"))
+      op = N_MUL;
+    else if (accept(p, "/"))
+      op = N_DIV;
+    else if (accept(p, "%"))
+      op = N_MOD;
+    else
+      break;
+    int b = parse_unary(p);
+    a = b < 0 ? -1 : add_node(p, op, a, b, 0);
+  }
+  return a;
+}
+
+static int parse_add(struct parser *p) {
+  int a = parse_mul(p);
+  while (a >= 0) {
+    enum node_op op;
+    if (accept(p, "+"))
+      op = N_ADD;
+    else if (accept(p, "-"))
+      op = N_SUB;
+    else
+      break;
+    int b = parse_mul(p);
+    a = b < 0 ? -1 : add_node(p, op, a, b, 0);
+  }
+  return a;
+}
+
+static int parse_cmp(struct parser *p) {
+  int a = parse_add(p);
+  if (a < 0) return -1;
+  static const struct {
+    const char *tok;
+    enum node_op op;
+  } ops[] = {{"==", N_EQ}, {"!=", N_NE}, {"<=", N_LE}, {">=", N_GE}, {"<", N_LT}, {">", N_GT}};
+  skip_ws(p);
+  size_t at = p->pos;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (accept(p, ops[i].tok)) {
+      if (!p->allow_bool)
+        return fail(p, at, "comparison '%s' is only allowed in domain constraints", ops[i].tok);
+      int b = parse_add(p);
+      return b < 0 ? -1 : add_node(p, ops[i].op, a, b, 0);
+    }
+  return a;
+}
+
+static int parse_and(struct parser *p) {
+  int a = parse_cmp(p);
+  while (a >= 0) {
+    skip_ws(p);
+    size_t at = p->pos;
+    if (!accept(p, "&&")) break;
+    if (!p->allow_bool) return fail(p, at, "'&&' is only allowed in domain constraints");
+    int b = parse_cmp(p);
+    a = b < 0 ? -1 : add_node(p, N_AND, a, b, 0);
+  }
+  return a;
+}
+
+static int parse_or(struct parser *p) {
+  int a = parse_and(p);
+  while (a >= 0) {
+    skip_ws(p);
+    size_t at = p->pos;
+    if (!accept(p, "||")) break;
+    if (!p->allow_bool) return fail(p, at, "'||' is only allowed in domain constraints");
+    int b = parse_and(p);
+    a = b < 0 ? -1 : add_node(p, N_OR, a, b, 0);
+  }
+  return a;
+}
+
+void kc_expr_free(struct kc_expr *e) {
+  if (!e) return;
+  free(e->text);
+  free(e->nodes);
+  free(e);
+}
+
+struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup_fn lookup,
+                                void *ctx, char *err, size_t n, int *err_pos) {
+  struct kc_expr *e = calloc(1, sizeof *e);
+  if (!e || !(e->text = strdup(text))) {
+    free(e);
+    if (err && n) snprintf(err, n, "out of memory");
+    if (err_pos) *err_pos = 0;
+    return NULL;
+  }
+  struct parser p = {.s = text,
+                     .allow_bool = allow_bool,
+                     .lookup = lookup,
+                     .ctx = ctx,
+                     .e = e,
+                     .err = err,
+                     .errn = n};
+  skip_ws(&p);
+  if (!text[p.pos]) fail(&p, 0, "empty expression");
+  int root = p.failed ? -1 : parse_or(&p);
+  if (root >= 0) {
+    skip_ws(&p);
+    if (text[p.pos]) {
+      char tok[32];
+      next_token(&p, tok, sizeof tok);
+      fail(&p, p.pos, "unexpected %s (expected an operator or end of expression)", tok);
+    }
+  }
+  if (p.failed) {
+    if (err_pos) *err_pos = p.err_pos;
+    kc_expr_free(e);
+    return NULL;
+  }
+  e->root = root;
+  return e;
+}
+
+const char *kc_expr_text(const struct kc_expr *e) { return e ? e->text : ""; }
+
+static int eval_node(const struct kc_expr *e, int i, const int64_t *vars, int64_t *out, char *err,
+                     size_t n) {
+  const struct node *nd = &e->nodes[i];
+  if (nd->op == N_NUM) return *out = nd->val, 0;
+  if (nd->op == N_VAR) return *out = vars[nd->val], 0;
+  int64_t a = 0, b = 0;
+  if (eval_node(e, nd->a, vars, &a, err, n)) return -1;
+  if (nd->op == N_NEG) {
+    if (a == INT64_MIN) goto overflow;
+    return *out = -a, 0;
+  }
+  if (nd->op == N_NOT) return *out = !a, 0;
+  /* && and || short-circuit, so "K > 0 && N / K < 8" cannot divide by 0. */
+  if (nd->op == N_AND && !a) return *out = 0, 0;
+  if (nd->op == N_OR && a) return *out = 1, 0;
+  if (eval_node(e, nd->b, vars, &b, err, n)) return -1;
+  switch (nd->op) {
+  case N_ADD:
+    if (__builtin_add_overflow(a, b, out)) goto overflow;
+    return 0;
+  case N_SUB:
+    if (__builtin_sub_overflow(a, b, out)) goto overflow;
+    return 0;
+  case N_MUL:
+    if (__builtin_mul_overflow(a, b, out)) goto overflow;
+    return 0;
+  case N_DIV:
+  case N_MOD:
+  case N_CEIL_DIV:
+    if (b == 0) {
+      if (err && n) snprintf(err, n, "division by zero in '%s'", e->text);
+      return -1;
+    }
+    if (a == INT64_MIN && b == -1) goto overflow;
+    if (nd->op == N_DIV) return *out = a / b, 0;
+    if (nd->op == N_MOD) return *out = a % b, 0;
+    /* Rounds toward +infinity for either sign. */
+    *out = a / b + ((a % b != 0) && ((a < 0) == (b < 0)));
+    return 0;
+  case N_EQ: return *out = a == b, 0;
+  case N_NE: return *out = a != b, 0;
+  case N_LT: return *out = a < b, 0;
+  case N_LE: return *out = a <= b, 0;
+  case N_GT: return *out = a > b, 0;
+  case N_GE: return *out = a >= b, 0;
+  case N_AND:
+  case N_OR: return *out = b != 0, 0;
+  case N_MIN: return *out = a < b ? a : b, 0;
+  case N_MAX: return *out = a > b ? a : b, 0;
+  default: break;
+  }
+overflow:
+  if (err && n) snprintf(err, n, "integer overflow in '%s'", e->text);
+  return -1;
+}
+
+int kc_expr_eval(const struct kc_expr *e, const int64_t *vars, int64_t *out, char *err, size_t n) {
+  if (!e || e->root < 0) {
+    if (err && n) snprintf(err, n, "no expression");
+    return -1;
+  }
+  return eval_node(e, e->root, vars, out, err, n);
+}

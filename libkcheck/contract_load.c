@@ -1,0 +1,318 @@
+/* libkcheck/contract_load.c — the process's contract registry (loaded from
+ * the `contracts` option at activation, or registered through the API),
+ * matching kernels to contracts, and binding a contract to the parameter
+ * bytes of a captured launch (scalars, pointers, shapes, domain, launch). */
+#include <fnmatch.h>
+#include <limits.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uthash.h>
+
+#include "contract.h"
+#include "kernel.h"
+#include "launch.h"
+#include "log.h"
+#include "options.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Published contracts are never freed: gates may hold them. */
+static struct kc_contract **reg;
+static int nreg;
+static unsigned generation = 1;
+
+struct match_node {
+  const struct kc_kernel *k;
+  const struct kc_contract *c;
+  unsigned gen;
+  UT_hash_handle hh;
+};
+static struct match_node *cache;
+
+int kc_contracts_add(struct kc_ct_set *set) {
+  pthread_mutex_lock(&lock);
+  struct kc_contract **r = realloc(reg, (size_t)(nreg + set->n + 1) * sizeof *r);
+  int added = 0;
+  if (r) {
+    reg = r;
+    for (int i = 0; i < set->n; i++)
+      reg[nreg++] = set->c[i];
+    added = set->n;
+    free(set->c);
+    set->c = NULL;
+    set->n = 0;
+    generation++;
+  }
+  pthread_mutex_unlock(&lock);
+  return added;
+}
+
+int kc_contracts_count(void) {
+  pthread_mutex_lock(&lock);
+  int n = nreg;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+/* The default directory: $XDG_CONFIG_HOME/kcheck/contracts, else
+ * ~/.config/kcheck/contracts. Absent is fine (no contracts). */
+static int default_dir(char *buf, size_t n) {
+  const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg)
+    snprintf(buf, n, "%s/kcheck/contracts", xdg);
+  else if (home && *home)
+    snprintf(buf, n, "%s/.config/kcheck/contracts", home);
+  else
+    return -1;
+  return 0;
+}
+
+int kc_contracts_init(void) {
+  const char *spec = kc_opt.contracts;
+  if (spec && !strcmp(spec, "none")) return 0;
+  struct kc_ct_set set = {0};
+  int problems = 0;
+  if (!spec || !*spec) {
+    char dir[PATH_MAX];
+    struct stat st;
+    if (default_dir(dir, sizeof dir) || stat(dir, &st)) return 0;
+    problems += kc_contract_parse_path(dir, &set);
+  } else {
+    char *copy = strdup(spec), *save = NULL;
+    if (!copy) return 1;
+    for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save))
+      if (*p) problems += kc_contract_parse_path(p, &set);
+    free(copy);
+  }
+  kc_ct_print_diags(&set, "kcheck: ");
+  int added = kc_contracts_add(&set);
+  if (problems)
+    kc_log_printf(KC_LOG_WARN, "%d contract problem%s; the contracts with problems are skipped",
+                  problems, problems == 1 ? "" : "s");
+  KC_LOG(KC_LOG_INFO, "%d contract%s loaded", added, added == 1 ? "" : "s");
+  kc_ct_set_free(&set);
+  return problems;
+}
+
+int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled) {
+  switch (c->match) {
+  case KC_CT_NAME:
+    return (mangled && !strcmp(c->pattern, mangled)) ||
+           (demangled && !strcmp(c->pattern, demangled));
+  case KC_CT_GLOB: return demangled && !fnmatch(c->pattern, demangled, 0);
+  case KC_CT_REGEX: return demangled && c->regex && !regexec(c->regex, demangled, 0, NULL, 0);
+  }
+  return 0;
+}
+
+const struct kc_contract *kc_contract_match(const struct kc_kernel *k) {
+  if (!k) return NULL;
+  pthread_mutex_lock(&lock);
+  struct match_node *m = NULL;
+  HASH_FIND_PTR(cache, &k, m);
+  if (!m || m->gen != generation) {
+    const struct kc_contract *found = NULL;
+    for (int i = 0; i < nreg && !found; i++)
+      if (kc_contract_matches(reg[i], k->name, k->demangled)) found = reg[i];
+    if (!m && (m = calloc(1, sizeof *m))) {
+      m->k = k;
+      HASH_ADD_PTR(cache, k, m);
+    }
+    if (m) {
+      m->c = found;
+      m->gen = generation;
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+  }
+  const struct kc_contract *c = m->c;
+  pthread_mutex_unlock(&lock);
+  return c;
+}
+
+/* ------------------------------------------------------------ binding */
+
+static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int64_t *iv,
+                       double *fv) {
+  switch (v->scalar) {
+  case KC_SC_I32: {
+    int32_t x;
+    memcpy(&x, p, 4);
+    *iv = x, *fv = x;
+    return 4;
+  }
+  case KC_SC_U32: {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    *iv = x, *fv = x;
+    return 4;
+  }
+  case KC_SC_I64: {
+    int64_t x;
+    memcpy(&x, p, 8);
+    *iv = x, *fv = (double)x;
+    return 8;
+  }
+  case KC_SC_U64: {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    *iv = x > INT64_MAX ? INT64_MAX : (int64_t)x, *fv = (double)x;
+    return 8;
+  }
+  case KC_SC_F32: {
+    float x;
+    memcpy(&x, p, 4);
+    *fv = x, *iv = (int64_t)x;
+    return 4;
+  }
+  case KC_SC_F64: {
+    double x;
+    memcpy(&x, p, 8);
+    *fv = x, *iv = (int64_t)x;
+    return 8;
+  }
+  }
+  return 0;
+}
+
+static int value_size(const struct kc_ct_value *v) {
+  if (v->kind == KC_PK_TENSOR) return 8;
+  static const int sz[] = {4, 8, 4, 8, 4, 8};
+  return v->kind == KC_PK_SCALAR ? sz[v->scalar] : 0;
+}
+
+/* Reads one value at byte offset `at`; tensors are evaluated afterwards. */
+static int bind_value(const struct kc_ct_value *v, const unsigned char *buf, size_t size, size_t at,
+                      struct kc_ct_binding *b, char *err, size_t n) {
+  int sz = value_size(v);
+  if (at + (size_t)sz > size) {
+    snprintf(err, n, "'%s' at byte %zu lies past the %zu parameter bytes", v->name, at, size);
+    return -1;
+  }
+  if (v->kind == KC_PK_SCALAR) {
+    read_scalar(v, buf + at, &b->ivals[v->scalar_index], &b->fvals[v->scalar_index]);
+  } else if (v->kind == KC_PK_TENSOR) {
+    if (b->ntensors >= 64) {
+      snprintf(err, n, "more than 64 tensors");
+      return -1;
+    }
+    struct kc_ct_tensor_val *t = &b->tensors[b->ntensors++];
+    memset(t, 0, sizeof *t);
+    t->v = v;
+    memcpy(&t->ptr, buf + at, 8);
+  }
+  return 0;
+}
+
+int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf, size_t param_size,
+                     const uint32_t *param_offset, int nparams, struct kc_ct_binding *b, char *err,
+                     size_t n) {
+  memset(b, 0, sizeof *b);
+  if (c->nscalars > 64) {
+    snprintf(err, n, "more than 64 scalars");
+    return -1;
+  }
+  b->nscalars = c->nscalars;
+  if (param_offset && nparams != c->nparams) {
+    snprintf(err, n, "%s declares %d parameters, the kernel has %d", c->where, c->nparams, nparams);
+    return -1;
+  }
+  size_t at = 0;
+  for (int i = 0; i < c->nparams; i++) {
+    const struct kc_ct_param *p = &c->params[i];
+    if (param_offset) {
+      at = param_offset[i];
+    } else {
+      int sz = value_size(&p->v);
+      if (!sz) {
+        snprintf(err, n, "the kernel's parameter layout is unknown and '%s' has no fixed size",
+                 p->v.name);
+        return -1;
+      }
+      at = (at + (size_t)sz - 1) / (size_t)sz * (size_t)sz; /* natural alignment */
+    }
+    if (p->v.kind == KC_PK_STRUCT) {
+      for (int j = 0; j < p->nfields; j++)
+        if (bind_value(&p->fields[j], param_buf, param_size, at + p->fields[j].offset, b, err, n))
+          return -1;
+    } else if (bind_value(&p->v, param_buf, param_size, at, b, err, n)) {
+      return -1;
+    }
+    if (!param_offset) at += (size_t)value_size(&p->v);
+  }
+  /* Shapes and strides need every scalar. */
+  for (int i = 0; i < b->ntensors; i++) {
+    struct kc_ct_tensor_val *t = &b->tensors[i];
+    const struct kc_ct_tensor *d = &t->v->tensor;
+    t->rank = d->rank;
+    for (int r = 0; r < d->rank; r++)
+      if (kc_expr_eval(d->shape[r], b->ivals, &t->shape[r], err, n)) return -1;
+    int64_t stride = 1;
+    for (int r = d->rank - 1; r >= 0; r--) {
+      if (d->strides[r]) {
+        if (kc_expr_eval(d->strides[r], b->ivals, &t->strides[r], err, n)) return -1;
+      } else {
+        t->strides[r] = stride;
+      }
+      if (__builtin_mul_overflow(stride, t->shape[r] > 0 ? t->shape[r] : 1, &stride)) {
+        snprintf(err, n, "the extent of '%s' overflows", t->v->name);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_info *li,
+                            struct kc_ct_binding *b, char *err, size_t n) {
+  const struct kc_kernel *k = li->k;
+  int known = k && k->nparams >= 0;
+  return kc_contract_bind(c, li->param_buf, li->param_size, known ? k->param_offset : NULL,
+                          known ? k->nparams : 0, b, err, n);
+}
+
+int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,
+                             size_t n) {
+  for (int i = 0; i < c->ndomain; i++) {
+    int64_t v = 0;
+    if (kc_expr_eval(c->domain[i], b->ivals, &v, err, n)) return i;
+    if (!v) {
+      snprintf(err, n, "domain constraint '%s' does not hold", kc_expr_text(c->domain[i]));
+      return i;
+    }
+  }
+  return -1;
+}
+
+int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_ct_binding *b,
+                            unsigned grid[3], unsigned block[3], unsigned *shmem, char *err,
+                            size_t n) {
+  if (!c->has_launch) {
+    snprintf(err, n, "%s has no launch section", c->where);
+    return -1;
+  }
+  for (int d = 0; d < 3; d++) {
+    int64_t g = 1, bl = 1;
+    if (c->grid[d] && kc_expr_eval(c->grid[d], b->ivals, &g, err, n)) return -1;
+    if (c->block[d] && kc_expr_eval(c->block[d], b->ivals, &bl, err, n)) return -1;
+    if (g < 1 || bl < 1 || g > UINT_MAX || bl > UINT_MAX) {
+      snprintf(err, n, "launch dimension %d out of range (grid %lld, block %lld)", d, (long long)g,
+               (long long)bl);
+      return -1;
+    }
+    grid[d] = (unsigned)g;
+    block[d] = (unsigned)bl;
+  }
+  int64_t s = 0;
+  if (c->shmem && kc_expr_eval(c->shmem, b->ivals, &s, err, n)) return -1;
+  if (s < 0 || s > UINT_MAX) {
+    snprintf(err, n, "shmem %lld out of range", (long long)s);
+    return -1;
+  }
+  if (shmem) *shmem = (unsigned)s;
+  return 0;
+}

@@ -1,0 +1,305 @@
+/* test/unit/test_contract.c — contracts: the expression language (precedence,
+ * functions, errors with positions), good files parsed into the expected
+ * structures, each class of error with its line and column, binding to
+ * parameter bytes, matching, and the annotation API. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/kcheck.h"
+#include "check.h"
+#include "contract.h"
+#include "kernel.h"
+
+static const char *const vars[] = {"M", "N", "K"};
+
+static int lookup(void *ctx, const char *name, size_t len) {
+  (void)ctx;
+  for (int i = 0; i < 3; i++)
+    if (strlen(vars[i]) == len && !strncmp(vars[i], name, len)) return i;
+  return -1;
+}
+
+/* Value of text with M=6, N=4, K=-7; INT64_MIN on any error. */
+static int64_t ev(const char *text, int allow_bool) {
+  char err[256];
+  int pos;
+  struct kc_expr *e = kc_expr_compile(text, allow_bool, lookup, NULL, err, sizeof err, &pos);
+  if (!e) return INT64_MIN;
+  const int64_t v[] = {6, 4, -7};
+  int64_t out = 0;
+  int rc = kc_expr_eval(e, v, &out, err, sizeof err);
+  kc_expr_free(e);
+  return rc ? INT64_MIN : out;
+}
+
+/* The error position (0-based) of text, -1 when it compiles; msg gets why. */
+static int err_at(const char *text, int allow_bool, char *msg, size_t n) {
+  int pos = -1;
+  struct kc_expr *e = kc_expr_compile(text, allow_bool, lookup, NULL, msg, n, &pos);
+  if (e) {
+    kc_expr_free(e);
+    return -1;
+  }
+  return pos;
+}
+
+static void test_expr(void) {
+  CHECK(ev("1 + 2 * 3", 0) == 7);
+  CHECK(ev("(1 + 2) * 3", 0) == 9);
+  CHECK(ev("M - N - 1", 0) == 1); /* left associative */
+  CHECK(ev("M / N * 2", 0) == 2);
+  CHECK(ev("M % N + -K", 0) == 9);
+  CHECK(ev("ceil_div(M, N)", 0) == 2 && ev("ceil_div(8, 4)", 0) == 2 &&
+        ev("ceil_div(0, 4)", 0) == 0);
+  CHECK(ev("min(M, N) * max(M, 2 + N)", 0) == 24);
+  CHECK(ev("M > N && N > 0", 1) == 1);
+  CHECK(ev("M == 6 || 1 / 0", 1) == 1); /* short-circuit */
+  CHECK(ev("!(M % 2 == 0)", 1) == 0);
+  CHECK(ev("1 + 2 < 4 && 2 * 3 >= 6", 1) == 1); /* arithmetic binds tighter */
+  CHECK(ev("M <= 6 && M != 5 && K < 0", 1) == 1);
+  CHECK(ev("0x10 + 1", 0) == 17);
+  CHECK(ev("M / (N - 4)", 0) == INT64_MIN);             /* division by zero */
+  CHECK(ev("9223372036854775807 + 1", 0) == INT64_MIN); /* overflow */
+  char msg[256];
+  CHECK(err_at("M +", 0, msg, sizeof msg) == 3 && strstr(msg, "expected a number"));
+  CHECK(err_at("M + Q", 0, msg, sizeof msg) == 4 && strstr(msg, "unknown scalar 'Q'"));
+  CHECK(err_at("foo(M, N)", 0, msg, sizeof msg) == 0 && strstr(msg, "unknown function 'foo'"));
+  CHECK(err_at("min(M)", 0, msg, sizeof msg) == 5 && strstr(msg, "expected ','"));
+  CHECK(err_at("(M + N", 0, msg, sizeof msg) == 6 && strstr(msg, "expected ')'"));
+  CHECK(err_at("M N", 0, msg, sizeof msg) == 2 && strstr(msg, "unexpected 'N'"));
+  CHECK(err_at("M == N", 0, msg, sizeof msg) == 2 && strstr(msg, "only allowed in domain"));
+  CHECK(err_at("M == N", 1, msg, sizeof msg) == -1);
+  CHECK(err_at("", 0, msg, sizeof msg) == 0 && strstr(msg, "empty"));
+  CHECK(err_at("3x", 0, msg, sizeof msg) == 0 && strstr(msg, "bad number"));
+}
+
+static const char good[] =
+    "contracts:\n"
+    "  - kernel: {name: _Z6vecaddPKfS0_Pfi}\n"
+    "    params:\n"
+    "      - name: a\n"
+    "        tensor: {role: in, format: fp32, shape: [n]}\n"
+    "      - name: b\n"
+    "        tensor: {role: in, format: bf16, shape: [2, n], strides: [1, 2]}\n"
+    "      - name: c\n"
+    "        tensor: {role: out, format: fp32, shape: [n]}\n"
+    "      - name: n\n"
+    "        scalar: {type: i32}\n"
+    "    op: add\n"
+    "    attrs: {alpha: 2.5, activation: gelu_tanh}\n"
+    "    profile: bf16_fp32acc\n"
+    "    nondeterminism: allowed\n"
+    "    domain: ['n % 8 == 0', 'n > 0']\n"
+    "    launch: {grid: ['ceil_div(n, 256)'], block: [256], shmem: n * 4}\n"
+    "    shapes: [{n: 8}, {n: 1024}]\n"
+    "  - kernel: {glob: 'gemm<*>(Params)'}\n"
+    "    params:\n"
+    "      - name: p\n"
+    "        fields:\n"
+    "          - {name: M, offset: 0, scalar: i32}\n"
+    "          - {name: A, offset: 8, tensor: {role: in, format: fp16, "
+    "shape: [M, K]}}\n"
+    "          - {name: K, offset: 4, scalar: {type: u32}}\n"
+    "    op: matmul\n";
+
+static void test_good(void) {
+  struct kc_ct_set set = {0};
+  CHECK(kc_contract_parse_text(good, strlen(good), "good.yaml", &set) == 0);
+  kc_ct_print_diags(&set, "unexpected: ");
+  CHECK(set.n == 2);
+  if (set.n != 2) return;
+  const struct kc_contract *c = set.c[0];
+  CHECK(c->match == KC_CT_NAME && !strcmp(c->pattern, "_Z6vecaddPKfS0_Pfi"));
+  CHECK(!strcmp(c->where, "good.yaml:2") && c->line == 2);
+  CHECK(c->nparams == 4 && c->nscalars == 1 && !strcmp(c->scalars[0]->name, "n"));
+  CHECK(c->params[0].v.kind == KC_PK_TENSOR && c->params[0].v.tensor.role == KC_ROLE_IN);
+  CHECK(c->params[1].v.tensor.format == kc_ct_format_parse("bf16") &&
+        c->params[1].v.tensor.rank == 2 && c->params[1].v.tensor.strides[1]);
+  CHECK(c->params[2].v.tensor.role == KC_ROLE_OUT && !c->params[2].v.tensor.strides[0]);
+  CHECK(c->params[3].v.kind == KC_PK_SCALAR && c->params[3].v.scalar == KC_SC_I32);
+  CHECK(!strcmp(c->op, "add") && c->nattrs == 2 && !strcmp(c->attrs[1].value, "gelu_tanh"));
+  CHECK(c->profile_spec && c->profile.acc == OC_FP32 && c->profile.in == OC_BF16);
+  CHECK(c->nondeterminism_allowed && c->ndomain == 2 && c->has_launch && c->shmem);
+  CHECK(c->nshapes == 2 && c->shapes[0] == 8 && c->shapes[1] == 1024);
+
+  /* Binding to the bytes of vecadd(a, b, c, n=24) at the stand-in's offsets. */
+  unsigned char buf[28] = {0};
+  uint64_t pa = 0x7000, pb = 0x8000, pc = 0x9000;
+  int32_t n = 24;
+  memcpy(buf, &pa, 8), memcpy(buf + 8, &pb, 8), memcpy(buf + 16, &pc, 8), memcpy(buf + 24, &n, 4);
+  const uint32_t off[] = {0, 8, 16, 24};
+  struct kc_ct_binding b;
+  char err[256] = "";
+  CHECK(kc_contract_bind(c, buf, sizeof buf, off, 4, &b, err, sizeof err) == 0);
+  CHECK(b.ivals[0] == 24 && b.ntensors == 3 && b.tensors[2].ptr == 0x9000);
+  CHECK(b.tensors[1].shape[0] == 2 && b.tensors[1].shape[1] == 24 && b.tensors[1].strides[0] == 1 &&
+        b.tensors[1].strides[1] == 2);
+  CHECK(b.tensors[0].strides[0] == 1);
+  CHECK(kc_contract_check_domain(c, &b, err, sizeof err) == -1);
+  /* Natural alignment when the kernel's layout is unknown gives the same. */
+  struct kc_ct_binding b2;
+  CHECK(kc_contract_bind(c, buf, sizeof buf, NULL, 0, &b2, err, sizeof err) == 0 &&
+        b2.ivals[0] == 24);
+  unsigned grid[3], block[3], shmem;
+  CHECK(kc_contract_launch_dims(c, &b, grid, block, &shmem, err, sizeof err) == 0);
+  CHECK(grid[0] == 1 && grid[1] == 1 && block[0] == 256 && shmem == 96);
+  n = 12; /* 12 % 8 != 0 */
+  memcpy(buf + 24, &n, 4);
+  CHECK(kc_contract_bind(c, buf, sizeof buf, off, 4, &b, err, sizeof err) == 0);
+  CHECK(kc_contract_check_domain(c, &b, err, sizeof err) == 0 && strstr(err, "n % 8 == 0"));
+  CHECK(kc_contract_bind(c, buf, 20, off, 4, &b, err, sizeof err) == -1 && strstr(err, "past"));
+  CHECK(kc_contract_bind(c, buf, sizeof buf, off, 3, &b, err, sizeof err) == -1);
+
+  /* The struct contract: scalars and a pointer inside one parameter. */
+  const struct kc_contract *g = set.c[1];
+  CHECK(g->match == KC_CT_GLOB && g->nparams == 1 && g->params[0].v.kind == KC_PK_STRUCT);
+  CHECK(g->params[0].nfields == 3 && g->nscalars == 2 && g->params[0].fields[1].offset == 8);
+  unsigned char sb[16] = {0};
+  int32_t m = 3;
+  uint32_t k = 5;
+  uint64_t pA = 0xa000;
+  memcpy(sb, &m, 4), memcpy(sb + 4, &k, 4), memcpy(sb + 8, &pA, 8);
+  const uint32_t soff[] = {0};
+  CHECK(kc_contract_bind(g, sb, sizeof sb, soff, 1, &b, err, sizeof err) == 0);
+  CHECK(b.ntensors == 1 && b.tensors[0].ptr == 0xa000 && b.tensors[0].shape[0] == 3 &&
+        b.tensors[0].shape[1] == 5 && b.tensors[0].strides[0] == 5);
+
+  /* Matching. */
+  CHECK(kc_contract_matches(c, "_Z6vecaddPKfS0_Pfi",
+                            "vecadd(float const*, float const*, float*, int)"));
+  CHECK(!kc_contract_matches(c, "_Z6vecsubPKfS0_Pfi",
+                             "vecsub(float const*, float const*, float*, int)"));
+  CHECK(kc_contract_matches(g, "x", "gemm<128, 64>(Params)") &&
+        !kc_contract_matches(g, "x", "gemm(Params)"));
+  kc_ct_set_free(&set);
+}
+
+/* Parses text and checks that diagnostic i is at line:col and mentions want. */
+struct want {
+  int line, col;
+  const char *msg;
+};
+
+static void expect_errors(const char *text, const struct want *w, int n) {
+  struct kc_ct_set set = {0};
+  int errors = kc_contract_parse_text(text, strlen(text), "bad.yaml", &set);
+  CHECK(errors == n && set.ndiags == n && set.n == 0);
+  for (int i = 0; i < n && i < set.ndiags; i++) {
+    const struct kc_ct_diag *d = &set.diags[i];
+    int ok = d->line == w[i].line && d->col == w[i].col && strstr(d->msg, w[i].msg);
+    if (!ok)
+      fprintf(stderr, "  got %d:%d %s; wanted %d:%d ...%s...\n", d->line, d->col, d->msg, w[i].line,
+              w[i].col, w[i].msg);
+    CHECK(ok);
+  }
+  kc_ct_set_free(&set);
+}
+
+static void test_errors(void) {
+  const char base[] = "contracts:\n"
+                      "  - kernel: {regex: 'a(b'}\n"                          /* 2 */
+                      "    params:\n"                                         /* 3 */
+                      "      - name: x\n"                                     /* 4 */
+                      "        tensor: {rol: in, format: fp32, shape: [n]}\n" /* 5 */
+                      "      - name: x\n"                                     /* 6 */
+                      "        scalar: {type: i128}\n"                        /* 7 */
+                      "      - name: y\n"                                     /* 8 */
+                      "        tensor: {role: sideways, format: bf17, shape: [n * (2 + q)]}\n"
+                      "      - name: z\n"                       /* 10 */
+                      "    op: matmul\n"                        /* 11 */
+                      "    attrs: {axes: 1, eps: tiny}\n"       /* 12 */
+                      "    profile: bf16_fp99\n"                /* 13 */
+                      "    nondeterminism: sometimes\n"         /* 14 */
+                      "    domain: [\"n % 8 == 0\", \"x >\"]\n" /* 15 */
+                      "    launch: {grid: [n], blok: [1]}\n";   /* 16 */
+  const struct want w[] = {
+      {2, 21, "bad regex 'a(b'"},
+      {5, 17, "tensor 'x' has no role"},
+      {5, 18, "unknown key 'rol' in tensor 'x' (did you mean 'role'?"},
+      {5, 49, "shape expression 'n': unknown scalar 'n' (scalars: x) at column 1"},
+      {6, 15, "duplicate parameter name 'x' (first at line 4)"},
+      {7, 24, "unknown scalar type 'i128'"},
+      {9, 24, "bad role 'sideways'"},
+      {9, 42, "unknown format 'bf17'"},
+      {9, 56, "unknown scalar 'n'"},
+      {10, 9, "parameter 'z' needs exactly one of tensor, scalar, fields, opaque (found 0)"},
+      {12, 13, "unknown attr 'axes' (did you mean 'axis'?"},
+      {12, 27, "bad value 'tiny' for attr 'eps' (expected a number)"},
+      {13, 14, "bad profile 'bf16_fp99': unknown preset 'bf16_fp99'"},
+      {14, 21, "bad nondeterminism 'sometimes'"},
+      {15, 15, "domain constraint 'n % 8 == 0': unknown scalar 'n'"},
+      {15, 32,
+       "domain constraint 'x >': expected a number, a scalar name or '(', found end of "
+       "expression at column 4 of the expression"},
+      {16, 13, "launch has no block"},
+      {16, 21, "grid expression 'n': unknown scalar 'n'"},
+      {16, 25, "unknown key 'blok' in launch (did you mean 'block'?"},
+  };
+  expect_errors(base, w, (int)(sizeof w / sizeof w[0]));
+
+  const struct want w2[] = {{1, 1, "no 'contracts' key"}, {1, 1, "unknown key 'contract'"}};
+  expect_errors("contract: []\n", w2, 2);
+  const struct want w3[] = {{2, 5, "contract has no kernel"},
+                            {2, 5, "contract has no op"},
+                            {2, 5, "contract has no params"}};
+  expect_errors("contracts:\n  - {attrs: {}}\n", w3, 3);
+  const struct want w4[] = {{3, 1, "YAML syntax: did not find expected node content"}};
+  expect_errors("contracts:\n  - [\n", w4, 1);
+  const struct want w5[] = {{3, 13, "kernel needs exactly one of name, glob, regex (found 2)"},
+                            {5, 9, "unknown op 'softmaxx' (did you mean 'softmax'?"}};
+  expect_errors("contracts:\n  - params: []\n    kernel: {name: a, glob: b}\n\n    op: softmaxx\n",
+                w5, 2);
+  /* Several contracts: the good one survives, the bad one is reported. */
+  struct kc_ct_set set = {0};
+  const char two[] = "contracts:\n  - {kernel: {name: k1}, params: [], op: exp}\n"
+                     "  - {kernel: {name: k2}, params: [], op: expp}\n";
+  CHECK(kc_contract_parse_text(two, strlen(two), "two.yaml", &set) == 1 && set.n == 1);
+  kc_ct_set_free(&set);
+}
+
+static void test_api(void) {
+  CHECK(kcheck_api_version() == 2);
+  int before = kc_contracts_count();
+  CHECK(kcheck_contract_register_yaml(
+            "contracts:\n  - {kernel: {regex: '^vec'}, params: [], op: add}\n", "api") == 1);
+  CHECK(kcheck_contract_register_yaml("contracts: [{op: nope}]\n", "api-bad") == -1);
+  CHECK(kc_contracts_count() == before + 1);
+  struct kc_kernel k = {.name = "_Z6vecaddPKfS0_Pfi",
+                        .demangled = "vecadd(float const*, float const*, float*, int)"};
+  const struct kc_contract *c = kc_contract_match(&k);
+  CHECK(c && !strcmp(c->where, "api:2"));
+  CHECK(kc_contract_match(&k) == c); /* cached */
+  struct kc_kernel other = {.name = "_Z3foov", .demangled = "foo()"};
+  CHECK(kc_contract_match(&other) == NULL);
+
+  CHECK(kc_annotation_current() == NULL);
+  CHECK(kcheck_annotate_tensor("in", NULL, "fp32", 0, NULL, NULL) == -1); /* no begin */
+  CHECK(kcheck_annotate_begin("softmaks", NULL) == -1);
+  CHECK(kcheck_annotate_begin("softmax", "fp32:math=nope") == -1);
+  CHECK(kcheck_annotate_begin("softmax", "fp32:softmax=online") == 0);
+  long shape[] = {4, 8};
+  CHECK(kcheck_annotate_tensor("in", (void *)0x1000, "fp32", 2, shape, NULL) == 0);
+  CHECK(kcheck_annotate_tensor("sideways", (void *)0x2000, "fp32", 2, shape, NULL) == -1);
+  CHECK(kcheck_annotate_tensor("out", (void *)0x2000, "fp33", 2, shape, NULL) == -1);
+  CHECK(kc_annotation_current() == NULL); /* not in force before end */
+  CHECK(kcheck_annotate_tensor("out", (void *)0x2000, "bf16", 2, shape, NULL) == 0);
+  CHECK(kcheck_annotate_end() == 0);
+  const struct kc_annotation *a = kc_annotation_current();
+  CHECK(a && !strcmp(a->op, "softmax") && a->ntensors == 2 && a->has_profile &&
+        a->profile.softmax == OC_SOFTMAX_ONLINE);
+  CHECK(a && a->t[1].role == KC_ROLE_OUT && a->t[1].strides[0] == 8 && a->t[1].strides[1] == 1);
+  char desc[256];
+  CHECK(kcheck_annotation_describe(desc, sizeof desc) > 0 && strstr(desc, "softmax") &&
+        strstr(desc, "out:bf16"));
+  kcheck_annotate_clear();
+  CHECK(kc_annotation_current() == NULL && kcheck_annotation_describe(desc, sizeof desc) == 0);
+  CHECK(kcheck_annotate_end() == -1);
+}
+
+int main(void) {
+  test_expr();
+  test_good();
+  test_errors();
+  test_api();
+  return CHECK_DONE("test_contract");
+}

@@ -57,15 +57,18 @@ struct parser {
   int failed;
 };
 
+/* Records the first fault only: later ones follow from it. */
 __attribute__((format(printf, 3, 4))) static int fail(struct parser *p, size_t pos, const char *fmt,
                                                       ...) {
-  if (p->failed) return -1; /* the first fault is the one reported */
-  p->failed = 1;
-  p->err_pos = (int)pos;
+  char msg[256];
   va_list ap;
   va_start(ap, fmt);
-  if (p->err && p->errn) vsnprintf(p->err, p->errn, fmt, ap);
+  // The analyzer loses va_start here (a false positive; ap is started above).
+  vsnprintf(msg, sizeof msg, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
   va_end(ap);
+  if (!p->failed && p->err && p->errn) snprintf(p->err, p->errn, "%s", msg);
+  if (!p->failed) p->err_pos = (int)pos;
+  p->failed = 1;
   return -1;
 }
 

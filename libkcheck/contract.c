@@ -128,6 +128,7 @@ __attribute__((format(printf, 4, 5))) static void diag_at(struct pctx *x, int li
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
+  // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   struct kc_ct_diag *d = realloc(x->set->diags, (size_t)(x->set->ndiags + 1) * sizeof *d);

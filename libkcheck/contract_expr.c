@@ -63,8 +63,8 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parser *p, size_t p
   char msg[256];
   va_list ap;
   va_start(ap, fmt);
-  // The analyzer loses va_start here (a false positive; ap is started above).
-  vsnprintf(msg, sizeof msg, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
+  // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (!p->failed && p->err && p->errn) snprintf(p->err, p->errn, "%s", msg);
   if (!p->failed) p->err_pos = (int)pos;

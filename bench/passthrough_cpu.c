@@ -38,11 +38,13 @@ int main(int argc, char **argv) {
   CK(cuMemAlloc(&out, 64));
   int value = 7, count = 0;
   void *params[] = {&out, &value, &count};
-  for (int i = 0; i < 1000; i++) CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+  for (int i = 0; i < 1000; i++)
+    CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = now();
-    for (long i = 0; i < n; i++) CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    for (long i = 0; i < n; i++)
+      CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
     double t = now() - t0;
     if (t < best) best = t;
   }

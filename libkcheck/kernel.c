@@ -31,7 +31,7 @@ static struct kernel_node *by_handle;
 static int next_id;
 static atomic_uint generation;
 
-#define TLS_CACHE 64
+#define TLS_CACHE 16 /* small: static TLS is scarce when loaded with dlopen (kcheck front end) */
 struct cache_slot {
   void *handle;
   struct kc_kernel *k;

@@ -5,8 +5,10 @@
 
 #include <jansson.h>
 
+#include "contract.h"
 #include "launch.h"
 #include "shadow.h"
+#include "shadow_buffers.h"
 
 struct kc_gate_ctx {
   struct kc_launch_info *li;
@@ -48,5 +50,20 @@ long kc_compare_with_post(struct kc_shadow *s, json_t **evidence);
 /* Emits a violation of gate g for this launch (adds kernel, launch,
  * signature, seed, stack). Takes ownership of details. */
 void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li, json_t *details);
+
+/* Contract gates: applies() of every gate that needs a contract (the
+ * launch's kernel has one). */
+int kc_gate_has_contract(const struct kc_launch_info *li);
+/* Creates the shadow buffers of the launch's contract; on failure sets the
+ * gate's status to "error" with the reason and returns -1. */
+int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb);
+/* One run on the shadow buffers (inputs from the check's pre-state); on
+ * failure sets status "error" and frees sb. */
+int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char poison);
+/* One element's bytes as evidence: {"hex": little-endian value, and for
+ * fp32/fp64/int32 the number}. */
+json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format);
+/* A multi-index as a JSON array. */
+json_t *kc_gate_index_json(const int64_t *idx, int rank);
 
 #endif

@@ -2,6 +2,7 @@
  * shadow check (snapshot → application launch → shadow runs → restore) and
  * writes the `check` record. Installed as the core's check hook. */
 #include <stdio.h>
+#include <string.h>
 
 #include "core.h"
 #include "gate.h"
@@ -10,6 +11,10 @@
 #include "options.h"
 #include "policy.h"
 #include "report.h"
+
+static const struct kc_contract *li_contract(const struct kc_launch_info *li) {
+  return li->k ? kc_contract_match(li->k) : NULL;
+}
 
 static void sig_hex(uint64_t sig, char out[20]) {
   snprintf(out, 20, "%016llx", (unsigned long long)sig);
@@ -29,6 +34,70 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
   kc_report_violation(rec);
 }
 
+int kc_gate_has_contract(const struct kc_launch_info *li) {
+  return li->k && kc_contract_match(li->k) != NULL;
+}
+
+static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
+  json_object_set_new(ctx->result, "status", json_string("error"));
+  json_object_set_new(ctx->result, "error", json_string(why));
+}
+
+int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb) {
+  char err[256] = "";
+  const struct kc_contract *c = li_contract(ctx->li);
+  if (!c) {
+    gate_error(ctx, "no contract");
+    return -1;
+  }
+  json_object_set_new(ctx->result, "contract", json_string(c->where));
+  if (kc_sb_create(sb, ctx->li, c, err, sizeof err)) {
+    gate_error(ctx, err);
+    return -1;
+  }
+  return 0;
+}
+
+int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char poison) {
+  char err[256] = "";
+  if (kc_sb_run(sb, ctx->shadow, poison, err, sizeof err)) {
+    gate_error(ctx, err);
+    kc_sb_free(sb);
+    return -1;
+  }
+  return 0;
+}
+
+json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format) {
+  char hex[2 * 16 + 3] = "0x";
+  int n = esize > 16 ? 16 : esize;
+  for (int i = n - 1, at = 2; i >= 0; i--, at += 2)
+    snprintf(hex + at, sizeof hex - (size_t)at, "%02x", p[i]);
+  json_t *o = json_pack("{s:s}", "hex", hex);
+  const char *f = kc_ct_format_name(format);
+  if (f && !strcmp(f, "fp32") && esize == 4) {
+    float v;
+    memcpy(&v, p, 4);
+    json_object_set_new(o, "value", json_real((double)v));
+  } else if (f && !strcmp(f, "fp64") && esize == 8) {
+    double v;
+    memcpy(&v, p, 8);
+    json_object_set_new(o, "value", json_real(v));
+  } else if (f && !strcmp(f, "int32") && esize == 4) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    json_object_set_new(o, "value", json_integer(v));
+  }
+  return o;
+}
+
+json_t *kc_gate_index_json(const int64_t *idx, int rank) {
+  json_t *a = json_array();
+  for (int r = 0; r < rank; r++)
+    json_array_append_new(a, json_integer((json_int_t)idx[r]));
+  return a;
+}
+
 static void skip(const struct kc_launch_info *li, const char *why) {
   char sig[20];
   sig_hex(li->signature, sig);
@@ -41,8 +110,12 @@ static void skip(const struct kc_launch_info *li, const char *why) {
 CUresult kc_gates_check(struct kc_launch_info *li) {
   const struct kc_gate *run_list[16];
   int n = 0;
+  /* Contract gates run only where a contract matched; they work on shadow
+   * buffers of their own, so they share this check (and its pre-state, the
+   * source of their inputs) without needing anything else from it. */
   for (int i = 0; kc_gates[i] && n < 16; i++)
-    if (kc_gate_enabled(kc_gates[i]) && !kc_gates[i]->needs_contract &&
+    if (kc_gate_enabled(kc_gates[i]) &&
+        (!kc_gates[i]->needs_contract || kc_gate_has_contract(li)) &&
         (!kc_gates[i]->applies || kc_gates[i]->applies(li)))
       run_list[n++] = kc_gates[i];
   if (!n) return kc_app_launch(li->args);

@@ -64,7 +64,13 @@ static const char app_ptx[] =
     ".visible .entry _Z14block_disjointPi(.param .u64 out)\n{\n\tret;\n}\n"
     ".visible .entry _Z10atomic_sumPKiPyi(.param .u64 x, .param .u64 sum, .param .u32 n)\n"
     "{\n\tret;\n}\n"
-    ".visible .entry _Z14shared_reversePKiPi(.param .u64 in, .param .u64 out)\n{\n\tret;\n}\n";
+    ".visible .entry _Z14shared_reversePKiPi(.param .u64 in, .param .u64 out)\n{\n\tret;\n}\n"
+    ".visible .entry _Z14tail_unwrittenPKfPfi(.param .u64 a, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z13input_scratchPfS_i(.param .u64 x, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z14oob_tail_writePKfPfi(.param .u64 a, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n";
 
 static uint64_t fnv1a(const void *p, size_t n) {
   const unsigned char *b = p;
@@ -376,6 +382,57 @@ static void app_races(struct app *a) {
     CK(cuMemFree(all[i]));
 }
 
+/* The planted contract bugs and their correct counterpart (vecadd), once
+ * each at n = 1000 (not a multiple of 128), plus fill_i32, which has no
+ * contract. Prints every output and input buffer's checksum: kcheck must
+ * leave them exactly as without it. Buffers have 128 spare elements so the
+ * out-of-bounds kernel's stray store stays inside the allocation. */
+static void app_contracts(struct app *a) {
+  enum { N = 1000, PAD = 128 };
+  static float ha[N + PAD], hb[N + PAD], hout[N + PAD];
+  static int hi[N];
+  size_t bytes = sizeof ha;
+  for (int i = 0; i < N + PAD; i++) {
+    ha[i] = (float)i * 0.25f;
+    hb[i] = (float)(3 * i + 1);
+  }
+  CUdeviceptr da = app_alloc(bytes), db = app_alloc(bytes), dout = app_alloc(bytes);
+  CUdeviceptr di = app_alloc(sizeof hi);
+  int n = N;
+  unsigned blocks = (N + 127) / 128;
+  struct {
+    const char *label, *kernel;
+    CUdeviceptr *x, *y, *out; /* y NULL: (x, out, n) */
+  } ks[] = {{"vecadd", FK_K_VECADD, &da, &db, &dout},
+            {"tail_unwritten", FK_K_TAIL_UNWRITTEN, &da, NULL, &dout},
+            {"input_scratch", FK_K_INPUT_SCRATCH, &da, NULL, &dout},
+            {"oob_tail_write", FK_K_OOB_TAIL_WRITE, &db, NULL, &dout}};
+  for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
+    CK(cuMemcpyHtoD(da, ha, bytes));
+    CK(cuMemcpyHtoD(db, hb, bytes));
+    CK(cuMemsetD32(dout, 0, N + PAD));
+    void *a3[] = {ks[k].x, ks[k].out, &n}, *a4[] = {ks[k].x, ks[k].y, ks[k].out, &n};
+    CK(cuLaunchKernel(app_func(a, ks[k].kernel), blocks, 1, 1, 128, 1, 1, 0, a->stream,
+                      ks[k].y ? a4 : a3, NULL));
+    CK(cuStreamSynchronize(a->stream));
+    CK(cuMemcpyDtoH(hout, dout, bytes));
+    printf("%s: contracts %s out %016llx out[0] %g out[%d] %g out[%d] %g", app_name, ks[k].label,
+           (unsigned long long)fnv1a(hout, bytes), (double)hout[0], N - 1, (double)hout[N - 1], N,
+           (double)hout[N]);
+    CK(cuMemcpyDtoH(hout, *ks[k].x, bytes));
+    printf(" in %016llx\n", (unsigned long long)fnv1a(hout, bytes));
+  }
+  int v = 5;
+  void *fa[] = {&di, &v, &n};
+  CK(cuLaunchKernel(app_func(a, FK_K_FILL), blocks, 1, 1, 128, 1, 1, 0, a->stream, fa, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hi, di, sizeof hi));
+  printf("%s: contracts fill %016llx\n", app_name, (unsigned long long)fnv1a(hi, sizeof hi));
+  CUdeviceptr all[] = {da, db, dout, di};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    CK(cuMemFree(all[i]));
+}
+
 /* Runs the scenarios a mode asks for; returns the exit status. */
 static int app_run(const char *mode) {
   struct app a;
@@ -386,12 +443,14 @@ static int app_run(const char *mode) {
   } else if (strcmp(mode, "basic") == 0) {
     app_elementwise(&a);
     app_graph(&a);
+  } else if (strcmp(mode, "contracts") == 0) {
+    app_contracts(&a);
   } else if (strcmp(mode, "all") == 0) {
     app_elementwise(&a);
     app_graph(&a);
     app_races(&a);
   } else {
-    fprintf(stderr, "%s: unknown mode '%s' (basic, races, all)\n", app_name, mode);
+    fprintf(stderr, "%s: unknown mode '%s' (basic, races, contracts, all)\n", app_name, mode);
     return 2;
   }
   app_teardown(&a);

@@ -180,6 +180,10 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 /* (const int *x, unsigned long long *sum, int n)                             clean */
 #define FK_K_ATOMIC_SUM "_Z10atomic_sumPKiPyi"
 #define FK_K_SHARED_REV "_Z14shared_reversePKiPi" /* (const int *in, int *out)           clean */
+/* Contract bugs: (const float *a, float *out, int n) / (float *x, float *out, int n) */
+#define FK_K_TAIL_UNWRITTEN "_Z14tail_unwrittenPKfPfi" /* skips the last n % 128 outputs */
+#define FK_K_INPUT_SCRATCH "_Z13input_scratchPfS_i"    /* writes into its input x */
+#define FK_K_OOB_TAIL_WRITE "_Z14oob_tail_writePKfPfi" /* writes out[n] when n % 128 != 0 */
 #define FK_K_SCRUB "kc_scrub_shared"
 #define FK_K_OCCUPIER "kc_occupier"
 #define FK_K_HAMMER "kc_hammer"

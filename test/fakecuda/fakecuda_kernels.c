@@ -152,6 +152,50 @@ static void k_shared_rev(const struct fk_launch_ctx *c, void *const *params) {
     out[base + t] = tile[n - 1 - t];
 }
 
+/* ------------------------------------------- contract bugs (planted) */
+
+/* out[i] = a[i] + 1, but the last n % 128 elements are never written: a
+ * tail loop that was forgotten. The coverage gate must see it. */
+static void k_tail_unwritten(const struct fk_launch_ctx *c, void *const *params) {
+  const float *a = P(0, const float *);
+  float *out = P(1, float *);
+  int n = P(2, int);
+  unsigned long long full = (unsigned long long)(n - n % 128);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < full) out[i] = a[i] + 1.0f;
+  }
+}
+
+/* out[i] = 2 * x[i], then x[i] = 0: uses its input as scratch space, which
+ * the immutability gate must see. */
+static void k_input_scratch(const struct fk_launch_ctx *c, void *const *params) {
+  float *x = P(0, float *), *out = P(1, float *);
+  int n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) {
+      out[i] = 2.0f * x[i];
+      x[i] = 0.0f;
+    }
+  }
+}
+
+/* out[i] = a[i] - 1 for i < n, and thread n (present when n % 128 != 0)
+ * also stores out[n]: an off-by-one bound check the bounds gate must see. */
+static void k_oob_tail_write(const struct fk_launch_ctx *c, void *const *params) {
+  const float *a = P(0, const float *);
+  float *out = P(1, float *);
+  int n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n)
+      out[i] = a[i] - 1.0f;
+    else if (i == (unsigned long long)n)
+      out[i] = -1.0f;
+  }
+}
+
 /* ------------------------------------------------ kcheck's own kernels */
 
 static unsigned long long splitmix(unsigned long long *s) {
@@ -229,6 +273,9 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_DISJOINT, k_disjoint, 1, {8}, {0}, 0, 0},
     {FK_K_ATOMIC_SUM, k_atomic_sum, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_SHARED_REV, k_shared_rev, 2, {8, 8}, {0}, 0, 0},
+    {FK_K_TAIL_UNWRITTEN, k_tail_unwritten, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_INPUT_SCRATCH, k_input_scratch, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_OOB_TAIL_WRITE, k_oob_tail_write, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_SCRUB, k_scrub, 1, {8}, {0}, 0, 0},
     {FK_K_OCCUPIER, k_occupier, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},

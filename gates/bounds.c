@@ -1,0 +1,62 @@
+/* gates/bounds.c — contract: the kernel writes nothing outside its tensors'
+ * extents. One run on shadow buffers, each tensor between guard zones of a
+ * known byte; a changed guard byte is a store before the start or past the
+ * end of that tensor (within KC_SB_GUARD bytes of it). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+
+/* First changed byte of a guard zone, or -1. */
+static long first_changed(const unsigned char *g, size_t n, size_t *count) {
+  long first = -1;
+  for (size_t i = 0; i < n; i++)
+    if (g[i] != KC_SB_GUARD_BYTE) {
+      if (first < 0) first = (long)i;
+      (*count)++;
+    }
+  return first;
+}
+
+static int run(struct kc_gate_ctx *ctx) {
+  struct kc_sb sb;
+  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xA5)) return 0;
+  int violations = 0;
+  for (int i = 0; i < sb.n; i++) {
+    const struct kc_sb_tensor *t = &sb.t[i];
+    size_t nb = 0, na = 0;
+    const unsigned char *after_zone = t->after + KC_SB_GUARD + t->bytes;
+    long b = first_changed(t->after, KC_SB_GUARD, &nb);
+    long a = first_changed(after_zone, KC_SB_GUARD, &na);
+    if (b < 0 && a < 0) continue;
+    violations++;
+    /* The first corrupted byte nearest the tensor: past the end is the
+     * common off-by-one; before the start is reported when only it is hit. */
+    int past = a >= 0;
+    const unsigned char *at = past ? after_zone + a : t->after + b;
+    long rel = past ? a : b - (long)KC_SB_GUARD;
+    unsigned char before = KC_SB_GUARD_BYTE;
+    kc_gate_violation(
+        &kc_gate_bounds, ctx->li,
+        json_pack("{s:s, s:{s:s, s:s, s:i, s:s, s:I, s:I, s:I, s:i, s:i}}", "message",
+                  past ? "the kernel wrote past the end of a tensor"
+                       : "the kernel wrote before the start of a tensor",
+                  "evidence", "tensor", t->t->v->name, "side", past ? "after_end" : "before_start",
+                  past ? "bytes_past_end" : "bytes_before_start", (int)(past ? rel : -rel),
+                  "relative_to", past ? "end" : "start", "tensor_bytes", (json_int_t)t->bytes,
+                  "changed_bytes_after", (json_int_t)na, "changed_bytes_before", (json_int_t)nb,
+                  "before", before, "after", *at));
+  }
+  json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
+  json_object_set_new(ctx->result, "runs", json_integer(1));
+  kc_sb_free(&sb);
+  return violations;
+}
+
+const struct kc_gate kc_gate_bounds = {
+    "bounds",
+    "error",
+    1,
+    "the kernel writes nothing outside its tensors (guard zones around each stay intact)",
+    kc_gate_has_contract,
+    run};

@@ -1,0 +1,85 @@
+/* gates/coverage.c — contract: the kernel writes every element of every
+ * output tensor. Two runs on shadow buffers whose outputs start as two
+ * different poison fills; an element that differs between them was not
+ * written (a written element gets the same value from the same inputs). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+
+#define POISON_A 0xA5u
+#define POISON_B 0x5Au
+
+struct scan {
+  const struct kc_sb_tensor *t;
+  const unsigned char *first_run; /* run A's tensor bytes */
+  uint64_t count;
+  int64_t idx[KC_CT_MAX_RANK];
+  int rank;
+};
+
+static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
+  struct scan *s = ctx;
+  const unsigned char *b = s->t->after + KC_SB_GUARD + off;
+  if (!memcmp(s->first_run + off, b, (size_t)s->t->esize)) return 0;
+  if (!s->count++) {
+    memcpy(s->idx, idx, (size_t)rank * sizeof *idx);
+    s->rank = rank;
+  }
+  return 0;
+}
+
+static int run(struct kc_gate_ctx *ctx) {
+  struct kc_sb sb;
+  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, POISON_A)) return 0;
+  /* Keep run A's output bytes: run B reuses the host buffers. */
+  unsigned char *first[64] = {0};
+  int ok = 1;
+  for (int i = 0; i < sb.n && ok; i++) {
+    if (sb.t[i].role != KC_ROLE_OUT || !sb.t[i].bytes) continue;
+    first[i] = malloc(sb.t[i].bytes);
+    if (first[i])
+      memcpy(first[i], sb.t[i].after + KC_SB_GUARD, sb.t[i].bytes);
+    else
+      ok = 0;
+  }
+  int violations = 0;
+  if (ok && !kc_gate_sb_run(ctx, &sb, POISON_B)) {
+    json_t *tensors = json_object();
+    for (int i = 0; i < sb.n; i++) {
+      if (!first[i]) continue;
+      struct scan s = {&sb.t[i], first[i], 0, {0}, 0};
+      kc_sb_each_element(&sb.t[i], visit, &s);
+      json_object_set_new(tensors, sb.t[i].t->v->name, json_integer((json_int_t)s.count));
+      if (!s.count) continue;
+      violations++;
+      kc_gate_violation(&kc_gate_coverage, ctx->li,
+                        json_pack("{s:s, s:{s:s, s:o, s:I, s:o, s:[ii]}}", "message",
+                                  "output elements were not written (they kept the poison fill)",
+                                  "evidence", "tensor", sb.t[i].t->v->name, "first_unwritten",
+                                  kc_gate_index_json(s.idx, s.rank), "unwritten",
+                                  (json_int_t)s.count, "shape",
+                                  kc_gate_index_json(sb.t[i].t->shape, sb.t[i].t->rank), "poison",
+                                  POISON_A, POISON_B));
+    }
+    json_object_set_new(ctx->result, "unwritten", tensors);
+    json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
+    json_object_set_new(ctx->result, "runs", json_integer(2));
+    kc_sb_free(&sb);
+  } else if (!ok) {
+    json_object_set_new(ctx->result, "status", json_string("error"));
+    json_object_set_new(ctx->result, "error", json_string("out of host memory"));
+    kc_sb_free(&sb);
+  }
+  for (int i = 0; i < 64; i++)
+    free(first[i]);
+  return violations;
+}
+
+const struct kc_gate kc_gate_coverage = {
+    "coverage",
+    "error",
+    1,
+    "every element of every output tensor is written (two runs from different poison fills agree)",
+    kc_gate_has_contract,
+    run};

@@ -1,0 +1,237 @@
+/* libkcheck/shadow_buffers.c — guarded shadow tensors for a contracted
+ * launch: allocation, parameter relocation (pointers inside struct
+ * parameters too), input copies, output poison, relaunch and read-back.
+ * Every device write goes to kcheck's own buffers. */
+#include "shadow_buffers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocmap.h"
+#include "driver.h"
+#include "own.h"
+
+/* As in shadow.c: a sync in relaxed capture mode cannot invalidate another
+ * thread's global-mode stream capture. */
+static CUresult sync_device(void) {
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int swapped = kc_drv.cuThreadExchangeStreamCaptureMode &&
+                kc_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  CUresult r = kc_drv.cuCtxSynchronize ? kc_drv.cuCtxSynchronize() : CUDA_ERROR_NOT_SUPPORTED;
+  if (swapped) kc_drv.cuThreadExchangeStreamCaptureMode(&mode);
+  return r;
+}
+
+static int fail(char *err, size_t n, const char *msg) {
+  snprintf(err, n, "%s", msg);
+  return -1;
+}
+
+/* Highest element offset + 1 over the logical index space (0: empty).
+ * Negative strides are refused: a tensor then starts before its pointer. */
+static int extent_elems(const struct kc_ct_tensor_val *t, uint64_t *out) {
+  uint64_t hi = 0;
+  for (int r = 0; r < t->rank; r++) {
+    if (t->shape[r] <= 0) {
+      *out = 0;
+      return 0;
+    }
+    if (t->strides[r] < 0) return -1;
+    uint64_t step;
+    if (__builtin_mul_overflow((uint64_t)(t->shape[r] - 1), (uint64_t)t->strides[r], &step) ||
+        __builtin_add_overflow(hi, step, &hi))
+      return -1;
+  }
+  *out = hi + 1;
+  return 0;
+}
+
+/* Byte offsets of every bound tensor's pointer, in binding order (the order
+ * kc_contract_bind visits parameters and fields). */
+static int tensor_offsets(const struct kc_contract *c, const struct kc_kernel *k, uint32_t *off,
+                          int max) {
+  int nt = 0;
+  for (int i = 0; i < c->nparams && i < k->nparams; i++) {
+    const struct kc_ct_param *p = &c->params[i];
+    if (p->v.kind == KC_PK_STRUCT) {
+      for (int j = 0; j < p->nfields; j++)
+        if (p->fields[j].kind == KC_PK_TENSOR && nt < max)
+          off[nt++] = k->param_offset[i] + p->fields[j].offset;
+    } else if (p->v.kind == KC_PK_TENSOR && nt < max) {
+      off[nt++] = k->param_offset[i];
+    }
+  }
+  return nt;
+}
+
+void kc_sb_free(struct kc_sb *s) {
+  for (int i = 0; i < s->n; i++) {
+    struct kc_sb_tensor *t = &s->t[i];
+    if (t->alloc) {
+      kc_own_remove(t->alloc);
+      kc_drv.cuMemFree_v2(t->alloc);
+      t->alloc = 0;
+    }
+    free(t->before);
+    free(t->after);
+    t->before = t->after = NULL;
+  }
+  free(s->params);
+  s->params = NULL;
+  s->n = 0;
+}
+
+int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
+                 char *err, size_t n) {
+  memset(s, 0, sizeof *s);
+  s->li = li;
+  const struct kc_kernel *k = li->k;
+  /* Relocation writes pointers at the kernel's own offsets: without the
+   * driver's layout kcheck cannot know where they lie. */
+  if (!k || k->nparams < 0) return fail(err, n, "the kernel's parameter layout is unknown");
+  if (kc_contract_bind_launch(c, li, &s->b, err, n)) return -1;
+  uint32_t off[64] = {0};
+  if (tensor_offsets(c, k, off, 64) != s->b.ntensors)
+    return fail(err, n, "the contract's tensors do not match the kernel's parameters");
+  s->params = malloc(li->param_size ? li->param_size : 1);
+  if (!s->params) return fail(err, n, "out of host memory");
+  memcpy(s->params, li->param_buf, li->param_size);
+  for (int i = 0; i < s->b.ntensors; i++) {
+    struct kc_sb_tensor *t = &s->t[s->n++];
+    t->t = &s->b.tensors[i];
+    t->role = t->t->v->tensor.role;
+    t->esize = kc_ct_format_bytes(t->t->v->tensor.format);
+    t->param_offset = off[i];
+    uint64_t elems = 0;
+    if (t->esize <= 0 || extent_elems(t->t, &elems) ||
+        __builtin_mul_overflow(elems, (uint64_t)t->esize, &t->bytes)) {
+      kc_sb_free(s);
+      snprintf(err, n, "tensor '%s' has no usable extent", t->t->v->name);
+      return -1;
+    }
+    uint64_t total = t->bytes + 2 * KC_SB_GUARD;
+    if (kc_drv.cuMemAlloc_v2(&t->alloc, total) != CUDA_SUCCESS) {
+      t->alloc = 0;
+      kc_sb_free(s);
+      return fail(err, n, "device memory for the shadow tensors unavailable");
+    }
+    kc_own_add(t->alloc, total);
+    t->dev = t->alloc + KC_SB_GUARD;
+    t->before = malloc(total);
+    t->after = malloc(total);
+    if (!t->before || !t->after) {
+      kc_sb_free(s);
+      return fail(err, n, "out of host memory");
+    }
+    if (off[i] + 8 > li->param_size) {
+      kc_sb_free(s);
+      return fail(err, n, "a tensor pointer lies past the parameter bytes");
+    }
+    uint64_t p = t->dev;
+    memcpy(s->params + off[i], &p, 8);
+  }
+  return 0;
+}
+
+/* Where the launch's input bytes for [ptr, ptr+bytes) can be read: the
+ * snapshot's pre-state copy when the shadow saved that allocation, else the
+ * application's buffer itself (read only). *avail: bytes readable there. */
+static CUdeviceptr input_source(struct kc_shadow *sh, uint64_t ptr, uint64_t bytes,
+                                uint64_t *avail) {
+  *avail = 0;
+  for (int i = 0; sh && i < sh->nregions; i++) {
+    const struct kc_region *r = &sh->regions[i];
+    if (r->pre && ptr >= r->base && ptr < r->base + r->size) {
+      uint64_t left = r->base + r->size - ptr;
+      *avail = left < bytes ? left : bytes;
+      return r->pre + (ptr - r->base);
+    }
+  }
+  struct kc_alloc a;
+  if (ptr && kc_allocmap_find(ptr, &a)) {
+    uint64_t left = a.base + a.size - ptr;
+    *avail = left < bytes ? left : bytes;
+    return ptr;
+  }
+  return 0;
+}
+
+static int fill(struct kc_sb_tensor *t, struct kc_shadow *sh, unsigned char poison) {
+  if (kc_drv.cuMemsetD8_v2(t->alloc, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS ||
+      kc_drv.cuMemsetD8_v2(t->dev + t->bytes, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS)
+    return -1;
+  if (!t->bytes) return 0;
+  if (t->role == KC_ROLE_OUT) return kc_drv.cuMemsetD8_v2(t->dev, poison, t->bytes) ? -1 : 0;
+  if (t->host_input) return kc_drv.cuMemcpyHtoD_v2(t->dev, t->host_input, t->bytes) ? -1 : 0;
+  /* Bytes the application's allocation does not have (a contract larger
+   * than the buffer) get the poison too. */
+  uint64_t avail = 0;
+  CUdeviceptr src = input_source(sh, t->t->ptr, t->bytes, &avail);
+  if (avail < t->bytes && kc_drv.cuMemsetD8_v2(t->dev, poison, t->bytes) != CUDA_SUCCESS) return -1;
+  if (avail && kc_drv.cuMemcpyDtoD_v2(t->dev, src, avail) != CUDA_SUCCESS) return -1;
+  return 0;
+}
+
+int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char *err, size_t n) {
+  const struct kc_launch_info *li = s->li;
+  const struct kc_kernel *k = li->k;
+  for (int i = 0; i < s->n; i++)
+    if (fill(&s->t[i], sh, poison)) return fail(err, n, "filling the shadow tensors failed");
+  if (sync_device() != CUDA_SUCCESS) return fail(err, n, "filling the shadow tensors failed");
+  for (int i = 0; i < s->n; i++) {
+    struct kc_sb_tensor *t = &s->t[i];
+    if (kc_drv.cuMemcpyDtoH_v2(t->before, t->alloc, t->bytes + 2 * KC_SB_GUARD) != CUDA_SUCCESS)
+      return fail(err, n, "reading the shadow tensors failed");
+  }
+  /* A fresh kernelParams array into the relocated copy: the application's
+   * own array and bytes stay as they are. */
+  void **kp = calloc((size_t)(k->nparams ? k->nparams : 1), sizeof *kp);
+  if (!kp) return fail(err, n, "out of host memory");
+  for (int i = 0; i < k->nparams; i++)
+    kp[i] = k->param_offset[i] < li->param_size ? s->params + k->param_offset[i] : s->params;
+  CUlaunchAttribute attr;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = li->grid[0], cfg.gridDimY = li->grid[1], cfg.gridDimZ = li->grid[2];
+  cfg.blockDimX = li->block[0], cfg.blockDimY = li->block[1], cfg.blockDimZ = li->block[2];
+  cfg.sharedMemBytes = li->shmem;
+  cfg.hStream = li->stream;
+  if (li->args->entry == KC_LE_COOPERATIVE) {
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  CUresult r = kc_drv.cuLaunchKernelEx ? kc_drv.cuLaunchKernelEx(&cfg, li->args->f, kp, NULL)
+                                       : CUDA_ERROR_NOT_SUPPORTED;
+  free(kp);
+  CUresult sr = sync_device();
+  s->runs++;
+  if (r != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors failed");
+  if (sr != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors faulted");
+  for (int i = 0; i < s->n; i++) {
+    struct kc_sb_tensor *t = &s->t[i];
+    if (kc_drv.cuMemcpyDtoH_v2(t->after, t->alloc, t->bytes + 2 * KC_SB_GUARD) != CUDA_SUCCESS)
+      return fail(err, n, "reading the shadow tensors failed");
+  }
+  return 0;
+}
+
+void kc_sb_each_element(const struct kc_sb_tensor *t, kc_sb_elem_fn fn, void *ctx) {
+  const struct kc_ct_tensor_val *v = t->t;
+  int64_t idx[KC_CT_MAX_RANK] = {0};
+  for (int r = 0; r < v->rank; r++)
+    if (v->shape[r] <= 0) return;
+  for (;;) {
+    uint64_t off = 0;
+    for (int r = 0; r < v->rank; r++)
+      off += (uint64_t)idx[r] * (uint64_t)v->strides[r];
+    if (fn(ctx, idx, v->rank, off * (uint64_t)t->esize)) return;
+    int r = v->rank - 1;
+    while (r >= 0 && ++idx[r] == v->shape[r])
+      idx[r--] = 0;
+    if (r < 0) return;
+  }
+}

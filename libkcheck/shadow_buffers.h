@@ -1,0 +1,62 @@
+/* libkcheck/shadow_buffers.h — kcheck's own copies of a contracted launch's
+ * tensors: each tensor in a fresh device buffer between guard zones, the
+ * launch re-run on them with relocated parameters, results read back. The
+ * contract gates (coverage, immutability, bounds) judge what comes back;
+ * the application's memory is only ever read. */
+#ifndef KC_SHADOW_BUFFERS_H
+#define KC_SHADOW_BUFFERS_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "contract.h"
+#include "launch.h"
+#include "shadow.h"
+
+/* Bytes of guard zone on each side of a tensor, and the byte they hold. */
+#define KC_SB_GUARD 256u
+#define KC_SB_GUARD_BYTE 0xCBu
+
+struct kc_sb_tensor {
+  const struct kc_ct_tensor_val *t; /* shape, strides, declaration */
+  enum kc_ct_role role;
+  int esize;              /* bytes per element */
+  uint32_t param_offset;  /* where its pointer lies in the parameter bytes */
+  uint64_t bytes;         /* extent: highest element offset + 1, in bytes */
+  CUdeviceptr alloc;      /* guard + bytes + guard */
+  CUdeviceptr dev;        /* alloc + KC_SB_GUARD: what the kernel gets */
+  const void *host_input; /* caller-provided input data (bytes long); NULL: copy */
+  /* Host copies of the whole allocation (guards included), filled by
+   * kc_sb_run: right before the launch and after it. */
+  unsigned char *before, *after;
+};
+
+struct kc_sb {
+  const struct kc_launch_info *li;
+  struct kc_ct_binding b;
+  int n;
+  struct kc_sb_tensor t[64];
+  unsigned char *params; /* relocated copy of the parameter bytes */
+  int runs;
+};
+
+/* Binds c to the launch and allocates a guarded device buffer per tensor.
+ * 0 on success; else -1 with why in err (nothing stays allocated). */
+int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
+                 char *err, size_t n);
+/* One run: guards filled, inputs (in, inout) copied from the launch's pre-
+ * state (sh's saved copy when sh covers the pointer, else the application's
+ * buffer, read only) or host_input, outputs filled with `poison`; the
+ * kernel launched on the shadow tensors; everything read back into
+ * before/after. 0 on success; -1 with why in err. */
+int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char *err, size_t n);
+void kc_sb_free(struct kc_sb *s);
+
+/* Visits the logical elements of tensor i in row-major index order; fn gets
+ * the element's multi-index and its byte offset from the tensor's start and
+ * returns nonzero to stop. */
+typedef int (*kc_sb_elem_fn)(void *ctx, const int64_t *idx, int rank, uint64_t byte_off);
+void kc_sb_each_element(const struct kc_sb_tensor *t, kc_sb_elem_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,105 @@
+"""Contract gates (coverage, immutability, bounds) on the CPU stand-in: each
+planted contract bug is caught by its gate alone, with evidence; the
+correct kernel and kernels without a contract stay silent; the
+application's outputs are the same with and without kcheck."""
+import os
+
+from conftest import ROOT, by_type, run
+
+CONTRACTS = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
+CONTRACT_GATES = {"coverage", "immutability", "bounds"}
+N = 1000  # app_linked contracts: n, not a multiple of 128
+
+
+def name(rec):
+    return rec["kernel_name"].split("(")[0]
+
+
+def contracts_run(app, tmp_path, options=""):
+    opts = "contracts=" + CONTRACTS + (":" + options if options else "")
+    r = run([app("app_linked"), "contracts"], tmp_path, options=opts)
+    assert r.rc == 0, r.err
+    return r, r.only_report()
+
+
+def test_each_bug_caught_by_its_gate_only(app, tmp_path):
+    r, recs = contracts_run(app, tmp_path)
+    viol = {name(v): v for v in by_type(recs, "violation")}
+    assert len(by_type(recs, "violation")) == 3, by_type(recs, "violation")
+    assert {k: v["gate"] for k, v in viol.items()} == {
+        "tail_unwritten": "coverage", "input_scratch": "immutability", "oob_tail_write": "bounds"}
+
+    ev = viol["tail_unwritten"]["evidence"]
+    assert ev["tensor"] == "out"
+    assert ev["first_unwritten"] == [N - N % 128]
+    assert ev["unwritten"] == N % 128
+    assert ev["shape"] == [N]
+
+    ev = viol["input_scratch"]["evidence"]
+    assert ev["tensor"] == "x"
+    assert ev["index"] == [1]  # x[0] is 0.0: zeroing it changes nothing
+    assert ev["changed"] == N - 1
+    assert ev["before"]["value"] == 0.25 and ev["after"]["value"] == 0.0
+    assert ev["before"]["hex"] == "0x3e800000" and ev["after"]["hex"] == "0x00000000"
+
+    ev = viol["oob_tail_write"]["evidence"]
+    assert ev["tensor"] == "out" and ev["side"] == "after_end"
+    assert ev["bytes_past_end"] == 0 and ev["relative_to"] == "end"
+    assert ev["tensor_bytes"] == 4 * N and ev["changed_bytes_after"] == 4
+    assert ev["changed_bytes_before"] == 0 and ev["before"] != ev["after"]
+
+    checks = {name(c): c for c in by_type(recs, "check")}
+    for k, gate in (("tail_unwritten", "coverage"), ("input_scratch", "immutability"),
+                    ("oob_tail_write", "bounds")):
+        g = checks[k]["gates"]
+        assert g[gate]["status"] == "fail"
+        assert g[gate]["contract"].startswith(CONTRACTS + ":")
+        for other in CONTRACT_GATES - {gate}:
+            assert g[other]["status"] == "pass", (k, other, g[other])
+        # The timing gates see deterministic kernels: silent.
+        assert g["determinism"]["status"] == "pass" and g["race"]["status"] == "pass"
+    assert "SUMMARY: kcheck: 3 violations in 5 checks" in r.err
+
+
+def test_correct_kernel_silent_and_uncontracted_kernel_untouched(app, tmp_path):
+    _, recs = contracts_run(app, tmp_path)
+    checks = {name(c): c for c in by_type(recs, "check")}
+    vecadd = checks["vecadd"]
+    assert vecadd["violations"] == 0
+    for g in CONTRACT_GATES:
+        assert vecadd["gates"][g]["status"] == "pass"
+    assert vecadd["gates"]["coverage"]["unwritten"] == {"c": 0}
+    # fill_i32 has no contract: no contract gate result at all.
+    assert not CONTRACT_GATES & set(checks["fill_i32"]["gates"])
+    assert checks["fill_i32"]["violations"] == 0
+
+
+def test_no_contracts_no_contract_gate_results(app, tmp_path):
+    r = run([app("app_linked"), "contracts"], tmp_path, options="contracts=none")
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    assert not by_type(recs, "violation")
+    for c in by_type(recs, "check"):
+        assert not CONTRACT_GATES & set(c["gates"]), c
+    # The default gates include the contract gates: silent without contracts.
+    r = run([app("app_linked"), "races"], tmp_path, options="contracts=none")
+    assert r.rc == 0, r.err
+    assert {v["gate"] for v in by_type(r.only_report(), "violation")} == {"race"}
+
+
+def test_contract_gates_alone(app, tmp_path):
+    """Selected alone, each contract gate still finds its bug."""
+    for gate, kernel in (("coverage", "tail_unwritten"), ("immutability", "input_scratch"),
+                         ("bounds", "oob_tail_write")):
+        _, recs = contracts_run(app, tmp_path, "gates=" + gate)
+        viol = by_type(recs, "violation")
+        assert [(name(v), v["gate"]) for v in viol] == [(kernel, gate)]
+
+
+def test_application_outputs_unchanged(app, tmp_path):
+    plain = run([app("app_linked"), "contracts"], tmp_path, kcheck=False)
+    checked, _ = contracts_run(app, tmp_path)
+    assert plain.rc == 0
+    lines = lambda out: [l for l in out.splitlines() if l.startswith("app_linked: contracts")]
+    assert lines(checked.out) == lines(plain.out)
+    assert len(lines(plain.out)) == 6

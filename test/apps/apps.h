@@ -70,7 +70,15 @@ static const char app_ptx[] =
     ".visible .entry _Z13input_scratchPfS_i(.param .u64 x, .param .u64 out, .param .u32 n)\n"
     "{\n\tret;\n}\n"
     ".visible .entry _Z14oob_tail_writePKfPfi(.param .u64 a, .param .u64 out, .param .u32 n)\n"
-    "{\n\tret;\n}\n";
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z14exp_fast_wrongPKfPfi(.param .u64 x, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z11exp_correctPKfPfi(.param .u64 x, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
+    ".visible .entry _Z12gemm_fp16accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C, "
+    ".param .u32 M, .param .u32 N, .param .u32 K)\n{\n\tret;\n}\n"
+    ".visible .entry _Z12gemm_fp32accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C, "
+    ".param .u32 M, .param .u32 N, .param .u32 K)\n{\n\tret;\n}\n";
 
 static uint64_t fnv1a(const void *p, size_t n) {
   const unsigned char *b = p;
@@ -422,6 +430,46 @@ static void app_contracts(struct app *a) {
     CK(cuMemcpyDtoH(hout, *ks[k].x, bytes));
     printf(" in %016llx\n", (unsigned long long)fnv1a(hout, bytes));
   }
+  /* Numerical kernels (the oracle gate): exp on n points of [-8, 8]. */
+  for (int i = 0; i < N; i++)
+    ha[i] = -8.0f + 16.0f * (float)i / (float)(N - 1);
+  CK(cuMemcpyHtoD(da, ha, bytes));
+  const char *exps[][2] = {{"exp_fast_wrong", FK_K_EXP_FAST_WRONG},
+                           {"exp_correct", FK_K_EXP_CORRECT}};
+  for (size_t k = 0; k < 2; k++) {
+    void *args[] = {&da, &dout, &n};
+    CK(cuLaunchKernel(app_func(a, exps[k][1]), blocks, 1, 1, 128, 1, 1, 0, a->stream, args, NULL));
+    CK(cuStreamSynchronize(a->stream));
+    CK(cuMemcpyDtoH(hout, dout, sizeof(float) * N));
+    printf("%s: contracts %s out %016llx\n", app_name, exps[k][0],
+           (unsigned long long)fnv1a(hout, sizeof(float) * N));
+  }
+  /* GEMM 64x64x256, positive bf16-exact inputs (1 + j/16): sums near 600,
+   * where an fp16 accumulator's ulp (0.5) swamps the products' 1/256. */
+  enum { GM = 64, GN = 64, GK = 256 };
+  static float hA[GM * GK], hB[GK * GN], hC[GM * GN];
+  for (int i = 0; i < GM * GK; i++)
+    hA[i] = 1.0f + (float)((i * 7) % 16) / 16.0f;
+  for (int i = 0; i < GK * GN; i++)
+    hB[i] = 1.0f + (float)((i * 5 + 3) % 16) / 16.0f;
+  CUdeviceptr dA = app_alloc(sizeof hA), dB = app_alloc(sizeof hB), dC = app_alloc(sizeof hC);
+  CK(cuMemcpyHtoD(dA, hA, sizeof hA));
+  CK(cuMemcpyHtoD(dB, hB, sizeof hB));
+  int gm = GM, gn = GN, gk = GK;
+  const char *gemms[][2] = {{"gemm_fp16acc", FK_K_GEMM_FP16ACC},
+                            {"gemm_fp32acc", FK_K_GEMM_FP32ACC}};
+  for (size_t k = 0; k < 2; k++) {
+    void *args[] = {&dA, &dB, &dC, &gm, &gn, &gk};
+    CK(cuLaunchKernel(app_func(a, gemms[k][1]), GM * GN / 128, 1, 1, 128, 1, 1, 0, a->stream, args,
+                      NULL));
+    CK(cuStreamSynchronize(a->stream));
+    CK(cuMemcpyDtoH(hC, dC, sizeof hC));
+    printf("%s: contracts %s out %016llx C[0] %g\n", app_name, gemms[k][0],
+           (unsigned long long)fnv1a(hC, sizeof hC), (double)hC[0]);
+  }
+  CUdeviceptr g[] = {dA, dB, dC};
+  for (size_t i = 0; i < 3; i++)
+    CK(cuMemFree(g[i]));
   int v = 5;
   void *fa[] = {&di, &v, &n};
   CK(cuLaunchKernel(app_func(a, FK_K_FILL), blocks, 1, 1, 128, 1, 1, 0, a->stream, fa, NULL));

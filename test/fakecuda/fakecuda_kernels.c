@@ -2,6 +2,7 @@
  * images bind to by name: planted kernels for kcheck's tests (elementwise,
  * struct parameters, order-dependent and order-independent ones) and the
  * stand-ins for kcheck's own perturbation kernels (kc_scrub_shared, ...). */
+#include <math.h>
 #include <string.h>
 
 #include "fakecuda_int.h"
@@ -196,6 +197,76 @@ static void k_oob_tail_write(const struct fk_launch_ctx *c, void *const *params)
   }
 }
 
+/* ------------------------------------- numerical bugs (planted) + correct */
+
+/* exp(x) = 2^k * p(r), x = k ln2 + r, |r| <= ln2/2, p the degree-5 Taylor
+ * polynomial in float: relative error up to r^6/720 (~2.5e-6, tens of
+ * ulps) where expf stays within its 2-ulp budget. */
+static float exp_fast(float x) {
+  float k = nearbyintf(x * 1.44269504f);
+  float r = x - k * 0.693147182f;
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120)))));
+  return ldexpf(p, (int)k);
+}
+
+static void k_exp_fast_wrong(const struct fk_launch_ctx *c, void *const *params) {
+  const float *x = P(0, const float *);
+  float *out = P(1, float *);
+  int n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) out[i] = exp_fast(x[i]);
+  }
+}
+
+static void k_exp_correct(const struct fk_launch_ctx *c, void *const *params) {
+  const float *x = P(0, const float *);
+  float *out = P(1, float *);
+  int n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) out[i] = expf(x[i]);
+  }
+}
+
+/* v rounded to the nearest fp16 value (ties to even; no overflow handling:
+ * the planted GEMM stays far below 65504). */
+static float round_fp16(float v) {
+  if (v == 0.0f || !isfinite(v)) return v;
+  int e;
+  (void)frexpf(v, &e);
+  int q = e - 11 < -24 ? -24 : e - 11; /* quantum 2^q: 11 significant bits */
+  return (float)ldexp(nearbyint(ldexp((double)v, -q)), q);
+}
+
+/* C[m][n] = sum_k A[m][k] B[k][n], one thread per output element; fp16acc
+ * rounds the running sum to fp16 after every step (an fp16 accumulator). */
+static void gemm(const struct fk_launch_ctx *c, void *const *params, int fp16acc) {
+  const float *A = P(0, const float *), *B = P(1, const float *);
+  float *C = P(2, float *);
+  int M = P(3, int), N = P(4, int), K = P(5, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i >= (unsigned long long)M * (unsigned long long)N) continue;
+    unsigned long long m = i / (unsigned)N, nn = i % (unsigned)N;
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) {
+      acc =
+          fmaf(A[m * (unsigned)K + (unsigned)k], B[(unsigned long long)k * (unsigned)N + nn], acc);
+      if (fp16acc) acc = round_fp16(acc);
+    }
+    C[i] = acc;
+  }
+}
+
+static void k_gemm_fp16acc(const struct fk_launch_ctx *c, void *const *params) {
+  gemm(c, params, 1);
+}
+
+static void k_gemm_fp32acc(const struct fk_launch_ctx *c, void *const *params) {
+  gemm(c, params, 0);
+}
+
 /* ------------------------------------------------ kcheck's own kernels */
 
 static unsigned long long splitmix(unsigned long long *s) {
@@ -276,6 +347,10 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_TAIL_UNWRITTEN, k_tail_unwritten, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_INPUT_SCRATCH, k_input_scratch, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_OOB_TAIL_WRITE, k_oob_tail_write, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_EXP_FAST_WRONG, k_exp_fast_wrong, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_EXP_CORRECT, k_exp_correct, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_GEMM_FP16ACC, k_gemm_fp16acc, 6, {8, 8, 8, 4, 4, 4}, {0}, 0, 0},
+    {FK_K_GEMM_FP32ACC, k_gemm_fp32acc, 6, {8, 8, 8, 4, 4, 4}, {0}, 0, 0},
     {FK_K_SCRUB, k_scrub, 1, {8}, {0}, 0, 0},
     {FK_K_OCCUPIER, k_occupier, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},

@@ -42,7 +42,7 @@ $(FAKECUDA_DIR)/obj/%.o: test/fakecuda/%.c $(FAKECUDA_HDRS)
 $(FAKECUDA_LIB): $(FAKECUDA_OBJS) test/fakecuda/libcuda.map
 	$(CC) -shared -o $@ $(FAKECUDA_OBJS) -Wl,-soname,libcuda.so.1 \
 	  -Wl,--version-script=test/fakecuda/libcuda.map -Wl,-Bsymbolic-functions -Wl,-z,defs \
-	  -lpthread
+	  -lpthread -lm
 
 $(FAKECUDA_DIR)/libcuda.so: $(FAKECUDA_LIB)
 	ln -sf libcuda.so.1 $@

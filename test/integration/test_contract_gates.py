@@ -1,13 +1,14 @@
-"""Contract gates (coverage, immutability, bounds) on the CPU stand-in: each
-planted contract bug is caught by its gate alone, with evidence; the
-correct kernel and kernels without a contract stay silent; the
-application's outputs are the same with and without kcheck."""
+"""Contract gates (coverage, immutability, bounds, oracle) on the CPU
+stand-in: each planted contract bug is caught by its gate alone, with
+evidence; the correct kernels and kernels without a contract stay silent;
+the application's outputs are the same with and without kcheck."""
+import math
 import os
 
 from conftest import ROOT, by_type, run
 
 CONTRACTS = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
-CONTRACT_GATES = {"coverage", "immutability", "bounds"}
+CONTRACT_GATES = {"coverage", "immutability", "bounds", "oracle"}
 N = 1000  # app_linked contracts: n, not a multiple of 128
 
 
@@ -25,9 +26,10 @@ def contracts_run(app, tmp_path, options=""):
 def test_each_bug_caught_by_its_gate_only(app, tmp_path):
     r, recs = contracts_run(app, tmp_path)
     viol = {name(v): v for v in by_type(recs, "violation")}
-    assert len(by_type(recs, "violation")) == 3, by_type(recs, "violation")
+    assert len(by_type(recs, "violation")) == 5, by_type(recs, "violation")
     assert {k: v["gate"] for k, v in viol.items()} == {
-        "tail_unwritten": "coverage", "input_scratch": "immutability", "oob_tail_write": "bounds"}
+        "tail_unwritten": "coverage", "input_scratch": "immutability", "oob_tail_write": "bounds",
+        "exp_fast_wrong": "oracle", "gemm_fp16acc": "oracle"}
 
     ev = viol["tail_unwritten"]["evidence"]
     assert ev["tensor"] == "out"
@@ -54,11 +56,13 @@ def test_each_bug_caught_by_its_gate_only(app, tmp_path):
         g = checks[k]["gates"]
         assert g[gate]["status"] == "fail"
         assert g[gate]["contract"].startswith(CONTRACTS + ":")
-        for other in CONTRACT_GATES - {gate}:
+        for other in CONTRACT_GATES - {gate, "oracle"}:
             assert g[other]["status"] == "pass", (k, other, g[other])
+        # Their contracts name a binary op over one input: no verdict.
+        assert g["oracle"]["status"] == "inconclusive", g["oracle"]
         # The timing gates see deterministic kernels: silent.
         assert g["determinism"]["status"] == "pass" and g["race"]["status"] == "pass"
-    assert "SUMMARY: kcheck: 3 violations in 5 checks" in r.err
+    assert "SUMMARY: kcheck: 5 violations in 9 checks" in r.err
 
 
 def test_correct_kernel_silent_and_uncontracted_kernel_untouched(app, tmp_path):
@@ -66,8 +70,9 @@ def test_correct_kernel_silent_and_uncontracted_kernel_untouched(app, tmp_path):
     checks = {name(c): c for c in by_type(recs, "check")}
     vecadd = checks["vecadd"]
     assert vecadd["violations"] == 0
-    for g in CONTRACT_GATES:
+    for g in CONTRACT_GATES - {"oracle"}:
         assert vecadd["gates"][g]["status"] == "pass"
+    assert vecadd["gates"]["oracle"]["status"] == "bitwise"
     assert vecadd["gates"]["coverage"]["unwritten"] == {"c": 0}
     # fill_i32 has no contract: no contract gate result at all.
     assert not CONTRACT_GATES & set(checks["fill_i32"]["gates"])
@@ -89,11 +94,12 @@ def test_no_contracts_no_contract_gate_results(app, tmp_path):
 
 def test_contract_gates_alone(app, tmp_path):
     """Selected alone, each contract gate still finds its bug."""
-    for gate, kernel in (("coverage", "tail_unwritten"), ("immutability", "input_scratch"),
-                         ("bounds", "oob_tail_write")):
+    for gate, kernels in (("coverage", ["tail_unwritten"]), ("immutability", ["input_scratch"]),
+                          ("bounds", ["oob_tail_write"]),
+                          ("oracle", ["exp_fast_wrong", "gemm_fp16acc"])):
         _, recs = contracts_run(app, tmp_path, "gates=" + gate)
         viol = by_type(recs, "violation")
-        assert [(name(v), v["gate"]) for v in viol] == [(kernel, gate)]
+        assert [(name(v), v["gate"]) for v in viol] == [(k, gate) for k in kernels]
 
 
 def test_application_outputs_unchanged(app, tmp_path):
@@ -102,4 +108,39 @@ def test_application_outputs_unchanged(app, tmp_path):
     assert plain.rc == 0
     lines = lambda out: [l for l in out.splitlines() if l.startswith("app_linked: contracts")]
     assert lines(checked.out) == lines(plain.out)
-    assert len(lines(plain.out)) == 6
+    assert len(lines(plain.out)) == 10
+
+
+def test_oracle_flags_numerical_bugs(app, tmp_path):
+    _, recs = contracts_run(app, tmp_path, "gates=oracle")
+    viol = {name(v): v for v in by_type(recs, "violation")}
+    checks = {name(c): c["gates"]["oracle"] for c in by_type(recs, "check") if "oracle" in c["gates"]}
+
+    ev = viol["gemm_fp16acc"]["evidence"]
+    assert ev["verdict"] == "fail_precision" and ev["profile"] == "bf16_fp32acc"
+    assert "fp16 accumulation" in ev["explained_by"]
+    assert ev["tensor"] == "C" and ev["shape"] == [64, 64] and len(ev["index"]) == 2
+    assert ev["ratio"] > 1 and ev["error"] > ev["bound"] and ev["n_fail"] > 0
+    assert abs(ev["kernel"] - ev["exact"]) == ev["error"]
+    g = checks["gemm_fp16acc"]
+    assert g["status"] == "fail" and g["class"] == "fail_precision"
+    assert g["verdict"].startswith("fail_precision matmul[bf16_fp32acc]")
+    assert g["coverage"]["total"] == 4096 and g["coverage"]["checked"] == 4096
+
+    ev = viol["exp_fast_wrong"]["evidence"]
+    assert ev["verdict"] in ("fail_value", "fail_precision"), ev
+    assert ev["op"] == "exp" and ev["shape"] == [N] and len(ev["index"]) == 1
+    x = -8.0 + 16.0 * ev["index"][0] / (N - 1)
+    assert abs(ev["inputs"]["x"] - x) < 1e-5  # the input at the worst index
+    assert abs(ev["exact"] - math.exp(ev["inputs"]["x"])) <= 1e-6 * ev["exact"]
+    assert ev["ratio"] > 1
+    assert checks["exp_fast_wrong"]["status"] == "fail"
+
+    # expf stays within the documented 2-ulp budget; fp32 GEMM within its bound.
+    for k in ("exp_correct", "gemm_fp32acc"):
+        assert checks[k]["status"] in ("pass", "bitwise"), checks[k]
+        assert k not in viol
+    assert "ratio=" in checks["exp_correct"]["verdict"]
+    # fill_i32 has no contract: no oracle result; op over one input: inconclusive.
+    assert "fill_i32" not in checks
+    assert "reason" in checks["tail_unwritten"]

@@ -54,3 +54,10 @@ $(BUILD)/bench/passthrough_cpu: bench/passthrough_cpu.c $(FAKECUDA_LIB)
 bench-passthrough-cpu: $(BUILD)/bench/passthrough_cpu $(BUILD)/libkcheck.so
 	BUILD=$(BUILD) bench/run_passthrough_cpu.sh
 bench-cpu: bench-passthrough-cpu
+
+# Several threads launching at once (kcheck's locks and per-thread state).
+$(BUILD)/test/app_threads: test/apps/app_threads.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -Itest/fakecuda -o $@ $< \
+	  -L$(BUILD)/fakecuda -lcuda -lpthread -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
+integration-test: $(BUILD)/test/app_threads

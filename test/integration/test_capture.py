@@ -148,3 +148,18 @@ def test_without_trace_no_launch_records(app, tmp_path):
     recs = r.only_report()
     assert not by_type(recs, "launch")
     assert by_type(recs, "summary")[-1]["launches"] > 0
+
+
+def test_concurrent_launches_from_threads(app, tmp_path):
+    """Four threads launch 300 times each at once: every launch is counted
+    once, records are whole lines, and each thread's results are right."""
+    r = run([app("app_threads")], tmp_path, options="trace=1")
+    assert r.rc == 0, r.err
+    assert "launches 1200 failures 0" in r.out
+    recs = r.only_report()
+    launches = by_type(recs, "launch")
+    assert len(launches) == 1200
+    assert sorted(l["launch"] for l in launches) == list(range(1200))
+    summary = by_type(recs, "summary")[-1]
+    assert summary["launches"] == 1200 and summary["internal_errors"] == 0
+    assert len(by_type(recs, "kernel")) == 1

@@ -7,12 +7,7 @@
 
 #include "formats.h"
 #include "gate.h"
-
-static json_t *hex64(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return json_string(s);
-}
+#include "report.h"
 
 /* JSON has no NaN or infinity: those are written as strings. */
 static json_t *num(double v) {
@@ -60,7 +55,7 @@ long kc_compare_with_post(struct kc_shadow *s, json_t **evidence) {
                                               (json_int_t)(s->li->ptrs[i].value - r->base)));
   *evidence =
       json_pack("{s:{s:o, s:I}, s:I, s:o, s:o, s:o, s:I, s:i}", "allocation", "base",
-                hex64(r->base), "size", (json_int_t)r->size, "offset",
+                kc_json_addr(r->base), "size", (json_int_t)r->size, "offset",
                 (json_int_t)(d.offset + 2 * (uint64_t)half), "pointed_to_by", params, "expected",
                 interpret(d.expected, d.nbytes, half), "got", interpret(d.got, d.nbytes, half),
                 "differing_words", (json_int_t)d.words, "regions", s->nregions);

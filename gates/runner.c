@@ -12,23 +12,13 @@
 #include "policy.h"
 #include "report.h"
 
-static const struct kc_contract *li_contract(const struct kc_launch_info *li) {
-  return li->k ? kc_contract_match(li->k) : NULL;
-}
-
-static void sig_hex(uint64_t sig, char out[20]) {
-  snprintf(out, 20, "%016llx", (unsigned long long)sig);
-}
-
 void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li, json_t *details) {
-  char sig[20];
-  sig_hex(li->signature, sig);
-  json_t *rec =
-      json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:[iii], s:[iii], s:i, s:I}", "gate", g->id,
-                "severity", g->severity, "kernel", li->k->id, "kernel_name", li->k->demangled,
-                "kernel_mangled", li->k->name, "launch", (json_int_t)li->seq, "signature", sig,
-                "grid", li->grid[0], li->grid[1], li->grid[2], "block", li->block[0], li->block[1],
-                li->block[2], "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
+  json_t *rec = json_pack(
+      "{s:s, s:s, s:i, s:s, s:s, s:I, s:o, s:[iii], s:[iii], s:i, s:I}", "gate", g->id, "severity",
+      g->severity, "kernel", li->k->id, "kernel_name", li->k->demangled, "kernel_mangled",
+      li->k->name, "launch", (json_int_t)li->seq, "signature", kc_json_hash(li->signature), "grid",
+      li->grid[0], li->grid[1], li->grid[2], "block", li->block[0], li->block[1], li->block[2],
+      "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
   json_object_update(rec, details);
   json_decref(details);
   kc_report_violation(rec);
@@ -45,7 +35,7 @@ static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
 
 int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb) {
   char err[256] = "";
-  const struct kc_contract *c = li_contract(ctx->li);
+  const struct kc_contract *c = kc_contract_match(ctx->li->k);
   if (!c) {
     gate_error(ctx, "no contract");
     return -1;
@@ -98,15 +88,6 @@ json_t *kc_gate_index_json(const int64_t *idx, int rank) {
   return a;
 }
 
-static void skip(const struct kc_launch_info *li, const char *why) {
-  char sig[20];
-  sig_hex(li->signature, sig);
-  atomic_fetch_add(&kc_count.skips, 1);
-  kc_report_emit("skip", json_pack("{s:I, s:i, s:s, s:s, s:s}", "launch", (json_int_t)li->seq,
-                                   "kernel", li->k->id, "kernel_name", li->k->demangled,
-                                   "signature", sig, "reason", why));
-}
-
 CUresult kc_gates_check(struct kc_launch_info *li) {
   const struct kc_gate *run_list[16];
   int n = 0;
@@ -127,7 +108,7 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
   int began = kc_shadow_begin(&s, li, &why) == 0;
   kc_guard_leave();
   if (!began) {
-    skip(li, why ? why : "snapshot failed");
+    kc_report_skip(li, why ? why : "snapshot failed");
     return kc_app_launch(li->args);
   }
   /* The application's launch runs unguarded, as the application's own. */
@@ -154,17 +135,17 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
   kc_policy_record(li->signature, li->k->id, ok && violations == 0, cost);
   if (!ok) {
     json_decref(results);
-    skip(li, r == CUDA_SUCCESS ? "the application's launch could not be saved (device error)"
-                               : "the application's launch failed");
+    kc_report_skip(li, r == CUDA_SUCCESS
+                           ? "the application's launch could not be saved (device error)"
+                           : "the application's launch failed");
     return r;
   }
   atomic_fetch_add(&kc_count.checks, 1);
-  char sig[20];
-  sig_hex(li->signature, sig);
-  kc_report_emit("check", json_pack("{s:I, s:i, s:s, s:s, s:o, s:i, s:i, s:i, s:I, s:f}", "launch",
-                                    (json_int_t)li->seq, "kernel", li->k->id, "kernel_name",
-                                    li->k->demangled, "signature", sig, "gates", results,
-                                    "violations", violations, "runs", runs, "regions", nregions,
-                                    "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost));
+  kc_report_emit("check",
+                 json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f}", "launch",
+                           (json_int_t)li->seq, "kernel", li->k->id, "kernel_name",
+                           li->k->demangled, "signature", kc_json_hash(li->signature), "gates",
+                           results, "violations", violations, "runs", runs, "regions", nregions,
+                           "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost));
   return r;
 }

@@ -8,7 +8,11 @@
 #include "driver.h"
 #include "launch.h"
 #include "log.h"
+
+const char *const kc_launch_entry_names[KC_LE_COUNT] = {"cuLaunchKernel", "cuLaunchKernelEx",
+                                                        "cuLaunchCooperativeKernel"};
 #include "own.h"
+#include "report.h"
 
 static void copy_config(struct kc_launch_info *li, const struct kc_launch_args *a) {
   if (a->entry == KC_LE_KERNEL_EX && a->config) {
@@ -94,10 +98,11 @@ void kc_capture_pointers(struct kc_launch_info *li) {
       continue;
     }
     /* Fallback for memory allocated before kcheck was loaded or through an
-     * entry it does not hook. */
+     * entry it does not hook: a driver query, so only for words that look
+     * like addresses (a parameter struct holds many that do not). */
     CUdeviceptr base = 0;
     size_t size = 0;
-    if (kc_drv.cuMemGetAddressRange_v2 &&
+    if (kc_addr_like(w) && kc_drv.cuMemGetAddressRange_v2 &&
         kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size &&
         !kc_own_contains(base)) {
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
@@ -113,21 +118,13 @@ void kc_capture_free(struct kc_launch_info *li) {
   li->ptrs = NULL;
 }
 
-static json_t *hex64(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return json_string(s);
-}
-
 json_t *kc_launch_json(const struct kc_launch_info *li) {
-  static const char *const entries[] = {"cuLaunchKernel", "cuLaunchKernelEx",
-                                        "cuLaunchCooperativeKernel"};
   json_t *ptrs = json_array();
   for (int i = 0; i < li->nptrs; i++) {
     const struct kc_ptr *p = &li->ptrs[i];
     json_array_append_new(ptrs, json_pack("{s:i, s:o, s:o, s:I, s:I, s:s}", "offset",
-                                          (int)p->offset, "value", hex64(p->value), "base",
-                                          hex64(p->base), "alloc_size", (json_int_t)p->size,
+                                          (int)p->offset, "value", kc_json_addr(p->value), "base",
+                                          kc_json_addr(p->base), "alloc_size", (json_int_t)p->size,
                                           "alloc_offset", (json_int_t)(p->value - p->base),
                                           "resolved_by", p->from_driver ? "driver" : "map"));
   }
@@ -146,11 +143,11 @@ json_t *kc_launch_json(const struct kc_launch_info *li) {
       free(hex);
     }
   }
-  return json_pack("{s:I, s:i, s:s, s:b, s:[iii], s:[iii], s:i, s:o, s:s, s:I, s:o, s:o, s:o}",
-                   "launch", (json_int_t)li->seq, "kernel", li->k->id, "entry",
-                   entries[li->args->entry], "ptsz", li->args->ptsz, "grid", li->grid[0],
-                   li->grid[1], li->grid[2], "block", li->block[0], li->block[1], li->block[2],
-                   "shmem", li->shmem, "stream", hex64((uint64_t)(uintptr_t)li->stream),
-                   "param_form", li->param_form, "param_size", (json_int_t)li->param_size,
-                   "param_bytes", bytes, "pointers", ptrs, "attributes", attrs);
+  return json_pack(
+      "{s:I, s:i, s:s, s:b, s:[iii], s:[iii], s:i, s:o, s:s, s:I, s:o, s:o, s:o}", "launch",
+      (json_int_t)li->seq, "kernel", li->k->id, "entry", kc_launch_entry_names[li->args->entry],
+      "ptsz", li->args->ptsz, "grid", li->grid[0], li->grid[1], li->grid[2], "block", li->block[0],
+      li->block[1], li->block[2], "shmem", li->shmem, "stream",
+      kc_json_addr((uint64_t)(uintptr_t)li->stream), "param_form", li->param_form, "param_size",
+      (json_int_t)li->param_size, "param_bytes", bytes, "pointers", ptrs, "attributes", attrs);
 }

@@ -117,12 +117,10 @@ void kc_image_loaded(void *handle, int is_library, const void *image, const char
   pthread_mutex_unlock(&lock);
   free(old);
   atomic_fetch_add(&kc_count.modules, 1);
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->info.hash);
-  kc_report_emit("image",
-                 json_pack("{s:i, s:s, s:s, s:s, s:I, s:s}", "id", r->info.id, "kind",
-                           is_library ? "library" : "module", "format", r->info.format, "hash", hex,
-                           "size", (json_int_t)r->info.size, "source", r->info.source));
+  kc_report_emit("image", json_pack("{s:i, s:s, s:s, s:o, s:I, s:s}", "id", r->info.id, "kind",
+                                    is_library ? "library" : "module", "format", r->info.format,
+                                    "hash", kc_json_hash(r->info.hash), "size",
+                                    (json_int_t)r->info.size, "source", r->info.source));
 }
 
 void kc_image_unloaded(void *handle) {

@@ -174,10 +174,8 @@ static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info
   }
   json_t *image = json_null();
   if (img) {
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)img->hash);
-    image = json_pack("{s:i, s:s, s:s}", "id", img->id, "kind",
-                      img->is_library ? "library" : "module", "hash", hex);
+    image = json_pack("{s:i, s:s, s:o}", "id", img->id, "kind",
+                      img->is_library ? "library" : "module", "hash", kc_json_hash(img->hash));
   }
   const struct kc_contract *c = kc_contract_match(k);
   return json_pack(

@@ -4,7 +4,6 @@
 #include "launch.h"
 
 #include <stdatomic.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "audit.h"
@@ -37,13 +36,11 @@ static int stream_capturing(CUstream s) {
   return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-static void emit_skip(const struct kc_launch_info *li, const char *why) {
+void kc_report_skip(const struct kc_launch_info *li, const char *why) {
   atomic_fetch_add(&kc_count.skips, 1);
-  char sig[20];
-  snprintf(sig, sizeof sig, "%016llx", (unsigned long long)li->signature);
-  kc_report_emit("skip", json_pack("{s:I, s:i, s:s, s:s, s:s}", "launch", (json_int_t)li->seq,
+  kc_report_emit("skip", json_pack("{s:I, s:i, s:s, s:o, s:s}", "launch", (json_int_t)li->seq,
                                    "kernel", li->k->id, "kernel_name", li->k->demangled,
-                                   "signature", sig, "reason", why));
+                                   "signature", kc_json_hash(li->signature), "reason", why));
 }
 
 CUresult kc_on_launch(const struct kc_launch_args *a) {
@@ -69,7 +66,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     /* Without the layout kcheck cannot know what memory the kernel can
      * reach, so it cannot save it: re-running would corrupt it. */
     check = 0;
-    emit_skip(&li, "parameter layout unknown");
+    kc_report_skip(&li, "parameter layout unknown");
   }
   if (ok && check) {
     int first = 0;
@@ -77,10 +74,10 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     const char *why = kc_policy_decide(li.signature, k->id, seq, &first);
     if (why) {
       check = 0;
-      if (first) emit_skip(&li, why);
+      if (first) kc_report_skip(&li, why);
     } else if (stream_capturing(li.stream)) {
       check = 0;
-      emit_skip(&li, "stream capture in progress");
+      kc_report_skip(&li, "stream capture in progress");
     }
   }
   kc_guard_leave();

@@ -10,7 +10,15 @@
 
 #include "kernel.h"
 
-enum kc_launch_entry { KC_LE_KERNEL, KC_LE_KERNEL_EX, KC_LE_COOPERATIVE };
+enum kc_launch_entry { KC_LE_KERNEL, KC_LE_KERNEL_EX, KC_LE_COOPERATIVE, KC_LE_COUNT };
+/* Names of the launch entries, indexed by enum kc_launch_entry. */
+extern const char *const kc_launch_entry_names[KC_LE_COUNT];
+
+/* A word that looks like a user-space address (2^32 .. 2^47). Device
+ * pointers always do; sizes, strides and flags almost never. Stale stack
+ * bytes in parameter structs often do too, which is why such a word is
+ * only a candidate pointer. */
+static inline int kc_addr_like(uint64_t w) { return w >= (1ull << 32) && w < (1ull << 47); }
 
 /* What the application asked for, exactly as it asked. */
 struct kc_launch_args {
@@ -59,6 +67,9 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
 void kc_capture_pointers(struct kc_launch_info *li);
 void kc_capture_free(struct kc_launch_info *li);
 json_t *kc_launch_json(const struct kc_launch_info *li);
+
+/* A `skip` record: this launch was selected but is not checked, and why. */
+void kc_report_skip(const struct kc_launch_info *li, const char *why);
 
 /* The application's own launch (through the CUPTI audit when active). */
 CUresult kc_app_launch(const struct kc_launch_args *a);

@@ -59,26 +59,24 @@ uint64_t kc_policy_signature(const struct kc_launch_info *li) {
   XXH3_64bits_update(&st, li->grid, sizeof li->grid);
   XXH3_64bits_update(&st, li->block, sizeof li->block);
   XXH3_64bits_update(&st, &li->shmem, sizeof li->shmem);
-  if (li->param_buf && li->param_size) {
-    unsigned char *copy = malloc(li->param_size);
-    if (copy) {
-      memcpy(copy, li->param_buf, li->param_size);
-      /* Addresses change from launch to launch; shapes and flags do not.
-       * Besides resolved pointers, any aligned word that looks like a
-       * user-space address (2^32 .. 2^47) is dropped: parameter structs
-       * carry unused slots with stale stack bytes, which would make every
-       * launch a new signature. Shapes beyond 2^32 are rare. */
-      for (int i = 0; i < li->nptrs; i++)
-        memset(copy + li->ptrs[i].offset, 0, 8);
-      for (size_t off = 0; off + 8 <= li->param_size; off += 8) {
-        uint64_t w;
-        memcpy(&w, copy + off, 8);
-        if (w >= (1ull << 32) && w < (1ull << 47)) memset(copy + off, 0, 8);
-      }
-      XXH3_64bits_update(&st, copy, li->param_size);
-      free(copy);
+  /* Addresses change from launch to launch; shapes and flags do not.
+   * Resolved pointers and any other address-like word are left out:
+   * parameter structs carry unused slots with stale stack bytes, which would
+   * make every launch a new signature. Shapes beyond 2^32 are rare. */
+  unsigned char stackbuf[4096];
+  unsigned char *copy = li->param_size <= sizeof stackbuf ? stackbuf : malloc(li->param_size);
+  if (li->param_buf && li->param_size && copy) {
+    memcpy(copy, li->param_buf, li->param_size);
+    for (int i = 0; i < li->nptrs; i++)
+      memset(copy + li->ptrs[i].offset, 0, 8);
+    for (size_t off = 0; off + 8 <= li->param_size; off += 8) {
+      uint64_t w;
+      memcpy(&w, copy + off, 8);
+      if (kc_addr_like(w)) memset(copy + off, 0, 8);
     }
+    XXH3_64bits_update(&st, copy, li->param_size);
   }
+  if (copy != stackbuf) free(copy);
   return XXH3_64bits_digest(&st);
 }
 

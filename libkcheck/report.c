@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "launch.h"
 #include "log.h"
 #include "options.h"
 #include "version.h"
@@ -106,8 +107,17 @@ void kc_report_emit(const char *type, json_t *rec) {
   json_decref(rec);
 }
 
-static const char *const entry_names[8] = {
-    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "", "", "", "", ""};
+json_t *kc_json_addr(uint64_t v) {
+  char s[24];
+  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
+  return json_string(s);
+}
+
+json_t *kc_json_hash(uint64_t v) {
+  char s[24];
+  snprintf(s, sizeof s, "%016llx", (unsigned long long)v);
+  return json_string(s);
+}
 
 void kc_report_finish(void) {
   pthread_mutex_lock(&lock);
@@ -120,8 +130,8 @@ void kc_report_finish(void) {
        kernels = atomic_load(&kc_count.kernels), graphs = atomic_load(&kc_count.graph_launches),
        internal = atomic_load(&kc_internal_errors);
   json_t *by = json_object();
-  for (int i = 0; i < 3; i++)
-    json_object_set_new(by, entry_names[i],
+  for (int i = 0; i < KC_LE_COUNT; i++)
+    json_object_set_new(by, kc_launch_entry_names[i],
                         json_integer(atomic_load(&kc_count.launches_by_entry[i])));
   kc_report_emit("summary",
                  json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "launches",

@@ -6,13 +6,14 @@
 
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #define KC_REPORT_SCHEMA "kcheck.report/1"
 
 /* Counters for the summary. */
 struct kc_counters {
   atomic_long launches;             /* application kernel launches seen */
-  atomic_long launches_by_entry[8]; /* by enum kc_launch_entry */
+  atomic_long launches_by_entry[4]; /* by enum kc_launch_entry */
   atomic_long graph_launches;       /* cuGraphLaunch: counted, never checked */
   atomic_long kernels;              /* distinct kernels */
   atomic_long checks;
@@ -33,6 +34,10 @@ void kc_report_emit(const char *type, json_t *rec);
 const char *kc_report_path(void);
 /* Writes the summary record and the stderr summary; idempotent. */
 void kc_report_finish(void);
+/* JSON strings for 64-bit values: addresses as "0x...", hashes and
+ * signatures as 16 hex digits. */
+json_t *kc_json_addr(uint64_t v);
+json_t *kc_json_hash(uint64_t v);
 /* Seconds since kcheck started (monotonic). */
 double kc_now_s(void);
 /* Lock order helpers for fork. */

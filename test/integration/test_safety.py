@@ -147,3 +147,35 @@ def test_dlsym_rtld_next_keeps_its_meaning(tmp_path):
     r = run([exe], tmp_path)
     assert plain.rc == 0, plain.out
     assert r.rc == 0 and "hello=41" in r.out, r.out + r.err
+
+
+FORK_AFTER_ACTIVATION = r"""
+import ctypes, os, sys
+cuda = ctypes.CDLL("libcuda.so.1")
+assert cuda.cuInit(0) == 0
+fn = ctypes.c_void_p()
+# kcheck activates on the first call of an entry it interposes.
+assert cuda.cuGetProcAddress_v2(b"cuInit", ctypes.byref(fn), 13000, 0, None) == 0
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)                      # a normal exit: atexit handlers run
+_, status = os.waitpid(pid, 0)
+print("parent", os.getpid(), "child", pid, "status", status)
+"""
+
+
+def test_fork_after_activation_rearms_the_child(tmp_path):
+    """A child forked after kcheck activated gets a report of its own (new
+    pid, parent_pid set, its own summary); the parent's report is intact."""
+    import sys
+    r = run([sys.executable, "-c", FORK_AFTER_ACTIVATION], tmp_path)
+    assert r.rc == 0, r.err
+    parent_pid, child_pid, status = [int(x) for x in r.out.split()[1::2]]
+    assert status == 0
+    assert len(r.reports) == 2, r.reports
+    runs = {r.records(i)[0]["pid"]: r.records(i) for i in range(2)}
+    assert set(runs) == {parent_pid, child_pid}
+    assert runs[child_pid][0]["parent_pid"] == parent_pid
+    assert "parent_pid" not in runs[parent_pid][0]
+    for recs in runs.values():
+        assert by_type(recs, "summary"), "report ends without a summary"

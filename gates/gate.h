@@ -7,6 +7,7 @@
 
 #include "contract.h"
 #include "launch.h"
+#include "oracle.h"
 #include "shadow.h"
 #include "shadow_buffers.h"
 
@@ -65,5 +66,62 @@ int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char pois
 json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format);
 /* A multi-index as a JSON array. */
 json_t *kc_gate_index_json(const int64_t *idx, int rank);
+
+/* ------------------------------------------------ the oracle's verdicts */
+
+/* One shadow run judged by the numerical oracle (gates/judge.c). */
+struct kc_judgment {
+  struct oc_verdict v;
+  int out;        /* sb index of the judged output tensor */
+  int in[8], nin; /* role: in tensors, declaration order */
+  struct oc_tensor ins[8];
+  int nins;      /* elementwise ops: inputs described, for the evidence */
+  char err[256]; /* why no verdict (kc_judge returned -1) */
+};
+/* The contract attribute `key`, or NULL. */
+const char *kc_contract_attr(const struct kc_contract *c, const char *key);
+/* Judges the outputs of sb's last run against c's op and profile. 0 with
+ * j->v filled; -1 when the oracle cannot judge (why in j->err). */
+int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j);
+/* "bitwise", "pass", "suspect", "inconclusive" or "fail". */
+const char *kc_verdict_status(enum oc_verdict_kind k);
+/* Adds verdict, class and coverage to a gate's result object. */
+void kc_judge_result(const struct kc_judgment *j, json_t *result);
+/* The evidence of a verdict: tensor, multi-index, values, bound, class. */
+json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
+                          const struct kc_judgment *j);
+
+/* ------------------------------------------------ generated-input trials */
+
+/* Magnitudes the extremes gate moves generated values in [-1, 1) to. */
+enum kc_transform { KC_TF_NONE, KC_TF_HUGE, KC_TF_TINY, KC_TF_SUBNORMAL, KC_TF_ZEROS };
+
+/* One run on generated inputs (gates/trial.c). */
+struct kc_trial {
+  int gen; /* enum oc_gen */
+  enum kc_transform transform;
+  const int64_t *scalars; /* one per contract scalar; NULL: the application's */
+  uint64_t max_bytes;     /* skip when the tensors need more (0: no limit) */
+};
+/* The seed of trial i of a gate, from the seed option. */
+uint64_t kc_trial_seed(const char *gate, int trial);
+const char *kc_transform_name(enum kc_transform t);
+/* What exposed a result: inputs (application, or generator, transform and
+ * seed), scalars, tensor shapes, grid and block. tr NULL: the application's
+ * inputs. */
+json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_t seed);
+/* One trial: shadow buffers at tr's scalars, inputs generated with seed,
+ * outputs poisoned with NaN, one run, the oracle's verdict in j. 0: judged
+ * (sb stays allocated: kc_sb_free it); 1: skipped (domain or size, why in
+ * j->err); -1: no verdict (why in j->err). */
+int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
+                 uint64_t seed, struct kc_sb *sb, struct kc_judgment *j);
+/* Runs trials in order until one gives a verdict in fail_mask (bits 1 <<
+ * enum oc_verdict_kind) or, for trials at other scalars, changes a guard
+ * zone; reports that as g's violation (message, evidence, exposed_by) and
+ * sets the result: status, runs, and one entry per trial. Returns the
+ * number of violations (0 or 1). */
+int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
+                   int ntrials, unsigned fail_mask, const char *message);
 
 #endif

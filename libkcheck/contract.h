@@ -182,6 +182,13 @@ struct kc_ct_binding {
 int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf, size_t param_size,
                      const uint32_t *param_offset, int nparams, struct kc_ct_binding *b, char *err,
                      size_t n);
+/* The inverse of kc_contract_bind for scalars: writes ivals (one per
+ * scalar, in the binding's order) into param_buf at the kernel's offsets;
+ * float scalars keep their bytes. 0, or -1 when a value does not fit its
+ * type or lies outside the buffer (why in err). */
+int kc_contract_write_scalars(const struct kc_contract *c, unsigned char *param_buf,
+                              size_t param_size, const uint32_t *param_offset, int nparams,
+                              const int64_t *ivals, char *err, size_t n);
 /* kc_contract_bind on a captured launch (its kernel's layout). */
 int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_info *li,
                             struct kc_ct_binding *b, char *err, size_t n);

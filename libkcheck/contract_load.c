@@ -267,6 +267,64 @@ int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf
   return 0;
 }
 
+/* Writes one integer scalar's value at p in its declared type. */
+static void write_scalar(const struct kc_ct_value *v, unsigned char *p, int64_t x) {
+  switch (v->scalar) {
+  case KC_SC_I32: {
+    int32_t y = (int32_t)x;
+    memcpy(p, &y, 4);
+    break;
+  }
+  case KC_SC_U32: {
+    uint32_t y = (uint32_t)x;
+    memcpy(p, &y, 4);
+    break;
+  }
+  case KC_SC_I64:
+  case KC_SC_U64: memcpy(p, &x, 8); break;
+  case KC_SC_F32:
+  case KC_SC_F64: break; /* float scalars keep their value */
+  }
+}
+
+static int fits(const struct kc_ct_value *v, int64_t x) {
+  switch (v->scalar) {
+  case KC_SC_I32: return x >= INT32_MIN && x <= INT32_MAX;
+  case KC_SC_U32: return x >= 0 && x <= UINT32_MAX;
+  case KC_SC_U64: return x >= 0;
+  default: return 1;
+  }
+}
+
+int kc_contract_write_scalars(const struct kc_contract *c, unsigned char *param_buf,
+                              size_t param_size, const uint32_t *param_offset, int nparams,
+                              const int64_t *ivals, char *err, size_t n) {
+  if (nparams != c->nparams) {
+    snprintf(err, n, "%s declares %d parameters, the kernel has %d", c->where, c->nparams, nparams);
+    return -1;
+  }
+  for (int i = 0; i < c->nparams; i++) {
+    const struct kc_ct_param *p = &c->params[i];
+    int nv = p->v.kind == KC_PK_STRUCT ? p->nfields : 1;
+    for (int j = 0; j < nv; j++) {
+      const struct kc_ct_value *v = p->v.kind == KC_PK_STRUCT ? &p->fields[j] : &p->v;
+      if (v->kind != KC_PK_SCALAR) continue;
+      size_t at = param_offset[i] + (p->v.kind == KC_PK_STRUCT ? v->offset : 0);
+      if (at + (size_t)value_size(v) > param_size) {
+        snprintf(err, n, "'%s' lies past the parameter bytes", v->name);
+        return -1;
+      }
+      int64_t x = ivals[v->scalar_index];
+      if (!fits(v, x)) {
+        snprintf(err, n, "%lld does not fit scalar '%s'", (long long)x, v->name);
+        return -1;
+      }
+      write_scalar(v, param_buf + at, x);
+    }
+  }
+  return 0;
+}
+
 int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_info *li,
                             struct kc_ct_binding *b, char *err, size_t n) {
   const struct kc_kernel *k = li->k;

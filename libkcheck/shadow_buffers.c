@@ -75,7 +75,10 @@ void kc_sb_free(struct kc_sb *s) {
     }
     free(t->before);
     free(t->after);
+    free(t->owned_input);
     t->before = t->after = NULL;
+    t->owned_input = NULL;
+    t->host_input = NULL;
   }
   free(s->params);
   s->params = NULL;
@@ -84,19 +87,49 @@ void kc_sb_free(struct kc_sb *s) {
 
 int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
                  char *err, size_t n) {
+  return kc_sb_create_at(s, li, c, NULL, err, n) ? -1 : 0;
+}
+
+int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
+                    const int64_t *ivals, char *err, size_t n) {
   memset(s, 0, sizeof *s);
   s->li = li;
   const struct kc_kernel *k = li->k;
   /* Relocation writes pointers at the kernel's own offsets: without the
    * driver's layout kcheck cannot know where they lie. */
   if (!k || k->nparams < 0) return fail(err, n, "the kernel's parameter layout is unknown");
-  if (kc_contract_bind_launch(c, li, &s->b, err, n)) return -1;
-  uint32_t off[64] = {0};
-  if (tensor_offsets(c, k, off, 64) != s->b.ntensors)
-    return fail(err, n, "the contract's tensors do not match the kernel's parameters");
   s->params = malloc(li->param_size ? li->param_size : 1);
   if (!s->params) return fail(err, n, "out of host memory");
   memcpy(s->params, li->param_buf, li->param_size);
+  for (int d = 0; d < 3; d++)
+    s->grid[d] = li->grid[d], s->block[d] = li->block[d];
+  s->shmem = li->shmem;
+  if (ivals) {
+    s->reshaped = 1;
+    if (kc_contract_write_scalars(c, s->params, li->param_size, k->param_offset, k->nparams, ivals,
+                                  err, n) ||
+        kc_contract_bind(c, s->params, li->param_size, k->param_offset, k->nparams, &s->b, err,
+                         n)) {
+      kc_sb_free(s);
+      return -1;
+    }
+    if (kc_contract_check_domain(c, &s->b, err, n) >= 0) {
+      kc_sb_free(s);
+      return 1;
+    }
+    if (kc_contract_launch_dims(c, &s->b, s->grid, s->block, &s->shmem, err, n)) {
+      kc_sb_free(s);
+      return -1;
+    }
+  } else if (kc_contract_bind_launch(c, li, &s->b, err, n)) {
+    kc_sb_free(s);
+    return -1;
+  }
+  uint32_t off[64] = {0};
+  if (tensor_offsets(c, k, off, 64) != s->b.ntensors) {
+    kc_sb_free(s);
+    return fail(err, n, "the contract's tensors do not match the kernel's parameters");
+  }
   for (int i = 0; i < s->b.ntensors; i++) {
     struct kc_sb_tensor *t = &s->t[s->n++];
     t->t = &s->b.tensors[i];
@@ -157,13 +190,15 @@ static CUdeviceptr input_source(struct kc_shadow *sh, uint64_t ptr, uint64_t byt
   return 0;
 }
 
-static int fill(struct kc_sb_tensor *t, struct kc_shadow *sh, unsigned char poison) {
+static int fill(struct kc_sb_tensor *t, struct kc_shadow *sh, unsigned char poison, int reshaped) {
   if (kc_drv.cuMemsetD8_v2(t->alloc, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS ||
       kc_drv.cuMemsetD8_v2(t->dev + t->bytes, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS)
     return -1;
   if (!t->bytes) return 0;
   if (t->role == KC_ROLE_OUT) return kc_drv.cuMemsetD8_v2(t->dev, poison, t->bytes) ? -1 : 0;
   if (t->host_input) return kc_drv.cuMemcpyHtoD_v2(t->dev, t->host_input, t->bytes) ? -1 : 0;
+  /* At another shape the application's bytes mean nothing: poison. */
+  if (reshaped) return kc_drv.cuMemsetD8_v2(t->dev, poison, t->bytes) ? -1 : 0;
   /* Bytes the application's allocation does not have (a contract larger
    * than the buffer) get the poison too. */
   uint64_t avail = 0;
@@ -177,7 +212,8 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   const struct kc_launch_info *li = s->li;
   const struct kc_kernel *k = li->k;
   for (int i = 0; i < s->n; i++)
-    if (fill(&s->t[i], sh, poison)) return fail(err, n, "filling the shadow tensors failed");
+    if (fill(&s->t[i], sh, poison, s->reshaped))
+      return fail(err, n, "filling the shadow tensors failed");
   if (sync_device() != CUDA_SUCCESS) return fail(err, n, "filling the shadow tensors failed");
   for (int i = 0; i < s->n; i++) {
     struct kc_sb_tensor *t = &s->t[i];
@@ -193,9 +229,9 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   CUlaunchAttribute attr;
   CUlaunchConfig cfg;
   memset(&cfg, 0, sizeof cfg);
-  cfg.gridDimX = li->grid[0], cfg.gridDimY = li->grid[1], cfg.gridDimZ = li->grid[2];
-  cfg.blockDimX = li->block[0], cfg.blockDimY = li->block[1], cfg.blockDimZ = li->block[2];
-  cfg.sharedMemBytes = li->shmem;
+  cfg.gridDimX = s->grid[0], cfg.gridDimY = s->grid[1], cfg.gridDimZ = s->grid[2];
+  cfg.blockDimX = s->block[0], cfg.blockDimY = s->block[1], cfg.blockDimZ = s->block[2];
+  cfg.sharedMemBytes = s->shmem;
   cfg.hStream = li->stream;
   if (li->args->entry == KC_LE_COOPERATIVE) {
     memset(&attr, 0, sizeof attr);

@@ -27,6 +27,7 @@ struct kc_sb_tensor {
   CUdeviceptr alloc;      /* guard + bytes + guard */
   CUdeviceptr dev;        /* alloc + KC_SB_GUARD: what the kernel gets */
   const void *host_input; /* caller-provided input data (bytes long); NULL: copy */
+  void *owned_input;      /* host_input when kcheck generated it (freed with sb) */
   /* Host copies of the whole allocation (guards included), filled by
    * kc_sb_run: right before the launch and after it. */
   unsigned char *before, *after;
@@ -39,12 +40,24 @@ struct kc_sb {
   struct kc_sb_tensor t[64];
   unsigned char *params; /* relocated copy of the parameter bytes */
   int runs;
+  /* The launch shape: the application's, or from the contract's launch
+   * section when kc_sb_create_at changed the scalars. */
+  unsigned grid[3], block[3], shmem;
+  int reshaped; /* scalars differ from the application's launch */
 };
 
 /* Binds c to the launch and allocates a guarded device buffer per tensor.
  * 0 on success; else -1 with why in err (nothing stays allocated). */
 int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
                  char *err, size_t n);
+/* As kc_sb_create, with the scalars set to ivals (one per contract scalar,
+ * binding order; NULL: the launch's own). Changed scalars are written into
+ * the parameter copy, shapes re-evaluated, the domain checked, and grid,
+ * block and shared memory taken from the contract's launch section.
+ * Returns 0; 1 when the domain rejects ivals (why in err, nothing
+ * allocated); -1 on other errors. */
+int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
+                    const int64_t *ivals, char *err, size_t n);
 /* One run: guards filled, inputs (in, inout) copied from the launch's pre-
  * state (sh's saved copy when sh covers the pointer, else the application's
  * buffer, read only) or host_input, outputs filled with `poison`; the

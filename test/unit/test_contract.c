@@ -150,6 +150,17 @@ static void test_good(void) {
   CHECK(kc_contract_bind(c, buf, 20, off, 4, &b, err, sizeof err) == -1 && strstr(err, "past"));
   CHECK(kc_contract_bind(c, buf, sizeof buf, off, 3, &b, err, sizeof err) == -1);
 
+  /* Writing scalars back: n = 40 at the kernel's offset, pointers untouched;
+   * binding the result reads 40 back. A value the type cannot hold fails. */
+  int64_t want[1] = {40};
+  CHECK(kc_contract_write_scalars(c, buf, sizeof buf, off, 4, want, err, sizeof err) == 0);
+  CHECK(kc_contract_bind(c, buf, sizeof buf, off, 4, &b, err, sizeof err) == 0 &&
+        b.ivals[0] == 40 && b.tensors[0].ptr == 0x7000 && b.tensors[2].shape[0] == 40);
+  want[0] = (int64_t)1 << 40;
+  CHECK(kc_contract_write_scalars(c, buf, sizeof buf, off, 4, want, err, sizeof err) == -1 &&
+        strstr(err, "does not fit"));
+  CHECK(kc_contract_write_scalars(c, buf, 20, off, 4, want, err, sizeof err) == -1);
+
   /* The struct contract: scalars and a pointer inside one parameter. */
   const struct kc_contract *g = set.c[1];
   CHECK(g->match == KC_CT_GLOB && g->nparams == 1 && g->params[0].v.kind == KC_PK_STRUCT);
@@ -163,6 +174,13 @@ static void test_good(void) {
   CHECK(kc_contract_bind(g, sb, sizeof sb, soff, 1, &b, err, sizeof err) == 0);
   CHECK(b.ntensors == 1 && b.tensors[0].ptr == 0xa000 && b.tensors[0].shape[0] == 3 &&
         b.tensors[0].shape[1] == 5 && b.tensors[0].strides[0] == 5);
+  /* Scalars inside a struct parameter are written at their field offsets. */
+  int64_t sw[2] = {7, 9};
+  CHECK(kc_contract_write_scalars(g, sb, sizeof sb, soff, 1, sw, err, sizeof err) == 0);
+  CHECK(kc_contract_bind(g, sb, sizeof sb, soff, 1, &b, err, sizeof err) == 0 &&
+        b.tensors[0].shape[0] == 7 && b.tensors[0].shape[1] == 9 && b.tensors[0].ptr == 0xa000);
+  sw[1] = -1; /* the second field is u32 */
+  CHECK(kc_contract_write_scalars(g, sb, sizeof sb, soff, 1, sw, err, sizeof err) == -1);
 
   /* Matching. */
   CHECK(kc_contract_matches(c, "_Z6vecaddPKfS0_Pfi",

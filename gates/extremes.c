@@ -1,0 +1,37 @@
+/* gates/extremes.c — contract: the kernel is right at the edges of its
+ * formats' range, not only near 1. Signed generated data moved to huge
+ * magnitudes (2^(emax/4): squares and sums of squares stay finite, so a
+ * correct two-pass algorithm has no excuse to overflow), tiny ones
+ * (2^(emin/4)), subnormals, signed zeros, plain cancellation, and for the
+ * softmax family logits in [80, 100] (exp overflows without the max
+ * subtracted). Any failing verdict is a violation. */
+#include <string.h>
+
+#include "gate.h"
+
+static int run(struct kc_gate_ctx *ctx) {
+  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  struct kc_trial t[6];
+  int n = 0;
+  if (c && c->op &&
+      (!strcmp(c->op, "softmax") || !strcmp(c->op, "log_softmax") || !strcmp(c->op, "logsumexp")))
+    t[n++] = (struct kc_trial){OC_GEN_LARGE_LOGITS, KC_TF_NONE, NULL, 0};
+  t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_HUGE, NULL, 0};
+  t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_TINY, NULL, 0};
+  t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_SUBNORMAL, NULL, 0};
+  t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_ZEROS, NULL, 0};
+  t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, NULL, 0};
+  return kc_trials_gate(ctx, &kc_gate_extremes, t, n,
+                        1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL,
+                        "at extreme input magnitudes the outputs violate the declared op and "
+                        "profile (numerical oracle)");
+}
+
+const struct kc_gate kc_gate_extremes = {
+    "extremes",
+    "error",
+    1,
+    "huge, tiny, subnormal, signed-zero and cancelling inputs (large logits for softmax) give "
+    "outputs within the declared profile",
+    kc_gate_has_contract,
+    run};

@@ -1,0 +1,357 @@
+/* gates/judge.c — the numerical oracle's verdict on one shadow run of a
+ * contracted launch: the contract's op dispatched to oracle/oracle.h over
+ * tensors described from the bound contract (format, shape, strides) on the
+ * host copies, and the evidence record of a failing verdict. Shared by the
+ * gates that judge values (oracle, nonfinite, precision, extremes, shapes). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gate.h"
+#include "options.h"
+
+static json_t *jnum(double d) {
+  if (isnan(d)) return json_string("nan");
+  if (isinf(d)) return json_string(d > 0 ? "inf" : "-inf");
+  return json_real(d);
+}
+
+const char *kc_contract_attr(const struct kc_contract *c, const char *key) {
+  for (int i = 0; i < c->nattrs; i++)
+    if (!strcmp(c->attrs[i].key, key)) return c->attrs[i].value;
+  return NULL;
+}
+
+static int attr_true(const struct kc_contract *c, const char *key) {
+  const char *v = kc_contract_attr(c, key);
+  return v && (!strcmp(v, "true") || !strcmp(v, "1"));
+}
+
+static double num_attr(const struct kc_contract *c, const char *key, double dflt) {
+  const char *v = kc_contract_attr(c, key);
+  return v ? strtod(v, NULL) : dflt;
+}
+
+/* Describes sb tensor i to the oracle: its bytes before the run (inputs)
+ * or after it (outputs). 0, or -1 with why in err. */
+static int describe(const struct kc_sb *sb, int i, int after, struct oc_tensor *t, char *err,
+                    size_t n) {
+  const struct kc_sb_tensor *s = &sb->t[i];
+  if (s->t->v->tensor.format >= KC_FMT_INT8) {
+    snprintf(err, n, "tensor '%s' has integer format %s: the oracle checks float tensors",
+             s->t->v->name, kc_ct_format_name(s->t->v->tensor.format));
+    return -1;
+  }
+  const unsigned char *base = (after ? s->after : s->before);
+  if (!base) {
+    snprintf(err, n, "tensor '%s' was not read back", s->t->v->name);
+    return -1;
+  }
+  if (oc_tensor_make(t, base + KC_SB_GUARD, (enum oc_format)s->t->v->tensor.format, s->t->rank,
+                     s->t->shape, s->t->strides)) {
+    snprintf(err, n, "tensor '%s': shape the oracle cannot take", s->t->v->name);
+    return -1;
+  }
+  return 0;
+}
+
+/* The input named `name` (case-insensitive), else the input at position
+ * `pos` when it is not taken by another name; -1 when neither. */
+static int input(const struct kc_judgment *j, const struct kc_sb *sb, const char *name, int pos) {
+  for (int k = 0; k < j->nin; k++)
+    if (!strcasecmp(sb->t[j->in[k]].t->v->name, name)) return j->in[k];
+  return pos >= 0 && pos < j->nin ? j->in[pos] : -1;
+}
+
+static int described(const struct kc_sb *sb, int i, struct oc_tensor *t, const char *what,
+                     char *err, size_t n) {
+  if (i < 0) {
+    snprintf(err, n, "the contract declares no input tensor for %s", what);
+    return -1;
+  }
+  return describe(sb, i, 0, t, err, n);
+}
+
+/* The last two dims swapped (transpose_a / transpose_b). */
+static void transpose(struct oc_tensor *t) {
+  if (t->rank < 2) return;
+  int a = t->rank - 2, b = t->rank - 1;
+  int64_t s = t->shape[a];
+  t->shape[a] = t->shape[b];
+  t->shape[b] = s;
+  s = t->stride[a];
+  t->stride[a] = t->stride[b];
+  t->stride[b] = s;
+}
+
+static int axis_of(const struct kc_contract *c, const struct oc_tensor *x) {
+  int axis = (int)num_attr(c, "axis", -1);
+  return axis < 0 ? axis + x->rank : axis;
+}
+
+static int judge_matmul(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
+                        const struct oc_tensor *out, const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  int ia = input(j, sb, "a", 0), ib = input(j, sb, "b", 1), ic = input(j, sb, "c", -1),
+      ibias = input(j, sb, "bias", -1);
+  if (ia < 0 || ib < 0 || ia == ib) {
+    snprintf(err, n, "matmul needs two input tensors (A and B)");
+    return -1;
+  }
+  struct oc_tensor ta, tb, tc, tbias;
+  if (describe(sb, ia, 0, &ta, err, n) || describe(sb, ib, 0, &tb, err, n)) return -1;
+  if (attr_true(c, "transpose_a")) transpose(&ta);
+  if (attr_true(c, "transpose_b")) transpose(&tb);
+  struct oc_matmul_args a = {
+      &ta, &tb, NULL, NULL, num_attr(c, "alpha", 1.0), num_attr(c, "beta", 0.0), OC_ACT_NONE};
+  if (ic >= 0) {
+    if (describe(sb, ic, 0, &tc, err, n)) return -1;
+    a.c = &tc;
+  } else if (sb->t[j->out].role == KC_ROLE_INOUT && a.beta != 0) {
+    if (describe(sb, j->out, 0, &tc, err, n)) return -1;
+    a.c = &tc;
+  }
+  if (ibias >= 0) {
+    if (describe(sb, ibias, 0, &tbias, err, n)) return -1;
+    a.bias = &tbias;
+  }
+  const char *act = kc_contract_attr(c, "activation");
+  if (act) {
+    int k = oc_act_parse(act);
+    if (k < 0) {
+      snprintf(err, n, "unknown activation '%s'", act);
+      return -1;
+    }
+    a.act = (enum oc_act)k;
+  }
+  if (oc_check_matmul(&a, out, &c->profile, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the matmul tensors (shapes A [..,M,K], B [..,K,N])");
+    return -1;
+  }
+  return 0;
+}
+
+static int judge_norm(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
+                      const struct oc_tensor *out, const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  int rms = !strcmp(c->op, "rms_norm");
+  int ix = input(j, sb, "x", 0), iw = input(j, sb, "weight", 1),
+      ib = rms ? -1 : input(j, sb, "bias", 2);
+  struct oc_tensor x, w, b;
+  if (described(sb, ix, &x, c->op, err, n)) return -1;
+  if (iw >= 0 && iw != ix && describe(sb, iw, 0, &w, err, n)) return -1;
+  if (ib >= 0 && ib != ix && ib != iw && describe(sb, ib, 0, &b, err, n)) return -1;
+  const struct oc_tensor *pw = iw >= 0 && iw != ix ? &w : NULL;
+  const struct oc_tensor *pb = ib >= 0 && ib != ix && ib != iw ? &b : NULL;
+  double eps = num_attr(c, "eps", 1e-5);
+  int r = rms ? oc_check_rms_norm(&x, pw, eps, out, &c->profile, o, &j->v)
+              : oc_check_layer_norm(&x, pw, pb, eps, out, &c->profile, o, &j->v);
+  if (r) {
+    snprintf(err, n, "the oracle rejected the %s tensors (normalized over the last axis)", c->op);
+    return -1;
+  }
+  return 0;
+}
+
+static int judge_attention(const struct kc_contract *c, const struct kc_sb *sb,
+                           struct kc_judgment *j, const struct oc_tensor *out,
+                           const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  struct oc_tensor q, k, v;
+  if (described(sb, input(j, sb, "q", 0), &q, "q", err, n) ||
+      described(sb, input(j, sb, "k", 1), &k, "k", err, n) ||
+      described(sb, input(j, sb, "v", 2), &v, "v", err, n))
+    return -1;
+  const char *pf = kc_contract_attr(c, "p_format");
+  struct oc_attention_args a = {&q,
+                                &k,
+                                &v,
+                                num_attr(c, "scale", 1.0 / sqrt((double)q.shape[q.rank - 1])),
+                                attr_true(c, "causal"),
+                                pf ? (enum oc_format)oc_format_parse(pf) : OC_FP32};
+  if (oc_check_attention(&a, out, &c->profile, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the attention tensors ([..,S,D] q, k, v)");
+    return -1;
+  }
+  return 0;
+}
+
+static int judge_delta(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
+                       const struct oc_tensor *out, const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  struct oc_tensor q, k, v, g, b;
+  if (described(sb, input(j, sb, "q", 0), &q, "q", err, n) ||
+      described(sb, input(j, sb, "k", 1), &k, "k", err, n) ||
+      described(sb, input(j, sb, "v", 2), &v, "v", err, n) ||
+      described(sb, input(j, sb, "g", 3), &g, "the gate", err, n) ||
+      described(sb, input(j, sb, "beta", 4), &b, "beta", err, n))
+    return -1;
+  struct oc_delta_args a = {&q,
+                            &k,
+                            &v,
+                            &g,
+                            &b,
+                            num_attr(c, "scale", 1.0 / sqrt((double)q.shape[q.rank - 1])),
+                            attr_true(c, "gate_is_log")};
+  if (oc_check_gated_delta(&a, out, &c->profile, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the gated_delta tensors");
+    return -1;
+  }
+  return 0;
+}
+
+static int reduce_op(const char *op) {
+  static const char *const names[] = {"sum", "mean", "max", "min", "norm2"};
+  static const enum oc_reduce_op ops[] = {OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN,
+                                          OC_RED_NORM2};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(op, names[i])) return (int)ops[i];
+  return -1;
+}
+
+static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
+                    const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  struct oc_tensor out;
+  if (describe(sb, j->out, 1, &out, err, n)) return -1;
+  const struct oc_profile *p = &c->profile;
+  int ew = oc_op_parse(c->op);
+  if (ew >= 0) {
+    int arity = oc_op_arity((enum oc_op)ew);
+    if (j->nin != arity) {
+      snprintf(err, n, "op '%s' takes %d input tensor%s; the contract declares %d", c->op, arity,
+               arity == 1 ? "" : "s", j->nin);
+      return -1;
+    }
+    for (int k = 0; k < arity; k++)
+      if (describe(sb, j->in[k], 0, &j->ins[k], err, n)) return -1;
+    j->nins = arity;
+    if (oc_check_elementwise((enum oc_op)ew, &j->ins[0], arity == 2 ? &j->ins[1] : NULL, &out, p, o,
+                             &j->v)) {
+      snprintf(err, n,
+               "the oracle rejected the tensors of op '%s' (shapes must match or broadcast)",
+               c->op);
+      return -1;
+    }
+    return 0;
+  }
+  if (!strcmp(c->op, "matmul")) return judge_matmul(c, sb, j, &out, o);
+  if (!strcmp(c->op, "layer_norm") || !strcmp(c->op, "rms_norm"))
+    return judge_norm(c, sb, j, &out, o);
+  if (!strcmp(c->op, "attention")) return judge_attention(c, sb, j, &out, o);
+  if (!strcmp(c->op, "gated_delta")) return judge_delta(c, sb, j, &out, o);
+  if (j->nin < 1) {
+    snprintf(err, n, "%s needs an input tensor", c->op);
+    return -1;
+  }
+  struct oc_tensor *x = &j->ins[0];
+  if (describe(sb, j->in[0], 0, x, err, n)) return -1;
+  int axis = axis_of(c, x);
+  int red = reduce_op(c->op);
+  if (red >= 0) {
+    if (oc_check_reduce((enum oc_reduce_op)red, x, axis, &out, p, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
+      return -1;
+    }
+    return 0;
+  }
+  enum oc_softmax_kind sk;
+  if (!strcmp(c->op, "softmax"))
+    sk = OC_SOFTMAX;
+  else if (!strcmp(c->op, "log_softmax"))
+    sk = OC_LOG_SOFTMAX;
+  else if (!strcmp(c->op, "logsumexp"))
+    sk = OC_LOGSUMEXP;
+  else {
+    snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
+    return -1;
+  }
+  if (oc_check_softmax(sk, x, axis, &out, p, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
+    return -1;
+  }
+  return 0;
+}
+
+int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j) {
+  memset(j, 0, sizeof *j);
+  j->out = -1;
+  if (!c->op || !c->profile_spec) {
+    snprintf(j->err, sizeof j->err, "%s",
+             c->op ? "the contract declares no profile" : "the contract declares no op");
+    return -1;
+  }
+  for (int i = 0; i < sb->n; i++) {
+    if (sb->t[i].role == KC_ROLE_IN && j->nin < 8)
+      j->in[j->nin++] = i;
+    else if (sb->t[i].role != KC_ROLE_IN && j->out < 0)
+      j->out = i;
+  }
+  if (j->out < 0) {
+    snprintf(j->err, sizeof j->err, "the contract declares no output tensor");
+    return -1;
+  }
+  struct oc_options o;
+  oc_options_default(&o);
+  o.seed = (uint64_t)kc_opt.seed;
+  return judge_op(c, sb, j, &o);
+}
+
+const char *kc_verdict_status(enum oc_verdict_kind k) {
+  switch (k) {
+  case OC_BITWISE: return "bitwise";
+  case OC_PASS: return "pass";
+  case OC_SUSPECT: return "suspect";
+  case OC_INCONCLUSIVE: return "inconclusive";
+  default: return "fail";
+  }
+}
+
+void kc_judge_result(const struct kc_judgment *j, json_t *result) {
+  char line[512];
+  oc_verdict_format(&j->v, line, sizeof line);
+  json_object_set_new(result, "verdict", json_string(line));
+  json_object_set_new(result, "class", json_string(oc_verdict_name(j->v.kind)));
+  json_object_set_new(result, "coverage",
+                      json_pack("{s:I, s:I, s:o, s:o, s:i}", "total", (json_int_t)j->v.total,
+                                "checked", (json_int_t)j->v.checked, "miss_prob",
+                                jnum(j->v.miss_prob), "fraction", jnum(j->v.fraction),
+                                "screen_vectors", j->v.screen_vectors));
+}
+
+json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
+                          const struct kc_judgment *j) {
+  const struct oc_verdict *v = &j->v;
+  const struct kc_sb_tensor *t = &sb->t[j->out];
+  char line[512];
+  oc_verdict_format(v, line, sizeof line);
+  json_t *ev = json_pack(
+      "{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "tensor",
+      t->t->v->name, "verdict", oc_verdict_name(v->kind), "op", c->op, "profile", v->profile,
+      "index", kc_gate_index_json(v->index, v->rank), "kernel", jnum(v->kernel), "exact",
+      jnum(v->exact), "bound", jnum(v->bound), "error", jnum(v->error), "ratio", jnum(v->ratio),
+      "shape", kc_gate_index_json(t->t->shape, t->t->rank), "n_fail", (json_int_t)v->n_fail,
+      "n_special", (json_int_t)v->n_special, "verdict_line", line);
+  if (v->kind == OC_FAIL_PRECISION && v->explained_by[0])
+    json_object_set_new(ev, "explained_by", json_string(v->explained_by));
+  if (v->detail[0]) json_object_set_new(ev, "detail", json_string(v->detail));
+  /* Elementwise ops: the inputs at the worst index (broadcast dims at 0). */
+  if (j->nins) {
+    json_t *in = json_object();
+    for (int k = 0; k < j->nins; k++) {
+      int64_t idx[OC_MAX_RANK] = {0};
+      for (int d = 0; d < j->ins[k].rank && d < v->rank; d++)
+        idx[d] = j->ins[k].shape[d] == 1 ? 0 : v->index[d];
+      json_object_set_new(in, sb->t[j->in[k]].t->v->name, jnum(oc_tensor_get(&j->ins[k], idx)));
+    }
+    json_object_set_new(ev, "inputs", in);
+  }
+  return ev;
+}

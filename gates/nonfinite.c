@@ -1,0 +1,28 @@
+/* gates/nonfinite.c — contract: NaN and Inf propagate as the exact math
+ * requires, and finite inputs give no spurious NaN or Inf. Two runs on
+ * generated inputs, judged by the oracle's special-value rules: one with
+ * NaN, ±Inf, ±0 and subnormals placed at seeded spots ("specials"), one
+ * with plain finite data ("uniform"). Only a fail_special verdict is this
+ * gate's violation: value and precision failures belong to the oracle,
+ * precision and extremes gates. */
+#include "gate.h"
+
+static const struct kc_trial trials[] = {
+    {OC_GEN_SPECIALS, KC_TF_NONE, NULL, 0},
+    {OC_GEN_UNIFORM, KC_TF_NONE, NULL, 0},
+};
+
+static int run(struct kc_gate_ctx *ctx) {
+  return kc_trials_gate(ctx, &kc_gate_nonfinite, trials, 2, 1u << OC_FAIL_SPECIAL,
+                        "NaN or Inf handled against the exact math: dropped, invented, or "
+                        "given the wrong sign (special-value rules of the oracle)");
+}
+
+const struct kc_gate kc_gate_nonfinite = {
+    "nonfinite",
+    "error",
+    1,
+    "NaN/Inf placed in the inputs propagate as the exact math requires; finite inputs give no "
+    "NaN/Inf",
+    kc_gate_has_contract,
+    run};

@@ -1,0 +1,50 @@
+/* gates/precision.c — contract: the kernel meets its declared precision
+ * profile on inputs built to expose cheaper arithmetic (oracle/
+ * adversarial.h), not only on the application's data, where most precision
+ * loss hides. The generators follow the op: products that all add up and
+ * large leading terms that swamp a short accumulator (matmul, sums), partial
+ * sums past fp16's range (matmul), rows with a large mean (norms). A
+ * fail_precision verdict is a proof that the outputs lie beyond the
+ * declared profile's rigorous bound and within a cheaper profile's (named in
+ * the evidence as explained_by). */
+#include <string.h>
+
+#include "gate.h"
+
+#define MAX_TRIALS 4
+
+static int trials_for(const char *op, struct kc_trial *t) {
+  int g[MAX_TRIALS], n = 0;
+  if (!strcmp(op, "matmul")) {
+    g[n++] = OC_GEN_ALL_POSITIVE, g[n++] = OC_GEN_STAGNATION, g[n++] = OC_GEN_FP16_OVERFLOW;
+  } else if (!strcmp(op, "sum") || !strcmp(op, "mean") || !strcmp(op, "norm2") ||
+             !strcmp(op, "attention")) {
+    g[n++] = OC_GEN_ALL_POSITIVE, g[n++] = OC_GEN_STAGNATION;
+  } else if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
+    g[n++] = OC_GEN_LARGE_MEAN, g[n++] = OC_GEN_ALL_POSITIVE;
+  } else {
+    g[n++] = OC_GEN_UNIFORM, g[n++] = OC_GEN_ALL_POSITIVE;
+  }
+  for (int i = 0; i < n; i++)
+    t[i] = (struct kc_trial){g[i], KC_TF_NONE, NULL, 0};
+  return n;
+}
+
+static int run(struct kc_gate_ctx *ctx) {
+  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  struct kc_trial t[MAX_TRIALS];
+  int n = c && c->op ? trials_for(c->op, t) : 0;
+  return kc_trials_gate(ctx, &kc_gate_precision, t, n,
+                        1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL,
+                        "on adversarial inputs the outputs fall outside the declared precision "
+                        "profile (numerical oracle)");
+}
+
+const struct kc_gate kc_gate_precision = {
+    "precision",
+    "error",
+    1,
+    "on adversarial inputs the outputs stay within the declared precision profile (fail_precision "
+    "proves a cheaper accumulation)",
+    kc_gate_has_contract,
+    run};

@@ -1,0 +1,217 @@
+/* gates/shapes.c — contract: the kernel is right at every shape its domain
+ * admits, not only the application's. Relaunches at other values of the
+ * scalars that size its tensors — the contract's own `shapes` rows first,
+ * then 1, small odd sizes, tile sizes ± 1 (31/33, 63/65, 127/129, 255/257),
+ * primes and a large size, each for all size scalars at once, and two mixes
+ * where they differ — with grid, block and shared memory from the
+ * contract's `launch` section, generated signed inputs, outputs poisoned
+ * with NaN and guard zones around every tensor. A failing verdict or a
+ * changed guard zone is a violation; the evidence names the scalars.
+ *
+ * These are launches the application never made: a kernel that faults at
+ * another shape (an access beyond the guard zones) leaves the CUDA context
+ * unusable, so this gate is not in the default gate list. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "options.h"
+
+#define MAX_TRIALS 20
+#define MAX_BYTES (64ull << 20)
+#define MAX_WORK (1ll << 25) /* product of the size scalars */
+
+static const int64_t sizes[] = {1, 3, 17, 31, 33, 65, 127, 129, 251, 257, 1031, 4099};
+static const int64_t mix[] = {33, 17, 65, 3, 129};
+
+/* Calls fn on every tensor declaration of c. */
+static void each_tensor(const struct kc_contract *c,
+                        void (*fn)(const struct kc_ct_tensor *, void *), void *ctx) {
+  for (int i = 0; i < c->nparams; i++) {
+    const struct kc_ct_param *p = &c->params[i];
+    if (p->v.kind == KC_PK_TENSOR) fn(&p->v.tensor, ctx);
+    for (int j = 0; p->v.kind == KC_PK_STRUCT && j < p->nfields; j++)
+      if (p->fields[j].kind == KC_PK_TENSOR) fn(&p->fields[j].tensor, ctx);
+  }
+}
+
+struct probe {
+  const int64_t *base;
+  int64_t *vars;
+  int changed_shape, changed_stride;
+};
+
+static int differs(const struct kc_expr *e, const struct probe *p) {
+  int64_t a = 0, b = 0;
+  char err[64];
+  if (!e) return 0;
+  int ra = kc_expr_eval(e, p->base, &a, err, sizeof err);
+  int rb = kc_expr_eval(e, p->vars, &b, err, sizeof err);
+  return ra != rb || a != b;
+}
+
+static void probe_tensor(const struct kc_ct_tensor *t, void *ctx) {
+  struct probe *p = ctx;
+  for (int r = 0; r < t->rank; r++) {
+    p->changed_shape |= differs(t->shape[r], p);
+    p->changed_stride |= differs(t->strides[r], p);
+  }
+}
+
+/* Which integer scalars size a tensor (1) or only place it (2). */
+static void classify(const struct kc_contract *c, const int64_t *base, int *kind) {
+  int64_t vars[64];
+  for (int i = 0; i < c->nscalars && i < 64; i++) {
+    kind[i] = 0;
+    if (c->scalars[i]->scalar == KC_SC_F32 || c->scalars[i]->scalar == KC_SC_F64) continue;
+    memcpy(vars, base, sizeof vars);
+    vars[i] = base[i] + 7;
+    struct probe p = {base, vars, 0, 0};
+    each_tensor(c, probe_tensor, &p);
+    kind[i] = p.changed_shape ? 1 : p.changed_stride ? 2 : 0;
+  }
+}
+
+/* Do two elements of tensor t share storage? */
+static int overlaps(const struct kc_ct_tensor_val *t) {
+  int order[KC_CT_MAX_RANK], n = 0;
+  for (int r = 0; r < t->rank; r++)
+    if (t->shape[r] > 1) {
+      if (t->strides[r] <= 0) return 1;
+      order[n++] = r;
+    }
+  for (int a = 1; a < n; a++) /* insertion sort by stride */
+    for (int b = a; b > 0 && t->strides[order[b]] < t->strides[order[b - 1]]; b--) {
+      int x = order[b];
+      order[b] = order[b - 1];
+      order[b - 1] = x;
+    }
+  int64_t span = 1;
+  for (int k = 0; k < n; k++) {
+    if (t->strides[order[k]] < span) return 1;
+    span += (t->shape[order[k]] - 1) * t->strides[order[k]];
+  }
+  return 0;
+}
+
+/* Does the launch with these scalars satisfy the domain, with outputs that
+ * do not overlap themselves? */
+static int admissible(const struct kc_contract *c, const struct kc_launch_info *li,
+                      const int64_t *ivals) {
+  const struct kc_kernel *k = li->k;
+  char err[128];
+  unsigned char *buf = malloc(li->param_size ? li->param_size : 1);
+  struct kc_ct_binding *b = malloc(sizeof *b);
+  int ok = buf && b;
+  if (ok) {
+    memcpy(buf, li->param_buf, li->param_size);
+    ok = !kc_contract_write_scalars(c, buf, li->param_size, k->param_offset, k->nparams, ivals, err,
+                                    sizeof err) &&
+         !kc_contract_bind(c, buf, li->param_size, k->param_offset, k->nparams, b, err,
+                           sizeof err) &&
+         kc_contract_check_domain(c, b, err, sizeof err) < 0;
+    for (int i = 0; ok && i < b->ntensors; i++)
+      if (b->tensors[i].v->tensor.role != KC_ROLE_IN && overlaps(&b->tensors[i])) ok = 0;
+  }
+  free(buf);
+  free(b);
+  return ok;
+}
+
+/* Sets the size scalars to want[i] (kind 1) and tries the placement-only
+ * ones (kind 2) as the application had them, then equal to `place`. */
+static int assign(const struct kc_contract *c, const struct kc_launch_info *li, const int64_t *base,
+                  const int *kind, const int64_t *want, int64_t place, int64_t *out) {
+  int64_t work = 1;
+  for (int i = 0; i < c->nscalars; i++) {
+    out[i] = kind[i] == 1 ? want[i] : base[i];
+    if (kind[i] == 1 && __builtin_mul_overflow(work, want[i] > 0 ? want[i] : 1, &work)) return 0;
+  }
+  if (work > MAX_WORK || !memcmp(out, base, (size_t)c->nscalars * sizeof *out)) return 0;
+  if (admissible(c, li, out)) return 1;
+  for (int i = 0; i < c->nscalars; i++)
+    if (kind[i] == 2) out[i] = place;
+  return admissible(c, li, out);
+}
+
+static int run(struct kc_gate_ctx *ctx) {
+  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  if (!c) return 0;
+  if (!c->has_launch) {
+    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    json_object_set_new(ctx->result, "reason",
+                        json_string("the contract has no launch section: kcheck cannot derive "
+                                    "grid and block at other shapes"));
+    return 0;
+  }
+  char err[256];
+  struct kc_ct_binding *b = malloc(sizeof *b);
+  int64_t(*rows)[64] = calloc(MAX_TRIALS, sizeof *rows);
+  struct kc_trial trials[MAX_TRIALS];
+  int n = 0;
+  if (!b || !rows || c->nscalars > 64 || kc_contract_bind_launch(c, ctx->li, b, err, sizeof err)) {
+    json_object_set_new(ctx->result, "status", json_string("error"));
+    json_object_set_new(
+        ctx->result, "error",
+        json_string(b && rows ? "the launch does not bind to its contract" : "out of host memory"));
+    free(b);
+    free(rows);
+    return 0;
+  }
+  int kind[64] = {0};
+  classify(c, b->ivals, kind);
+  int64_t want[64];
+  /* The contract's own shapes: given values over the application's. */
+  for (int s = 0; s < c->nshapes && n < MAX_TRIALS; s++) {
+    for (int i = 0; i < c->nscalars; i++) {
+      int64_t v = c->shapes[s * c->nscalars + i];
+      want[i] = v == INT64_MIN ? b->ivals[i] : v;
+    }
+    int saved[64];
+    memcpy(saved, kind, sizeof saved);
+    for (int i = 0; i < c->nscalars; i++) /* every given value is taken as is */
+      if (c->shapes[s * c->nscalars + i] != INT64_MIN) kind[i] = 1;
+    if (assign(c, ctx->li, b->ivals, kind, want, 0, rows[n])) n++;
+    memcpy(kind, saved, sizeof saved);
+  }
+  for (size_t v = 0; v < sizeof sizes / sizeof sizes[0] && n < MAX_TRIALS; v++) {
+    for (int i = 0; i < c->nscalars; i++)
+      want[i] = sizes[v];
+    if (assign(c, ctx->li, b->ivals, kind, want, sizes[v], rows[n])) n++;
+  }
+  for (int m = 0; m < 2 && n < MAX_TRIALS; m++) {
+    int64_t place = 0;
+    for (int i = 0, s = 0; i < c->nscalars; i++)
+      if (kind[i] == 1) {
+        want[i] = mix[(s++ + 2 * m) % 5];
+        if (want[i] > place) place = want[i];
+      }
+    if (assign(c, ctx->li, b->ivals, kind, want, place, rows[n])) n++;
+  }
+  for (int i = 0; i < n; i++)
+    trials[i] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, rows[i], MAX_BYTES};
+  int violations = 0;
+  if (!n) {
+    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    json_object_set_new(ctx->result, "reason",
+                        json_string("no other shape satisfies the contract's domain"));
+  } else {
+    violations =
+        kc_trials_gate(ctx, &kc_gate_shapes, trials, n,
+                       1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL,
+                       "at another shape the outputs violate the declared op and "
+                       "profile (numerical oracle)");
+  }
+  free(b);
+  free(rows);
+  return violations;
+}
+
+const struct kc_gate kc_gate_shapes = {
+    "shapes",
+    "error",
+    1,
+    "relaunched at other shapes its domain admits (1, odd, tile +-1, primes, large; grid from the "
+    "contract) the kernel still computes its op",
+    kc_gate_has_contract,
+    run};

@@ -1,0 +1,262 @@
+/* gates/trial.c — runs of a contracted kernel on inputs kcheck generates:
+ * the adversarial generators of oracle/adversarial.h, optionally rescaled
+ * to extreme magnitudes, at the application's shape or at other scalar
+ * values. Each trial is one shadow run judged by the oracle; the gates that
+ * use them (nonfinite, precision, extremes, shapes) differ only in their
+ * trial lists and in which verdicts count as violations. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "options.h"
+
+#define POISON 0xFFu /* NaN in every float format */
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t kc_trial_seed(const char *gate, int trial) {
+  uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a of the gate id */
+  for (const char *p = gate; *p; p++)
+    h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+  return mix64((uint64_t)kc_opt.seed * 0x9e3779b97f4a7c15ULL ^ h ^ (uint64_t)trial);
+}
+
+const char *kc_transform_name(enum kc_transform t) {
+  static const char *const names[] = {"none", "huge", "tiny", "subnormal", "zeros"};
+  return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+/* x in [-1, 1) moved to the magnitude the transform names, in format f. */
+static double transform(enum kc_transform t, double x, const struct oc_format_info *fi) {
+  switch (t) {
+  case KC_TF_HUGE: return ldexp(x, fi->emax / 4);        /* squares and sums of them stay finite */
+  case KC_TF_TINY: return ldexp(x, fi->emin_normal / 4); /* products stay normal */
+  case KC_TF_SUBNORMAL: return ldexp(x, fi->emin_normal - 1); /* below the smallest normal */
+  case KC_TF_ZEROS: return copysign(0.0, x);
+  default: return x;
+  }
+}
+
+/* The generator's operand role of input k: matmul's A and B by name or
+ * position, other ops by position (the third and later share role V). */
+static int gen_role(const struct kc_contract *c, const struct kc_sb_tensor *t, int k) {
+  if (c->op && !strcmp(c->op, "matmul")) {
+    const char *name = t->t->v->name;
+    if (!strcmp(name, "A") || !strcmp(name, "a")) return OC_ROLE_A;
+    if (!strcmp(name, "B") || !strcmp(name, "b")) return OC_ROLE_B;
+  }
+  return k < 2 ? k : OC_ROLE_V;
+}
+
+static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct kc_trial *tr,
+                    uint64_t seed, char *err, size_t n) {
+  int k = 0;
+  for (int i = 0; i < sb->n; i++) {
+    struct kc_sb_tensor *t = &sb->t[i];
+    if (t->role == KC_ROLE_OUT) continue;
+    int fmt = t->t->v->tensor.format;
+    if (fmt >= KC_FMT_INT8) {
+      snprintf(err, n, "input '%s' has integer format %s: kcheck generates float inputs only",
+               t->t->v->name, kc_ct_format_name(fmt));
+      return -1;
+    }
+    const struct oc_format_info *fi = oc_format_info((enum oc_format)fmt);
+    int rank = t->t->rank;
+    int64_t cols = rank ? t->t->shape[rank - 1] : 1, rows = 1;
+    for (int r = 0; r + 1 < rank; r++)
+      rows *= t->t->shape[r];
+    size_t count = (size_t)(rows * cols);
+    double *vals = malloc((count ? count : 1) * sizeof *vals);
+    t->owned_input = calloc(1, t->bytes ? t->bytes : 1);
+    if (!vals || !t->owned_input) {
+      free(vals);
+      snprintf(err, n, "out of host memory");
+      return -1;
+    }
+    t->host_input = t->owned_input;
+    if (count && oc_generate((enum oc_gen)tr->gen, OC_FP64, gen_role(c, t, k), rows, cols,
+                             seed + (uint64_t)k, NULL, vals)) {
+      free(vals);
+      snprintf(err, n, "generator %s rejected tensor '%s'", oc_gen_name((enum oc_gen)tr->gen),
+               t->t->v->name);
+      return -1;
+    }
+    /* Logical row-major order to the tensor's strided layout. */
+    const int64_t *shape = t->t->shape, *stride = t->t->strides;
+    int64_t idx[KC_CT_MAX_RANK] = {0};
+    for (size_t e = 0; e < count; e++) {
+      uint64_t off = 0;
+      for (int r = 0; r < rank; r++)
+        off += (uint64_t)idx[r] * (uint64_t)stride[r];
+      uint64_t bits =
+          oc_encode((enum oc_format)fmt, transform(tr->transform, vals[e], fi), OC_OVF_IEEE);
+      memcpy((unsigned char *)t->owned_input + off * (uint64_t)t->esize, &bits,
+             (size_t)t->esize); /* little-endian: the low bytes are the pattern */
+      for (int r = rank - 1; r >= 0 && ++idx[r] == shape[r]; r--)
+        idx[r] = 0;
+    }
+    free(vals);
+    k++;
+  }
+  return 0;
+}
+
+json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_t seed) {
+  json_t *o = json_object();
+  if (!tr) {
+    json_object_set_new(o, "inputs", json_string("application"));
+  } else {
+    json_object_set_new(o, "inputs", json_string("generated"));
+    json_object_set_new(o, "generator", json_string(oc_gen_name((enum oc_gen)tr->gen)));
+    if (tr->transform != KC_TF_NONE)
+      json_object_set_new(o, "transform", json_string(kc_transform_name(tr->transform)));
+    /* Input k (declaration order among inputs) came from
+     * oc_generate(generator, fp64, role, rows, cols, seed + k), then the
+     * transform, then rounding to its format. */
+    json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+  }
+  const struct kc_contract *c = kc_contract_match(sb->li->k);
+  json_t *sc = json_object();
+  for (int i = 0; c && i < c->nscalars && i < sb->b.nscalars; i++)
+    json_object_set_new(sc, c->scalars[i]->name, json_integer((json_int_t)sb->b.ivals[i]));
+  json_object_set_new(o, "scalars", sc);
+  json_t *shapes = json_object();
+  for (int i = 0; i < sb->n; i++)
+    json_object_set_new(shapes, sb->t[i].t->v->name,
+                        kc_gate_index_json(sb->t[i].t->shape, sb->t[i].t->rank));
+  json_object_set_new(o, "shapes", shapes);
+  json_object_set_new(o, "grid", json_pack("[iii]", sb->grid[0], sb->grid[1], sb->grid[2]));
+  json_object_set_new(o, "block", json_pack("[iii]", sb->block[0], sb->block[1], sb->block[2]));
+  return o;
+}
+
+int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
+                 uint64_t seed, struct kc_sb *sb, struct kc_judgment *j) {
+  memset(j, 0, sizeof *j);
+  int r = kc_sb_create_at(sb, ctx->li, c, tr->scalars, j->err, sizeof j->err);
+  if (r) return r > 0 ? 1 : -1;
+  uint64_t total = 0;
+  for (int i = 0; i < sb->n; i++)
+    total += sb->t[i].bytes;
+  if (tr->max_bytes && total > tr->max_bytes) {
+    snprintf(j->err, sizeof j->err, "tensors of %llu bytes: over the trial's limit",
+             (unsigned long long)total);
+    kc_sb_free(sb);
+    return 1;
+  }
+  if (generate(sb, c, tr, seed, j->err, sizeof j->err) ||
+      kc_sb_run(sb, ctx->shadow, POISON, j->err, sizeof j->err)) {
+    kc_sb_free(sb);
+    return -1;
+  }
+  if (kc_judge(c, sb, j)) {
+    kc_sb_free(sb);
+    return -1;
+  }
+  return 0;
+}
+
+/* First changed guard byte of sb's tensors: evidence, or NULL. */
+static json_t *guard_damage(const struct kc_sb *sb) {
+  for (int i = 0; i < sb->n; i++) {
+    const struct kc_sb_tensor *t = &sb->t[i];
+    const unsigned char *a = t->after;
+    uint64_t end = KC_SB_GUARD + t->bytes;
+    for (uint64_t b = 0; b < end + KC_SB_GUARD; b++) {
+      if (b == KC_SB_GUARD) b = end;
+      if (b >= end + KC_SB_GUARD) break;
+      if (a[b] == KC_SB_GUARD_BYTE) continue;
+      int before = b < KC_SB_GUARD;
+      return json_pack("{s:s, s:s, s:I, s:I}", "tensor", t->t->v->name, "side",
+                       before ? "before_start" : "after_end", "bytes_outside",
+                       (json_int_t)(before ? KC_SB_GUARD - b : b - end + 1), "tensor_bytes",
+                       (json_int_t)t->bytes);
+    }
+  }
+  return NULL;
+}
+
+static json_t *scalars_json(const struct kc_contract *c, const struct kc_sb *sb) {
+  json_t *sc = json_object();
+  for (int i = 0; i < c->nscalars && i < sb->b.nscalars; i++)
+    json_object_set_new(sc, c->scalars[i]->name, json_integer((json_int_t)sb->b.ivals[i]));
+  return sc;
+}
+
+int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
+                   int ntrials, unsigned fail_mask, const char *message) {
+  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  if (!c) return 0;
+  if (!c->op || !c->profile_spec) {
+    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    json_object_set_new(
+        ctx->result, "reason",
+        json_string(c->op ? "the contract declares no profile" : "the contract declares no op"));
+    return 0;
+  }
+  struct kc_judgment *j = calloc(1, sizeof *j);
+  if (!j) {
+    json_object_set_new(ctx->result, "status", json_string("error"));
+    json_object_set_new(ctx->result, "error", json_string("out of host memory"));
+    return 0;
+  }
+  json_t *list = json_array();
+  int violations = 0, judged = 0, runs = 0;
+  char first_err[sizeof j->err] = "";
+  for (int i = 0; i < ntrials && !violations; i++) {
+    const struct kc_trial *tr = &trials[i];
+    uint64_t seed = kc_trial_seed(g->id, i);
+    struct kc_sb sb;
+    int r = kc_trial_run(ctx, c, tr, seed, &sb, j);
+    json_t *rec = json_pack("{s:s}", "generator", oc_gen_name((enum oc_gen)tr->gen));
+    if (tr->transform != KC_TF_NONE)
+      json_object_set_new(rec, "transform", json_string(kc_transform_name(tr->transform)));
+    if (r) {
+      json_object_set_new(rec, "class", json_string(r > 0 ? "skipped" : "inconclusive"));
+      json_object_set_new(rec, "reason", json_string(j->err));
+      if (tr->scalars) json_object_set_new(rec, "scalars", json_string("not bound"));
+      if (r < 0 && !first_err[0]) memcpy(first_err, j->err, sizeof first_err);
+      json_array_append_new(list, rec);
+      runs += r < 0 && sb.runs > 0;
+      continue;
+    }
+    runs++;
+    judged++;
+    if (tr->scalars) json_object_set_new(rec, "scalars", scalars_json(c, &sb));
+    json_object_set_new(rec, "class", json_string(oc_verdict_name(j->v.kind)));
+    json_array_append_new(list, rec);
+    json_t *guards = tr->scalars ? guard_damage(&sb) : NULL;
+    json_t *ev = NULL;
+    const char *msg = message;
+    if (oc_verdict_is_fail(j->v.kind) && (fail_mask & (1u << j->v.kind))) {
+      ev = kc_judge_evidence(c, &sb, j);
+      kc_judge_result(j, ctx->result);
+      if (guards) json_object_set_new(ev, "guard_damage", json_incref(guards));
+    } else if (guards) {
+      ev = json_pack("{s:s, s:O}", "verdict", "bounds", "guard_damage", guards);
+      msg = "at this shape the kernel writes outside its tensors (guard zone changed)";
+    }
+    json_decref(guards);
+    if (ev) {
+      violations = 1;
+      json_object_set_new(ev, "exposed_by", kc_exposed_by(&sb, tr, seed));
+      kc_gate_violation(g, ctx->li, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
+    }
+    kc_sb_free(&sb);
+  }
+  json_object_set_new(ctx->result, "trials", list);
+  json_object_set_new(ctx->result, "runs", json_integer(runs));
+  const char *status = violations ? "fail" : judged ? "pass" : "inconclusive";
+  json_object_set_new(ctx->result, "status", json_string(status));
+  if (!judged && !violations)
+    json_object_set_new(ctx->result, "reason",
+                        json_string(first_err[0] ? first_err : "no trial applied"));
+  free(j);
+  return violations;
+}

@@ -119,19 +119,27 @@ static int admissible(const struct kc_contract *c, const struct kc_launch_info *
 }
 
 /* Sets the size scalars to want[i] (kind 1) and tries the placement-only
- * ones (kind 2) as the application had them, then equal to `place`. */
+ * ones (kind 2) as the application had them, then equal to `place`. out is
+ * a row of 64 after the rows from `taken` on: a repeat of one is refused. */
+static int repeated(const struct kc_contract *c, const int64_t *taken, const int64_t *out) {
+  for (const int64_t *prev = taken; prev < out; prev += 64)
+    if (!memcmp(out, prev, (size_t)c->nscalars * sizeof *out)) return 1;
+  return 0;
+}
+
 static int assign(const struct kc_contract *c, const struct kc_launch_info *li, const int64_t *base,
-                  const int *kind, const int64_t *want, int64_t place, int64_t *out) {
+                  const int *kind, const int64_t *want, int64_t place, const int64_t *taken,
+                  int64_t *out) {
   int64_t work = 1;
   for (int i = 0; i < c->nscalars; i++) {
     out[i] = kind[i] == 1 ? want[i] : base[i];
     if (kind[i] == 1 && __builtin_mul_overflow(work, want[i] > 0 ? want[i] : 1, &work)) return 0;
   }
   if (work > MAX_WORK || !memcmp(out, base, (size_t)c->nscalars * sizeof *out)) return 0;
-  if (admissible(c, li, out)) return 1;
+  if (admissible(c, li, out)) return !repeated(c, taken, out);
   for (int i = 0; i < c->nscalars; i++)
     if (kind[i] == 2) out[i] = place;
-  return admissible(c, li, out);
+  return admissible(c, li, out) && !repeated(c, taken, out);
 }
 
 static int run(struct kc_gate_ctx *ctx) {
@@ -171,13 +179,13 @@ static int run(struct kc_gate_ctx *ctx) {
     memcpy(saved, kind, sizeof saved);
     for (int i = 0; i < c->nscalars; i++) /* every given value is taken as is */
       if (c->shapes[s * c->nscalars + i] != INT64_MIN) kind[i] = 1;
-    if (assign(c, ctx->li, b->ivals, kind, want, 0, rows[n])) n++;
+    if (assign(c, ctx->li, b->ivals, kind, want, 0, rows[0], rows[n])) n++;
     memcpy(kind, saved, sizeof saved);
   }
   for (size_t v = 0; v < sizeof sizes / sizeof sizes[0] && n < MAX_TRIALS; v++) {
     for (int i = 0; i < c->nscalars; i++)
       want[i] = sizes[v];
-    if (assign(c, ctx->li, b->ivals, kind, want, sizes[v], rows[n])) n++;
+    if (assign(c, ctx->li, b->ivals, kind, want, sizes[v], rows[0], rows[n])) n++;
   }
   for (int m = 0; m < 2 && n < MAX_TRIALS; m++) {
     int64_t place = 0;
@@ -186,7 +194,7 @@ static int run(struct kc_gate_ctx *ctx) {
         want[i] = mix[(s++ + 2 * m) % 5];
         if (want[i] > place) place = want[i];
       }
-    if (assign(c, ctx->li, b->ivals, kind, want, place, rows[n])) n++;
+    if (assign(c, ctx->li, b->ivals, kind, want, place, rows[0], rows[n])) n++;
   }
   for (int i = 0; i < n; i++)
     trials[i] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, rows[i], MAX_BYTES};

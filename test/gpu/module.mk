@@ -1,9 +1,13 @@
 # test/gpu/module.mk — GPU validation suite and pass-through benchmark.
 #
-#   make test-gpu    test/gpu/run_gpu_tests.sh  (results in $(GPU_OUT))
+#   make test-gpu    test/gpu/run_gpu_tests.sh  (results in $(GPU_OUT)), then
+#                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts)
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
 #   make test-gpu-checks   test/gpu/run_gpu_checks.sh (determinism/race gates
 #                          on planted races, torch ops, training; $(GPU_OUT))
+#   make test-gpu-contracts  test/gpu/run_gpu_contracts.sh (contract gates on
+#                          planted bugs and correct CUDA and Triton kernels;
+#                          $(GPU_OUT))
 #   make bench-gpu-checks  bench/run_check_bench.sh (checking cost on a small
 #                          transformer, compute-sanitizer; $(GPU_OUT))
 #   make gpu-bins    the CUDA test and benchmark programs in $(BUILD)/gpu/
@@ -24,7 +28,7 @@ GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
 # Empty: the scripts use $OUT, else ./gpu-out.
 GPU_OUT       ?=
 GPU_BINS      := $(BUILD)/gpu/launches $(BUILD)/gpu/launches_static $(BUILD)/gpu/launch_overhead \
-                 $(BUILD)/gpu/races
+                 $(BUILD)/gpu/races $(BUILD)/gpu/contract_bugs
 
 $(BUILD)/gpu/launches: test/gpu/launches.cu
 	@mkdir -p $(@D)
@@ -43,7 +47,12 @@ $(BUILD)/gpu/races: test/gpu/races.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks bench-gpu-checks
+# Planted contract bugs and correct kernels (static cudart, like races).
+$(BUILD)/gpu/contract_bugs: test/gpu/contract_bugs.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
+
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks
 gpu-bins: $(GPU_BINS)
 
 # Built with everything else where nvcc exists, so a copied build/ has them.
@@ -53,9 +62,14 @@ endif
 
 GPU_SCRIPT_ENV = BUILD='$(BUILD)' CUDA_HOME='$(CUDA_HOME)' NVCC='$(NVCC)' PYTHON='$(PYTHON)'
 
+# Both suites run; the status is nonzero when either failed. The contract
+# suite writes into the contracts/ subdirectory of the same output folder.
 test-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
-	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_tests.sh $(GPU_OUT)
+	out='$(GPU_OUT)'; out="$${out:-$${OUT:-gpu-out}}"; rc=0; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_tests.sh "$$out" || rc=$$?; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh "$$out/contracts" || rc=$$?; \
+	exit $$rc
 
 bench-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
@@ -64,6 +78,10 @@ bench-gpu:
 test-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_checks.sh $(GPU_OUT)
+
+test-gpu-contracts:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh $(GPU_OUT)
 
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

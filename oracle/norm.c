@@ -45,7 +45,12 @@ static double nrm_bound(const struct oc_profile *p, const struct oc_elem *e, con
                           oc_mul_up(oc_gamma(2, u), oc_mul_up(oc_mul_up(d, R), w)));
     return oc_out_bound(p, yabs, by);
   }
-  double dmu = oc_mul_up(oc_gamma((double)n, u), mabs);
+  /* Underflow: the division sum/n rounds on the accumulator's subnormal
+   * grid (absolute error up to half its smallest subnormal, eta), and each
+   * of the n squared deviations may underflow by up to eta. Negligible
+   * unless the row itself is tiny. */
+  double eta = oc_format_info(p->acc)->min_subnormal / 2;
+  double dmu = oc_add_up(oc_mul_up(oc_gamma((double)n, u), mabs), eta);
   double dv;
   if (p->norm == OC_NORM_ONE_PASS) {
     /* E[x^2] with gamma_{n+1}, minus mu^2 (with its own error), one rounding. */
@@ -58,6 +63,7 @@ static double nrm_bound(const struct oc_profile *p, const struct oc_elem *e, con
     double dm2 = oc_mul_up(dmu, dmu);
     dv = oc_add_up(dm2, oc_mul_up(oc_gamma((double)n + 3, u), oc_add_up(v, dm2)));
   }
+  dv = oc_add_up(dv, oc_mul_up((double)n + 2, eta));
   double ve = v + eps;
   double lo = oc_down(oc_down(ve) - dv);
   if (!(lo > 0)) return INFINITY;

@@ -302,10 +302,42 @@ static void norms(void) {
          before);
 }
 
+/* Rows of fp32 subnormals: the mean's division rounds on the subnormal grid
+ * (absolute error up to half the smallest subnormal, large relative to the
+ * deviations), which a correct two-pass kernel cannot avoid. */
+static void norms_subnormal(void) {
+  int before = t_fail;
+  enum { NS = 64 };
+  double x[2 * NS];
+  float xf[2 * NS], y[2 * NS];
+  for (int i = 0; i < 2 * NS; i++) {
+    x[i] = (double)(1 + (i * 7) % 5) * 0x1p-149 * (i % 3 ? 1 : -1);
+    if (i >= NS) x[i] *= 1 << 20; /* second row: larger subnormals */
+    xf[i] = (float)x[i];
+  }
+  struct oc_tensor X, O;
+  t_tensor2(&X, xf, OC_FP32, 2, NS);
+  t_tensor2(&O, y, OC_FP32, 2, NS);
+  struct oc_profile p;
+  oc_profile_preset("fp32", &p);
+  for (int how = 0; how < 2; how++) {
+    for (int r = 0; r < 2; r++)
+      sim_ln(how, x + r * NS, NS, 1e-5, y + r * NS);
+    struct oc_verdict v;
+    oc_check_layer_norm(&X, NULL, NULL, 1e-5, &O, &p, NULL, &v);
+    EXPECT(!oc_verdict_is_fail(v.kind), "ln subnormal rows how=%d: %s", how,
+           oc_verdict_name(v.kind));
+    if (oc_verdict_is_fail(v.kind)) t_print_verdict(&v);
+  }
+  t_line("layer_norm on rows of subnormals: two-pass and Welford pass (underflow in the bound)",
+         before);
+}
+
 int main(void) {
   max_nan();
   reductions();
   softmaxes();
   norms();
+  norms_subnormal();
   return t_done("test_b_rowops");
 }

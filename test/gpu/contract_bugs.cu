@@ -286,44 +286,27 @@ __global__ void layernorm_onepass(const float *x, float *y, int rows, int cols) 
     yr[c] = (xr[c] - mean) * r;
 }
 
-// Two-pass layer norm (no weight or bias): mean, then the mean of
-// (x - mean)^2. Rows whose largest |x| lies outside [2^-40, 2^40) are first
-// scaled by a power of two s (exact, 2^-126 <= s <= 2^126) so that neither the sum
-// of squares overflows nor the mean rounds in the subnormal range: y = (x -
-// mean) / sqrt(var + eps) is the same for s*x with eps scaled by s^2. For
-// tiny rows (s >= 2^40) var' is below 2^-64 of eps s^2, so y = (x' - mean')
-// rsqrt(eps) / s.
+// Two-pass layer norm (no weight or bias): the mean, then the mean of
+// (x - mean)^2 — the textbook kernel, nothing special for extreme rows.
 __global__ void layernorm_twopass(const float *x, float *y, int rows, int cols) {
   __shared__ float sh[ROW_THREADS];
   if ((int)blockIdx.x >= rows) return;
   const float *xr = x + (long long)blockIdx.x * cols;
   float *yr = y + (long long)blockIdx.x * cols;
-  float amax = 0.0f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x)
-    amax = fmaxf(amax, fabsf(xr[c]));
-  amax = block_reduce(amax, OpFmaxf(), sh);
-  float scale = 1.0f, eps = LN_EPS, post = 1.0f;
-  int e = 0;
-  if (amax > 0.0f && amax <= FLT_MAX) frexpf(amax, &e); // amax = f 2^e, f in [0.5, 1)
-  bool huge = amax >= 0x1p40f && amax <= FLT_MAX, tiny = amax > 0.0f && amax < 0x1p-40f;
-  int k = -e < -126 ? -126 : -e > 126 ? 126 : -e; // 2^k and 2^-k are normal floats
-  if (huge || tiny) scale = ldexpf(1.0f, k);
-  if (huge) eps = fmaxf(LN_EPS * scale * scale, FLT_MIN);
-  if (tiny) post = ldexpf(1.0f, -k);
   float s = 0.0f;
   for (int c = threadIdx.x; c < cols; c += blockDim.x)
-    s += xr[c] * scale;
+    s += xr[c];
   s = block_reduce(s, OpAdd(), sh);
   float mean = s / cols;
   float s2 = 0.0f;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    float d = xr[c] * scale - mean;
+    float d = xr[c] - mean;
     s2 += d * d;
   }
   s2 = block_reduce(s2, OpAdd(), sh);
-  float r = tiny ? rsqrtf(LN_EPS) : rsqrtf(s2 / cols + eps);
+  float r = rsqrtf(s2 / cols + LN_EPS);
   for (int c = threadIdx.x; c < cols; c += blockDim.x)
-    yr[c] = (xr[c] * scale - mean) * r * post;
+    yr[c] = (xr[c] - mean) * r;
 }
 
 // ---------------------------------------------------------------- host side

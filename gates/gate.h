@@ -103,6 +103,13 @@ struct kc_trial {
   const int64_t *scalars; /* one per contract scalar; NULL: the application's */
   uint64_t max_bytes;     /* skip when the tensors need more (0: no limit) */
 };
+/* rows x cols values of generator gen (oracle/adversarial.h: role, seed),
+ * made in fp64, moved by tf, rounded to float format fmt and packed
+ * little-endian into out (rows * cols elements of fmt's size). What every
+ * trial feeds the kernel, and what kcheck_generate() gives back. 0, or -1
+ * for bad arguments. */
+int kc_generate_packed(int gen, enum kc_transform tf, int fmt, int role, int64_t rows, int64_t cols,
+                       uint64_t seed, void *out);
 /* The seed of trial i of a gate, from the seed option. */
 uint64_t kc_trial_seed(const char *gate, int trial);
 const char *kc_transform_name(enum kc_transform t);

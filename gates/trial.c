@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/kcheck.h"
 #include "gate.h"
 #include "options.h"
 
@@ -55,6 +56,28 @@ static int gen_role(const struct kc_contract *c, const struct kc_sb_tensor *t, i
   return k < 2 ? k : OC_ROLE_V;
 }
 
+int kc_generate_packed(int gen, enum kc_transform tf, int fmt, int role, int64_t rows, int64_t cols,
+                       uint64_t seed, void *out) {
+  if (gen < 0 || gen >= OC_GEN_COUNT || fmt < 0 || fmt >= OC_FORMAT_COUNT || rows < 0 || cols < 0 ||
+      (unsigned)tf > KC_TF_ZEROS)
+    return -1;
+  const struct oc_format_info *fi = oc_format_info((enum oc_format)fmt);
+  size_t count = (size_t)(rows * cols), esize = (size_t)(fi->bits / 8);
+  double *vals = malloc((count ? count : 1) * sizeof *vals);
+  if (!vals) return -1;
+  if (count && oc_generate((enum oc_gen)gen, OC_FP64, role, rows, cols, seed, NULL, vals)) {
+    free(vals);
+    return -1;
+  }
+  for (size_t e = 0; e < count; e++) {
+    uint64_t bits = oc_encode((enum oc_format)fmt, transform(tf, vals[e], fi), OC_OVF_IEEE);
+    /* little-endian: the low bytes are the pattern */
+    memcpy((unsigned char *)out + e * esize, &bits, esize);
+  }
+  free(vals);
+  return 0;
+}
+
 static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct kc_trial *tr,
                     uint64_t seed, char *err, size_t n) {
   int k = 0;
@@ -67,23 +90,22 @@ static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct 
                t->t->v->name, kc_ct_format_name(fmt));
       return -1;
     }
-    const struct oc_format_info *fi = oc_format_info((enum oc_format)fmt);
     int rank = t->t->rank;
     int64_t cols = rank ? t->t->shape[rank - 1] : 1, rows = 1;
     for (int r = 0; r + 1 < rank; r++)
       rows *= t->t->shape[r];
-    size_t count = (size_t)(rows * cols);
-    double *vals = malloc((count ? count : 1) * sizeof *vals);
+    size_t count = (size_t)(rows * cols), esize = (size_t)t->esize;
+    unsigned char *packed = malloc(count * esize + 1);
     t->owned_input = calloc(1, t->bytes ? t->bytes : 1);
-    if (!vals || !t->owned_input) {
-      free(vals);
+    if (!packed || !t->owned_input) {
+      free(packed);
       snprintf(err, n, "out of host memory");
       return -1;
     }
     t->host_input = t->owned_input;
-    if (count && oc_generate((enum oc_gen)tr->gen, OC_FP64, gen_role(c, t, k), rows, cols,
-                             seed + (uint64_t)k, NULL, vals)) {
-      free(vals);
+    if (kc_generate_packed(tr->gen, tr->transform, fmt, gen_role(c, t, k), rows, cols,
+                           seed + (uint64_t)k, packed)) {
+      free(packed);
       snprintf(err, n, "generator %s rejected tensor '%s'", oc_gen_name((enum oc_gen)tr->gen),
                t->t->v->name);
       return -1;
@@ -95,17 +117,31 @@ static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct 
       uint64_t off = 0;
       for (int r = 0; r < rank; r++)
         off += (uint64_t)idx[r] * (uint64_t)stride[r];
-      uint64_t bits =
-          oc_encode((enum oc_format)fmt, transform(tr->transform, vals[e], fi), OC_OVF_IEEE);
-      memcpy((unsigned char *)t->owned_input + off * (uint64_t)t->esize, &bits,
-             (size_t)t->esize); /* little-endian: the low bytes are the pattern */
+      memcpy((unsigned char *)t->owned_input + off * esize, packed + e * esize, esize);
       for (int r = rank - 1; r >= 0 && ++idx[r] == shape[r]; r--)
         idx[r] = 0;
     }
-    free(vals);
+    free(packed);
     k++;
   }
   return 0;
+}
+
+/* Public API (kcheck.h): regenerates the inputs a violation's exposed_by
+ * names. */
+__attribute__((visibility("default"))) int
+kcheck_generate(const char *generator, const char *transform, const char *format, int role,
+                long long rows, long long cols, unsigned long long seed, void *out) {
+  int g = generator ? oc_gen_parse(generator) : -1;
+  int f = format ? oc_format_parse(format) : -1;
+  int tf = -1;
+  for (int i = KC_TF_NONE; i <= KC_TF_ZEROS; i++)
+    if (!transform || !strcmp(transform, kc_transform_name((enum kc_transform)i))) {
+      tf = transform ? i : KC_TF_NONE;
+      break;
+    }
+  if (g < 0 || f < 0 || tf < 0 || !out) return -1;
+  return kc_generate_packed(g, (enum kc_transform)tf, f, role, rows, cols, seed, out);
 }
 
 json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_t seed) {

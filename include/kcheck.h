@@ -1,4 +1,4 @@
-/* kcheck.h — kcheck's public C API (version 2). Programs may call these
+/* kcheck.h — kcheck's public C API (version 3). Programs may call these
  * when libkcheck.so is loaded; look them up with dlsym(RTLD_DEFAULT, ...)
  * to stay runnable without kcheck. */
 #ifndef KCHECK_H
@@ -8,8 +8,9 @@
 extern "C" {
 #endif
 
-/* 1: version, options, gates. 2: contracts and annotations. */
-#define KCHECK_API_VERSION 2
+/* 1: version, options, gates. 2: contracts and annotations. 3: input
+ * generators. */
+#define KCHECK_API_VERSION 3
 
 /* The library's version string, e.g. "0.1.0". */
 const char *kcheck_version(void);
@@ -53,6 +54,19 @@ void kcheck_annotate_clear(void);
  * ("softmax profile=fp32 tensors=2 in:fp32:0x...:[4,8/8,1] ..."); returns
  * its length, 0 when none is in force. For logs and tests. */
 int kcheck_annotation_describe(char *buf, unsigned long n);
+
+/* ---- generated inputs (version 3) ---- */
+
+/* Regenerates the inputs a violation's evidence names (exposed_by:
+ * generator, transform, seed): rows x cols elements of `format` ("fp32",
+ * "bf16", ...), packed little-endian into out, exactly as kcheck fed input
+ * k of the kernel when called with seed + k and that input's role (0 for
+ * the first input and matmul's A, 1 for the second and matmul's B, 2 from
+ * the third on; rows: the product of all dims but the last). transform:
+ * NULL or "none", "huge", "tiny", "subnormal", "zeros". Returns 0, or -1
+ * for an unknown generator, transform or format. */
+int kcheck_generate(const char *generator, const char *transform, const char *format, int role,
+                    long long rows, long long cols, unsigned long long seed, void *out);
 
 #ifdef __cplusplus
 }

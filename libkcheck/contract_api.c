@@ -1,5 +1,5 @@
 /* libkcheck/contract_api.c — the contract and annotation entries of the
- * public API (include/kcheck.h, version 2). Safe to call before kcheck
+ * public API (include/kcheck.h). Safe to call before kcheck
  * activates and without a driver: nothing here touches CUDA. */
 #include <pthread.h>
 #include <stdio.h>

@@ -78,7 +78,21 @@ static const char app_ptx[] =
     ".visible .entry _Z12gemm_fp16accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C, "
     ".param .u32 M, .param .u32 N, .param .u32 K)\n{\n\tret;\n}\n"
     ".visible .entry _Z12gemm_fp32accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C, "
-    ".param .u32 M, .param .u32 N, .param .u32 K)\n{\n\tret;\n}\n";
+    ".param .u32 M, .param .u32 N, .param .u32 K)\n{\n\tret;\n}\n"
+    ".visible .entry _Z12rowmax_fmaxfPKfPfii(.param .u64 x, .param .u64 out, .param .u32 rows, "
+    ".param .u32 cols)\n{\n\tret;\n}\n"
+    ".visible .entry _Z6rowmaxPKfPfii(.param .u64 x, .param .u64 out, .param .u32 rows, "
+    ".param .u32 cols)\n{\n\tret;\n}\n"
+    ".visible .entry _Z13tiled_add_bugPKfS0_Pfi(.param .u64 a, .param .u64 b, .param .u64 out, "
+    ".param .u32 n)\n{\n\tret;\n}\n"
+    ".visible .entry _Z13softmax_nomaxPKfPfii(.param .u64 x, .param .u64 y, .param .u32 rows, "
+    ".param .u32 cols)\n{\n\tret;\n}\n"
+    ".visible .entry _Z12softmax_rowsPKfPfii(.param .u64 x, .param .u64 y, .param .u32 rows, "
+    ".param .u32 cols)\n{\n\tret;\n}\n"
+    ".visible .entry _Z17layernorm_onepassPKfPfiif(.param .u64 x, .param .u64 y, "
+    ".param .u32 rows, .param .u32 cols, .param .f32 eps)\n{\n\tret;\n}\n"
+    ".visible .entry _Z17layernorm_twopassPKfPfiif(.param .u64 x, .param .u64 y, "
+    ".param .u32 rows, .param .u32 cols, .param .f32 eps)\n{\n\tret;\n}\n";
 
 static uint64_t fnv1a(const void *p, size_t n) {
   const unsigned char *b = p;
@@ -390,8 +404,88 @@ static void app_races(struct app *a) {
     CK(cuMemFree(all[i]));
 }
 
+/* Bugs that only kcheck's generated inputs or shapes show (the nonfinite,
+ * precision, extremes and shapes gates), each next to its correct
+ * counterpart, on data where both agree: tiled_add_bug at n = 1024 (a
+ * multiple of its 64-element tile; vecadd is its counterpart), and on a
+ * 16 x 1000 row-major array (one block per row) rowmax_fmaxf / rowmax
+ * (no NaN), softmax_nomax / softmax_rows (logits in [-2, 2]) and
+ * layernorm_onepass / layernorm_twopass (rows with mean near 0). da, db
+ * and dout hold at least 1024 floats; ha and hb are da's and db's data. */
+static void app_contracts_adversarial(struct app *a, const float *ha, const float *hb,
+                                      CUdeviceptr da, CUdeviceptr db, CUdeviceptr dout) {
+  enum { TN = 1024, ROWS = 16, COLS = 1000 };
+  static float hout[TN], hx[ROWS * COLS], hy[ROWS * COLS];
+  int n = TN;
+  CK(cuMemcpyHtoD(da, ha, sizeof(float) * TN));
+  CK(cuMemcpyHtoD(db, hb, sizeof(float) * TN));
+  void *targs[] = {&da, &db, &dout, &n};
+  CK(cuLaunchKernel(app_func(a, FK_K_TILED_ADD_BUG), TN / 128, 1, 1, 128, 1, 1, 0, a->stream, targs,
+                    NULL));
+  CK(cuStreamSynchronize(a->stream));
+  CK(cuMemcpyDtoH(hout, dout, sizeof hout));
+  for (int i = 0; i < TN; i++)
+    EXPECT(hout[i] == ha[i] + hb[i], "tiled_add_bug[%d] = %g", i, hout[i]);
+  printf("%s: contracts tiled_add_bug out %016llx\n", app_name,
+         (unsigned long long)fnv1a(hout, sizeof hout));
+
+  CUdeviceptr dx = app_alloc(sizeof hx), dy = app_alloc(sizeof hy);
+  int rows = ROWS, cols = COLS;
+  float eps = 1e-5f;
+  void *rargs[] = {&dx, &dy, &rows, &cols, &eps};
+  static const struct {
+    const char *label, *kernel;
+    int data;       /* 0 rowmax, 1 softmax, 2 layernorm */
+    size_t outputs; /* elements of y */
+  } ks[] = {{"rowmax_fmaxf", FK_K_ROWMAX_FMAXF, 0, ROWS},
+            {"rowmax", FK_K_ROWMAX, 0, ROWS},
+            {"softmax_nomax", FK_K_SOFTMAX_NOMAX, 1, ROWS * COLS},
+            {"softmax_rows", FK_K_SOFTMAX_ROWS, 1, ROWS * COLS},
+            {"layernorm_onepass", FK_K_LAYERNORM_ONEPASS, 2, ROWS * COLS},
+            {"layernorm_twopass", FK_K_LAYERNORM_TWOPASS, 2, ROWS * COLS}};
+  for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
+    for (int r = 0; r < ROWS; r++)
+      for (int c = 0; c < COLS; c++) {
+        float *x = &hx[r * COLS + c];
+        if (ks[k].data == 0) /* distinct values in [-5, 5], max anywhere in the row */
+          *x = (float)((r * 131 + c * 37) % 1009) / 100.0f - 5.0f;
+        else if (ks[k].data == 1) /* logits in [-2, 2] */
+          *x = -2.0f + 4.0f * (float)((r * 7 + c * 13) % 1000) / 999.0f;
+        else /* in [-2, 2], mean near 0 */
+          *x = (float)((r * 17 + c * 29) % 201 - 100) / 50.0f;
+      }
+    CK(cuMemcpyHtoD(dx, hx, sizeof hx));
+    CK(cuMemsetD32(dy, 0, ROWS * COLS));
+    CK(cuLaunchKernel(app_func(a, ks[k].kernel), ROWS, 1, 1, 128, 1, 1, 0, a->stream, rargs, NULL));
+    CK(cuStreamSynchronize(a->stream));
+    CK(cuMemcpyDtoH(hy, dy, sizeof hy));
+    for (int r = 0; r < ROWS; r++) { /* the planted bugs do not show on these inputs */
+      const float *x = &hx[r * COLS], *y = &hy[r * COLS];
+      double s = 0, s2 = 0;
+      float m = x[0];
+      for (int c = 0; c < COLS; c++) {
+        m = x[c] > m ? x[c] : m;
+        s += y[c];
+        s2 += (double)y[c] * y[c];
+      }
+      if (ks[k].data == 0)
+        EXPECT(hy[r] == m, "%s[%d] = %g, max %g", ks[k].label, r, (double)hy[r], (double)m);
+      else if (ks[k].data == 1)
+        EXPECT(s > 0.9999 && s < 1.0001, "%s row %d sums to %g", ks[k].label, r, s);
+      else
+        EXPECT(s / COLS < 1e-4 && s / COLS > -1e-4 && s2 / COLS > 0.999 && s2 / COLS < 1.001,
+               "%s row %d: mean %g, variance %g", ks[k].label, r, s / COLS, s2 / COLS);
+    }
+    printf("%s: contracts %s out %016llx y[0] %g\n", app_name, ks[k].label,
+           (unsigned long long)fnv1a(hy, sizeof(float) * ks[k].outputs), (double)hy[0]);
+  }
+  CK(cuMemFree(dx));
+  CK(cuMemFree(dy));
+}
+
 /* The planted contract bugs and their correct counterpart (vecadd), once
- * each at n = 1000 (not a multiple of 128), plus fill_i32, which has no
+ * each at n = 1000 (not a multiple of 128), the numerical ones (exp, GEMM),
+ * those of app_contracts_adversarial, plus fill_i32, which has no
  * contract. Prints every output and input buffer's checksum: kcheck must
  * leave them exactly as without it. Buffers have 128 spare elements so the
  * out-of-bounds kernel's stray store stays inside the allocation. */
@@ -470,6 +564,7 @@ static void app_contracts(struct app *a) {
   CUdeviceptr g[] = {dA, dB, dC};
   for (size_t i = 0; i < 3; i++)
     CK(cuMemFree(g[i]));
+  app_contracts_adversarial(a, ha, hb, da, db, dout);
   int v = 5;
   void *fa[] = {&di, &v, &n};
   CK(cuLaunchKernel(app_func(a, FK_K_FILL), blocks, 1, 1, 128, 1, 1, 0, a->stream, fa, NULL));

@@ -190,6 +190,18 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_EXP_CORRECT "_Z11exp_correctPKfPfi"        /* expf */
 #define FK_K_GEMM_FP16ACC "_Z12gemm_fp16accPKfS0_Pfiii" /* running sum rounded to fp16 */
 #define FK_K_GEMM_FP32ACC "_Z12gemm_fp32accPKfS0_Pfiii" /* fp32 accumulation */
+/* Bugs for the adversarial gates, right on the application's own inputs and
+ * shapes, and their correct counterparts (vecadd for tiled_add_bug). Row
+ * kernels: (const float *x, float *out, int rows, int cols), one block per
+ * row; out is [rows] for rowmax, [rows, cols] otherwise; layernorm adds
+ * (..., float eps). */
+#define FK_K_ROWMAX_FMAXF "_Z12rowmax_fmaxfPKfPfii"     /* fmaxf drops NaN (nonfinite) */
+#define FK_K_ROWMAX "_Z6rowmaxPKfPfii"                  /* propagates NaN */
+#define FK_K_TILED_ADD_BUG "_Z13tiled_add_bugPKfS0_Pfi" /* (a, b, out, n): n % 64 tail wrong */
+#define FK_K_SOFTMAX_NOMAX "_Z13softmax_nomaxPKfPfii"   /* no max shift: overflow (extremes) */
+#define FK_K_SOFTMAX_ROWS "_Z12softmax_rowsPKfPfii"     /* max, sum of exp(x - max), divide */
+#define FK_K_LAYERNORM_ONEPASS "_Z17layernorm_onepassPKfPfiif" /* E[x^2] - mean^2 (precision) */
+#define FK_K_LAYERNORM_TWOPASS "_Z17layernorm_twopassPKfPfiif" /* mean, then squared deviations */
 #define FK_K_SCRUB "kc_scrub_shared"
 #define FK_K_OCCUPIER "kc_occupier"
 #define FK_K_HAMMER "kc_hammer"

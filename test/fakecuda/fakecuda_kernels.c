@@ -267,6 +267,143 @@ static void k_gemm_fp32acc(const struct fk_launch_ctx *c, void *const *params) {
   gemm(c, params, 0);
 }
 
+/* ------------------------- numerical and shape bugs for the adversarial
+ * gates (nonfinite, precision, shapes, extremes) + correct counterparts.
+ * Each is right on the inputs and shape the application gives it; only
+ * kcheck's generated inputs or shapes show the bug. Row kernels run one
+ * block per row (grid-stride over rows, so any grid is correct); a block's
+ * threads do not matter here. */
+
+/* Row r of a rows x cols row-major array, for each row this block owns. */
+#define FOR_ROWS(c, r, rows)                                                                       \
+  for (unsigned long long r = block_lin(c); (rows) > 0 && r < (unsigned long long)(rows);          \
+       r += nblocks(c))
+
+/* out[r] = max of row r. fmaxf returns the other operand when one is NaN,
+ * so a NaN in the row is dropped (the bug: max must propagate NaN). Signed
+ * zeros are ordered (+0 > -0) in both, so NaN is the only difference. */
+static void rowmax_each_row(const struct fk_launch_ctx *c, void *const *params, int drop_nan) {
+  const float *x = P(0, const float *);
+  float *out = P(1, float *);
+  int rows = P(2, int), cols = P(3, int);
+  FOR_ROWS(c, r, rows) {
+    const float *row = x + r * (unsigned long long)(cols > 0 ? cols : 0);
+    float m = -INFINITY;
+    for (int k = 0; k < cols; k++) {
+      float v = row[k];
+      if (v == 0 && m == 0) /* +0 > -0; fmaxf may return either zero */
+        m = signbit(m) ? v : m;
+      else if (drop_nan)
+        m = fmaxf(m, v);
+      else if (v > m || v != v)
+        m = v; /* once NaN, stays NaN: nothing compares greater */
+    }
+    out[r] = m;
+  }
+}
+
+static void k_rowmax_fmaxf(const struct fk_launch_ctx *c, void *const *params) {
+  rowmax_each_row(c, params, 1);
+}
+
+static void k_rowmax(const struct fk_launch_ctx *c, void *const *params) {
+  rowmax_each_row(c, params, 0);
+}
+
+/* out = a + b in tiles of 64 elements. A full tile is right; in a partial
+ * last tile (n % 64 != 0) each element adds its left neighbour of b: an
+ * indexing bug in the tail path that a multiple of 64 never reaches. */
+static void k_tiled_add_bug(const struct fk_launch_ctx *c, void *const *params) {
+  const float *a = P(0, const float *), *b = P(1, const float *);
+  float *out = P(2, float *);
+  int n = P(3, int);
+  if (n <= 0) return;
+  unsigned long long un = (unsigned long long)n, step = nblocks(c) * nthreads(c);
+  for (unsigned t = 0; t < nthreads(c); t++)
+    for (unsigned long long i = block_lin(c) * nthreads(c) + t; i < un; i += step) {
+      unsigned long long tile = i / 64 * 64;
+      if (tile + 64 <= un)
+        out[i] = a[i] + b[i];
+      else
+        out[i] = a[i] + b[i ? i - 1 : 0];
+    }
+}
+
+/* Softmax over each row. nomax: exp(x) / sum exp(x) without subtracting
+ * the row max, which overflows to Inf (then NaN or 0) for logits above ~88.
+ * Correct: max (NaN-propagating), then sum of exp(x - max), then divide. */
+static void softmax_each_row(const struct fk_launch_ctx *c, void *const *params, int nomax) {
+  const float *x = P(0, const float *);
+  float *y = P(1, float *);
+  int rows = P(2, int), cols = P(3, int);
+  if (cols <= 0) return;
+  FOR_ROWS(c, r, rows) {
+    const float *xr = x + r * (unsigned long long)cols;
+    float *yr = y + r * (unsigned long long)cols;
+    float m = -INFINITY, s = 0.0f;
+    if (nomax)
+      m = 0.0f;
+    else
+      for (int k = 0; k < cols; k++)
+        if (xr[k] > m || xr[k] != xr[k]) m = xr[k];
+    for (int k = 0; k < cols; k++)
+      s += expf(xr[k] - m);
+    for (int k = 0; k < cols; k++)
+      yr[k] = expf(xr[k] - m) / s;
+  }
+}
+
+static void k_softmax_nomax(const struct fk_launch_ctx *c, void *const *params) {
+  softmax_each_row(c, params, 1);
+}
+
+static void k_softmax_rows(const struct fk_launch_ctx *c, void *const *params) {
+  softmax_each_row(c, params, 0);
+}
+
+/* LayerNorm over each row, no weight or bias: y = (x - mean) / sqrt(var +
+ * eps), all in float. onepass: var = E[x^2] - mean^2, which cancels
+ * catastrophically when |mean| >> sigma (the bug). twopass: the mean, then
+ * the mean of squared deviations from it. */
+static void layernorm_each_row(const struct fk_launch_ctx *c, void *const *params, int onepass) {
+  const float *x = P(0, const float *);
+  float *y = P(1, float *);
+  int rows = P(2, int), cols = P(3, int);
+  float eps = P(4, float);
+  if (cols <= 0) return;
+  FOR_ROWS(c, r, rows) {
+    const float *xr = x + r * (unsigned long long)cols;
+    float *yr = y + r * (unsigned long long)cols;
+    float s = 0.0f, ss = 0.0f;
+    for (int k = 0; k < cols; k++) {
+      s += xr[k];
+      if (onepass) ss += xr[k] * xr[k];
+    }
+    float mean = s / (float)cols, var;
+    if (onepass) {
+      var = ss / (float)cols - mean * mean;
+      if (var < 0) var = 0; /* cancellation can make it negative */
+    } else {
+      for (int k = 0; k < cols; k++) {
+        float d = xr[k] - mean;
+        ss += d * d;
+      }
+      var = ss / (float)cols;
+    }
+    float rs = 1.0f / sqrtf(var + eps);
+    for (int k = 0; k < cols; k++)
+      yr[k] = (xr[k] - mean) * rs;
+  }
+}
+
+static void k_layernorm_onepass(const struct fk_launch_ctx *c, void *const *params) {
+  layernorm_each_row(c, params, 1);
+}
+
+static void k_layernorm_twopass(const struct fk_launch_ctx *c, void *const *params) {
+  layernorm_each_row(c, params, 0);
+}
+
 /* ------------------------------------------------ kcheck's own kernels */
 
 static unsigned long long splitmix(unsigned long long *s) {
@@ -351,6 +488,13 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_EXP_CORRECT, k_exp_correct, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_GEMM_FP16ACC, k_gemm_fp16acc, 6, {8, 8, 8, 4, 4, 4}, {0}, 0, 0},
     {FK_K_GEMM_FP32ACC, k_gemm_fp32acc, 6, {8, 8, 8, 4, 4, 4}, {0}, 0, 0},
+    {FK_K_ROWMAX_FMAXF, k_rowmax_fmaxf, 4, {8, 8, 4, 4}, {0}, 0, 0},
+    {FK_K_ROWMAX, k_rowmax, 4, {8, 8, 4, 4}, {0}, 0, 0},
+    {FK_K_TILED_ADD_BUG, k_tiled_add_bug, 4, {8, 8, 8, 4}, {0}, 0, 0},
+    {FK_K_SOFTMAX_NOMAX, k_softmax_nomax, 4, {8, 8, 4, 4}, {0}, 0, 0},
+    {FK_K_SOFTMAX_ROWS, k_softmax_rows, 4, {8, 8, 4, 4}, {0}, 0, 0},
+    {FK_K_LAYERNORM_ONEPASS, k_layernorm_onepass, 5, {8, 8, 4, 4, 4}, {0}, 0, 0},
+    {FK_K_LAYERNORM_TWOPASS, k_layernorm_twopass, 5, {8, 8, 4, 4, 4}, {0}, 0, 0},
     {FK_K_SCRUB, k_scrub, 1, {8}, {0}, 0, 0},
     {FK_K_OCCUPIER, k_occupier, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},

@@ -3,9 +3,13 @@
  * semantics, CUkernel vs CUfunction handles, memory queries, capture rules,
  * and the execution model: same order under same conditions, a different
  * order for order-dependent kernels (never for clean ones) under green
- * contexts, extra shared memory, an occupier and the shared-memory scrub.
+ * contexts, extra shared memory, an occupier and the shared-memory scrub;
+ * and that the planted numerical and shape bugs are real: each differs from
+ * its correct counterpart on the inputs or shape that expose it, and agrees
+ * with it on ordinary ones.
  * usage: fakecuda_selftest [all|faultcheck|threads|forkinit] */
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +59,14 @@ static const char test_ptx[] =
     ".visible .entry _Z13ti_add_kernel8TIParams(.param .align 8 .b8 p[1048])\n{ret;}\n"
     ".visible .entry "
     "_ZN2fk29vectorized_elementwise_kernelILi4ENS_6MulAddIfEESt5arrayIPcLm3EEEEviT0_T1_"
-    "(.param .u32 n)\n{ret;}\n";
+    "(.param .u32 n)\n{ret;}\n"
+    ".visible .entry _Z12rowmax_fmaxfPKfPfii(.param .u64 a)\n{ret;}\n"
+    ".visible .entry _Z6rowmaxPKfPfii(.param .u64 a)\n{ret;}\n"
+    ".visible .entry _Z13tiled_add_bugPKfS0_Pfi(.param .u64 a)\n{ret;}\n"
+    ".visible .entry _Z13softmax_nomaxPKfPfii(.param .u64 a)\n{ret;}\n"
+    ".visible .entry _Z12softmax_rowsPKfPfii(.param .u64 a)\n{ret;}\n"
+    ".visible .entry _Z17layernorm_onepassPKfPfiif(.param .u64 a)\n{ret;}\n"
+    ".visible .entry _Z17layernorm_twopassPKfPfiif(.param .u64 a)\n{ret;}\n";
 
 static CUmodule mod, kcmod;
 static CUlibrary lib;
@@ -572,6 +583,105 @@ static void test_events(void) {
   OK(cuMemFree(d));
 }
 
+/* ------------------------------------------ planted numerical bugs */
+
+/* Runs row kernel k over rows x cols floats of host x into host y (grid,
+ * block as given; eps is read by the layernorm kernels only). */
+static void rows_run(const char *k, const float *x, float *y, size_t ny, int rows, int cols,
+                     unsigned grid, unsigned block) {
+  CUdeviceptr dx, dy;
+  size_t nx = (size_t)rows * (size_t)cols;
+  float eps = 1e-5f;
+  OK(cuMemAlloc(&dx, nx * sizeof *x));
+  OK(cuMemAlloc(&dy, ny * sizeof *y));
+  OK(cuMemcpyHtoD(dx, x, nx * sizeof *x));
+  OK(cuMemsetD32(dy, 0x7fc00000u, ny)); /* NaN: an unwritten output shows */
+  void *args[] = {&dx, &dy, &rows, &cols, &eps};
+  OK(cuLaunchKernel(fn(k), grid, 1, 1, block, 1, 1, 0, NULL, args, NULL));
+  OK(cuMemcpyDtoH(y, dy, ny * sizeof *y));
+  OK(cuMemFree(dx));
+  OK(cuMemFree(dy));
+}
+
+static void test_planted_numerics(void) {
+  /* max: a NaN in row 0 is dropped by fmaxf only; +0 beats -0 in both. */
+  static const float mx[2][5] = {{1, NAN, 3, -2, 0}, {-0.0f, 0.0f, -1, -5, -0.0f}};
+  float m[2], mf[2];
+  rows_run(FK_K_ROWMAX, &mx[0][0], m, 2, 2, 5, 2, 128);
+  rows_run(FK_K_ROWMAX_FMAXF, &mx[0][0], mf, 2, 2, 5, 1, 32); /* one block, both rows */
+  T(isnan(m[0]) && mf[0] == 3.0f);
+  T(m[1] == 0 && !signbit(m[1]) && mf[1] == 0 && !signbit(mf[1]));
+
+  /* tiled add: right at n = 128 (whole tiles of 64), wrong in the partial
+   * tile of n = 100; vecadd right at both, whatever the grid. */
+  enum { TN = 128 };
+  static float a[TN], b[TN], got[TN], want[TN];
+  for (int i = 0; i < TN; i++) {
+    a[i] = (float)i;
+    b[i] = 1000.0f + 2.0f * (float)i;
+    want[i] = a[i] + b[i];
+  }
+  CUdeviceptr da, db, dout;
+  OK(cuMemAlloc(&da, sizeof a));
+  OK(cuMemAlloc(&db, sizeof b));
+  OK(cuMemAlloc(&dout, sizeof got));
+  OK(cuMemcpyHtoD(da, a, sizeof a));
+  OK(cuMemcpyHtoD(db, b, sizeof b));
+  for (int n = 100; n <= TN; n += TN - 100) {
+    for (int bug = 0; bug < 2; bug++) {
+      void *args[] = {&da, &db, &dout, &n};
+      OK(cuMemsetD32(dout, 0, TN));
+      OK(cuLaunchKernel(fn(bug ? FK_K_TILED_ADD_BUG : FK_K_VECADD), 1, 1, 1, 128, 1, 1, 0, NULL,
+                        args, NULL));
+      OK(cuMemcpyDtoH(got, dout, sizeof got));
+      int wrong = 0;
+      for (int i = 0; i < n; i++)
+        wrong += got[i] != want[i];
+      T(wrong == (bug && n % 64 ? n % 64 : 0));
+    }
+  }
+  /* a grid smaller than the data: the tiled kernel strides over it */
+  int n = TN;
+  void *targs[] = {&da, &db, &dout, &n};
+  OK(cuMemsetD32(dout, 0, TN));
+  OK(cuLaunchKernel(fn(FK_K_TILED_ADD_BUG), 1, 1, 1, 32, 1, 1, 0, NULL, targs, NULL));
+  OK(cuMemcpyDtoH(got, dout, sizeof got));
+  T(memcmp(got, want, sizeof got) == 0);
+  OK(cuMemFree(da));
+  OK(cuMemFree(db));
+  OK(cuMemFree(dout));
+
+  /* softmax: logits near 90 overflow exp unless the max is subtracted */
+  static const float lx[2][4] = {{90, 80, 85, 0}, {1, -1, 0.5f, 2}};
+  float y[8], yn[8];
+  rows_run(FK_K_SOFTMAX_ROWS, &lx[0][0], y, 8, 2, 4, 2, 128);
+  rows_run(FK_K_SOFTMAX_NOMAX, &lx[0][0], yn, 8, 2, 4, 2, 128);
+  double y0 = 1 / (1 + exp(-10.0) + exp(-5.0) + exp(-90.0));
+  T(fabs(y[0] - y0) < 1e-6 && isnan(yn[0]));
+  for (int k = 4; k < 8; k++)
+    T(fabs(y[k] - yn[k]) <= 1e-6 * y[k]);
+
+  /* layernorm: mean 1000, sigma 1. One pass loses the variance; two pass
+   * and, at mean 0, both give +-1/sqrt(1 + eps). */
+  enum { LC = 1024 };
+  static float lnx[2][LC], ly[2 * LC], lyo[2 * LC];
+  for (int k = 0; k < LC; k++) {
+    lnx[0][k] = 1000.0f + (k % 2 ? 1.0f : -1.0f);
+    lnx[1][k] = k % 2 ? 1.0f : -1.0f;
+  }
+  rows_run(FK_K_LAYERNORM_TWOPASS, &lnx[0][0], ly, 2 * LC, 2, LC, 2, 128);
+  rows_run(FK_K_LAYERNORM_ONEPASS, &lnx[0][0], lyo, 2 * LC, 2, LC, 2, 128);
+  double want_ln = 1 / sqrt(1 + 1e-5), err2 = 0, err1 = 0, err1_row1 = 0;
+  for (int k = 0; k < LC; k++) {
+    double w = k % 2 ? want_ln : -want_ln;
+    err2 = fmax(err2, fmax(fabs(ly[k] - w), fabs(ly[LC + k] - w)));
+    err1 = fmax(err1, fabs(lyo[k] - w));
+    err1_row1 = fmax(err1_row1, fabs(lyo[LC + k] - w));
+  }
+  T(err2 < 1e-5 && err1_row1 < 1e-5);
+  T(err1 > 0.01);
+}
+
 /* --------------------------------------------------------------- modes */
 
 /* Run with FAKECUDA_FAIL_ENTRY=cuMemAlloc_v2 FAKECUDA_FAIL_AT=2: the failed
@@ -653,6 +763,7 @@ int main(int argc, char **argv) {
   test_order();
   test_scrub();
   test_events();
+  test_planted_numerics();
   OK(cuLibraryUnload(lib));
   OK(cuModuleUnload(mod));
   OK(cuModuleUnload(kcmod));

@@ -26,7 +26,7 @@ FAKECUDA_CALLS_OUT=$TMP/threads "$T/fakecuda_selftest" threads
 if grep -qx "calls 80001" "$TMP/threads"; then pass "thread-safe call counting"
 else fail "thread-safe call counting"; cat "$TMP/threads"; fi
 
-for mode in basic races all; do
+for mode in basic races contracts all; do
   run "app_linked $mode" "$T/app_linked" $mode
   run "app_runtime $mode" "$T/app_runtime" $mode
 done

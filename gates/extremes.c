@@ -10,7 +10,7 @@
 #include "gate.h"
 
 static int run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  const struct kc_contract *c = ctx->li->contract;
   struct kc_trial t[6];
   int n = 0;
   if (c && c->op &&

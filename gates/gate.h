@@ -78,6 +78,10 @@ struct kc_judgment {
   int nins;      /* elementwise ops: inputs described, for the evidence */
   char err[256]; /* why no verdict (kc_judge returned -1) */
 };
+/* sb's tensor indices in the contract's declaration order (by source
+ * line; an annotation's tensors in the order they were annotated), which
+ * is the order the ops take their inputs in. order has sb->n slots. */
+void kc_sb_declared_order(const struct kc_sb *sb, int *order);
 /* The contract attribute `key`, or NULL. */
 const char *kc_contract_attr(const struct kc_contract *c, const char *key);
 /* Judges the outputs of sb's last run against c's op and profile. 0 with

@@ -288,7 +288,10 @@ int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judg
              c->op ? "the contract declares no profile" : "the contract declares no op");
     return -1;
   }
-  for (int i = 0; i < sb->n; i++) {
+  int order[64];
+  kc_sb_declared_order(sb, order);
+  for (int o = 0; o < sb->n; o++) {
+    int i = order[o];
     if (sb->t[i].role == KC_ROLE_IN && j->nin < 8)
       j->in[j->nin++] = i;
     else if (sb->t[i].role != KC_ROLE_IN && j->out < 0)
@@ -302,6 +305,17 @@ int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judg
   oc_options_default(&o);
   o.seed = (uint64_t)kc_opt.seed;
   return judge_op(c, sb, j, &o);
+}
+
+void kc_sb_declared_order(const struct kc_sb *sb, int *order) {
+  for (int i = 0; i < sb->n; i++) { /* insertion sort: stable */
+    int at = i;
+    while (at > 0 && sb->t[order[at - 1]].t->v->line > sb->t[i].t->v->line) {
+      order[at] = order[at - 1];
+      at--;
+    }
+    order[at] = i;
+  }
 }
 
 const char *kc_verdict_status(enum oc_verdict_kind k) {

@@ -11,7 +11,7 @@
 #define POISON 0xFFu /* NaN in every float format: an unwritten output fails */
 
 static int run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  const struct kc_contract *c = ctx->li->contract;
   if (!c) return 0;
   struct kc_judgment *j = calloc(1, sizeof *j);
   if (!j) {

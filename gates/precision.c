@@ -31,7 +31,7 @@ static int trials_for(const char *op, struct kc_trial *t) {
 }
 
 static int run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  const struct kc_contract *c = ctx->li->contract;
   struct kc_trial t[MAX_TRIALS];
   int n = c && c->op ? trials_for(c->op, t) : 0;
   return kc_trials_gate(ctx, &kc_gate_precision, t, n,

@@ -25,8 +25,10 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
 }
 
 int kc_gate_has_contract(const struct kc_launch_info *li) {
-  return li->k && kc_contract_match(li->k) != NULL;
+  return li->contract != NULL;
 }
+
+static CUresult run_gates(struct kc_launch_info *li);
 
 static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
   json_object_set_new(ctx->result, "status", json_string("error"));
@@ -35,7 +37,7 @@ static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
 
 int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb) {
   char err[256] = "";
-  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  const struct kc_contract *c = ctx->li->contract;
   if (!c) {
     gate_error(ctx, "no contract");
     return -1;
@@ -89,6 +91,24 @@ json_t *kc_gate_index_json(const int64_t *idx, int rank) {
 }
 
 CUresult kc_gates_check(struct kc_launch_info *li) {
+  /* The launch's contract: a loaded one, else one made from the annotation
+   * in force on this (the launching) thread, when the launch takes the
+   * annotated tensors. */
+  struct kc_contract *annotated = NULL;
+  li->contract = li->k ? kc_contract_match(li->k) : NULL;
+  if (!li->contract && li->k && kc_annotation_current()) {
+    kc_guard_enter();
+    li->contract = annotated = kc_contract_from_annotation(kc_annotation_current(), li->k,
+                                                           li->param_buf, li->param_size);
+    kc_guard_leave();
+  }
+  CUresult r = run_gates(li);
+  li->contract = NULL;
+  kc_contract_free(annotated);
+  return r;
+}
+
+static CUresult run_gates(struct kc_launch_info *li) {
   const struct kc_gate *run_list[16];
   int n = 0;
   /* Contract gates run only where a contract matched; they work on shadow

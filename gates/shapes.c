@@ -143,7 +143,7 @@ static int assign(const struct kc_contract *c, const struct kc_launch_info *li, 
 }
 
 static int run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  const struct kc_contract *c = ctx->li->contract;
   if (!c) return 0;
   if (!c->has_launch) {
     json_object_set_new(ctx->result, "status", json_string("inconclusive"));

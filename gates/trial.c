@@ -80,9 +80,10 @@ int kc_generate_packed(int gen, enum kc_transform tf, int fmt, int role, int64_t
 
 static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct kc_trial *tr,
                     uint64_t seed, char *err, size_t n) {
-  int k = 0;
-  for (int i = 0; i < sb->n; i++) {
-    struct kc_sb_tensor *t = &sb->t[i];
+  int k = 0, order[64];
+  kc_sb_declared_order(sb, order);
+  for (int o = 0; o < sb->n; o++) {
+    struct kc_sb_tensor *t = &sb->t[order[o]];
     if (t->role == KC_ROLE_OUT) continue;
     int fmt = t->t->v->tensor.format;
     if (fmt >= KC_FMT_INT8) {
@@ -158,7 +159,7 @@ json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_
      * transform, then rounding to its format. */
     json_object_set_new(o, "seed", json_integer((json_int_t)seed));
   }
-  const struct kc_contract *c = kc_contract_match(sb->li->k);
+  const struct kc_contract *c = sb->li->contract;
   json_t *sc = json_object();
   for (int i = 0; c && i < c->nscalars && i < sb->b.nscalars; i++)
     json_object_set_new(sc, c->scalars[i]->name, json_integer((json_int_t)sb->b.ivals[i]));
@@ -228,8 +229,9 @@ static json_t *scalars_json(const struct kc_contract *c, const struct kc_sb *sb)
 
 int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
                    int ntrials, unsigned fail_mask, const char *message) {
-  const struct kc_contract *c = kc_contract_match(ctx->li->k);
+  const struct kc_contract *c = ctx->li->contract;
   if (!c) return 0;
+  json_object_set_new(ctx->result, "contract", json_string(c->where));
   if (!c->op || !c->profile_spec) {
     json_object_set_new(ctx->result, "status", json_string("inconclusive"));
     json_object_set_new(

@@ -229,5 +229,16 @@ struct kc_annotation {
  * tensor..., end, in force from end until kcheck_annotate_clear or the next
  * begin; NULL when none. Valid until the thread's next annotate call. */
 const struct kc_annotation *kc_annotation_current(void);
+/* A contract for kernel k's launch with these parameter bytes from
+ * annotation a (libkcheck/contract_ann.c): every annotated pointer must
+ * occur exactly once among the 8-byte-aligned words of the parameters
+ * (plain pointer parameters or fields of struct parameters), no two
+ * annotated tensors may share a pointer, and k's parameter layout must be
+ * known; else NULL. Tensors are named in0, out1, ... by role and position
+ * and declared in annotation order; the other parameters are opaque. Free
+ * with kc_contract_free. */
+struct kc_contract *kc_contract_from_annotation(const struct kc_annotation *a,
+                                                const struct kc_kernel *k,
+                                                const unsigned char *param_buf, size_t param_size);
 
 #endif

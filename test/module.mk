@@ -9,7 +9,7 @@
 UNIT_TESTS := allocmap options contract
 UNIT_OBJS_allocmap := allocmap log
 UNIT_OBJS_options := options log
-UNIT_OBJS_contract := contract contract_expr contract_load contract_api options log
+UNIT_OBJS_contract := contract contract_expr contract_load contract_api contract_ann options log
 UNIT_LIBS_contract := $(BUILD)/san/liboracle.a -lyaml -lmpfr -lgmp -lm
 
 define unit_test

@@ -3,7 +3,11 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races] [--lib PATH]
+usage: app_ctypes.py [basic|races|annotate] [--lib PATH]
+annotate: launches declared through kcheck's annotation API (kcheck.h),
+when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
+accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
+does not describe.
 The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
 LD_LIBRARY_PATH). Exit status 0 only when every result is right.
 """
@@ -31,6 +35,15 @@ PTX = b"""//
 \tret;
 }
 .visible .entry _Z14block_disjointPi(.param .u64 out)
+{
+\tret;
+}
+.visible .entry _Z14exp_fast_wrongPKfPfi(.param .u64 x, .param .u64 out, .param .u32 n)
+{
+\tret;
+}
+.visible .entry _Z12gemm_fp16accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C,
+    .param .u32 M, .param .u32 N, .param .u32 K)
 {
 \tret;
 }
@@ -89,6 +102,84 @@ def launch(d, func, grid, block, *args):
     d.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, None, arr, None)
 
 
+class Annotations:
+    """kcheck's annotation API when libkcheck.so is loaded, else no-ops."""
+
+    def __init__(self):
+        me = C.CDLL(None)
+        self.on = hasattr(me, "kcheck_annotate_begin")
+        if not self.on:
+            return
+        self.begin, self.tensor = me.kcheck_annotate_begin, me.kcheck_annotate_tensor
+        self.end, self.clear = me.kcheck_annotate_end, me.kcheck_annotate_clear
+        self.begin.argtypes = [C.c_char_p, C.c_char_p]
+        self.tensor.argtypes = [C.c_char_p, C.c_void_p, C.c_char_p, C.c_int,
+                                C.POINTER(C.c_long), C.POINTER(C.c_long)]
+
+    def declare(self, op, profile, *tensors):
+        """tensors: (role, device pointer, shape)."""
+        if not self.on:
+            return
+        assert self.begin(op, profile) == 0
+        for role, ptr, shape in tensors:
+            dims = (C.c_long * len(shape))(*shape)
+            assert self.tensor(role, ptr.value, b"fp32", len(shape), dims, None) == 0
+        assert self.end() == 0
+
+
+def annotate(d, func, alloc):
+    """Each launch prints its output's checksum (kcheck must not change it)."""
+    ann = Annotations()
+    a = (C.c_float * N)(*[i * 0.25 for i in range(N)])
+    b = (C.c_float * N)(*[float(N - i) for i in range(N)])
+    x = (C.c_float * N)(*[-8.0 + 16.0 * i / (N - 1) for i in range(N)])
+    out = (C.c_float * N)()
+    da, db, dc, dx = alloc(4 * N), alloc(4 * N), alloc(4 * N), alloc(4 * N)
+    d.cuMemcpyHtoD_v2(da, a, 4 * N)
+    d.cuMemcpyHtoD_v2(db, b, 4 * N)
+    d.cuMemcpyHtoD_v2(dx, x, 4 * N)
+    vecadd, grid = func(b"_Z6vecaddPKfS0_Pfi"), (N + 127) // 128
+
+    def show(label, ptr, count):
+        host = (C.c_float * count)()
+        d.cuCtxSynchronize()
+        d.cuMemcpyDtoH_v2(host, ptr, 4 * count)
+        print("%s: annotate %s %r" % (NAME, label, sum(host)))
+        return host
+
+    ann.declare(b"add", b"fp32", (b"in", da, [N]), (b"in", db, [N]), (b"out", dc, [N]))
+    launch(d, vecadd, grid, 128, da, db, dc, C.c_int(N))
+    failures = int(list(show("add", dc, N)) != [a[i] + b[i] for i in range(N)])
+    # Launches the annotation does not describe: other buffers.
+    launch(d, vecadd, grid, 128, db, db, dx, C.c_int(N))
+    show("other_buffers", dx, N)
+    d.cuMemcpyHtoD_v2(dx, x, 4 * N)
+    ann.declare(b"exp", b"fp32:math=precise", (b"in", dx, [N]), (b"out", dc, [N]))
+    launch(d, func(b"_Z14exp_fast_wrongPKfPfi"), grid, 128, dx, dc, C.c_int(N))
+    show("exp_fast_wrong", dc, N)
+    ann.declare(b"sub", b"fp32", (b"in", da, [N]), (b"in", db, [N]), (b"out", dc, [N]))
+    launch(d, vecadd, grid, 128, da, db, dc, C.c_int(N))
+    show("add_declared_sub", dc, N)
+    M, K = 64, 256
+    A = (C.c_float * (M * K))(*[1.0 + ((i * 7) % 16) / 16.0 for i in range(M * K)])
+    Bm = (C.c_float * (K * M))(*[1.0 + ((i * 5 + 3) % 16) / 16.0 for i in range(K * M)])
+    dA, dB, dC = alloc(4 * M * K), alloc(4 * K * M), alloc(4 * M * M)
+    d.cuMemcpyHtoD_v2(dA, A, 4 * M * K)
+    d.cuMemcpyHtoD_v2(dB, Bm, 4 * K * M)
+    ann.declare(b"matmul", b"bf16_fp32acc", (b"in", dA, [M, K]), (b"in", dB, [K, M]),
+                (b"out", dC, [M, M]))
+    launch(d, func(b"_Z12gemm_fp16accPKfS0_Pfiii"), M * M // 128, 128, dA, dB, dC, C.c_int(M),
+           C.c_int(M), C.c_int(K))
+    show("gemm_fp16acc", dC, M * M)
+    if ann.on:
+        ann.clear()
+    launch(d, vecadd, grid, 128, da, db, dc, C.c_int(N))
+    show("cleared", dc, N)
+    for p in (da, db, dc, dx, dA, dB, dC):
+        d.cuMemFree_v2(p)
+    return failures
+
+
 def main():
     argv = sys.argv[1:]
     mode, path = "basic", os.environ.get("FAKECUDA_LIB", "libcuda.so.1")
@@ -98,8 +189,8 @@ def main():
             path = argv.pop(0)
         else:
             mode = a
-    if mode not in ("basic", "races"):
-        sys.stderr.write("%s: unknown mode %r (basic, races)\n" % (NAME, mode))
+    if mode not in ("basic", "races", "annotate"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate)\n" % (NAME, mode))
         return 2
     d = Driver(path)
     d.cuInit(0)
@@ -143,6 +234,8 @@ def main():
         print("%s: vecadd+scale sum %r" % (NAME, sum(out)))
         for p in (da, db, dc):
             d.cuMemFree_v2(p)
+    elif mode == "annotate":
+        failures += annotate(d, func, alloc)
     else:
         B, T = 64, 128
         dout, dd = alloc(4), alloc(4 * B * T)

@@ -309,6 +309,39 @@ static void test_api(void) {
   char desc[256];
   CHECK(kcheck_annotation_describe(desc, sizeof desc) > 0 && strstr(desc, "softmax") &&
         strstr(desc, "out:bf16"));
+
+  /* A contract from the annotation for a launch whose parameters are a
+   * struct {int n; float *out; float *in;} (offset 0) and a plain pointer
+   * (offset 24) holding nothing annotated: the tensors become fields of
+   * parameter 0 at their offsets, declared in annotation order. */
+  uint32_t offs[] = {0, 24};
+  struct kc_kernel kk = {.name = "_Z1kv", .demangled = "k()", .nparams = 2, .param_offset = offs};
+  unsigned char pb[32] = {0};
+  uint64_t in = 0x1000, out = 0x2000, stray = 0x3000;
+  memcpy(pb + 8, &out, 8), memcpy(pb + 16, &in, 8), memcpy(pb + 24, &stray, 8);
+  struct kc_contract *ac = kc_contract_from_annotation(a, &kk, pb, sizeof pb);
+  CHECK(ac && !strcmp(ac->op, "softmax") && ac->profile_spec && ac->nparams == 2);
+  if (ac) {
+    CHECK(ac->params[0].v.kind == KC_PK_STRUCT && ac->params[0].nfields == 2 &&
+          ac->params[1].v.kind == KC_PK_OPAQUE);
+    const struct kc_ct_value *f0 = &ac->params[0].fields[0], *f1 = &ac->params[0].fields[1];
+    CHECK(f0->offset == 8 && !strcmp(f0->name, "out1") && f0->line == 2);
+    CHECK(f1->offset == 16 && !strcmp(f1->name, "in0") && f1->line == 1);
+    struct kc_ct_binding ab;
+    char e[128];
+    CHECK(kc_contract_bind(ac, pb, sizeof pb, offs, 2, &ab, e, sizeof e) == 0 &&
+          ab.ntensors == 2 && ab.tensors[0].ptr == 0x2000 && ab.tensors[1].shape[1] == 8 &&
+          ab.tensors[0].v->tensor.format == kc_ct_format_parse("bf16"));
+    kc_contract_free(ac);
+  }
+  /* Not this launch's tensors, a pointer twice, or no layout: no contract. */
+  memcpy(pb + 8, &stray, 8);
+  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb) == NULL);
+  memcpy(pb + 8, &out, 8), memcpy(pb + 24, &in, 8);
+  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb) == NULL);
+  kk.nparams = -1;
+  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb) == NULL);
+
   kcheck_annotate_clear();
   CHECK(kc_annotation_current() == NULL && kcheck_annotation_describe(desc, sizeof desc) == 0);
   CHECK(kcheck_annotate_end() == -1);

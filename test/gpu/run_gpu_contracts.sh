@@ -20,6 +20,11 @@
 #    internal_errors == 0; one PASS/FAIL line per expectation with the
 #    violation's verdict line or evidence, and a table of the gate statuses
 #    per kernel.
+# 4. test/gpu/torch_annotate.py without and under kcheck (no contract file,
+#    default gates, check_first=100): PyTorch's add, softmax and mm each
+#    declared with kcheck_annotate_* must be checked against the declared op
+#    and stay silent; an add declared as sub must be flagged by the oracle
+#    gate; results identical with and without kcheck.
 #
 # Writes OUTDIR/results.md and OUTDIR/gpu-contracts-logs.tar.gz (every log
 # and report); exit status nonzero when any check failed.
@@ -200,6 +205,36 @@ else
     "exit $crc: $NEXPF of $NEXP expectations failed $(head -c 200 "$LOGS/check_contracts.err" | tr '\n' ' ')"
 fi
 
+# ------------------------------------------------------------ 4. annotations
+# PyTorch's own kernels checked through kcheck_annotate_* (no contract file):
+# default gates, every launch of the script checked.
+echo "=== 4. torch_annotate.py without and with kcheck (annotations)"
+prc=0
+krc=0
+run_logged "$PTMO" plain_annotate "$PYTHON" test/gpu/torch_annotate.py || prc=$?
+printf '%s: %s\n' kc_annotate "annotations, contracts=none, check_first=100" >>"$CMDS"
+run_logged "$TMO" kc_annotate env LD_PRELOAD="$LIB" \
+  KCHECK_OPTIONS="log_path=$REPS/kc_annotate:contracts=none:check_first=100" \
+  "$PYTHON" test/gpu/torch_annotate.py || krc=$?
+pair annotate "$prc" "$krc"
+if diff <(grep '^RESULT \|^VERIFY ' "$LOGS/plain_annotate.out") \
+  <(grep '^RESULT \|^VERIFY ' "$LOGS/kc_annotate.out") >/dev/null &&
+  grep -q '^VERIFY ok' "$LOGS/plain_annotate.out"; then
+  record "annotate: results identical with and without kcheck, verified" PASS \
+    "$(grep -c '^RESULT ' "$LOGS/plain_annotate.out") results"
+else
+  record "annotate: results identical with and without kcheck, verified" FAIL \
+    "see plain_annotate.out, kc_annotate.out"
+fi
+mapfile -t ANN_REPS < <(reports_of kc_annotate)
+arc=0
+"$PYTHON" test/gpu/torch_annotate.py --check "${ANN_REPS[@]}" >"$LOGS/annotate_check.out" 2>&1 ||
+  arc=$?
+cat "$LOGS/annotate_check.out"
+record "annotate: declared ops checked (silent), add declared as sub flagged" \
+  "$([ "$arc" = 0 ] && echo PASS || echo FAIL)" \
+  "$(tr '\n' ';' <"$LOGS/annotate_check.out" | cut -c1-600)"
+
 # ------------------------------------------------------------ results
 nfail=0
 for s in "${STATUS[@]}"; do [ "$s" = PASS ] || nfail=$((nfail + 1)); done
@@ -223,6 +258,11 @@ table() {
   echo "## Program output (plain runs)"
   echo '```'
   grep -h '^RESULT \|^CHECKSUM \|^TRITON_KERNEL ' "$LOGS/plain_cuda.out" "$LOGS/plain_triton.out" 2>/dev/null | head -c 8000 || true
+  echo '```'
+  echo
+  echo "## Annotations (test/gpu/torch_annotate.py --check)"
+  echo '```'
+  cat "$LOGS/annotate_check.out" 2>/dev/null || true
   echo '```'
   echo
   echo "## Environment"

@@ -24,9 +24,7 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
   kc_report_violation(rec);
 }
 
-int kc_gate_has_contract(const struct kc_launch_info *li) {
-  return li->contract != NULL;
-}
+int kc_gate_has_contract(const struct kc_launch_info *li) { return li->contract != NULL; }
 
 static CUresult run_gates(struct kc_launch_info *li);
 
@@ -96,10 +94,14 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
    * annotated tensors. */
   struct kc_contract *annotated = NULL;
   li->contract = li->k ? kc_contract_match(li->k) : NULL;
+  li->annotation_note[0] = 0;
   if (!li->contract && li->k && kc_annotation_current()) {
     kc_guard_enter();
-    li->contract = annotated = kc_contract_from_annotation(kc_annotation_current(), li->k,
-                                                           li->param_buf, li->param_size);
+    char why[sizeof li->annotation_note - 16];
+    li->contract = annotated = kc_contract_from_annotation(
+        kc_annotation_current(), li->k, li->param_buf, li->param_size, why, sizeof why);
+    if (!annotated)
+      snprintf(li->annotation_note, sizeof li->annotation_note, "not applied: %s", why);
     kc_guard_leave();
   }
   CUresult r = run_gates(li);
@@ -161,11 +163,14 @@ static CUresult run_gates(struct kc_launch_info *li) {
     return r;
   }
   atomic_fetch_add(&kc_count.checks, 1);
-  kc_report_emit("check",
-                 json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f}", "launch",
-                           (json_int_t)li->seq, "kernel", li->k->id, "kernel_name",
-                           li->k->demangled, "signature", kc_json_hash(li->signature), "gates",
-                           results, "violations", violations, "runs", runs, "regions", nregions,
-                           "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost));
+  json_t *rec =
+      json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f}", "launch", (json_int_t)li->seq,
+                "kernel", li->k->id, "kernel_name", li->k->demangled, "signature",
+                kc_json_hash(li->signature), "gates", results, "violations", violations, "runs",
+                runs, "regions", nregions, "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost);
+  /* Why the thread's annotation did not describe this launch. */
+  if (rec && li->annotation_note[0])
+    json_object_set_new(rec, "annotation", json_string(li->annotation_note));
+  kc_report_emit("check", rec);
   return r;
 }

@@ -79,6 +79,11 @@ struct kc_ct_value {
   enum kc_ct_scalar scalar;
   int scalar_index; /* index into the contract's scalar list */
   int line;
+  /* Tensors: more byte offsets in the parameter bytes (absolute) that hold
+   * the same pointer; shadow runs relocate them with it (annotation
+   * contracts: e.g. a GEMM's C and D both the output). */
+  int nalias;
+  uint32_t alias_at[4];
 };
 
 struct kc_ct_param {
@@ -231,14 +236,15 @@ struct kc_annotation {
 const struct kc_annotation *kc_annotation_current(void);
 /* A contract for kernel k's launch with these parameter bytes from
  * annotation a (libkcheck/contract_ann.c): every annotated pointer must
- * occur exactly once among the 8-byte-aligned words of the parameters
- * (plain pointer parameters or fields of struct parameters), no two
- * annotated tensors may share a pointer, and k's parameter layout must be
- * known; else NULL. Tensors are named in0, out1, ... by role and position
- * and declared in annotation order; the other parameters are opaque. Free
- * with kc_contract_free. */
+ * occur among the 8-byte-aligned words of the parameters (plain pointer
+ * parameters or fields of struct parameters; up to 5 times: the copies are
+ * relocated together), no two annotated tensors may share a pointer, and
+ * k's parameter layout must be known; else NULL with why in why. Tensors
+ * are named in0, out1, ... by role and position and declared in annotation
+ * order; the other parameters are opaque. Free with kc_contract_free. */
 struct kc_contract *kc_contract_from_annotation(const struct kc_annotation *a,
                                                 const struct kc_kernel *k,
-                                                const unsigned char *param_buf, size_t param_size);
+                                                const unsigned char *param_buf, size_t param_size,
+                                                char *why, size_t n);
 
 #endif

@@ -163,6 +163,13 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
     }
     uint64_t p = t->dev;
     memcpy(s->params + off[i], &p, 8);
+    for (int a = 0; a < t->t->v->nalias && a < 4; a++) { /* copies of the same pointer */
+      if (t->t->v->alias_at[a] + 8 > li->param_size) {
+        kc_sb_free(s);
+        return fail(err, n, "a tensor pointer lies past the parameter bytes");
+      }
+      memcpy(s->params + t->t->v->alias_at[a], &p, 8);
+    }
   }
   return 0;
 }

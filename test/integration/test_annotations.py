@@ -33,6 +33,9 @@ def test_annotated_launches_are_checked_against_the_declared_op(tmp_path):
     # contract gate at all.
     for c in (other, cleared):
         assert not CONTRACT_GATES & set(c["gates"]), c["gates"]
+    # The check record says why the annotation in force did not apply.
+    assert other["annotation"].startswith("not applied: the pointer of in0")
+    assert "occurs 0 times" in other["annotation"] and "annotation" not in cleared
     viol = by_type(recs, "violation")
     by_launch = {}
     for v in viol:

@@ -319,7 +319,8 @@ static void test_api(void) {
   unsigned char pb[32] = {0};
   uint64_t in = 0x1000, out = 0x2000, stray = 0x3000;
   memcpy(pb + 8, &out, 8), memcpy(pb + 16, &in, 8), memcpy(pb + 24, &stray, 8);
-  struct kc_contract *ac = kc_contract_from_annotation(a, &kk, pb, sizeof pb);
+  char why[128] = "";
+  struct kc_contract *ac = kc_contract_from_annotation(a, &kk, pb, sizeof pb, why, sizeof why);
   CHECK(ac && !strcmp(ac->op, "softmax") && ac->profile_spec && ac->nparams == 2);
   if (ac) {
     CHECK(ac->params[0].v.kind == KC_PK_STRUCT && ac->params[0].nfields == 2 &&
@@ -329,18 +330,25 @@ static void test_api(void) {
     CHECK(f1->offset == 16 && !strcmp(f1->name, "in0") && f1->line == 1);
     struct kc_ct_binding ab;
     char e[128];
-    CHECK(kc_contract_bind(ac, pb, sizeof pb, offs, 2, &ab, e, sizeof e) == 0 &&
-          ab.ntensors == 2 && ab.tensors[0].ptr == 0x2000 && ab.tensors[1].shape[1] == 8 &&
+    CHECK(kc_contract_bind(ac, pb, sizeof pb, offs, 2, &ab, e, sizeof e) == 0 && ab.ntensors == 2 &&
+          ab.tensors[0].ptr == 0x2000 && ab.tensors[1].shape[1] == 8 &&
           ab.tensors[0].v->tensor.format == kc_ct_format_parse("bf16"));
     kc_contract_free(ac);
   }
-  /* Not this launch's tensors, a pointer twice, or no layout: no contract. */
+  /* A second copy of the input pointer (offset 24) is relocated with it. */
+  memcpy(pb + 24, &in, 8);
+  ac = kc_contract_from_annotation(a, &kk, pb, sizeof pb, why, sizeof why);
+  CHECK(ac && ac->params[0].nfields == 2 && ac->params[0].fields[1].nalias == 1 &&
+        ac->params[0].fields[1].alias_at[0] == 24 && ac->params[0].fields[0].nalias == 0);
+  kc_contract_free(ac);
+  /* Not this launch's tensors, or no layout: no contract, and why. */
   memcpy(pb + 8, &stray, 8);
-  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb) == NULL);
-  memcpy(pb + 8, &out, 8), memcpy(pb + 24, &in, 8);
-  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb) == NULL);
+  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb, why, sizeof why) == NULL &&
+        strstr(why, "out1") && strstr(why, "occurs 0 times"));
+  memcpy(pb + 8, &out, 8);
   kk.nparams = -1;
-  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb) == NULL);
+  CHECK(kc_contract_from_annotation(a, &kk, pb, sizeof pb, why, sizeof why) == NULL &&
+        strstr(why, "layout"));
 
   kcheck_annotate_clear();
   CHECK(kc_annotation_current() == NULL && kcheck_annotation_describe(desc, sizeof desc) == 0);

@@ -127,6 +127,8 @@ json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_
  * j->err); -1: no verdict (why in j->err). */
 int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
                  uint64_t seed, struct kc_sb *sb, struct kc_judgment *j);
+/* Every failing verdict, as a fail_mask. */
+#define KC_VERDICT_FAILS (1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL)
 /* Runs trials in order until one gives a verdict in fail_mask (bits 1 <<
  * enum oc_verdict_kind) or, for trials at other scalars, changes a guard
  * zone; reports that as g's violation (message, evidence, exposed_by) and

@@ -34,8 +34,7 @@ static int run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
   struct kc_trial t[MAX_TRIALS];
   int n = c && c->op ? trials_for(c->op, t) : 0;
-  return kc_trials_gate(ctx, &kc_gate_precision, t, n,
-                        1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL,
+  return kc_trials_gate(ctx, &kc_gate_precision, t, n, KC_VERDICT_FAILS,
                         "on adversarial inputs the outputs fall outside the declared precision "
                         "profile (numerical oracle)");
 }

@@ -204,11 +204,9 @@ static int run(struct kc_gate_ctx *ctx) {
     json_object_set_new(ctx->result, "reason",
                         json_string("no other shape satisfies the contract's domain"));
   } else {
-    violations =
-        kc_trials_gate(ctx, &kc_gate_shapes, trials, n,
-                       1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL,
-                       "at another shape the outputs violate the declared op and "
-                       "profile (numerical oracle)");
+    violations = kc_trials_gate(ctx, &kc_gate_shapes, trials, n, KC_VERDICT_FAILS,
+                                "at another shape the outputs violate the declared op and "
+                                "profile (numerical oracle)");
   }
   free(b);
   free(rows);

@@ -75,7 +75,13 @@ struct kc_judgment {
   int out;        /* sb index of the judged output tensor */
   int in[8], nin; /* role: in tensors, declaration order */
   struct oc_tensor ins[8];
-  int nins;      /* elementwise ops: inputs described, for the evidence */
+  int nins; /* elementwise ops: inputs described, for the evidence */
+  /* For the evidence of other ops: the input slices an output element
+   * depends on. KC_CTX_ROW: ins[0] along `axis` (reduced: the output lacks
+   * that axis); KC_CTX_MATMUL: row i of ins[0] (A) and column j of ins[1]
+   * (B). ctx_sb: their sb indices. */
+  enum { KC_CTX_NONE, KC_CTX_ROW, KC_CTX_MATMUL } ctx;
+  int axis, reduced, ctx_sb[2];
   char err[256]; /* why no verdict (kc_judge returned -1) */
 };
 /* sb's tensor indices in the contract's declaration order (by source

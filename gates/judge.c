@@ -127,6 +127,8 @@ static int judge_matmul(const struct kc_contract *c, const struct kc_sb *sb, str
     }
     a.act = (enum oc_act)k;
   }
+  j->ins[0] = ta, j->ins[1] = tb;
+  j->ctx = KC_CTX_MATMUL, j->ctx_sb[0] = ia, j->ctx_sb[1] = ib;
   if (oc_check_matmul(&a, out, &c->profile, o, &j->v)) {
     snprintf(err, n, "the oracle rejected the matmul tensors (shapes A [..,M,K], B [..,K,N])");
     return -1;
@@ -148,6 +150,8 @@ static int judge_norm(const struct kc_contract *c, const struct kc_sb *sb, struc
   const struct oc_tensor *pw = iw >= 0 && iw != ix ? &w : NULL;
   const struct oc_tensor *pb = ib >= 0 && ib != ix && ib != iw ? &b : NULL;
   double eps = num_attr(c, "eps", 1e-5);
+  j->ins[0] = x;
+  j->ctx = KC_CTX_ROW, j->axis = x.rank - 1, j->reduced = 0, j->ctx_sb[0] = ix;
   int r = rms ? oc_check_rms_norm(&x, pw, eps, out, &c->profile, o, &j->v)
               : oc_check_layer_norm(&x, pw, pb, eps, out, &c->profile, o, &j->v);
   if (r) {
@@ -255,6 +259,8 @@ static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct 
   if (describe(sb, j->in[0], 0, x, err, n)) return -1;
   int axis = axis_of(c, x);
   int red = reduce_op(c->op);
+  j->ctx = KC_CTX_ROW, j->axis = axis, j->ctx_sb[0] = j->in[0];
+  j->reduced = out.rank < x->rank;
   if (red >= 0) {
     if (oc_check_reduce((enum oc_reduce_op)red, x, axis, &out, p, o, &j->v)) {
       snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
@@ -340,6 +346,74 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result) {
                                 "screen_vectors", j->v.screen_vectors));
 }
 
+/* The 1-D slice of x through idx along axis: where it lies (the axis as
+ * null), its length, min and max of its finite values, NaN and Inf counts,
+ * and its first values. */
+static json_t *slice_json(const char *name, const struct oc_tensor *x, const int64_t *idx,
+                          int axis) {
+  enum { HEAD = 8 };
+  if (axis < 0 || axis >= x->rank) return NULL;
+  int64_t n = x->shape[axis], off = 0;
+  json_t *at = json_array();
+  for (int d = 0; d < x->rank; d++) {
+    json_array_append_new(at, d == axis ? json_null() : json_integer((json_int_t)idx[d]));
+    if (d != axis) off += idx[d] * x->stride[d];
+  }
+  double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+  if (!v) {
+    json_decref(at);
+    return NULL;
+  }
+  oc_tensor_gather(x, off, x->stride[axis], n, v);
+  double lo = INFINITY, hi = -INFINITY;
+  int64_t nan = 0, inf = 0;
+  json_t *head = json_array();
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(v[i]))
+      nan++;
+    else if (isinf(v[i]))
+      inf++;
+    else
+      lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+    if (i < HEAD) json_array_append_new(head, jnum(v[i]));
+  }
+  free(v);
+  return json_pack("{s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:o}", "tensor", name, "at", at, "length",
+                   (json_int_t)n, "min", lo <= hi ? jnum(lo) : json_null(), "max",
+                   lo <= hi ? jnum(hi) : json_null(), "nan", (json_int_t)nan, "inf",
+                   (json_int_t)inf, "head", head);
+}
+
+/* The input slices the worst output element depends on. */
+static json_t *input_slices(const struct kc_sb *sb, const struct kc_judgment *j) {
+  const struct oc_verdict *v = &j->v;
+  int64_t idx[OC_MAX_RANK] = {0};
+  json_t *a = json_array();
+  if (j->ctx == KC_CTX_ROW) {
+    const struct oc_tensor *x = &j->ins[0];
+    for (int d = 0, k = 0; d < x->rank; d++) /* the output index, the axis put back */
+      idx[d] = (j->reduced && d == j->axis) ? 0 : (k < v->rank ? v->index[k++] : 0);
+    json_t *s = slice_json(sb->t[j->ctx_sb[0]].t->v->name, x, idx, j->axis);
+    if (s) json_array_append_new(a, s);
+  } else if (j->ctx == KC_CTX_MATMUL && v->rank >= 2) {
+    for (int m = 0; m < 2; m++) { /* A: [.., i, *]; B: [.., *, j] */
+      const struct oc_tensor *t = &j->ins[m];
+      if (t->rank != v->rank) continue;
+      memcpy(idx, v->index, (size_t)v->rank * sizeof *idx);
+      int axis = m == 0 ? t->rank - 1 : t->rank - 2;
+      for (int d = 0; d < t->rank - 2; d++)
+        if (t->shape[d] == 1) idx[d] = 0; /* broadcast batch */
+      json_t *s = slice_json(sb->t[j->ctx_sb[m]].t->v->name, t, idx, axis);
+      if (s) json_array_append_new(a, s);
+    }
+  }
+  if (!json_array_size(a)) {
+    json_decref(a);
+    return NULL;
+  }
+  return a;
+}
+
 json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
                           const struct kc_judgment *j) {
   const struct oc_verdict *v = &j->v;
@@ -367,5 +441,7 @@ json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
     }
     json_object_set_new(ev, "inputs", in);
   }
+  json_t *slices = input_slices(sb, j);
+  if (slices) json_object_set_new(ev, "input_slices", slices);
   return ev;
 }

@@ -206,3 +206,22 @@ def test_application_outputs_unchanged(all_gates, tmp_path):
     # On the application's data each bug gives what its counterpart gives.
     out = {l.split()[2]: l.split()[4] for l in lines(plain.out) if " out " in l}
     assert out["rowmax_fmaxf"] == out["rowmax"]
+
+
+def test_evidence_quotes_the_input_slices(all_gates):
+    """Row ops quote the input row the worst element depends on, matmul the
+    row of A and the column of B: where, length, range, NaN/Inf, first values."""
+    _, recs = all_gates
+    ev = first_violation(recs, "rowmax_fmaxf", "nonfinite")["evidence"]
+    (x,) = ev["input_slices"]
+    assert x["tensor"] == "x" and x["at"] == [ev["index"][0], None] and x["length"] == 1000
+    assert x["nan"] >= 1 and len(x["head"]) == 8  # the NaN the kernel dropped is in this row
+    ev = first_violation(recs, "layernorm_onepass", "precision")["evidence"]
+    (x,) = ev["input_slices"]
+    assert x["at"] == [ev["index"][0], None] and 900 < x["min"] <= x["max"] < 1100  # large mean
+    ev = first_violation(recs, "gemm_fp16acc", "precision")["evidence"]
+    a, b = ev["input_slices"]
+    i, j = ev["index"]
+    assert (a["tensor"], a["at"], a["length"]) == ("A", [i, None], 256)
+    assert (b["tensor"], b["at"], b["length"]) == ("B", [None, j], 256)
+    assert 0.5 <= a["min"] and b["max"] < 1  # all_positive: products all add up

@@ -52,6 +52,9 @@ long kc_compare_with_post(struct kc_shadow *s, json_t **evidence);
  * signature, seed, stack). Takes ownership of details. */
 void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li, json_t *details);
 
+/* determinism, race: when the launch's contract says `nondeterminism:
+ * allowed`, sets status "allowed" (nothing is run) and returns 1. */
+int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx);
 /* Contract gates: applies() of every gate that needs a contract (the
  * launch's kernel has one). */
 int kc_gate_has_contract(const struct kc_launch_info *li);

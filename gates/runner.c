@@ -24,6 +24,16 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
   kc_report_violation(rec);
 }
 
+int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx) {
+  const struct kc_contract *c = ctx->li->contract;
+  if (!c || !c->nondeterminism_allowed) return 0;
+  json_object_set_new(ctx->result, "status", json_string("allowed"));
+  json_object_set_new(ctx->result, "contract", json_string(c->where));
+  json_object_set_new(ctx->result, "reason",
+                      json_string("the contract declares nondeterminism: allowed"));
+  return 1;
+}
+
 int kc_gate_has_contract(const struct kc_launch_info *li) { return li->contract != NULL; }
 
 static CUresult run_gates(struct kc_launch_info *li);

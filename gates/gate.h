@@ -79,6 +79,11 @@ struct kc_judgment {
   int in[8], nin; /* role: in tensors, declaration order */
   struct oc_tensor ins[8];
   int nins; /* elementwise ops: inputs described, for the evidence */
+  /* Binary elementwise op over one tensor: the float scalar (index in
+   * c->scalars, -1: none) taken as the other operand, its value, and
+   * whether it comes first (declared before the tensor). */
+  int scalar, scalar_first;
+  double scalar_value;
   /* For the evidence of other ops: the input slices an output element
    * depends on. KC_CTX_ROW: ins[0] along `axis` (reduced: the output lacks
    * that axis); KC_CTX_MATMUL: row i of ins[0] (A) and column j of ins[1]

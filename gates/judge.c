@@ -210,6 +210,18 @@ static int judge_delta(const struct kc_contract *c, const struct kc_sb *sb, stru
   return 0;
 }
 
+/* The index (in c->scalars) of the contract's only float scalar, else -1:
+ * the second operand of a binary elementwise op over one tensor. */
+static int float_scalar(const struct kc_contract *c) {
+  int found = -1;
+  for (int i = 0; i < c->nscalars; i++)
+    if (c->scalars[i]->scalar == KC_SC_F32 || c->scalars[i]->scalar == KC_SC_F64) {
+      if (found >= 0) return -1;
+      found = i;
+    }
+  return found;
+}
+
 static int reduce_op(const char *op) {
   static const char *const names[] = {"sum", "mean", "max", "min", "norm2"};
   static const enum oc_reduce_op ops[] = {OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN,
@@ -229,14 +241,37 @@ static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct 
   int ew = oc_op_parse(c->op);
   if (ew >= 0) {
     int arity = oc_op_arity((enum oc_op)ew);
-    if (j->nin != arity) {
-      snprintf(err, n, "op '%s' takes %d input tensor%s; the contract declares %d", c->op, arity,
-               arity == 1 ? "" : "s", j->nin);
+    /* In place (no `in` tensor, the output inout): the input is the
+     * output's contents before the run. */
+    if (!j->nin && sb->t[j->out].role == KC_ROLE_INOUT) {
+      j->in[0] = j->out;
+      j->nin = 1;
+    }
+    int si = arity == 2 && j->nin == 1 ? float_scalar(c) : -1;
+    if (j->nin != arity && si < 0) {
+      snprintf(err, n,
+               "op '%s' takes %d input tensor%s (or, binary, one tensor and one float "
+               "scalar); the contract declares %d",
+               c->op, arity, arity == 1 ? "" : "s", j->nin);
       return -1;
     }
-    for (int k = 0; k < arity; k++)
+    for (int k = 0; k < j->nin; k++)
       if (describe(sb, j->in[k], 0, &j->ins[k], err, n)) return -1;
-    j->nins = arity;
+    j->nins = j->nin;
+    if (si >= 0) { /* the scalar as a broadcast tensor, in declaration order */
+      j->scalar = si;
+      j->scalar_value = sb->b.fvals[c->scalars[si]->scalar_index];
+      int64_t ones[OC_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+      struct oc_tensor st;
+      oc_tensor_make(&st, &j->scalar_value, OC_FP64, j->ins[0].rank, ones, NULL);
+      if (c->scalars[si]->line < sb->t[j->in[0]].t->v->line) {
+        j->ins[1] = j->ins[0];
+        j->ins[0] = st;
+        j->scalar_first = 1;
+      } else {
+        j->ins[1] = st;
+      }
+    }
     if (oc_check_elementwise((enum oc_op)ew, &j->ins[0], arity == 2 ? &j->ins[1] : NULL, &out, p, o,
                              &j->v)) {
       snprintf(err, n,
@@ -289,6 +324,7 @@ static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct 
 int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j) {
   memset(j, 0, sizeof *j);
   j->out = -1;
+  j->scalar = -1;
   if (!c->op || !c->profile_spec) {
     snprintf(j->err, sizeof j->err, "%s",
              c->op ? "the contract declares no profile" : "the contract declares no op");
@@ -434,11 +470,13 @@ json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
   if (j->nins) {
     json_t *in = json_object();
     for (int k = 0; k < j->nins; k++) {
+      const struct oc_tensor *x = &j->ins[k + (j->scalar >= 0 && j->scalar_first)];
       int64_t idx[OC_MAX_RANK] = {0};
-      for (int d = 0; d < j->ins[k].rank && d < v->rank; d++)
-        idx[d] = j->ins[k].shape[d] == 1 ? 0 : v->index[d];
-      json_object_set_new(in, sb->t[j->in[k]].t->v->name, jnum(oc_tensor_get(&j->ins[k], idx)));
+      for (int d = 0; d < x->rank && d < v->rank; d++)
+        idx[d] = x->shape[d] == 1 ? 0 : v->index[d];
+      json_object_set_new(in, sb->t[j->in[k]].t->v->name, jnum(oc_tensor_get(x, idx)));
     }
+    if (j->scalar >= 0) json_object_set_new(in, c->scalars[j->scalar]->name, jnum(j->scalar_value));
     json_object_set_new(ev, "inputs", in);
   }
   json_t *slices = input_slices(sb, j);

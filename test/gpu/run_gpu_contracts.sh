@@ -25,6 +25,9 @@
 #    declared with kcheck_annotate_* must be checked against the declared op
 #    and stay silent; an add declared as sub must be flagged by the oracle
 #    gate; results identical with and without kcheck.
+# 5. build/gpu/launches (the shipped example) without and under kcheck with
+#    examples/contracts/launches.yaml: kc_cluster_scale judged by the
+#    oracle (pass or bitwise), no violation, checksum unchanged.
 #
 # Writes OUTDIR/results.md and OUTDIR/gpu-contracts-logs.tar.gz (every log
 # and report); exit status nonzero when any check failed.
@@ -234,6 +237,36 @@ cat "$LOGS/annotate_check.out"
 record "annotate: declared ops checked (silent), add declared as sub flagged" \
   "$([ "$arc" = 0 ] && echo PASS || echo FAIL)" \
   "$(tr '\n' ';' <"$LOGS/annotate_check.out" | cut -c1-600)"
+
+# ------------------------------------------------------------ 5. examples
+# The shipped example program with the shipped example contracts.
+echo "=== 5. build/gpu/launches with examples/contracts/launches.yaml"
+LAUNCHES="$BUILD/gpu/launches"
+prc=0
+krc=0
+run_logged "$PTMO" plain_launches "$LAUNCHES" || prc=$?
+run_logged "$TMO" kc_launches env LD_PRELOAD="$LIB" \
+  KCHECK_OPTIONS="log_path=$REPS/kc_launches:contracts=$ROOT/examples/contracts/launches.yaml" \
+  "$LAUNCHES" || krc=$?
+pair launches "$prc" "$krc"
+mapfile -t EX_REPS < <(reports_of kc_launches)
+erc=0
+"$PYTHON" - "${EX_REPS[@]}" >"$LOGS/examples_check.out" 2>&1 <<'PY' || erc=$?
+import json, sys
+recs = [json.loads(l) for p in sys.argv[1:] for l in open(p)]
+chk = [c for c in recs if c["type"] == "check" and c["kernel_name"].startswith("kc_cluster_scale")]
+viol = [v for v in recs if v["type"] == "violation"]
+oracle = [c["gates"].get("oracle", {}).get("status") for c in chk]
+print("kc_cluster_scale checks=%d oracle=%s violations=%d" % (len(chk), oracle, len(viol)))
+sys.exit(0 if chk and all(s in ("pass", "bitwise") for s in oracle) and not viol else 1)
+PY
+if [ "$erc" = 0 ] && [ "$(grep '^CHECKSUM' "$LOGS/plain_launches.out")" = "$(grep '^CHECKSUM' "$LOGS/kc_launches.out")" ]; then
+  record "examples: launches.yaml contract checked, silent, checksum unchanged" PASS \
+    "$(cat "$LOGS/examples_check.out")"
+else
+  record "examples: launches.yaml contract checked, silent, checksum unchanged" FAIL \
+    "$(tr '\n' ' ' <"$LOGS/examples_check.out")"
+fi
 
 # ------------------------------------------------------------ results
 nfail=0

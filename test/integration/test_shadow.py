@@ -198,3 +198,37 @@ def test_gates_listed(tmp_path):
     assert out.returncode == 0, out.stderr
     assert re.search(r"determinism\s+error\s+an identical re-run", out.stderr)
     assert re.search(r"race\s+error\s+re-runs under each timing perturbation", out.stderr)
+
+
+def test_fault_sweep_over_the_contract_gates(app, tmp_path):
+    """The same sweep over a contracted launch's shadow buffers, generated
+    trials and relaunches at other shapes (coverage, nonfinite, shapes on
+    tiled_add_bug): no crash, and the application's results are exactly an
+    unchecked run's whenever its own calls succeed."""
+    from test_contract_gates import CONTRACTS
+    calls = str(tmp_path / "calls.txt")
+    opts = ("contracts=%s:gates=coverage,nonfinite,shapes:kernel_include=tiled_add_bug"
+            % CONTRACTS)
+    plain = run([app("app_linked"), "contracts"], tmp_path, kcheck=False)
+    clean = run([app("app_linked"), "contracts"], tmp_path, options=opts,
+                env_extra={"FAKECUDA_CALLS_OUT": calls})
+    assert clean.rc == 0 and "1 violation in 1 check" in clean.err
+    total, _ = read_calls(calls)
+    absorbed = 0
+
+    def one(n):
+        d = tmp_path / ("n%d" % n)
+        d.mkdir()
+        r = run([app("app_linked"), "contracts"], d, options=opts,
+                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
+        return n, r, read_calls(str(d / "calls.txt"))[1]
+
+    for n, r, failed in sweep(one, range(1, total + 1)):
+        assert r.rc in (0, 1), "call %d: exit %d\n%s" % (n, r.rc, r.err[-2000:])
+        if r.rc == 0:
+            absorbed += 1
+            assert app_lines(r.out) == app_lines(plain.out), "call %d (%s)" % (n, failed)
+        else:
+            base = re.sub(r"(_v\d+|_ptsz)+$", "", failed)
+            assert base in r.err, "call %d (%s):\n%s" % (n, failed, r.err[-1500:])
+    assert absorbed > total // 2

@@ -36,16 +36,17 @@ static int run(struct kc_gate_ctx *ctx) {
     const unsigned char *at = past ? after_zone + a : t->after + b;
     long rel = past ? a : b - (long)KC_SB_GUARD;
     unsigned char before = KC_SB_GUARD_BYTE;
-    kc_gate_violation(
-        &kc_gate_bounds, ctx->li,
-        json_pack("{s:s, s:{s:s, s:s, s:i, s:s, s:I, s:I, s:I, s:i, s:i}}", "message",
-                  past ? "the kernel wrote past the end of a tensor"
-                       : "the kernel wrote before the start of a tensor",
-                  "evidence", "tensor", t->t->v->name, "side", past ? "after_end" : "before_start",
-                  past ? "bytes_past_end" : "bytes_before_start", (int)(past ? rel : -rel),
-                  "relative_to", past ? "end" : "start", "tensor_bytes", (json_int_t)t->bytes,
-                  "changed_bytes_after", (json_int_t)na, "changed_bytes_before", (json_int_t)nb,
-                  "before", before, "after", *at));
+    json_t *ev = json_pack("{s:s, s:s, s:i, s:s, s:I, s:I, s:I, s:i, s:i}", "tensor", t->t->v->name,
+                           "side", past ? "after_end" : "before_start",
+                           past ? "bytes_past_end" : "bytes_before_start", (int)(past ? rel : -rel),
+                           "relative_to", past ? "end" : "start", "tensor_bytes",
+                           (json_int_t)t->bytes, "changed_bytes_after", (json_int_t)na,
+                           "changed_bytes_before", (json_int_t)nb, "before", before, "after", *at);
+    kc_gate_violation(&kc_gate_bounds, ctx->li,
+                      json_pack("{s:s, s:o}", "message",
+                                past ? "the kernel wrote past the end of a tensor"
+                                     : "the kernel wrote before the start of a tensor",
+                                "evidence", kc_gate_sb_evidence(ev, &sb, i, "out_of_bounds")));
   }
   json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
   json_object_set_new(ctx->result, "runs", json_integer(1));

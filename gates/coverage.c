@@ -67,14 +67,13 @@ static int run(struct kc_gate_ctx *ctx) {
       json_object_set_new(tensors, sb.t[i].t->v->name, json_integer((json_int_t)s.count));
       if (!s.count) continue;
       violations++;
+      json_t *ev = json_pack("{s:s, s:o, s:I, s:[ii]}", "tensor", sb.t[i].t->v->name,
+                             "first_unwritten", kc_gate_index_json(s.idx, s.rank), "unwritten",
+                             (json_int_t)s.count, "poison", POISON_A, POISON_B);
       kc_gate_violation(&kc_gate_coverage, ctx->li,
-                        json_pack("{s:s, s:{s:s, s:o, s:I, s:o, s:[ii]}}", "message",
+                        json_pack("{s:s, s:o}", "message",
                                   "output elements were not written (they kept the poison fill)",
-                                  "evidence", "tensor", sb.t[i].t->v->name, "first_unwritten",
-                                  kc_gate_index_json(s.idx, s.rank), "unwritten",
-                                  (json_int_t)s.count, "shape",
-                                  kc_gate_index_json(sb.t[i].t->shape, sb.t[i].t->rank), "poison",
-                                  POISON_A, POISON_B));
+                                  "evidence", kc_gate_sb_evidence(ev, &sb, i, "unwritten")));
     }
     json_object_set_new(ctx->result, "unwritten", tensors);
     json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));

@@ -64,6 +64,10 @@ int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb);
 /* One run on the shadow buffers (inputs from the check's pre-state); on
  * failure sets status "error" and frees sb. */
 int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char poison);
+/* Completes the evidence of coverage, immutability and bounds: the
+ * verdict class, tensor i's shape and exposed_by (the application's inputs,
+ * scalars, shapes, grid, block). Returns ev. */
+json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_sb *sb, int i, const char *verdict);
 /* One element's bytes as evidence: {"hex": little-endian value, and for
  * fp32/fp64/int32 the number}. */
 json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format);

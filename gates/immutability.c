@@ -38,13 +38,14 @@ static int run(struct kc_gate_ctx *ctx) {
     violations++;
     int fmt = t->t->v->tensor.format;
     size_t at = KC_SB_GUARD + s.first_off;
+    json_t *ev = json_pack("{s:s, s:o, s:I, s:o, s:o}", "tensor", t->t->v->name, "index",
+                           kc_gate_index_json(s.idx, s.rank), "changed", (json_int_t)s.count,
+                           "before", kc_gate_elem_json(t->before + at, t->esize, fmt), "after",
+                           kc_gate_elem_json(t->after + at, t->esize, fmt));
     kc_gate_violation(&kc_gate_immutability, ctx->li,
-                      json_pack("{s:s, s:{s:s, s:o, s:I, s:o, s:o}}", "message",
+                      json_pack("{s:s, s:o}", "message",
                                 "the kernel wrote into a tensor declared role: in", "evidence",
-                                "tensor", t->t->v->name, "index", kc_gate_index_json(s.idx, s.rank),
-                                "changed", (json_int_t)s.count, "before",
-                                kc_gate_elem_json(t->before + at, t->esize, fmt), "after",
-                                kc_gate_elem_json(t->after + at, t->esize, fmt)));
+                                kc_gate_sb_evidence(ev, &sb, i, "input_modified")));
   }
   json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
   json_object_set_new(ctx->result, "runs", json_integer(1));

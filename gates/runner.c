@@ -68,6 +68,15 @@ int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char pois
   return 0;
 }
 
+json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_sb *sb, int i, const char *verdict) {
+  if (!ev) return NULL;
+  json_object_set_new(ev, "verdict", json_string(verdict));
+  if (!json_object_get(ev, "shape"))
+    json_object_set_new(ev, "shape", kc_gate_index_json(sb->t[i].t->shape, sb->t[i].t->rank));
+  json_object_set_new(ev, "exposed_by", kc_exposed_by(sb, NULL, 0));
+  return ev;
+}
+
 json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format) {
   char hex[2 * 16 + 3] = "0x";
   int n = esize > 16 ? 16 : esize;

@@ -72,7 +72,15 @@ def test_each_bug_caught_by_its_gate(app, tmp_path):
     assert ev["tensor"] == "out"
     assert ev["first_unwritten"] == [N - N % 128]
     assert ev["unwritten"] == N % 128
-    assert ev["shape"] == [N]
+    assert ev["shape"] == [N] and ev["verdict"] == "unwritten"
+    # What exposed it: the application's own inputs at its own shape.
+    exp = ev["exposed_by"]
+    assert exp["inputs"] == "application" and exp["scalars"] == {"n": N}
+    assert exp["shapes"] == {"a": [N], "out": [N]} and exp["grid"] == [(N + 127) // 128, 1, 1]
+    for k in ("input_scratch", "oob_tail_write"):
+        assert viol[k]["evidence"]["exposed_by"]["inputs"] == "application"
+    assert viol["input_scratch"]["evidence"]["verdict"] == "input_modified"
+    assert viol["oob_tail_write"]["evidence"]["verdict"] == "out_of_bounds"
 
     ev = viol["input_scratch"]["evidence"]
     assert ev["tensor"] == "x"

@@ -163,3 +163,22 @@ def test_concurrent_launches_from_threads(app, tmp_path):
     summary = by_type(recs, "summary")[-1]
     assert summary["launches"] == 1200 and summary["internal_errors"] == 0
     assert len(by_type(recs, "kernel")) == 1
+
+
+def test_concurrent_contract_checks_from_threads(app, tmp_path):
+    """The same four threads with vecadd's contract and 40 checks: the
+    contract gates run from several threads at once (ASan build), every
+    check judges vecadd bitwise, and each thread's results are right."""
+    import os
+    from conftest import ROOT
+    contracts = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
+    r = run([app("app_threads")], tmp_path,
+            options="contracts=%s:check_first=40:clean_limit=-1:kernel_clean_limit=-1:"
+                    "time_budget=1" % contracts, timeout=600)
+    assert r.rc == 0, r.err
+    assert "launches 1200 failures 0" in r.out
+    recs = r.only_report()
+    checks = by_type(recs, "check")
+    assert len(checks) == 40 and not by_type(recs, "violation")
+    assert all(c["gates"]["oracle"]["status"] == "bitwise" for c in checks)
+    assert by_type(recs, "summary")[-1]["internal_errors"] == 0

@@ -19,6 +19,8 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
       li->k->name, "launch", (json_int_t)li->seq, "signature", kc_json_hash(li->signature), "grid",
       li->grid[0], li->grid[1], li->grid[2], "block", li->block[0], li->block[1], li->block[2],
       "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
+  if (g->needs_contract && li->contract) /* which contract the kernel broke */
+    json_object_set_new(rec, "contract", json_string(li->contract->where));
   json_object_update(rec, details);
   json_decref(details);
   kc_report_violation(rec);

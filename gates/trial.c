@@ -259,7 +259,12 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
     if (r) {
       json_object_set_new(rec, "class", json_string(r > 0 ? "skipped" : "inconclusive"));
       json_object_set_new(rec, "reason", json_string(j->err));
-      if (tr->scalars) json_object_set_new(rec, "scalars", json_string("not bound"));
+      if (tr->scalars) {
+        json_t *sc = json_object();
+        for (int k = 0; k < c->nscalars; k++)
+          json_object_set_new(sc, c->scalars[k]->name, json_integer((json_int_t)tr->scalars[k]));
+        json_object_set_new(rec, "scalars", sc);
+      }
       if (r < 0 && !first_err[0]) memcpy(first_err, j->err, sizeof first_err);
       json_array_append_new(list, rec);
       runs += r < 0 && sb.runs > 0;

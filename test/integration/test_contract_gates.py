@@ -80,6 +80,7 @@ def test_each_bug_caught_by_its_gate(app, tmp_path):
     for k in ("input_scratch", "oob_tail_write"):
         assert viol[k]["evidence"]["exposed_by"]["inputs"] == "application"
     assert viol["input_scratch"]["evidence"]["verdict"] == "input_modified"
+    assert all(v["contract"].startswith(CONTRACTS + ":") for v in viol.values())
     assert viol["oob_tail_write"]["evidence"]["verdict"] == "out_of_bounds"
 
     ev = viol["input_scratch"]["evidence"]

@@ -283,7 +283,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
       kc_judge_result(j, ctx->result);
       if (guards) json_object_set_new(ev, "guard_damage", json_incref(guards));
     } else if (guards) {
-      ev = json_pack("{s:s, s:O}", "verdict", "bounds", "guard_damage", guards);
+      ev = json_pack("{s:s, s:O}", "verdict", "out_of_bounds", "guard_damage", guards);
       msg = "at this shape the kernel writes outside its tensors (guard zone changed)";
     }
     json_decref(guards);

@@ -140,9 +140,10 @@ const char *kc_transform_name(enum kc_transform t);
  * inputs. */
 json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_t seed);
 /* One trial: shadow buffers at tr's scalars, inputs generated with seed,
- * outputs poisoned with NaN, one run, the oracle's verdict in j. 0: judged
- * (sb stays allocated: kc_sb_free it); 1: skipped (domain or size, why in
- * j->err); -1: no verdict (why in j->err). */
+ * outputs poisoned with NaN, one run, the oracle's verdict in j. 0: judged,
+ * 2: run but the oracle cannot judge it (why in j->err) — in both sb stays
+ * allocated: kc_sb_free it; 1: skipped (domain or size, why in j->err);
+ * -1: not run (why in j->err). */
 int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
                  uint64_t seed, struct kc_sb *sb, struct kc_judgment *j);
 /* Every failing verdict, as a fail_mask. */

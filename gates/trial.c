@@ -193,29 +193,28 @@ int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const str
     kc_sb_free(sb);
     return -1;
   }
-  if (kc_judge(c, sb, j)) {
-    kc_sb_free(sb);
-    return -1;
-  }
-  return 0;
+  return kc_judge(c, sb, j) ? 2 : 0;
 }
 
-/* First changed guard byte of sb's tensors: evidence, or NULL. */
+/* The first tensor of sb with a changed guard byte: evidence in the bounds
+ * gate's terms (side, offset of the first changed byte nearest the tensor,
+ * changed bytes), or NULL. */
 static json_t *guard_damage(const struct kc_sb *sb) {
   for (int i = 0; i < sb->n; i++) {
     const struct kc_sb_tensor *t = &sb->t[i];
-    const unsigned char *a = t->after;
-    uint64_t end = KC_SB_GUARD + t->bytes;
-    for (uint64_t b = 0; b < end + KC_SB_GUARD; b++) {
-      if (b == KC_SB_GUARD) b = end;
-      if (b >= end + KC_SB_GUARD) break;
-      if (a[b] == KC_SB_GUARD_BYTE) continue;
-      int before = b < KC_SB_GUARD;
-      return json_pack("{s:s, s:s, s:I, s:I}", "tensor", t->t->v->name, "side",
-                       before ? "before_start" : "after_end", "bytes_outside",
-                       (json_int_t)(before ? KC_SB_GUARD - b : b - end + 1), "tensor_bytes",
-                       (json_int_t)t->bytes);
+    const unsigned char *before = t->after, *after = t->after + KC_SB_GUARD + t->bytes;
+    long first_after = -1, last_before = -1, changed = 0;
+    for (long k = 0; k < (long)KC_SB_GUARD; k++) {
+      if (after[k] != KC_SB_GUARD_BYTE) changed++, first_after = first_after < 0 ? k : first_after;
+      if (before[k] != KC_SB_GUARD_BYTE) changed++, last_before = k;
     }
+    if (!changed) continue;
+    int past = first_after >= 0;
+    return json_pack("{s:s, s:s, s:i, s:I, s:I}", "tensor", t->t->v->name, "side",
+                     past ? "after_end" : "before_start",
+                     past ? "bytes_past_end" : "bytes_before_start",
+                     (int)(past ? first_after : (long)KC_SB_GUARD - last_before), "changed_bytes",
+                     (json_int_t)changed, "tensor_bytes", (json_int_t)t->bytes);
   }
   return NULL;
 }
@@ -256,7 +255,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
     json_t *rec = json_pack("{s:s}", "generator", oc_gen_name((enum oc_gen)tr->gen));
     if (tr->transform != KC_TF_NONE)
       json_object_set_new(rec, "transform", json_string(kc_transform_name(tr->transform)));
-    if (r) {
+    if (r == 1 || r < 0) {
       json_object_set_new(rec, "class", json_string(r > 0 ? "skipped" : "inconclusive"));
       json_object_set_new(rec, "reason", json_string(j->err));
       if (tr->scalars) {
@@ -271,14 +270,20 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
       continue;
     }
     runs++;
-    judged++;
     if (tr->scalars) json_object_set_new(rec, "scalars", scalars_json(c, &sb));
-    json_object_set_new(rec, "class", json_string(oc_verdict_name(j->v.kind)));
+    if (r == 2) { /* ran, but the oracle cannot judge it: guards still can */
+      json_object_set_new(rec, "class", json_string("inconclusive"));
+      json_object_set_new(rec, "reason", json_string(j->err));
+      if (!first_err[0]) memcpy(first_err, j->err, sizeof first_err);
+    } else {
+      judged++;
+      json_object_set_new(rec, "class", json_string(oc_verdict_name(j->v.kind)));
+    }
     json_array_append_new(list, rec);
     json_t *guards = tr->scalars ? guard_damage(&sb) : NULL;
     json_t *ev = NULL;
     const char *msg = message;
-    if (oc_verdict_is_fail(j->v.kind) && (fail_mask & (1u << j->v.kind))) {
+    if (r == 0 && oc_verdict_is_fail(j->v.kind) && (fail_mask & (1u << j->v.kind))) {
       ev = kc_judge_evidence(c, &sb, j);
       kc_judge_result(j, ctx->result);
       if (guards) json_object_set_new(ev, "guard_damage", json_incref(guards));

@@ -65,8 +65,11 @@ def test_each_bug_caught_by_its_gate(all_gates):
     for v in by_type(recs, "violation"):
         if v["gate"] in TRIAL_GATES:
             ev = v["evidence"]
-            assert EVIDENCE_KEYS <= set(ev), (v["gate"], name(v), ev)
-            assert ev["verdict"] in FAILING
+            if ev["verdict"] == "out_of_bounds":  # shapes: a guard zone changed
+                assert v["gate"] == "shapes" and ev["guard_damage"]["tensor"], ev
+            else:
+                assert EVIDENCE_KEYS <= set(ev), (v["gate"], name(v), ev)
+                assert ev["verdict"] in FAILING
             assert ev["exposed_by"]["inputs"] == "generated"
             for key in ("generator", "seed", "scalars", "grid", "block"):
                 assert key in ev["exposed_by"], (key, ev["exposed_by"])
@@ -225,3 +228,16 @@ def test_evidence_quotes_the_input_slices(all_gates):
     assert (a["tensor"], a["at"], a["length"]) == ("A", [i, None], 256)
     assert (b["tensor"], b["at"], b["length"]) == ("B", [None, j], 256)
     assert 0.5 <= a["min"] and b["max"] < 1  # all_positive: products all add up
+
+
+def test_shapes_sees_a_guard_zone_changed_at_another_shape(all_gates):
+    """oob_tail_write stores out[n] whenever n % 128 != 0: at another shape
+    the values are right but the guard zone after `out` changed."""
+    _, recs = all_gates
+    ev = first_violation(recs, "oob_tail_write", "shapes")["evidence"]
+    assert ev["verdict"] == "out_of_bounds"
+    g = ev["guard_damage"]
+    n = ev["exposed_by"]["scalars"]["n"]
+    assert g["tensor"] == "out" and g["side"] == "after_end"
+    assert g["bytes_past_end"] == 0 and g["changed_bytes"] >= 1  # out[n], right after the end
+    assert g["tensor_bytes"] == 4 * n and n % 128 != 0

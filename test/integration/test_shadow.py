@@ -156,14 +156,14 @@ def read_calls(path):
     return total, failed
 
 
-def test_fault_sweep_over_the_executor(app, tmp_path):
-    """Fails each driver call of a checked run in turn: the application never
-    crashes and, when its own calls all succeed, prints exactly the results of
-    an unchecked run."""
+def fault_sweep(app, tmp_path, mode, opts, ignore="\0"):
+    """Fails each driver call of a checked app_linked run in turn: the
+    application never crashes; when its own calls all succeed it prints
+    exactly an unchecked run's results (lines containing `ignore` aside),
+    else it names the call that failed. Returns the clean run."""
     calls = str(tmp_path / "calls.txt")
-    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
-    plain = run([app("app_linked"), "races"], tmp_path, kcheck=False)
-    clean = run([app("app_linked"), "races"], tmp_path, options=opts,
+    plain = run([app("app_linked"), mode], tmp_path, kcheck=False)
+    clean = run([app("app_linked"), mode], tmp_path, options=opts,
                 env_extra={"FAKECUDA_CALLS_OUT": calls})
     assert clean.rc == 0
     total, _ = read_calls(calls)
@@ -172,21 +172,28 @@ def test_fault_sweep_over_the_executor(app, tmp_path):
     def one(n):
         d = tmp_path / ("n%d" % n)
         d.mkdir()
-        r = run([app("app_linked"), "races"], d, options=opts,
+        r = run([app("app_linked"), mode], d, options=opts,
                 env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
         return n, r, read_calls(str(d / "calls.txt"))[1]
 
+    want = [l for l in app_lines(plain.out) if ignore not in l]
     for n, r, failed in sweep(one, range(1, total + 1)):
         assert r.rc in (0, 1), "call %d: exit %d\n%s" % (n, r.rc, r.err[-2000:])
         if r.rc == 0:
             absorbed += 1
-            got = [l for l in app_lines(r.out) if "uninit_shared" not in l]
-            want = [l for l in app_lines(plain.out) if "uninit_shared" not in l]
+            got = [l for l in app_lines(r.out) if ignore not in l]
             assert got == want, "call %d (%s)" % (n, failed)
         else:
             base = re.sub(r"(_v\d+|_ptsz)+$", "", failed)
             assert base in r.err, "call %d (%s):\n%s" % (n, failed, r.err[-1500:])
     assert absorbed > total // 2
+    return clean
+
+
+def test_fault_sweep_over_the_executor(app, tmp_path):
+    """Over the shadow executor's snapshot, re-runs and restore."""
+    fault_sweep(app, tmp_path, "races", "race_strategies=scrub,green,smem:determinism_runs=1",
+                ignore="uninit_shared")
 
 
 def test_gates_listed(tmp_path):
@@ -201,34 +208,11 @@ def test_gates_listed(tmp_path):
 
 
 def test_fault_sweep_over_the_contract_gates(app, tmp_path):
-    """The same sweep over a contracted launch's shadow buffers, generated
-    trials and relaunches at other shapes (coverage, nonfinite, shapes on
-    tiled_add_bug): no crash, and the application's results are exactly an
-    unchecked run's whenever its own calls succeed."""
+    """Over a contracted launch's shadow buffers, generated trials and
+    relaunches at other shapes (coverage, nonfinite, shapes on
+    tiled_add_bug)."""
     from test_contract_gates import CONTRACTS
-    calls = str(tmp_path / "calls.txt")
-    opts = ("contracts=%s:gates=coverage,nonfinite,shapes:kernel_include=tiled_add_bug"
-            % CONTRACTS)
-    plain = run([app("app_linked"), "contracts"], tmp_path, kcheck=False)
-    clean = run([app("app_linked"), "contracts"], tmp_path, options=opts,
-                env_extra={"FAKECUDA_CALLS_OUT": calls})
-    assert clean.rc == 0 and "1 violation in 1 check" in clean.err
-    total, _ = read_calls(calls)
-    absorbed = 0
-
-    def one(n):
-        d = tmp_path / ("n%d" % n)
-        d.mkdir()
-        r = run([app("app_linked"), "contracts"], d, options=opts,
-                env_extra={"FAKECUDA_FAIL_AT": str(n), "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
-        return n, r, read_calls(str(d / "calls.txt"))[1]
-
-    for n, r, failed in sweep(one, range(1, total + 1)):
-        assert r.rc in (0, 1), "call %d: exit %d\n%s" % (n, r.rc, r.err[-2000:])
-        if r.rc == 0:
-            absorbed += 1
-            assert app_lines(r.out) == app_lines(plain.out), "call %d (%s)" % (n, failed)
-        else:
-            base = re.sub(r"(_v\d+|_ptsz)+$", "", failed)
-            assert base in r.err, "call %d (%s):\n%s" % (n, failed, r.err[-1500:])
-    assert absorbed > total // 2
+    clean = fault_sweep(app, tmp_path, "contracts",
+                        "contracts=%s:gates=coverage,nonfinite,shapes:kernel_include=tiled_add_bug"
+                        % CONTRACTS)
+    assert "1 violation in 1 check" in clean.err

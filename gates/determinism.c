@@ -4,7 +4,7 @@
 #include "gate.h"
 #include "options.h"
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_determinism_run(struct kc_gate_ctx *ctx) {
   static const struct kc_perturb identical = {.name = "identical"};
   if (kc_gate_nondeterminism_allowed(ctx)) return 0;
   int runs = 0;
@@ -38,11 +38,3 @@ static int run(struct kc_gate_ctx *ctx) {
   json_object_set_new(ctx->result, "runs", json_integer(runs));
   return 0;
 }
-
-const struct kc_gate kc_gate_determinism = {
-    "determinism",
-    "error",
-    0,
-    "an identical re-run of the launch from the same inputs gives identical bytes",
-    NULL,
-    run};

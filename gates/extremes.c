@@ -9,7 +9,7 @@
 
 #include "gate.h"
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
   struct kc_trial t[6];
   int n = 0;
@@ -25,12 +25,3 @@ static int run(struct kc_gate_ctx *ctx) {
                         "at extreme input magnitudes the outputs violate the declared op and "
                         "profile (numerical oracle)");
 }
-
-const struct kc_gate kc_gate_extremes = {
-    "extremes",
-    "error",
-    1,
-    "huge, tiny, subnormal, signed-zero and cancelling inputs (large logits for softmax) give "
-    "outputs within the declared profile",
-    kc_gate_has_contract,
-    run};

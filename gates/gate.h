@@ -17,18 +17,22 @@ struct kc_gate_ctx {
   json_t *result; /* this gate's entry in the check record: status, runs, ... */
 };
 
+/* A registry row (gates.def). A gate with needs_contract runs only on
+ * launches that have a contract (matched or from an annotation). */
 struct kc_gate {
   const char *id;
   const char *severity;
   int needs_contract;
   const char *contract;
-  /* Whether the gate applies to this launch (NULL: always). */
-  int (*applies)(const struct kc_launch_info *li);
   /* Runs the gate; returns the number of violations it reported. */
   int (*run)(struct kc_gate_ctx *ctx);
 };
 
-#define KC_GATE(id, sev, needs, contract) extern const struct kc_gate kc_gate_##id;
+/* Each gate file defines only kc_gate_<id>_run; registry.c makes the
+ * kc_gate_<id> rows from gates.def. */
+#define KC_GATE(id, sev, needs, contract)                                                          \
+  extern const struct kc_gate kc_gate_##id;                                                        \
+  int kc_gate_##id##_run(struct kc_gate_ctx *ctx);
 #include "gates.def"
 #undef KC_GATE
 
@@ -55,8 +59,7 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
 /* determinism, race: when the launch's contract says `nondeterminism:
  * allowed`, sets status "allowed" (nothing is run) and returns 1. */
 int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx);
-/* Contract gates: applies() of every gate that needs a contract (the
- * launch's kernel has one). */
+/* Does the launch have a contract (set by the check hook)? */
 int kc_gate_has_contract(const struct kc_launch_info *li);
 /* Creates the shadow buffers of the launch's contract; on failure sets the
  * gate's status to "error" with the reason and returns -1. */

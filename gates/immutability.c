@@ -25,7 +25,7 @@ static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
   return 0;
 }
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_immutability_run(struct kc_gate_ctx *ctx) {
   struct kc_sb sb;
   if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xA5)) return 0;
   int violations = 0;
@@ -52,11 +52,3 @@ static int run(struct kc_gate_ctx *ctx) {
   kc_sb_free(&sb);
   return violations;
 }
-
-const struct kc_gate kc_gate_immutability = {
-    "immutability",
-    "error",
-    1,
-    "tensors declared role: in are bytewise unchanged by the kernel",
-    kc_gate_has_contract,
-    run};

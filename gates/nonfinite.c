@@ -12,17 +12,8 @@ static const struct kc_trial trials[] = {
     {OC_GEN_UNIFORM, KC_TF_NONE, NULL, 0},
 };
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_nonfinite_run(struct kc_gate_ctx *ctx) {
   return kc_trials_gate(ctx, &kc_gate_nonfinite, trials, 2, 1u << OC_FAIL_SPECIAL,
                         "NaN or Inf handled against the exact math: dropped, invented, or "
                         "given the wrong sign (special-value rules of the oracle)");
 }
-
-const struct kc_gate kc_gate_nonfinite = {
-    "nonfinite",
-    "error",
-    1,
-    "NaN/Inf placed in the inputs propagate as the exact math requires; finite inputs give no "
-    "NaN/Inf",
-    kc_gate_has_contract,
-    run};

@@ -10,7 +10,7 @@
 
 #define POISON 0xFFu /* NaN in every float format: an unwritten output fails */
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
   if (!c) return 0;
   struct kc_judgment *j = calloc(1, sizeof *j);
@@ -50,11 +50,3 @@ static int run(struct kc_gate_ctx *ctx) {
   free(j);
   return violations;
 }
-
-const struct kc_gate kc_gate_oracle = {
-    "oracle",
-    "error",
-    1,
-    "the outputs match the declared op within the declared precision profile (numerical oracle)",
-    kc_gate_has_contract,
-    run};

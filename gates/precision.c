@@ -30,7 +30,7 @@ static int trials_for(const char *op, struct kc_trial *t) {
   return n;
 }
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_precision_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
   struct kc_trial t[MAX_TRIALS];
   int n = c && c->op ? trials_for(c->op, t) : 0;
@@ -38,12 +38,3 @@ static int run(struct kc_gate_ctx *ctx) {
                         "on adversarial inputs the outputs fall outside the declared precision "
                         "profile (numerical oracle)");
 }
-
-const struct kc_gate kc_gate_precision = {
-    "precision",
-    "error",
-    1,
-    "on adversarial inputs the outputs stay within the declared precision profile (fail_precision "
-    "proves a cheaper accumulation)",
-    kc_gate_has_contract,
-    run};

@@ -34,7 +34,7 @@ static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
   return 0;
 }
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   if (kc_gate_nondeterminism_allowed(ctx)) return 0;
   json_t *strategies = json_object();
   json_t *exposed = json_array();
@@ -99,12 +99,3 @@ static int run(struct kc_gate_ctx *ctx) {
                               "exposed_by", exposed, "evidence", first_ev));
   return 1;
 }
-
-const struct kc_gate kc_gate_race = {"race",
-                                     "error",
-                                     0,
-                                     "re-runs under each timing perturbation (block order, "
-                                     "occupancy, interference, cache, shared-memory contents) "
-                                     "give identical bytes",
-                                     NULL,
-                                     run};

@@ -7,6 +7,11 @@
 #include "log.h"
 #include "options.h"
 
+#define KC_GATE(id, sev, needs, contract)                                                          \
+  const struct kc_gate kc_gate_##id = {#id, sev, needs, contract, kc_gate_##id##_run};
+#include "gates.def"
+#undef KC_GATE
+
 const struct kc_gate *const kc_gates[] = {
 #define KC_GATE(id, sev, needs, contract) &kc_gate_##id,
 #include "gates.def"

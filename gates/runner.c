@@ -38,7 +38,7 @@ int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx) {
 
 int kc_gate_has_contract(const struct kc_launch_info *li) { return li->contract != NULL; }
 
-static CUresult run_gates(struct kc_launch_info *li);
+static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note);
 
 static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
   json_object_set_new(ctx->result, "status", json_string("error"));
@@ -115,32 +115,29 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
    * annotated tensors. */
   struct kc_contract *annotated = NULL;
   li->contract = li->k ? kc_contract_match(li->k) : NULL;
-  li->annotation_note[0] = 0;
+  char note[160] = ""; /* why an annotation in force did not apply */
   if (!li->contract && li->k && kc_annotation_current()) {
     kc_guard_enter();
-    char why[sizeof li->annotation_note - 16];
+    char why[sizeof note - 16];
     li->contract = annotated = kc_contract_from_annotation(
         kc_annotation_current(), li->k, li->param_buf, li->param_size, why, sizeof why);
-    if (!annotated)
-      snprintf(li->annotation_note, sizeof li->annotation_note, "not applied: %s", why);
+    if (!annotated) snprintf(note, sizeof note, "not applied: %s", why);
     kc_guard_leave();
   }
-  CUresult r = run_gates(li);
+  CUresult r = run_gates(li, note);
   li->contract = NULL;
   kc_contract_free(annotated);
   return r;
 }
 
-static CUresult run_gates(struct kc_launch_info *li) {
+static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note) {
   const struct kc_gate *run_list[16];
   int n = 0;
   /* Contract gates run only where a contract matched; they work on shadow
    * buffers of their own, so they share this check (and its pre-state, the
    * source of their inputs) without needing anything else from it. */
   for (int i = 0; kc_gates[i] && n < 16; i++)
-    if (kc_gate_enabled(kc_gates[i]) &&
-        (!kc_gates[i]->needs_contract || kc_gate_has_contract(li)) &&
-        (!kc_gates[i]->applies || kc_gates[i]->applies(li)))
+    if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || kc_gate_has_contract(li)))
       run_list[n++] = kc_gates[i];
   if (!n) return kc_app_launch(li->args);
 
@@ -190,8 +187,8 @@ static CUresult run_gates(struct kc_launch_info *li) {
                 kc_json_hash(li->signature), "gates", results, "violations", violations, "runs",
                 runs, "regions", nregions, "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost);
   /* Why the thread's annotation did not describe this launch. */
-  if (rec && li->annotation_note[0])
-    json_object_set_new(rec, "annotation", json_string(li->annotation_note));
+  if (rec && annotation_note[0])
+    json_object_set_new(rec, "annotation", json_string(annotation_note));
   kc_report_emit("check", rec);
   return r;
 }

@@ -142,7 +142,7 @@ static int assign(const struct kc_contract *c, const struct kc_launch_info *li, 
   return admissible(c, li, out) && !repeated(c, taken, out);
 }
 
-static int run(struct kc_gate_ctx *ctx) {
+int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
   if (!c) return 0;
   if (!c->has_launch) {
@@ -212,12 +212,3 @@ static int run(struct kc_gate_ctx *ctx) {
   free(rows);
   return violations;
 }
-
-const struct kc_gate kc_gate_shapes = {
-    "shapes",
-    "error",
-    1,
-    "relaunched at other shapes its domain admits (1, odd, tile +-1, primes, large; grid from the "
-    "contract) the kernel still computes its op",
-    kc_gate_has_contract,
-    run};

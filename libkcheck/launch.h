@@ -62,7 +62,6 @@ struct kc_launch_info {
   /* What the contract gates check it against (set by the check hook): the
    * matching contract, or one made from the thread's annotation. */
   const struct kc_contract *contract;
-  char annotation_note[160]; /* why an annotation in force was not applied */
 };
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */

@@ -17,7 +17,7 @@
 
 /* Synchronizing while another thread captures a stream in global mode would
  * invalidate that capture; relaxed mode makes kcheck's sync legal. */
-static CUresult sync_device(void) {
+CUresult kc_sync_device(void) {
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   int swapped = kc_drv.cuThreadExchangeStreamCaptureMode &&
                 kc_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
@@ -106,7 +106,7 @@ int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char *
       need + (256u << 20) > free_b)
     /* Never make the application run out of memory because of a check. */
     return fail(s, why, "not enough free device memory for the snapshot");
-  if (sync_device() != CUDA_SUCCESS)
+  if (kc_sync_device() != CUDA_SUCCESS)
     return fail(s, why, "device synchronization failed before the launch");
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
@@ -115,7 +115,7 @@ int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char *
     if (kc_drv.cuMemcpyDtoD_v2(r->pre, r->base, r->size) != CUDA_SUCCESS)
       return fail(s, why, "saving the pre-state failed");
   }
-  if (sync_device() != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
+  if (kc_sync_device() != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
   return 0;
 }
 
@@ -126,14 +126,14 @@ static int copy_all(struct kc_shadow *s, int to_post) {
                          : kc_drv.cuMemcpyDtoD_v2(r->base, r->pre, r->size);
     if (c != CUDA_SUCCESS) return -1;
   }
-  return sync_device() == CUDA_SUCCESS ? 0 : -1;
+  return kc_sync_device() == CUDA_SUCCESS ? 0 : -1;
 }
 
 CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
   *ok = 0;
   CUresult r = kc_app_launch(s->li->args);
   if (r != CUDA_SUCCESS) return r;
-  if (sync_device() != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
+  if (kc_sync_device() != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
   if (copy_all(s, 1)) return r;
   s->have_post = 1;
   *ok = 1;
@@ -187,7 +187,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
    * sync below does not wait for it. */
   CUresult sr = CUDA_SUCCESS;
   if (stream != li->stream && kc_drv.cuStreamSynchronize) sr = kc_drv.cuStreamSynchronize(stream);
-  CUresult cr = sync_device();
+  CUresult cr = kc_sync_device();
   kc_perturb_after(p, li);
   s->runs++;
   if (r != CUDA_SUCCESS) {
@@ -282,7 +282,8 @@ int kc_shadow_end(struct kc_shadow *s) {
           kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS)
         rc = -1;
     }
-  if (s->have_post && s->runs && sync_device() != CUDA_SUCCESS && sync_device() != CUDA_SUCCESS)
+  if (s->have_post && s->runs && kc_sync_device() != CUDA_SUCCESS &&
+      kc_sync_device() != CUDA_SUCCESS)
     rc = -1;
   s->restored = rc == 0;
   free_regions(s);

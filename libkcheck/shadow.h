@@ -73,4 +73,9 @@ int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
  * memory is exactly as its own launch left it. */
 int kc_shadow_end(struct kc_shadow *s);
 
+/* cuCtxSynchronize in relaxed stream-capture mode: legal while another
+ * thread captures a stream in global mode (a plain sync would invalidate
+ * that capture). */
+CUresult kc_sync_device(void);
+
 #endif

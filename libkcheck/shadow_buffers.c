@@ -12,17 +12,6 @@
 #include "driver.h"
 #include "own.h"
 
-/* As in shadow.c: a sync in relaxed capture mode cannot invalidate another
- * thread's global-mode stream capture. */
-static CUresult sync_device(void) {
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  int swapped = kc_drv.cuThreadExchangeStreamCaptureMode &&
-                kc_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
-  CUresult r = kc_drv.cuCtxSynchronize ? kc_drv.cuCtxSynchronize() : CUDA_ERROR_NOT_SUPPORTED;
-  if (swapped) kc_drv.cuThreadExchangeStreamCaptureMode(&mode);
-  return r;
-}
-
 static int fail(char *err, size_t n, const char *msg) {
   snprintf(err, n, "%s", msg);
   return -1;
@@ -221,7 +210,7 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   for (int i = 0; i < s->n; i++)
     if (fill(&s->t[i], sh, poison, s->reshaped))
       return fail(err, n, "filling the shadow tensors failed");
-  if (sync_device() != CUDA_SUCCESS) return fail(err, n, "filling the shadow tensors failed");
+  if (kc_sync_device() != CUDA_SUCCESS) return fail(err, n, "filling the shadow tensors failed");
   for (int i = 0; i < s->n; i++) {
     struct kc_sb_tensor *t = &s->t[i];
     if (kc_drv.cuMemcpyDtoH_v2(t->before, t->alloc, t->bytes + 2 * KC_SB_GUARD) != CUDA_SUCCESS)
@@ -250,7 +239,7 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   CUresult r = kc_drv.cuLaunchKernelEx ? kc_drv.cuLaunchKernelEx(&cfg, li->args->f, kp, NULL)
                                        : CUDA_ERROR_NOT_SUPPORTED;
   free(kp);
-  CUresult sr = sync_device();
+  CUresult sr = kc_sync_device();
   s->runs++;
   if (r != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors failed");
   if (sr != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors faulted");

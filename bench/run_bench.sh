@@ -17,30 +17,17 @@
 # load.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
-OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
-mkdir -p "$OUTDIR"
-OUTDIR=$(cd "$OUTDIR" && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PYTHON=${PYTHON:-python3}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
+# shellcheck source=test/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../test/gpu/common.sh"
+kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" bench "${1:-}"
 ROUNDS=${KC_BENCH_ROUNDS:-5}
 TROUNDS=${KC_BENCH_TORCH_ROUNDS:-3}
 NLAUNCH=${KC_BENCH_LAUNCHES:-200000}
-REPS=${KC_BENCH_REPS:-3}
+REPS=${KC_BENCH_REPS:-3} # repetitions (common.sh's report folder is $WORK/reports here)
 TSTEPS=${KC_BENCH_TORCH_STEPS:-60}
-LIB="$BUILD/libkcheck.so"
 BIN="$BUILD/gpu/launch_overhead"
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-bench.XXXXXX")
-mkdir -p "$WORK/logs" "$WORK/reports"
 RAW="$WORK/logs/raw.tsv"
 printf 'round\tconfig\tmetric\tvalue\n' >"$RAW"
-CMDS="$WORK/logs/commands.txt"
-: >"$CMDS"
 errors=0
 
 echo "=== kcheck pass-through benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"

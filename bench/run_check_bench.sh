@@ -25,36 +25,21 @@
 # that is missing, fails or times out is recorded, not an error).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
-OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
-mkdir -p "$OUTDIR"
-OUTDIR=$(cd "$OUTDIR" && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PYTHON=${PYTHON:-python3}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+# shellcheck source=test/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../test/gpu/common.sh"
+kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" check-bench "${1:-}"
 ROUNDS=${KC_BENCH_ROUNDS:-2}
 STEPS=${KC_BENCH_STEPS:-30}
 SAN_STEPS=${KC_SAN_STEPS:-3}
 SAN_TMO=${KC_SAN_TIMEOUT:-160}
 TMO=${KC_TIMEOUT:-120}
 BUDGET=${KC_BUDGET:-510}
-LIB="$BUILD/libkcheck.so"
 SCRIPT=bench/transformer_step.py
 SUMM=("$PYTHON" "$ROOT/test/gpu/kc_summarize.py")
 CONFIGS=(plain none default sampling)
-T_START=$(date +%s)
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-check-bench.XXXXXX")
-LOGS="$WORK/logs"
-REPS="$WORK/reports"
-mkdir -p "$LOGS" "$REPS"
-CMDS="$LOGS/commands.txt"
-: >"$CMDS"
 errors=0
 
-elapsed() { echo $(($(date +%s) - T_START)); }
+# This script's own run_logged (also sets WALL, the command's seconds).
 run_logged() { # TIMEOUT NAME CMD...
   local tmo=$1 name=$2
   shift 2

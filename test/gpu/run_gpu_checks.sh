@@ -31,69 +31,18 @@
 # the results are always written, 480).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
-mkdir -p "$OUTDIR"
-OUTDIR=$(cd "$OUTDIR" && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PYTHON=${PYTHON:-python3}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
+# shellcheck source=test/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" checks "${1:-}"
 TMO=${KC_TIMEOUT:-150}
 RTMO=${KC_RACES_TIMEOUT:-60}
 NSEEDS=${KC_SEEDS:-5}
 STEPS=${KC_TRAIN_STEPS:-20}
 DEADLINE=${KC_DEADLINE:-300}
 BUDGET=${KC_BUDGET:-480}
-LIB="$BUILD/libkcheck.so"
 RACES="$BUILD/gpu/races"
 SUMM=("$PYTHON" "$ROOT/test/gpu/kc_summarize.py")
 STRATS=(scrub green smem hammer l2flush)
-T_START=$(date +%s)
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-checks.XXXXXX")
-LOGS="$WORK/logs"
-REPS="$WORK/reports"
-mkdir -p "$LOGS" "$REPS"
-CMDS="$LOGS/commands.txt"
-: >"$CMDS"
-
-NAMES=()
-STATUS=()
-DETAILS=()
-record() { # name status detail
-  NAMES+=("$1")
-  STATUS+=("$2")
-  DETAILS+=("${3:-}")
-  printf '[%s] %s %s\n' "$2" "$1" "${3:+- $3}"
-}
-
-elapsed() { echo $(($(date +%s) - T_START)); }
-
-# run_logged TIMEOUT NAME CMD... : stdout/stderr to $LOGS/NAME.{out,err};
-# returns the command's status without tripping set -e.
-run_logged() {
-  local tmo=$1 name=$2
-  shift 2
-  printf '%s: %s\n' "$name" "$*" >>"$CMDS"
-  local left=$((BUDGET - $(elapsed)))
-  if [ "$left" -lt 10 ]; then
-    echo "  $name: left out, the time budget (${BUDGET}s) is spent" | tee -a "$CMDS"
-    : >"$LOGS/$name.out"
-    : >"$LOGS/$name.err"
-    return 125
-  fi
-  [ "$tmo" -gt "$left" ] && tmo=$left
-  local rc=0
-  timeout --kill-after=10 "$tmo" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" || rc=$?
-  printf '  %s: exit %d (t=%ss)\n' "$name" "$rc" "$(elapsed)" >>"$CMDS"
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    echo "  $name: TIMED OUT after ${tmo}s" | tee -a "$CMDS"
-  fi
-  return "$rc"
-}
 
 # kc NAME OPTS CMD... : run_logged under kcheck, report prefix $REPS/NAME.
 kc() {
@@ -101,12 +50,6 @@ kc() {
   shift 3
   run_logged "$tmo" "$name" env LD_PRELOAD="$LIB" \
     KCHECK_OPTIONS="log_path=$REPS/$name${opts:+:$opts}" "$@"
-}
-
-reports_of() { # name -> report files (may be none)
-  local f
-  for f in "$REPS/$1".*.jsonl; do [ -e "$f" ] && printf '%s\n' "$f"; done
-  return 0
 }
 
 # info NAME [--name KERNEL] : kc_summarize kernel output, saved to $LOGS/NAME.info

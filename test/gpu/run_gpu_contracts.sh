@@ -40,68 +40,17 @@
 # none runs past it, so the results are always written, 540).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
-mkdir -p "$OUTDIR"
-OUTDIR=$(cd "$OUTDIR" && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PYTHON=${PYTHON:-python3}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
+# shellcheck source=test/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" contracts "${1:-}"
 GATES=${KC_GATES-all}
 TMO=${KC_TIMEOUT:-300}
 PTMO=${KC_PLAIN_TIMEOUT:-120}
 BUDGET=${KC_BUDGET:-540}
-LIB="$BUILD/libkcheck.so"
 BUGS="$BUILD/gpu/contract_bugs"
 CONTRACTS="$ROOT/test/gpu/contracts_gpu.yaml"
-T_START=$(date +%s)
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-contracts.XXXXXX")
-LOGS="$WORK/logs"
-REPS="$WORK/reports"
-mkdir -p "$LOGS" "$REPS"
-CMDS="$LOGS/commands.txt"
-: >"$CMDS"
 # Triton's compile cache inside the work dir: both runs compile the same way.
 export TRITON_CACHE_DIR="$WORK/triton-cache"
-
-NAMES=()
-STATUS=()
-DETAILS=()
-record() { # name status detail
-  NAMES+=("$1")
-  STATUS+=("$2")
-  DETAILS+=("${3:-}")
-  printf '[%s] %s %s\n' "$2" "$1" "${3:+- $3}"
-}
-
-elapsed() { echo $(($(date +%s) - T_START)); }
-
-# run_logged TIMEOUT NAME CMD... : stdout/stderr to $LOGS/NAME.{out,err};
-# returns the command's status without tripping set -e.
-run_logged() {
-  local tmo=$1 name=$2
-  shift 2
-  printf '%s: %s\n' "$name" "$*" >>"$CMDS"
-  local left=$((BUDGET - $(elapsed)))
-  if [ "$left" -lt 10 ]; then
-    echo "  $name: left out, the time budget (${BUDGET}s) is spent" | tee -a "$CMDS"
-    : >"$LOGS/$name.out"
-    : >"$LOGS/$name.err"
-    return 125
-  fi
-  [ "$tmo" -gt "$left" ] && tmo=$left
-  local rc=0
-  timeout --kill-after=10 "$tmo" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" || rc=$?
-  printf '  %s: exit %d (t=%ss)\n' "$name" "$rc" "$(elapsed)" >>"$CMDS"
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    echo "  $name: TIMED OUT after ${tmo}s" | tee -a "$CMDS"
-  fi
-  return "$rc"
-}
 
 # kc TIMEOUT NAME CMD... : run_logged under kcheck with the contracts, report
 # prefix $REPS/NAME.
@@ -113,11 +62,6 @@ kc() {
   run_logged "$tmo" "$name" env LD_PRELOAD="$LIB" KCHECK_OPTIONS="$opts" "$@"
 }
 
-reports_of() { # name -> report files (may be none)
-  local f
-  for f in "$REPS/$1".*.jsonl; do [ -e "$f" ] && printf '%s\n' "$f"; done
-  return 0
-}
 summary_line() { grep '^SUMMARY: kcheck:' "$LOGS/$1.err" 2>/dev/null | tail -n 1 || true; }
 
 # pair NAME PLAIN_RC KCHECK_RC : records whether both runs of a program exited 0.

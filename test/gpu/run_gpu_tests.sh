@@ -19,43 +19,20 @@
 # command, 300).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
-mkdir -p "$OUTDIR"
-OUTDIR=$(cd "$OUTDIR" && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PYTHON=${PYTHON:-python3}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
+# shellcheck source=test/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" gpu "${1:-}"
 STEPS=${KC_TRAIN_STEPS:-20}
 TMO=${KC_TIMEOUT:-300}
-LIB="$BUILD/libkcheck.so"
 KOPTS_BASE="trace=1:cupti_audit=1"
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-gpu.XXXXXX")
-LOGS="$WORK/logs"
-REPS="$WORK/reports"
-mkdir -p "$LOGS" "$REPS"
-CMDS="$WORK/commands.txt"
-: >"$CMDS"
-
-NAMES=()
-STATUS=()
-DETAILS=()
-record() { # name status detail
-  NAMES+=("$1")
-  STATUS+=("$2")
-  DETAILS+=("${3:-}")
-  printf '[%s] %s %s\n' "$2" "$1" "${3:+- $3}"
-}
 
 have_timeout=0
 command -v timeout >/dev/null 2>&1 && have_timeout=1
 
-# run_logged NAME CMD... : stdout/stderr to $LOGS/NAME.{out,err}; returns the
-# command's exit status without tripping set -e. Commands are recorded.
+# run_logged NAME CMD... (this script's own, in place of common.sh's: one
+# timeout per command, no overall budget): stdout/stderr to
+# $LOGS/NAME.{out,err}; returns the command's exit status without tripping
+# set -e. Commands are recorded.
 run_logged() {
   local name=$1
   shift
@@ -291,7 +268,6 @@ table() {
   done
 } >"$WORK/results.md"
 cp "$WORK/results.md" "$OUTDIR/results.md"
-cp "$CMDS" "$LOGS/commands.txt"
 tar -czf "$OUTDIR/gpu-test-logs.tar.gz" -C "$WORK" logs reports
 rm -rf "$WORK"
 

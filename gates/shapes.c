@@ -98,21 +98,12 @@ static int overlaps(const struct kc_ct_tensor_val *t) {
  * do not overlap themselves? */
 static int admissible(const struct kc_contract *c, const struct kc_launch_info *li,
                       const int64_t *ivals) {
-  const struct kc_kernel *k = li->k;
   char err[128];
   unsigned char *buf = malloc(li->param_size ? li->param_size : 1);
   struct kc_ct_binding *b = malloc(sizeof *b);
-  int ok = buf && b;
-  if (ok) {
-    memcpy(buf, li->param_buf, li->param_size);
-    ok = !kc_contract_write_scalars(c, buf, li->param_size, k->param_offset, k->nparams, ivals, err,
-                                    sizeof err) &&
-         !kc_contract_bind(c, buf, li->param_size, k->param_offset, k->nparams, b, err,
-                           sizeof err) &&
-         kc_contract_check_domain(c, b, err, sizeof err) < 0;
-    for (int i = 0; ok && i < b->ntensors; i++)
-      if (b->tensors[i].v->tensor.role != KC_ROLE_IN && overlaps(&b->tensors[i])) ok = 0;
-  }
+  int ok = buf && b && kc_contract_bind_at(c, li, ivals, buf, b, err, sizeof err) == 0;
+  for (int i = 0; ok && i < b->ntensors; i++)
+    if (b->tensors[i].v->tensor.role != KC_ROLE_IN && overlaps(&b->tensors[i])) ok = 0;
   free(buf);
   free(b);
   return ok;

@@ -197,6 +197,13 @@ int kc_contract_write_scalars(const struct kc_contract *c, unsigned char *param_
 /* kc_contract_bind on a captured launch (its kernel's layout). */
 int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_info *li,
                             struct kc_ct_binding *b, char *err, size_t n);
+/* The launch with its scalars set to ivals: param_buf (li->param_size
+ * bytes) gets a copy of the parameters with ivals written in, b its
+ * binding. 0 when the domain admits it; 1 when it does not (why in err);
+ * -1 on other errors. */
+int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info *li,
+                        const int64_t *ivals, unsigned char *param_buf, struct kc_ct_binding *b,
+                        char *err, size_t n);
 /* -1 when every domain constraint holds; else the index of the first that
  * fails (or cannot be evaluated), with a description in err. */
 int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,

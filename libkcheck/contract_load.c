@@ -333,6 +333,22 @@ int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_
                           known ? k->nparams : 0, b, err, n);
 }
 
+int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info *li,
+                        const int64_t *ivals, unsigned char *param_buf, struct kc_ct_binding *b,
+                        char *err, size_t n) {
+  const struct kc_kernel *k = li->k;
+  if (!k || k->nparams < 0) {
+    snprintf(err, n, "the kernel's parameter layout is unknown");
+    return -1;
+  }
+  memcpy(param_buf, li->param_buf, li->param_size);
+  if (kc_contract_write_scalars(c, param_buf, li->param_size, k->param_offset, k->nparams, ivals,
+                                err, n) ||
+      kc_contract_bind(c, param_buf, li->param_size, k->param_offset, k->nparams, b, err, n))
+    return -1;
+  return kc_contract_check_domain(c, b, err, n) >= 0 ? 1 : 0;
+}
+
 int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,
                              size_t n) {
   for (int i = 0; i < c->ndomain; i++) {

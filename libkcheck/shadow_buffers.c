@@ -95,16 +95,10 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
   s->shmem = li->shmem;
   if (ivals) {
     s->reshaped = 1;
-    if (kc_contract_write_scalars(c, s->params, li->param_size, k->param_offset, k->nparams, ivals,
-                                  err, n) ||
-        kc_contract_bind(c, s->params, li->param_size, k->param_offset, k->nparams, &s->b, err,
-                         n)) {
+    int r = kc_contract_bind_at(c, li, ivals, s->params, &s->b, err, n);
+    if (r) {
       kc_sb_free(s);
-      return -1;
-    }
-    if (kc_contract_check_domain(c, &s->b, err, n) >= 0) {
-      kc_sb_free(s);
-      return 1;
+      return r;
     }
     if (kc_contract_launch_dims(c, &s->b, s->grid, s->block, &s->shmem, err, n)) {
       kc_sb_free(s);

@@ -108,7 +108,7 @@ const char *kc_contract_attr(const struct kc_contract *c, const char *key);
 /* Judges the outputs of sb's last run against c's op and profile. 0 with
  * j->v filled; -1 when the oracle cannot judge (why in j->err). */
 int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j);
-/* "bitwise", "pass", "suspect", "inconclusive" or "fail". */
+/* "bitwise", "pass", "inconclusive" or "fail". */
 const char *kc_verdict_status(enum oc_verdict_kind k);
 /* Adds verdict, class and coverage to a gate's result object. */
 void kc_judge_result(const struct kc_judgment *j, json_t *result);

@@ -364,14 +364,13 @@ const char *kc_verdict_status(enum oc_verdict_kind k) {
   switch (k) {
   case OC_BITWISE: return "bitwise";
   case OC_PASS: return "pass";
-  case OC_SUSPECT: return "suspect";
   case OC_INCONCLUSIVE: return "inconclusive";
   default: return "fail";
   }
 }
 
 void kc_judge_result(const struct kc_judgment *j, json_t *result) {
-  char line[512];
+  char line[1024];
   oc_verdict_format(&j->v, line, sizeof line);
   json_object_set_new(result, "verdict", json_string(line));
   json_object_set_new(result, "class", json_string(oc_verdict_name(j->v.kind)));
@@ -380,6 +379,19 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result) {
                                 "checked", (json_int_t)j->v.checked, "miss_prob",
                                 jnum(j->v.miss_prob), "fraction", jnum(j->v.fraction),
                                 "screen_vectors", j->v.screen_vectors));
+  if (j->v.screen_vectors)
+    json_object_set_new(result, "screen",
+                        json_pack("{s:i, s:o, s:o}", "flagged_rows", j->v.screen_failed,
+                                  "single_element_catch", jnum(j->v.screen_catch), "miss_prob",
+                                  jnum(j->v.screen_miss)));
+  /* The statistical verdict is a separate, labelled opinion (a warning at
+   * most): false_alarm is its probability for a correct kernel under the
+   * profile's independent-rounding model, which adversarial data breaks. */
+  if (j->v.stat != OC_STAT_NONE)
+    json_object_set_new(result, "statistical",
+                        json_pack("{s:s, s:o, s:o, s:I}", "verdict", oc_stat_name(j->v.stat),
+                                  "false_alarm", jnum(j->v.stat_alpha), "worst_ratio",
+                                  jnum(j->v.stat_ratio), "elements", (json_int_t)j->v.n_stat));
 }
 
 /* The 1-D slice of x through idx along axis: where it lies (the axis as

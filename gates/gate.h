@@ -91,6 +91,9 @@ struct kc_judgment {
    * whether it comes first (declared before the tensor). */
   int scalar, scalar_first;
   double scalar_value;
+  /* ... or a constant operand from the attrs: 1 rhs (x op c), 2 lhs (c op
+   * x), 0 none; its value (as the kernel holds it) in scalar_value. */
+  int constant;
   /* For the evidence of other ops: the input slices an output element
    * depends on. KC_CTX_ROW: ins[0] along `axis` (reduced: the output lacks
    * that axis); KC_CTX_MATMUL: row i of ins[0] (A) and column j of ins[1]

@@ -38,7 +38,8 @@ int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx) {
 
 int kc_gate_has_contract(const struct kc_launch_info *li) { return li->contract != NULL; }
 
-static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note);
+static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note,
+                          const char *contract_note);
 
 static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
   json_object_set_new(ctx->result, "status", json_string("error"));
@@ -116,6 +117,22 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
   struct kc_contract *annotated = NULL;
   li->contract = li->k ? kc_contract_match(li->k) : NULL;
   char note[160] = ""; /* why an annotation in force did not apply */
+  /* A loaded contract judges only launches it describes: its domain at the
+   * launch's own parameters and its launch section against the launch's
+   * grid and block. Otherwise no contract gate runs (shadow buffers sized
+   * for another shape would give wrong verdicts) and the check says why. */
+  char not_applied[512] = "";
+  if (li->contract) {
+    char why[400];
+    kc_guard_enter();
+    int applies = kc_contract_applies(li->contract, li, why, sizeof why);
+    kc_guard_leave();
+    if (!applies) {
+      snprintf(not_applied, sizeof not_applied, "contract %s does not apply: %s",
+               li->contract->where, why);
+      li->contract = NULL;
+    }
+  }
   if (!li->contract && li->k && kc_annotation_current()) {
     kc_guard_enter();
     char why[sizeof note - 16];
@@ -124,13 +141,14 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
     if (!annotated) snprintf(note, sizeof note, "not applied: %s", why);
     kc_guard_leave();
   }
-  CUresult r = run_gates(li, note);
+  CUresult r = run_gates(li, note, not_applied);
   li->contract = NULL;
   kc_contract_free(annotated);
   return r;
 }
 
-static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note) {
+static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note,
+                          const char *contract_note) {
   const struct kc_gate *run_list[16];
   int n = 0;
   /* Contract gates run only where a contract matched; they work on shadow
@@ -139,7 +157,11 @@ static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note
   for (int i = 0; kc_gates[i] && n < 16; i++)
     if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || kc_gate_has_contract(li)))
       run_list[n++] = kc_gates[i];
-  if (!n) return kc_app_launch(li->args);
+  if (!n) {
+    /* nothing left to run: the contract's refusal is the record */
+    if (contract_note[0]) kc_report_skip(li, contract_note);
+    return kc_app_launch(li->args);
+  }
 
   double t0 = kc_now_s();
   struct kc_shadow s;
@@ -189,6 +211,9 @@ static CUresult run_gates(struct kc_launch_info *li, const char *annotation_note
   /* Why the thread's annotation did not describe this launch. */
   if (rec && annotation_note[0])
     json_object_set_new(rec, "annotation", json_string(annotation_note));
+  /* Why the matched contract's gates did not run on this launch. */
+  if (rec && contract_note[0])
+    json_object_set_new(rec, "contract_not_applied", json_string(contract_note));
   kc_report_emit("check", rec);
   return r;
 }

@@ -169,6 +169,7 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
   case OC_OP_NEG: return oc_encode(f, -x, ovf);
   case OC_OP_ABS: return oc_encode(f, fabs(x), ovf);
   case OC_OP_RELU: return oc_encode(f, isnan(x) ? x : x > 0 ? x : 0.0, ovf);
+  case OC_OP_RELU_FMAX: return oc_encode(f, x > 0 ? x : 0.0, ovf); /* NaN -> +0 */
   default: break;
   }
   if (isnan(x)) return oc_encode(f, nan, ovf);
@@ -357,6 +358,7 @@ static double approx(enum oc_op op, double x, double y) {
   case OC_OP_NEG: return -x;
   case OC_OP_ABS: return fabs(x);
   case OC_OP_RELU: return x > 0 ? x : 0;
+  case OC_OP_RELU_FMAX: return x > 0 ? x : 0;
   case OC_OP_GELU_ERF: return 0.5 * x * erfc(-x * M_SQRT1_2);
   case OC_OP_GELU_TANH: return gelu_tanh_d(x);
   case OC_OP_SILU: return x / (1 + exp(-x));
@@ -382,7 +384,8 @@ static double compute_error(enum oc_op op, enum oc_format c, enum oc_math_mode m
   case OC_OP_MUL:
   case OC_OP_NEG:
   case OC_OP_ABS:
-  case OC_OP_RELU: return 0;
+  case OC_OP_RELU:
+  case OC_OP_RELU_FMAX: return 0;
   case OC_OP_DIV:
   case OC_OP_SQRT:
   case OC_OP_RSQRT:

@@ -17,6 +17,9 @@
  *   neg, abs         act on the sign bit only (NaN keeps its payload class,
  *                    neg flips and abs clears its sign).
  *   relu             NaN -> NaN; x <= 0 (-0 and -Inf included) -> +0.
+ *   relu_fmax        fmaxf(x, 0): NaN -> +0; x <= 0 -> +0.
+ *   clamp            min(max(x, lo), hi) with the bounds from outside the op
+ *                    (oc_check_clamp): exact, NaN (x or a bound) -> NaN.
  *   gelu_erf         x*Phi(x); gelu_tanh 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)))
  *                    with the decimal constant exact. Both, and silu = x*sigmoid(x):
  *                    NaN -> NaN, ±0 -> ±0, +Inf -> +Inf, -Inf -> -0 (the limit;

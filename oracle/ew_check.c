@@ -60,7 +60,7 @@ static int within(enum oc_op op, enum oc_format fo, const struct oc_profile *p, 
  * (a unary op at x = +-0, 0/y). relu(+-0) may return either zero: fmax and
  * x > 0 ? x : 0 disagree there and both are relu. */
 static int zero_sign_fixed(enum oc_op op, double x, double y, double kb, int bin) {
-  if (op == OC_OP_RELU && x == 0) return 0;
+  if ((op == OC_OP_RELU || op == OC_OP_RELU_FMAX) && x == 0) return 0;
   return kb == 0 || (!bin && x == 0) || (op == OC_OP_DIV && x == 0 && y != 0);
 }
 
@@ -70,7 +70,7 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
   struct oc_options od;
   /* arity queried once: bin implies y != NULL for everything below */
   int arity = oc_op_arity(op), bin = arity == 2;
-  if (!x || !out || !p || !v || arity == 0 || (bin && !y)) return -1;
+  if (!x || !out || !p || !v || arity == 0 || (bin && !y) || op == OC_OP_CLAMP) return -1;
   if (x->rank != out->rank || (bin && y->rank != out->rank)) return -1;
   for (int d = 0; d < out->rank; d++) {
     if (x->shape[d] != out->shape[d] && x->shape[d] != 1) return -1;
@@ -158,6 +158,46 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
         }
       }
     }
+    oc_check_elem(&c, &e, idx);
+    for (int d = out->rank - 1; d >= 0; d--) {
+      if (++idx[d] < out->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  oc_check_finish(&c, 0);
+  return 0;
+}
+
+int oc_check_clamp(const struct oc_tensor *x, double lo, double hi, const struct oc_tensor *out,
+                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v) {
+  struct oc_options od;
+  if (!x || !out || !p || !v || x->rank != out->rank) return -1;
+  for (int d = 0; d < out->rank; d++)
+    if (x->shape[d] != out->shape[d] && x->shape[d] != 1) return -1;
+  if (!o) {
+    oc_options_default(&od);
+    o = &od;
+  }
+  struct oc_check c;
+  int64_t total = oc_tensor_numel(out);
+  oc_check_init(&c, "clamp", p, o, v, total, out->rank, NULL, NULL);
+  int64_t idx[OC_MAX_RANK] = {0};
+  for (int64_t n = 0; n < total; n++) {
+    int64_t ox = 0, oo = 0;
+    for (int d = 0; d < out->rank; d++) {
+      oo += idx[d] * out->stride[d];
+      if (x->shape[d] != 1) ox += idx[d] * x->stride[d];
+    }
+    double xv = oc_tensor_at(x, ox);
+    /* exact: a bound or x itself; NaN anywhere propagates */
+    double r = xv != xv || lo != lo || hi != hi ? NAN : xv < lo ? lo : xv > hi ? hi : xv;
+    struct oc_elem e;
+    memset(&e, 0, sizeof e);
+    e.k = oc_tensor_at(out, oo);
+    e.lo = e.hi = oc_round(out->fmt, r, p->out_ovf);
+    e.prob = INFINITY;
+    e.exact_only = 1;
+    e.zero_sign = e.lo == 0 && xv != 0; /* a zero from a bound: the bound's sign */
     oc_check_elem(&c, &e, idx);
     for (int d = out->rank - 1; d >= 0; d--) {
       if (++idx[d] < out->shape[d]) break;

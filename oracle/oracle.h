@@ -218,6 +218,12 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
 int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct oc_tensor *y,
                          const struct oc_tensor *out, const struct oc_profile *p,
                          const struct oc_options *o, struct oc_verdict *v);
+/* clamp(x, lo, hi) = min(max(x, lo), hi) (torch.clamp; -inf/+inf for a
+ * missing bound): exact, rounded once to out's format; NaN in x or a bound
+ * gives NaN; a zero taken from a bound must have the bound's sign, clamp
+ * of +-0 may keep either. Shapes as oc_check_elementwise (x unary). */
+int oc_check_clamp(const struct oc_tensor *x, double lo, double hi, const struct oc_tensor *out,
+                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
 /* ---------------------------------------------------------------- references */
 

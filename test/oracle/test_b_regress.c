@@ -512,6 +512,48 @@ static void masked_rows(void) {
   t_line("all -Inf softmax row: NaN by default (PyTorch), 0 under masked_row=zero", before);
 }
 
+/* relu_fmax (fmaxf(x, 0)): NaN -> +0; relu keeps NaN. clamp: exact. */
+static void relu_variant_clamp(void) {
+  int before = t_fail;
+  struct oc_verdict v = ew1(OC_OP_RELU_FMAX, "fp32", NAN, 0, 0, 0.0f);
+  EXPECT(v.kind == OC_BITWISE, "relu_fmax(NaN) = 0: %s", KIND(v));
+  v = ew1(OC_OP_RELU_FMAX, "fp32", NAN, 0, 0, NAN);
+  EXPECT(v.kind == OC_FAIL_SPECIAL, "relu_fmax(NaN) = NaN: %s", KIND(v));
+  v = ew1(OC_OP_RELU, "fp32", NAN, 0, 0, 0.0f);
+  EXPECT(v.kind == OC_FAIL_SPECIAL, "relu(NaN) = 0: %s", KIND(v));
+  v = ew1(OC_OP_RELU_FMAX, "fp32", -3, 0, 0, -0.0f);
+  EXPECT(v.kind == OC_FAIL_SPECIAL, "relu_fmax(-3) = -0: %s", KIND(v));
+  v = ew1(OC_OP_RELU_FMAX, "fp32", 2.5f, 0, 0, 2.5f);
+  EXPECT(v.kind == OC_BITWISE, "relu_fmax(2.5): %s", KIND(v));
+  float x[5] = {-3, 0.5f, 7, NAN, -0.0f}, ok[5] = {-1, 0.5f, 2, NAN, -0.0f};
+  struct oc_tensor X, O;
+  int64_t sh[1] = {5};
+  oc_tensor_make(&X, x, OC_FP32, 1, sh, NULL);
+  oc_tensor_make(&O, ok, OC_FP32, 1, sh, NULL);
+  struct oc_profile p = prof("fp32");
+  EXPECT(oc_check_clamp(&X, -1, 2, &O, &p, NULL, &v) == 0 && v.kind == OC_BITWISE,
+         "clamp(x, -1, 2): %s", KIND(v));
+  ok[2] = 7; /* upper bound ignored */
+  oc_check_clamp(&X, -1, 2, &O, &p, NULL, &v);
+  EXPECT(v.kind == OC_FAIL_VALUE && v.index[0] == 2, "clamp ignoring max: %s", KIND(v));
+  ok[2] = 2;
+  ok[3] = -1; /* NaN swallowed */
+  oc_check_clamp(&X, -1, 2, &O, &p, NULL, &v);
+  EXPECT(v.kind == OC_FAIL_SPECIAL, "clamp swallowing NaN: %s", KIND(v));
+  ok[3] = NAN;
+  EXPECT(oc_check_clamp(&X, -INFINITY, 2, &O, &p, NULL, &v) == 0 && v.kind == OC_FAIL_VALUE,
+         "clamp(x, max=2) with -3 -> -1: %s", KIND(v));
+  float z[1] = {-5}, zo[1] = {-0.0f};
+  int64_t s1[1] = {1};
+  oc_tensor_make(&X, z, OC_FP32, 1, s1, NULL);
+  oc_tensor_make(&O, zo, OC_FP32, 1, s1, NULL);
+  oc_check_clamp(&X, 0.0, 1, &O, &p, NULL, &v);
+  EXPECT(v.kind == OC_FAIL_SPECIAL, "clamp(-5, +0, 1) = -0: %s", KIND(v));
+  t_line("relu_fmax maps NaN to +0 (relu keeps it); clamp is exact, keeps NaN and the bound's "
+         "zero sign",
+         before);
+}
+
 int main(void) {
   partial_overflow();
   tf32_operands();
@@ -523,5 +565,6 @@ int main(void) {
   ftz_elementwise();
   e4m3fn_gemm();
   masked_rows();
+  relu_variant_clamp();
   return t_done("test_b_regress");
 }

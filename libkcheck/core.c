@@ -9,7 +9,6 @@
 
 #include "allocmap.h"
 #include "audit.h"
-#include "contract.h"
 #include "driver.h"
 #include "guard.h"
 #include "image.h"
@@ -33,10 +32,10 @@ static void at_exit(void) {
   }
 }
 
-int kc_core_init(void) {
+int kc_core_init(int (*layers_init)(void)) {
   int problems = kc_options_init();
   if (kc_opt.help) kc_options_print_help(stderr);
-  problems += kc_contracts_init();
+  if (layers_init) problems += layers_init();
   if (problems && kc_opt.strict) {
     kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
                   problems == 1 ? "" : "s");

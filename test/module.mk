@@ -61,3 +61,11 @@ $(BUILD)/test/app_threads: test/apps/app_threads.c $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -Itest/fakecuda -o $@ $< \
 	  -L$(BUILD)/fakecuda -lcuda -lpthread -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
 integration-test: $(BUILD)/test/app_threads
+
+# Threads sharing one allocation, and threads that allocate and free, while
+# other threads' launches are checked (the world lock).
+$(BUILD)/test/app_shared: test/apps/app_shared.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
+	  -L$(BUILD)/fakecuda -lcuda -lpthread -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
+integration-test: $(BUILD)/test/app_shared

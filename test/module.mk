@@ -69,3 +69,11 @@ $(BUILD)/test/app_shared: test/apps/app_shared.c $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
 	  -L$(BUILD)/fakecuda -lcuda -lpthread -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
 integration-test: $(BUILD)/test/app_shared
+
+# ThreadSanitizer: the concurrency tests with the TSan build of libkcheck
+# (a few seconds; part of `make test`).
+.PHONY: test-tsan
+test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)/test/app_threads \
+           $(BUILD)/test/app_shared
+	BUILD=$(BUILD) sh test/tsan/run.sh
+test-cpu: test-tsan

@@ -38,7 +38,13 @@ static KC_TLS struct slot *me;
 static KC_TLS int depth;     /* nesting of this thread's holds, shared or exclusive */
 static KC_TLS int exclusive; /* this thread holds the world exclusively */
 
-static void thread_exit(void *s) { atomic_store(&((struct slot *)s)->used, 0); }
+/* A destructor that runs after this one may still make a fenced call: from
+ * then on this thread counts itself in the shared overflow slot, so the
+ * slot it gives back is never written by two threads. */
+static void thread_exit(void *s) {
+  me = &slots[NSLOTS];
+  atomic_store(&((struct slot *)s)->used, 0);
+}
 
 static void make_key(void) {
   if (pthread_key_create(&exit_key, thread_exit)) KC_INTERNAL_ERROR("pthread_key_create failed");
@@ -69,17 +75,29 @@ void kc_world_enter(void) {
   if (depth++) return;
   struct slot *s = me;
   if (KC_NEVER(!s)) s = attach();
+  int own = s != &slots[NSLOTS];
   for (;;) {
-    atomic_fetch_add_explicit(&s->busy, 1, memory_order_seq_cst);
+    /* Only this thread writes its own slot: a store (xchg) is enough; the
+     * overflow slot is shared and counted. */
+    if (own)
+      atomic_store_explicit(&s->busy, 1, memory_order_seq_cst);
+    else
+      atomic_fetch_add_explicit(&s->busy, 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&wanted, memory_order_seq_cst)) return;
-    atomic_fetch_sub_explicit(&s->busy, 1, memory_order_seq_cst);
+    if (own)
+      atomic_store_explicit(&s->busy, 0, memory_order_seq_cst);
+    else
+      atomic_fetch_sub_explicit(&s->busy, 1, memory_order_seq_cst);
     wait_for_check();
   }
 }
 
 void kc_world_leave(void) {
   if (--depth) return;
-  atomic_fetch_sub_explicit(&me->busy, 1, memory_order_release);
+  if (me != &slots[NSLOTS])
+    atomic_store_explicit(&me->busy, 0, memory_order_release);
+  else
+    atomic_fetch_sub_explicit(&me->busy, 1, memory_order_release);
 }
 
 static void deadline_after(struct timespec *t, unsigned ms) {

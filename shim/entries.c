@@ -28,8 +28,11 @@
 
 /* Whether this call of the application holds the world lock (world.h):
  * decided once per call, so enter and leave always pair. */
-#define KC_FENCE_BEGIN()                                                                             int fenced_ = !KC_PASSTHROUGH() && kc_opt.check_lock;                                              if (fenced_) kc_world_enter()
-#define KC_FENCE_END()                                                                               if (fenced_) kc_world_leave()
+#define KC_FENCE_BEGIN()                                                                           \
+  int fenced_ = !KC_PASSTHROUGH() && kc_opt.check_lock;                                            \
+  if (fenced_) kc_world_enter()
+#define KC_FENCE_END()                                                                             \
+  if (fenced_) kc_world_leave()
 
 static int name_is_ptsz(const char *s, size_t n) {
   return n > 5 && !memcmp(s + (n - 5), "_ptsz", 5);
@@ -258,7 +261,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
   KC_EXPORT CUresult sym(CUdeviceptr dptr) {                                                       \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
-    /* Never while a check holds memory this may be. */                                           \
+    /* Never while a check holds memory this may be. */                                            \
     KC_FENCE_BEGIN();                                                                              \
     CUresult r = real(dptr);                                                                       \
     if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_free(dptr);                                  \

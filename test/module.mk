@@ -6,11 +6,14 @@
 -include test/fakecuda/module.mk
 -include test/gpu/module.mk
 
-UNIT_TESTS := allocmap options contract
+UNIT_TESTS := allocmap options contract limits
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/log
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
-                      contract/contract_ann libkcheck/options libkcheck/log
+                      contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \
+                      libkcheck/log
+UNIT_OBJS_limits := $(UNIT_OBJS_contract)
+UNIT_LIBS_limits = $(UNIT_LIBS_contract)
 UNIT_LIBS_contract := $(BUILD)/san/liboracle.a -lyaml -lmpfr -lgmp -lm
 
 define unit_test

@@ -1,7 +1,8 @@
 /* gates/bounds.c — contract: the kernel writes nothing outside its tensors'
  * extents. One run on shadow buffers, each tensor between guard zones of a
  * known byte; a changed guard byte is a store before the start or past the
- * end of that tensor (within KC_SB_GUARD bytes of it). */
+ * end of that tensor (within KC_SB_GUARD bytes before it; after it, as far
+ * as the application's allocation reaches past the declared extent). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
     size_t nb = 0, na = 0;
     const unsigned char *after_zone = t->after + KC_SB_GUARD + t->bytes;
     long b = first_changed(t->after, KC_SB_GUARD, &nb);
-    long a = first_changed(after_zone, KC_SB_GUARD, &na);
+    long a = first_changed(after_zone, t->tail, &na);
     if (b < 0 && a < 0) continue;
     violations++;
     /* The first corrupted byte nearest the tensor: past the end is the

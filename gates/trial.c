@@ -97,10 +97,21 @@ static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct 
     }
     int rank = t->t->rank;
     int64_t cols = rank ? t->t->shape[rank - 1] : 1, rows = 1;
+    int bad = cols < 0;
     for (int r = 0; r + 1 < rank; r++)
-      rows *= t->t->shape[r];
-    size_t count = (size_t)(rows * cols), esize = (size_t)t->esize;
-    unsigned char *packed = malloc(count * esize + 1);
+      bad |= t->t->shape[r] < 0 || __builtin_mul_overflow(rows, t->t->shape[r], &rows);
+    int64_t cnt = 0;
+    size_t count = 0, esize = (size_t)t->esize, packed_bytes = 0;
+    /* A negative extent (a contract that lint could not reject, e.g. -n at
+     * this launch) or one whose element count overflows is no input. */
+    if (bad || __builtin_mul_overflow(rows, cols, &cnt) ||
+        __builtin_mul_overflow((size_t)cnt, esize, &packed_bytes) ||
+        packed_bytes > kc_opt.mem_budget) {
+      snprintf(err, n, "input '%s' has no usable extent at this launch", t->t->v->name);
+      return -1;
+    }
+    count = (size_t)cnt;
+    unsigned char *packed = malloc(packed_bytes + 1);
     t->owned_input = calloc(1, t->bytes ? t->bytes : 1);
     if (!packed || !t->owned_input) {
       free(packed);
@@ -208,10 +219,10 @@ static json_t *guard_damage(const struct kc_sb *sb) {
     const struct kc_sb_tensor *t = &sb->t[i];
     const unsigned char *before = t->after, *after = t->after + KC_SB_GUARD + t->bytes;
     long first_after = -1, last_before = -1, changed = 0;
-    for (long k = 0; k < (long)KC_SB_GUARD; k++) {
+    for (long k = 0; k < (long)t->tail; k++)
       if (after[k] != KC_SB_GUARD_BYTE) changed++, first_after = first_after < 0 ? k : first_after;
+    for (long k = 0; k < (long)KC_SB_GUARD; k++)
       if (before[k] != KC_SB_GUARD_BYTE) changed++, last_before = k;
-    }
     if (!changed) continue;
     int past = first_after >= 0;
     return json_pack("{s:s, s:s, s:i, s:I, s:I}", "tensor", t->t->v->name, "side",

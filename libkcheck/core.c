@@ -18,6 +18,7 @@
 #include "perturb.h"
 #include "report.h"
 #include "stack.h"
+#include "world.h"
 
 int kc_disabled = 1;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
@@ -74,6 +75,7 @@ void kc_core_postfork_child(void) {
   kc_report_reset_lock();
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();
+  kc_world_postfork_child();
   kc_report_reopen_child((long)getppid());
 }
 

@@ -14,6 +14,7 @@
 #include "image.h"
 #include "log.h"
 #include "options.h"
+#include "regex_guard.h"
 #include "report.h"
 
 /* From the C++ ABI runtime (libstdc++): the maintained demangler. */
@@ -70,12 +71,10 @@ static int contains_any(const char *hay, const char *list) {
 
 static int regex_match(const char *pattern, const char *s) {
   regex_t re;
-  if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB)) {
-    static atomic_int warned;
-    if (!atomic_exchange(&warned, 1))
-      kc_log_printf(KC_LOG_WARN, "invalid kernel regex '%s'; it matches nothing", pattern);
-    return 0;
-  }
+  char why[200];
+  /* Options checked the pattern already (and warned); refused ones match
+   * nothing. */
+  if (kc_regex_compile(&re, pattern, why, sizeof why)) return 0;
   int m = regexec(&re, s, 0, NULL, 0) == 0;
   regfree(&re);
   return m;

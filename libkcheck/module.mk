@@ -46,6 +46,11 @@ $(eval $(call kc_variant,$(BUILD),,$(BUILD)/liboracle.a))
 # it is never instrumented.
 $(BUILD)/san/obj/shim/dl_hook.o $(BUILD)/san/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
 $(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS) $(CHECKFLAGS),$(BUILD)/san/liboracle.a))
+# ThreadSanitizer build for `make test-tsan` (the oracle is plain
+# arithmetic on one thread's data: its uninstrumented archive is enough).
+TSANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+$(BUILD)/tsan/obj/shim/dl_hook.o $(BUILD)/tsan/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
+$(eval $(call kc_variant,$(BUILD)/tsan,$(TSANFLAGS) $(CHECKFLAGS),$(BUILD)/liboracle.a))
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
 # build directory can be copied to a machine that lacks them.
@@ -58,9 +63,9 @@ all: $(BUILD)/libkcheck.so $(BUILD)/.carried
 
 # Header dependencies from the compiler (-MMD -MP): an object rebuilds when
 # a header it includes changes, and only then.
-$(BUILD)/obj/%.d $(BUILD)/san/obj/%.d: ;
-.PRECIOUS: $(BUILD)/obj/%.d $(BUILD)/san/obj/%.d
--include $(patsubst %.c,$(BUILD)/obj/%.d,$(KC_SRCS)) $(patsubst %.c,$(BUILD)/san/obj/%.d,$(KC_SRCS))
+$(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d: ;
+.PRECIOUS: $(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d
+-include $(foreach v,obj san/obj tsan/obj,$(patsubst %.c,$(BUILD)/$(v)/%.d,$(KC_SRCS)))
 
 # kcheck's own perturbation kernels: PTX committed next to the CUDA source
 # (so building needs no nvcc), embedded as a C string.

@@ -63,6 +63,9 @@ void kc_allocmap_insert(uint64_t base, uint64_t size, int kind) {
   memmove(items + i + 1, items + i, (count - i) * sizeof *items);
   items[i] = (struct kc_alloc){base, size, kind};
   count++;
+  /* Sorted and disjoint, which every lookup relies on. */
+  KC_ASSERT(i == 0 || items[i - 1].base + items[i - 1].size <= base);
+  KC_ASSERT(i + 1 == count || base + size <= items[i + 1].base);
   pthread_rwlock_unlock(&lock);
 }
 

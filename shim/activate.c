@@ -17,7 +17,6 @@
 #include "options.h"
 #include "shim.h"
 
-struct kc_driver kc_drv;
 void *kc_shim_real[KC_E_COUNT];
 void *kc_shim_libcuda;
 atomic_int kc_shim_ready;

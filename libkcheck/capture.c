@@ -12,6 +12,7 @@
 const char *const kc_launch_entry_names[KC_LE_COUNT] = {"cuLaunchKernel", "cuLaunchKernelEx",
                                                         "cuLaunchCooperativeKernel"};
 #include "own.h"
+#include "prof.h"
 #include "report.h"
 
 static void copy_config(struct kc_launch_info *li, const struct kc_launch_args *a) {
@@ -102,8 +103,9 @@ void kc_capture_pointers(struct kc_launch_info *li) {
      * like addresses (a parameter struct holds many that do not). */
     CUdeviceptr base = 0;
     size_t size = 0;
-    if (kc_addr_like(w) && kc_drv.cuMemGetAddressRange_v2 &&
-        kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size &&
+    if (!kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
+    KC_PROF_CALL(cuMemGetAddressRange_v2);
+    if (kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size &&
         !kc_own_contains(base)) {
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
       li->nptrs++;

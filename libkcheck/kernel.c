@@ -15,6 +15,7 @@
 #include "image.h"
 #include "log.h"
 #include "options.h"
+#include "prof.h"
 #include "report.h"
 
 /* From the C++ ABI runtime (libstdc++): the maintained demangler. */
@@ -113,6 +114,7 @@ static void query_layout(struct kc_kernel *k) {
   int use_kernel_api = 0;
   if (k->is_cukernel) {
     CUfunction loaded = NULL;
+    KC_PROF_CALL(cuKernelGetFunction);
     if (kc_drv.cuKernelGetFunction &&
         kc_drv.cuKernelGetFunction(&loaded, (CUkernel)k->handle) == CUDA_SUCCESS && loaded)
       fn = loaded;
@@ -124,6 +126,10 @@ static void query_layout(struct kc_kernel *k) {
   for (; n < KC_MAX_PARAMS; n++) {
     size_t o = 0, s = 0;
     CUresult r;
+    if (use_kernel_api)
+      KC_PROF_CALL(cuKernelGetParamInfo);
+    else
+      KC_PROF_CALL(cuFuncGetParamInfo);
     if (use_kernel_api)
       r = kc_drv.cuKernelGetParamInfo
               ? kc_drv.cuKernelGetParamInfo((CUkernel)k->handle, (size_t)n, &o, &s)
@@ -201,9 +207,11 @@ static struct kc_kernel *create(CUfunction f) {
   k->image_id = -1;
   const char *name = NULL;
   /* A CUkernel is told apart by cuFuncGetName refusing it. */
+  KC_PROF_CALL(cuFuncGetName);
   CUresult r = kc_drv.cuFuncGetName ? kc_drv.cuFuncGetName(&name, f) : CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS || !name) {
     name = NULL;
+    KC_PROF_CALL(cuKernelGetName);
     if (kc_drv.cuKernelGetName && kc_drv.cuKernelGetName(&name, (CUkernel)f) == CUDA_SUCCESS &&
         name)
       k->is_cukernel = 1;
@@ -212,10 +220,12 @@ static struct kc_kernel *create(CUfunction f) {
   k->demangled = kc_demangle(k->name);
   if (!k->is_cukernel) {
     CUmodule m = NULL;
+    KC_PROF_CALL(cuFuncGetModule);
     if (kc_drv.cuFuncGetModule && kc_drv.cuFuncGetModule(&m, f) == CUDA_SUCCESS)
       k->image_handle = m;
   } else {
     CUlibrary l = NULL;
+    KC_PROF_CALL(cuKernelGetLibrary);
     if (kc_drv.cuKernelGetLibrary && kc_drv.cuKernelGetLibrary(&l, (CUkernel)f) == CUDA_SUCCESS)
       k->image_handle = l;
   }

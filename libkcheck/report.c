@@ -12,6 +12,7 @@
 #include "launch.h"
 #include "log.h"
 #include "options.h"
+#include "prof.h"
 #include "version.h"
 
 struct kc_counters kc_count;
@@ -90,6 +91,7 @@ void kc_report_emit(const char *type, json_t *rec) {
     KC_INTERNAL_ERROR("could not build a '%s' record", type);
     return;
   }
+  uint64_t t = kc_prof_now();
   pthread_mutex_lock(&lock);
   if (out) {
     /* type and seq first so records read well with head/grep. */
@@ -105,6 +107,7 @@ void kc_report_emit(const char *type, json_t *rec) {
   }
   pthread_mutex_unlock(&lock);
   json_decref(rec);
+  kc_prof_lap(KC_PS_report_write, t);
 }
 
 json_t *kc_json_addr(uint64_t v) {

@@ -1,6 +1,7 @@
 /* libkcheck/capture.c — launch capture: configuration, packed parameter
  * bytes (kernelParams or the `extra` buffer), launch attributes, and device
  * pointers found by scanning the parameter bytes. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,20 +82,36 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
   return pack_params(li, a->params);
 }
 
-void kc_capture_pointers(struct kc_launch_info *li) {
+/* Words the driver said are in no allocation, for trace records: parameter
+ * structs carry the same stale stack and heap words launch after launch, and
+ * each driver query costs microseconds. Direct-mapped, racy by design (a
+ * lost or torn slot only costs a query). Never consulted for checks. */
+#define NOT_DEVICE_SLOTS 4096
+static _Atomic uint64_t not_device[NOT_DEVICE_SLOTS];
+
+static unsigned not_device_slot(uint64_t w) {
+  return (unsigned)((w * 0x9e3779b97f4a7c15ull) >> 52) & (NOT_DEVICE_SLOTS - 1);
+}
+
+void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
   size_t nwords = li->param_size / 8;
   if (!nwords) return;
   li->ptrs = calloc(nwords, sizeof *li->ptrs);
-  if (!li->ptrs) return;
+  uint64_t wstack[512];
+  struct kc_alloc astack[512];
+  uint64_t *words = nwords <= 512 ? wstack : malloc(nwords * sizeof *words);
+  struct kc_alloc *found = nwords <= 512 ? astack : malloc(nwords * sizeof *found);
+  if (!li->ptrs || !words || !found) goto out;
+  for (size_t i = 0; i < nwords; i++)
+    memcpy(&words[i], li->param_buf + 8 * i, 8);
+  kc_allocmap_find_many(words, nwords, found);
   for (size_t i = 0; i < nwords; i++) {
-    uint64_t w;
-    memcpy(&w, li->param_buf + 8 * i, 8);
+    uint64_t w = words[i];
     /* Small integers (sizes, strides, flags) are never device addresses. */
     if (w < 0x10000) continue;
-    struct kc_alloc a;
     struct kc_ptr *p = &li->ptrs[li->nptrs];
-    if (kc_allocmap_find(w, &a) == 0) {
-      *p = (struct kc_ptr){(uint32_t)(8 * i), w, a.base, a.size, 0};
+    if (found[i].size) {
+      *p = (struct kc_ptr){(uint32_t)(8 * i), w, found[i].base, found[i].size, 0};
       li->nptrs++;
       continue;
     }
@@ -104,13 +121,21 @@ void kc_capture_pointers(struct kc_launch_info *li) {
     CUdeviceptr base = 0;
     size_t size = 0;
     if (!kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
+    unsigned slot = not_device_slot(w);
+    if (remember_misses && atomic_load_explicit(&not_device[slot], memory_order_relaxed) == w)
+      continue;
     KC_PROF_CALL(cuMemGetAddressRange_v2);
-    if (kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size &&
-        !kc_own_contains(base)) {
+    if (kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size) {
+      if (kc_own_contains(base)) continue;
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
       li->nptrs++;
+    } else if (remember_misses) {
+      atomic_store_explicit(&not_device[slot], w, memory_order_relaxed);
     }
   }
+out:
+  if (words != wstack) free(words);
+  if (found != astack) free(found);
 }
 
 void kc_capture_free(struct kc_launch_info *li) {

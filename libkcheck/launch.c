@@ -80,8 +80,6 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
   kc_guard_enter();
   int ok = kc_capture(&li, k, a) == 0;
   t = kc_prof_lap(KC_PS_capture, t);
-  if (ok) kc_capture_pointers(&li);
-  t = kc_prof_lap(KC_PS_pointers, t);
   if (ok && check && !strcmp(li.param_form, "unknown")) {
     /* Without the layout kcheck cannot know what memory the kernel can
      * reach, so it cannot save it: re-running would corrupt it. */
@@ -90,6 +88,8 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     t = kc_prof_now();
   }
   if (ok && check) {
+    /* The signature needs no pointer resolution (address-like words are
+     * left out of it), so a launch the policy skips costs no driver call. */
     int first = 0;
     li.signature = kc_policy_signature(&li);
     t = kc_prof_lap(KC_PS_signature, t);
@@ -111,6 +111,11 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
       }
     }
   }
+  /* A check needs every reachable allocation, so it asks the driver about
+   * words kcheck's map does not know; a trace record lists pointers too but
+   * remembers the words the driver did not know (stale stack bytes recur). */
+  if (ok && (check || kc_opt.trace)) kc_capture_pointers(&li, check ? 0 : 1);
+  t = kc_prof_lap(KC_PS_pointers, t);
   kc_guard_leave();
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);

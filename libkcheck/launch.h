@@ -66,8 +66,11 @@ struct kc_launch_info {
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */
 int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_launch_args *a);
-/* Scans every 8-byte-aligned word of the parameter bytes for device pointers. */
-void kc_capture_pointers(struct kc_launch_info *li);
+/* Scans every 8-byte-aligned word of the parameter bytes for device
+ * pointers: kcheck's allocation map, then the driver for address-like words
+ * it does not know. remember_misses: skip the driver for words it recently
+ * said are no device memory (trace records; never for a check). */
+void kc_capture_pointers(struct kc_launch_info *li, int remember_misses);
 void kc_capture_free(struct kc_launch_info *li);
 json_t *kc_launch_json(const struct kc_launch_info *li);
 

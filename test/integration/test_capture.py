@@ -182,3 +182,35 @@ def test_concurrent_contract_checks_from_threads(app, tmp_path):
     assert len(checks) == 40 and not by_type(recs, "violation")
     assert all(c["gates"]["oracle"]["status"] == "bitwise" for c in checks)
     assert by_type(recs, "summary")[-1]["internal_errors"] == 0
+
+
+def _step_records(app, tmp_path, steps, options=""):
+    sub = tmp_path / ("s%d" % steps)
+    sub.mkdir()
+    r = run([app("app_linked"), "steps%d" % steps], sub, options=options)
+    assert r.rc == 0, r.err
+    assert "steps %d ok" % steps in r.out
+    recs = r.only_report()
+    return by_type(recs, "check"), by_type(recs, "skip")
+
+
+def test_per_step_scalars_stop_making_checks_and_skips(app, tmp_path):
+    """A kernel whose scalar changes every step (a learning-rate schedule) is
+    checked kernel_clean_limit times, then skipped with one skip record for
+    the kernel: 20 more steps add no check and no skip record."""
+    c20, s20 = _step_records(app, tmp_path, 20, "kernel_clean_limit=4")
+    c40, s40 = _step_records(app, tmp_path, 40, "kernel_clean_limit=4")
+    scale = [c for c in c40 if c["kernel_name"].startswith("scale")]
+    assert len(scale) == 4
+    assert (len(c20), len(s20)) == (len(c40), len(s40))
+    reasons = [s["reason"] for s in s40 if s["kernel_name"].startswith("scale")]
+    assert reasons == ["kernel already checked clean kernel_clean_limit times"]
+
+
+def test_per_step_scalars_checked_every_step_without_kernel_limit(app, tmp_path):
+    """Must fire: without kernel_clean_limit each step's scalar is a new
+    signature, so every step is checked again."""
+    c20, _ = _step_records(app, tmp_path, 20, "kernel_clean_limit=-1")
+    c40, _ = _step_records(app, tmp_path, 40, "kernel_clean_limit=-1")
+    assert len([c for c in c40 if c["kernel_name"].startswith("scale")]) == 40
+    assert len(c40) - len(c20) == 20

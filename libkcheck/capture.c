@@ -145,36 +145,150 @@ void kc_capture_free(struct kc_launch_info *li) {
   li->ptrs = NULL;
 }
 
-json_t *kc_launch_json(const struct kc_launch_info *li) {
-  json_t *ptrs = json_array();
+/* ---- the launch record, formatted by hand: trace=1 writes one per launch,
+ * so it must cost about a microsecond (jansson and snprintf per byte cost
+ * tens). Same members as a jansson record would have. */
+struct out {
+  char *p, *end;
+};
+
+static void put(struct out *o, const char *s, size_t n) {
+  if ((size_t)(o->end - o->p) < n) {
+    o->p = o->end; /* overflow: the caller sees a full buffer */
+    return;
+  }
+  memcpy(o->p, s, n);
+  o->p += n;
+}
+#define PUTS(o, lit) put((o), (lit), sizeof(lit) - 1)
+
+static void put_u64(struct out *o, uint64_t v) {
+  char b[24];
+  int i = sizeof b;
+  do
+    b[--i] = (char)('0' + v % 10);
+  while (v /= 10);
+  put(o, b + i, sizeof b - (size_t)i);
+}
+
+static void put_i64(struct out *o, int64_t v) {
+  if (v < 0) {
+    PUTS(o, "-");
+    put_u64(o, (uint64_t)0 - (uint64_t)v);
+  } else {
+    put_u64(o, (uint64_t)v);
+  }
+}
+
+static const char hexd[] = "0123456789abcdef";
+
+/* "0x..." as kc_json_addr writes it. */
+static void put_addr(struct out *o, uint64_t v) {
+  char b[20];
+  int i = sizeof b;
+  do
+    b[--i] = hexd[v & 15];
+  while (v >>= 4);
+  PUTS(o, "\"0x");
+  put(o, b + i, sizeof b - (size_t)i);
+  PUTS(o, "\"");
+}
+
+static void put_dims(struct out *o, const unsigned d[3]) {
+  PUTS(o, "[");
+  put_u64(o, d[0]);
+  PUTS(o, ",");
+  put_u64(o, d[1]);
+  PUTS(o, ",");
+  put_u64(o, d[2]);
+  PUTS(o, "]");
+}
+
+static size_t format_launch(const struct kc_launch_info *li, char *buf, size_t cap,
+                            const char *stack_json) {
+  struct out o = {buf, buf + cap};
+  PUTS(&o, "{\"launch\":");
+  put_u64(&o, li->seq);
+  PUTS(&o, ",\"kernel\":");
+  put_i64(&o, li->k->id);
+  PUTS(&o, ",\"entry\":\"");
+  const char *e = kc_launch_entry_names[li->args->entry];
+  put(&o, e, strlen(e));
+  PUTS(&o, "\",\"ptsz\":");
+  if (li->args->ptsz)
+    PUTS(&o, "true");
+  else
+    PUTS(&o, "false");
+  PUTS(&o, ",\"grid\":");
+  put_dims(&o, li->grid);
+  PUTS(&o, ",\"block\":");
+  put_dims(&o, li->block);
+  PUTS(&o, ",\"shmem\":");
+  put_u64(&o, li->shmem);
+  PUTS(&o, ",\"stream\":");
+  put_addr(&o, (uint64_t)(uintptr_t)li->stream);
+  PUTS(&o, ",\"param_form\":\"");
+  put(&o, li->param_form, strlen(li->param_form));
+  PUTS(&o, "\",\"param_size\":");
+  put_u64(&o, li->param_size);
+  /* Parameter bytes as hex: small kernels' full arguments, for replay. */
+  PUTS(&o, ",\"param_bytes\":");
+  if (li->param_buf && li->param_size <= 4096 && (size_t)(o.end - o.p) > 2 * li->param_size + 2) {
+    *o.p++ = '"';
+    for (size_t i = 0; i < li->param_size; i++) {
+      *o.p++ = hexd[li->param_buf[i] >> 4];
+      *o.p++ = hexd[li->param_buf[i] & 15];
+    }
+    *o.p++ = '"';
+  } else {
+    PUTS(&o, "null");
+  }
+  PUTS(&o, ",\"pointers\":[");
   for (int i = 0; i < li->nptrs; i++) {
     const struct kc_ptr *p = &li->ptrs[i];
-    json_array_append_new(ptrs, json_pack("{s:i, s:o, s:o, s:I, s:I, s:s}", "offset",
-                                          (int)p->offset, "value", kc_json_addr(p->value), "base",
-                                          kc_json_addr(p->base), "alloc_size", (json_int_t)p->size,
-                                          "alloc_offset", (json_int_t)(p->value - p->base),
-                                          "resolved_by", p->from_driver ? "driver" : "map"));
+    if (i) PUTS(&o, ",");
+    PUTS(&o, "{\"offset\":");
+    put_u64(&o, p->offset);
+    PUTS(&o, ",\"value\":");
+    put_addr(&o, p->value);
+    PUTS(&o, ",\"base\":");
+    put_addr(&o, p->base);
+    PUTS(&o, ",\"alloc_size\":");
+    put_u64(&o, p->size);
+    PUTS(&o, ",\"alloc_offset\":");
+    put_u64(&o, p->value - p->base);
+    if (p->from_driver)
+      PUTS(&o, ",\"resolved_by\":\"driver\"}");
+    else
+      PUTS(&o, ",\"resolved_by\":\"map\"}");
   }
-  json_t *attrs = json_array();
-  for (int i = 0; i < li->nattrs; i++)
-    json_array_append_new(attrs, json_pack("{s:i}", "id", (int)li->attrs[i].id));
-  /* Parameter bytes as hex: small kernels' full arguments, for replay. */
-  json_t *bytes = json_null();
-  if (li->param_buf && li->param_size <= 4096) {
-    char *hex = malloc(2 * li->param_size + 1);
-    if (hex) {
-      for (size_t i = 0; i < li->param_size; i++)
-        snprintf(hex + 2 * i, 3, "%02x", li->param_buf[i]);
-      hex[2 * li->param_size] = 0;
-      bytes = json_string(hex);
-      free(hex);
-    }
+  PUTS(&o, "],\"attributes\":[");
+  for (int i = 0; i < li->nattrs; i++) {
+    if (i) PUTS(&o, ",");
+    PUTS(&o, "{\"id\":");
+    put_i64(&o, (int64_t)li->attrs[i].id);
+    PUTS(&o, "}");
   }
-  return json_pack(
-      "{s:I, s:i, s:s, s:b, s:[iii], s:[iii], s:i, s:o, s:s, s:I, s:o, s:o, s:o}", "launch",
-      (json_int_t)li->seq, "kernel", li->k->id, "entry", kc_launch_entry_names[li->args->entry],
-      "ptsz", li->args->ptsz, "grid", li->grid[0], li->grid[1], li->grid[2], "block", li->block[0],
-      li->block[1], li->block[2], "shmem", li->shmem, "stream",
-      kc_json_addr((uint64_t)(uintptr_t)li->stream), "param_form", li->param_form, "param_size",
-      (json_int_t)li->param_size, "param_bytes", bytes, "pointers", ptrs, "attributes", attrs);
+  PUTS(&o, "]");
+  if (stack_json) {
+    PUTS(&o, ",\"stack\":");
+    put(&o, stack_json, strlen(stack_json));
+  }
+  PUTS(&o, "}");
+  return o.p < o.end ? (size_t)(o.p - buf) : 0;
+}
+
+void kc_launch_emit(const struct kc_launch_info *li, const char *stack_json) {
+  char stackbuf[8192];
+  size_t cap = 512 + 2 * li->param_size + 200 * (size_t)li->nptrs + 24 * (size_t)li->nattrs +
+               (stack_json ? strlen(stack_json) : 0);
+  uint64_t t = kc_prof_now();
+  char *buf = cap <= sizeof stackbuf ? stackbuf : malloc(cap);
+  size_t n = buf ? format_launch(li, buf, buf == stackbuf ? sizeof stackbuf : cap, stack_json) : 0;
+  kc_prof_lap(KC_PS_trace_build, t);
+  if (n)
+    kc_report_emit_raw("launch", buf, n);
+  else
+    KC_INTERNAL_ERROR("could not build a 'launch' record");
+  if (buf != stackbuf) free(buf);
 }

@@ -4,6 +4,7 @@
 #include "launch.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit.h"
@@ -123,15 +124,17 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     return kc_app_launch(a);
   }
   if (kc_opt.trace) {
-    json_t *rec = kc_launch_json(&li);
-    t = kc_prof_lap(KC_PS_trace_build, t);
-    if (kc_opt.trace >= 2 && rec) {
+    char *stack = NULL;
+    if (kc_opt.trace >= 2) {
       kc_guard_enter();
-      json_object_set_new(rec, "stack", kc_stack_json(2));
+      json_t *st = kc_stack_json(2);
+      stack = st ? json_dumps(st, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+      json_decref(st);
       kc_guard_leave();
       t = kc_prof_lap(KC_PS_trace_stack, t);
     }
-    kc_report_emit("launch", rec);
+    kc_launch_emit(&li, stack);
+    free(stack);
     t = kc_prof_now();
   }
   CUresult r;

@@ -72,7 +72,9 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
  * said are no device memory (trace records; never for a check). */
 void kc_capture_pointers(struct kc_launch_info *li, int remember_misses);
 void kc_capture_free(struct kc_launch_info *li);
-json_t *kc_launch_json(const struct kc_launch_info *li);
+/* Writes the `launch` record (trace=1) of li; stack_json: the serialised
+ * stack object (trace=2) or NULL. Formatted without jansson. */
+void kc_launch_emit(const struct kc_launch_info *li, const char *stack_json);
 
 /* A `skip` record: this launch was selected but is not checked, and why. */
 void kc_report_skip(const struct kc_launch_info *li, const char *why);

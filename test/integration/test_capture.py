@@ -214,3 +214,19 @@ def test_per_step_scalars_checked_every_step_without_kernel_limit(app, tmp_path)
     c40, _ = _step_records(app, tmp_path, 40, "kernel_clean_limit=-1")
     assert len([c for c in c40 if c["kernel_name"].startswith("scale")]) == 40
     assert len(c40) - len(c20) == 20
+
+
+def test_report_survives_a_crash(app, tmp_path):
+    """Records are written by a background thread; a segmentation fault must
+    still leave every completed record in the file, each line whole."""
+    r = run([app("app_linked"), "crash"], tmp_path, options="trace=1")
+    assert r.rc != 0 and "crashing now" in r.out
+    want = r.out.count(" ok checksum")  # each printed after its launch completed
+    with open(r.reports[0]) as f:
+        raw = f.read()
+    assert raw.endswith("\n")
+    recs = [json.loads(line) for line in raw.splitlines()]
+    assert [x["seq"] for x in recs] == list(range(len(recs)))
+    launches = [x["launch"] for x in by_type(recs, "launch")]
+    assert launches == list(range(len(launches))) and len(launches) >= want > 0
+    assert not by_type(recs, "summary")  # the process died before its exit summary

@@ -63,7 +63,12 @@ static int pack_params(struct kc_launch_info *li, void **params) {
     return 0;
   }
   li->param_size = k->param_bytes;
-  li->param_buf = calloc(1, k->param_bytes ? k->param_bytes : 1);
+  if (li->inline_buf && k->param_bytes <= li->inline_cap) {
+    li->param_buf = li->inline_buf;
+    memset(li->param_buf, 0, k->param_bytes); /* gaps between parameters */
+  } else {
+    li->param_buf = calloc(1, k->param_bytes ? k->param_bytes : 1);
+  }
   if (!li->param_buf) return -1;
   for (int i = 0; i < k->nparams; i++)
     if (params && params[i])
@@ -139,7 +144,7 @@ out:
 }
 
 void kc_capture_free(struct kc_launch_info *li) {
-  free(li->param_buf);
+  if (li->param_buf != li->inline_buf) free(li->param_buf);
   free(li->ptrs);
   li->param_buf = NULL;
   li->ptrs = NULL;

@@ -77,7 +77,10 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
   if (!check && !kc_opt.trace) return app_launch_timed(a, t, t_in);
 
   struct kc_launch_info li = {0};
+  unsigned char params[2048];
   li.seq = seq;
+  li.inline_buf = params;
+  li.inline_cap = sizeof params;
   kc_guard_enter();
   int ok = kc_capture(&li, k, a) == 0;
   t = kc_prof_lap(KC_PS_capture, t);

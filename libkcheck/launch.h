@@ -51,7 +51,11 @@ struct kc_launch_info {
   const struct kc_launch_args *args;
   unsigned grid[3], block[3], shmem;
   CUstream stream;
-  unsigned char *param_buf; /* packed parameter bytes (owned) */
+  unsigned char *param_buf; /* packed parameter bytes (owned unless inline_buf) */
+  /* Optional caller storage for the parameter bytes (the launch path's
+   * stack): most launches are never checked, so they need no allocation. */
+  unsigned char *inline_buf;
+  size_t inline_cap;
   size_t param_size;
   const char *param_form; /* "params", "extra", "none", "unknown" */
   struct kc_ptr *ptrs;    /* owned */

@@ -63,39 +63,47 @@ static void zero_addr_words(unsigned char *copy, size_t from, size_t to) {
 }
 
 uint64_t kc_policy_signature(const struct kc_launch_info *li) {
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, &li->k->id, sizeof li->k->id);
-  XXH3_64bits_update(&st, li->grid, sizeof li->grid);
-  XXH3_64bits_update(&st, li->block, sizeof li->block);
-  XXH3_64bits_update(&st, &li->shmem, sizeof li->shmem);
-  /* Addresses change from launch to launch; shapes and flags do not.
+  /* One contiguous buffer, hashed at once (the same value as streaming the
+   * parts): kernel, grid, block, shared memory, then the parameter bytes.
+   * Addresses change from launch to launch; shapes and flags do not.
    * Resolved pointers and any other address-like word are left out:
    * parameter structs carry unused slots with stale stack bytes, which would
    * make every launch a new signature. Where the layout is known, only
    * 8-byte parameters and words inside larger (struct) parameters can be
    * addresses: two 4-byte scalars side by side (a float and a count) often
    * look like one, and stay in. Shapes beyond 2^32 are rare. */
-  unsigned char stackbuf[4096];
-  unsigned char *copy = li->param_size <= sizeof stackbuf ? stackbuf : malloc(li->param_size);
-  if (li->param_buf && li->param_size && copy) {
-    memcpy(copy, li->param_buf, li->param_size);
+  enum { HEAD = sizeof(int) + 7 * sizeof(unsigned) };
+  unsigned char stackbuf[HEAD + 4096];
+  size_t psize = li->param_buf ? li->param_size : 0;
+  unsigned char *buf = HEAD + psize <= sizeof stackbuf ? stackbuf : malloc(HEAD + psize);
+  if (!buf) {
+    buf = stackbuf;
+    psize = 0;
+  }
+  unsigned char *h = buf;
+  memcpy(h, &li->k->id, sizeof li->k->id), h += sizeof li->k->id;
+  memcpy(h, li->grid, sizeof li->grid), h += sizeof li->grid;
+  memcpy(h, li->block, sizeof li->block), h += sizeof li->block;
+  memcpy(h, &li->shmem, sizeof li->shmem);
+  unsigned char *copy = buf + HEAD;
+  if (psize) {
+    memcpy(copy, li->param_buf, psize);
     for (int i = 0; i < li->nptrs; i++)
       memset(copy + li->ptrs[i].offset, 0, 8);
     const struct kc_kernel *k = li->k;
     if (li->param_form && !strcmp(li->param_form, "params") && k->nparams > 0) {
       for (int i = 0; i < k->nparams; i++) {
         size_t off = k->param_offset[i], end = off + k->param_size[i];
-        if (end > li->param_size) end = li->param_size;
+        if (end > psize) end = psize;
         if (k->param_size[i] >= 8) zero_addr_words(copy, off, end);
       }
     } else {
-      zero_addr_words(copy, 0, li->param_size);
+      zero_addr_words(copy, 0, psize);
     }
-    XXH3_64bits_update(&st, copy, li->param_size);
   }
-  if (copy != stackbuf) free(copy);
-  return XXH3_64bits_digest(&st);
+  uint64_t sig = XXH3_64bits(buf, HEAD + psize);
+  if (buf != stackbuf) free(buf);
+  return sig;
 }
 
 enum { R_CLEAN = 1, R_SAMPLE = 2, R_TIME = 4, R_KERNEL = 8 };

@@ -628,8 +628,8 @@ static int app_run(const char *mode) {
     app_graph(&a);
     app_races(&a);
   } else {
-    fprintf(stderr, "%s: unknown mode '%s' (basic, races, contracts, all, crash, steps<N>)\n", app_name,
-            mode);
+    fprintf(stderr, "%s: unknown mode '%s' (basic, races, contracts, all, crash, steps<N>)\n",
+            app_name, mode);
     return 2;
   }
   app_teardown(&a);

@@ -8,7 +8,7 @@ KC_INC  := -Ilibkcheck -Icontract -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
 KC_LIBS := -lyaml -ljansson -lunwind -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
-KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def contract/*.h shim/*.h gates/*.h gates/*.def)
+KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def contract/*.h contract/*.def shim/*.h gates/*.h gates/*.def)
 
 $(BUILD)/exports.map: shim/exports.map.in libkcheck/driver.def
 	@mkdir -p $(@D)

@@ -41,6 +41,58 @@ struct cache_slot {
 /* initial-exec: one TLS access on the launch path (libkcheck is preloaded). */
 static __thread struct cache_slot cache[TLS_CACHE] __attribute__((tls_model("initial-exec")));
 
+/* Behind the per-thread cache, a shared read-mostly table: a training step
+ * cycles through more kernels than the per-thread cache holds, and the
+ * mutex and hash lookup behind it cost ~0.5 us a launch on the real
+ * workload. Open addressing, written under `lock`, read without it: a
+ * slot's kernel is stored before its handle (release), and a reader
+ * accepts a slot only when the kernel record names the same handle. */
+#define FAST_SLOTS 4096
+#define FAST_PROBES 8
+#define FAST_GONE ((void *)1)
+static struct {
+  _Atomic(void *) handle;
+  _Atomic(struct kc_kernel *) k;
+} fast[FAST_SLOTS];
+
+static unsigned fast_slot(const void *h) {
+  return (unsigned)(((uintptr_t)h * 0x9e3779b97f4a7c15ull) >> 52) & (FAST_SLOTS - 1);
+}
+
+static struct kc_kernel *fast_find(void *h) {
+  unsigned i = fast_slot(h);
+  for (int p = 0; p < FAST_PROBES; p++, i = (i + 1) & (FAST_SLOTS - 1)) {
+    void *sh = atomic_load_explicit(&fast[i].handle, memory_order_acquire);
+    if (!sh) return NULL;
+    if (sh != h) continue;
+    struct kc_kernel *k = atomic_load_explicit(&fast[i].k, memory_order_relaxed);
+    return k && k->handle == h ? k : NULL;
+  }
+  return NULL;
+}
+
+/* Called with `lock` held. Full neighbourhood: the slow path serves it. */
+static void fast_insert(void *h, struct kc_kernel *k) {
+  unsigned i = fast_slot(h);
+  for (int p = 0; p < FAST_PROBES; p++, i = (i + 1) & (FAST_SLOTS - 1)) {
+    void *sh = atomic_load_explicit(&fast[i].handle, memory_order_relaxed);
+    if (sh && sh != FAST_GONE && sh != h) continue;
+    atomic_store_explicit(&fast[i].k, k, memory_order_relaxed);
+    atomic_store_explicit(&fast[i].handle, h, memory_order_release);
+    return;
+  }
+}
+
+/* Called with `lock` held: the slot stays taken (probe chains go on). */
+static void fast_remove(void *h) {
+  unsigned i = fast_slot(h);
+  for (int p = 0; p < FAST_PROBES; p++, i = (i + 1) & (FAST_SLOTS - 1)) {
+    if (atomic_load_explicit(&fast[i].handle, memory_order_relaxed) != h) continue;
+    atomic_store_explicit(&fast[i].k, NULL, memory_order_relaxed);
+    atomic_store_explicit(&fast[i].handle, FAST_GONE, memory_order_release);
+  }
+}
+
 void kc_kernel_reset_lock(void) { pthread_mutex_init(&lock, NULL); }
 
 char *kc_demangle(const char *mangled) {
@@ -246,11 +298,19 @@ struct kc_kernel *kc_kernel_get(CUfunction f) {
   struct cache_slot *slot = &cache[((uintptr_t)f >> 4) % TLS_CACHE];
   if (slot->handle == (void *)f && slot->gen == gen) return slot->k;
 
+  struct kc_kernel *k = fast_find((void *)f);
+  if (k) {
+    slot->handle = f;
+    slot->k = k;
+    slot->gen = gen;
+    return k;
+  }
   struct kernel_node *n = NULL;
   pthread_mutex_lock(&lock);
   HASH_FIND_PTR(by_handle, &f, n);
+  if (n) fast_insert((void *)f, n->k);
   pthread_mutex_unlock(&lock);
-  struct kc_kernel *k = n ? n->k : NULL;
+  k = n ? n->k : NULL;
   if (!k) {
     /* Built outside the lock: the driver queries may be slow. Two threads
      * racing on the same new kernel: the first insert wins. */
@@ -273,6 +333,7 @@ struct kc_kernel *kc_kernel_get(CUfunction f) {
       node->handle = f;
       node->k = fresh;
       HASH_ADD_PTR(by_handle, handle, node);
+      fast_insert((void *)f, fresh);
       k = fresh;
     }
     pthread_mutex_unlock(&lock);
@@ -298,6 +359,7 @@ void kc_kernel_forget_image(void *image_handle) {
     if (n->k->image_handle != image_handle) continue;
     // uthash frees its bucket table with the last node; the analyzer then
     // follows a path where the loop reads it again, which cannot happen.
+    fast_remove(n->handle);
     HASH_DEL(by_handle, n); // NOLINT(clang-analyzer-unix.Malloc)
     free(n);
   }

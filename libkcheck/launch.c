@@ -130,7 +130,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     char *stack = NULL;
     if (kc_opt.trace >= 2) {
       kc_guard_enter();
-      json_t *st = kc_stack_json(2);
+      json_t *st = kc_stack_json_fast(2);
       stack = st ? json_dumps(st, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
       json_decref(st);
       kc_guard_leave();

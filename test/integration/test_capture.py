@@ -116,6 +116,10 @@ def test_python_ctypes_app(tmp_path):
     assert launches, r.err
     stack = launches[0]["stack"]
     assert stack["host"] and all("module" in f for f in stack["host"])
+    # trace=2 names frames by module file and offset (symbolised later).
+    import os
+    assert all(os.path.isfile(f["module"]) and f["offset"].startswith("0x")
+               for f in stack["host"] if f["module"] != "?")
     # The launching thread runs Python: its frames name this app's file.
     assert any(f["file"].endswith("app_ctypes.py") and f["line"] > 0 for f in stack["python"])
     # By default a thread that released the GIL gets no Python frames.

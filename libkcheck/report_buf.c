@@ -89,16 +89,18 @@ static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static struct sigaction previous[NFATAL];
 static int handlers_installed;
 
-static void on_fatal(int sig) {
+static void on_fatal(int sig, siginfo_t *info, void *uctx) {
+  (void)uctx;
   int f = atomic_load(&crash_fd);
   if (f >= 0)
     (void)write_range(f, atomic_load_explicit(&on_disk, memory_order_acquire),
                       atomic_load_explicit(&committed, memory_order_acquire));
   for (size_t i = 0; i < NFATAL; i++)
     if (fatal[i] == sig) sigaction(sig, &previous[i], NULL);
-  /* Pending until this handler returns: then the previous disposition
-   * handles it (a fault re-executes and faults again there). */
-  raise(sig);
+  /* A fault (si_code > 0) happens again when this handler returns, now
+   * under the previous disposition, with its real siginfo. A sent signal
+   * (abort, raise, kill) is sent again: pending until this returns. */
+  if (!info || info->si_code <= 0) raise(sig);
 }
 
 static void install_handlers(void) {
@@ -107,9 +109,9 @@ static void install_handlers(void) {
   for (size_t i = 0; i < NFATAL; i++) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_fatal;
+    sa.sa_sigaction = on_fatal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_ONSTACK;
+    sa.sa_flags = SA_ONSTACK | SA_SIGINFO;
     struct sigaction old;
     if (sigaction(fatal[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) {
       previous[i] = old; /* ignored on purpose: leave it so */

@@ -614,11 +614,13 @@ static int app_run(const char *mode) {
     app_graph(&a);
   } else if (strcmp(mode, "contracts") == 0) {
     app_contracts(&a);
-  } else if (strcmp(mode, "crash") == 0) {
-    /* Launches, then a segmentation fault: the report must keep them. */
+  } else if (strcmp(mode, "crash") == 0 || strcmp(mode, "abort") == 0) {
+    /* Launches, then a segmentation fault or abort(): the report must keep
+     * them. */
     app_elementwise(&a);
     printf("%s: crashing now\n", app_name);
     fflush(stdout);
+    if (mode[0] == 'a') abort();
     int *volatile nowhere = NULL;
     *nowhere = 1;
   } else if (strncmp(mode, "steps", 5) == 0 && atoi(mode + 5) > 0) {
@@ -628,7 +630,8 @@ static int app_run(const char *mode) {
     app_graph(&a);
     app_races(&a);
   } else {
-    fprintf(stderr, "%s: unknown mode '%s' (basic, races, contracts, all, crash, steps<N>)\n",
+    fprintf(stderr,
+            "%s: unknown mode '%s' (basic, races, contracts, all, crash, abort, steps<N>)\n",
             app_name, mode);
     return 2;
   }

@@ -4,6 +4,8 @@ import json
 import re
 import sys
 
+import pytest
+
 from conftest import CTYPES_APP, FAKECUDA, by_type, run
 
 
@@ -220,10 +222,12 @@ def test_per_step_scalars_checked_every_step_without_kernel_limit(app, tmp_path)
     assert len(c40) - len(c20) == 20
 
 
-def test_report_survives_a_crash(app, tmp_path):
-    """Records are written by a background thread; a segmentation fault must
-    still leave every completed record in the file, each line whole."""
-    r = run([app("app_linked"), "crash"], tmp_path, options="trace=1")
+@pytest.mark.parametrize("how", ["crash", "abort"])
+def test_report_survives_a_crash(app, tmp_path, how):
+    """Records are written by a background thread; a segmentation fault or
+    abort() must still leave every completed record in the file, each line
+    whole."""
+    r = run([app("app_linked"), how], tmp_path, options="trace=1")
     assert r.rc != 0 and "crashing now" in r.out
     want = r.out.count(" ok checksum")  # each printed after its launch completed
     with open(r.reports[0]) as f:

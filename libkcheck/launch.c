@@ -134,7 +134,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
       stack = st ? json_dumps(st, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
       json_decref(st);
       kc_guard_leave();
-      t = kc_prof_lap(KC_PS_trace_stack, t);
+      kc_prof_lap(KC_PS_trace_stack, t);
     }
     kc_launch_emit(&li, stack);
     free(stack);

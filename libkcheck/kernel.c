@@ -299,7 +299,9 @@ static struct kc_kernel *create(CUfunction f) {
 
 struct kc_kernel *kc_kernel_get(CUfunction f) {
   unsigned gen = atomic_load_explicit(&generation, memory_order_acquire);
-  struct cache_slot *slot = &cache[((uintptr_t)f >> 4) % TLS_CACHE];
+  /* A multiplicative hash of all the handle's bits: handles point to
+   * aligned driver structures, whose low bits may all be alike. */
+  struct cache_slot *slot = &cache[(((uintptr_t)f * 0x9e3779b97f4a7c15ull) >> 60) % TLS_CACHE];
   if (slot->handle == (void *)f && slot->gen == gen) return slot->k;
 
   struct kc_kernel *k = fast_find((void *)f);

@@ -186,6 +186,8 @@ def cmd_costs(a):
         return (float(k["mean_us"]) / 1e3, True) if k else (0.0, False)
 
     def floor_of(c):
+        if c.get("floor_ms") is not None:  # measured by the check itself (device events)
+            return float(c["floor_ms"])
         kms, _ = kernel_ms(c.get("kernel_name") or "?")
         runs = int(c.get("runs") or 0)
         saved = int(c.get("saved_bytes") or 0)
@@ -201,6 +203,9 @@ def cmd_costs(a):
         print(f"\n{len(every)} checks, cost ms median {costs[len(costs) // 2]:.3f}, "
               f"total {sum(costs):.1f}; cost/floor median {ratios[len(ratios) // 2]:.1f} "
               f"(of {len(ratios)} with a floor), largest {ratios[-1]:.1f}")
+    print()
+    print("floor: the check's own floor_ms where it has one (its kernel and snapshot timed with "
+          "device events), else from the plain profile")
     print()
     print("| kernel | runs | saved MiB | kernel ms (plain, mean) | floor ms | cost ms | cost/floor |")
     print("|---|---|---|---|---|---|---|")

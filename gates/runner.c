@@ -75,6 +75,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   int runs = s.runs;
   unsigned long long saved = s.saved_bytes;
   int nregions = s.nregions;
+  double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms;
   if (kc_shadow_end(&s))
     KC_INTERNAL_ERROR("restoring the application's memory after a check failed");
   /* Results become records after the application's memory is restored:
@@ -101,6 +102,15 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
                 "kernel", li->k->id, "kernel_name", li->k->demangled, "signature",
                 kc_json_hash(li->signature), "gates", results, "violations", violations, "runs",
                 runs, "regions", nregions, "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost);
+  /* The floor: the kernel's runs and one save and one restore of the
+   * reachable memory, all at the device times this check measured. */
+  if (rec && kernel_ms >= 0 && snapshot_ms >= 0) {
+    double floor_ms = (1 + runs) * kernel_ms + 2 * snapshot_ms;
+    json_object_set_new(rec, "kernel_ms", json_real(kernel_ms));
+    json_object_set_new(rec, "snapshot_ms", json_real(snapshot_ms));
+    json_object_set_new(rec, "floor_ms", json_real(floor_ms));
+    if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
+  }
   /* Violations an earlier check of this signature already reported. */
   if (rec && repeats) json_object_set_new(rec, "repeated_violations", json_integer(repeats));
   /* Why the thread's annotation did not describe this launch. */

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "options.h"
 #include "perturb.h"
+#include "prof.h"
 #include "report.h"
 #include "stack.h"
 #include "world.h"
@@ -42,6 +43,7 @@ int kc_core_init(int (*layers_init)(void)) {
                   problems == 1 ? "" : "s");
     _exit(1);
   }
+  kc_prof_on = kc_opt.profile;
   kc_report_open();
   atexit(at_exit);
   kc_disabled = 0;
@@ -62,6 +64,7 @@ void kc_core_fini(void) {
   kc_guard_enter();
   kc_perturb_fini();
   kc_guard_leave();
+  kc_prof_finish();
   kc_report_finish();
 }
 

@@ -10,6 +10,10 @@
 #                          $(GPU_OUT))
 #   make bench-gpu-checks  bench/run_check_bench.sh (checking cost on a small
 #                          transformer, compute-sanitizer; $(GPU_OUT))
+#   make bench-gpu-targets bench/run_targets.sh (the overhead targets on the
+#                    GPT-style training step: ratios to plain, profile,
+#                    check cost against floor, sanitizer anchors)
+#   make bench-gpu-profile bench/run_profile.sh (profile=1 per-stage times)
 #   make gpu-bins    the CUDA test and benchmark programs in $(BUILD)/gpu/
 #
 # test-gpu and bench-gpu print "SKIP: no GPU" and succeed when nvidia-smi is
@@ -65,7 +69,8 @@ $(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c li
 	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
 GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks \
+        bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)
 
 # Built with everything else where nvcc exists, so a copied build/ has them.
@@ -99,5 +104,13 @@ test-gpu-contracts:
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash bench/run_check_bench.sh $(GPU_OUT)
+
+bench-gpu-targets:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_targets.sh $(GPU_OUT)
+
+bench-gpu-profile:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_profile.sh $(GPU_OUT)
 
 endif

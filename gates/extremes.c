@@ -9,18 +9,22 @@
 
 #include "gate.h"
 
-int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->li->contract;
-  struct kc_trial t[6];
+int kc_extremes_trials(const char *op, struct kc_trial *t) {
   int n = 0;
-  if (c && c->op &&
-      (!strcmp(c->op, "softmax") || !strcmp(c->op, "log_softmax") || !strcmp(c->op, "logsumexp")))
+  if (op && (!strcmp(op, "softmax") || !strcmp(op, "log_softmax") || !strcmp(op, "logsumexp")))
     t[n++] = (struct kc_trial){OC_GEN_LARGE_LOGITS, KC_TF_NONE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_HUGE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_TINY, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_SUBNORMAL, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_ZEROS, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, NULL, 0};
+  return n;
+}
+
+int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
+  const struct kc_contract *c = ctx->li->contract;
+  struct kc_trial t[KC_MAX_TRIALS];
+  int n = kc_extremes_trials(c ? c->op : NULL, t);
   return kc_trials_gate(ctx, &kc_gate_extremes, t, n, KC_VERDICT_FAILS,
                         "at extreme input magnitudes the outputs violate the declared op and "
                         "profile (numerical oracle)");

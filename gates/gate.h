@@ -149,6 +149,13 @@ json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_
  * -1: not run (why in j->err). */
 int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
                  uint64_t seed, struct kc_sb *sb, struct kc_judgment *j);
+/* The trials of the generated-input gates for an oracle op (also what
+ * op-level checks of a binding run, kcheck_op_trials): at most
+ * KC_MAX_TRIALS into t; returns how many. */
+#define KC_MAX_TRIALS 8
+int kc_precision_trials(const char *op, struct kc_trial *t);
+int kc_extremes_trials(const char *op, struct kc_trial *t);
+int kc_nonfinite_trials(const char *op, struct kc_trial *t);
 /* Every failing verdict, as a fail_mask. */
 #define KC_VERDICT_FAILS (1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL)
 /* Runs trials in order until one gives a verdict in fail_mask (bits 1 <<

@@ -11,10 +11,8 @@
 
 #include "gate.h"
 
-#define MAX_TRIALS 4
-
-static int trials_for(const char *op, struct kc_trial *t) {
-  int g[MAX_TRIALS], n = 0;
+int kc_precision_trials(const char *op, struct kc_trial *t) {
+  int g[KC_MAX_TRIALS], n = 0;
   if (!strcmp(op, "matmul")) {
     g[n++] = OC_GEN_ALL_POSITIVE, g[n++] = OC_GEN_STAGNATION, g[n++] = OC_GEN_FP16_OVERFLOW;
   } else if (!strcmp(op, "sum") || !strcmp(op, "mean") || !strcmp(op, "norm2") ||
@@ -32,8 +30,8 @@ static int trials_for(const char *op, struct kc_trial *t) {
 
 int kc_gate_precision_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
-  struct kc_trial t[MAX_TRIALS];
-  int n = c && c->op ? trials_for(c->op, t) : 0;
+  struct kc_trial t[KC_MAX_TRIALS];
+  int n = c && c->op ? kc_precision_trials(c->op, t) : 0;
   return kc_trials_gate(ctx, &kc_gate_precision, t, n, KC_VERDICT_FAILS,
                         "on adversarial inputs the outputs fall outside the declared precision "
                         "profile (numerical oracle)");

@@ -21,6 +21,7 @@
 #include "stack.h"
 
 int kc_disabled = 1;
+void (*kc_core_activate)(void);
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
 static void at_exit(void) {

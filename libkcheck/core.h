@@ -10,6 +10,11 @@
 /* 0: kcheck is active; nonzero: it stays out of the way (pass-through). */
 extern int kc_disabled;
 
+/* Activates kcheck (options, report, gates, driver) if it is not yet:
+ * set by the shim, for public API calls that may come before the first
+ * CUDA call (op-level checks). NULL until the shim is loaded. */
+extern void (*kc_core_activate)(void);
+
 /* Options, report, exit handler. Returns 0 when kcheck should run. */
 int kc_core_init(void);
 /* Called once the real driver table is filled. */

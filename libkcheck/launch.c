@@ -15,6 +15,7 @@
 #include "policy.h"
 #include "report.h"
 #include "stack.h"
+#include "thread_launches.h"
 
 static kc_check_fn check_hook;
 
@@ -53,6 +54,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     KC_INTERNAL_ERROR("could not record kernel %p", (void *)a->f);
     return kc_app_launch(a);
   }
+  kc_thread_note_launch(k);
 
   int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
   if (!check && !kc_opt.trace) return kc_app_launch(a);

@@ -1,0 +1,453 @@
+"""The dispatch-level hook: every ATen op the program runs passes through
+KcheckMode.__torch_dispatch__ (below autograd and autocast, so backward ops
+and autocast's casts are seen as the ops that really run).
+
+Per call: ops the table does not cover, and tensors the oracle cannot
+judge, pass through at once and are counted by reason. A covered call is
+keyed by (op, dtypes, shapes, strides, arguments, settings); a key the
+library's policy is done with is remembered here, so the steady-state cost
+is one dict lookup. A call the policy selects is checked at op level:
+inputs copied to host memory before the op (in place ops overwrite them),
+the op run exactly as the program asked, its output copied after, and the
+oracle judges output against inputs under the profile PyTorch's settings
+define.
+
+What the program can observe: the copies are device-to-host copies into
+CPU memory (no CUDA caching-allocator allocation, no kernel launch, no RNG
+use, nothing recorded by autograd); they synchronise the current stream,
+which changes timing only. Views made for the copies are metadata only.
+"""
+import atexit
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kcheck import _api
+from kcheck.torch import ops, profiles
+
+_PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
+                  for m in (torch, sys.modules["kcheck"]))
+
+
+_ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
+
+
+class Stats:
+    """Counters for the summary: ops seen, checked, passed through by
+    reason (with the ops most often behind each reason)."""
+
+    def __init__(self):
+        self.seen = 0
+        self.covered = 0
+        self.checked = 0
+        self.violations = 0
+        self.inconclusive = 0
+        self.errors = 0
+        self.passed = {}
+        self.by_reason_ops = {}
+        self.lock = threading.Lock()
+
+    def pass_(self, reason, op):
+        with self.lock:
+            self.passed[reason] = self.passed.get(reason, 0) + 1
+            per = self.by_reason_ops.setdefault(reason, {})
+            if len(per) < 64 or op in per:
+                per[op] = per.get(op, 0) + 1
+
+    def record(self):
+        top = {r: dict(sorted(per.items(), key=lambda kv: -kv[1])[:8])
+               for r, per in self.by_reason_ops.items()}
+        return {"ops_seen": self.seen, "ops_covered": self.covered, "ops_checked": self.checked,
+                "violations": self.violations, "inconclusive": self.inconclusive,
+                "errors": self.errors, "passed_through": dict(self.passed),
+                "passed_through_ops": top, "torch_version": torch.__version__}
+
+
+def _op_name(func):
+    try:
+        return "%s.%s" % (func._schema.name, func._overloadname)
+    except AttributeError:
+        return str(func)
+
+
+def _user_stack():
+    """The user's Python frames (innermost last), without torch's and
+    kcheck's own. Backward ops run on autograd's threads, where no user
+    frame exists: then the main thread's frames (the line that called
+    backward) are given, marked so."""
+    frames = traceback.extract_stack()
+    user = [f for f in frames if not f.filename.startswith(_PKG_DIRS)]
+    thread = "caller"
+    if not user and threading.current_thread() is not threading.main_thread():
+        top = sys._current_frames().get(threading.main_thread().ident)
+        if top is not None:
+            user = [f for f in traceback.extract_stack(top)
+                    if not f.filename.startswith(_PKG_DIRS)]
+            thread = "main (this op ran on an autograd thread)"
+    return [{"file": f.filename, "line": f.lineno, "function": f.name}
+            for f in user[-12:]], thread
+
+
+def _host(t):
+    """A host copy of tensor t's storage span and its layout (shape,
+    strides in elements, relative to the span's start). Only a contiguous
+    1-D view is copied, so the copy is one memcpy: no kernel, no device
+    allocation."""
+    shape = list(t.shape)
+    strides = list(t.stride())
+    span = 1
+    for n, s in zip(shape, strides):
+        if n == 0:
+            span = 0
+            break
+        span += (n - 1) * s
+    flat = t.new_empty(0) if span == 0 else torch.empty(0, dtype=t.dtype, device=t.device)
+    if span:
+        flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
+        flat = flat.to("cpu", copy=True)
+    return flat, shape, strides
+
+
+class _HostTensor:
+    """A host copy kept alive with the ctypes view of it."""
+
+    def __init__(self, name, t):
+        self.name = name
+        self.flat, self.shape, self.strides = _host(t)
+        self.fmt = profiles.fmt(t.dtype)
+        self.dtype = t.dtype
+
+    @classmethod
+    def scalar(cls, name, value, fmt, rank):
+        h = cls.__new__(cls)
+        h.name = name
+        dtype = torch.float64 if fmt == "fp64" else torch.float32
+        h.flat = torch.tensor([float(value)], dtype=dtype)
+        h.shape, h.strides = [1] * rank, [0] * rank
+        h.fmt = "fp64" if fmt == "fp64" else "fp32"
+        h.dtype = dtype
+        return h
+
+    def aligned(self, rank):
+        """The layout with leading size-1 dims added up to rank (PyTorch's
+        right-aligned broadcasting, as the oracle's elementwise ops take)."""
+        k = rank - len(self.shape)
+        return [1] * k + self.shape, [0] * k + self.strides
+
+    def c(self, rank=None):
+        shape, strides = self.aligned(rank) if rank is not None else (self.shape, self.strides)
+        n = len(shape)
+        self._shape = (ctypes.c_long * max(1, n))(*shape)
+        self._strides = (ctypes.c_long * max(1, n))(*strides)
+        return _api.Tensor(self.name.encode(), self.flat.data_ptr(), self.fmt.encode(), n,
+                           self._shape, self._strides)
+
+
+def _tensor_reason(t, devices):
+    """Why tensor t cannot be judged (None when it can)."""
+    if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        return "tensor subclass"
+    if t.is_sparse or t.layout != torch.strided:
+        return "sparse or non-strided layout"
+    if t.is_nested:
+        return "nested tensor"
+    if t.is_quantized:
+        return "quantized tensor"
+    dev = t.device.type
+    if dev == "meta":
+        return "meta or fake tensor"
+    if dev not in devices:
+        return "%s tensor" % dev
+    if t.is_complex():
+        return "complex dtype"
+    if profiles.fmt(t.dtype) is None:
+        return "dtype %s" % str(t.dtype).replace("torch.", "")
+    if t.numel() == 0:
+        return "empty tensor"
+    return None
+
+
+def _cpu_scalar(t):
+    """A 0-dim CPU tensor: what a Python number becomes in a binary op;
+    ATen's CUDA kernels take it as a scalar."""
+    return t.dim() == 0 and t.device.type == "cpu"
+
+
+def _key_part(a):
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, tuple(a.shape), a.stride(), a.device.type)
+    if isinstance(a, (list, tuple)):
+        return tuple(_key_part(x) for x in a)
+    if isinstance(a, (int, float, bool, str, type(None))):
+        return a
+    return type(a).__name__
+
+
+class KcheckMode(TorchDispatchMode):
+    """The binding's TorchDispatchMode (install() pushes it)."""
+
+    @classmethod
+    def ignore_compile_internals(cls):
+        # torch.compile compiles as without kcheck (the mode is off while it
+        # traces); its Triton kernels are seen at kernel level only.
+        return True
+
+    def __init__(self, lib, devices):
+        super().__init__()
+        self.lib = lib
+        self.devices = devices
+        self.stats = Stats()
+        self.entries = {}  # OpOverload -> ops.Entry or None
+        self.done = set()  # fast keys the policy will not check again
+        self.sample = float(_api.option("sample", "0") or 0)
+        self.nchecks = 0
+        self.log_path = _api.option("log_path", "kcheck")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        st = self.stats
+        st.seen += 1
+        try:
+            entry = self.entries[func]
+        except KeyError:
+            entry = self.entries[func] = ops.entry_for(func)
+        if entry is None:
+            st.pass_("op not covered", _op_name(func))
+            return func(*args, **kwargs)
+        st.covered += 1
+        try:
+            key = (func, _key_part(args), _key_part(kwargs), profiles.token())
+        except Exception:  # an argument kcheck cannot key: never the program's problem
+            st.pass_("arguments kcheck cannot key", entry.name)
+            return func(*args, **kwargs)
+        if key in self.done:
+            st.pass_("signature done (policy)", entry.name)
+            return func(*args, **kwargs)
+        return self._slow(func, entry, key, args, kwargs)
+
+    def _slow(self, func, entry, key, args, kwargs):
+        st = self.stats
+        reason = self._reason(entry, args, kwargs)
+        plan = None
+        if reason is None:
+            try:
+                plan = entry.mapper(entry.bind(args, kwargs))
+            except ops.Skip as e:
+                reason = str(e)
+            except Exception as e:  # a mapping bug must not break the program
+                reason = "mapping error: %s" % type(e).__name__
+        if reason is None:
+            reason, settings, in_fmt = self._profile(plan)
+        if reason is not None:
+            st.pass_(reason, entry.name)
+            self.done.add(key)  # the same key gives the same reason
+            return func(*args, **kwargs)
+        skey = "%s|%r|%s|%r|%s" % (entry.name, key[1:3], in_fmt, key[3], sorted(plan.attrs.items()))
+        why = ctypes.create_string_buffer(256)
+        if not self.lib.kcheck_op_decide(entry.name.encode(), skey.encode(), why, len(why)):
+            reason = why.value.decode() or "policy"
+            st.pass_(reason, entry.name)
+            if self.sample == 0 or "max_checks" in reason:
+                self.done.add(key)
+            return func(*args, **kwargs)
+        return self._check(func, entry, plan, settings, skey, args, kwargs)
+
+    def _reason(self, entry, args, kwargs):
+        if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
+            return "CUDA graph capture"
+        if torch.compiler.is_compiling():
+            return "inside torch.compile"
+        for a in list(args) + list(kwargs.values()):
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
+                    r = _tensor_reason(t, self.devices)
+                    if r:
+                        return r
+        return None
+
+    def _profile(self, plan):
+        """(reason, settings, input format): the reason is None when a
+        documented profile exists for the call."""
+        tensors = [t for _, t in plan.inputs if isinstance(t, torch.Tensor)]
+        in_fmts = {profiles.fmt(t.dtype) for t in tensors}
+        if len(in_fmts) > 1 and plan.klass == "elementwise":
+            # type promotion: computed in the widest input type
+            in_fmts = {min(in_fmts, key=_ORDER.index)}
+        if len(in_fmts) != 1:
+            return "inputs of different dtypes", None, None
+        in_fmt = in_fmts.pop()
+        for _, v in plan.inputs:
+            if not isinstance(v, torch.Tensor) and in_fmt in ("bf16", "fp16"):
+                # ATen computes in float with the scalar as a float: unless
+                # the scalar is exact in the tensor's type, the result is
+                # rounded twice, which the oracle's 0-ulp budget rejects.
+                narrow = torch.tensor(v, dtype=torch.float32).to(tensors[0].dtype).double()
+                if narrow.item() != torch.tensor(v, dtype=torch.float32).double().item():
+                    return "scalar operand not exact in %s (double rounding)" % in_fmt, None, None
+        s = profiles.settings()
+        try:
+            profiles.profile(plan.klass, in_fmt, in_fmt, s)
+        except profiles.Unsupported as e:
+            return str(e), None, None
+        return None, s, in_fmt
+
+    def _check(self, func, entry, plan, settings, skey, args, kwargs):
+        st = self.stats
+        t0 = time.perf_counter()
+        inputs = []
+        for name, v in plan.inputs:
+            if isinstance(v, torch.Tensor):
+                inputs.append(_HostTensor(name, v))
+            else:
+                inputs.append(("scalar", name, v))
+        mark = self.lib.kcheck_thread_launches()
+        res = func(*args, **kwargs)
+        try:
+            self._judge(entry, plan, settings, skey, inputs, res, mark, t0)
+        except Exception as e:  # never the program's problem: count, say once
+            st.errors += 1
+            if st.errors == 1:
+                sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further "
+                                 "ones counted)\n" % (entry.name, type(e).__name__, e))
+        return res
+
+    def _judge(self, entry, plan, settings, skey, inputs, res, mark, t0):
+        st = self.stats
+        out = plan.out(res)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError("the op's result is not a tensor")
+        if _tensor_reason(out, self.devices):
+            st.pass_("output " + _tensor_reason(out, self.devices), entry.name)
+            return
+        oh = _HostTensor("out", out)
+        names = ctypes.create_string_buffer(8192)
+        nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
+        kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
+        in_fmt = [h.fmt for h in inputs if isinstance(h, _HostTensor)]
+        in_fmt = min(in_fmt, key=_ORDER.index) if in_fmt else oh.fmt
+        prof = profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
+        attrs = dict(plan.attrs)
+        if plan.op == "attention":
+            attrs["p_format"] = in_fmt
+        # scalar operands: in the op's compute type (ATen's opmath: float
+        # for fp16/bf16/fp32, double for fp64)
+        hosts = []
+        for h in inputs:
+            if isinstance(h, tuple):
+                h = _HostTensor.scalar(h[1], h[2], in_fmt, max(1, len(oh.shape)))
+            hosts.append(h)
+        ew = plan.klass == "elementwise"
+        rank = len(oh.shape)
+        arr = (_api.Tensor * max(1, len(hosts)))()
+        for i, h in enumerate(hosts):
+            arr[i] = h.c(rank if ew else None)
+        o = oh.c()
+        stack, thread = _user_stack()
+        ctx = {"op": entry.name, "aten_op": entry.name.split(".")[0],
+               "overload": entry.name.split(".", 1)[1] if "." in entry.name else "default",
+               "oracle_op": plan.op, "profile": prof, "settings": settings,
+               "kernels": kernels, "kernels_launched": nk, "python_thread": thread,
+               "stack": {"python": stack},
+               "inputs": [{"name": h.name, "dtype": str(h.dtype), "shape": h.shape,
+                           "strides": h.strides} for h in hosts],
+               "attrs": attrs}
+        regen = self._save_inputs(entry, plan, hosts, ctx)
+        if regen:
+            ctx["regenerate"] = regen
+        result = ctypes.create_string_buffer(4096)
+        astr = " ".join("%s=%s" % (k, repr(v) if isinstance(v, float) else v)
+                        for k, v in attrs.items())
+        status = self.lib.kcheck_op_judge(b"oracle", plan.op.encode(), prof.encode(),
+                                          astr.encode(), len(hosts), arr, ctypes.byref(o),
+                                          json.dumps(ctx).encode(), result, len(result))
+        if status != _api.VIOLATION and regen:
+            self._drop_saved(regen)
+            ctx.pop("regenerate", None)
+        try:
+            gate = json.loads(result.value.decode())
+        except ValueError:
+            gate = {"status": "error", "reason": "unreadable result"}
+        st.checked += 1
+        if status == _api.VIOLATION:
+            st.violations += 1
+        elif status == _api.INCONCLUSIVE:
+            st.inconclusive += 1
+        elif status == _api.ERROR:
+            st.errors += 1
+        dt = time.perf_counter() - t0
+        rec = {"op": entry.name, "oracle_op": plan.op, "profile": prof,
+               "key": skey[:512], "gates": {"oracle": gate}, "kernels": kernels,
+               "kernels_launched": nk, "cost_ms": 1e3 * dt,
+               "stack": {"python": stack[-3:]}}
+        self.lib.kcheck_op_done(entry.name.encode(), skey.encode(),
+                                int(status in (_api.PASS, _api.INCONCLUSIVE)), dt,
+                                json.dumps(rec).encode())
+
+    def _save_inputs(self, entry, plan, hosts, ctx):
+        """The op's inputs in a file next to the report, so a finding can be
+        replayed (python -m kcheck.torch.replay FILE); removed again unless
+        the check found a violation."""
+        if self.log_path in (None, "none"):
+            return None
+        self.nchecks += 1
+        path = "%s.%d.op%d.pt" % (self.log_path, os.getpid(), self.nchecks)
+        try:
+            torch.save({"op": entry.name, "oracle_op": plan.op, "attrs": plan.attrs,
+                        "inputs": [(h.name, h.flat, h.shape, h.strides) for h in hosts],
+                        "context": {k: ctx[k] for k in ("profile", "settings")}}, path)
+        except Exception:
+            return None
+        return "python -m kcheck.torch.replay %s" % path
+
+    @staticmethod
+    def _drop_saved(regen):
+        try:
+            os.unlink(regen.split(" ")[-1])
+        except OSError:
+            pass
+
+    def summary(self):
+        rec = self.stats.record()
+        self.lib.kcheck_record(b"torch_summary", json.dumps(rec).encode())
+        st = self.stats
+        top = sorted(st.passed.items(), key=lambda kv: -kv[1])[:6]
+        sys.stderr.write("kcheck: torch: %d ops seen, %d covered, %d checked (%d violations, "
+                         "%d inconclusive, %d errors); passed through: %s\n" %
+                         (st.seen, st.covered, st.checked, st.violations, st.inconclusive,
+                          st.errors, ", ".join("%s %d" % kv for kv in top) or "none"))
+
+
+_MODE = None
+
+
+def install():
+    """Pushes the mode on this thread (autograd's threads inherit it for
+    backward). Returns the mode, or None when kcheck is not active."""
+    global _MODE
+    if _MODE is not None:
+        return _MODE
+    lib = _api.api()
+    if lib is None:
+        return None
+    devices = set((_api.option("torch_devices", "cuda") or "cuda").split(","))
+    _MODE = KcheckMode(lib, devices)
+    _MODE.__enter__()
+    atexit.register(_finish)
+    return _MODE
+
+
+def _finish():
+    m = _MODE
+    if m is None:
+        return
+    try:
+        m.summary()
+    except Exception:
+        pass

@@ -1,4 +1,4 @@
-/* libkcheck/contract_load.c — the process's contract registry (loaded from
+/* contract/contract_load.c — the process's contract registry (loaded from
  * the `contracts` option at activation, or registered through the API),
  * matching kernels to contracts, and binding a contract to the parameter
  * bytes of a captured launch (scalars, pointers, shapes, domain, launch). */

@@ -1,4 +1,4 @@
-/* libkcheck/contract.c — contract files: YAML (libyaml's document API) to
+/* contract/contract.c — contract files: YAML (libyaml's document API) to
  * validated struct kc_contract, with every problem reported by file, line
  * and column; the process registry and kernel matching. */
 #include "contract.h"

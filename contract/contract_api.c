@@ -1,4 +1,4 @@
-/* libkcheck/contract_api.c — the contract and annotation entries of the
+/* contract/contract_api.c — the contract and annotation entries of the
  * public API (include/kcheck.h). Safe to call before kcheck
  * activates and without a driver: nothing here touches CUDA. */
 #include <pthread.h>

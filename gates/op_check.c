@@ -137,6 +137,7 @@ static int judge(const char *op, const char *attrs, const struct op_in *in,
   struct oc_options o;
   oc_options_default(&o);
   o.seed = (uint64_t)kc_opt.seed;
+  o.screen = (int)num(attrs, "screen", o.screen);
   int ew = oc_op_parse(op);
   if (ew >= 0) {
     int ar = oc_op_arity((enum oc_op)ew);

@@ -125,6 +125,10 @@ void kcheck_record(const char *type, const char *record_json);
 /* The value of option `name` as text (after KCHECK_OPTIONS was parsed):
  * its length, or -1 for an unknown name. */
 int kcheck_option(const char *name, char *buf, unsigned long n);
+/* The loaded contracts that name a torch op (torch_op: mylib::rmsnorm),
+ * as a JSON array of {torch_op, op, profile, attrs, args, where} into buf;
+ * returns the JSON's length (buf too small: truncated, like snprintf). */
+long kcheck_torch_op_contracts(char *buf, unsigned long n);
 /* Brackets a binding's own device work on this thread (copies, re-runs on
  * its own tensors): launches inside are neither counted nor checked. */
 void kcheck_own_begin(void);

@@ -30,12 +30,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api
-from kcheck.torch import ops, profiles
+from kcheck.torch import ops, profiles, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
 
 
+_EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
+           "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
 _ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
 
 
@@ -100,8 +102,8 @@ def _host(t):
     strides in elements, relative to the span's start). Only a contiguous
     1-D view is copied, so the copy is one memcpy: no kernel, no device
     allocation."""
-    shape = list(t.shape)
-    strides = list(t.stride())
+    shape = list(t.shape) or [1]  # a 0-dim tensor as one element
+    strides = list(t.stride()) or [1]
     span = 1
     for n, s in zip(shape, strides):
         if n == 0:
@@ -174,6 +176,12 @@ def _tensor_reason(t, devices):
     return None
 
 
+def _flat_bytes(t):
+    """The bytes of t's storage span as a uint8 view (for poisoning)."""
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device)
+    return flat.set_(t.untyped_storage(), 0, (t.untyped_storage().nbytes(),), (1,))
+
+
 def _cpu_scalar(t):
     """A 0-dim CPU tensor: what a Python number becomes in a binary op;
     ATen's CUDA kernels take it as a scalar."""
@@ -209,6 +217,7 @@ class KcheckMode(TorchDispatchMode):
         self.sample = float(_api.option("sample", "0") or 0)
         self.nchecks = 0
         self.log_path = _api.option("log_path", "kcheck")
+        self.contracts = {c["torch_op"]: c for c in _api.torch_op_contracts()}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -217,7 +226,7 @@ class KcheckMode(TorchDispatchMode):
         try:
             entry = self.entries[func]
         except KeyError:
-            entry = self.entries[func] = ops.entry_for(func)
+            entry = self.entries[func] = self._entry(func)
         if entry is None:
             st.pass_("op not covered", _op_name(func))
             return func(*args, **kwargs)
@@ -231,6 +240,13 @@ class KcheckMode(TorchDispatchMode):
             st.pass_("signature done (policy)", entry.name)
             return func(*args, **kwargs)
         return self._slow(func, entry, key, args, kwargs)
+
+    def _entry(self, func):
+        try:
+            c = self.contracts.get(func._schema.name)
+        except AttributeError:
+            return None
+        return ops.contract_entry(func, c) if c else ops.entry_for(func)
 
     def _slow(self, func, entry, key, args, kwargs):
         st = self.stats
@@ -299,18 +315,30 @@ class KcheckMode(TorchDispatchMode):
         return None, s, in_fmt
 
     def _check(self, func, entry, plan, settings, skey, args, kwargs):
+        """The application's call, checked: oracle and immutability on its
+        own inputs, then the generated-input gates on kcheck's tensors."""
         st = self.stats
         t0 = time.perf_counter()
-        inputs = []
-        for name, v in plan.inputs:
-            if isinstance(v, torch.Tensor):
-                inputs.append(_HostTensor(name, v))
-            else:
-                inputs.append(("scalar", name, v))
+        inputs = self._copy_inputs(plan)
         mark = self.lib.kcheck_thread_launches()
         res = func(*args, **kwargs)
         try:
-            self._judge(entry, plan, settings, skey, inputs, res, mark, t0)
+            gates, clean = {}, True
+            status, ctx = self._judge("oracle", 0, entry, plan, settings, inputs, res, mark, None)
+            gates["oracle"] = ctx.pop("_result")
+            clean &= status in (_api.PASS, _api.INCONCLUSIVE)
+            imm = self._immutability(entry, plan, inputs, ctx)
+            if imm is not None:
+                gates["immutability"] = imm
+                clean &= imm["status"] != "fail"
+            if status != _api.ERROR:
+                with trials.own_memory(self._device(args)):
+                    for gate in trials.GATES:
+                        gates[gate] = self._trials(gate, func, entry, settings, args, kwargs)
+                        clean &= gates[gate].get("status") != "fail"
+                    gates["coverage"] = self._coverage(func, entry, settings, args, kwargs)
+                    clean &= gates["coverage"].get("status") != "fail"
+            self._done(entry, plan, skey, gates, ctx, clean, t0)
         except Exception as e:  # never the program's problem: count, say once
             st.errors += 1
             if st.errors == 1:
@@ -318,32 +346,54 @@ class KcheckMode(TorchDispatchMode):
                                  "ones counted)\n" % (entry.name, type(e).__name__, e))
         return res
 
-    def _judge(self, entry, plan, settings, skey, inputs, res, mark, t0):
+    @staticmethod
+    def _device(args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.dim() > 0:
+                return a.device
+        return torch.device("cpu")
+
+    def _copy_inputs(self, plan):
+        out = []
+        for name, v in plan.inputs:
+            out.append(_HostTensor(name, v) if isinstance(v, torch.Tensor) else ("scalar", name, v))
+        return out
+
+    def _judge(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed):
+        """Judges plan's output in res against the host copies of its
+        inputs; returns (status, context) with the gate's result object in
+        context["_result"]. exposed: None for the application's inputs,
+        else the generated inputs' description (exposed_by)."""
         st = self.stats
         out = plan.out(res)
         if not isinstance(out, torch.Tensor):
             raise TypeError("the op's result is not a tensor")
-        if _tensor_reason(out, self.devices):
-            st.pass_("output " + _tensor_reason(out, self.devices), entry.name)
-            return
+        why = _tensor_reason(out, self.devices)
+        if why:
+            return _api.ERROR, {"_result": {"status": "skipped", "reason": "output " + why}}
         oh = _HostTensor("out", out)
-        names = ctypes.create_string_buffer(8192)
-        nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
-        kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
-        in_fmt = [h.fmt for h in inputs if isinstance(h, _HostTensor)]
-        in_fmt = min(in_fmt, key=_ORDER.index) if in_fmt else oh.fmt
-        prof = profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
+        kernels, nk = [], 0
+        if mark is not None:
+            names = ctypes.create_string_buffer(8192)
+            nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
+            kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
+        fmts = [h.fmt for h in inputs if isinstance(h, _HostTensor)]
+        in_fmt = min(fmts, key=_ORDER.index) if fmts else oh.fmt
+        prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)
-        if plan.op == "attention":
+        if plan.op == "attention" and "p_format" not in attrs:
             attrs["p_format"] = in_fmt
-        # scalar operands: in the op's compute type (ATen's opmath: float
-        # for fp16/bf16/fp32, double for fp64)
+        if plan.op == "matmul" and not all(bool(torch.isfinite(h.flat).all()) for h in inputs
+                                           if isinstance(h, _HostTensor)):
+            # the Freivalds screen sums whole rows: an infinite input (a -inf
+            # mask in C) makes it NaN; every sampled element is still judged
+            attrs["screen"] = 0
         hosts = []
-        for h in inputs:
+        for h in inputs:  # scalars in the op's compute type (ATen's opmath)
             if isinstance(h, tuple):
                 h = _HostTensor.scalar(h[1], h[2], in_fmt, max(1, len(oh.shape)))
             hosts.append(h)
-        ew = plan.klass == "elementwise"
+        ew = plan.klass == "elementwise" or (plan.klass == "contract" and plan.op in _EW_OPS)
         rank = len(oh.shape)
         arr = (_api.Tensor * max(1, len(hosts)))()
         for i, h in enumerate(hosts):
@@ -358,36 +408,166 @@ class KcheckMode(TorchDispatchMode):
                "inputs": [{"name": h.name, "dtype": str(h.dtype), "shape": h.shape,
                            "strides": h.strides} for h in hosts],
                "attrs": attrs}
-        regen = self._save_inputs(entry, plan, hosts, ctx)
+        if entry.contract:
+            ctx["contract"] = entry.contract.get("where")
+        if exposed is not None:
+            ctx["exposed_by"] = exposed
+            ctx["regenerate"] = exposed.get("commands")
+        regen = self._save_inputs(entry, plan, hosts, ctx) if exposed is None else None
         if regen:
             ctx["regenerate"] = regen
         result = ctypes.create_string_buffer(4096)
         astr = " ".join("%s=%s" % (k, repr(v) if isinstance(v, float) else v)
                         for k, v in attrs.items())
-        status = self.lib.kcheck_op_judge(b"oracle", plan.op.encode(), prof.encode(),
-                                          astr.encode(), len(hosts), arr, ctypes.byref(o),
+        status = self.lib.kcheck_op_judge(gate.encode(), plan.op.encode(), prof.encode(),
+                                          astr.encode(), len(hosts), arr, ctypes.byref(o), mask,
                                           json.dumps(ctx).encode(), result, len(result))
         if status != _api.VIOLATION and regen:
             self._drop_saved(regen)
             ctx.pop("regenerate", None)
         try:
-            gate = json.loads(result.value.decode())
+            ctx["_result"] = json.loads(result.value.decode())
         except ValueError:
-            gate = {"status": "error", "reason": "unreadable result"}
-        st.checked += 1
+            ctx["_result"] = {"status": "error", "reason": "unreadable result"}
         if status == _api.VIOLATION:
             st.violations += 1
-        elif status == _api.INCONCLUSIVE:
+        return status, ctx
+
+    def _immutability(self, entry, plan, inputs, ctx):
+        """Inputs the op does not declare written, compared bytewise before
+        and after the application's call."""
+        changed = []
+        for (name, v), h in zip(plan.inputs, inputs):
+            if not isinstance(v, torch.Tensor) or not isinstance(h, _HostTensor):
+                continue
+            if name in entry.written or entry.inplace or entry.has_out:
+                continue
+            after, _, _ = _host(v)
+            a, b = h.flat.view(torch.uint8), after.view(torch.uint8)
+            if a.numel() != b.numel() or not torch.equal(a, b):
+                diff = (a != b).nonzero()
+                first = int(diff[0]) if diff.numel() else 0
+                changed.append({"tensor": name, "first_byte": first,
+                                "bytes_changed": int(diff.numel())})
+        if not changed:
+            return {"status": "pass"}
+        rec = {k: v for k, v in ctx.items() if not k.startswith("_")}
+        rec["evidence"] = {"verdict": "input_modified", "changed": changed}
+        self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
+                                  "not declare written" % changed[0]["tensor"]).encode(),
+                                  json.dumps(rec).encode())
+        self.stats.violations += 1
+        return {"status": "fail", "changed": changed}
+
+    def _fresh(self, entry, args, kwargs, fill):
+        """The call's arguments with every tensor replaced by one of
+        kcheck's (fill(t, k) gives it)."""
+        def make(t, k):
+            if _cpu_scalar(t) and t.device.type not in self.devices:
+                return t
+            return fill(t, k)
+        return trials.substitute(args, kwargs, make)
+
+    def _trials(self, gate, func, entry, settings, args, kwargs):
+        plan0 = entry.mapper(entry.bind(args, kwargs))
+        tl, mask = trials.trials(self.lib, gate, plan0.op)
+        runs = []
+        for gen, tf, seed in tl:
+            cmds = []
+
+            def fill(t, k):
+                cmds.append(trials.regen_command(gen, tf, seed + k, t, trials.role(k)))
+                return trials.generate(self.lib, gen, tf, t, trials.role(k), seed + k)
+            nargs, nkw = self._fresh(entry, args, kwargs, fill)
+            plan = entry.mapper(entry.bind(nargs, nkw))
+            inputs = self._copy_inputs(plan)
+            self.lib.kcheck_own_begin()
+            try:
+                res = func(*nargs, **nkw)
+            finally:
+                self.lib.kcheck_own_end()
+            exposed = {"inputs": "generated", "generator": gen, "transform": tf, "seed": seed,
+                       "commands": cmds}
+            status, ctx = self._judge(gate, mask, entry, plan, settings, inputs, res, None,
+                                      exposed)
+            r = ctx.get("_result", {})
+            runs.append({"generator": gen, "transform": tf, "seed": seed,
+                         "class": r.get("class", r.get("status"))})
+            if status == _api.VIOLATION:
+                return {"status": "fail", "runs": runs}
+        return {"status": "pass" if runs else "not_run", "runs": runs}
+
+    def _coverage(self, func, entry, settings, args, kwargs):
+        """Two runs on generated inputs, the output memory poisoned with
+        0xff and then 0x7f bytes: an element holding each run's poison was
+        never written."""
+        outs = []
+        for poison in (0xFF, 0x7F):
+            def fill(t, k):
+                return trials.generate(self.lib, "uniform", "none", t, trials.role(k), 7 + k)
+            nargs, nkw = self._fresh(entry, args, kwargs, fill)
+            for name in entry.written | ({"out"} if entry.has_out else set()):
+                t = nkw.get(name)
+                if isinstance(t, torch.Tensor):  # an out= tensor: poisoned directly
+                    _flat_bytes(t).fill_(poison)
+            plan = entry.mapper(entry.bind(nargs, nkw))
+            self.lib.kcheck_own_begin()
+            try:
+                # a freshly allocated output takes a block of kcheck's pool:
+                # poison blocks of every size the op's outputs may need
+                self._poison_pool(nargs, poison)
+                res = func(*nargs, **nkw)
+            finally:
+                self.lib.kcheck_own_end()
+            out = plan.out(res)
+            if not isinstance(out, torch.Tensor) or entry.inplace:
+                return {"status": "not_run", "reason": "in place, or no tensor output"}
+            outs.append((poison, _host(out)[0].view(torch.uint8)))
+        (p1, a), (p2, b) = outs
+        if a.numel() != b.numel():
+            return {"status": "not_run", "reason": "outputs of different sizes"}
+        unwritten = ((a == p1) & (b == p2)).nonzero()
+        if not unwritten.numel():
+            return {"status": "pass"}
+        first = int(unwritten[0])
+        rec = {"op": entry.name, "stack": {"python": _user_stack()[0]},
+               "evidence": {"verdict": "unwritten", "first_byte": first,
+                            "bytes_unwritten": int(unwritten.numel()),
+                            "poisons": [p1, p2]}}
+        if entry.contract:
+            rec["contract"] = entry.contract.get("where")
+        self.lib.kcheck_op_report(b"coverage", ("%d output bytes of %s kept kcheck's poison in "
+                                  "both runs: never written" % (int(unwritten.numel()),
+                                                                 entry.name)).encode(),
+                                  json.dumps(rec).encode())
+        self.stats.violations += 1
+        return {"status": "fail", "bytes_unwritten": int(unwritten.numel())}
+
+    def _poison_pool(self, nargs, poison):
+        if not trials.pooled():
+            return
+        sizes = set()
+        for a in nargs:
+            if isinstance(a, torch.Tensor):
+                sizes.add(a.untyped_storage().nbytes())
+        blocks = [torch.empty(n, dtype=torch.uint8, device=self._device(nargs)).fill_(poison)
+                  for n in sizes if n]
+        del blocks
+
+    def _done(self, entry, plan, skey, gates, ctx, clean, t0):
+        st = self.stats
+        st.checked += 1
+        o = gates.get("oracle", {})
+        if o.get("class") == "inconclusive":
             st.inconclusive += 1
-        elif status == _api.ERROR:
+        elif o.get("status") == "error":
             st.errors += 1
         dt = time.perf_counter() - t0
-        rec = {"op": entry.name, "oracle_op": plan.op, "profile": prof,
-               "key": skey[:512], "gates": {"oracle": gate}, "kernels": kernels,
-               "kernels_launched": nk, "cost_ms": 1e3 * dt,
-               "stack": {"python": stack[-3:]}}
-        self.lib.kcheck_op_done(entry.name.encode(), skey.encode(),
-                                int(status in (_api.PASS, _api.INCONCLUSIVE)), dt,
+        rec = {"op": entry.name, "oracle_op": plan.op, "profile": ctx.get("profile"),
+               "key": skey[:512], "gates": gates, "kernels": ctx.get("kernels"),
+               "kernels_launched": ctx.get("kernels_launched"), "cost_ms": 1e3 * dt,
+               "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
+        self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
                                 json.dumps(rec).encode())
 
     def _save_inputs(self, entry, plan, hosts, ctx):

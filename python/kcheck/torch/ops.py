@@ -25,13 +25,13 @@ class Plan:
     class ("matmul", "softmax", "norm", "reduce", "elementwise",
     "attention").
     """
-    __slots__ = ("op", "inputs", "out", "attrs", "klass", "p_format")
+    __slots__ = ("op", "inputs", "out", "attrs", "klass", "profile")
 
     def __init__(self, op, inputs, out, attrs=None, klass="elementwise"):
         self.op, self.inputs, self.out = op, inputs, out
         self.attrs = attrs or {}
         self.klass = klass
-        self.p_format = None
+        self.profile = None  # a contract's own profile spec (custom ops)
 
 
 def _first(res):
@@ -279,10 +279,15 @@ for names, oracle, fn, note in ROWS:
 
 class Entry:
     """One OpOverload's row: its mapper and its argument names."""
-    __slots__ = ("name", "mapper", "params", "inplace", "has_out")
+    __slots__ = ("name", "mapper", "params", "inplace", "has_out", "written", "contract")
 
     def __init__(self, name, mapper, schema):
         self.name, self.mapper = name, mapper
+        self.contract = None
+        # arguments the op declares it writes (alias_info.is_write), which
+        # the immutability check leaves out
+        self.written = {a.name for a in schema.arguments
+                        if a.alias_info is not None and a.alias_info.is_write}
         self.params = _parse_schema(schema)
         self.inplace = schema.name.endswith("_") or name.split(".")[0].endswith("_")
         self.has_out = any(p[0] == "out" for p in self.params)
@@ -312,6 +317,56 @@ def entry_for(func):
         return None
     return Entry("aten::" + full if schema.name.startswith("aten::") else schema.name + "." +
                  func._overloadname, fn, schema)
+
+
+# ---------------------------------------------------------------- custom ops
+
+def _contract_mapper(c):
+    """A mapper from a torch_op contract: args maps each oracle input to an
+    argument of the op (by schema name or position); "out" names the
+    result (its index in the returned tuple, default 0) or a mutated
+    argument."""
+    args = dict(c.get("args") or {})
+    out_spec = args.pop("out", "0")
+    attrs = dict(c.get("attrs") or {})
+    op = c["op"]
+
+    def m(a):
+        order = list(a)
+        ins = []
+        for name, ref in args.items():
+            v = a.get(ref)
+            if v is None and ref.isdigit() and int(ref) < len(order):
+                v = a[order[int(ref)]]
+            if v is None:
+                try:  # a constant operand ("2.0")
+                    v = float(ref)
+                except ValueError:
+                    pass
+            if v is None:
+                raise Skip("contract %s: no argument '%s'" % (c.get("where"), ref))
+            if not hasattr(v, "dim"):
+                v = float(v)
+            ins.append((name, v))
+        if out_spec.isdigit():
+            k = int(out_spec)
+            out = (lambda res: res[k] if isinstance(res, (tuple, list)) else res)
+        else:
+            target = a.get(out_spec)
+            out = (lambda res: target)
+        p = Plan(op, ins, out, attrs, "contract")
+        p.profile = c.get("profile")
+        return p
+    return m
+
+
+def contract_entry(func, c):
+    """The Entry of a custom op (torch.library.custom_op, triton_op,
+    load_inline) described by a torch_op contract."""
+    schema = func._schema
+    e = Entry("%s.%s" % (schema.name, func._overloadname), _contract_mapper(c), schema)
+    e.contract = c
+    return e
 
 
 def markdown():

@@ -38,6 +38,10 @@ KC=("$PYTHON" "$ROOT/scripts/kcheck")
 CHECK=("$PYTHON" "$ROOT/test/gpu/torch_check.py")
 fails=0
 rows=()
+PARTS=${KC_TORCH_PARTS:-"train bugs nondet activation bench"}
+MODES=${KC_TORCH_MODES:-"fp32 bf16"}
+BENCH_CONFIGS=${KC_BENCH_CONFIGS:-"plain none torch_oracle torch"}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 note() { rows+=("| $1 | $2 | $3 |"); echo "[$2] $1 - $3"; [ "$2" = PASS ] || fails=$((fails + 1)); }
 run() { # name cmd...: logs to $LOGS/name.{out,err}
@@ -53,7 +57,8 @@ field() { awk -v k="$1" '$1 == k {v = $2} END {print v}' "$2"; }
 reports() { ls "$WORK"/$1.*.jsonl 2>/dev/null; }
 
 # (a) training, plain vs binding
-for mode in fp32 bf16; do
+want train || MODES=""
+for mode in $MODES; do
   flag=""
   [ "$mode" = bf16 ] && flag=--bf16
   run "train_${mode}_plain" "$PYTHON" test/gpu/torch_train.py $flag --steps "$STEPS"
@@ -76,6 +81,7 @@ for mode in fp32 bf16; do
 done
 
 # (b) planted bugs
+if want bugs; then
 run bugs "${KC[@]}" run --torch -o "log_path=$WORK/bugs" -o "contracts=$ROOT/test/gpu/torch_bugs.yaml" -- \
   "$PYTHON" test/gpu/torch_bugs.py
 out=$("$PYTHON" test/gpu/torch_bugs.py --check $(reports bugs) <"$LOGS/bugs.out" 2>&1)
@@ -87,9 +93,12 @@ while IFS= read -r line; do
   esac
 done <<<"$out"
 [ -n "$out" ] || note "bugs" FAIL "no check output (see bugs.err)"
+fi
 
 # (c) nondeterministic ops still flagged at kernel level
-for m in index_add scatter_add; do
+NONDET="index_add scatter_add"
+want nondet || NONDET=""
+for m in $NONDET; do
   run "nondet_$m" "${KC[@]}" run --torch -o "log_path=$WORK/nondet_$m" -- "$PYTHON" test/gpu/torch_nondet.py $m
   out=$("${CHECK[@]}" nondet $(reports "nondet_$m") 2>&1)
   case "$out" in PASS*) st=PASS ;; *) st=FAIL ;; esac
@@ -107,6 +116,7 @@ act() { # name cmd...
   [ $rc = 0 ] || st=FAIL
   note "activation: $name" $st "exit $rc; $out"
 }
+if want activation; then
 act python_c "$PYTHON" -c "import torch; x = torch.ones(64, 64, device='cuda'); print(float((x @ x).sum()))"
 act pytest "$PYTHON" -m pytest -q -p no:cacheprovider test/gpu/torch_activation.py -k pytest_case
 act torchrun torchrun --nproc-per-node=1 test/gpu/torch_activation.py worker
@@ -125,20 +135,26 @@ b=$(field COMPILED "$LOGS/compile_torch.out")
 out=$("${CHECK[@]}" compile $(reports compile) 2>&1)
 if [ -n "$a" ] && [ "$a" = "$b" ] && [[ "$out" == PASS* ]]; then st=PASS; else st=FAIL; fi
 note "torch.compile: results equal, Triton kernels seen at kernel level" $st "plain $a binding $b; $out"
+fi
 
 # (e) bench
-if [ "${KC_TORCH_BENCH:-1}" = 1 ]; then
+if want bench; then
   B=(bench/transformer_step.py --layers 6 --d-model 512 --heads 8 --steps "${KC_BENCH_STEPS:-25}")
-  run bench_plain "$PYTHON" "${B[@]}"
-  run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}"
-  run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}"
-  run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}"
+  for c in $BENCH_CONFIGS; do
+    case $c in
+    plain) run bench_plain "$PYTHON" "${B[@]}" ;;
+    none) run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
+    torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
+      -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
+    torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
+    esac
+  done
   {
     echo "| configuration | first 5 steps ms/step | ratio | steady ms/step | ratio |"
     echo "|---|---|---|---|---|"
     p1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_plain.out")
     ps=$(field STEADY_MS_PER_STEP "$LOGS/bench_plain.out")
-    for c in plain none torch_oracle torch; do
+    for c in $BENCH_CONFIGS; do
       f1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_$c.out")
       fs=$(field STEADY_MS_PER_STEP "$LOGS/bench_$c.out")
       awk -v c="$c" -v f1="$f1" -v fs="$fs" -v p1="$p1" -v ps="$ps" 'BEGIN {

@@ -31,6 +31,12 @@ static int ready(void) {
   return !kc_disabled;
 }
 
+/* Judging needs the options only, not a driver (kcheck.torch.replay). */
+static int judge_ready(void) {
+  if (kc_core_activate) kc_core_activate();
+  return kc_core_initialized;
+}
+
 /* Op ids live below the kernel ids (which count up from 0), so per-kernel
  * policy state (kernel_clean_limit) is kept per op name. */
 static int op_id(const char *op) { return -1 - (int)(XXH3_64bits(op, strlen(op)) & 0x3fffffff); }
@@ -50,6 +56,9 @@ KC_EXPORT int kcheck_op_decide(const char *op, const char *key, char *why, unsig
     uint64_t seq = (uint64_t)atomic_fetch_add(&op_seq, 1);
     reason = kc_policy_decide(XXH3_64bits(key, strlen(key)), op_id(op), seq, &first);
   }
+  /* Counted when decided: the judgments may finish later, on other
+   * threads, and max_checks must hold all the same. */
+  if (!reason) atomic_fetch_add(&kc_count.checks, 1);
   if (why && n) snprintf(why, n, "%s", reason ? reason : "");
   return reason == NULL;
 }
@@ -301,7 +310,7 @@ KC_EXPORT int kcheck_op_judge(const char *gate, const char *op, const char *prof
   struct op_in ins = {0};
   struct oc_tensor to;
   struct oc_verdict v;
-  if (!ready() || !g || !op || !out || nin < 0 || nin > 8 || (nin && !in)) {
+  if (!judge_ready() || !g || !op || !out || nin < 0 || nin > 8 || (nin && !in)) {
     snprintf(err, sizeof err, "%s", !g ? "unknown gate" : "bad arguments or kcheck not active");
     goto done;
   }
@@ -400,7 +409,6 @@ KC_EXPORT void kcheck_op_done(const char *op, const char *key, int clean, double
                               const char *record_json) {
   if (!op || !key || !ready()) return;
   kc_policy_record(XXH3_64bits(key, strlen(key)), op_id(op), clean, seconds);
-  atomic_fetch_add(&kc_count.checks, 1);
   json_error_t je;
   json_t *rec = record_json ? json_loads(record_json, 0, &je) : NULL;
   if (rec && json_is_object(rec))

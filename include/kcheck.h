@@ -86,7 +86,8 @@ struct kcheck_tensor {
 /* Policy for one op call (the same options as launches: check_first,
  * clean_limit, kernel_clean_limit per op name, sample, time_budget,
  * max_checks). key names the signature: op, dtypes, shapes, strides,
- * profile. Returns 1: check it; 0: do not (the reason in why). */
+ * profile. Returns 1: check it (counted as a check now); 0: do not (the
+ * reason in why). */
 int kcheck_op_decide(const char *op, const char *key, char *why, unsigned long n);
 
 enum { KCHECK_OP_PASS = 0, KCHECK_OP_VIOLATION = 1, KCHECK_OP_INCONCLUSIVE = 2, KCHECK_OP_ERROR = -1 };
@@ -97,6 +98,9 @@ enum { KCHECK_OP_PASS = 0, KCHECK_OP_VIOLATION = 1, KCHECK_OP_INCONCLUSIVE = 2, 
  * overload, stack, kernels, profile and settings, regenerate) with gate,
  * message and evidence added. result_json gets the gate's result object
  * (status, verdict, class, coverage; or status "error" and reason).
+ * fail_mask: the verdicts that are violations, bit (1 << v) for enum
+ * oc_verdict_kind v (0: every failing verdict; a bit no verdict has: none,
+ * judge only).
  * Returns a KCHECK_OP_* status. */
 int kcheck_op_judge(const char *gate, const char *op, const char *profile, const char *attrs,
                     int nin, const struct kcheck_tensor *in, const struct kcheck_tensor *out,

@@ -22,6 +22,7 @@
 
 int kc_disabled = 1;
 void (*kc_core_activate)(void);
+int kc_core_initialized;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
 static void at_exit(void) {
@@ -44,6 +45,7 @@ int kc_core_init(void) {
     _exit(1);
   }
   kc_report_open();
+  kc_core_initialized = 1;
   atexit(at_exit);
   kc_disabled = 0;
   return 0;

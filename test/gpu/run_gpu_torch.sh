@@ -14,8 +14,14 @@
 #     torch.multiprocessing spawn, a program that never imports torch,
 #     torch.compile (compiled graph results equal; its Triton kernels seen
 #     at kernel level);
-# (e) bench (KC_TORCH_BENCH=1): bench/transformer_step.py, 6 layers, d 512,
-#     plain / kcheck gates=none / kcheck --torch, ratios in the same call.
+# (e) bench: bench/transformer_step.py, 6 layers, d 512, ratios to the plain
+#     run in the same call: plain; kcheck gates=none (no binding); kcheck
+#     --torch (default: steady state watches one optimizer step in 20);
+#     --torch with torch_watch_every=1 (every op of every step); --torch
+#     with gates=oracle (op-level oracle only, no kernel-level gates).
+# Environment: KC_TORCH_PARTS, KC_TORCH_MODES, KC_TORCH_STEPS (4),
+# KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_TIMEOUT per command (200),
+# KC_BUDGET for the whole (540 s: no command starts or runs past it).
 # Writes OUTDIR/torch-results.md and OUTDIR/torch-logs.tar.gz.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -40,16 +46,24 @@ fails=0
 rows=()
 PARTS=${KC_TORCH_PARTS:-"train bugs nondet activation bench"}
 MODES=${KC_TORCH_MODES:-"fp32 bf16"}
-BENCH_CONFIGS=${KC_BENCH_CONFIGS:-"plain none torch_oracle torch"}
+BENCH_CONFIGS=${KC_BENCH_CONFIGS:-"plain none torch torch_all torch_oracle"}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 note() { rows+=("| $1 | $2 | $3 |"); echo "[$2] $1 - $3"; [ "$2" = PASS ] || fails=$((fails + 1)); }
-run() { # name cmd...: logs to $LOGS/name.{out,err}
+BUDGET=${KC_BUDGET:-540}
+run() { # name cmd...: logs to $LOGS/name.{out,err}; no run starts or runs past BUDGET
   local name=$1
   shift
   echo "$name: $*" >>"$LOGS/commands.txt"
-  local t=$(date +%s.%N) rc=0
-  timeout --kill-after=10 "$TMO" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" || rc=$?
+  local t=$(date +%s.%N) rc=0 left=$((BUDGET - ($(date +%s) - T0))) tmo=$TMO
+  if [ "$left" -lt 8 ]; then
+    echo "  left out: the time budget (${BUDGET}s) is spent" >>"$LOGS/commands.txt"
+    : >"$LOGS/$name.out"
+    : >"$LOGS/$name.err"
+    return 125
+  fi
+  [ "$tmo" -gt "$left" ] && tmo=$left
+  timeout --kill-after=5 "$tmo" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" || rc=$?
   echo "  exit $rc, $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s" >>"$LOGS/commands.txt"
   return $rc
 }
@@ -147,6 +161,8 @@ if want bench; then
     torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
       -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
     torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
+    torch_all) run bench_torch_all "${KC[@]}" run --torch -o torch_watch_every=1 \
+      -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
     esac
   done
   {

@@ -65,7 +65,7 @@ def define():
             out = e / tl.sum(e, 0)
         elif KIND == 1:  # rms_norm
             ms = tl.sum(v * v, 0) / n
-            inv = 1.0 / tl.sqrt(ms) if BUG else 1.0 / tl.sqrt(ms + eps)  # the bug: eps dropped
+            inv = 1.0 / tl.sqrt_rn(ms) if BUG else 1.0 / tl.sqrt_rn(ms + eps)  # the bug: no eps
             out = v * inv * tl.load(w + offs, mask=m, other=0.0)
         else:  # layer_norm without weight
             mean = tl.sum(v, 0) / n
@@ -74,7 +74,7 @@ def define():
             else:
                 d = tl.where(m, v - mean, 0.0)
                 var = tl.sum(d * d, 0) / n
-            out = (v - mean) / tl.sqrt(var + eps)
+            out = (v - mean) / tl.sqrt_rn(var + eps)
         tl.store(y + r * n + offs, out, mask=m)
 
     @triton.jit
@@ -113,31 +113,52 @@ def define():
 
     lib = "kcbug"
     ops = {}
+    T = torch.Tensor
+
+    def reg(name, fn):  # custom_op infers the schema from the annotations
+        ops[name] = torch.library.custom_op("%s::%s" % (lib, name), mutates_args=())(fn)
+
     for bug, suffix in ((False, "ok"), (True, "fp16acc")):
-        ops["mm_" + suffix] = torch.library.custom_op(
-            "%s::mm_%s" % (lib, suffix), mutates_args=())(
-                (lambda bug: lambda a, b: mm(a, b, bug))(bug))
+        def f(a: T, b: T, bug=bug) -> T:
+            return mm(a, b, bug)
+        reg("mm_" + suffix, _strip(f))
     for bug, suffix in ((False, "ok"), (True, "nomax")):
-        ops["softmax_" + suffix] = torch.library.custom_op(
-            "%s::softmax_%s" % (lib, suffix), mutates_args=())(
-                (lambda bug: lambda x: rows(x, None, 0.0, 0, bug))(bug))
+        def f(x: T, bug=bug) -> T:
+            return rows(x, None, 0.0, 0, bug)
+        reg("softmax_" + suffix, _strip(f))
     for bug, suffix in ((False, "ok"), (True, "noeps")):
-        ops["rmsnorm_" + suffix] = torch.library.custom_op(
-            "%s::rmsnorm_%s" % (lib, suffix), mutates_args=())(
-                (lambda bug: lambda x, w: rows(x, w, 1e-5, 1, bug))(bug))
+        def f(x: T, w: T, bug=bug) -> T:
+            return rows(x, w, 1e-5, 1, bug)
+        reg("rmsnorm_" + suffix, _strip(f))
     for bug, suffix in ((False, "ok"), (True, "onepass")):
-        ops["layernorm_" + suffix] = torch.library.custom_op(
-            "%s::layernorm_%s" % (lib, suffix), mutates_args=())(
-                (lambda bug: lambda x: rows(x, None, 1e-5, 2, bug))(bug))
+        def f(x: T, bug=bug) -> T:
+            return rows(x, None, 1e-5, 2, bug)
+        reg("layernorm_" + suffix, _strip(f))
     for bug, suffix in ((False, "ok"), (True, "tail")):
-        ops["relu_" + suffix] = torch.library.custom_op(
-            "%s::relu_%s" % (lib, suffix), mutates_args=())(
-                (lambda bug: lambda x: ew(x, 0, bug))(bug))
+        def f(x: T, bug=bug) -> T:
+            return ew(x, 0, bug)
+        reg("relu_" + suffix, _strip(f))
     for bug, suffix in ((False, "ok"), (True, "scratch")):
-        ops["scale_" + suffix] = torch.library.custom_op(
-            "%s::scale_%s" % (lib, suffix), mutates_args=())(
-                (lambda bug: lambda x: ew(x, 1, bug))(bug))
+        def f(x: T, bug=bug) -> T:
+            return ew(x, 1, bug)
+        reg("scale_" + suffix, _strip(f))
     return ops
+
+
+def _strip(f):
+    """f without its bound `bug` default: the schema has only tensors."""
+    import functools
+    bug = f.__defaults__[0]
+    ann = {k: v for k, v in f.__annotations__.items() if k != "bug"}
+
+    @functools.wraps(f)
+    def g(*args):
+        return f(*args, bug=bug)
+    g.__annotations__ = ann
+    import inspect as _i
+    sig = _i.signature(f)
+    g.__signature__ = sig.replace(parameters=[p for n, p in sig.parameters.items() if n != "bug"])
+    return g
 
 
 def call(ops, name, *args):

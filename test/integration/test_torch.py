@@ -241,7 +241,9 @@ def test_policy_options_apply(tmp_path):
     p, recs = run_py(tmp_path, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:max_checks=2")
     assert len(of(recs, "op_check")) == 2
     assert of(recs, "torch_summary")[0]["passed_through"].get("max_checks reached", 0) >= 1
-    p, recs = run_py(tmp_path, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:gates=race")
+    d = tmp_path / "race"
+    d.mkdir()
+    p, recs = run_py(d, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:gates=race")
     assert not of(recs, "op_check")
     assert "the oracle gate is not enabled" in of(recs, "torch_summary")[0]["passed_through"]
 
@@ -370,3 +372,20 @@ def test_application_results_unchanged(tmp_path):
     assert plain.returncode == 0 and checked.returncode == 0, checked.stderr
     assert plain.stdout == checked.stdout  # loss, parameters and the RNG stream
     assert of(recs, "op_check")
+
+
+def test_steady_state_watches_one_step_in_n(tmp_path):
+    code = ("import torch\ntorch.manual_seed(0)\nm = torch.nn.Linear(16, 16)\n"
+            "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nx = torch.randn(8, 16)\n"
+            "for _ in range(12):\n"
+            "    opt.zero_grad(); m(x).square().mean().backward(); opt.step()\n")
+    p, recs = run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=5")
+    assert p.returncode == 0, p.stderr
+    s = of(recs, "torch_summary")[0]
+    assert s["optimizer_steps"] == 12
+    # steps 1-2 meet new signatures; from then on one step in 5 is watched
+    assert 3 <= s["watched_steps"] <= 5, s
+    d = tmp_path / "all"
+    d.mkdir()
+    p, recs = run_py(d, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=1")
+    assert of(recs, "torch_summary")[0]["watched_steps"] == 12

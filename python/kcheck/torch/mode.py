@@ -25,20 +25,19 @@ import sys
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api
-from kcheck.torch import ops, profiles, trials
+from kcheck.torch import judge, ops, profiles, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
 
 
-_EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
-           "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
-_ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
+_ORDER = judge.ORDER
 
 
 class Stats:
@@ -47,6 +46,8 @@ class Stats:
 
     def __init__(self):
         self.seen = 0
+        self.steps = 0
+        self.watched_steps = 0
         self.covered = 0
         self.checked = 0
         self.violations = 0
@@ -66,7 +67,9 @@ class Stats:
     def record(self):
         top = {r: dict(sorted(per.items(), key=lambda kv: -kv[1])[:8])
                for r, per in self.by_reason_ops.items()}
-        return {"ops_seen": self.seen, "ops_covered": self.covered, "ops_checked": self.checked,
+        return {"ops_seen": self.seen, "optimizer_steps": self.steps,
+                "watched_steps": self.watched_steps,
+                "ops_covered": self.covered, "ops_checked": self.checked,
                 "violations": self.violations, "inconclusive": self.inconclusive,
                 "errors": self.errors, "passed_through": dict(self.passed),
                 "passed_through_ops": top, "torch_version": torch.__version__}
@@ -95,61 +98,6 @@ def _user_stack():
             thread = "main (this op ran on an autograd thread)"
     return [{"file": f.filename, "line": f.lineno, "function": f.name}
             for f in user[-12:]], thread
-
-
-def _host(t):
-    """A host copy of tensor t's storage span and its layout (shape,
-    strides in elements, relative to the span's start). Only a contiguous
-    1-D view is copied, so the copy is one memcpy: no kernel, no device
-    allocation."""
-    shape = list(t.shape) or [1]  # a 0-dim tensor as one element
-    strides = list(t.stride()) or [1]
-    span = 1
-    for n, s in zip(shape, strides):
-        if n == 0:
-            span = 0
-            break
-        span += (n - 1) * s
-    flat = t.new_empty(0) if span == 0 else torch.empty(0, dtype=t.dtype, device=t.device)
-    if span:
-        flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
-        flat = flat.to("cpu", copy=True)
-    return flat, shape, strides
-
-
-class _HostTensor:
-    """A host copy kept alive with the ctypes view of it."""
-
-    def __init__(self, name, t):
-        self.name = name
-        self.flat, self.shape, self.strides = _host(t)
-        self.fmt = profiles.fmt(t.dtype)
-        self.dtype = t.dtype
-
-    @classmethod
-    def scalar(cls, name, value, fmt, rank):
-        h = cls.__new__(cls)
-        h.name = name
-        dtype = torch.float64 if fmt == "fp64" else torch.float32
-        h.flat = torch.tensor([float(value)], dtype=dtype)
-        h.shape, h.strides = [1] * rank, [0] * rank
-        h.fmt = "fp64" if fmt == "fp64" else "fp32"
-        h.dtype = dtype
-        return h
-
-    def aligned(self, rank):
-        """The layout with leading size-1 dims added up to rank (PyTorch's
-        right-aligned broadcasting, as the oracle's elementwise ops take)."""
-        k = rank - len(self.shape)
-        return [1] * k + self.shape, [0] * k + self.strides
-
-    def c(self, rank=None):
-        shape, strides = self.aligned(rank) if rank is not None else (self.shape, self.strides)
-        n = len(shape)
-        self._shape = (ctypes.c_long * max(1, n))(*shape)
-        self._strides = (ctypes.c_long * max(1, n))(*strides)
-        return _api.Tensor(self.name.encode(), self.flat.data_ptr(), self.fmt.encode(), n,
-                           self._shape, self._strides)
 
 
 def _tensor_reason(t, devices):
@@ -231,6 +179,16 @@ class KcheckMode(TorchDispatchMode):
         self.log_path = _api.option("log_path", "kcheck")
         self.contracts = {c["torch_op"]: c for c in _api.torch_op_contracts()}
         self.gates = _gates(_api.option("gates", ""))
+        self.watch_every = int(_api.option("torch_watch_every", "20") or 20)
+        self.watching, self.new_keys, self.off_steps = True, 0, 0
+        # the judgments run beside the program (ctypes drops the GIL)
+        workers = int(_api.option("torch_workers", "0") or 0)
+        if workers < 0:
+            workers = 0
+        elif workers == 0:
+            workers = max(1, min(8, (os.cpu_count() or 2) // 2))
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="kcheck") if workers else None
+        self.slots = threading.BoundedSemaphore(4 * max(1, workers))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -252,7 +210,31 @@ class KcheckMode(TorchDispatchMode):
         if key in self.done:
             st.pass_("signature done (policy)", entry.name)
             return func(*args, **kwargs)
+        self.new_keys += 1
         return self._slow(func, entry, key, args, kwargs)
+
+    def on_step(self):
+        """After each optimizer step (a safe point outside any op, on the
+        thread that runs the loop): a step that met no new signature sends
+        the binding to steady state, where it watches one step in
+        torch_watch_every; a watched step with a new signature keeps it on."""
+        st = self.stats
+        st.steps += 1
+        if self.watching:
+            st.watched_steps += 1
+            if self.new_keys == 0 and self.watch_every > 1 and self._on_top():
+                self.__exit__(None, None, None)
+                self.watching, self.off_steps = False, 0
+        else:
+            self.off_steps += 1
+            if self.off_steps >= self.watch_every - 1:
+                self.__enter__()
+                self.watching = True
+        self.new_keys = 0
+
+    def _on_top(self):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        return _get_current_dispatch_mode() is self
 
     def _entry(self, func):
         try:
@@ -329,38 +311,106 @@ class KcheckMode(TorchDispatchMode):
 
     def _check(self, func, entry, plan, settings, skey, args, kwargs):
         """The application's call, checked: oracle and immutability on its
-        own inputs, then the generated-input gates on kcheck's tensors."""
+        own inputs, the generated-input gates and coverage on kcheck's
+        tensors. Device work and host copies happen here; the judgments
+        run on kcheck's worker threads."""
         st = self.stats
         t0 = time.perf_counter()
         inputs = self._copy_inputs(plan)
         mark = self.lib.kcheck_thread_launches()
         res = func(*args, **kwargs)
         try:
-            gates, clean = {}, True
-            status, ctx = self._judge("oracle", 0, entry, plan, settings, inputs, res, mark, None)
-            gates["oracle"] = ctx.pop("_result")
-            clean &= status in (_api.PASS, _api.INCONCLUSIVE)
-            imm = self._immutability(entry, plan, inputs, ctx) if "immutability" in self.gates \
-                else None
-            if imm is not None:
-                gates["immutability"] = imm
-                clean &= imm["status"] != "fail"
-            if status != _api.ERROR:
+            jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
+            gates = {}
+            if "immutability" in self.gates:
+                gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
+            trial_jobs = {}
+            if jobs is not None:
                 with trials.own_memory(self._device(args)):
                     for gate in trials.GATES:
-                        if gate in self.gates:
-                            gates[gate] = self._trials(gate, func, entry, settings, args, kwargs)
-                            clean &= gates[gate].get("status") != "fail"
+                        if gate not in self.gates:
+                            continue
+                        if gate in entry.not_applicable:
+                            gates[gate] = {"status": "not_applicable",
+                                           "reason": entry.not_applicable[gate]}
+                            continue
+                        trial_jobs[gate] = self._trials(gate, func, entry, settings, args, kwargs)
                     if "coverage" in self.gates:
                         gates["coverage"] = self._coverage(func, entry, settings, args, kwargs)
-                        clean &= gates["coverage"].get("status") != "fail"
-            self._done(entry, plan, skey, gates, ctx, clean, t0)
+            else:
+                gates["oracle"] = ctx.get("_result")
+            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0)
         except Exception as e:  # never the program's problem: count, say once
-            st.errors += 1
-            if st.errors == 1:
-                sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further "
-                                 "ones counted)\n" % (entry.name, type(e).__name__, e))
+            self._internal(entry, e)
         return res
+
+    def _internal(self, entry, e):
+        st = self.stats
+        with st.lock:
+            st.errors += 1
+            first = st.errors == 1
+        if first:
+            sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further ones "
+                             "counted)\n" % (entry.name, type(e).__name__, e))
+
+    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0):
+        """Runs the judgments on a worker: the oracle's, then each gate's
+        trials in order until one is a violation; then the op_check record
+        and the policy's bookkeeping."""
+        prep = time.perf_counter() - t0
+
+        def task():
+            try:
+                t1 = time.perf_counter()
+                if job is not None:
+                    status, res = job.run()
+                    gates["oracle"] = res
+                    self._count(status, res)
+                for gate, tl in trial_jobs.items():
+                    runs = []
+                    gates[gate] = {"status": "pass" if tl else "not_run", "runs": runs}
+                    for meta, j in tl:
+                        if j is None:
+                            runs.append(dict(meta, **{"class": "skipped"}))
+                            continue
+                        status, res = j.run()
+                        runs.append(dict(meta, **{"class": res.get("class", res.get("status"))}))
+                        if status == _api.VIOLATION:
+                            with self.stats.lock:
+                                self.stats.violations += 1
+                            gates[gate]["status"] = "fail"
+                            break
+                clean = all(g.get("status") != "fail" for g in gates.values())
+                dt = prep + time.perf_counter() - t1
+                rec = {"op": entry.name, "oracle_op": plan.op, "profile": ctx.get("profile"),
+                       "key": skey[:512], "gates": gates, "kernels": ctx.get("kernels"),
+                       "kernels_launched": ctx.get("kernels_launched"), "cost_ms": 1e3 * dt,
+                       "host_ms": 1e3 * prep,
+                       "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
+                self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
+                                        json.dumps(rec).encode())
+                with self.stats.lock:
+                    self.stats.checked += 1
+            except Exception as e:
+                self._internal(entry, e)
+            finally:
+                self.slots.release()
+
+        self.slots.acquire()  # back-pressure: a bounded number of pending checks
+        if self.pool is None:
+            task()
+        else:
+            self.pool.submit(task)
+
+    def _count(self, status, res):
+        st = self.stats
+        with st.lock:
+            if status == _api.VIOLATION:
+                st.violations += 1
+            elif res.get("class") == "inconclusive":
+                st.inconclusive += 1
+            elif status == _api.ERROR:
+                st.errors += 1
 
     @staticmethod
     def _device(args):
@@ -372,49 +422,43 @@ class KcheckMode(TorchDispatchMode):
     def _copy_inputs(self, plan):
         out = []
         for name, v in plan.inputs:
-            out.append(_HostTensor(name, v) if isinstance(v, torch.Tensor) else ("scalar", name, v))
+            out.append(judge.HostTensor(name, v) if isinstance(v, torch.Tensor)
+                       else ("scalar", name, v))
         return out
 
-    def _judge(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed):
-        """Judges plan's output in res against the host copies of its
-        inputs; returns (status, context) with the gate's result object in
-        context["_result"]. exposed: None for the application's inputs,
-        else the generated inputs' description (exposed_by)."""
-        st = self.stats
+    def _job(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed):
+        """A judgment of plan's output in res against the host copies of
+        its inputs: (Job, context), or (None, context with "_result") when
+        the output cannot be judged. exposed: None for the application's
+        inputs, else the generated inputs' description (exposed_by)."""
         out = plan.out(res)
         if not isinstance(out, torch.Tensor):
             raise TypeError("the op's result is not a tensor")
         why = _tensor_reason(out, self.devices)
         if why:
-            return _api.ERROR, {"_result": {"status": "skipped", "reason": "output " + why}}
-        oh = _HostTensor("out", out)
+            return None, {"_result": {"status": "skipped", "reason": "output " + why}}
+        oh = judge.HostTensor("out", out)
         kernels, nk = [], 0
         if mark is not None:
             names = ctypes.create_string_buffer(8192)
             nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
-        fmts = [h.fmt for h in inputs if isinstance(h, _HostTensor)]
-        in_fmt = min(fmts, key=_ORDER.index) if fmts else oh.fmt
+        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor)]
+        in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:
             attrs["p_format"] = in_fmt
         if plan.op == "matmul" and not all(bool(torch.isfinite(h.flat).all()) for h in inputs
-                                           if isinstance(h, _HostTensor)):
+                                           if isinstance(h, judge.HostTensor)):
             # the Freivalds screen sums whole rows: an infinite input (a -inf
             # mask in C) makes it NaN; every sampled element is still judged
             attrs["screen"] = 0
         hosts = []
-        for h in inputs:  # scalars in the op's compute type (ATen's opmath)
+        for h in inputs:
             if isinstance(h, tuple):
-                h = _HostTensor.scalar(h[1], h[2], in_fmt, max(1, len(oh.shape)))
+                h = judge.HostTensor.scalar(h[1], h[2], in_fmt, max(1, len(oh.shape)))
             hosts.append(h)
-        ew = plan.klass == "elementwise" or (plan.klass == "contract" and plan.op in _EW_OPS)
-        rank = len(oh.shape)
-        arr = (_api.Tensor * max(1, len(hosts)))()
-        for i, h in enumerate(hosts):
-            arr[i] = h.c(rank if ew else None)
-        o = oh.c()
         stack, thread = _user_stack()
         ctx = {"op": entry.name, "aten_op": entry.name.split(".")[0],
                "overload": entry.name.split(".", 1)[1] if "." in entry.name else "default",
@@ -426,39 +470,27 @@ class KcheckMode(TorchDispatchMode):
                "attrs": attrs}
         if entry.contract:
             ctx["contract"] = entry.contract.get("where")
+        save = None
         if exposed is not None:
             ctx["exposed_by"] = exposed
             ctx["regenerate"] = exposed.get("commands")
-        regen = self._save_inputs(entry, plan, hosts, ctx) if exposed is None else None
-        if regen:
-            ctx["regenerate"] = regen
-        result = ctypes.create_string_buffer(4096)
-        astr = " ".join("%s=%s" % (k, repr(v) if isinstance(v, float) else v)
-                        for k, v in attrs.items())
-        status = self.lib.kcheck_op_judge(gate.encode(), plan.op.encode(), prof.encode(),
-                                          astr.encode(), len(hosts), arr, ctypes.byref(o), mask,
-                                          json.dumps(ctx).encode(), result, len(result))
-        if status != _api.VIOLATION and regen:
-            self._drop_saved(regen)
-            ctx.pop("regenerate", None)
-        try:
-            ctx["_result"] = json.loads(result.value.decode())
-        except ValueError:
-            ctx["_result"] = {"status": "error", "reason": "unreadable result"}
-        if status == _api.VIOLATION:
-            st.violations += 1
-        return status, ctx
+        elif self.log_path not in (None, "none"):
+            with self.stats.lock:
+                self.nchecks += 1
+                save = "%s.%d.op%d.pt" % (self.log_path, os.getpid(), self.nchecks)
+        cap = judge.APP_CAP if exposed is None else judge.TRIAL_CAP
+        return judge.Job(self.lib, gate, mask, plan, hosts, oh, prof, attrs, ctx, cap, save), ctx
 
     def _immutability(self, entry, plan, inputs, ctx):
         """Inputs the op does not declare written, compared bytewise before
         and after the application's call."""
         changed = []
         for (name, v), h in zip(plan.inputs, inputs):
-            if not isinstance(v, torch.Tensor) or not isinstance(h, _HostTensor):
+            if not isinstance(v, torch.Tensor) or not isinstance(h, judge.HostTensor):
                 continue
             if name in entry.written or entry.inplace or entry.has_out:
                 continue
-            after, _, _ = _host(v)
+            after, _, _ = judge.host(v)
             a, b = h.flat.view(torch.uint8), after.view(torch.uint8)
             if a.numel() != b.numel() or not torch.equal(a, b):
                 diff = (a != b).nonzero()
@@ -472,7 +504,8 @@ class KcheckMode(TorchDispatchMode):
         self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
                                   "not declare written" % changed[0]["tensor"]).encode(),
                                   json.dumps(rec).encode())
-        self.stats.violations += 1
+        with self.stats.lock:
+            self.stats.violations += 1
         return {"status": "fail", "changed": changed}
 
     def _fresh(self, entry, args, kwargs, fill):
@@ -485,11 +518,13 @@ class KcheckMode(TorchDispatchMode):
         return trials.substitute(args, kwargs, make)
 
     def _trials(self, gate, func, entry, settings, args, kwargs):
+        """The gate's trials run on the device now: [(meta, Job or None)]."""
         plan0 = entry.mapper(entry.bind(args, kwargs))
         tl, mask = trials.trials(self.lib, gate, plan0.op)
-        runs = []
+        out = []
         for gen, tf, seed in tl:
             cmds = []
+            meta = {"generator": gen, "transform": tf, "seed": seed}
 
             def fill(t, k):
                 cmds.append(trials.regen_command(gen, tf, seed + k, t, trials.role(k)))
@@ -502,16 +537,10 @@ class KcheckMode(TorchDispatchMode):
                 res = func(*nargs, **nkw)
             finally:
                 self.lib.kcheck_own_end()
-            exposed = {"inputs": "generated", "generator": gen, "transform": tf, "seed": seed,
-                       "commands": cmds}
-            status, ctx = self._judge(gate, mask, entry, plan, settings, inputs, res, None,
-                                      exposed)
-            r = ctx.get("_result", {})
-            runs.append({"generator": gen, "transform": tf, "seed": seed,
-                         "class": r.get("class", r.get("status"))})
-            if status == _api.VIOLATION:
-                return {"status": "fail", "runs": runs}
-        return {"status": "pass" if runs else "not_run", "runs": runs}
+            exposed = dict(meta, inputs="generated", commands=cmds)
+            j, _ = self._job(gate, mask, entry, plan, settings, inputs, res, None, exposed)
+            out.append((meta, j))
+        return out
 
     def _coverage(self, func, entry, settings, args, kwargs):
         """Two runs on generated inputs, the output memory poisoned with
@@ -538,7 +567,7 @@ class KcheckMode(TorchDispatchMode):
             out = plan.out(res)
             if not isinstance(out, torch.Tensor) or entry.inplace:
                 return {"status": "not_run", "reason": "in place, or no tensor output"}
-            outs.append((poison, _host(out)[0].view(torch.uint8)))
+            outs.append((poison, judge.host(out)[0].view(torch.uint8)))
         (p1, a), (p2, b) = outs
         if a.numel() != b.numel():
             return {"status": "not_run", "reason": "outputs of different sizes"}
@@ -552,11 +581,12 @@ class KcheckMode(TorchDispatchMode):
                             "poisons": [p1, p2]}}
         if entry.contract:
             rec["contract"] = entry.contract.get("where")
+        with self.stats.lock:
+            self.stats.violations += 1
         self.lib.kcheck_op_report(b"coverage", ("%d output bytes of %s kept kcheck's poison in "
                                   "both runs: never written" % (int(unwritten.numel()),
                                                                  entry.name)).encode(),
                                   json.dumps(rec).encode())
-        self.stats.violations += 1
         return {"status": "fail", "bytes_unwritten": int(unwritten.numel())}
 
     def _poison_pool(self, nargs, poison):
@@ -570,53 +600,15 @@ class KcheckMode(TorchDispatchMode):
                   for n in sizes if n]
         del blocks
 
-    def _done(self, entry, plan, skey, gates, ctx, clean, t0):
-        st = self.stats
-        st.checked += 1
-        o = gates.get("oracle", {})
-        if o.get("class") == "inconclusive":
-            st.inconclusive += 1
-        elif o.get("status") == "error":
-            st.errors += 1
-        dt = time.perf_counter() - t0
-        rec = {"op": entry.name, "oracle_op": plan.op, "profile": ctx.get("profile"),
-               "key": skey[:512], "gates": gates, "kernels": ctx.get("kernels"),
-               "kernels_launched": ctx.get("kernels_launched"), "cost_ms": 1e3 * dt,
-               "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
-        self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
-                                json.dumps(rec).encode())
-
-    def _save_inputs(self, entry, plan, hosts, ctx):
-        """The op's inputs in a file next to the report, so a finding can be
-        replayed (python -m kcheck.torch.replay FILE); removed again unless
-        the check found a violation."""
-        if self.log_path in (None, "none"):
-            return None
-        self.nchecks += 1
-        path = "%s.%d.op%d.pt" % (self.log_path, os.getpid(), self.nchecks)
-        try:
-            torch.save({"op": entry.name, "oracle_op": plan.op, "attrs": plan.attrs,
-                        "inputs": [(h.name, h.flat, h.shape, h.strides) for h in hosts],
-                        "context": {k: ctx[k] for k in ("profile", "settings")}}, path)
-        except Exception:
-            return None
-        return "python -m kcheck.torch.replay %s" % path
-
-    @staticmethod
-    def _drop_saved(regen):
-        try:
-            os.unlink(regen.split(" ")[-1])
-        except OSError:
-            pass
-
     def summary(self):
         rec = self.stats.record()
         self.lib.kcheck_record(b"torch_summary", json.dumps(rec).encode())
         st = self.stats
         top = sorted(st.passed.items(), key=lambda kv: -kv[1])[:6]
-        sys.stderr.write("kcheck: torch: %d ops seen, %d covered, %d checked (%d violations, "
+        steps = (" in %d of %d optimizer steps" % (st.watched_steps, st.steps)) if st.steps else ""
+        sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d checked (%d violations, "
                          "%d inconclusive, %d errors); passed through: %s\n" %
-                         (st.seen, st.covered, st.checked, st.violations, st.inconclusive,
+                         (st.seen, steps, st.covered, st.checked, st.violations, st.inconclusive,
                           st.errors, ", ".join("%s %d" % kv for kv in top) or "none"))
 
 
@@ -636,6 +628,11 @@ def install():
     _MODE = KcheckMode(lib, devices)
     _MODE.__enter__()
     atexit.register(_finish)
+    try:  # steady state is decided at optimizer steps (global hook, PyTorch >= 2.0)
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        register_optimizer_step_post_hook(lambda opt, args, kwargs: _MODE.on_step())
+    except ImportError:
+        pass
     return _MODE
 
 
@@ -644,6 +641,8 @@ def _finish():
     if m is None:
         return
     try:
+        if m.pool is not None:
+            m.pool.shutdown(wait=True)  # every pending judgment lands in the report
         m.summary()
     except Exception:
         pass

@@ -160,12 +160,21 @@ def _binary(op):
         if alpha is not None and alpha != 1:
             raise Skip("alpha other than 1")
         x, y = a["self"], a["other"]
-        if not hasattr(y, "dim"):
+        scalar = not hasattr(y, "dim")
+        if scalar:
             y = float(y)
         elif y.dim() == 0 and y.device.type == "cpu" and x.device.type != "cpu":
-            y = float(y.item())  # a Python number, wrapped: ATen takes it as a scalar
+            y, scalar = float(y.item()), True  # a Python number, wrapped: a scalar to ATen
         if not hasattr(x, "dim"):
             raise Skip("scalar first operand")
+        if op == "div" and scalar and x.device.type == "cuda":
+            # ATen's CUDA true division by a CPU scalar multiplies by the
+            # scalar's reciprocal, computed once in the op's compute type
+            # (BinaryDivTrueKernel.cu): that is the op it promises.
+            import torch
+            t = torch.float64 if x.dtype == torch.float64 else torch.float32
+            y = float(torch.tensor(1.0, dtype=t) / torch.tensor(y, dtype=t))
+            return Plan("mul", [("self", x), ("other", y)], _first)
         return Plan(op, [("self", x), ("other", y)], _first)
     return m
 
@@ -239,6 +248,30 @@ ROWS = [
     (["rsqrt"], "rsqrt", _unary("rsqrt"), ""),
 ]
 
+# Gates that do not apply to an ATen op, with the reason (the op_check
+# record says "not_applicable" and why). The oracle's special-value rules
+# take the limit of the math (gelu(-inf) = -0, rms_norm of a row holding
+# inf is NaN); ATen evaluates its documented formula in IEEE arithmetic
+# (x * Phi(x), x * sigmoid(x), x * rsqrt(mean(x^2) + eps)), which gives
+# NaN at -inf or 0 beside an inf: PyTorch's result, not a defect.
+NOT_APPLICABLE = {
+    "gelu": {"nonfinite": "ATen evaluates x*Phi(x) in IEEE arithmetic: NaN at -inf, where the "
+                          "oracle's rule is the limit -0"},
+    "silu": {"nonfinite": "ATen evaluates x*sigmoid(x) in IEEE arithmetic: NaN at -inf, where "
+                          "the oracle's rule is the limit -0"},
+    "_fused_rms_norm": {"nonfinite": "ATen gives x*rsqrt(inf) = 0 beside an infinite element; "
+                                     "the oracle's rule makes the whole row NaN"},
+    "_scaled_dot_product_flash_attention": {
+        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
+                     "limit"},
+    "_scaled_dot_product_efficient_attention": {
+        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
+                     "limit"},
+    "_scaled_dot_product_cudnn_attention": {
+        "nonfinite": "infinite scores: cuDNN's online softmax gives NaN where the oracle takes "
+                     "the limit"},
+}
+
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
                       "div_.Scalar_mode", "div.out_mode", "add.default", "sub.default",
@@ -279,11 +312,15 @@ for names, oracle, fn, note in ROWS:
 
 class Entry:
     """One OpOverload's row: its mapper and its argument names."""
-    __slots__ = ("name", "mapper", "params", "inplace", "has_out", "written", "contract")
+    __slots__ = ("name", "mapper", "params", "inplace", "has_out", "written", "contract",
+                 "not_applicable")
 
     def __init__(self, name, mapper, schema):
         self.name, self.mapper = name, mapper
         self.contract = None
+        base = schema.name.split("::", 1)[-1].rstrip("_")
+        self.not_applicable = NOT_APPLICABLE.get(base, {}) if schema.name.startswith("aten::") \
+            else {}
         # arguments the op declares it writes (alias_info.is_write), which
         # the immutability check leaves out
         self.written = {a.name for a in schema.arguments

@@ -17,7 +17,8 @@ The settings and the documentation each mapping rests on:
   set_float32_matmul_precision). TF32 or not, cuBLAS may use tensor cores
   with truncated alignment, so allowed TF32 maps to "tensorcore_tf32"
   (operands rounded to tf32, round-toward-zero accumulation in blocks of 4:
-  the most conservative published model). "medium" has no bf16-pass model in
+  the most conservative published model; subnormals may be flushed,
+  ftz=1). "medium" has no bf16-pass model in
   the oracle yet: such matmuls pass through (counted).
 - fp16/bf16 matmul: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
   and allow_bf16_reduced_precision_reduction (docs/source/notes/cuda.rst,
@@ -102,7 +103,7 @@ def profile(klass, in_fmt, out_fmt, s):
                 raise Unsupported("float32_matmul_precision='medium' (bf16 passes) has no "
                                   "oracle profile")
             if s["allow_tf32"] or prec == "high":
-                return _io("tensorcore_tf32", "fp32", out_fmt)
+                return _io("tensorcore_tf32", "fp32", out_fmt) + ":ftz=1"
             return _io("fp32", "fp32", out_fmt)
         if in_fmt in ("bf16", "fp16"):
             if s["allow_%s_reduced_precision_reduction" % in_fmt]:
@@ -111,7 +112,9 @@ def profile(klass, in_fmt, out_fmt, s):
         raise Unsupported("matmul on %s" % in_fmt)
     if klass == "attention":
         if in_fmt == "fp32":
-            return _io("tensorcore_tf32", "fp32", out_fmt) + ":softmax=online"
+            # measured on the H200: the efficient kernel's fp32 path flushes
+            # subnormal results (tensor-core TF32): ftz=1
+            return _io("tensorcore_tf32", "fp32", out_fmt) + ":softmax=online:ftz=1"
         return _io("tensorcore_fp32", in_fmt, out_fmt) + ":softmax=online"
     acc = "fp32"
     base = "fp32:in=%s:acc=%s:out=%s" % (in_fmt, acc, out_fmt)

@@ -63,6 +63,11 @@ def generate(lib, gen, transform, t, role, seed):
     """A tensor like t (dtype, shape, strides, device) filled with
     generator gen's values: the packed rows x cols of kcheck_generate
     written into t's elements in row-major order."""
+    if any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride())):
+        # an expanded (broadcast) argument: generate its base, expand it again
+        base = torch.empty([1 if st == 0 else n for n, st in zip(t.shape, t.stride())],
+                           dtype=t.dtype, device=t.device)
+        return generate(lib, gen, transform, base, role, seed).expand(t.shape)
     fmt = profiles.fmt(t.dtype)
     shape = list(t.shape)
     cols = shape[-1] if shape else 1

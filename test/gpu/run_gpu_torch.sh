@@ -109,6 +109,36 @@ done <<<"$out"
 [ -n "$out" ] || note "bugs" FAIL "no check output (see bugs.err)"
 fi
 
+# (e) bench
+if want bench; then
+  B=(bench/transformer_step.py --layers 6 --d-model 512 --heads 8 --steps "${KC_BENCH_STEPS:-25}")
+  for c in $BENCH_CONFIGS; do
+    case $c in
+    plain) run bench_plain "$PYTHON" "${B[@]}" ;;
+    none) run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
+    torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
+      -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
+    torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
+    torch_all) run bench_torch_all "${KC[@]}" run --torch -o torch_watch_every=1 \
+      -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
+    esac
+  done
+  {
+    echo "| configuration | first 5 steps ms/step | ratio | steady ms/step | ratio |"
+    echo "|---|---|---|---|---|"
+    p1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_plain.out")
+    ps=$(field STEADY_MS_PER_STEP "$LOGS/bench_plain.out")
+    for c in $BENCH_CONFIGS; do
+      f1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_$c.out")
+      fs=$(field STEADY_MS_PER_STEP "$LOGS/bench_$c.out")
+      awk -v c="$c" -v f1="$f1" -v fs="$fs" -v p1="$p1" -v ps="$ps" 'BEGIN {
+        if (f1 == "" || p1 == "") { printf "| %s | (failed) | | | |\n", c; exit }
+        printf "| %s | %.1f | %.2fx | %.1f | %.2fx |\n", c, f1, f1 / p1, fs, fs / ps }'
+    done
+  } >"$LOGS/bench.md"
+  cat "$LOGS/bench.md"
+fi
+
 # (c) nondeterministic ops still flagged at kernel level
 NONDET="index_add scatter_add"
 want nondet || NONDET=""
@@ -149,36 +179,6 @@ b=$(field COMPILED "$LOGS/compile_torch.out")
 out=$("${CHECK[@]}" compile $(reports compile) 2>&1)
 if [ -n "$a" ] && [ "$a" = "$b" ] && [[ "$out" == PASS* ]]; then st=PASS; else st=FAIL; fi
 note "torch.compile: results equal, Triton kernels seen at kernel level" $st "plain $a binding $b; $out"
-fi
-
-# (e) bench
-if want bench; then
-  B=(bench/transformer_step.py --layers 6 --d-model 512 --heads 8 --steps "${KC_BENCH_STEPS:-25}")
-  for c in $BENCH_CONFIGS; do
-    case $c in
-    plain) run bench_plain "$PYTHON" "${B[@]}" ;;
-    none) run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
-    torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
-      -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
-    torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
-    torch_all) run bench_torch_all "${KC[@]}" run --torch -o torch_watch_every=1 \
-      -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
-    esac
-  done
-  {
-    echo "| configuration | first 5 steps ms/step | ratio | steady ms/step | ratio |"
-    echo "|---|---|---|---|---|"
-    p1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_plain.out")
-    ps=$(field STEADY_MS_PER_STEP "$LOGS/bench_plain.out")
-    for c in $BENCH_CONFIGS; do
-      f1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_$c.out")
-      fs=$(field STEADY_MS_PER_STEP "$LOGS/bench_$c.out")
-      awk -v c="$c" -v f1="$f1" -v fs="$fs" -v p1="$p1" -v ps="$ps" 'BEGIN {
-        if (f1 == "" || p1 == "") { printf "| %s | (failed) | | | |\n", c; exit }
-        printf "| %s | %.1f | %.2fx | %.1f | %.2fx |\n", c, f1, f1 / p1, fs, fs / ps }'
-    done
-  } >"$LOGS/bench.md"
-  cat "$LOGS/bench.md"
 fi
 
 {

@@ -185,7 +185,7 @@ fi
   echo "# PyTorch binding on the GPU"
   echo
   echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "- commit: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || cat "$ROOT/.commit" 2>/dev/null || echo unknown)"
+  echo "- commit: $(cat "$ROOT/.commit" 2>/dev/null || git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
   echo "- command: test/gpu/run_gpu_torch.sh (KC_TORCH_STEPS=$STEPS)"
   echo "- machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "- torch: $("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null)"

@@ -67,6 +67,8 @@ def define():
             ms = tl.sum(v * v, 0) / n
             inv = 1.0 / tl.sqrt_rn(ms) if BUG else 1.0 / tl.sqrt_rn(ms + eps)  # the bug: no eps
             out = v * inv * tl.load(w + offs, mask=m, other=0.0)
+            # a row holding NaN or Inf is NaN throughout (the oracle's rule)
+            out = tl.where((ms == ms) & (ms < float("inf")), out, float("nan"))
         else:  # layer_norm without weight
             mean = tl.sum(v, 0) / n
             if BUG:  # the bug: one-pass variance E[x^2] - E[x]^2
@@ -83,7 +85,8 @@ def define():
         if KIND == 0:  # relu
             lim = (n // BLOCK) * BLOCK if BUG else n  # the bug: the tail is never written
             v = tl.load(x + offs, mask=offs < n, other=0.0)
-            tl.store(y + offs, tl.maximum(v, 0.0), mask=offs < lim)
+            # tl.maximum(v, 0) would drop NaN (maxnum): relu keeps it
+            tl.store(y + offs, tl.where(v <= 0.0, 0.0, v), mask=offs < lim)
         else:  # y = 2 x
             m = offs < n
             v = tl.load(x + offs, mask=m, other=0.0)

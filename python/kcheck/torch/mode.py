@@ -141,6 +141,8 @@ def _key_part(a):
         return (a.dtype, tuple(a.shape), a.stride(), a.device.type)
     if isinstance(a, (list, tuple)):
         return tuple(_key_part(x) for x in a)
+    if isinstance(a, dict):  # kwargs: approximate="tanh", dim=..., out=...
+        return tuple(sorted((k, _key_part(v)) for k, v in a.items()))
     if isinstance(a, (int, float, bool, str, type(None))):
         return a
     return type(a).__name__

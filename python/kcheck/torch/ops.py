@@ -169,12 +169,10 @@ def _binary(op):
             raise Skip("scalar first operand")
         if op == "div" and scalar and x.device.type == "cuda":
             # ATen's CUDA true division by a CPU scalar multiplies by the
-            # scalar's reciprocal, computed once in the op's compute type
-            # (BinaryDivTrueKernel.cu): that is the op it promises.
-            import torch
-            t = torch.float64 if x.dtype == torch.float64 else torch.float32
-            y = float(torch.tensor(1.0, dtype=t) / torch.tensor(y, dtype=t))
-            return Plan("mul", [("self", x), ("other", y)], _first)
+            # scalar's reciprocal (BinaryDivTrueKernel.cu launches the mul
+            # functor): 1/s in double, then rounded to the compute type —
+            # measured on the H200 (fl32(1/s), not fl32(1/fl32(s))).
+            return Plan("mul", [("self", x), ("other", 1.0 / y)], _first)
         return Plan(op, [("self", x), ("other", y)], _first)
     return m
 

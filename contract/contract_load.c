@@ -3,6 +3,7 @@
  * matching kernels to contracts, and binding a contract to the parameter
  * bytes of a captured launch (scalars, pointers, shapes, domain, launch). */
 #include <fnmatch.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
@@ -14,10 +15,10 @@
 #include <uthash.h>
 
 #include "contract.h"
+#include "contract_options.h"
 #include "kernel.h"
 #include "launch.h"
 #include "log.h"
-#include "options.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Published contracts are never freed: gates may hold them. */
@@ -65,6 +66,19 @@ int kc_contracts_count(void) {
   return n;
 }
 
+struct kc_contract_options kc_contract_opt;
+
+static const struct kc_opt_row option_rows[] = {
+#define KC_OPT(...) KC_OPT_ROW(kc_contract_opt, __VA_ARGS__)
+#include "contract_options.def"
+};
+
+/* A constructor: the rows must be known before KCHECK_OPTIONS is parsed. */
+__attribute__((constructor)) static void register_options(void) {
+  if (kc_options_register(option_rows, sizeof option_rows / sizeof option_rows[0]))
+    KC_INTERNAL_ERROR("the contracts' options could not be registered");
+}
+
 /* The default directory: $XDG_CONFIG_HOME/kcheck/contracts, else
  * ~/.config/kcheck/contracts. Absent is fine (no contracts). */
 static int default_dir(char *buf, size_t n) {
@@ -79,7 +93,7 @@ static int default_dir(char *buf, size_t n) {
 }
 
 int kc_contracts_init(void) {
-  const char *spec = kc_opt.contracts;
+  const char *spec = kc_contract_opt.contracts;
   if (spec && !strcmp(spec, "none")) return 0;
   struct kc_ct_set set = {0};
   int problems = 0;
@@ -142,7 +156,21 @@ const struct kc_contract *kc_contract_match(const struct kc_kernel *k) {
   return c;
 }
 
+void kc_contract_kernel_record(const struct kc_kernel *k, json_t *rec) {
+  const struct kc_contract *c = kc_contract_match(k);
+  json_object_set_new(rec, "contract", c ? json_string(c->where) : json_null());
+}
+
 /* ------------------------------------------------------------ binding */
+
+/* The integer view of a float parameter: a cast of NaN or of a value out
+ * of int64's range is undefined behaviour; they saturate (NaN: 0). */
+static int64_t to_i64(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775807.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
 
 static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int64_t *iv,
                        double *fv) {
@@ -174,13 +202,13 @@ static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int6
   case KC_SC_F32: {
     float x;
     memcpy(&x, p, 4);
-    *fv = x, *iv = (int64_t)x;
+    *fv = x, *iv = to_i64(x);
     return 4;
   }
   case KC_SC_F64: {
     double x;
     memcpy(&x, p, 8);
-    *fv = x, *iv = (int64_t)x;
+    *fv = x, *iv = to_i64(x);
     return 8;
   }
   }

@@ -5,13 +5,13 @@
  * (2^(emin/4)), subnormals, signed zeros, plain cancellation, and for the
  * softmax family logits in [80, 100] (exp overflows without the max
  * subtracted). Any failing verdict is a violation. */
-#include <string.h>
-
 #include "gate.h"
+#include "trial.h"
 
-int kc_extremes_trials(const char *op, struct kc_trial *t) {
+int kc_extremes_trials(const char *name, struct kc_trial *t) {
   int n = 0;
-  if (op && (!strcmp(op, "softmax") || !strcmp(op, "log_softmax") || !strcmp(op, "logsumexp")))
+  const struct oc_op_info *op = name ? oc_op_find(name) : NULL;
+  if (op && op->cls == OC_CLASS_SOFTMAX)
     t[n++] = (struct kc_trial){OC_GEN_LARGE_LOGITS, KC_TF_NONE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_HUGE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_TINY, NULL, 0};
@@ -22,7 +22,7 @@ int kc_extremes_trials(const char *op, struct kc_trial *t) {
 }
 
 int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   struct kc_trial t[KC_MAX_TRIALS];
   int n = kc_extremes_trials(c ? c->op : NULL, t);
   return kc_trials_gate(ctx, &kc_gate_extremes, t, n, KC_VERDICT_FAILS,

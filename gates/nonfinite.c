@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "trial.h"
 
 static const struct kc_trial trials[] = {
     {OC_GEN_SPECIALS, KC_TF_NONE, NULL, 0},

@@ -15,10 +15,13 @@
 #include "core.h"
 #include "gate.h"
 #include "guard.h"
+#include "judge.h"
 #include "log.h"
+#include "oracle.h"
 #include "options.h"
 #include "policy.h"
 #include "report.h"
+#include "trial.h"
 
 #define KC_EXPORT __attribute__((visibility("default")))
 
@@ -278,7 +281,7 @@ static json_t *result(const struct oc_verdict *v) {
   char line[512];
   oc_verdict_format(v, line, sizeof line);
   return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:o, s:o, s:i}}", "status",
-                   oc_verdict_is_fail(v->kind) ? "fail" : kc_verdict_status(v->kind), "verdict",
+                   oc_verdict_is_fail(v->kind) ? "fail" : kc_gate_status_name(kc_verdict_status(v->kind)), "verdict",
                    line, "class", oc_verdict_name(v->kind), "coverage", "total",
                    (json_int_t)v->total, "checked", (json_int_t)v->checked, "miss_prob",
                    jnum(v->miss_prob), "fraction", jnum(v->fraction), "screen_vectors",

@@ -8,29 +8,17 @@
 #include <string.h>
 
 #include "gate.h"
-#include "options.h"
+#include "gate_options.h"
+#include "gate_util.h"
+#include "perturb.h"
 #include "policy.h"
 
-struct strategy {
-  const char *name;
-  struct kc_perturb p;
-};
-
+/* The strategies are perturb.def's rows (kc_strategy_*). */
 static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
-  memset(p, 0, sizeof *p);
-  p->seed = seed;
-  if (!strcmp(name, "scrub"))
-    p->scrub = 1, p->name = "scrub";
-  else if (!strcmp(name, "green"))
-    p->green_sms = (int)kc_opt.green_sms, p->name = "green";
-  else if (!strcmp(name, "smem"))
-    p->extra_shmem = (unsigned)kc_opt.extra_shmem, p->name = "smem";
-  else if (!strcmp(name, "hammer"))
-    p->hammer = 1, p->name = "hammer";
-  else if (!strcmp(name, "l2flush"))
-    p->l2flush = 1, p->name = "l2flush";
-  else
-    return -1;
+  int s = kc_strategy_find(name);
+  if (s < 0) return -1;
+  kc_strategy_perturb((enum kc_strategy)s, (int)kc_gate_opt.green_sms,
+                      (unsigned)kc_gate_opt.extra_shmem, seed, p);
   return 0;
 }
 
@@ -41,12 +29,12 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   json_t *first_ev = NULL;
   int runs = 0;
   char list[256];
-  snprintf(list, sizeof list, "%s", kc_opt.race_strategies);
+  snprintf(list, sizeof list, "%s", kc_gate_opt.race_strategies);
   char *save = NULL;
   for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
     struct kc_perturb p;
     const char *status = "same";
-    for (long i = 0; i < kc_opt.race_runs; i++) {
+    for (long i = 0; i < kc_gate_opt.race_runs; i++) {
       /* A fresh seed per launch and run: the scrub pattern left behind by
        * one check must not be what the next application kernel reads. */
       uint64_t seed = kc_policy_uniform(ctx->li->seq * 64 + (uint64_t)runs) * 0x1p53;
@@ -88,14 +76,13 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   json_object_set_new(ctx->result, "runs", json_integer(runs));
   json_object_set_new(ctx->result, "strategies", strategies);
   if (!first_ev) {
-    json_object_set_new(ctx->result, "status", json_string(runs ? "pass" : "not run"));
+    ctx->out.status = runs ? KC_GS_PASS : KC_GS_NOT_RUN;
     json_decref(exposed);
     return 0;
   }
-  json_object_set_new(ctx->result, "status", json_string("fail"));
-  kc_gate_violation(&kc_gate_race, ctx->li,
-                    json_pack("{s:s, s:o, s:o}", "message",
-                              "a re-run under a timing perturbation gave different bytes",
-                              "exposed_by", exposed, "evidence", first_ev));
+  ctx->out.status = KC_GS_FAIL;
+  kc_gate_violation(ctx, json_pack("{s:s, s:o, s:o}", "message",
+                                   "a re-run under a timing perturbation gave different bytes",
+                                   "exposed_by", exposed, "evidence", first_ev));
   return 1;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core.h"
 #include "options.h"
 #include "version.h"
 
@@ -16,6 +17,7 @@ KC_EXPORT void kcheck_print_options(void) { kc_options_print_help(stderr); }
 
 KC_EXPORT int kcheck_option(const char *name, char *buf, unsigned long n) {
   if (!name) return -1;
+  if (kc_core_activate) kc_core_activate(); /* the options are parsed on activation */
   json_t *all = kc_options_to_json();
   json_t *v = all ? json_object_get(all, name) : NULL;
   int len = -1;

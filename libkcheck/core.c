@@ -9,7 +9,6 @@
 
 #include "allocmap.h"
 #include "audit.h"
-#include "contract.h"
 #include "driver.h"
 #include "guard.h"
 #include "image.h"
@@ -17,8 +16,10 @@
 #include "log.h"
 #include "options.h"
 #include "perturb.h"
+#include "prof.h"
 #include "report.h"
 #include "stack.h"
+#include "world.h"
 
 int kc_disabled = 1;
 void (*kc_core_activate)(void);
@@ -35,15 +36,16 @@ static void at_exit(void) {
   }
 }
 
-int kc_core_init(void) {
+int kc_core_init(int (*layers_init)(void)) {
   int problems = kc_options_init();
   if (kc_opt.help) kc_options_print_help(stderr);
-  problems += kc_contracts_init();
+  if (layers_init) problems += layers_init();
   if (problems && kc_opt.strict) {
     kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
                   problems == 1 ? "" : "s");
     _exit(1);
   }
+  kc_prof_on = kc_opt.profile;
   kc_report_open();
   kc_core_initialized = 1;
   atexit(at_exit);
@@ -65,6 +67,7 @@ void kc_core_fini(void) {
   kc_guard_enter();
   kc_perturb_fini();
   kc_guard_leave();
+  kc_prof_finish();
   kc_report_finish();
 }
 
@@ -78,6 +81,7 @@ void kc_core_postfork_child(void) {
   kc_report_reset_lock();
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();
+  kc_world_postfork_child();
   kc_report_reopen_child((long)getppid());
 }
 

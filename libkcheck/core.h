@@ -17,8 +17,11 @@ extern int kc_core_initialized;
  * CUDA call (op-level checks). NULL until the shim is loaded. */
 extern void (*kc_core_activate)(void);
 
-/* Options, report, exit handler. Returns 0 when kcheck should run. */
-int kc_core_init(void);
+/* Options, then the layers' start-up (layers_init, may be NULL: e.g. the
+ * contracts' loading; returns its number of problems, fatal like option
+ * problems under strict=1), report, exit handler. Returns 0 when kcheck
+ * should run. */
+int kc_core_init(int (*layers_init)(void));
 /* Called once the real driver table is filled. */
 void kc_core_driver_ready(int have_driver);
 void kc_core_fini(void);

@@ -10,6 +10,10 @@
 #                          $(GPU_OUT))
 #   make bench-gpu-checks  bench/run_check_bench.sh (checking cost on a small
 #                          transformer, compute-sanitizer; $(GPU_OUT))
+#   make bench-gpu-targets bench/run_targets.sh (the overhead targets on the
+#                    GPT-style training step: ratios to plain, profile,
+#                    check cost against floor, sanitizer anchors)
+#   make bench-gpu-profile bench/run_profile.sh (profile=1 per-stage times)
 #   make gpu-bins    the CUDA test and benchmark programs in $(BUILD)/gpu/
 #
 # test-gpu and bench-gpu print "SKIP: no GPU" and succeed when nvidia-smi is
@@ -52,7 +56,21 @@ $(BUILD)/gpu/contract_bugs: test/gpu/contract_bugs.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks
+# The world-lock tests on a GPU: the stand-in app, linked to the real driver,
+# with the stand-in's scale kernel as PTX; the lock microbenchmark.
+$(BUILD)/gpu/app_shared: test/apps/app_shared.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< $(GPU_LDLIBS) -lpthread
+$(BUILD)/gpu/scale.ptx: test/gpu/scale.cu
+	@mkdir -p $(@D)
+	$(NVCC) -ptx -arch=compute_90 -o $@ $<
+$(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c libkcheck/world.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
+GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
+
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks \
+        bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)
 
 # Built with everything else where nvcc exists, so a copied build/ has them.
@@ -86,5 +104,13 @@ test-gpu-contracts:
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash bench/run_check_bench.sh $(GPU_OUT)
+
+bench-gpu-targets:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_targets.sh $(GPU_OUT)
+
+bench-gpu-profile:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_profile.sh $(GPU_OUT)
 
 endif

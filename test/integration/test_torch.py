@@ -389,3 +389,12 @@ def test_steady_state_watches_one_step_in_n(tmp_path):
     d.mkdir()
     p, recs = run_py(d, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=1")
     assert of(recs, "torch_summary")[0]["watched_steps"] == 12
+
+
+def test_readme_coverage_table_is_generated_from_the_op_table():
+    from kcheck.torch import ops
+    with open(os.path.join(ROOT, "README")) as f:
+        text = f.read()
+    begin, end = "<!-- torch-coverage-begin -->\n", "\n<!-- torch-coverage-end -->"
+    table = text[text.index(begin) + len(begin):text.index(end)]
+    assert table == ops.markdown()

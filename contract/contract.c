@@ -61,7 +61,7 @@ int kc_ct_format_bytes(int fmt) {
 static const char *const top_keys[] = {"contracts", NULL};
 static const char *const contract_keys[] = {
     "kernel",         "params", "op",     "attrs",  "profile",
-    "nondeterminism", "domain", "launch", "shapes", NULL};
+    "nondeterminism", "domain", "launch", "shapes", "torch_op", "args", NULL};
 static const char *const kernel_keys[] = {"name", "glob", "regex", NULL};
 static const char *const param_keys[] = {"name", "tensor", "scalar", "fields", "opaque", NULL};
 static const char *const field_keys[] = {"name", "offset", "tensor", "scalar", NULL};
@@ -667,6 +667,34 @@ static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
   }
 }
 
+/* torch_op: NAME and args: {oracle input: op argument name or position}
+ * (the PyTorch binding maps the op's arguments with them). */
+static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
+                           yaml_node_t **v) {
+  if (v[0] || v[1] || v[6] || v[7] || v[8])
+    diag(x, nd, "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
+                "launch or shapes");
+  const char *name = v[9] ? want_scalar(x, v[9], "torch_op") : NULL;
+  if (!v[9])
+    diag(x, nd, "args without torch_op (expected torch_op: namespace::name)");
+  else if (name && !strstr(name, "::"))
+    diag(x, v[9], "bad torch_op '%s' (expected namespace::name, e.g. mylib::rmsnorm)", name);
+  else if (name)
+    c->torch_op = strdup(name);
+  if (!v[10] || !want_type(x, v[10], YAML_MAPPING_NODE, "args")) return;
+  yaml_node_t *m = v[10];
+  size_t np = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+  c->torch_args = calloc(np ? np : 1, sizeof *c->torch_args);
+  for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; c->torch_args && pr < m->data.mapping.pairs.top;
+       pr++) {
+    const char *ks = want_scalar(x, node(x, pr->key), "args key");
+    const char *vs = want_scalar(x, node(x, pr->value), "args value");
+    if (!ks || !vs) continue;
+    c->torch_args[c->ntorch_args].key = strdup(ks);
+    c->torch_args[c->ntorch_args++].value = strdup(vs);
+  }
+}
+
 static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   if (!want_type(x, nd, YAML_MAPPING_NODE, "contract")) return NULL;
   struct kc_contract *c = calloc(1, sizeof *c);
@@ -678,10 +706,15 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   char where[PATH_MAX + 32];
   snprintf(where, sizeof where, "%s:%d", x->file, c->line);
   c->where = strdup(where);
-  yaml_node_t *v[10];
+  yaml_node_t *v[12];
   map_keys(x, nd, contract_keys, "contract", v);
-  if (!v[0]) diag(x, nd, "contract has no kernel (expected kernel: {name|glob|regex: ...})");
-  if (!v[1]) diag(x, nd, "contract has no params (expected params: [...])");
+  if (v[9] || v[10]) { /* a torch op: no kernel, no params */
+    parse_torch_op(x, c, nd, v);
+    if (!v[2]) diag(x, nd, "contract has no op (expected op: matmul, softmax, add, ...)");
+  } else {
+    if (!v[0]) diag(x, nd, "contract has no kernel (expected kernel: {name|glob|regex: ...})");
+    if (!v[1]) diag(x, nd, "contract has no params (expected params: [...])");
+  }
   if (!v[2]) diag(x, nd, "contract has no op (expected op: matmul, softmax, add, ...)");
   /* Pass 1: scalar names, so expressions may name scalars declared later. */
   for (int i = 0; i < x->nnames; i++)
@@ -939,6 +972,12 @@ void kc_contract_free(struct kc_contract *c) {
   free(c->file);
   free(c->where);
   free(c->pattern);
+  free(c->torch_op);
+  for (int i = 0; i < c->ntorch_args; i++) {
+    free(c->torch_args[i].key);
+    free(c->torch_args[i].value);
+  }
+  free(c->torch_args);
   if (c->regex) regfree(c->regex);
   free(c->regex);
   for (int i = 0; i < c->nparams; i++) {

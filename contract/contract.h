@@ -150,6 +150,12 @@ struct kc_contract {
   int uses_launch_dims; /* shapes, strides or the domain use gridDim/blockDim */
   int nshapes;
   int64_t *shapes; /* nshapes rows of nscalars values; INT64_MIN: not given */
+  /* A contract on a torch op (torch_op: mylib::rmsnorm) instead of a
+   * kernel: matches no kernel; the PyTorch binding reads it through
+   * kcheck_torch_op_contracts(). args: oracle input -> op argument. */
+  char *torch_op;
+  int ntorch_args;
+  struct kc_ct_attr *torch_args;
 };
 
 /* One problem found in a contract file. */
@@ -185,6 +191,9 @@ int kc_contracts_init(void);
  * Returns how many were added. */
 int kc_contracts_add(struct kc_ct_set *set);
 int kc_contracts_count(void);
+/* Registered contract i (0 <= i < kc_contracts_count()); contracts are
+ * never removed, so the pointer stays valid. */
+const struct kc_contract *kc_contract_at(int i);
 /* Does c's kernel matcher accept these names? */
 int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled);
 /* The first registered contract that matches k (cached per kernel until

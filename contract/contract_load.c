@@ -52,6 +52,13 @@ int kc_contracts_add(struct kc_ct_set *set) {
   return added;
 }
 
+const struct kc_contract *kc_contract_at(int i) {
+  pthread_mutex_lock(&lock);
+  const struct kc_contract *c = i >= 0 && i < nreg ? reg[i] : NULL;
+  pthread_mutex_unlock(&lock);
+  return c;
+}
+
 int kc_contracts_count(void) {
   pthread_mutex_lock(&lock);
   int n = nreg;
@@ -113,6 +120,7 @@ int kc_contracts_init(void) {
 }
 
 int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled) {
+  if (c->torch_op || !c->pattern) return 0; /* an op contract matches no kernel */
   switch (c->match) {
   case KC_CT_NAME:
     return (mangled && !strcmp(c->pattern, mangled)) ||

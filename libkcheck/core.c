@@ -22,6 +22,8 @@
 #include "world.h"
 
 int kc_disabled = 1;
+void (*kc_core_activate)(void);
+int kc_core_initialized;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
 static void at_exit(void) {
@@ -45,6 +47,7 @@ int kc_core_init(int (*layers_init)(void)) {
   }
   kc_prof_on = kc_opt.profile;
   kc_report_open();
+  kc_core_initialized = 1;
   atexit(at_exit);
   kc_disabled = 0;
   return 0;

@@ -17,6 +17,7 @@
 #include "prof.h"
 #include "report.h"
 #include "stack.h"
+#include "thread_launches.h"
 #include "world.h"
 
 static kc_check_fn check_hook;
@@ -105,6 +106,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     KC_INTERNAL_ERROR("could not record kernel %p", (void *)a->f);
     return kc_app_launch(a);
   }
+  kc_thread_note_launch(k);
 
   int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
   t = kc_prof_lap(KC_PS_prefilter, t);

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define KC_REPORT_SCHEMA "kcheck.report/1"
+#define KC_REPORT_SCHEMA "kcheck.report/2"
 
 /* Counters for the summary. */
 struct kc_counters {

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "options.h"
 #include "shim.h"
+#include "torch_boot.h"
 
 void *kc_shim_real[KC_E_COUNT];
 void *kc_shim_libcuda;
@@ -88,5 +89,7 @@ static void child(void) {
 
 __attribute__((constructor)) static void kc_shim_ctor(void) {
   kc_shim_resolve_dl();
+  kc_core_activate = kc_shim_activate;
+  kc_torch_boot_env();
   pthread_atfork(prefork, parent, child);
 }

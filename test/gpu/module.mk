@@ -1,7 +1,9 @@
 # test/gpu/module.mk — GPU validation suite and pass-through benchmark.
 #
 #   make test-gpu    test/gpu/run_gpu_tests.sh  (results in $(GPU_OUT)), then
-#                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts)
+#                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts),
+#                    then test/gpu/run_gpu_torch.sh ($(GPU_OUT)/torch)
+#   make test-gpu-torch  the PyTorch binding (run_gpu_torch.sh; $(GPU_OUT))
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
 #   make test-gpu-checks   test/gpu/run_gpu_checks.sh (determinism/race gates
 #                          on planted races, torch ops, training; $(GPU_OUT))
@@ -87,7 +89,14 @@ test-gpu:
 	out='$(GPU_OUT)'; out="$${out:-$${OUT:-gpu-out}}"; rc=0; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_tests.sh "$$out" || rc=$$?; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh "$$out/contracts" || rc=$$?; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_torch.sh "$$out/torch" || rc=$$?; \
 	exit $$rc
+
+# The PyTorch binding alone (run_gpu_torch.sh; results in $(GPU_OUT)).
+.PHONY: test-gpu-torch
+test-gpu-torch:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
 
 bench-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

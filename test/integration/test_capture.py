@@ -26,7 +26,7 @@ def test_runtime_style_app_is_fully_seen(app, tmp_path):
     assert checksums(r.out) == checksums(plain.out) and checksums(r.out)
     recs = r.only_report()
     run_rec = recs[0]
-    assert run_rec["type"] == "run" and run_rec["schema"] == "kcheck.report/1"
+    assert run_rec["type"] == "run" and run_rec["schema"] == "kcheck.report/2"
     assert run_rec["options"]["trace"] == 1
     summary = by_type(recs, "summary")[-1]
     launches = by_type(recs, "launch")

@@ -474,6 +474,11 @@ static void e4m3fn_gemm(void) {
   EXPECT(v.kind == OC_FAIL_SPECIAL, "440 -> NaN: %s", KIND(v));
   v = mm(a, b, &max, OC_FP32, OC_E4M3FN, 1, 1, 2, OC_ACT_NONE, "fp32:out=e4m3fn:ovf=saturate");
   EXPECT(!oc_verdict_is_fail(v.kind), "saturate 500 -> 448: %s", KIND(v));
+  /* an infinite bound proves no overflow: __fdividef beyond 2^126 has none */
+  v = ew1(OC_OP_DIV, "fp32:math=fast", 1, 1e38f, 1, 1e-38f);
+  EXPECT(v.kind == OC_INCONCLUSIVE, "no bound, finite kernel value: %s", KIND(v));
+  v = ew1(OC_OP_DIV, "fp32:math=fast", 1, 1e38f, 1, INFINITY);
+  EXPECT(v.kind == OC_INCONCLUSIVE, "no bound, Inf: %s", KIND(v));
   t_line("GEMM into e4m3fn: NaN above 464 under ovf=ieee, 448 below; saturate clamps", before);
 }
 

@@ -59,9 +59,9 @@ int kc_ct_format_bytes(int fmt) {
 /* ------------------------------------------------------------ vocabulary */
 
 static const char *const top_keys[] = {"contracts", NULL};
-static const char *const contract_keys[] = {
-    "kernel",         "params", "op",     "attrs",  "profile",
-    "nondeterminism", "domain", "launch", "shapes", "torch_op", "args", NULL};
+static const char *const contract_keys[] = {"kernel",  "params",         "op",     "attrs",
+                                            "profile", "nondeterminism", "domain", "launch",
+                                            "shapes",  "torch_op",       "args",   NULL};
 static const char *const kernel_keys[] = {"name", "glob", "regex", NULL};
 static const char *const param_keys[] = {"name", "tensor", "scalar", "fields", "opaque", NULL};
 static const char *const field_keys[] = {"name", "offset", "tensor", "scalar", NULL};
@@ -584,8 +584,9 @@ static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
 static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
                            yaml_node_t **v) {
   if (v[0] || v[1] || v[6] || v[7] || v[8])
-    diag(x, nd, "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
-                "launch or shapes");
+    diag(x, nd,
+         "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
+         "launch or shapes");
   const char *name = v[9] ? want_scalar(x, v[9], "torch_op") : NULL;
   if (!v[9])
     diag(x, nd, "args without torch_op (expected torch_op: namespace::name)");
@@ -597,8 +598,8 @@ static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *n
   yaml_node_t *m = v[10];
   size_t np = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
   c->torch_args = calloc(np ? np : 1, sizeof *c->torch_args);
-  for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; c->torch_args && pr < m->data.mapping.pairs.top;
-       pr++) {
+  for (yaml_node_pair_t *pr = m->data.mapping.pairs.start;
+       c->torch_args && pr < m->data.mapping.pairs.top; pr++) {
     const char *ks = want_scalar(x, node(x, pr->key), "args key");
     const char *vs = want_scalar(x, node(x, pr->value), "args value");
     if (!ks || !vs) continue;

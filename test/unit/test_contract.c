@@ -276,7 +276,7 @@ static void test_errors(void) {
 }
 
 static void test_api(void) {
-  CHECK(kcheck_api_version() == 3);
+  CHECK(kcheck_api_version() == 4);
   int before = kc_contracts_count();
   CHECK(kcheck_contract_register_yaml(
             "contracts:\n  - {kernel: {regex: '^vec'}, params: [], op: add}\n", "api") == 1);

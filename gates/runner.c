@@ -14,18 +14,8 @@
 #include "report.h"
 #include "trial.h"
 
-void kc_gate_violation(struct kc_gate_ctx *ctx, json_t *details) {
-  struct kc_gate_result *r = &ctx->out;
-  if (KC_NEVER(!details)) return;
-  if (r->nviolations == KC_GATE_MAX_VIOLATIONS) { /* the first ones say enough */
-    json_decref(details);
-    return;
-  }
-  r->violation[r->nviolations++] = details;
-}
-
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
-                          const char *annotation_note);
+                          const char *annotation_note, const char *contract_note);
 
 CUresult kc_gates_check(struct kc_launch_info *li) {
   /* The launch's contract: a loaded one, else one made from the annotation
@@ -34,6 +24,21 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
   struct kc_contract *annotated = NULL;
   const struct kc_contract *c = li->k ? kc_contract_match(li->k) : NULL;
   char note[160] = ""; /* why an annotation in force did not apply */
+  /* A loaded contract judges only launches it describes: its domain at the
+   * launch's own parameters and its launch section against the launch's
+   * grid and block. Otherwise no contract gate runs (shadow buffers sized
+   * for another shape would give wrong verdicts) and the check says why. */
+  char not_applied[512] = "";
+  if (c) {
+    char why[400];
+    kc_guard_enter();
+    int applies = kc_contract_applies(c, li, why, sizeof why);
+    kc_guard_leave();
+    if (!applies) {
+      snprintf(not_applied, sizeof not_applied, "contract %s does not apply: %s", c->where, why);
+      c = NULL;
+    }
+  }
   if (!c && li->k && kc_annotation_current()) {
     kc_guard_enter();
     char why[sizeof note - 16];
@@ -42,13 +47,13 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
     if (!annotated) snprintf(note, sizeof note, "not applied: %s", why);
     kc_guard_leave();
   }
-  CUresult r = run_gates(li, c, note);
+  CUresult r = run_gates(li, c, note, not_applied);
   kc_contract_free(annotated);
   return r;
 }
 
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
-                          const char *annotation_note) {
+                          const char *annotation_note, const char *contract_note) {
   const struct kc_gate *run_list[16];
   int n = 0;
   /* Contract gates run only where a contract matched; they work on shadow
@@ -57,7 +62,11 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   for (int i = 0; kc_gates[i] && n < 16; i++)
     if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || c))
       run_list[n++] = kc_gates[i];
-  if (!n) return kc_app_launch(li->args);
+  if (!n) {
+    /* nothing left to run: the contract's refusal is the record */
+    if (contract_note[0]) kc_report_skip(li, contract_note);
+    return kc_app_launch(li->args);
+  }
 
   double t0 = kc_now_s();
   struct kc_shadow s;
@@ -126,6 +135,9 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   /* Why the thread's annotation did not describe this launch. */
   if (rec && annotation_note[0])
     json_object_set_new(rec, "annotation", json_string(annotation_note));
+  /* Why the matched contract's gates did not run on this launch. */
+  if (rec && contract_note[0])
+    json_object_set_new(rec, "contract_not_applied", json_string(contract_note));
   kc_report_emit("check", rec);
   return r;
 }

@@ -11,6 +11,9 @@
 #include "gate_options.h"
 #include "policy.h"
 
+/* The strategies, in the order of the default race_strategies. */
+const char *const kc_race_strategy_names[] = {"scrub", "green", "smem", "hammer", "l2flush", NULL};
+
 struct strategy {
   const char *name;
   struct kc_perturb p;

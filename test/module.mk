@@ -8,7 +8,8 @@
 
 UNIT_TESTS := allocmap options contract limits
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
-UNIT_OBJS_options := libkcheck/options libkcheck/log
+UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_LIBS_options := -lm
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
                       contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \
                       libkcheck/log
@@ -81,3 +82,10 @@ test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)
            $(BUILD)/test/app_shared
 	BUILD=$(BUILD) sh test/tsan/run.sh
 test-cpu: test-tsan
+
+# Exit work of the application's own, kept with exitcode=N.
+$(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
+	  -L$(BUILD)/fakecuda -lcuda -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
+integration-test: $(BUILD)/test/app_atexit

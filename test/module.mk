@@ -5,6 +5,7 @@
 
 -include test/fakecuda/module.mk
 -include test/gpu/module.mk
+-include test/fuzz/module.mk
 
 UNIT_TESTS := allocmap options contract limits
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
@@ -36,7 +37,7 @@ integration-test: $(BUILD)/san/libkcheck.so $(BUILD)/libkcheck.so $(BUILD)/.carr
 	KCHECK_TEST_BUILD=$(abspath $(BUILD)) KCHECK_TEST_ASAN_RT=$(ASAN_RT) \
 	  $(PYTHON) -m pytest -q test/integration
 
-test-cpu: unit-test fakecuda-test integration-test
+test-cpu: unit-test fakecuda-test integration-test fuzz-smoke
 test: test-cpu
 bench: bench-cpu
 

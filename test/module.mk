@@ -12,7 +12,7 @@ UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_LIBS_options := -lm
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
-                      contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \
+                      contract/contract_ann contract/yaml_limits contract/mangle libkcheck/regex_guard libkcheck/options \
                       libkcheck/log
 UNIT_OBJS_limits := $(UNIT_OBJS_contract)
 UNIT_LIBS_limits = $(UNIT_LIBS_contract)

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct kc_ct_binding b;
     char err[256];
     unsigned char buf[512] = {0};
-    memcpy(buf, params ? params : (const uint8_t *)"", nparams_bytes < sizeof buf ? nparams_bytes : sizeof buf);
+    memcpy(buf, params ? params : (const uint8_t *)"",
+           nparams_bytes < sizeof buf ? nparams_bytes : sizeof buf);
     kc_contract_bind(set.c[i], buf, sizeof buf, NULL, set.c[i]->nparams, &b, err, sizeof err);
   }
   kc_ct_set_free(&set);

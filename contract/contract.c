@@ -866,6 +866,12 @@ static void free_tensor(struct kc_ct_tensor *t) {
   }
 }
 
+const char *kc_contract_attr(const struct kc_contract *c, const char *key) {
+  for (int i = 0; i < c->nattrs; i++)
+    if (!strcmp(c->attrs[i].key, key)) return c->attrs[i].value;
+  return NULL;
+}
+
 void kc_contract_free(struct kc_contract *c) {
   if (!c) return;
   free(c->file);

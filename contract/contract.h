@@ -187,6 +187,12 @@ int kc_contract_matches(const struct kc_contract *c, const char *mangled, const 
 /* The first registered contract that matches k (cached per kernel until
  * the registry changes); NULL when none. */
 const struct kc_contract *kc_contract_match(const struct kc_kernel *k);
+/* Adds "contract" (the matching contract's file:line, or null) to kernel
+ * k's record: the core's kernel record hook. */
+struct json_t;
+void kc_contract_kernel_record(const struct kc_kernel *k, struct json_t *rec);
+/* The contract attribute `key` (attrs:), or NULL. */
+const char *kc_contract_attr(const struct kc_contract *c, const char *key);
 
 /* ------------------------------------------------------------ evaluation */
 

@@ -3,6 +3,7 @@
  * matching kernels to contracts, and binding a contract to the parameter
  * bytes of a captured launch (scalars, pointers, shapes, domain, launch). */
 #include <fnmatch.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
@@ -145,6 +146,11 @@ const struct kc_contract *kc_contract_match(const struct kc_kernel *k) {
   const struct kc_contract *c = m->c;
   pthread_mutex_unlock(&lock);
   return c;
+}
+
+void kc_contract_kernel_record(const struct kc_kernel *k, json_t *rec) {
+  const struct kc_contract *c = kc_contract_match(k);
+  json_object_set_new(rec, "contract", c ? json_string(c->where) : json_null());
 }
 
 /* ------------------------------------------------------------ binding */

@@ -136,6 +136,7 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
                     const int64_t *ivals, char *err, size_t n) {
   memset(s, 0, sizeof *s);
   s->li = li;
+  s->c = c;
   const struct kc_kernel *k = li->k;
   /* Relocation writes pointers at the kernel's own offsets: without the
    * driver's layout kcheck cannot know where they lie. */

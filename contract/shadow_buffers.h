@@ -40,6 +40,7 @@ struct kc_sb_tensor {
 
 struct kc_sb {
   const struct kc_launch_info *li;
+  const struct kc_contract *c; /* the contract it was made from */
   struct kc_ct_binding b;
   int n;
   struct kc_sb_tensor t[64];

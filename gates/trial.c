@@ -11,7 +11,10 @@
 
 #include "../include/kcheck.h"
 #include "gate.h"
+#include "gate_util.h"
+#include "judge.h"
 #include "options.h"
+#include "trial.h"
 
 #define POISON 0xFFu /* NaN in every float format */
 
@@ -171,7 +174,7 @@ json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_
      * transform, then rounding to its format. */
     json_object_set_new(o, "seed", json_integer((json_int_t)seed));
   }
-  const struct kc_contract *c = sb->li->contract;
+  const struct kc_contract *c = sb->c;
   json_t *sc = json_object();
   for (int i = 0; c && i < c->nscalars && i < sb->b.nscalars; i++)
     json_object_set_new(sc, c->scalars[i]->name, json_integer((json_int_t)sb->b.ivals[i]));
@@ -240,11 +243,11 @@ static json_t *scalars_json(const struct kc_contract *c, const struct kc_sb *sb)
 
 int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
                    int ntrials, unsigned fail_mask, const char *message) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   if (!c) return 0;
   json_object_set_new(ctx->result, "contract", json_string(c->where));
   if (!c->op || !c->profile_spec) {
-    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(
         ctx->result, "reason",
         json_string(c->op ? "the contract declares no profile" : "the contract declares no op"));
@@ -252,7 +255,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
   }
   struct kc_judgment *j = calloc(1, sizeof *j);
   if (!j) {
-    json_object_set_new(ctx->result, "status", json_string("error"));
+    ctx->out.status = KC_GS_ERROR;
     json_object_set_new(ctx->result, "error", json_string("out of host memory"));
     return 0;
   }
@@ -307,14 +310,13 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
     if (ev) {
       violations = 1;
       json_object_set_new(ev, "exposed_by", kc_exposed_by(&sb, tr, seed));
-      kc_gate_violation(g, ctx->li, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
+      kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
     }
     kc_sb_free(&sb);
   }
   json_object_set_new(ctx->result, "trials", list);
   json_object_set_new(ctx->result, "runs", json_integer(runs));
-  const char *status = violations ? "fail" : judged ? "pass" : "inconclusive";
-  json_object_set_new(ctx->result, "status", json_string(status));
+  ctx->out.status = violations ? KC_GS_FAIL : judged ? KC_GS_PASS : KC_GS_INCONCLUSIVE;
   if (!judged && !violations)
     json_object_set_new(ctx->result, "reason",
                         json_string(first_err[0] ? first_err : "no trial applied"));

@@ -9,7 +9,6 @@
 
 #include "allocmap.h"
 #include "audit.h"
-#include "contract.h"
 #include "driver.h"
 #include "guard.h"
 #include "image.h"
@@ -40,10 +39,10 @@ __attribute__((destructor)) static void exit_status(void) {
   _exit((int)kc_opt.exitcode);
 }
 
-int kc_core_init(void) {
+int kc_core_init(int (*layers_init)(void)) {
   int problems = kc_options_init();
   if (kc_opt.help) kc_options_print_help(stderr);
-  problems += kc_contracts_init();
+  if (layers_init) problems += layers_init();
   if (problems && kc_opt.strict) {
     kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
                   problems == 1 ? "" : "s");

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "contract.h"
 #include "driver.h"
 #include "image.h"
 #include "log.h"
@@ -163,6 +162,9 @@ void kc_kernel_refresh_layout(struct kc_kernel *k) {
   if (k->nparams < 0 && k->layout_tries < 4) query_layout(k);
 }
 
+/* What the layers above add to a kernel record (the contract's contract). */
+static kc_kernel_record_fn record_hook;
+
 static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info *img) {
   json_t *params = json_null();
   if (k->nparams >= 0) {
@@ -176,13 +178,16 @@ static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info
     image = json_pack("{s:i, s:s, s:o}", "id", img->id, "kind",
                       img->is_library ? "library" : "module", "hash", kc_json_hash(img->hash));
   }
-  const struct kc_contract *c = kc_contract_match(k);
-  return json_pack(
-      "{s:i, s:s, s:s, s:s, s:o, s:o, s:I, s:b, s:b, s:o}", "id", k->id, "name", k->name,
-      "demangled", k->demangled, "handle_kind", k->is_cukernel ? "CUkernel" : "CUfunction", "image",
-      image, "params", params, "param_bytes", (json_int_t)k->param_bytes, "eligible", k->eligible,
-      "communication", k->communication, "contract", c ? json_string(c->where) : json_null());
+  json_t *rec = json_pack("{s:i, s:s, s:s, s:s, s:o, s:o, s:I, s:b, s:b}", "id", k->id, "name",
+                          k->name, "demangled", k->demangled, "handle_kind",
+                          k->is_cukernel ? "CUkernel" : "CUfunction", "image", image, "params",
+                          params, "param_bytes", (json_int_t)k->param_bytes, "eligible",
+                          k->eligible, "communication", k->communication);
+  if (rec && record_hook) record_hook(k, rec);
+  return rec;
 }
+
+void kc_kernel_set_record_hook(kc_kernel_record_fn fn) { record_hook = fn; }
 
 static void destroy(struct kc_kernel *k) {
   free((void *)k->name);

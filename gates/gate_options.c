@@ -17,8 +17,8 @@ static const struct kc_opt_row rows[] = {
 
 /* Warns about each item of the ','-separated list that is not in
  * known[0..n) (nor an extra word), naming the nearest known one. */
-static int check_list(const char *option, const char *list, const char *(*name_at)(size_t),
-                      size_t n, const char *const *extra) {
+static int check_list(const char *option, const char *noun, const char *list,
+                      const char *(*name_at)(size_t), size_t n, const char *const *extra) {
   int problems = 0;
   for (const char *p = list; p && *p;) {
     const char *comma = strchr(p, ',');
@@ -37,9 +37,8 @@ static int check_list(const char *option, const char *list, const char *(*name_a
     }
     if (!known) {
       kc_log_printf(KC_LOG_WARN,
-                    "KCHECK_OPTIONS: %s: unknown item '%s' (did you mean '%s'?); "
-                    "ignored",
-                    option, item, best);
+                    "KCHECK_OPTIONS: %s: unknown %s '%s' (did you mean '%s'?); ignored", option,
+                    noun, item, best);
       problems++;
     }
     if (!comma) break;
@@ -58,8 +57,9 @@ static int check_lists(void) {
     ngates++;
   while (kc_race_strategy_names[nstrat])
     nstrat++;
-  return check_list("gates", kc_gate_opt.gates, gate_at, ngates, gate_words) +
-         check_list("race_strategies", kc_gate_opt.race_strategies, strategy_at, nstrat, NULL);
+  return check_list("gates", "gate", kc_gate_opt.gates, gate_at, ngates, gate_words) +
+         check_list("race_strategies", "race strategy", kc_gate_opt.race_strategies, strategy_at,
+                    nstrat, NULL);
 }
 
 __attribute__((constructor)) static void register_rows(void) {

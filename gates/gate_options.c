@@ -7,6 +7,7 @@
 
 #include "gate.h"
 #include "log.h"
+#include "perturb.h"
 
 struct kc_gate_options kc_gate_opt;
 
@@ -48,15 +49,13 @@ static int check_list(const char *option, const char *noun, const char *list,
 }
 
 static const char *gate_at(size_t i) { return kc_gates[i]->id; }
-static const char *strategy_at(size_t i) { return kc_race_strategy_names[i]; }
+static const char *strategy_at(size_t i) { return kc_strategy_info((enum kc_strategy)i)->name; }
 
 static int check_lists(void) {
   static const char *const gate_words[] = {"all", "none", NULL};
-  size_t ngates = 0, nstrat = 0;
+  size_t ngates = 0, nstrat = KC_STRAT_COUNT;
   while (kc_gates[ngates])
     ngates++;
-  while (kc_race_strategy_names[nstrat])
-    nstrat++;
   return check_list("gates", "gate", kc_gate_opt.gates, gate_at, ngates, gate_words) +
          check_list("race_strategies", "race strategy", kc_gate_opt.race_strategies, strategy_at,
                     nstrat, NULL);

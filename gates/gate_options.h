@@ -12,7 +12,4 @@ struct kc_gate_options {
 
 extern struct kc_gate_options kc_gate_opt;
 
-/* Names race_strategies may list (gates/race.c), NULL-terminated. */
-extern const char *const kc_race_strategy_names[];
-
 #endif

@@ -1,8 +1,11 @@
 /* libkcheck/api.c — the exported public API of include/kcheck.h. */
 #include "../include/kcheck.h"
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "core.h"
 #include "options.h"
 #include "version.h"
 
@@ -11,3 +14,19 @@
 KC_EXPORT const char *kcheck_version(void) { return KCHECK_VERSION; }
 
 KC_EXPORT void kcheck_print_options(void) { kc_options_print_help(stderr); }
+
+KC_EXPORT int kcheck_option(const char *name, char *buf, unsigned long n) {
+  if (!name) return -1;
+  if (kc_core_activate) kc_core_activate(); /* the options are parsed on activation */
+  json_t *all = kc_options_to_json();
+  json_t *v = all ? json_object_get(all, name) : NULL;
+  int len = -1;
+  if (v) {
+    char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+    const char *s = json_is_string(v) ? json_string_value(v) : text;
+    len = snprintf(buf, buf ? n : 0, "%s", s ? s : "");
+    free(text);
+  }
+  json_decref(all);
+  return len;
+}

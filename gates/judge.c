@@ -380,6 +380,10 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result) {
                                 "checked", (json_int_t)j->v.checked, "miss_prob",
                                 jnum(j->v.miss_prob), "fraction", jnum(j->v.fraction),
                                 "screen_vectors", j->v.screen_vectors));
+  /* The worst element's error against its bound (the HTML report plots it). */
+  json_object_set_new(result, "error", jnum(j->v.error));
+  json_object_set_new(result, "bound", jnum(j->v.bound));
+  json_object_set_new(result, "ratio", jnum(j->v.ratio));
 }
 
 /* The 1-D slice of x through idx along axis: where it lies (the axis as

@@ -21,6 +21,10 @@ void kc_gate_violation(const struct kc_gate *g, const struct kc_launch_info *li,
       "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
   if (g->needs_contract && li->contract) /* which contract the kernel broke */
     json_object_set_new(rec, "contract", json_string(li->contract->where));
+  /* The gate's one-line contract for the finding block, and the launch as
+   * captured (parameter bytes, pointers) for `kcheck repro`. */
+  json_object_set_new(rec, "gate_contract", json_string(g->contract));
+  json_object_set_new(rec, "launch_record", kc_launch_json(li));
   json_object_update(rec, details);
   json_decref(details);
   kc_report_violation(rec);

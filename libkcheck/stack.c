@@ -10,6 +10,7 @@
 #include <libunwind.h>
 
 #include "options.h"
+#include "report.h"
 
 #define MAX_FRAMES 64
 
@@ -33,8 +34,9 @@ static json_t *host_stack(int skip) {
     }
     char offs[32];
     snprintf(offs, sizeof offs, "0x%llx", moff);
-    json_array_append_new(
-        frames, json_pack("{s:s, s:s, s:s}", "module", module, "offset", offs, "symbol", sym));
+    /* ip: the absolute address, for symbolising to file:line (symbolize.c). */
+    json_array_append_new(frames, json_pack("{s:s, s:s, s:s, s:o}", "module", module, "offset",
+                                            offs, "symbol", sym, "ip", kc_json_addr((uint64_t)ip)));
   }
   return frames;
 }

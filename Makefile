@@ -33,10 +33,10 @@ format:
 lint:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
-	  --inline-suppr --suppress=missingIncludeSystem -I libkcheck -I oracle -I shim -I gates \
+	  --inline-suppr --suppress=missingIncludeSystem -I libkcheck -I contract -I oracle -I shim -I gates \
 	  '-DElfW(t)=Elf64_##t' $$(git ls-files '*.c')
-	clang-tidy --quiet $$(git ls-files 'libkcheck/*.c' 'shim/*.c' 'gates/*.c' 'oracle/*.c') -- \
-	  $(CSTD) -I libkcheck -I oracle -I shim -I gates -I $(CUDA_HOME)/include
+	clang-tidy --quiet $$(git ls-files 'libkcheck/*.c' 'contract/*.c' 'shim/*.c' 'gates/*.c' 'oracle/*.c') -- \
+	  $(CSTD) -I libkcheck -I contract -I oracle -I shim -I gates -I $(CUDA_HOME)/include
 
 clean:
 	rm -rf $(BUILD)

@@ -2,13 +2,13 @@
  * the same inputs, gives identical bytes. Catches nondeterminism (float
  * atomics, races that show even without perturbation) from one launch. */
 #include "gate.h"
-#include "options.h"
+#include "gate_options.h"
 
 int kc_gate_determinism_run(struct kc_gate_ctx *ctx) {
   static const struct kc_perturb identical = {.name = "identical"};
   if (kc_gate_nondeterminism_allowed(ctx)) return 0;
   int runs = 0;
-  for (long i = 0; i < kc_opt.determinism_runs; i++) {
+  for (long i = 0; i < kc_gate_opt.determinism_runs; i++) {
     const char *why = NULL;
     if (kc_shadow_run(ctx->shadow, &identical, &why)) {
       json_object_set_new(ctx->result, "status", json_string("error"));

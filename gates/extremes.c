@@ -5,16 +5,14 @@
  * (2^(emin/4)), subnormals, signed zeros, plain cancellation, and for the
  * softmax family logits in [80, 100] (exp overflows without the max
  * subtracted). Any failing verdict is a violation. */
-#include <string.h>
-
 #include "gate.h"
 
 int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->li->contract;
   struct kc_trial t[6];
   int n = 0;
-  if (c && c->op &&
-      (!strcmp(c->op, "softmax") || !strcmp(c->op, "log_softmax") || !strcmp(c->op, "logsumexp")))
+  const struct oc_op_info *op = c ? oc_op_find(c->op) : NULL;
+  if (op && op->cls == OC_CLASS_SOFTMAX)
     t[n++] = (struct kc_trial){OC_GEN_LARGE_LOGITS, KC_TF_NONE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_HUGE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_TINY, NULL, 0};

@@ -140,7 +140,7 @@ static int judge_norm(const struct kc_contract *c, const struct kc_sb *sb, struc
                       const struct oc_tensor *out, const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
-  int rms = !strcmp(c->op, "rms_norm");
+  int rms = oc_op_find(c->op)->id == OC_ID_RMS_NORM;
   int ix = input(j, sb, "x", 0), iw = input(j, sb, "weight", 1),
       ib = rms ? -1 : input(j, sb, "bias", 2);
   struct oc_tensor x, w, b;
@@ -222,13 +222,84 @@ static int float_scalar(const struct kc_contract *c) {
   return found;
 }
 
-static int reduce_op(const char *op) {
-  static const char *const names[] = {"sum", "mean", "max", "min", "norm2"};
-  static const enum oc_reduce_op ops[] = {OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN,
-                                          OC_RED_NORM2};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (!strcmp(op, names[i])) return (int)ops[i];
-  return -1;
+/* An elementwise op: its inputs in declaration order (in place: the
+ * output's contents before the run), a binary op's second operand possibly
+ * the contract's float scalar. */
+static int judge_elementwise(const struct kc_contract *c, const struct kc_sb *sb,
+                             struct kc_judgment *j, const struct oc_op_info *op,
+                             const struct oc_tensor *outp, const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  const struct oc_profile *p = &c->profile;
+  int arity = op->arity;
+  /* In place (no `in` tensor, the output inout): the input is the
+   * output's contents before the run. */
+  if (!j->nin && sb->t[j->out].role == KC_ROLE_INOUT) {
+    j->in[0] = j->out;
+    j->nin = 1;
+  }
+  int si = arity == 2 && j->nin == 1 ? float_scalar(c) : -1;
+  if (j->nin != arity && si < 0) {
+    snprintf(err, n,
+             "op '%s' takes %d input tensor%s (or, binary, one tensor and one float "
+             "scalar); the contract declares %d",
+             c->op, arity, arity == 1 ? "" : "s", j->nin);
+    return -1;
+  }
+  for (int k = 0; k < j->nin; k++)
+    if (describe(sb, j->in[k], 0, &j->ins[k], err, n)) return -1;
+  j->nins = j->nin;
+  if (si >= 0) { /* the scalar as a broadcast tensor, in declaration order */
+    j->scalar = si;
+    j->scalar_value = sb->b.fvals[c->scalars[si]->scalar_index];
+    int64_t ones[OC_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+    struct oc_tensor st;
+    oc_tensor_make(&st, &j->scalar_value, OC_FP64, j->ins[0].rank, ones, NULL);
+    if (c->scalars[si]->line < sb->t[j->in[0]].t->v->line) {
+      j->ins[1] = j->ins[0];
+      j->ins[0] = st;
+      j->scalar_first = 1;
+    } else {
+      j->ins[1] = st;
+    }
+  }
+  if (oc_check_elementwise((enum oc_op)op->kind, &j->ins[0], arity == 2 ? &j->ins[1] : NULL, outp,
+                           p, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the tensors of op '%s' (shapes must match or broadcast)",
+             c->op);
+    return -1;
+  }
+  return 0;
+}
+
+/* A reduction or the softmax family along the `axis` attribute. */
+static int judge_rows(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
+                      const struct oc_op_info *op, const struct oc_tensor *outp,
+                      const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  const struct oc_profile *p = &c->profile;
+  if (j->nin < 1) {
+    snprintf(err, n, "%s needs an input tensor", c->op);
+    return -1;
+  }
+  struct oc_tensor *x = &j->ins[0];
+  if (describe(sb, j->in[0], 0, x, err, n)) return -1;
+  int axis = axis_of(c, x);
+  j->ctx = KC_CTX_ROW, j->axis = axis, j->ctx_sb[0] = j->in[0];
+  j->reduced = outp->rank < x->rank;
+  if (op->cls == OC_CLASS_REDUCE) {
+    if (oc_check_reduce((enum oc_reduce_op)op->kind, x, axis, outp, p, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
+      return -1;
+    }
+    return 0;
+  }
+  if (oc_check_softmax((enum oc_softmax_kind)op->kind, x, axis, outp, p, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
+    return -1;
+  }
+  return 0;
 }
 
 static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
@@ -237,88 +308,22 @@ static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct 
   size_t n = sizeof j->err;
   struct oc_tensor out;
   if (describe(sb, j->out, 1, &out, err, n)) return -1;
-  const struct oc_profile *p = &c->profile;
-  int ew = oc_op_parse(c->op);
-  if (ew >= 0) {
-    int arity = oc_op_arity((enum oc_op)ew);
-    /* In place (no `in` tensor, the output inout): the input is the
-     * output's contents before the run. */
-    if (!j->nin && sb->t[j->out].role == KC_ROLE_INOUT) {
-      j->in[0] = j->out;
-      j->nin = 1;
-    }
-    int si = arity == 2 && j->nin == 1 ? float_scalar(c) : -1;
-    if (j->nin != arity && si < 0) {
-      snprintf(err, n,
-               "op '%s' takes %d input tensor%s (or, binary, one tensor and one float "
-               "scalar); the contract declares %d",
-               c->op, arity, arity == 1 ? "" : "s", j->nin);
-      return -1;
-    }
-    for (int k = 0; k < j->nin; k++)
-      if (describe(sb, j->in[k], 0, &j->ins[k], err, n)) return -1;
-    j->nins = j->nin;
-    if (si >= 0) { /* the scalar as a broadcast tensor, in declaration order */
-      j->scalar = si;
-      j->scalar_value = sb->b.fvals[c->scalars[si]->scalar_index];
-      int64_t ones[OC_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
-      struct oc_tensor st;
-      oc_tensor_make(&st, &j->scalar_value, OC_FP64, j->ins[0].rank, ones, NULL);
-      if (c->scalars[si]->line < sb->t[j->in[0]].t->v->line) {
-        j->ins[1] = j->ins[0];
-        j->ins[0] = st;
-        j->scalar_first = 1;
-      } else {
-        j->ins[1] = st;
-      }
-    }
-    if (oc_check_elementwise((enum oc_op)ew, &j->ins[0], arity == 2 ? &j->ins[1] : NULL, &out, p, o,
-                             &j->v)) {
-      snprintf(err, n,
-               "the oracle rejected the tensors of op '%s' (shapes must match or broadcast)",
-               c->op);
-      return -1;
-    }
-    return 0;
-  }
-  if (!strcmp(c->op, "matmul")) return judge_matmul(c, sb, j, &out, o);
-  if (!strcmp(c->op, "layer_norm") || !strcmp(c->op, "rms_norm"))
-    return judge_norm(c, sb, j, &out, o);
-  if (!strcmp(c->op, "attention")) return judge_attention(c, sb, j, &out, o);
-  if (!strcmp(c->op, "gated_delta")) return judge_delta(c, sb, j, &out, o);
-  if (j->nin < 1) {
-    snprintf(err, n, "%s needs an input tensor", c->op);
-    return -1;
-  }
-  struct oc_tensor *x = &j->ins[0];
-  if (describe(sb, j->in[0], 0, x, err, n)) return -1;
-  int axis = axis_of(c, x);
-  int red = reduce_op(c->op);
-  j->ctx = KC_CTX_ROW, j->axis = axis, j->ctx_sb[0] = j->in[0];
-  j->reduced = out.rank < x->rank;
-  if (red >= 0) {
-    if (oc_check_reduce((enum oc_reduce_op)red, x, axis, &out, p, o, &j->v)) {
-      snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
-      return -1;
-    }
-    return 0;
-  }
-  enum oc_softmax_kind sk;
-  if (!strcmp(c->op, "softmax"))
-    sk = OC_SOFTMAX;
-  else if (!strcmp(c->op, "log_softmax"))
-    sk = OC_LOG_SOFTMAX;
-  else if (!strcmp(c->op, "logsumexp"))
-    sk = OC_LOGSUMEXP;
-  else {
+  const struct oc_op_info *op = oc_op_find(c->op);
+  if (!op) {
     snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
     return -1;
   }
-  if (oc_check_softmax(sk, x, axis, &out, p, o, &j->v)) {
-    snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
-    return -1;
+  switch (op->cls) {
+  case OC_CLASS_ELEMENTWISE: return judge_elementwise(c, sb, j, op, &out, o);
+  case OC_CLASS_MATMUL: return judge_matmul(c, sb, j, &out, o);
+  case OC_CLASS_NORM: return judge_norm(c, sb, j, &out, o);
+  case OC_CLASS_ATTENTION: return judge_attention(c, sb, j, &out, o);
+  case OC_CLASS_RECURRENCE: return judge_delta(c, sb, j, &out, o);
+  case OC_CLASS_REDUCE:
+  case OC_CLASS_SOFTMAX: return judge_rows(c, sb, j, op, &out, o);
   }
-  return 0;
+  snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
+  return -1;
 }
 
 int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j) {

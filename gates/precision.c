@@ -7,20 +7,19 @@
  * fail_precision verdict is a proof that the outputs lie beyond the
  * declared profile's rigorous bound and within a cheaper profile's (named in
  * the evidence as explained_by). */
-#include <string.h>
-
 #include "gate.h"
 
 #define MAX_TRIALS 4
 
-static int trials_for(const char *op, struct kc_trial *t) {
+static int trials_for(const char *name, struct kc_trial *t) {
   int g[MAX_TRIALS], n = 0;
-  if (!strcmp(op, "matmul")) {
+  const struct oc_op_info *op = oc_op_find(name);
+  enum oc_opid id = op ? op->id : OC_ID_COUNT;
+  if (id == OC_ID_MATMUL) {
     g[n++] = OC_GEN_ALL_POSITIVE, g[n++] = OC_GEN_STAGNATION, g[n++] = OC_GEN_FP16_OVERFLOW;
-  } else if (!strcmp(op, "sum") || !strcmp(op, "mean") || !strcmp(op, "norm2") ||
-             !strcmp(op, "attention")) {
+  } else if (id == OC_ID_SUM || id == OC_ID_MEAN || id == OC_ID_NORM2 || id == OC_ID_ATTENTION) {
     g[n++] = OC_GEN_ALL_POSITIVE, g[n++] = OC_GEN_STAGNATION;
-  } else if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
+  } else if (op && op->cls == OC_CLASS_NORM) {
     g[n++] = OC_GEN_LARGE_MEAN, g[n++] = OC_GEN_ALL_POSITIVE;
   } else {
     g[n++] = OC_GEN_UNIFORM, g[n++] = OC_GEN_ALL_POSITIVE;

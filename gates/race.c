@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "gate.h"
-#include "options.h"
+#include "gate_options.h"
 #include "policy.h"
 
 struct strategy {
@@ -22,9 +22,9 @@ static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
   if (!strcmp(name, "scrub"))
     p->scrub = 1, p->name = "scrub";
   else if (!strcmp(name, "green"))
-    p->green_sms = (int)kc_opt.green_sms, p->name = "green";
+    p->green_sms = (int)kc_gate_opt.green_sms, p->name = "green";
   else if (!strcmp(name, "smem"))
-    p->extra_shmem = (unsigned)kc_opt.extra_shmem, p->name = "smem";
+    p->extra_shmem = (unsigned)kc_gate_opt.extra_shmem, p->name = "smem";
   else if (!strcmp(name, "hammer"))
     p->hammer = 1, p->name = "hammer";
   else if (!strcmp(name, "l2flush"))
@@ -41,12 +41,12 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   json_t *first_ev = NULL;
   int runs = 0;
   char list[256];
-  snprintf(list, sizeof list, "%s", kc_opt.race_strategies);
+  snprintf(list, sizeof list, "%s", kc_gate_opt.race_strategies);
   char *save = NULL;
   for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
     struct kc_perturb p;
     const char *status = "same";
-    for (long i = 0; i < kc_opt.race_runs; i++) {
+    for (long i = 0; i < kc_gate_opt.race_runs; i++) {
       /* A fresh seed per launch and run: the scrub pattern left behind by
        * one check must not be what the next application kernel reads. */
       uint64_t seed = kc_policy_uniform(ctx->li->seq * 64 + (uint64_t)runs) * 0x1p53;

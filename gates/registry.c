@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "gate.h"
+#include "gate_options.h"
 #include "log.h"
-#include "options.h"
 
 #define KC_GATE(id, sev, needs, contract)                                                          \
   const struct kc_gate kc_gate_##id = {#id, sev, needs, contract, kc_gate_##id##_run};
@@ -34,7 +34,7 @@ static int in_list(const char *list, const char *name) {
 }
 
 int kc_gates_init(void) {
-  const char *list = kc_opt.gates;
+  const char *list = kc_gate_opt.gates;
   int any = 0;
   int all = in_list(list, "all");
   for (size_t i = 0; i < NGATES; i++) {

@@ -48,7 +48,8 @@ static double transform(enum kc_transform t, double x, const struct oc_format_in
 /* The generator's operand role of input k: matmul's A and B by name or
  * position, other ops by position (the third and later share role V). */
 static int gen_role(const struct kc_contract *c, const struct kc_sb_tensor *t, int k) {
-  if (c->op && !strcmp(c->op, "matmul")) {
+  const struct oc_op_info *op = oc_op_find(c->op);
+  if (op && op->id == OC_ID_MATMUL) {
     const char *name = t->t->v->name;
     if (!strcmp(name, "A") || !strcmp(name, "a")) return OC_ROLE_A;
     if (!strcmp(name, "B") || !strcmp(name, "b")) return OC_ROLE_B;

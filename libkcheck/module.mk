@@ -1,14 +1,14 @@
-# libkcheck/ + shim/ + gates/ build fragment: build/libkcheck.so (release)
+# libkcheck/ + contract/ + shim/ + gates/ build fragment: build/libkcheck.so (release)
 # and build/san/libkcheck.so (ASan+UBSan, used by `make test`).
 
-KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) \
+KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard contract/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) \
            $(BUILD)/gen/perturb_ptx.c
 KC_ASM  := shim/dl_trampoline.S
-KC_INC  := -Ilibkcheck -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
+KC_INC  := -Ilibkcheck -Icontract -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
 KC_LIBS := -lyaml -ljansson -lunwind -ldw -lelf -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
-KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def shim/*.h gates/*.h gates/*.def)
+KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def contract/*.h contract/*.def shim/*.h gates/*.h gates/*.def)
 
 $(BUILD)/exports.map: shim/exports.map.in libkcheck/driver.def
 	@mkdir -p $(@D)

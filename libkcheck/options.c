@@ -1,6 +1,7 @@
 /* libkcheck/options.c — KCHECK_OPTIONS parsing in the style of ASAN_OPTIONS:
- * one table of typed rows, warnings with the nearest valid name for unknown
- * keys and KCHECK_* variables, bad values reported with their source. */
+ * tables of typed rows (the core's, and those other layers register), values
+ * checked against the rows' ranges, warnings with the nearest valid name for
+ * unknown keys and KCHECK_* variables, bad values reported with their source. */
 #include "options.h"
 
 #include <ctype.h>
@@ -13,27 +14,36 @@
 
 struct kc_options kc_opt;
 
-enum opt_type { T_STR, T_INT, T_DOUBLE, T_SIZE, T_BOOL };
-
-struct opt_row {
-  const char *name;
-  enum opt_type type;
-  const char *def; /* default as text: parsed like a user value */
-  const char *help;
-  void *field;
-};
-
-#define KC_STRINGIFY_(x) #x
-#define KC_STRINGIFY(x) KC_STRINGIFY_(x)
-static const struct opt_row rows[] = {
-#define KC_OPT(type, name, def, help) {#name, T_##type, KC_STRINGIFY(def), help, &kc_opt.name},
+static const struct kc_opt_row core_rows[] = {
+#define KC_OPT(...) KC_OPT_ROW(kc_opt, __VA_ARGS__)
 #include "options.def"
-#undef KC_OPT
 };
-#define NROWS (sizeof rows / sizeof rows[0])
+
+/* The core's table first, then the registered ones, in registration order. */
+#define MAX_TABLES 8
+#define MAX_ROWS 128
+static struct {
+  const struct kc_opt_row *rows;
+  size_t n;
+} tables[MAX_TABLES] = {{core_rows, sizeof core_rows / sizeof core_rows[0]}};
+static size_t ntables = 1, nrows = sizeof core_rows / sizeof core_rows[0];
+
+int kc_options_register(const struct kc_opt_row *rows, size_t n) {
+  if (ntables == MAX_TABLES || nrows + n > MAX_ROWS) return -1;
+  tables[ntables].rows = rows, tables[ntables].n = n;
+  ntables++, nrows += n;
+  return 0;
+}
+
+/* Row k of all the tables (0 <= k < nrows). */
+static const struct kc_opt_row *row_at(size_t k) {
+  for (size_t t = 0; t < ntables; k -= tables[t].n, t++)
+    if (k < tables[t].n) return &tables[t].rows[k];
+  return NULL;
+}
 
 /* Strings owned by the options (values are copied out of the spec). */
-static char *owned[NROWS];
+static char *owned[MAX_ROWS];
 
 size_t kc_edit_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -57,9 +67,9 @@ size_t kc_edit_distance(const char *a, const char *b) {
 static const char *nearest_option(const char *key) {
   const char *best = NULL;
   size_t bestd = (size_t)-1;
-  for (size_t i = 0; i < NROWS; i++) {
-    size_t d = kc_edit_distance(key, rows[i].name);
-    if (d < bestd) bestd = d, best = rows[i].name;
+  for (size_t i = 0; i < nrows; i++) {
+    size_t d = kc_edit_distance(key, row_at(i)->name);
+    if (d < bestd) bestd = d, best = row_at(i)->name;
   }
   return best;
 }
@@ -99,39 +109,34 @@ static int parse_size(const char *v, unsigned long long *out) {
   return 0;
 }
 
-/* Sets one row from text; -1 when the text is not a valid value. */
-static int set_value(const struct opt_row *r, const char *v, size_t idx) {
+/* A row's value, parsed but not yet stored. */
+union opt_value {
+  const char *s;
+  long i;
+  double d;
+  unsigned long long z;
+  int b;
+};
+
+/* Parses text as a value of r; -1 when the text is not one. */
+static int parse_value(const struct kc_opt_row *r, const char *v, union opt_value *out) {
   char *end;
   errno = 0;
   switch (r->type) {
-  case T_STR: {
-    char *copy = strdup(v);
-    if (!copy) return -1;
-    free(owned[idx]);
-    owned[idx] = copy;
-    /* The default literal arrives quoted from the .def: strip the quotes. */
-    size_t n = strlen(copy);
-    if (n >= 2 && copy[0] == '"' && copy[n - 1] == '"') {
-      memmove(copy, copy + 1, n - 2);
-      copy[n - 2] = 0;
-    }
-    *(const char **)r->field = copy;
-    return 0;
-  }
-  case T_INT: {
+  case KC_OT_STR: out->s = v; return 0;
+  case KC_OT_INT: {
     long x = strtol(v, &end, 0);
     if (end == v || *end || errno) return -1;
-    *(long *)r->field = x;
+    out->i = x;
     return 0;
   }
-  case T_DOUBLE: {
+  case KC_OT_DOUBLE: {
     double x = strtod(v, &end);
     if (end == v || *end || errno) return -1;
-    *(double *)r->field = x;
+    out->d = x;
     return 0;
   }
-  case T_SIZE: {
-    unsigned long long x;
+  case KC_OT_SIZE: {
     char buf[64];
     size_t n = strlen(v);
     /* Defaults arrive quoted ("4G"). */
@@ -140,15 +145,13 @@ static int set_value(const struct opt_row *r, const char *v, size_t idx) {
       buf[n - 2] = 0;
       v = buf;
     }
-    if (parse_size(v, &x)) return -1;
-    *(unsigned long long *)r->field = x;
-    return 0;
+    return parse_size(v, &out->z);
   }
-  case T_BOOL:
+  case KC_OT_BOOL:
     if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"))
-      *(int *)r->field = 1;
+      out->b = 1;
     else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no"))
-      *(int *)r->field = 0;
+      out->b = 0;
     else
       return -1;
     return 0;
@@ -156,23 +159,55 @@ static int set_value(const struct opt_row *r, const char *v, size_t idx) {
   return -1;
 }
 
-static void set_defaults(void) {
-  for (size_t i = 0; i < NROWS; i++)
-    if (set_value(&rows[i], rows[i].def, i)) KC_INTERNAL_ERROR("bad default for %s", rows[i].name);
+/* Within the row's min and max (numeric rows; NaN bounds are open). */
+static int in_range(const struct kc_opt_row *r, const union opt_value *v) {
+  double x;
+  switch (r->type) {
+  case KC_OT_INT: x = (double)v->i; break;
+  case KC_OT_DOUBLE: x = v->d; break;
+  case KC_OT_SIZE: x = (double)v->z; break;
+  default: return 1;
+  }
+  return !(x < r->min) && !(x > r->max);
 }
 
-static int range_ok(const struct opt_row *r) {
-  if (r->field == &kc_opt.sample) return kc_opt.sample >= 0 && kc_opt.sample <= 1;
-  if (r->field == &kc_opt.trace) return kc_opt.trace >= 0 && kc_opt.trace <= 2;
-  if (r->field == &kc_opt.time_budget) return kc_opt.time_budget >= 0 && kc_opt.time_budget <= 1;
-  if (r->field == &kc_opt.python_stack) return kc_opt.python_stack >= 0 && kc_opt.python_stack <= 2;
-  if (r->field == &kc_opt.check_first) return kc_opt.check_first >= 0;
-  if (r->field == &kc_opt.determinism_runs) return kc_opt.determinism_runs >= 1;
-  if (r->field == &kc_opt.race_runs) return kc_opt.race_runs >= 1;
-  if (r->field == &kc_opt.green_sms) return kc_opt.green_sms >= 1;
-  if (r->field == &kc_opt.launch_skip) return kc_opt.launch_skip >= 0;
-  if (r->field == &kc_opt.exitcode) return kc_opt.exitcode >= 0 && kc_opt.exitcode <= 255;
-  return 1;
+/* Stores a parsed value into row idx; -1 when out of memory. */
+static int store_value(const struct kc_opt_row *r, const union opt_value *v, size_t idx) {
+  switch (r->type) {
+  case KC_OT_STR: {
+    char *copy = strdup(v->s);
+    if (!copy) return -1;
+    /* The default literal arrives quoted from the .def: strip the quotes. */
+    size_t n = strlen(copy);
+    if (n >= 2 && copy[0] == '"' && copy[n - 1] == '"') {
+      memmove(copy, copy + 1, n - 2);
+      copy[n - 2] = 0;
+    }
+    free(owned[idx]);
+    owned[idx] = copy;
+    *(const char **)r->field = copy;
+    return 0;
+  }
+  case KC_OT_INT: *(long *)r->field = v->i; return 0;
+  case KC_OT_DOUBLE: *(double *)r->field = v->d; return 0;
+  case KC_OT_SIZE: *(unsigned long long *)r->field = v->z; return 0;
+  case KC_OT_BOOL: *(int *)r->field = v->b; return 0;
+  }
+  return -1;
+}
+
+/* Sets row idx from text; -1 (the row unchanged) when the text is not a
+ * valid value within the row's range. */
+static int set_value(const struct kc_opt_row *r, const char *text, size_t idx) {
+  union opt_value v;
+  if (parse_value(r, text, &v) || !in_range(r, &v)) return -1;
+  return store_value(r, &v, idx);
+}
+
+static void set_defaults(void) {
+  for (size_t i = 0; i < nrows; i++)
+    if (set_value(row_at(i), row_at(i)->def, i))
+      KC_INTERNAL_ERROR("bad default for %s", row_at(i)->name);
 }
 
 int kc_options_parse(const char *spec, const char *source, int reset) {
@@ -193,30 +228,20 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
     *eq = 0;
     const char *key = tok, *val = eq + 1;
     size_t i;
-    for (i = 0; i < NROWS; i++)
-      if (!strcmp(rows[i].name, key)) break;
-    if (i == NROWS) {
+    for (i = 0; i < nrows; i++)
+      if (!strcmp(row_at(i)->name, key)) break;
+    if (i == nrows) {
       kc_log_printf(KC_LOG_WARN, "%s: unknown option '%s' (did you mean '%s'?); ignored", source,
                     key, nearest_option(key));
       problems++;
       continue;
     }
-    /* Keep the old value if the new one is bad. */
-    struct kc_options saved = kc_opt;
-    char *saved_owned = owned[i] ? strdup(owned[i]) : NULL;
-    if (set_value(&rows[i], val, i) || !range_ok(&rows[i])) {
-      kc_opt = saved;
-      if (rows[i].type == T_STR && saved_owned) {
-        free(owned[i]);
-        owned[i] = saved_owned;
-        *(const char **)rows[i].field = saved_owned;
-        saved_owned = NULL;
-      }
+    /* A bad value leaves the old one in place. */
+    if (set_value(row_at(i), val, i)) {
       kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s'; keeping the current value",
                     source, val, key);
       problems++;
     }
-    free(saved_owned);
   }
   free(copy);
   return problems;
@@ -272,22 +297,24 @@ int kc_options_init(void) {
 void kc_options_print_help(FILE *out) {
   static const char *const tnames[] = {"string", "int", "double", "size", "bool"};
   fprintf(out, "kcheck: KCHECK_OPTIONS=key=value:key=value...\n");
-  for (size_t i = 0; i < NROWS; i++)
-    fprintf(out, "kcheck:   %-22s %-6s default %-10s %s\n", rows[i].name, tnames[rows[i].type],
-            rows[i].def, rows[i].help);
+  for (size_t i = 0; i < nrows; i++) {
+    const struct kc_opt_row *r = row_at(i);
+    fprintf(out, "kcheck:   %-22s %-6s default %-10s %s\n", r->name, tnames[r->type], r->def,
+            r->help);
+  }
 }
 
 json_t *kc_options_to_json(void) {
   json_t *o = json_object();
-  for (size_t i = 0; i < NROWS; i++) {
-    const struct opt_row *r = &rows[i];
+  for (size_t i = 0; i < nrows; i++) {
+    const struct kc_opt_row *r = row_at(i);
     json_t *v = NULL;
     switch (r->type) {
-    case T_STR: v = json_string(*(const char **)r->field); break;
-    case T_INT: v = json_integer(*(long *)r->field); break;
-    case T_DOUBLE: v = json_real(*(double *)r->field); break;
-    case T_SIZE: v = json_integer((json_int_t) * (unsigned long long *)r->field); break;
-    case T_BOOL: v = json_boolean(*(int *)r->field); break;
+    case KC_OT_STR: v = json_string(*(const char **)r->field); break;
+    case KC_OT_INT: v = json_integer(*(long *)r->field); break;
+    case KC_OT_DOUBLE: v = json_real(*(double *)r->field); break;
+    case KC_OT_SIZE: v = json_integer((json_int_t) * (unsigned long long *)r->field); break;
+    case KC_OT_BOOL: v = json_boolean(*(int *)r->field); break;
     }
     json_object_set_new(o, r->name, v);
   }

@@ -7,17 +7,16 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <strings.h>
 
 #include "mpfr_util.h"
 
 static const char *const names[OC_OP_COUNT] = {
-    [OC_OP_ADD] = "add",     [OC_OP_SUB] = "sub",           [OC_OP_MUL] = "mul",
-    [OC_OP_DIV] = "div",     [OC_OP_NEG] = "neg",           [OC_OP_ABS] = "abs",
-    [OC_OP_RELU] = "relu",   [OC_OP_GELU_ERF] = "gelu_erf", [OC_OP_GELU_TANH] = "gelu_tanh",
-    [OC_OP_SILU] = "silu",   [OC_OP_SIGMOID] = "sigmoid",   [OC_OP_TANH] = "tanh",
-    [OC_OP_EXP] = "exp",     [OC_OP_LOG] = "log",           [OC_OP_SQRT] = "sqrt",
-    [OC_OP_RSQRT] = "rsqrt",
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_EW(cls, [OC_OP_##id] = name, )
+#include "ops.def"
+};
+static const int arities[OC_OP_COUNT] = {
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_EW(cls, [OC_OP_##id] = arity, )
+#include "ops.def"
 };
 
 static int valid_op(enum oc_op op) { return (unsigned)op < OC_OP_COUNT; }
@@ -25,18 +24,11 @@ static int valid_op(enum oc_op op) { return (unsigned)op < OC_OP_COUNT; }
 const char *oc_op_name(enum oc_op op) { return valid_op(op) ? names[op] : "?"; }
 
 int oc_op_parse(const char *name) {
-  if (!name) return -1;
-  if (strcasecmp(name, "gelu") == 0) return OC_OP_GELU_ERF;
-  if (strcasecmp(name, "swish") == 0) return OC_OP_SILU;
-  for (int i = 0; i < OC_OP_COUNT; i++)
-    if (strcasecmp(name, names[i]) == 0) return i;
-  return -1;
+  const struct oc_op_info *r = oc_op_find(name);
+  return r && r->cls == OC_CLASS_ELEMENTWISE ? r->kind : -1;
 }
 
-int oc_op_arity(enum oc_op op) {
-  if (!valid_op(op)) return 0;
-  return op <= OC_OP_DIV ? 2 : 1;
-}
+int oc_op_arity(enum oc_op op) { return valid_op(op) ? arities[op] : 0; }
 
 /* ------------------------------------------------------------ evaluation */
 

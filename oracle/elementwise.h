@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "formats.h"
+#include "ops.h"
 #include "profile.h" /* enum oc_math_mode */
 
 /* Special values (x, y are doubles; "NaN" is the format's quiet NaN):
@@ -30,29 +31,17 @@
  * negative); overflow follows the caller's enum oc_overflow (Inf, NaN for
  * e4m3fn, or the largest finite value when saturating). Generated NaNs are
  * the format's canonical positive quiet NaN. */
+/* The elementwise rows of ops.def, in their order. */
 enum oc_op {
-  OC_OP_ADD,
-  OC_OP_SUB,
-  OC_OP_MUL,
-  OC_OP_DIV,
-  OC_OP_NEG,
-  OC_OP_ABS,
-  OC_OP_RELU,
-  OC_OP_GELU_ERF,
-  OC_OP_GELU_TANH,
-  OC_OP_SILU,
-  OC_OP_SIGMOID,
-  OC_OP_TANH,
-  OC_OP_EXP,
-  OC_OP_LOG,
-  OC_OP_SQRT,
-  OC_OP_RSQRT,
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_EW(cls, OC_OP_##id, )
+#include "ops.def"
   OC_OP_COUNT
 };
 
 const char *oc_op_name(enum oc_op op); /* "add", ..., "gelu_erf", "gelu_tanh", ... */
-int oc_op_parse(const char *name);     /* also "gelu" (erf form), "swish"; -1 unknown */
-int oc_op_arity(enum oc_op op);        /* 1 or 2; 0 for an invalid op */
+int oc_op_parse(
+    const char *name); /* elementwise ops of oc_op_find (aliases "gelu", "swish"); -1 otherwise */
+int oc_op_arity(enum oc_op op); /* 1 or 2 (ops.def); 0 for an invalid op */
 
 /* Correctly rounded op(x, y) encoded in f (y is ignored by unary ops). */
 uint64_t oc_op_encode(enum oc_op op, enum oc_format f, enum oc_overflow ovf, double x, double y);

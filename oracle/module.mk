@@ -4,13 +4,13 @@
 # ORACLE_TESTS_B); both halves link into the same library.
 -include oracle/module_b.mk
 
-ORACLE_A_SRCS := oracle/formats.c oracle/exact.c oracle/mpfr_util.c oracle/elementwise.c
+ORACLE_A_SRCS := oracle/formats.c oracle/exact.c oracle/mpfr_util.c oracle/elementwise.c oracle/ops.c
 ORACLE_SRCS := $(ORACLE_A_SRCS) $(ORACLE_SRCS_B)
 ORACLE_LIBS := -lmpfr -lgmp -lm -lpthread
 ORACLE_OBJS := $(ORACLE_SRCS:%.c=$(BUILD)/%.o)
 ORACLE_SAN_OBJS := $(ORACLE_SRCS:%.c=$(BUILD)/san/%.o)
 ORACLE_TESTS_A := $(BUILD)/test/oracle/test_formats $(BUILD)/test/oracle/test_exact \
-                  $(BUILD)/test/oracle/test_elementwise
+                  $(BUILD)/test/oracle/test_elementwise $(BUILD)/test/oracle/test_ops
 # ctypes target of test/oracle/xcheck_formats.py (no sanitizer: it is
 # loaded into the Python interpreter)
 ORACLE_XCHECK_SO := $(BUILD)/oracle/xcheck_formats.so

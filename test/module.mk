@@ -7,13 +7,14 @@
 -include test/gpu/module.mk
 
 UNIT_TESTS := allocmap options contract
-UNIT_OBJS_allocmap := allocmap log
-UNIT_OBJS_options := options log
-UNIT_OBJS_contract := contract contract_expr contract_load contract_api contract_ann options log
+UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
+UNIT_OBJS_options := libkcheck/options libkcheck/log
+UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
+                      contract/contract_ann libkcheck/options libkcheck/log
 UNIT_LIBS_contract := $(BUILD)/san/liboracle.a -lyaml -lmpfr -lgmp -lm
 
 define unit_test
-$(BUILD)/test/unit/test_$(1): test/unit/test_$(1).c $$(patsubst %,$(BUILD)/san/obj/libkcheck/%.o,$$(UNIT_OBJS_$(1))) \
+$(BUILD)/test/unit/test_$(1): test/unit/test_$(1).c $$(patsubst %,$(BUILD)/san/obj/%.o,$$(UNIT_OBJS_$(1))) \
     $$(filter %.a,$$(UNIT_LIBS_$(1)))
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS_COMMON) $$(SANFLAGS) $$(KC_INC) -Itest/unit -o $$@ $$(filter %.o %.c,$$^) $$(UNIT_LIBS_$(1)) -ljansson -lpthread

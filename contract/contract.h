@@ -1,4 +1,4 @@
-/* libkcheck/contract.h — kernel contracts: what a kernel computes, stated in
+/* contract/contract.h — kernel contracts: what a kernel computes, stated in
  * a YAML file (op, parameters as tensors/scalars, precision profile, domain,
  * launch shape). Parsing, validation, loading, matching to kernels and the
  * evaluation of a contract against captured parameter bytes. */
@@ -242,7 +242,7 @@ struct kc_annotation {
  * begin; NULL when none. Valid until the thread's next annotate call. */
 const struct kc_annotation *kc_annotation_current(void);
 /* A contract for kernel k's launch with these parameter bytes from
- * annotation a (libkcheck/contract_ann.c): every annotated pointer must
+ * annotation a (contract/contract_ann.c): every annotated pointer must
  * occur among the 8-byte-aligned words of the parameters (plain pointer
  * parameters or fields of struct parameters; up to 5 times: the copies are
  * relocated together), no two annotated tensors may share a pointer, and

@@ -1,4 +1,4 @@
-/* libkcheck/contract.c — contract files: YAML (libyaml's document API) to
+/* contract/contract.c — contract files: YAML (libyaml's document API) to
  * validated struct kc_contract, with every problem reported by file, line
  * and column; the process registry and kernel matching. */
 #include "contract.h"
@@ -67,10 +67,6 @@ static const char *const scalar_keys[] = {"type", NULL};
 static const char *const launch_keys[] = {"grid", "block", "shmem", NULL};
 static const char *const roles[] = {"in", "out", "inout", NULL};
 static const char *const scalar_types[] = {"i32", "i64", "u32", "u64", "f32", "f64", NULL};
-/* Ops with an oracle reference besides the elementwise ones (oc_op_parse). */
-static const char *const extra_ops[] = {
-    "matmul", "softmax", "log_softmax", "logsumexp", "layer_norm", "rms_norm",    "sum",
-    "mean",   "max",     "min",         "norm2",     "attention",  "gated_delta", NULL};
 enum attr_kind { A_INT, A_FLOAT, A_BOOL, A_ACT, A_FORMAT };
 static const struct {
   const char *key;
@@ -104,9 +100,8 @@ static void join(const char *const *list, char *buf, size_t n) {
     used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", list[i]);
 }
 
-static int op_known(const char *op) {
-  return oc_op_parse(op) >= 0 || find_word(extra_ops, op) >= 0;
-}
+/* Ops are the oracle's (oracle/ops.def). */
+static int op_known(const char *op) { return oc_op_find(op) != NULL; }
 
 /* ------------------------------------------------------------ diagnostics */
 
@@ -621,12 +616,10 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   if (v[2]) {
     const char *op = want_scalar(x, v[2], "op");
     if (op && !op_known(op)) {
-      const char *all[64];
+      const char *all[OC_ID_COUNT + 1];
       int n = 0;
-      for (int i = 0; extra_ops[i]; i++)
-        all[n++] = extra_ops[i];
-      for (int i = 0; i < OC_OP_COUNT && n < 63; i++)
-        all[n++] = oc_op_name((enum oc_op)i);
+      for (int i = 0; i < OC_ID_COUNT; i++)
+        all[n++] = oc_op_by_id((enum oc_opid)i)->name;
       all[n] = NULL;
       char list[1024];
       join(all, list, sizeof list);

@@ -1,4 +1,4 @@
-/* libkcheck/contract_api.c — the contract and annotation entries of the
+/* contract/contract_api.c — the contract and annotation entries of the
  * public API (include/kcheck.h). Safe to call before kcheck
  * activates and without a driver: nothing here touches CUDA. */
 #include <pthread.h>
@@ -83,11 +83,7 @@ KC_EXPORT int kcheck_annotate_begin(const char *op, const char *profile) {
     kc_log_printf(KC_LOG_WARN, "kcheck_annotate_begin: missing or too long op name");
     return -1;
   }
-  if (oc_op_parse(op) < 0 && strcmp(op, "matmul") && strcmp(op, "softmax") &&
-      strcmp(op, "log_softmax") && strcmp(op, "logsumexp") && strcmp(op, "layer_norm") &&
-      strcmp(op, "rms_norm") && strcmp(op, "sum") && strcmp(op, "mean") && strcmp(op, "max") &&
-      strcmp(op, "min") && strcmp(op, "norm2") && strcmp(op, "attention") &&
-      strcmp(op, "gated_delta")) {
+  if (!oc_op_find(op)) {
     kc_log_printf(KC_LOG_WARN, "kcheck_annotate_begin: unknown op '%s'", op);
     return -1;
   }

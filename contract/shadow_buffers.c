@@ -1,4 +1,4 @@
-/* libkcheck/shadow_buffers.c — guarded shadow tensors for a contracted
+/* contract/shadow_buffers.c — guarded shadow tensors for a contracted
  * launch: allocation, parameter relocation (pointers inside struct
  * parameters too), input copies, output poison, relaunch and read-back.
  * Every device write goes to kcheck's own buffers. */

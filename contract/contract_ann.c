@@ -1,4 +1,4 @@
-/* libkcheck/contract_ann.c — a contract made from an annotation
+/* contract/contract_ann.c — a contract made from an annotation
  * (kcheck_annotate_*) for one launch: the annotated tensors are found in
  * the launch's parameter bytes by their pointers, and each becomes a tensor
  * field of the parameter that holds it (plain pointer parameters and

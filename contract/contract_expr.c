@@ -1,4 +1,4 @@
-/* libkcheck/contract_expr.c — the small integer expression language of
+/* contract/contract_expr.c — the small integer expression language of
  * contracts (shapes, strides, launch dims, domain constraints): a
  * recursive-descent compiler to a node array and a checked evaluator. */
 #include <ctype.h>

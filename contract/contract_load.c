@@ -1,4 +1,4 @@
-/* libkcheck/contract_load.c — the process's contract registry (loaded from
+/* contract/contract_load.c — the process's contract registry (loaded from
  * the `contracts` option at activation, or registered through the API),
  * matching kernels to contracts, and binding a contract to the parameter
  * bytes of a captured launch (scalars, pointers, shapes, domain, launch). */
@@ -14,10 +14,10 @@
 #include <uthash.h>
 
 #include "contract.h"
+#include "contract_options.h"
 #include "kernel.h"
 #include "launch.h"
 #include "log.h"
-#include "options.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Published contracts are never freed: gates may hold them. */
@@ -58,6 +58,19 @@ int kc_contracts_count(void) {
   return n;
 }
 
+struct kc_contract_options kc_contract_opt;
+
+static const struct kc_opt_row option_rows[] = {
+#define KC_OPT(...) KC_OPT_ROW(kc_contract_opt, __VA_ARGS__)
+#include "contract_options.def"
+};
+
+/* A constructor: the rows must be known before KCHECK_OPTIONS is parsed. */
+__attribute__((constructor)) static void register_options(void) {
+  if (kc_options_register(option_rows, sizeof option_rows / sizeof option_rows[0]))
+    KC_INTERNAL_ERROR("the contracts' options could not be registered");
+}
+
 /* The default directory: $XDG_CONFIG_HOME/kcheck/contracts, else
  * ~/.config/kcheck/contracts. Absent is fine (no contracts). */
 static int default_dir(char *buf, size_t n) {
@@ -72,7 +85,7 @@ static int default_dir(char *buf, size_t n) {
 }
 
 int kc_contracts_init(void) {
-  const char *spec = kc_opt.contracts;
+  const char *spec = kc_contract_opt.contracts;
   if (spec && !strcmp(spec, "none")) return 0;
   struct kc_ct_set set = {0};
   int problems = 0;

@@ -1,4 +1,4 @@
-/* libkcheck/shadow_buffers.h — kcheck's own copies of a contracted launch's
+/* contract/shadow_buffers.h — kcheck's own copies of a contracted launch's
  * tensors: each tensor in a fresh device buffer between guard zones, the
  * launch re-run on them with relocated parameters, results read back. The
  * contract gates (coverage, immutability, bounds) judge what comes back;

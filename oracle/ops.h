@@ -1,0 +1,53 @@
+/* oracle/ops.h — the table of oracle ops built from ops.def: for each op
+ * its name, the input tensors it requires and the oracle entry (class) that
+ * judges it. Callers name ops through this table instead of comparing
+ * strings; enum oc_op (elementwise.h) is made from the elementwise rows. */
+#ifndef OC_OPS_H
+#define OC_OPS_H
+
+enum oc_op_class {
+  OC_CLASS_ELEMENTWISE, /* oc_check_elementwise */
+  OC_CLASS_MATMUL,      /* oc_check_matmul */
+  OC_CLASS_REDUCE,      /* oc_check_reduce */
+  OC_CLASS_SOFTMAX,     /* oc_check_softmax */
+  OC_CLASS_NORM,        /* oc_check_layer_norm, oc_check_rms_norm */
+  OC_CLASS_ATTENTION,   /* oc_check_attention */
+  OC_CLASS_RECURRENCE,  /* oc_check_gated_delta */
+};
+
+enum oc_opid {
+#define OC_OPDEF(id, name, arity, cls) OC_ID_##id,
+#include "ops.def"
+  OC_ID_COUNT
+};
+
+struct oc_op_info {
+  enum oc_opid id;
+  const char *name;
+  int arity; /* input tensors required */
+  enum oc_op_class cls;
+  /* The op in its class's own enum: enum oc_op (ELEMENTWISE), enum
+   * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX); 0 otherwise. */
+  int kind;
+};
+
+/* The row of id; NULL for an id past the table. */
+const struct oc_op_info *oc_op_by_id(enum oc_opid id);
+/* The row named name or one of its aliases (case-insensitive); NULL when
+ * unknown or name is NULL. */
+const struct oc_op_info *oc_op_find(const char *name);
+/* "elementwise", "matmul", ...; "?" for a value outside the enum. */
+const char *oc_op_class_name(enum oc_op_class cls);
+
+/* OC_OP_IF_EW(CLASS, ...): the rest of the arguments for ELEMENTWISE rows,
+ * nothing for the others (filters ops.def rows, e.g. into enum oc_op). */
+#define OC_OP_IF_EW(cls, ...) OC_OP_IF_EW_##cls(__VA_ARGS__)
+#define OC_OP_IF_EW_ELEMENTWISE(...) __VA_ARGS__
+#define OC_OP_IF_EW_MATMUL(...)
+#define OC_OP_IF_EW_REDUCE(...)
+#define OC_OP_IF_EW_SOFTMAX(...)
+#define OC_OP_IF_EW_NORM(...)
+#define OC_OP_IF_EW_ATTENTION(...)
+#define OC_OP_IF_EW_RECURRENCE(...)
+
+#endif

@@ -252,6 +252,8 @@ static void print_block(json_t *rec, long repeat) {
   if (py)
     add(b, "kcheck:   python:     File \"%s\", line %lld, in %s\n", str(py, "file"),
         (long long)json_integer_value(json_object_get(py, "line")), str(py, "function"));
+  else if (json_object_get(stack, "python_not_taken"))
+    add(b, "kcheck:   python:     not taken: %s\n", str(stack, "python_not_taken"));
   size_t i;
   json_t *fr;
   json_array_foreach(json_object_get(stack, "host"), i, fr) {

@@ -93,7 +93,7 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
   py.decref(s);
 }
 
-static json_t *python_stack(void) {
+static json_t *python_stack(const char **why) {
   /* Looked up each time until found: Python may be loaded after kcheck. */
   if (!py.ok) {
     py_lookup();
@@ -105,7 +105,11 @@ static json_t *python_stack(void) {
    * workers, pure C++) have no Python frames. */
   int ensured = 0, state = 0;
   if (!py.gil_check()) {
-    if (kc_opt.python_stack < 2 || !py.this_thread_state()) return NULL;
+    if (!py.this_thread_state()) return NULL;
+    if (kc_opt.python_stack < 2) {
+      *why = "the launching thread released the GIL (python_stack=2 takes it back)";
+      return NULL;
+    }
     state = py.gil_ensure();
     ensured = 1;
   }
@@ -134,7 +138,10 @@ json_t *kc_stack_json(int skip) {
   (void)pthread_once(&py_once, py_lookup);
   json_t *o = json_object();
   json_object_set_new(o, "host", host_stack(skip));
-  json_t *p = kc_opt.python_stack ? python_stack() : NULL;
+  const char *why = NULL;
+  json_t *p = kc_opt.python_stack ? python_stack(&why) : NULL;
   if (p) json_object_set_new(o, "python", p);
+  /* A Python thread whose frames were not taken: say why. */
+  if (!p && why) json_object_set_new(o, "python_not_taken", json_string(why));
   return o;
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
@@ -49,6 +51,14 @@ json_t *kc_symbolize_host(json_t *host) {
     const char *module = json_string_value(json_object_get(fr, "module"));
     if (kc_frame_is_own(module)) continue;
     json_t *copy = json_deep_copy(fr);
+    /* C++ host functions read as the user wrote them. */
+    const char *sym = json_string_value(json_object_get(fr, "symbol"));
+    if (sym && sym[0] == '_' && sym[1] == 'Z') {
+      int status = 0;
+      char *d = __cxa_demangle(sym, NULL, NULL, &status);
+      if (d && !status) json_object_set_new(copy, "symbol", json_string(d));
+      free(d);
+    }
     const char *ips = json_string_value(json_object_get(fr, "ip"));
     uint64_t ip = ips ? strtoull(ips, NULL, 16) : 0;
     if (dwfl && ip) {

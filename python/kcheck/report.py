@@ -238,9 +238,17 @@ def user_frame(v):
         if f and not any(s in f for s in ("/kcheck/", "/torch/", "site-packages", "<frozen")):
             return f, fr.get("line"), fr.get("function")
     for fr in st.get("host") or []:
-        if fr.get("file") and fr.get("line"):
-            return fr["file"], fr["line"], fr.get("symbol")
+        f = fr.get("file") or ""
+        if f and fr.get("line") and not _toolkit_frame(f, fr.get("symbol") or ""):
+            return f, fr["line"], fr.get("symbol")
     return None
+
+
+def _toolkit_frame(path, symbol):
+    """A host frame of the CUDA toolkit's own code (headers, the runtime's
+    launch stubs): not where the user's code is."""
+    return ("/cuda/" in path or "/targets/" in path or path.startswith("/usr/include/")
+            or "__device_stub__" in symbol)
 
 
 def contract_location(v):

@@ -65,16 +65,16 @@ def test_clean_matmul():
 EOF
   (cd "$W" && KCHECK_OPTIONS=log_path=$W/t4 LD_PRELOAD=$LIB PYTHONPATH=$ROOT/python \
      timeout 120 python3 -m pytest -p kcheck -p no:cacheprovider -q -rA \
-     --kcheck-report="$W/t4.json" test_torch_findings.py 2>&1 | grep -vE "^\s*$" | head -80)
-  echo "pytest exit ${PIPESTATUS[0]}"
+     --kcheck-report="$W/t4.json" test_torch_findings.py >"$W/t4.out" 2>&1; echo "pytest exit $?")
+  grep -vE "^\s*$" "$W/t4.out" | head -80
   cat "$W/t4.json"
 
   step "5. the same with the shipped torch-nondeterministic suppressions"
   S=$("${K[@]}" suppressions torch-nondeterministic)
   (cd "$W" && KCHECK_OPTIONS=log_path=$W/t5:suppressions=$S LD_PRELOAD=$LIB PYTHONPATH=$ROOT/python \
-     timeout 120 python3 -m pytest -p kcheck -p no:cacheprovider -q test_torch_findings.py 2>&1 |
-     grep -E "passed|failed|suppressed|SUMMARY|violation in")
-  echo "pytest exit ${PIPESTATUS[0]}"
+     timeout 120 python3 -m pytest -p kcheck -p no:cacheprovider -q test_torch_findings.py \
+     >"$W/t5.out" 2>&1; echo "pytest exit $?")
+  grep -E "passed|failed|suppressed|SUMMARY|violation in" "$W/t5.out"
   "${K[@]}" report "$W"/t5.*.jsonl | head -20
 } >"$LOG" 2>&1
 tar -C "$W" -czf "$OUTDIR/findings.tar.gz" . 2>/dev/null

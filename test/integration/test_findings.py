@@ -390,3 +390,24 @@ def test_shipped_torch_list_loads(app, tmp_path):
     both = run([app("app_linked"), "races"], tmp_path,
                options="suppressions=%s,%s" % (path, tmp_path / "missing.supp"))
     assert "missing.supp: not a readable regular file" in both.err
+
+
+def test_python_frame_in_the_block(tmp_path):
+    """ctypes releases the GIL around the launch: python_stack=1 says why no
+    Python frame was taken; python_stack=2 takes it back and names the
+    user's frame."""
+    r = run([sys.executable, CTYPES_APP, "races"], tmp_path)
+    assert "python:     not taken: the launching thread released the GIL" in r.err, r.err
+    v = by_type(r.only_report(), "violation")[0]
+    assert "released the GIL" in v["stack"]["python_not_taken"]
+    r2 = run([sys.executable, CTYPES_APP, "races"], tmp_path, options="python_stack=2")
+    assert 'python:     File "%s", line' % CTYPES_APP in r2.err, r2.err
+    assert kr.user_frame(by_type(r2.only_report(), "violation")[0])[0] == CTYPES_APP
+
+
+def test_host_symbols_demangled_and_toolkit_frames_skipped():
+    v = {"stack": {"host": [
+        {"module": "/x/app", "symbol": "__device_stub__Z3fooPi",
+         "file": "/usr/local/cuda/targets/x86_64-linux/include/crt/device_functions.h", "line": 9},
+        {"module": "/x/app", "symbol": "run(int)", "file": "src/app.cu", "line": 12}]}}
+    assert kr.user_frame(v) == ("src/app.cu", 12, "run(int)")

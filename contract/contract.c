@@ -4,6 +4,7 @@
 #include "contract.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <regex.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "elementwise.h"
@@ -20,6 +22,7 @@
 #include "log.h"
 #include "options.h"
 #include "oracle.h"
+#include "regex_guard.h"
 
 /* ------------------------------------------------------------ formats */
 
@@ -420,6 +423,10 @@ static void parse_value(struct pctx *x, yaml_node_t *nd, int is_field, struct kc
   } else if (ifl >= 0 && v[ifl]) {
     val->kind = KC_PK_STRUCT;
     if (!want_type(x, v[ifl], YAML_SEQUENCE_NODE, "fields")) return;
+    if (v[ifl]->data.sequence.items.top - v[ifl]->data.sequence.items.start > KC_CT_MAX_PARAMS) {
+      diag(x, v[ifl], "more than %d fields in one parameter", KC_CT_MAX_PARAMS);
+      return;
+    }
     int nf = (int)(v[ifl]->data.sequence.items.top - v[ifl]->data.sequence.items.start);
     param->fields = calloc((size_t)(nf ? nf : 1), sizeof *param->fields);
     if (!param->fields) return;
@@ -452,11 +459,10 @@ static void parse_kernel(struct pctx *x, yaml_node_t *nd) {
   if (c->match == KC_CT_REGEX) {
     regex_t *re = calloc(1, sizeof *re);
     if (!re) return;
-    int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-      char msg[256];
-      regerror(rc, re, msg, sizeof msg);
-      diag(x, v[i], "bad regex '%s': %s (expected a POSIX extended regular expression)", s, msg);
+    char msg[256];
+    if (kc_regex_compile(re, s, msg, sizeof msg)) {
+      diag(x, v[i], "bad regex '%.300s': %s (expected a POSIX extended regular expression)", s,
+           msg);
       free(re);
       return;
     }
@@ -604,7 +610,10 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   }
   x->c = c;
   if (v[0]) parse_kernel(x, v[0]);
-  if (v[1] && want_type(x, v[1], YAML_SEQUENCE_NODE, "params")) {
+  if (v[1] && v[1]->type == YAML_SEQUENCE_NODE &&
+      v[1]->data.sequence.items.top - v[1]->data.sequence.items.start > KC_CT_MAX_PARAMS) {
+    diag(x, v[1], "more than %d params in one contract", KC_CT_MAX_PARAMS);
+  } else if (v[1] && want_type(x, v[1], YAML_SEQUENCE_NODE, "params")) {
     int np = (int)(v[1]->data.sequence.items.top - v[1]->data.sequence.items.start);
     c->params = calloc((size_t)(np ? np : 1), sizeof *c->params);
     for (int i = 0; c->params && i < np; i++) {
@@ -679,6 +688,10 @@ static void parse_document(struct pctx *x) {
   if (!want_type(x, v[0], YAML_SEQUENCE_NODE, "contracts")) return;
   for (yaml_node_item_t *it = v[0]->data.sequence.items.start; it < v[0]->data.sequence.items.top;
        it++) {
+    if (x->set->n >= KC_CT_MAX_CONTRACTS) {
+      diag(x, node(x, *it), "more than %d contracts in one set", KC_CT_MAX_CONTRACTS);
+      return;
+    }
     struct kc_contract *c = parse_contract(x, node(x, *it));
     if (!c) continue;
     struct kc_contract **cs = realloc(x->set->c, (size_t)(x->set->n + 1) * sizeof *cs);
@@ -702,6 +715,12 @@ int kc_contract_parse_text(const char *text, size_t len, const char *source,
                            struct kc_ct_set *set) {
   struct pctx x = {.file = source, .set = set};
   int first_diag = set->ndiags;
+  int line = 1, col = 1;
+  char msg[160];
+  if (kc_yaml_check_limits(text, len, &line, &col, msg, sizeof msg)) {
+    diag_at(&x, line, col, "%s", msg);
+    return x.errors;
+  }
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) {
     diag_at(&x, 1, 1, "cannot initialize the YAML parser");
@@ -744,28 +763,41 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Reads a contract file: only a regular file (a FIFO would block forever,
+ * /dev/zero never end), opened without blocking, of at most
+ * KC_CT_MAX_FILE_BYTES. */
 static int parse_file(const char *path, struct kc_ct_set *set) {
   struct pctx x = {.file = path, .set = set};
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     diag_at(&x, 0, 0, "cannot open: %m");
     return 1;
   }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 > cap) {
-      cap = cap ? 2 * cap : 16384;
-      char *nb = realloc(buf, cap);
-      if (!nb) break;
-      buf = nb;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (!got) break;
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    diag_at(&x, 0, 0, "not a regular file: contract paths name files or directories");
+    return 1;
   }
-  fclose(f);
-  int errors = kc_contract_parse_text(buf ? buf : "", len, path, set);
+  if ((unsigned long long)st.st_size > KC_CT_MAX_FILE_BYTES) {
+    close(fd);
+    diag_at(&x, 0, 0, "file is %lld bytes, over the limit of %u bytes for a contract file",
+            (long long)st.st_size, KC_CT_MAX_FILE_BYTES);
+    return 1;
+  }
+  size_t cap = (size_t)st.st_size + 1, len = 0;
+  char *buf = malloc(cap);
+  while (buf && len < cap - 1) {
+    ssize_t got = read(fd, buf + len, cap - 1 - len);
+    if (got <= 0) break;
+    len += (size_t)got;
+  }
+  close(fd);
+  if (!buf) {
+    diag_at(&x, 0, 0, "out of memory reading the file");
+    return 1;
+  }
+  int errors = kc_contract_parse_text(buf, len, path, set);
   free(buf);
   return errors;
 }
@@ -803,6 +835,12 @@ static void free_tensor(struct kc_ct_tensor *t) {
     kc_expr_free(t->shape[i]);
     kc_expr_free(t->strides[i]);
   }
+}
+
+const char *kc_contract_attr(const struct kc_contract *c, const char *key) {
+  for (int i = 0; i < c->nattrs; i++)
+    if (!strcmp(c->attrs[i].key, key)) return c->attrs[i].value;
+  return NULL;
 }
 
 void kc_contract_free(struct kc_contract *c) {

@@ -15,6 +15,24 @@ struct kc_launch_info;
 
 #define KC_CT_MAX_RANK 8
 
+/* Limits on what a contract file may ask of kcheck: each is reported with
+ * file:line:col and the limit when exceeded (the input is refused, kcheck
+ * goes on without it). */
+#define KC_CT_MAX_FILE_BYTES (1u << 20) /* one contract file */
+#define KC_CT_MAX_YAML_DEPTH 32         /* nested mappings and sequences */
+#define KC_CT_MAX_YAML_NODES 200000     /* nodes after alias expansion */
+#define KC_CT_MAX_CONTRACTS 4096        /* contracts in one set */
+#define KC_CT_MAX_PARAMS 256            /* parameters (and fields) of one contract */
+#define KC_EXPR_MAX_LEN 4096            /* characters of one expression */
+#define KC_EXPR_MAX_DEPTH 64            /* nesting of parentheses, calls, unary operators */
+#define KC_EXPR_MAX_NODES 1024          /* operators and operands of one expression */
+#define KC_EXPR_MAX_TREE 256            /* depth of the expression tree (evaluation recursion) */
+
+/* Checks YAML text against KC_CT_MAX_YAML_DEPTH and KC_CT_MAX_YAML_NODES
+ * before it is loaded. 0 within the limits; -1 with the position and a
+ * message naming the limit (contract/yaml_limits.c). */
+int kc_yaml_check_limits(const char *text, size_t len, int *line, int *col, char *msg, size_t n);
+
 /* ------------------------------------------------------------ expressions */
 
 /* A compiled integer expression over scalar parameter names: + - * / %
@@ -161,6 +179,12 @@ int kc_contract_matches(const struct kc_contract *c, const char *mangled, const 
 /* The first registered contract that matches k (cached per kernel until
  * the registry changes); NULL when none. */
 const struct kc_contract *kc_contract_match(const struct kc_kernel *k);
+/* Adds "contract" (the matching contract's file:line, or null) to kernel
+ * k's record: the core's kernel record hook. */
+struct json_t;
+void kc_contract_kernel_record(const struct kc_kernel *k, struct json_t *rec);
+/* The contract attribute `key` (attrs:), or NULL. */
+const char *kc_contract_attr(const struct kc_contract *c, const char *key);
 
 /* ------------------------------------------------------------ evaluation */
 

@@ -36,6 +36,7 @@ struct node {
   enum node_op op;
   int a, b;    /* operand node indices */
   int64_t val; /* N_NUM: the constant; N_VAR: the scalar index */
+  int height;  /* of the subtree: bounds eval_node's recursion */
 };
 
 struct kc_expr {
@@ -55,6 +56,7 @@ struct parser {
   size_t errn;
   int err_pos;
   int failed;
+  int depth; /* current nesting (parentheses, calls, unary operators) */
 };
 
 /* Records the first fault only: later ones follow from it. */
@@ -73,10 +75,17 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parser *p, size_t p
 }
 
 static int add_node(struct parser *p, enum node_op op, int a, int b, int64_t val) {
+  if (p->e->n >= KC_EXPR_MAX_NODES)
+    return fail(p, p->pos, "expression has more than %d operators and operands", KC_EXPR_MAX_NODES);
+  int h = 1;
+  if (a >= 0 && p->e->nodes[a].height + 1 > h) h = p->e->nodes[a].height + 1;
+  if (b >= 0 && p->e->nodes[b].height + 1 > h) h = p->e->nodes[b].height + 1;
+  if (h > KC_EXPR_MAX_TREE)
+    return fail(p, p->pos, "expression nests deeper than %d operations", KC_EXPR_MAX_TREE);
   struct node *nn = realloc(p->e->nodes, (size_t)(p->e->n + 1) * sizeof *nn);
   if (!nn) return fail(p, p->pos, "out of memory");
   p->e->nodes = nn;
-  nn[p->e->n] = (struct node){op, a, b, val};
+  nn[p->e->n] = (struct node){op, a, b, val, h};
   return p->e->n++;
 }
 
@@ -114,6 +123,23 @@ static void next_token(const struct parser *p, char *buf, size_t n) {
 
 static int parse_or(struct parser *p);
 
+/* Nesting guard: the parser recurses once per level, so a limit keeps a
+ * 100,000-deep "((((" from exhausting the stack. */
+static int nest(struct parser *p) {
+  if (++p->depth > KC_EXPR_MAX_DEPTH) {
+    fail(p, p->pos, "expression nests deeper than %d levels", KC_EXPR_MAX_DEPTH);
+    return -1;
+  }
+  return 0;
+}
+
+static int nested_or(struct parser *p) {
+  if (nest(p)) return -1;
+  int r = parse_or(p);
+  p->depth--;
+  return r;
+}
+
 static int parse_primary(struct parser *p) {
   skip_ws(p);
   size_t start = p->pos;
@@ -144,7 +170,7 @@ static int parse_primary(struct parser *p) {
         return fail(p, start, "unknown function '%.*s' (expected ceil_div, min or max)", (int)len,
                     t);
       p->pos++;
-      int a = parse_or(p);
+      int a = nested_or(p);
       if (a < 0) return -1;
       if (!accept(p, ",")) {
         char tok[32];
@@ -152,7 +178,7 @@ static int parse_primary(struct parser *p) {
         return fail(p, p->pos, "expected ',' (%.*s takes two arguments), found %s", (int)len, t,
                     tok);
       }
-      int b = parse_or(p);
+      int b = nested_or(p);
       if (b < 0) return -1;
       if (!accept(p, ")")) {
         char tok[32];
@@ -167,7 +193,7 @@ static int parse_primary(struct parser *p) {
   }
   if (*t == '(') {
     p->pos++;
-    int a = parse_or(p);
+    int a = nested_or(p);
     if (a < 0) return -1;
     if (!accept(p, ")")) {
       char tok[32];
@@ -181,17 +207,26 @@ static int parse_primary(struct parser *p) {
   return fail(p, start, "expected a number, a scalar name or '(', found %s", tok);
 }
 
+static int parse_unary(struct parser *p);
+
+static int nested_unary(struct parser *p) {
+  if (nest(p)) return -1;
+  int r = parse_unary(p);
+  p->depth--;
+  return r;
+}
+
 static int parse_unary(struct parser *p) {
   if (accept(p, "-")) {
-    int a = parse_unary(p);
+    int a = nested_unary(p);
     return a < 0 ? -1 : add_node(p, N_NEG, a, -1, 0);
   }
-  if (accept(p, "+")) return parse_unary(p);
+  if (accept(p, "+")) return nested_unary(p);
   skip_ws(p);
   size_t at = p->pos;
   if (accept(p, "!")) {
     if (!p->allow_bool) return fail(p, at, "'!' is only allowed in domain constraints");
-    int a = parse_unary(p);
+    int a = nested_unary(p);
     return a < 0 ? -1 : add_node(p, N_NOT, a, -1, 0);
   }
   return parse_primary(p);
@@ -301,6 +336,8 @@ struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup
                      .errn = n};
   skip_ws(&p);
   if (!text[p.pos]) fail(&p, 0, "empty expression");
+  if (strlen(text) > KC_EXPR_MAX_LEN)
+    fail(&p, KC_EXPR_MAX_LEN, "expression longer than %d characters", KC_EXPR_MAX_LEN);
   int root = p.failed ? -1 : parse_or(&p);
   if (root >= 0) {
     skip_ws(&p);

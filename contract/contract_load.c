@@ -3,6 +3,7 @@
  * matching kernels to contracts, and binding a contract to the parameter
  * bytes of a captured launch (scalars, pointers, shapes, domain, launch). */
 #include <fnmatch.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
@@ -147,7 +148,21 @@ const struct kc_contract *kc_contract_match(const struct kc_kernel *k) {
   return c;
 }
 
+void kc_contract_kernel_record(const struct kc_kernel *k, json_t *rec) {
+  const struct kc_contract *c = kc_contract_match(k);
+  json_object_set_new(rec, "contract", c ? json_string(c->where) : json_null());
+}
+
 /* ------------------------------------------------------------ binding */
+
+/* The integer view of a float parameter: a cast of NaN or of a value out
+ * of int64's range is undefined behaviour; they saturate (NaN: 0). */
+static int64_t to_i64(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775807.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
 
 static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int64_t *iv,
                        double *fv) {
@@ -179,13 +194,13 @@ static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int6
   case KC_SC_F32: {
     float x;
     memcpy(&x, p, 4);
-    *fv = x, *iv = (int64_t)x;
+    *fv = x, *iv = to_i64(x);
     return 4;
   }
   case KC_SC_F64: {
     double x;
     memcpy(&x, p, 8);
-    *fv = x, *iv = (int64_t)x;
+    *fv = x, *iv = to_i64(x);
     return 8;
   }
   }

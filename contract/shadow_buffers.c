@@ -10,6 +10,7 @@
 
 #include "allocmap.h"
 #include "driver.h"
+#include "options.h"
 #include "own.h"
 
 static int fail(char *err, size_t n, const char *msg) {
@@ -54,6 +55,58 @@ static int tensor_offsets(const struct kc_contract *c, const struct kc_kernel *k
   return nt;
 }
 
+/* The application's allocation behind a tensor pointer: kcheck's map, else
+ * the pointers the capture resolved with the driver. 0 when found. */
+static int allocation_of(const struct kc_launch_info *li, uint64_t ptr, uint64_t *base,
+                         uint64_t *size) {
+  struct kc_alloc a;
+  if (kc_allocmap_find(ptr, &a) == 0) {
+    *base = a.base, *size = a.size;
+    return 0;
+  }
+  for (int i = 0; i < li->nptrs; i++)
+    if (ptr >= li->ptrs[i].base && ptr - li->ptrs[i].base < li->ptrs[i].size) {
+      *base = li->ptrs[i].base, *size = li->ptrs[i].size;
+      return 0;
+    }
+  return -1;
+}
+
+/* Sets t->tail so the shadow buffer covers what the kernel could touch in
+ * the application's launch: a contract (or annotation) that understates a
+ * tensor must never make the kernel write past kcheck's buffer. Runs at
+ * other shapes (reshaped) have no application allocation to go by: their
+ * tail is as large as the extent itself. */
+static int cover(struct kc_sb_tensor *t, const struct kc_launch_info *li, int reshaped,
+                 uint64_t *budget, char *err, size_t n) {
+  t->tail = KC_SB_GUARD;
+  uint64_t ptr = t->t->ptr;
+  if (reshaped) {
+    if (t->bytes > t->tail) t->tail = t->bytes;
+  } else if (ptr) {
+    uint64_t base, size;
+    if (allocation_of(li, ptr, &base, &size)) {
+      snprintf(err, n,
+               "tensor '%s' points at 0x%llx, in no allocation kcheck knows: the kernel's reach "
+               "cannot be bounded, so the contract is not run at this launch",
+               t->t->v->name, (unsigned long long)ptr);
+      return -1;
+    }
+    uint64_t reach = base + size - ptr; /* bytes from the pointer to the allocation's end */
+    if (reach > t->bytes && reach - t->bytes > t->tail) t->tail = reach - t->bytes;
+  }
+  uint64_t total = KC_SB_GUARD + t->bytes + t->tail;
+  if (total < t->bytes || total > *budget) {
+    snprintf(err, n,
+             "tensor '%s': a shadow buffer covering its allocation needs %llu bytes, over what "
+             "is left of mem_budget (%llu)",
+             t->t->v->name, (unsigned long long)total, (unsigned long long)*budget);
+    return -1;
+  }
+  *budget -= total;
+  return 0;
+}
+
 void kc_sb_free(struct kc_sb *s) {
   for (int i = 0; i < s->n; i++) {
     struct kc_sb_tensor *t = &s->t[i];
@@ -83,6 +136,7 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
                     const int64_t *ivals, char *err, size_t n) {
   memset(s, 0, sizeof *s);
   s->li = li;
+  s->c = c;
   const struct kc_kernel *k = li->k;
   /* Relocation writes pointers at the kernel's own offsets: without the
    * driver's layout kcheck cannot know where they lie. */
@@ -108,6 +162,7 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
     kc_sb_free(s);
     return -1;
   }
+  uint64_t budget = kc_opt.mem_budget;
   uint32_t off[64] = {0};
   if (tensor_offsets(c, k, off, 64) != s->b.ntensors) {
     kc_sb_free(s);
@@ -126,7 +181,11 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
       snprintf(err, n, "tensor '%s' has no usable extent", t->t->v->name);
       return -1;
     }
-    uint64_t total = t->bytes + 2 * KC_SB_GUARD;
+    if (cover(t, li, s->reshaped, &budget, err, n)) {
+      kc_sb_free(s);
+      return -1;
+    }
+    uint64_t total = KC_SB_GUARD + t->bytes + t->tail;
     if (kc_drv.cuMemAlloc_v2(&t->alloc, total) != CUDA_SUCCESS) {
       t->alloc = 0;
       kc_sb_free(s);
@@ -182,7 +241,7 @@ static CUdeviceptr input_source(struct kc_shadow *sh, uint64_t ptr, uint64_t byt
 
 static int fill(struct kc_sb_tensor *t, struct kc_shadow *sh, unsigned char poison, int reshaped) {
   if (kc_drv.cuMemsetD8_v2(t->alloc, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS ||
-      kc_drv.cuMemsetD8_v2(t->dev + t->bytes, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS)
+      kc_drv.cuMemsetD8_v2(t->dev + t->bytes, KC_SB_GUARD_BYTE, t->tail) != CUDA_SUCCESS)
     return -1;
   if (!t->bytes) return 0;
   if (t->role == KC_ROLE_OUT) return kc_drv.cuMemsetD8_v2(t->dev, poison, t->bytes) ? -1 : 0;
@@ -207,7 +266,8 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   if (kc_sync_device() != CUDA_SUCCESS) return fail(err, n, "filling the shadow tensors failed");
   for (int i = 0; i < s->n; i++) {
     struct kc_sb_tensor *t = &s->t[i];
-    if (kc_drv.cuMemcpyDtoH_v2(t->before, t->alloc, t->bytes + 2 * KC_SB_GUARD) != CUDA_SUCCESS)
+    if (kc_drv.cuMemcpyDtoH_v2(t->before, t->alloc, KC_SB_GUARD + t->bytes + t->tail) !=
+        CUDA_SUCCESS)
       return fail(err, n, "reading the shadow tensors failed");
   }
   /* A fresh kernelParams array into the relocated copy: the application's
@@ -239,7 +299,8 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   if (sr != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors faulted");
   for (int i = 0; i < s->n; i++) {
     struct kc_sb_tensor *t = &s->t[i];
-    if (kc_drv.cuMemcpyDtoH_v2(t->after, t->alloc, t->bytes + 2 * KC_SB_GUARD) != CUDA_SUCCESS)
+    if (kc_drv.cuMemcpyDtoH_v2(t->after, t->alloc, KC_SB_GUARD + t->bytes + t->tail) !=
+        CUDA_SUCCESS)
       return fail(err, n, "reading the shadow tensors failed");
   }
   return 0;

@@ -21,10 +21,15 @@
 struct kc_sb_tensor {
   const struct kc_ct_tensor_val *t; /* shape, strides, declaration */
   enum kc_ct_role role;
-  int esize;              /* bytes per element */
-  uint32_t param_offset;  /* where its pointer lies in the parameter bytes */
-  uint64_t bytes;         /* extent: highest element offset + 1, in bytes */
-  CUdeviceptr alloc;      /* guard + bytes + guard */
+  int esize;             /* bytes per element */
+  uint32_t param_offset; /* where its pointer lies in the parameter bytes */
+  uint64_t bytes;        /* extent: highest element offset + 1, in bytes */
+  /* Guard bytes after the extent: KC_SB_GUARD, or more where the
+   * application's allocation extends further past the pointer than the
+   * contract declares, so that everything the kernel could reach in the
+   * application's launch is kcheck's own (guard) memory here. */
+  uint64_t tail;
+  CUdeviceptr alloc;      /* KC_SB_GUARD + bytes + tail */
   CUdeviceptr dev;        /* alloc + KC_SB_GUARD: what the kernel gets */
   const void *host_input; /* caller-provided input data (bytes long); NULL: copy */
   void *owned_input;      /* host_input when kcheck generated it (freed with sb) */
@@ -35,6 +40,7 @@ struct kc_sb_tensor {
 
 struct kc_sb {
   const struct kc_launch_info *li;
+  const struct kc_contract *c; /* the contract it was made from */
   struct kc_ct_binding b;
   int n;
   struct kc_sb_tensor t[64];
@@ -47,6 +53,8 @@ struct kc_sb {
 };
 
 /* Binds c to the launch and allocates a guarded device buffer per tensor.
+ * A tensor whose pointer lies in no known allocation, or whose allocation
+ * cannot be covered within mem_budget, refuses the contract at this launch.
  * 0 on success; else -1 with why in err (nothing stays allocated). */
 int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
                  char *err, size_t n);

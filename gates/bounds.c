@@ -1,11 +1,13 @@
 /* gates/bounds.c — contract: the kernel writes nothing outside its tensors'
  * extents. One run on shadow buffers, each tensor between guard zones of a
  * known byte; a changed guard byte is a store before the start or past the
- * end of that tensor (within KC_SB_GUARD bytes of it). */
+ * end of that tensor (within KC_SB_GUARD bytes before it; after it, as far
+ * as the application's allocation reaches past the declared extent). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gate.h"
+#include "gate_util.h"
 
 /* First changed byte of a guard zone, or -1. */
 static long first_changed(const unsigned char *g, size_t n, size_t *count) {
@@ -27,7 +29,7 @@ int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
     size_t nb = 0, na = 0;
     const unsigned char *after_zone = t->after + KC_SB_GUARD + t->bytes;
     long b = first_changed(t->after, KC_SB_GUARD, &nb);
-    long a = first_changed(after_zone, KC_SB_GUARD, &na);
+    long a = first_changed(after_zone, t->tail, &na);
     if (b < 0 && a < 0) continue;
     violations++;
     /* The first corrupted byte nearest the tensor: past the end is the
@@ -42,13 +44,12 @@ int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
                            "relative_to", past ? "end" : "start", "tensor_bytes",
                            (json_int_t)t->bytes, "changed_bytes_after", (json_int_t)na,
                            "changed_bytes_before", (json_int_t)nb, "before", before, "after", *at);
-    kc_gate_violation(&kc_gate_bounds, ctx->li,
-                      json_pack("{s:s, s:o}", "message",
-                                past ? "the kernel wrote past the end of a tensor"
-                                     : "the kernel wrote before the start of a tensor",
-                                "evidence", kc_gate_sb_evidence(ev, &sb, i, "out_of_bounds")));
+    kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message",
+                                     past ? "the kernel wrote past the end of a tensor"
+                                          : "the kernel wrote before the start of a tensor",
+                                     "evidence", kc_gate_sb_evidence(ev, &sb, i, "out_of_bounds")));
   }
-  json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
+  ctx->out.status = violations ? KC_GS_FAIL : KC_GS_PASS;
   json_object_set_new(ctx->result, "runs", json_integer(1));
   kc_sb_free(&sb);
   return violations;

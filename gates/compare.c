@@ -7,6 +7,7 @@
 
 #include "formats.h"
 #include "gate.h"
+#include "gate_util.h"
 #include "report.h"
 
 /* JSON has no NaN or infinity: those are written as strings. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "gate_util.h"
 
 #define POISON_A 0xA5u
 #define POISON_B 0x5Au
@@ -62,7 +63,7 @@ int kc_gate_coverage_run(struct kc_gate_ctx *ctx) {
     json_t *tensors = json_object();
     for (int i = 0; i < sb.n; i++) {
       if (!first[i]) continue;
-      struct scan s = {&sb.t[i], first[i], 0, {0}, 0, ctx->li->contract->nondeterminism_allowed};
+      struct scan s = {&sb.t[i], first[i], 0, {0}, 0, ctx->contract->nondeterminism_allowed};
       kc_sb_each_element(&sb.t[i], visit, &s);
       json_object_set_new(tensors, sb.t[i].t->v->name, json_integer((json_int_t)s.count));
       if (!s.count) continue;
@@ -70,17 +71,17 @@ int kc_gate_coverage_run(struct kc_gate_ctx *ctx) {
       json_t *ev = json_pack("{s:s, s:o, s:I, s:[ii]}", "tensor", sb.t[i].t->v->name,
                              "first_unwritten", kc_gate_index_json(s.idx, s.rank), "unwritten",
                              (json_int_t)s.count, "poison", POISON_A, POISON_B);
-      kc_gate_violation(&kc_gate_coverage, ctx->li,
+      kc_gate_violation(ctx,
                         json_pack("{s:s, s:o}", "message",
                                   "output elements were not written (they kept the poison fill)",
                                   "evidence", kc_gate_sb_evidence(ev, &sb, i, "unwritten")));
     }
     json_object_set_new(ctx->result, "unwritten", tensors);
-    json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
+    ctx->out.status = violations ? KC_GS_FAIL : KC_GS_PASS;
     json_object_set_new(ctx->result, "runs", json_integer(2));
     kc_sb_free(&sb);
   } else if (!ok) {
-    json_object_set_new(ctx->result, "status", json_string("error"));
+    ctx->out.status = KC_GS_ERROR;
     json_object_set_new(ctx->result, "error", json_string("out of host memory"));
     kc_sb_free(&sb);
   }

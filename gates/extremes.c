@@ -6,9 +6,10 @@
  * softmax family logits in [80, 100] (exp overflows without the max
  * subtracted). Any failing verdict is a violation. */
 #include "gate.h"
+#include "trial.h"
 
 int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   struct kc_trial t[6];
   int n = 0;
   const struct oc_op_info *op = c ? oc_op_find(c->op) : NULL;

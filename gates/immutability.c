@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "gate_util.h"
 
 struct scan {
   const struct kc_sb_tensor *t;
@@ -42,12 +43,11 @@ int kc_gate_immutability_run(struct kc_gate_ctx *ctx) {
                            kc_gate_index_json(s.idx, s.rank), "changed", (json_int_t)s.count,
                            "before", kc_gate_elem_json(t->before + at, t->esize, fmt), "after",
                            kc_gate_elem_json(t->after + at, t->esize, fmt));
-    kc_gate_violation(&kc_gate_immutability, ctx->li,
-                      json_pack("{s:s, s:o}", "message",
-                                "the kernel wrote into a tensor declared role: in", "evidence",
-                                kc_gate_sb_evidence(ev, &sb, i, "input_modified")));
+    kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message",
+                                     "the kernel wrote into a tensor declared role: in", "evidence",
+                                     kc_gate_sb_evidence(ev, &sb, i, "input_modified")));
   }
-  json_object_set_new(ctx->result, "status", json_string(violations ? "fail" : "pass"));
+  ctx->out.status = violations ? KC_GS_FAIL : KC_GS_PASS;
   json_object_set_new(ctx->result, "runs", json_integer(1));
   kc_sb_free(&sb);
   return violations;

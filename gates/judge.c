@@ -10,18 +10,14 @@
 #include <strings.h>
 
 #include "gate.h"
+#include "gate_util.h"
+#include "judge.h"
 #include "options.h"
 
 static json_t *jnum(double d) {
   if (isnan(d)) return json_string("nan");
   if (isinf(d)) return json_string(d > 0 ? "inf" : "-inf");
   return json_real(d);
-}
-
-const char *kc_contract_attr(const struct kc_contract *c, const char *key) {
-  for (int i = 0; i < c->nattrs; i++)
-    if (!strcmp(c->attrs[i].key, key)) return c->attrs[i].value;
-  return NULL;
 }
 
 static int attr_true(const struct kc_contract *c, const char *key) {
@@ -365,13 +361,13 @@ void kc_sb_declared_order(const struct kc_sb *sb, int *order) {
   }
 }
 
-const char *kc_verdict_status(enum oc_verdict_kind k) {
+enum kc_gate_status kc_verdict_status(enum oc_verdict_kind k) {
   switch (k) {
-  case OC_BITWISE: return "bitwise";
-  case OC_PASS: return "pass";
-  case OC_SUSPECT: return "suspect";
-  case OC_INCONCLUSIVE: return "inconclusive";
-  default: return "fail";
+  case OC_BITWISE: return KC_GS_BITWISE;
+  case OC_PASS: return KC_GS_PASS;
+  case OC_SUSPECT: return KC_GS_SUSPECT;
+  case OC_INCONCLUSIVE: return KC_GS_INCONCLUSIVE;
+  default: return KC_GS_FAIL;
   }
 }
 

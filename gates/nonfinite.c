@@ -6,6 +6,7 @@
  * gate's violation: value and precision failures belong to the oracle,
  * precision and extremes gates. */
 #include "gate.h"
+#include "trial.h"
 
 static const struct kc_trial trials[] = {
     {OC_GEN_SPECIALS, KC_TF_NONE, NULL, 0},

@@ -7,38 +7,41 @@
 #include <stdlib.h>
 
 #include "gate.h"
+#include "gate_util.h"
+#include "judge.h"
+#include "trial.h"
 
 #define POISON 0xFFu /* NaN in every float format: an unwritten output fails */
 
 int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   if (!c) return 0;
   struct kc_judgment *j = calloc(1, sizeof *j);
   if (!j) {
-    json_object_set_new(ctx->result, "status", json_string("error"));
+    ctx->out.status = KC_GS_ERROR;
     json_object_set_new(ctx->result, "error", json_string("out of host memory"));
     return 0;
   }
   int violations = 0;
   struct kc_sb sb;
   if (!c->op || !c->profile_spec) {
-    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(
         ctx->result, "reason",
         json_string(c->op ? "the contract declares no profile" : "the contract declares no op"));
   } else if (!kc_gate_sb_create(ctx, &sb) && !kc_gate_sb_run(ctx, &sb, POISON)) {
     json_object_set_new(ctx->result, "runs", json_integer(1));
     if (kc_judge(c, &sb, j)) {
-      json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+      ctx->out.status = KC_GS_INCONCLUSIVE;
       json_object_set_new(ctx->result, "reason", json_string(j->err));
     } else {
-      json_object_set_new(ctx->result, "status", json_string(kc_verdict_status(j->v.kind)));
+      ctx->out.status = kc_verdict_status(j->v.kind);
       kc_judge_result(j, ctx->result);
       if (oc_verdict_is_fail(j->v.kind)) {
         violations = 1;
         json_t *ev = kc_judge_evidence(c, &sb, j);
         json_object_set_new(ev, "exposed_by", kc_exposed_by(&sb, NULL, 0));
-        kc_gate_violation(&kc_gate_oracle, ctx->li,
+        kc_gate_violation(ctx,
                           json_pack("{s:s, s:o}", "message",
                                     "the kernel's outputs violate its declared op and precision "
                                     "profile (numerical oracle)",

@@ -8,6 +8,7 @@
  * declared profile's rigorous bound and within a cheaper profile's (named in
  * the evidence as explained_by). */
 #include "gate.h"
+#include "trial.h"
 
 #define MAX_TRIALS 4
 
@@ -30,7 +31,7 @@ static int trials_for(const char *name, struct kc_trial *t) {
 }
 
 int kc_gate_precision_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   struct kc_trial t[MAX_TRIALS];
   int n = c && c->op ? trials_for(c->op, t) : 0;
   return kc_trials_gate(ctx, &kc_gate_precision, t, n, KC_VERDICT_FAILS,

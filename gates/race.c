@@ -9,6 +9,7 @@
 
 #include "gate.h"
 #include "gate_options.h"
+#include "gate_util.h"
 #include "policy.h"
 
 struct strategy {
@@ -88,14 +89,13 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   json_object_set_new(ctx->result, "runs", json_integer(runs));
   json_object_set_new(ctx->result, "strategies", strategies);
   if (!first_ev) {
-    json_object_set_new(ctx->result, "status", json_string(runs ? "pass" : "not run"));
+    ctx->out.status = runs ? KC_GS_PASS : KC_GS_NOT_RUN;
     json_decref(exposed);
     return 0;
   }
-  json_object_set_new(ctx->result, "status", json_string("fail"));
-  kc_gate_violation(&kc_gate_race, ctx->li,
-                    json_pack("{s:s, s:o, s:o}", "message",
-                              "a re-run under a timing perturbation gave different bytes",
-                              "exposed_by", exposed, "evidence", first_ev));
+  ctx->out.status = KC_GS_FAIL;
+  kc_gate_violation(ctx, json_pack("{s:s, s:o, s:o}", "message",
+                                   "a re-run under a timing perturbation gave different bytes",
+                                   "exposed_by", exposed, "evidence", first_ev));
   return 1;
 }

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "gate.h"
+#include "gate_util.h"
 #include "options.h"
+#include "trial.h"
 
 #define MAX_TRIALS 20
 #define MAX_BYTES (64ull << 20)
@@ -134,10 +136,10 @@ static int assign(const struct kc_contract *c, const struct kc_launch_info *li, 
 }
 
 int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   if (!c) return 0;
   if (!c->has_launch) {
-    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(ctx->result, "reason",
                         json_string("the contract has no launch section: kcheck cannot derive "
                                     "grid and block at other shapes"));
@@ -149,7 +151,7 @@ int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
   struct kc_trial trials[MAX_TRIALS];
   int n = 0;
   if (!b || !rows || c->nscalars > 64 || kc_contract_bind_launch(c, ctx->li, b, err, sizeof err)) {
-    json_object_set_new(ctx->result, "status", json_string("error"));
+    ctx->out.status = KC_GS_ERROR;
     json_object_set_new(
         ctx->result, "error",
         json_string(b && rows ? "the launch does not bind to its contract" : "out of host memory"));
@@ -191,7 +193,7 @@ int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
     trials[i] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, rows[i], MAX_BYTES};
   int violations = 0;
   if (!n) {
-    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(ctx->result, "reason",
                         json_string("no other shape satisfies the contract's domain"));
   } else {

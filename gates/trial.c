@@ -11,7 +11,10 @@
 
 #include "../include/kcheck.h"
 #include "gate.h"
+#include "gate_util.h"
+#include "judge.h"
 #include "options.h"
+#include "trial.h"
 
 #define POISON 0xFFu /* NaN in every float format */
 
@@ -94,10 +97,21 @@ static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct 
     }
     int rank = t->t->rank;
     int64_t cols = rank ? t->t->shape[rank - 1] : 1, rows = 1;
+    int bad = cols < 0;
     for (int r = 0; r + 1 < rank; r++)
-      rows *= t->t->shape[r];
-    size_t count = (size_t)(rows * cols), esize = (size_t)t->esize;
-    unsigned char *packed = malloc(count * esize + 1);
+      bad |= t->t->shape[r] < 0 || __builtin_mul_overflow(rows, t->t->shape[r], &rows);
+    int64_t cnt = 0;
+    size_t count = 0, esize = (size_t)t->esize, packed_bytes = 0;
+    /* A negative extent (a contract that lint could not reject, e.g. -n at
+     * this launch) or one whose element count overflows is no input. */
+    if (bad || __builtin_mul_overflow(rows, cols, &cnt) ||
+        __builtin_mul_overflow((size_t)cnt, esize, &packed_bytes) ||
+        packed_bytes > kc_opt.mem_budget) {
+      snprintf(err, n, "input '%s' has no usable extent at this launch", t->t->v->name);
+      return -1;
+    }
+    count = (size_t)cnt;
+    unsigned char *packed = malloc(packed_bytes + 1);
     t->owned_input = calloc(1, t->bytes ? t->bytes : 1);
     if (!packed || !t->owned_input) {
       free(packed);
@@ -160,7 +174,7 @@ json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_
      * transform, then rounding to its format. */
     json_object_set_new(o, "seed", json_integer((json_int_t)seed));
   }
-  const struct kc_contract *c = sb->li->contract;
+  const struct kc_contract *c = sb->c;
   json_t *sc = json_object();
   for (int i = 0; c && i < c->nscalars && i < sb->b.nscalars; i++)
     json_object_set_new(sc, c->scalars[i]->name, json_integer((json_int_t)sb->b.ivals[i]));
@@ -205,10 +219,10 @@ static json_t *guard_damage(const struct kc_sb *sb) {
     const struct kc_sb_tensor *t = &sb->t[i];
     const unsigned char *before = t->after, *after = t->after + KC_SB_GUARD + t->bytes;
     long first_after = -1, last_before = -1, changed = 0;
-    for (long k = 0; k < (long)KC_SB_GUARD; k++) {
+    for (long k = 0; k < (long)t->tail; k++)
       if (after[k] != KC_SB_GUARD_BYTE) changed++, first_after = first_after < 0 ? k : first_after;
+    for (long k = 0; k < (long)KC_SB_GUARD; k++)
       if (before[k] != KC_SB_GUARD_BYTE) changed++, last_before = k;
-    }
     if (!changed) continue;
     int past = first_after >= 0;
     return json_pack("{s:s, s:s, s:i, s:I, s:I}", "tensor", t->t->v->name, "side",
@@ -229,11 +243,11 @@ static json_t *scalars_json(const struct kc_contract *c, const struct kc_sb *sb)
 
 int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
                    int ntrials, unsigned fail_mask, const char *message) {
-  const struct kc_contract *c = ctx->li->contract;
+  const struct kc_contract *c = ctx->contract;
   if (!c) return 0;
   json_object_set_new(ctx->result, "contract", json_string(c->where));
   if (!c->op || !c->profile_spec) {
-    json_object_set_new(ctx->result, "status", json_string("inconclusive"));
+    ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(
         ctx->result, "reason",
         json_string(c->op ? "the contract declares no profile" : "the contract declares no op"));
@@ -241,7 +255,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
   }
   struct kc_judgment *j = calloc(1, sizeof *j);
   if (!j) {
-    json_object_set_new(ctx->result, "status", json_string("error"));
+    ctx->out.status = KC_GS_ERROR;
     json_object_set_new(ctx->result, "error", json_string("out of host memory"));
     return 0;
   }
@@ -296,14 +310,13 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
     if (ev) {
       violations = 1;
       json_object_set_new(ev, "exposed_by", kc_exposed_by(&sb, tr, seed));
-      kc_gate_violation(g, ctx->li, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
+      kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
     }
     kc_sb_free(&sb);
   }
   json_object_set_new(ctx->result, "trials", list);
   json_object_set_new(ctx->result, "runs", json_integer(runs));
-  const char *status = violations ? "fail" : judged ? "pass" : "inconclusive";
-  json_object_set_new(ctx->result, "status", json_string(status));
+  ctx->out.status = violations ? KC_GS_FAIL : judged ? KC_GS_PASS : KC_GS_INCONCLUSIVE;
   if (!judged && !violations)
     json_object_set_new(ctx->result, "reason",
                         json_string(first_err[0] ? first_err : "no trial applied"));

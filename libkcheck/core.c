@@ -9,7 +9,6 @@
 
 #include "allocmap.h"
 #include "audit.h"
-#include "contract.h"
 #include "driver.h"
 #include "finding.h"
 #include "guard.h"
@@ -20,6 +19,7 @@
 #include "perturb.h"
 #include "report.h"
 #include "stack.h"
+#include "world.h"
 
 int kc_disabled = 1;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
@@ -34,10 +34,10 @@ static void at_exit(void) {
   }
 }
 
-int kc_core_init(void) {
+int kc_core_init(int (*layers_init)(void)) {
   int problems = kc_options_init();
   if (kc_opt.help) kc_options_print_help(stderr);
-  problems += kc_contracts_init();
+  if (layers_init) problems += layers_init();
   problems += kc_findings_init();
   if (problems && kc_opt.strict) {
     kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
@@ -78,6 +78,7 @@ void kc_core_postfork_child(void) {
   kc_report_reset_lock();
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();
+  kc_world_postfork_child();
   kc_findings_reset_child();
   kc_report_reopen_child((long)getppid());
 }

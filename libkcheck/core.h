@@ -10,8 +10,11 @@
 /* 0: kcheck is active; nonzero: it stays out of the way (pass-through). */
 extern int kc_disabled;
 
-/* Options, report, exit handler. Returns 0 when kcheck should run. */
-int kc_core_init(void);
+/* Options, then the layers' start-up (layers_init, may be NULL: e.g. the
+ * contracts' loading; returns its number of problems, fatal like option
+ * problems under strict=1), report, exit handler. Returns 0 when kcheck
+ * should run. */
+int kc_core_init(int (*layers_init)(void));
 /* Called once the real driver table is filled. */
 void kc_core_driver_ready(int have_driver);
 void kc_core_fini(void);

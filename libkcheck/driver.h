@@ -55,6 +55,46 @@ typedef CUresult (*kc_fam_GET_PROC_ADDRESS_V2)(const char *symbol, void **pfn, i
                                                cuuint64_t flags,
                                                CUdriverProcAddressQueryResult *status);
 
+/* Entries that move device memory: the shim only holds the world lock
+ * (world.h) around the real call. KC_FP_<fam> is the parameter list,
+ * KC_FA_<fam> the argument list; the wrappers in shim/entries.c use both. */
+#define KC_FP_COPY (CUdeviceptr dst, CUdeviceptr src, size_t n)
+#define KC_FA_COPY (dst, src, n)
+typedef CUresult(*kc_fam_COPY) KC_FP_COPY;
+#define KC_FP_COPY_ASYNC (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+#define KC_FA_COPY_ASYNC (dst, src, n, stream)
+typedef CUresult(*kc_fam_COPY_ASYNC) KC_FP_COPY_ASYNC;
+#define KC_FP_COPY_HTOD (CUdeviceptr dst, const void *src, size_t n)
+#define KC_FA_COPY_HTOD (dst, src, n)
+typedef CUresult(*kc_fam_COPY_HTOD) KC_FP_COPY_HTOD;
+#define KC_FP_COPY_HTOD_ASYNC (CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+#define KC_FA_COPY_HTOD_ASYNC (dst, src, n, stream)
+typedef CUresult(*kc_fam_COPY_HTOD_ASYNC) KC_FP_COPY_HTOD_ASYNC;
+#define KC_FP_COPY_DTOH (void *dst, CUdeviceptr src, size_t n)
+#define KC_FA_COPY_DTOH (dst, src, n)
+typedef CUresult(*kc_fam_COPY_DTOH) KC_FP_COPY_DTOH;
+#define KC_FP_COPY_DTOH_ASYNC (void *dst, CUdeviceptr src, size_t n, CUstream stream)
+#define KC_FA_COPY_DTOH_ASYNC (dst, src, n, stream)
+typedef CUresult(*kc_fam_COPY_DTOH_ASYNC) KC_FP_COPY_DTOH_ASYNC;
+#define KC_FP_MEMSET_D8 (CUdeviceptr dst, unsigned char v, size_t n)
+#define KC_FA_MEMSET_D8 (dst, v, n)
+typedef CUresult(*kc_fam_MEMSET_D8) KC_FP_MEMSET_D8;
+#define KC_FP_MEMSET_D16 (CUdeviceptr dst, unsigned short v, size_t n)
+#define KC_FA_MEMSET_D16 (dst, v, n)
+typedef CUresult(*kc_fam_MEMSET_D16) KC_FP_MEMSET_D16;
+#define KC_FP_MEMSET_D32 (CUdeviceptr dst, unsigned int v, size_t n)
+#define KC_FA_MEMSET_D32 (dst, v, n)
+typedef CUresult(*kc_fam_MEMSET_D32) KC_FP_MEMSET_D32;
+#define KC_FP_MEMSET_D8_ASYNC (CUdeviceptr dst, unsigned char v, size_t n, CUstream stream)
+#define KC_FA_MEMSET_D8_ASYNC (dst, v, n, stream)
+typedef CUresult(*kc_fam_MEMSET_D8_ASYNC) KC_FP_MEMSET_D8_ASYNC;
+#define KC_FP_MEMSET_D16_ASYNC (CUdeviceptr dst, unsigned short v, size_t n, CUstream stream)
+#define KC_FA_MEMSET_D16_ASYNC (dst, v, n, stream)
+typedef CUresult(*kc_fam_MEMSET_D16_ASYNC) KC_FP_MEMSET_D16_ASYNC;
+#define KC_FP_MEMSET_D32_ASYNC (CUdeviceptr dst, unsigned int v, size_t n, CUstream stream)
+#define KC_FA_MEMSET_D32_ASYNC (dst, v, n, stream)
+typedef CUresult(*kc_fam_MEMSET_D32_ASYNC) KC_FP_MEMSET_D32_ASYNC;
+
 /* Ids of every row, hooked or not. */
 enum kc_entry {
 #define KC_HOOK(sym, fam) KC_E_##sym,

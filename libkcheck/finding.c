@@ -29,11 +29,12 @@ struct key {
   long kernel;
   char sig[24];
   long count, first_launch;
+  int suppressed; /* its first occurrence was suppressed: so are repeats */
   char kernel_name[160];
 };
 static struct key keys[MAX_KEYS];
 static int nkeys;
-static long printed, suppressed, unique;
+static long printed, suppressed, unique, repeats;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char test_id[512];
 
@@ -276,23 +277,51 @@ static void print_block(json_t *rec, long repeat) {
   free(b);
 }
 
-/* n-th occurrence (1-based) of the record's (gate, kernel, signature). */
-static long count_key(json_t *rec) {
-  const char *gate = str(rec, "gate"), *sig = str(rec, "signature");
-  long kernel = (long)json_integer_value(json_object_get(rec, "kernel"));
+/* The key's slot, made when new (NULL when the table is full). */
+static struct key *find_key(const char *gate, long kernel, const char *sig, const char *kname,
+                            long launch, int *made) {
+  *made = 0;
   for (int i = 0; i < nkeys; i++)
     if (keys[i].kernel == kernel && !strcmp(keys[i].gate, gate) && !strcmp(keys[i].sig, sig))
-      return ++keys[i].count;
-  unique++;
-  if (nkeys == MAX_KEYS) return 1; /* table full: counted as new */
+      return &keys[i];
+  if (nkeys == MAX_KEYS) return NULL;
   struct key *k = &keys[nkeys++];
+  memset(k, 0, sizeof *k);
   snprintf(k->gate, sizeof k->gate, "%s", gate);
   snprintf(k->sig, sizeof k->sig, "%s", sig);
-  snprintf(k->kernel_name, sizeof k->kernel_name, "%s", str(rec, "kernel_name"));
+  snprintf(k->kernel_name, sizeof k->kernel_name, "%s", kname);
   k->kernel = kernel;
-  k->count = 1;
-  k->first_launch = (long)json_integer_value(json_object_get(rec, "launch"));
-  return 1;
+  k->first_launch = launch;
+  *made = 1;
+  return k;
+}
+
+/* n-th occurrence (1-based) of the record's (gate, kernel, signature). */
+static long count_key(json_t *rec, int is_suppressed) {
+  int made;
+  struct key *k =
+      find_key(str(rec, "gate"), (long)json_integer_value(json_object_get(rec, "kernel")),
+               str(rec, "signature"), str(rec, "kernel_name"),
+               (long)json_integer_value(json_object_get(rec, "launch")), &made);
+  if (made && !is_suppressed) unique++;
+  if (!k) return 1; /* table full: counted as new */
+  k->suppressed = is_suppressed;
+  return ++k->count;
+}
+
+void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
+                       unsigned long long signature, int n) {
+  char sig[24];
+  snprintf(sig, sizeof sig, "%016llx", signature);
+  pthread_mutex_lock(&lock);
+  int made;
+  struct key *k = find_key(gate, kernel, sig, kernel_name, -1, &made);
+  if (k) k->count += n;
+  if (k && k->suppressed)
+    suppressed += n;
+  else
+    repeats += n;
+  pthread_mutex_unlock(&lock);
 }
 
 int kc_finding_report(json_t *rec) {
@@ -309,6 +338,7 @@ int kc_finding_report(json_t *rec) {
   const char *rule = kc_suppress_match(rec);
   if (rule) {
     suppressed++;
+    count_key(rec, 1);
     pthread_mutex_unlock(&lock);
     json_object_set_new(rec, "suppressed_by", json_string(rule));
     KC_LOG(KC_LOG_INFO, "violation in %s [%s] suppressed by %s", str(rec, "kernel_name"),
@@ -316,7 +346,7 @@ int kc_finding_report(json_t *rec) {
     kc_report_emit("suppressed", rec);
     return 0;
   }
-  long repeat = count_key(rec);
+  long repeat = count_key(rec, 0);
   int show = repeat == 1 && (kc_opt.print_limit < 0 || printed < kc_opt.print_limit);
   int limit_note = repeat == 1 && !show && printed == kc_opt.print_limit;
   if (show || limit_note) printed++;
@@ -344,13 +374,14 @@ void kc_findings_summary(json_t *summary) {
   int locked = kc_lock_for_exit(&lock);
   json_object_set_new(summary, "unique_violations", json_integer(unique));
   json_object_set_new(summary, "suppressed", json_integer(suppressed));
+  json_object_set_new(summary, "repeats", json_integer(repeats));
   if (locked) pthread_mutex_unlock(&lock);
 }
 
 void kc_findings_print_summary(void) {
   int locked = kc_lock_for_exit(&lock);
   for (int i = 0; i < nkeys; i++)
-    if (keys[i].count > 1)
+    if (keys[i].count > 1 && !keys[i].suppressed)
       kc_log_printf(KC_LOG_WARN, "%ld violations of [%s] in %s (signature %s), first at launch %ld",
                     keys[i].count, keys[i].gate, keys[i].kernel_name, keys[i].sig,
                     keys[i].first_launch);
@@ -363,5 +394,5 @@ void kc_findings_print_summary(void) {
 void kc_findings_reset_child(void) {
   pthread_mutex_init(&lock, NULL);
   nkeys = 0;
-  printed = suppressed = unique = 0;
+  printed = suppressed = unique = repeats = 0;
 }

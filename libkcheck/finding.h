@@ -16,7 +16,12 @@ int kc_finding_report(json_t *rec);
 /* The test the process is running now (pytest plugin, KCHECK_TEST); ""
  * or NULL: none. Every later violation record carries it as "test". */
 void kc_finding_set_test(const char *id);
-/* Adds unique_violations and suppressed to the summary record. */
+/* Later checks' violations of a (gate, kernel, signature) already
+ * reported (gates/findings.c writes no record for them): counted for the
+ * summary, as suppressed when the first one was. */
+void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
+                       unsigned long long signature, int n);
+/* Adds unique_violations, suppressed and repeats to the summary record. */
 void kc_findings_summary(json_t *summary);
 /* The stderr summary's lines for repeated and suppressed findings. */
 void kc_findings_print_summary(void);

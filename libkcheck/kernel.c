@@ -10,11 +10,11 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "contract.h"
 #include "driver.h"
 #include "image.h"
 #include "log.h"
 #include "options.h"
+#include "regex_guard.h"
 #include "report.h"
 
 /* From the C++ ABI runtime (libstdc++): the maintained demangler. */
@@ -71,12 +71,10 @@ static int contains_any(const char *hay, const char *list) {
 
 static int regex_match(const char *pattern, const char *s) {
   regex_t re;
-  if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB)) {
-    static atomic_int warned;
-    if (!atomic_exchange(&warned, 1))
-      kc_log_printf(KC_LOG_WARN, "invalid kernel regex '%s'; it matches nothing", pattern);
-    return 0;
-  }
+  char why[200];
+  /* Options checked the pattern already (and warned); refused ones match
+   * nothing. */
+  if (kc_regex_compile(&re, pattern, why, sizeof why)) return 0;
   int m = regexec(&re, s, 0, NULL, 0) == 0;
   regfree(&re);
   return m;
@@ -164,6 +162,9 @@ void kc_kernel_refresh_layout(struct kc_kernel *k) {
   if (k->nparams < 0 && k->layout_tries < 4) query_layout(k);
 }
 
+/* What the layers above add to a kernel record (the contract's contract). */
+static kc_kernel_record_fn record_hook;
+
 static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info *img) {
   json_t *params = json_null();
   if (k->nparams >= 0) {
@@ -177,13 +178,16 @@ static json_t *kernel_json(const struct kc_kernel *k, const struct kc_image_info
     image = json_pack("{s:i, s:s, s:o}", "id", img->id, "kind",
                       img->is_library ? "library" : "module", "hash", kc_json_hash(img->hash));
   }
-  const struct kc_contract *c = kc_contract_match(k);
-  return json_pack(
-      "{s:i, s:s, s:s, s:s, s:o, s:o, s:I, s:b, s:b, s:o}", "id", k->id, "name", k->name,
-      "demangled", k->demangled, "handle_kind", k->is_cukernel ? "CUkernel" : "CUfunction", "image",
-      image, "params", params, "param_bytes", (json_int_t)k->param_bytes, "eligible", k->eligible,
-      "communication", k->communication, "contract", c ? json_string(c->where) : json_null());
+  json_t *rec = json_pack("{s:i, s:s, s:s, s:s, s:o, s:o, s:I, s:b, s:b}", "id", k->id, "name",
+                          k->name, "demangled", k->demangled, "handle_kind",
+                          k->is_cukernel ? "CUkernel" : "CUfunction", "image", image, "params",
+                          params, "param_bytes", (json_int_t)k->param_bytes, "eligible",
+                          k->eligible, "communication", k->communication);
+  if (rec && record_hook) record_hook(k, rec);
+  return rec;
 }
+
+void kc_kernel_set_record_hook(kc_kernel_record_fn fn) { record_hook = fn; }
 
 static void destroy(struct kc_kernel *k) {
   free((void *)k->name);

@@ -43,4 +43,11 @@ int kc_kernel_name_eligible(const char *demangled);
 int kc_kernel_is_communication(const char *demangled);
 void kc_kernel_reset_lock(void);
 
+/* Adds what a layer above knows about kernel k to its `kernel` record
+ * (contract/: the contract that matches it). Installed by the shim before
+ * any launch; NULL: nothing is added. */
+struct json_t;
+typedef void (*kc_kernel_record_fn)(const struct kc_kernel *k, struct json_t *rec);
+void kc_kernel_set_record_hook(kc_kernel_record_fn fn);
+
 #endif

@@ -4,6 +4,7 @@
 #include "launch.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit.h"
@@ -15,16 +16,50 @@
 #include "policy.h"
 #include "report.h"
 #include "stack.h"
+#include "world.h"
 
 static kc_check_fn check_hook;
 
 void kc_set_check_hook(kc_check_fn fn) { check_hook = fn; }
 
+/* The application's launch, inside the world lock (a no-op when this
+ * thread already holds it, e.g. inside its own check). */
 CUresult kc_app_launch(const struct kc_launch_args *a) {
-  if (!kc_audit_active) return a->call_real(a);
-  kc_audit_expect_begin();
-  CUresult r = a->call_real(a);
-  kc_audit_expect_end();
+  if (kc_opt.check_lock) kc_world_enter();
+  CUresult r;
+  if (!kc_audit_active) {
+    r = a->call_real(a);
+  } else {
+    kc_audit_expect_begin();
+    r = a->call_real(a);
+    kc_audit_expect_end();
+  }
+  if (kc_opt.check_lock) kc_world_leave();
+  return r;
+}
+
+/* A check, with every other thread's GPU work held off for its duration. */
+static CUresult checked_launch(struct kc_launch_info *li) {
+  const char *why = NULL;
+  if (kc_opt.check_lock && kc_world_lock((unsigned)kc_opt.check_lock_ms, &why)) {
+    kc_guard_enter();
+    kc_report_skip(li, why);
+    kc_guard_leave();
+    return kc_app_launch(li->args);
+  }
+  if (kc_opt.check_lock) {
+    /* Another thread may have freed an allocation between the capture and
+     * the lock (a false pointer's, or save_all's): resolve the pointers
+     * again now that no one can free anything until the check is over. */
+    kc_guard_enter();
+    free(li->ptrs);
+    li->ptrs = NULL;
+    li->nptrs = 0;
+    kc_capture_pointers(li);
+    kc_guard_leave();
+  }
+  CUresult r = check_hook(li);
+  if (kc_opt.check_lock) kc_world_unlock();
   return r;
 }
 
@@ -95,7 +130,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     }
     kc_report_emit("launch", rec);
   }
-  CUresult r = check ? check_hook(&li) : kc_app_launch(a);
+  CUresult r = check ? checked_launch(&li) : kc_app_launch(a);
   kc_capture_free(&li);
   return r;
 }

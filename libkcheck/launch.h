@@ -59,9 +59,6 @@ struct kc_launch_info {
   CUlaunchAttribute attrs[KC_MAX_ATTRS];
   int nattrs;
   uint64_t signature; /* set when the launch is considered for checking */
-  /* What the contract gates check it against (set by the check hook): the
-   * matching contract, or one made from the thread's annotation. */
-  const struct kc_contract *contract;
 };
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */

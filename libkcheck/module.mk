@@ -31,6 +31,11 @@ $(eval $(call kc_variant,$(BUILD),,$(BUILD)/liboracle.a))
 # it is never instrumented.
 $(BUILD)/san/obj/shim/dl_hook.o $(BUILD)/san/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
 $(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS),$(BUILD)/san/liboracle.a))
+# ThreadSanitizer build for `make test-tsan` (the oracle is plain
+# arithmetic on one thread's data: its uninstrumented archive is enough).
+TSANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+$(BUILD)/tsan/obj/shim/dl_hook.o $(BUILD)/tsan/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
+$(eval $(call kc_variant,$(BUILD)/tsan,$(TSANFLAGS),$(BUILD)/liboracle.a))
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
 # build directory can be copied to a machine that lacks them.

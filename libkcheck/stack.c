@@ -5,12 +5,14 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
 #include "options.h"
 #include "report.h"
+#include "world.h"
 
 #define MAX_FRAMES 64
 
@@ -58,9 +60,12 @@ struct py_api {
   int ok;
 };
 static struct py_api py;
-static pthread_once_t py_once = PTHREAD_ONCE_INIT;
+/* py is filled under the mutex and published by py_ready, so threads that
+ * report at the same time never see it half written. */
+static pthread_mutex_t py_mutex = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int py_ready;
 
-static void py_lookup(void) {
+static void py_lookup_locked(void) {
   py.gil_check = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
   py.get_frame = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_GetFrame");
   py.frame_code = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetCode");
@@ -76,6 +81,19 @@ static void py_lookup(void) {
   py.ok = py.this_thread_state && py.gil_ensure && py.gil_release && py.gil_check && py.get_frame &&
           py.frame_code && py.frame_line && py.frame_back && py.getattr && py.utf8 && py.decref &&
           py.err_clear;
+}
+
+/* Whether the interpreter's API is known; looked up until found (Python
+ * may be loaded after kcheck). */
+static int py_available(void) {
+  if (atomic_load_explicit(&py_ready, memory_order_acquire)) return 1;
+  pthread_mutex_lock(&py_mutex);
+  if (!atomic_load_explicit(&py_ready, memory_order_relaxed)) {
+    py_lookup_locked();
+    if (py.ok) atomic_store_explicit(&py_ready, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&py_mutex);
+  return atomic_load_explicit(&py_ready, memory_order_acquire);
 }
 
 static void code_string(void *code, const char *attr, char *out, size_t n) {
@@ -94,11 +112,7 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
 }
 
 static json_t *python_stack(const char **why) {
-  /* Looked up each time until found: Python may be loaded after kcheck. */
-  if (!py.ok) {
-    py_lookup();
-    if (!py.ok) return NULL;
-  }
+  if (!py_available()) return NULL;
   /* Frames are only safe to walk with the GIL held by this thread. A Python
    * thread that released it around this call (ctypes, extensions) can take it
    * back when python_stack=2; threads without a Python thread state (autograd
@@ -107,7 +121,14 @@ static json_t *python_stack(const char **why) {
   if (!py.gil_check()) {
     if (!py.this_thread_state()) return NULL;
     if (kc_opt.python_stack < 2) {
-      *why = "the launching thread released the GIL (python_stack=2 takes it back)";
+      *why = "the launching thread released the GIL (python_stack=2 takes it back outside checks)";
+      return NULL;
+    }
+    /* Inside a check every other application thread may be waiting on
+     * kcheck while holding the GIL: taking it would deadlock. */
+    if (kc_world_exclusive_here()) {
+      *why = "the launching thread released the GIL, and inside a check it is not taken back "
+             "(another thread holding it may wait on kcheck)";
       return NULL;
     }
     state = py.gil_ensure();
@@ -135,7 +156,6 @@ static json_t *python_stack(const char **why) {
 }
 
 json_t *kc_stack_json(int skip) {
-  (void)pthread_once(&py_once, py_lookup);
   json_t *o = json_object();
   json_object_set_new(o, "host", host_stack(skip));
   const char *why = NULL;

@@ -7,9 +7,11 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "contract.h"
 #include "core.h"
 #include "gate.h"
 #include "guard.h"
+#include "kernel.h"
 #include "launch.h"
 #include "log.h"
 #include "options.h"
@@ -43,7 +45,9 @@ static void activate_once(void) {
     atomic_store(&kc_shim_ready, 1);
     return;
   }
-  kc_core_init();
+  /* The core knows no contract: the shim wires contract/ in. */
+  kc_kernel_set_record_hook(kc_contract_kernel_record);
+  kc_core_init(kc_contracts_init);
   if (kc_opt.help) kc_gates_print();
   /* The shim wires the gates into the core: the core knows no gate. */
   if (kc_gates_init() == 0) kc_set_check_hook(kc_gates_check);
@@ -76,9 +80,10 @@ static void parent(void) {
 static void child(void) {
   /* Re-arm: the child keeps the hooks and the driver table, gets a report
    * of its own and fresh locks. */
-  if (atomic_load(&kc_shim_ready) && !kc_disabled)
+  if (atomic_load(&kc_shim_ready) && !kc_disabled) {
     kc_core_postfork_child();
-  else if (atomic_load(&kc_shim_ready))
+    kc_findings_reset(); /* its report has none of the parent's findings */
+  } else if (atomic_load(&kc_shim_ready))
     kc_core_postfork_parent();
 }
 

@@ -7,7 +7,9 @@
 #include "guard.h"
 #include "launch.h"
 #include "log.h"
+#include "options.h"
 #include "shim.h"
+#include "world.h"
 
 #define KC_EXPORT __attribute__((visibility("default")))
 
@@ -23,6 +25,14 @@
   if (KC_NEVER(!real)) return kc_shim_missing(KC_E_##sym)
 
 #define KC_PASSTHROUGH() (kc_guarded() || kc_disabled)
+
+/* Whether this call of the application holds the world lock (world.h):
+ * decided once per call, so enter and leave always pair. */
+#define KC_FENCE_BEGIN()                                                                           \
+  int fenced_ = !KC_PASSTHROUGH() && kc_opt.check_lock;                                            \
+  if (fenced_) kc_world_enter()
+#define KC_FENCE_END()                                                                             \
+  if (fenced_) kc_world_leave()
 
 static int name_is_ptsz(const char *s, size_t n) {
   return n > 5 && !memcmp(s + (n - 5), "_ptsz", 5);
@@ -114,8 +124,35 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     if (!KC_PASSTHROUGH()) kc_on_graph_launch();                                                   \
-    return real(exec, stream);                                                                     \
+    KC_FENCE_BEGIN();                                                                              \
+    CUresult r = real(exec, stream);                                                               \
+    KC_FENCE_END();                                                                                \
+    return r;                                                                                      \
   }
+
+/* ---- copies and memsets (held off during another thread's check) --------- */
+
+#define DEF_FENCED(sym, params, args)                                                              \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
+    CUresult r = real args;                                                                        \
+    KC_FENCE_END();                                                                                \
+    return r;                                                                                      \
+  }
+#define DEF_COPY(sym) DEF_FENCED(sym, KC_FP_COPY, KC_FA_COPY)
+#define DEF_COPY_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_ASYNC, KC_FA_COPY_ASYNC)
+#define DEF_COPY_HTOD(sym) DEF_FENCED(sym, KC_FP_COPY_HTOD, KC_FA_COPY_HTOD)
+#define DEF_COPY_HTOD_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_HTOD_ASYNC, KC_FA_COPY_HTOD_ASYNC)
+#define DEF_COPY_DTOH(sym) DEF_FENCED(sym, KC_FP_COPY_DTOH, KC_FA_COPY_DTOH)
+#define DEF_COPY_DTOH_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_DTOH_ASYNC, KC_FA_COPY_DTOH_ASYNC)
+#define DEF_MEMSET_D8(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8, KC_FA_MEMSET_D8)
+#define DEF_MEMSET_D16(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16, KC_FA_MEMSET_D16)
+#define DEF_MEMSET_D32(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32, KC_FA_MEMSET_D32)
+#define DEF_MEMSET_D8_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8_ASYNC, KC_FA_MEMSET_D8_ASYNC)
+#define DEF_MEMSET_D16_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16_ASYNC, KC_FA_MEMSET_D16_ASYNC)
+#define DEF_MEMSET_D32_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC)
 
 /* ---- code loading ------------------------------------------------------- */
 
@@ -224,8 +261,11 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
   KC_EXPORT CUresult sym(CUdeviceptr dptr) {                                                       \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
+    /* Never while a check holds memory this may be. */                                            \
+    KC_FENCE_BEGIN();                                                                              \
     CUresult r = real(dptr);                                                                       \
     if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_free(dptr);                                  \
+    KC_FENCE_END();                                                                                \
     return r;                                                                                      \
   }
 
@@ -251,8 +291,10 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
   KC_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream) {                                      \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
     CUresult r = real(dptr, stream);                                                               \
     if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_free(dptr);                                  \
+    KC_FENCE_END();                                                                                \
     return r;                                                                                      \
   }
 
@@ -270,8 +312,10 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
   KC_EXPORT CUresult sym(CUdeviceptr ptr, size_t size) {                                           \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
     CUresult r = real(ptr, size);                                                                  \
     if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_unmap(ptr, size);                            \
+    KC_FENCE_END();                                                                                \
     return r;                                                                                      \
   }
 

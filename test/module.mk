@@ -6,11 +6,14 @@
 -include test/fakecuda/module.mk
 -include test/gpu/module.mk
 
-UNIT_TESTS := allocmap options contract
+UNIT_TESTS := allocmap options contract limits
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/log
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
-                      contract/contract_ann libkcheck/options libkcheck/log
+                      contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \
+                      libkcheck/log
+UNIT_OBJS_limits := $(UNIT_OBJS_contract)
+UNIT_LIBS_limits = $(UNIT_LIBS_contract)
 UNIT_LIBS_contract := $(BUILD)/san/liboracle.a -lyaml -lmpfr -lgmp -lm
 
 define unit_test
@@ -62,3 +65,19 @@ $(BUILD)/test/app_threads: test/apps/app_threads.c $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -Itest/fakecuda -o $@ $< \
 	  -L$(BUILD)/fakecuda -lcuda -lpthread -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
 integration-test: $(BUILD)/test/app_threads
+
+# Threads sharing one allocation, and threads that allocate and free, while
+# other threads' launches are checked (the world lock).
+$(BUILD)/test/app_shared: test/apps/app_shared.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
+	  -L$(BUILD)/fakecuda -lcuda -lpthread -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
+integration-test: $(BUILD)/test/app_shared
+
+# ThreadSanitizer: the concurrency tests with the TSan build of libkcheck
+# (a few seconds; part of `make test`).
+.PHONY: test-tsan
+test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)/test/app_threads \
+           $(BUILD)/test/app_shared
+	BUILD=$(BUILD) sh test/tsan/run.sh
+test-cpu: test-tsan

@@ -1305,6 +1305,12 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   struct fk_node x = unified(dst, src, n);
   return memop_sync(&x, 0);
 }
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  FK_ENTER("cuMemcpy_ptds");
+  struct fk_node x = unified(dst, src, n);
+  return memop_sync(&x, 1);
+}
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyAsync");
   struct fk_node x = unified(dst, src, n);
@@ -1364,6 +1370,12 @@ CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
   FK_ENTER("cuMemsetD8_v2_ptds");
   return memop_sync(&NODE_SET(d, v, 1, n), 1);
 }
+CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n);
+CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
+  FK_ENTER("cuMemsetD16_v2_ptds");
+  if (d % 2) return CUDA_ERROR_INVALID_VALUE;
+  return memop_sync(&NODE_SET(d, v, 2, n), 1);
+}
 CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned v, size_t n);
 CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned v, size_t n) {
   FK_ENTER("cuMemsetD32_v2_ptds");
@@ -1388,6 +1400,12 @@ CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream
 CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD8Async_ptsz");
   return memop_async(&NODE_SET(d, v, 1, n), s ? s : CU_STREAM_PER_THREAD);
+}
+CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s);
+CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+  FK_ENTER("cuMemsetD16Async_ptsz");
+  if (d % 2) return CUDA_ERROR_INVALID_VALUE;
+  return memop_async(&NODE_SET(d, v, 2, n), s ? s : CU_STREAM_PER_THREAD);
 }
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned v, size_t n, CUstream s);
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned v, size_t n, CUstream s) {

@@ -52,6 +52,19 @@ $(BUILD)/gpu/contract_bugs: test/gpu/contract_bugs.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
 
+# The world-lock tests on a GPU: the stand-in app, linked to the real driver,
+# with the stand-in's scale kernel as PTX; the lock microbenchmark.
+$(BUILD)/gpu/app_shared: test/apps/app_shared.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< $(GPU_LDLIBS) -lpthread
+$(BUILD)/gpu/scale.ptx: test/gpu/scale.cu
+	@mkdir -p $(@D)
+	$(NVCC) -ptx -arch=compute_90 -o $@ $<
+$(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c libkcheck/world.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
+GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
+
 .PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks
 gpu-bins: $(GPU_BINS)
 

@@ -1,0 +1,49 @@
+/* gates/judge.h — the numerical oracle's verdict on one shadow run of a
+ * contracted launch (gates/judge.c), shared by the gates that judge values. */
+#ifndef KC_JUDGE_H
+#define KC_JUDGE_H
+
+#include <jansson.h>
+
+#include "contract.h"
+#include "gate.h"
+#include "oracle.h"
+#include "shadow_buffers.h"
+
+/* One shadow run judged by the numerical oracle (gates/judge.c). */
+struct kc_judgment {
+  struct oc_verdict v;
+  int out;        /* sb index of the judged output tensor */
+  int in[8], nin; /* role: in tensors, declaration order */
+  struct oc_tensor ins[8];
+  int nins; /* elementwise ops: inputs described, for the evidence */
+  /* Binary elementwise op over one tensor: the float scalar (index in
+   * c->scalars, -1: none) taken as the other operand, its value, and
+   * whether it comes first (declared before the tensor). */
+  int scalar, scalar_first;
+  double scalar_value;
+  /* For the evidence of other ops: the input slices an output element
+   * depends on. KC_CTX_ROW: ins[0] along `axis` (reduced: the output lacks
+   * that axis); KC_CTX_MATMUL: row i of ins[0] (A) and column j of ins[1]
+   * (B). ctx_sb: their sb indices. */
+  enum { KC_CTX_NONE, KC_CTX_ROW, KC_CTX_MATMUL } ctx;
+  int axis, reduced, ctx_sb[2];
+  char err[256]; /* why no verdict (kc_judge returned -1) */
+};
+/* sb's tensor indices in the contract's declaration order (by source
+ * line; an annotation's tensors in the order they were annotated), which
+ * is the order the ops take their inputs in. order has sb->n slots. */
+void kc_sb_declared_order(const struct kc_sb *sb, int *order);
+/* Judges the outputs of sb's last run against c's op and profile. 0 with
+ * j->v filled; -1 when the oracle cannot judge (why in j->err). */
+int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j);
+/* The gate status of a verdict: bitwise, pass, suspect, inconclusive or
+ * fail. */
+enum kc_gate_status kc_verdict_status(enum oc_verdict_kind k);
+/* Adds verdict, class and coverage to a gate's result object. */
+void kc_judge_result(const struct kc_judgment *j, json_t *result);
+/* The evidence of a verdict: tensor, multi-index, values, bound, class. */
+json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
+                          const struct kc_judgment *j);
+
+#endif

@@ -1,0 +1,123 @@
+/* test/apps/app_shared.c — threads whose GPU work kcheck's checks must never
+ * touch, through the exported driver symbols (stand-in or real driver).
+ *
+ *   app_shared shared [T] [ITERS]   T threads own disjoint slices of ONE
+ *       allocation (as tensors share a caching-allocator segment); each
+ *       iteration copies its slice in, scales it on the device, memsets a
+ *       tail word and copies it back, and checks every value exactly.
+ *   app_shared churn [T] [ITERS]    the same per thread, but each iteration
+ *       allocates its own buffer and frees it (for save_all=1, whose checks
+ *       snapshot every live allocation).
+ *
+ * Prints "app_shared: MODE threads T iters I wrong W"; exit status 1 when a
+ * result was wrong. Uses the `scale` kernel (x[i] *= s) of the stand-in, or
+ * of kcheck's own test PTX on a GPU (KC_SCALE_PTX=path). */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 2048  /* floats per slice */
+#define PAD 256 /* floats between slices (never touched) */
+
+static const char *scale_name = "_Z5scalePffi";
+static CUcontext ctx;
+static CUfunction scale;
+static CUdeviceptr shared_buf;
+static int iters = 50, churn;
+static long wrong;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    CUresult r_ = (x);                                                                             \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      fprintf(stderr, "app_shared: %s failed: %d\n", #x, (int)r_);                                 \
+      exit(2);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static void *worker(void *arg) {
+  long t = (long)arg;
+  CK(cuCtxSetCurrent(ctx));
+  CUstream s;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  float *h = malloc(N * sizeof *h), *back = malloc((N + 1) * sizeof *back);
+  long bad = 0;
+  for (int it = 0; it < iters; it++) {
+    CUdeviceptr x = shared_buf + (CUdeviceptr)t * (N + PAD) * sizeof(float);
+    size_t n = N - (size_t)(it % 5); /* a few signatures per thread */
+    if (churn) CK(cuMemAlloc(&x, (n + 1) * sizeof(float)));
+    for (size_t i = 0; i < n; i++)
+      h[i] = (float)(t * 4096 + it) + 0.25f * (float)i;
+    CK(cuMemcpyHtoDAsync(x, h, n * sizeof(float), s));
+    float f = 2.0f;
+    int ni = (int)n;
+    void *params[] = {&x, &f, &ni};
+    CK(cuLaunchKernel(scale, (unsigned)((n + 127) / 128), 1, 1, 128, 1, 1, 0, s, params, NULL));
+    CK(cuMemsetD32Async(x + n * sizeof(float), 0x3f800000u + (unsigned)t, 1, s));
+    CK(cuMemcpyDtoHAsync(back, x, (n + 1) * sizeof(float), s));
+    CK(cuStreamSynchronize(s));
+    for (size_t i = 0; i < n; i++)
+      bad += back[i] != 2.0f * h[i];
+    unsigned tail;
+    memcpy(&tail, &back[n], 4);
+    bad += tail != 0x3f800000u + (unsigned)t;
+    if (churn) CK(cuMemFree(x));
+  }
+  pthread_mutex_lock(&lock);
+  wrong += bad;
+  pthread_mutex_unlock(&lock);
+  CK(cuStreamDestroy(s));
+  free(h);
+  free(back);
+  return NULL;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (b && fread(b, 1, (size_t)n, f) == (size_t)n)
+    b[n] = 0;
+  else
+    free(b), b = NULL;
+  fclose(f);
+  return b;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "shared";
+  int threads = argc > 2 ? atoi(argv[2]) : 4;
+  if (argc > 3) iters = atoi(argv[3]);
+  if (threads < 1 || threads > 64 || iters < 1) return 2;
+  churn = !strcmp(mode, "churn");
+  CUdevice dev;
+  CUmodule mod;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  const char *ptx = getenv("KC_SCALE_PTX");
+  char *image = ptx ? read_file(ptx) : NULL;
+  if (ptx && !image) {
+    fprintf(stderr, "app_shared: cannot read %s\n", ptx);
+    return 2;
+  }
+  CK(cuModuleLoadData(&mod, image ? image : ".entry _Z5scalePffi\n"));
+  free(image);
+  CK(cuModuleGetFunction(&scale, mod, scale_name));
+  CK(cuMemAlloc(&shared_buf, (size_t)threads * (N + PAD) * sizeof(float)));
+  pthread_t t[64];
+  for (long i = 0; i < threads; i++)
+    pthread_create(&t[i], NULL, worker, (void *)i);
+  for (int i = 0; i < threads; i++)
+    pthread_join(t[i], NULL);
+  CK(cuMemFree(shared_buf));
+  printf("app_shared: %s threads %d iters %d wrong %ld\n", mode, threads, iters, wrong);
+  return wrong ? 1 : 0;
+}

@@ -1,0 +1,199 @@
+/* test/unit/test_limits.c — bounded inputs: each limit on what a contract
+ * (or a regex option) may ask of kcheck fires with its position and names
+ * the limit, inputs just inside it still work, and the inputs of the
+ * reliability report (100,000-deep expressions and YAML, alias bombs, the
+ * 22-character regex, /dev/zero, a FIFO) are refused quickly. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "contract.h"
+#include "regex_guard.h"
+
+static int lookup(void *ctx, const char *name, size_t len) {
+  (void)ctx;
+  return len == 1 && name[0] == 'n' ? 0 : -1;
+}
+
+static char *repeat(const char *head, const char *unit, int times, const char *tail) {
+  size_t n = strlen(head) + strlen(unit) * (size_t)times + strlen(tail) + 1;
+  char *s = malloc(n), *p = s;
+  p = stpcpy(p, head);
+  for (int i = 0; i < times; i++)
+    p = stpcpy(p, unit);
+  strcpy(p, tail);
+  return s;
+}
+
+/* Compiles text; returns the error message (static) or NULL on success,
+ * evaluating it with n = 3 into *v. */
+static const char *expr(const char *text, int64_t *v) {
+  static char err[256];
+  int pos;
+  struct kc_expr *e = kc_expr_compile(text, 1, lookup, NULL, err, sizeof err, &pos);
+  if (!e) return err;
+  const int64_t vars[] = {3};
+  int rc = kc_expr_eval(e, vars, v, err, sizeof err);
+  kc_expr_free(e);
+  return rc ? err : NULL;
+}
+
+static void test_expr_limits(void) {
+  int64_t v = 0;
+  /* The report's 100,000-deep inputs are refused by length before any
+   * parsing; 1,000-deep ones by nesting. */
+  static const char *const units[] = {"(", "-", "min(n, "};
+  for (int i = 0; i < 3; i++) {
+    char *s = repeat("", units[i], 100000, "n");
+    const char *m = expr(s, &v);
+    CHECK(m && strstr(m, "longer than 4096 characters"));
+    free(s);
+    s = repeat("", units[i], 500, "n");
+    m = expr(s, &v);
+    CHECK(m && strstr(m, "deeper than 64 levels"));
+    free(s);
+  }
+  char *s;
+  const char *m;
+  s = repeat("n", "+n", 300000, "");
+  m = expr(s, &v);
+  CHECK(m && strstr(m, "longer than 4096 characters"));
+  free(s);
+  s = repeat("n", "+n", 5000, "");
+  m = expr(s, &v);
+  CHECK(m && (strstr(m, "longer than") || strstr(m, "deeper than")));
+  free(s);
+  /* Just inside the limits: fine. */
+  s = repeat("n", "+n", 200, "");
+  CHECK(expr(s, &v) == NULL && v == 201 * 3);
+  free(s);
+  s = repeat("", "(", 60, "n");
+  char *t = repeat(s, ")", 60, "");
+  CHECK(expr(t, &v) == NULL && v == 3);
+  free(s);
+  free(t);
+}
+
+static int diag_has(const struct kc_ct_set *set, const char *what, int *line) {
+  for (int i = 0; i < set->ndiags; i++)
+    if (strstr(set->diags[i].msg, what)) {
+      if (line) *line = set->diags[i].line;
+      return 1;
+    }
+  return 0;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void test_yaml_limits(void) {
+  struct kc_ct_set set = {0};
+  /* 100,000 nested lists. */
+  char *s = repeat("contracts: ", "[", 100000, "");
+  double t0 = now();
+  CHECK(kc_contract_parse_text(s, strlen(s), "deep.yaml", &set) >= 1);
+  CHECK(diag_has(&set, "deeper than 32 levels", NULL));
+  CHECK(now() - t0 < 2.0);
+  kc_ct_set_free(&set);
+  free(s);
+  /* A billion laughs: 9 levels of 10 aliases each. */
+  char bomb[4096], *p = bomb;
+  p += sprintf(p, "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+  for (int i = 1; i < 9; i++)
+    p += sprintf(p, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i,
+                 i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+  p += sprintf(p, "contracts: []\n");
+  t0 = now();
+  int line = 0;
+  CHECK(kc_contract_parse_text(bomb, strlen(bomb), "laughs.yaml", &set) >= 1);
+  CHECK(diag_has(&set, "more than 200000 nodes", &line) && line >= 5);
+  CHECK(now() - t0 < 2.0);
+  kc_ct_set_free(&set);
+  /* A few harmless anchors still load. */
+  const char *ok = "shape: &s [n]\n"
+                   "contracts:\n"
+                   "  - kernel: {name: k}\n"
+                   "    params:\n"
+                   "      - {name: x, tensor: {role: out, format: fp32, shape: *s}}\n"
+                   "      - {name: n, scalar: i32}\n"
+                   "    op: add\n";
+  kc_contract_parse_text(ok, strlen(ok), "anchors.yaml", &set);
+  CHECK(!diag_has(&set, "nodes", NULL) && !diag_has(&set, "deeper", NULL));
+  kc_ct_set_free(&set);
+}
+
+static void test_paths(void) {
+  struct kc_ct_set set = {0};
+  CHECK(kc_contract_parse_path("/dev/zero", &set) == 1 &&
+        diag_has(&set, "not a regular file", NULL));
+  kc_ct_set_free(&set);
+  char dir[] = "/tmp/kc-limits-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char fifo[64], big[64];
+  snprintf(fifo, sizeof fifo, "%s/f.yaml", dir);
+  snprintf(big, sizeof big, "%s/big.yaml", dir);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  double t0 = now();
+  CHECK(kc_contract_parse_path(fifo, &set) == 1 && diag_has(&set, "not a regular file", NULL));
+  CHECK(now() - t0 < 2.0);
+  kc_ct_set_free(&set);
+  int fd = open(big, O_WRONLY | O_CREAT, 0600);
+  CHECK(fd >= 0 && ftruncate(fd, (off_t)KC_CT_MAX_FILE_BYTES + 1) == 0);
+  close(fd);
+  /* The directory: the FIFO and the big file are both refused, by name. */
+  CHECK(kc_contract_parse_path(dir, &set) == 2);
+  CHECK(diag_has(&set, "over the limit of 1048576 bytes", NULL));
+  kc_ct_set_free(&set);
+  unlink(fifo);
+  unlink(big);
+  rmdir(dir);
+}
+
+static void test_regex(void) {
+  char err[256];
+  double t0 = now();
+  CHECK(kc_regex_check("f++++++++++++++++++++++", err, sizeof err) && strstr(err, "nested"));
+  CHECK(kc_regex_check("(a+)+", err, sizeof err) && strstr(err, "nested"));
+  CHECK(kc_regex_check("((ab)*c)*", err, sizeof err) && strstr(err, "nested"));
+  CHECK(kc_regex_check("a{2}{3}", err, sizeof err) && strstr(err, "nested"));
+  CHECK(kc_regex_check("a{1000}", err, sizeof err) && strstr(err, "over the limit of 100"));
+  CHECK(kc_regex_check("(a)\\1", err, sizeof err) && strstr(err, "back-references"));
+  char *longp = repeat("", "a", KC_REGEX_MAX_LEN + 1, "");
+  CHECK(kc_regex_check(longp, err, sizeof err) && strstr(err, "over the limit of 256"));
+  free(longp);
+  CHECK(now() - t0 < 1.0);
+  /* Ordinary patterns pass and compile. */
+  static const char *const good[] = {
+      "^gemm_.*_kernel$", "(foo|bar)+_k",       "[+*]+x", "a{3}b?", "x\\+y+",
+      "softmax(_rows)?",  "[[:alpha:]]+[0-9]*", NULL};
+  for (int i = 0; good[i]; i++) {
+    regex_t re;
+    int ok = kc_regex_compile(&re, good[i], err, sizeof err) == 0;
+    if (!ok) fprintf(stderr, "  %s: %s\n", good[i], err);
+    CHECK(ok);
+    if (ok) regfree(&re);
+  }
+  /* The contract file of the report: refused at its line and column. */
+  struct kc_ct_set set = {0};
+  const char *bomb = "contracts:\n  - kernel: {regex: \"f++++++++++++++++++++++\"}\n"
+                     "    params: []\n    op: add\n";
+  int line = 0;
+  kc_contract_parse_text(bomb, strlen(bomb), "regex_bomb.yaml", &set);
+  CHECK(diag_has(&set, "nested repetition", &line) && line == 2);
+  kc_ct_set_free(&set);
+}
+
+int main(void) {
+  test_expr_limits();
+  test_yaml_limits();
+  test_paths();
+  test_regex();
+  return CHECK_DONE("test_limits");
+}

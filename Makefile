@@ -19,6 +19,8 @@ CFLAGS_COMMON = $(CSTD) $(OPTFLAGS) $(WARNFLAGS) -fPIC
 # Sanitizer build used by `make test` (SAN= disables it).
 SAN       ?= address,undefined
 SANFLAGS  := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
+# The test build also aborts on a broken internal invariant (KC_ASSERT).
+CHECKFLAGS := -DKC_CHECKED
 
 .PHONY: all test test-cpu test-gpu bench format lint install clean
 all:

@@ -61,7 +61,7 @@ int kc_ct_format_bytes(int fmt) {
 static const char *const top_keys[] = {"contracts", NULL};
 static const char *const contract_keys[] = {
     "kernel",         "params", "op",     "attrs",  "profile",
-    "nondeterminism", "domain", "launch", "shapes", NULL};
+    "nondeterminism", "domain", "launch", "shapes", "torch_op", "args", NULL};
 static const char *const kernel_keys[] = {"name", "glob", "regex", NULL};
 static const char *const param_keys[] = {"name", "tensor", "scalar", "fields", "opaque", NULL};
 static const char *const field_keys[] = {"name", "offset", "tensor", "scalar", NULL};
@@ -74,10 +74,22 @@ enum attr_kind { A_INT, A_FLOAT, A_BOOL, A_ACT, A_FORMAT };
 static const struct {
   const char *key;
   enum attr_kind kind;
-} attr_defs[] = {{"axis", A_INT},         {"eps", A_FLOAT},        {"alpha", A_FLOAT},
-                 {"beta", A_FLOAT},       {"causal", A_BOOL},      {"scale", A_FLOAT},
-                 {"activation", A_ACT},   {"gate_is_log", A_BOOL}, {"p_format", A_FORMAT},
-                 {"transpose_a", A_BOOL}, {"transpose_b", A_BOOL}};
+} attr_defs[] = {{"axis", A_INT},
+                 {"eps", A_FLOAT},
+                 {"alpha", A_FLOAT},
+                 {"beta", A_FLOAT},
+                 {"causal", A_BOOL},
+                 {"scale", A_FLOAT},
+                 {"activation", A_ACT},
+                 {"gate_is_log", A_BOOL},
+                 {"p_format", A_FORMAT},
+                 {"transpose_a", A_BOOL},
+                 {"transpose_b", A_BOOL},
+                 /* constant operands: x op rhs, lhs op x; clamp's bounds */
+                 {"lhs", A_FLOAT},
+                 {"rhs", A_FLOAT},
+                 {"min", A_FLOAT},
+                 {"max", A_FLOAT}};
 #define N_ATTRS (sizeof attr_defs / sizeof attr_defs[0])
 
 static int find_word(const char *const *list, const char *w) {
@@ -119,6 +131,9 @@ struct pctx {
   int nnames;
   char **names;
   int *name_line;
+  /* Launch variables (gridDim.x, ...): refused inside the launch section,
+   * noted as used elsewhere. */
+  int in_launch, launch_refused, launch_used;
 };
 
 __attribute__((format(printf, 4, 5))) static void diag_at(struct pctx *x, int line, int col,
@@ -206,6 +221,15 @@ static int lookup_name(void *ctx, const char *name, size_t len) {
   struct pctx *x = ctx;
   for (int i = 0; i < x->nnames; i++)
     if (strlen(x->names[i]) == len && !strncmp(x->names[i], name, len)) return i;
+  int lv = kc_ct_launch_var(name, len);
+  if (lv >= 0 && x->in_launch) {
+    x->launch_refused = 1;
+    return -1;
+  }
+  if (lv >= 0) {
+    x->launch_used = 1;
+    return KC_CT_LAUNCH_VAR0 + lv;
+  }
   return -1;
 }
 
@@ -214,8 +238,16 @@ static struct kc_expr *compile(struct pctx *x, yaml_node_t *nd, int allow_bool, 
   if (!s) return NULL;
   char err[256];
   int pos = 0;
+  x->launch_refused = 0;
   struct kc_expr *e = kc_expr_compile(s, allow_bool, lookup_name, x, err, sizeof err, &pos);
   if (e) return e;
+  if (x->launch_refused) {
+    diag(x, nd,
+         "%s '%s': the launch section computes the launch dimensions, so it cannot use "
+         "gridDim/blockDim (use them in shapes, strides or the domain)",
+         what, s);
+    return NULL;
+  }
   /* Quoted scalars start one column before their text; the column is only
    * exact for single-line scalars, which expressions are. */
   int quoted = nd->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
@@ -226,7 +258,8 @@ static struct kc_expr *compile(struct pctx *x, yaml_node_t *nd, int allow_bool, 
     if (!x->nnames) used += (size_t)snprintf(known + used, sizeof known - used, " none");
     for (int i = 0; i < x->nnames && used < sizeof known; i++)
       used += (size_t)snprintf(known + used, sizeof known - used, " %s", x->names[i]);
-    if (used < sizeof known) snprintf(known + used, sizeof known - used, ")");
+    if (used < sizeof known)
+      snprintf(known + used, sizeof known - used, "; launch: gridDim.x/y/z, blockDim.x/y/z)");
   }
   /* In a flow list [a, b] YAML splits at commas: ceil_div(n, 256) arrives
    * as "ceil_div(n" and "256)". Say so rather than only "expected ','". */
@@ -517,9 +550,63 @@ static void parse_attrs(struct pctx *x, yaml_node_t *nd) {
   }
 }
 
+static const char *attr_of(const struct kc_contract *c, const char *key) {
+  for (int i = 0; i < c->nattrs; i++)
+    if (!strcmp(c->attrs[i].key, key)) return c->attrs[i].value;
+  return NULL;
+}
+
+/* The op's inputs (oracle/ops.def arity) against the declared tensors: an
+ * `in` tensor each (in place: one inout tensor and no `in`); a binary
+ * elementwise op may take its other operand from one float scalar or from
+ * a constant (attr lhs or rhs). Constants only where they are operands. */
+static void check_arity(struct pctx *x, const struct kc_contract *c, yaml_node_t *at) {
+  const struct oc_op_info *op = oc_op_find(c->op);
+  if (!op) return;
+  int nin = 0, ninout = 0, nfloat = 0;
+  for (int i = 0; i < c->nparams; i++) {
+    const struct kc_ct_param *p = &c->params[i];
+    int nv = p->v.kind == KC_PK_STRUCT ? p->nfields : 1;
+    for (int f = 0; f < nv; f++) {
+      const struct kc_ct_value *v = p->v.kind == KC_PK_STRUCT ? &p->fields[f] : &p->v;
+      if (v->kind == KC_PK_TENSOR) {
+        nin += v->tensor.role == KC_ROLE_IN;
+        ninout += v->tensor.role == KC_ROLE_INOUT;
+      } else if (v->kind == KC_PK_SCALAR) {
+        nfloat += v->scalar == KC_SC_F32 || v->scalar == KC_SC_F64;
+      }
+    }
+  }
+  int inputs = nin ? nin : ninout ? 1 : 0;
+  const char *lhs = attr_of(c, "lhs"), *rhs = attr_of(c, "rhs");
+  int ew = op->cls == OC_CLASS_ELEMENTWISE, konst = (lhs != NULL) + (rhs != NULL);
+  int clamp = op->id == OC_ID_CLAMP;
+  if (konst && !(ew && op->arity == 2)) {
+    diag(x, at, "op '%s' takes no constant operand (attrs lhs/rhs are for binary elementwise ops)",
+         c->op);
+  } else if (konst == 2) {
+    diag(x, at, "op '%s': give one constant operand, lhs or rhs, not both", c->op);
+  } else if ((attr_of(c, "min") || attr_of(c, "max")) && !clamp) {
+    diag(x, at, "attrs min/max are clamp's bounds; op '%s' takes none", c->op);
+  } else if (ew && op->arity == 2 && inputs == 1 && !konst && nfloat != 1) {
+    diag(x, at,
+         "op '%s' takes 2 operands: the contract declares one input tensor and %s (give a "
+         "second input tensor, one float scalar, or a constant as attr lhs or rhs)",
+         c->op, nfloat ? "several float scalars" : "no float scalar or constant");
+  } else if (ew && op->arity == 2 && inputs == 2 && konst) {
+    diag(x, at, "op '%s' takes 2 operands: the contract declares two input tensors and a constant",
+         c->op);
+  } else if (ew ? (op->arity == 2 ? inputs < 1 || inputs > 2 : inputs != op->arity)
+                : inputs < op->arity) {
+    diag(x, at, "op '%s' takes %s%d input tensor%s; the contract declares %d", c->op,
+         ew ? "" : "at least ", op->arity, op->arity == 1 ? "" : "s", inputs);
+  }
+}
+
 static void parse_launch(struct pctx *x, yaml_node_t *nd) {
   struct kc_contract *c = x->c;
   if (!want_type(x, nd, YAML_MAPPING_NODE, "launch")) return;
+  x->in_launch = 1;
   yaml_node_t *v[3];
   map_keys(x, nd, launch_keys, "launch", v);
   for (int d = 0; d < 2; d++) {
@@ -541,6 +628,7 @@ static void parse_launch(struct pctx *x, yaml_node_t *nd) {
   }
   if (v[2]) c->shmem = compile(x, v[2], 0, "shmem expression");
   c->has_launch = 1;
+  x->in_launch = 0;
 }
 
 static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
@@ -579,20 +667,54 @@ static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
   }
 }
 
+/* torch_op: NAME and args: {oracle input: op argument name or position}
+ * (the PyTorch binding maps the op's arguments with them). */
+static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
+                           yaml_node_t **v) {
+  if (v[0] || v[1] || v[6] || v[7] || v[8])
+    diag(x, nd, "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
+                "launch or shapes");
+  const char *name = v[9] ? want_scalar(x, v[9], "torch_op") : NULL;
+  if (!v[9])
+    diag(x, nd, "args without torch_op (expected torch_op: namespace::name)");
+  else if (name && !strstr(name, "::"))
+    diag(x, v[9], "bad torch_op '%s' (expected namespace::name, e.g. mylib::rmsnorm)", name);
+  else if (name)
+    c->torch_op = strdup(name);
+  if (!v[10] || !want_type(x, v[10], YAML_MAPPING_NODE, "args")) return;
+  yaml_node_t *m = v[10];
+  size_t np = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+  c->torch_args = calloc(np ? np : 1, sizeof *c->torch_args);
+  for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; c->torch_args && pr < m->data.mapping.pairs.top;
+       pr++) {
+    const char *ks = want_scalar(x, node(x, pr->key), "args key");
+    const char *vs = want_scalar(x, node(x, pr->value), "args value");
+    if (!ks || !vs) continue;
+    c->torch_args[c->ntorch_args].key = strdup(ks);
+    c->torch_args[c->ntorch_args++].value = strdup(vs);
+  }
+}
+
 static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   if (!want_type(x, nd, YAML_MAPPING_NODE, "contract")) return NULL;
   struct kc_contract *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   int before = x->errors;
+  x->launch_used = 0;
   c->file = strdup(x->file);
   c->line = NODE_LINE(nd);
   char where[PATH_MAX + 32];
   snprintf(where, sizeof where, "%s:%d", x->file, c->line);
   c->where = strdup(where);
-  yaml_node_t *v[10];
+  yaml_node_t *v[12];
   map_keys(x, nd, contract_keys, "contract", v);
-  if (!v[0]) diag(x, nd, "contract has no kernel (expected kernel: {name|glob|regex: ...})");
-  if (!v[1]) diag(x, nd, "contract has no params (expected params: [...])");
+  if (v[9] || v[10]) { /* a torch op: no kernel, no params */
+    parse_torch_op(x, c, nd, v);
+    if (!v[2]) diag(x, nd, "contract has no op (expected op: matmul, softmax, add, ...)");
+  } else {
+    if (!v[0]) diag(x, nd, "contract has no kernel (expected kernel: {name|glob|regex: ...})");
+    if (!v[1]) diag(x, nd, "contract has no params (expected params: [...])");
+  }
   if (!v[2]) diag(x, nd, "contract has no op (expected op: matmul, softmax, add, ...)");
   /* Pass 1: scalar names, so expressions may name scalars declared later. */
   for (int i = 0; i < x->nnames; i++)
@@ -662,6 +784,8 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
           compile(x, node(x, v[6]->data.sequence.items.start[i]), 1, "domain constraint");
     }
   }
+  if (c->op && x->errors == before) check_arity(x, c, v[2]); /* not on a broken contract */
+  c->uses_launch_dims = x->launch_used;
   if (v[7]) parse_launch(x, v[7]);
   if (v[8]) parse_shapes(x, v[8]);
   if (x->errors != before) {
@@ -848,6 +972,12 @@ void kc_contract_free(struct kc_contract *c) {
   free(c->file);
   free(c->where);
   free(c->pattern);
+  free(c->torch_op);
+  for (int i = 0; i < c->ntorch_args; i++) {
+    free(c->torch_args[i].key);
+    free(c->torch_args[i].value);
+  }
+  free(c->torch_args);
   if (c->regex) regfree(c->regex);
   free(c->regex);
   for (int i = 0; i < c->nparams; i++) {

@@ -40,6 +40,16 @@ int kc_yaml_check_limits(const char *text, size_t len, int *line, int *col, char
  * constraints == != < <= > >= ! && ||. Values are 64-bit signed. */
 struct kc_expr;
 
+/* The launch dimensions as expression variables: gridDim.x/y/z and
+ * blockDim.x/y/z are variables KC_CT_LAUNCH_VAR0 + 0..5 (after the 64
+ * scalars), so shapes, strides and the domain can use extents the launch
+ * sets (one block per row). The launch section cannot (it computes them). */
+#define KC_CT_MAX_SCALARS 64
+#define KC_CT_LAUNCH_VARS 6
+#define KC_CT_LAUNCH_VAR0 KC_CT_MAX_SCALARS
+/* 0..5 for "gridDim.x" .. "blockDim.z" (len bytes of name), else -1. */
+int kc_ct_launch_var(const char *name, size_t len);
+
 /* Resolves a name to the index of a scalar (>= 0), or -1 when unknown. */
 typedef int (*kc_expr_lookup_fn)(void *ctx, const char *name, size_t len);
 
@@ -137,8 +147,15 @@ struct kc_contract {
   struct kc_expr **domain;
   int has_launch;
   struct kc_expr *grid[3], *block[3], *shmem; /* shmem may be NULL */
+  int uses_launch_dims; /* shapes, strides or the domain use gridDim/blockDim */
   int nshapes;
   int64_t *shapes; /* nshapes rows of nscalars values; INT64_MIN: not given */
+  /* A contract on a torch op (torch_op: mylib::rmsnorm) instead of a
+   * kernel: matches no kernel; the PyTorch binding reads it through
+   * kcheck_torch_op_contracts(). args: oracle input -> op argument. */
+  char *torch_op;
+  int ntorch_args;
+  struct kc_ct_attr *torch_args;
 };
 
 /* One problem found in a contract file. */
@@ -174,6 +191,9 @@ int kc_contracts_init(void);
  * Returns how many were added. */
 int kc_contracts_add(struct kc_ct_set *set);
 int kc_contracts_count(void);
+/* Registered contract i (0 <= i < kc_contracts_count()); contracts are
+ * never removed, so the pointer stays valid. */
+const struct kc_contract *kc_contract_at(int i);
 /* Does c's kernel matcher accept these names? */
 int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled);
 /* The first registered contract that matches k (cached per kernel until
@@ -199,8 +219,11 @@ struct kc_ct_tensor_val {
 /* A contract applied to one launch's parameter bytes. */
 struct kc_ct_binding {
   int nscalars;
-  int64_t ivals[64]; /* integer value of each scalar (floats: truncated) */
-  double fvals[64];  /* every scalar as a double */
+  /* integer value of each scalar (floats: truncated), then the launch
+   * dimensions at KC_CT_LAUNCH_VAR0 (gridDim.x .. blockDim.z) */
+  int64_t ivals[KC_CT_MAX_SCALARS + KC_CT_LAUNCH_VARS];
+  double fvals[KC_CT_MAX_SCALARS]; /* every scalar as a double */
+  int has_launch_dims;             /* the launch variables are set */
   int ntensors;
   struct kc_ct_tensor_val tensors[64];
 };
@@ -211,6 +234,13 @@ struct kc_ct_binding {
 int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf, size_t param_size,
                      const uint32_t *param_offset, int nparams, struct kc_ct_binding *b, char *err,
                      size_t n);
+/* kc_contract_bind with the launch's dimensions (grid[3], block[3]) as the
+ * values of gridDim/blockDim; NULL: unknown (a contract that uses them then
+ * fails to bind, saying so). */
+int kc_contract_bind_dims(const struct kc_contract *c, const unsigned char *param_buf,
+                          size_t param_size, const uint32_t *param_offset, int nparams,
+                          const unsigned *grid, const unsigned *block, struct kc_ct_binding *b,
+                          char *err, size_t n);
 /* The inverse of kc_contract_bind for scalars: writes ivals (one per
  * scalar, in the binding's order) into param_buf at the kernel's offsets;
  * float scalars keep their bytes. 0, or -1 when a value does not fit its
@@ -232,6 +262,15 @@ int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info
  * fails (or cannot be evaluated), with a description in err. */
 int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,
                              size_t n);
+/* Does the contract describe this launch of its kernel? 1 when it does;
+ * 0 when it does not, with why in err: the parameters do not bind, a
+ * domain constraint fails at the launch's own values, or the grid, block
+ * (or a stated shmem) differ from the contract's launch section. Checked
+ * at every contracted launch before any contract gate runs, so a contract
+ * never judges a launch it does not describe (or runs on shadow buffers
+ * sized for another shape). */
+int kc_contract_applies(const struct kc_contract *c, const struct kc_launch_info *li, char *err,
+                        size_t n);
 /* Grid, block and dynamic shared memory from the launch expressions. */
 int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_ct_binding *b,
                             unsigned grid[3], unsigned block[3], unsigned *shmem, char *err,

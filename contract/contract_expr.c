@@ -156,6 +156,10 @@ static int parse_primary(struct parser *p) {
     size_t len = 0;
     while (isalnum((unsigned char)t[len]) || t[len] == '_')
       len++;
+    /* the launch dimensions, spelled as in CUDA: gridDim.x, blockDim.z */
+    if (t[len] == '.' && t[len + 1] && kc_ct_launch_var(t, len + 2) >= 0 &&
+        !isalnum((unsigned char)t[len + 2]) && t[len + 2] != '_')
+      len += 2;
     p->pos += len;
     skip_ws(p);
     if (p->s[p->pos] == '(') {
@@ -316,6 +320,14 @@ void kc_expr_free(struct kc_expr *e) {
   free(e->text);
   free(e->nodes);
   free(e);
+}
+
+int kc_ct_launch_var(const char *name, size_t len) {
+  static const char *const names[KC_CT_LAUNCH_VARS] = {"gridDim.x",  "gridDim.y",  "gridDim.z",
+                                                       "blockDim.x", "blockDim.y", "blockDim.z"};
+  for (int i = 0; i < KC_CT_LAUNCH_VARS; i++)
+    if (strlen(names[i]) == len && !strncmp(names[i], name, len)) return i;
+  return -1;
 }
 
 struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup_fn lookup,

@@ -52,6 +52,13 @@ int kc_contracts_add(struct kc_ct_set *set) {
   return added;
 }
 
+const struct kc_contract *kc_contract_at(int i) {
+  pthread_mutex_lock(&lock);
+  const struct kc_contract *c = i >= 0 && i < nreg ? reg[i] : NULL;
+  pthread_mutex_unlock(&lock);
+  return c;
+}
+
 int kc_contracts_count(void) {
   pthread_mutex_lock(&lock);
   int n = nreg;
@@ -113,6 +120,7 @@ int kc_contracts_init(void) {
 }
 
 int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled) {
+  if (c->torch_op || !c->pattern) return 0; /* an op contract matches no kernel */
   switch (c->match) {
   case KC_CT_NAME:
     return (mangled && !strcmp(c->pattern, mangled)) ||
@@ -239,9 +247,42 @@ static int bind_value(const struct kc_ct_value *v, const unsigned char *buf, siz
 int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf, size_t param_size,
                      const uint32_t *param_offset, int nparams, struct kc_ct_binding *b, char *err,
                      size_t n) {
+  return kc_contract_bind_dims(c, param_buf, param_size, param_offset, nparams, NULL, NULL, b, err,
+                               n);
+}
+
+/* Reads the scalars and tensor pointers (no shapes yet). */
+static int bind_values(const struct kc_contract *c, const unsigned char *param_buf,
+                       size_t param_size, const uint32_t *param_offset, int nparams,
+                       struct kc_ct_binding *b, char *err, size_t n);
+/* Evaluates the tensors' shapes and strides from b's variables. */
+static int bind_shapes(const struct kc_contract *c, struct kc_ct_binding *b, char *err, size_t n);
+
+int kc_contract_bind_dims(const struct kc_contract *c, const unsigned char *param_buf,
+                          size_t param_size, const uint32_t *param_offset, int nparams,
+                          const unsigned *grid, const unsigned *block, struct kc_ct_binding *b,
+                          char *err, size_t n) {
+  if (bind_values(c, param_buf, param_size, param_offset, nparams, b, err, n)) return -1;
+  if (grid && block) {
+    for (int d = 0; d < 3; d++) {
+      b->ivals[KC_CT_LAUNCH_VAR0 + d] = grid[d];
+      b->ivals[KC_CT_LAUNCH_VAR0 + 3 + d] = block[d];
+    }
+    b->has_launch_dims = 1;
+  } else if (c->uses_launch_dims) {
+    snprintf(err, n, "%s uses gridDim/blockDim and the launch dimensions are unknown here",
+             c->where);
+    return -1;
+  }
+  return bind_shapes(c, b, err, n);
+}
+
+static int bind_values(const struct kc_contract *c, const unsigned char *param_buf,
+                       size_t param_size, const uint32_t *param_offset, int nparams,
+                       struct kc_ct_binding *b, char *err, size_t n) {
   memset(b, 0, sizeof *b);
-  if (c->nscalars > 64) {
-    snprintf(err, n, "more than 64 scalars");
+  if (c->nscalars > KC_CT_MAX_SCALARS) {
+    snprintf(err, n, "more than %d scalars", KC_CT_MAX_SCALARS);
     return -1;
   }
   b->nscalars = c->nscalars;
@@ -272,7 +313,12 @@ int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf
     }
     if (!param_offset) at += (size_t)value_size(&p->v);
   }
-  /* Shapes and strides need every scalar. */
+  return 0;
+}
+
+static int bind_shapes(const struct kc_contract *c, struct kc_ct_binding *b, char *err, size_t n) {
+  (void)c;
+  /* Shapes and strides need every scalar (and the launch's dimensions). */
   for (int i = 0; i < b->ntensors; i++) {
     struct kc_ct_tensor_val *t = &b->tensors[i];
     const struct kc_ct_tensor *d = &t->v->tensor;
@@ -357,8 +403,8 @@ int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_
                             struct kc_ct_binding *b, char *err, size_t n) {
   const struct kc_kernel *k = li->k;
   int known = k && k->nparams >= 0;
-  return kc_contract_bind(c, li->param_buf, li->param_size, known ? k->param_offset : NULL,
-                          known ? k->nparams : 0, b, err, n);
+  return kc_contract_bind_dims(c, li->param_buf, li->param_size, known ? k->param_offset : NULL,
+                               known ? k->nparams : 0, li->grid, li->block, b, err, n);
 }
 
 int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info *li,
@@ -372,9 +418,57 @@ int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info
   memcpy(param_buf, li->param_buf, li->param_size);
   if (kc_contract_write_scalars(c, param_buf, li->param_size, k->param_offset, k->nparams, ivals,
                                 err, n) ||
-      kc_contract_bind(c, param_buf, li->param_size, k->param_offset, k->nparams, b, err, n))
+      bind_values(c, param_buf, li->param_size, k->param_offset, k->nparams, b, err, n))
+    return -1;
+  /* At other scalars the launch is the contract's launch section at them
+   * (it uses scalars only); without one, the application's own. */
+  unsigned grid[3], block[3], shmem;
+  if (c->has_launch) {
+    if (kc_contract_launch_dims(c, b, grid, block, &shmem, err, n)) return -1;
+  } else {
+    for (int d = 0; d < 3; d++)
+      grid[d] = li->grid[d], block[d] = li->block[d];
+  }
+  if (kc_contract_bind_dims(c, param_buf, li->param_size, k->param_offset, k->nparams, grid, block,
+                            b, err, n))
     return -1;
   return kc_contract_check_domain(c, b, err, n) >= 0 ? 1 : 0;
+}
+
+int kc_contract_applies(const struct kc_contract *c, const struct kc_launch_info *li, char *err,
+                        size_t n) {
+  struct kc_ct_binding *b = malloc(sizeof *b);
+  char why[256] = "";
+  int ok = 0;
+  if (!b) {
+    snprintf(err, n, "out of host memory");
+    return 0;
+  }
+  if (kc_contract_bind_launch(c, li, b, why, sizeof why)) {
+    snprintf(err, n, "its parameters do not bind to this launch: %s", why);
+  } else if (kc_contract_check_domain(c, b, why, sizeof why) >= 0) {
+    snprintf(err, n, "outside its domain at this launch: %s", why);
+  } else if (c->has_launch) {
+    unsigned grid[3], block[3], shmem = 0;
+    if (kc_contract_launch_dims(c, b, grid, block, &shmem, why, sizeof why)) {
+      snprintf(err, n, "its launch section cannot be evaluated at this launch: %s", why);
+    } else if (memcmp(grid, li->grid, sizeof grid) || memcmp(block, li->block, sizeof block) ||
+               (c->shmem && shmem != li->shmem)) {
+      char sm[32] = "";
+      if (c->shmem) snprintf(sm, sizeof sm, " shmem %u", shmem);
+      snprintf(err, n,
+               "the launch is grid (%u,%u,%u) block (%u,%u,%u) shmem %u, its launch section "
+               "says grid (%u,%u,%u) block (%u,%u,%u)%s at these parameters",
+               li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],
+               li->shmem, grid[0], grid[1], grid[2], block[0], block[1], block[2], sm);
+    } else {
+      ok = 1;
+    }
+  } else {
+    ok = 1;
+  }
+  free(b);
+  return ok;
 }
 
 int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,

@@ -8,11 +8,9 @@
 #include "gate.h"
 #include "trial.h"
 
-int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
-  const struct kc_contract *c = ctx->contract;
-  struct kc_trial t[6];
+int kc_extremes_trials(const char *name, struct kc_trial *t) {
   int n = 0;
-  const struct oc_op_info *op = c ? oc_op_find(c->op) : NULL;
+  const struct oc_op_info *op = name ? oc_op_find(name) : NULL;
   if (op && op->cls == OC_CLASS_SOFTMAX)
     t[n++] = (struct kc_trial){OC_GEN_LARGE_LOGITS, KC_TF_NONE, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_HUGE, NULL, 0};
@@ -20,6 +18,13 @@ int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_SUBNORMAL, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_ZEROS, NULL, 0};
   t[n++] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, NULL, 0};
+  return n;
+}
+
+int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
+  const struct kc_contract *c = ctx->contract;
+  struct kc_trial t[KC_MAX_TRIALS];
+  int n = kc_extremes_trials(c ? c->op : NULL, t);
   return kc_trials_gate(ctx, &kc_gate_extremes, t, n, KC_VERDICT_FAILS,
                         "at extreme input magnitudes the outputs violate the declared op and "
                         "profile (numerical oracle)");

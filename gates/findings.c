@@ -27,6 +27,16 @@ const char *kc_gate_status_name(enum kc_gate_status s) {
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unset";
 }
 
+void kc_gate_violation(struct kc_gate_ctx *ctx, json_t *details) {
+  struct kc_gate_result *r = &ctx->out;
+  if (KC_NEVER(!details)) return;
+  if (r->nviolations == KC_GATE_MAX_VIOLATIONS) { /* the first ones say enough */
+    json_decref(details);
+    return;
+  }
+  r->violation[r->nviolations++] = details;
+}
+
 /* (gate, kernel, signature) keys already reported: open addressing over
  * 64-bit mixes, lock-free (checks may run on several threads). When full,
  * everything is reported: a repeat is better than a lost finding. */
@@ -81,6 +91,7 @@ static json_t *violation_record(const struct kc_gate *g, const struct kc_gate_ct
 
 int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
   struct kc_gate_result *r = &ctx->out;
+  KC_ASSERT(r->status != KC_GS_UNSET); /* every gate sets a status */
   if (KC_NEVER(r->status == KC_GS_UNSET)) {
     KC_INTERNAL_ERROR("gate %s set no status", g->id);
     r->status = KC_GS_ERROR;
@@ -91,6 +102,7 @@ int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
     int gate_index = 0;
     while (kc_gates[gate_index] && kc_gates[gate_index] != g)
       gate_index++;
+    KC_ASSERT(kc_gates[gate_index] == g);
     uint64_t key =
         mix(ctx->li->signature ^ mix((uint64_t)gate_index << 32 | (uint32_t)ctx->li->k->id));
     if (seen_before(key)) {

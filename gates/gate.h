@@ -19,7 +19,6 @@ struct kc_contract;
   X(UNSET, "unset")                                                                                \
   X(PASS, "pass")                                                                                  \
   X(BITWISE, "bitwise")                                                                            \
-  X(SUSPECT, "suspect")                                                                            \
   X(INCONCLUSIVE, "inconclusive")                                                                  \
   X(FAIL, "fail")                                                                                  \
   X(ERROR, "error")                                                                                \

@@ -218,6 +218,13 @@ static int float_scalar(const struct kc_contract *c) {
   return found;
 }
 
+/* A constant operand (attrs lhs, rhs, min, max) as the kernel holds it: a
+ * float literal in fp32 arithmetic (fp32, fp16, bf16, fp8 tensors), a double
+ * for fp64 tensors. */
+static double kernel_constant(const struct oc_tensor *x, double v) {
+  return x->fmt == OC_FP64 || isinf(v) ? v : oc_round(OC_FP32, v, OC_OVF_IEEE);
+}
+
 /* An elementwise op: its inputs in declaration order (in place: the
  * output's contents before the run), a binary op's second operand possibly
  * the contract's float scalar. */
@@ -234,18 +241,41 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_sb *sb
     j->in[0] = j->out;
     j->nin = 1;
   }
-  int si = arity == 2 && j->nin == 1 ? float_scalar(c) : -1;
-  if (j->nin != arity && si < 0) {
+  const char *lhs = kc_contract_attr(c, "lhs"), *rhs = kc_contract_attr(c, "rhs");
+  int konst = arity == 2 && j->nin == 1 && (lhs || rhs);
+  int si = arity == 2 && j->nin == 1 && !konst ? float_scalar(c) : -1;
+  if (j->nin != arity && si < 0 && !konst) {
     snprintf(err, n,
-             "op '%s' takes %d input tensor%s (or, binary, one tensor and one float "
-             "scalar); the contract declares %d",
+             "op '%s' takes %d input tensor%s (or, binary, one tensor and a float scalar "
+             "or an lhs/rhs constant); the contract declares %d",
              c->op, arity, arity == 1 ? "" : "s", j->nin);
     return -1;
   }
   for (int k = 0; k < j->nin; k++)
     if (describe(sb, j->in[k], 0, &j->ins[k], err, n)) return -1;
   j->nins = j->nin;
-  if (si >= 0) { /* the scalar as a broadcast tensor, in declaration order */
+  if (op->id == OC_ID_CLAMP) { /* bounds from the attrs min and max */
+    double lo = kernel_constant(&j->ins[0], num_attr(c, "min", -INFINITY));
+    double hi = kernel_constant(&j->ins[0], num_attr(c, "max", INFINITY));
+    if (oc_check_clamp(&j->ins[0], lo, hi, outp, p, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the tensors of op '%s'", c->op);
+      return -1;
+    }
+    return 0;
+  }
+  if (konst) { /* the constant as a broadcast tensor, first for lhs */
+    j->constant = lhs ? 2 : 1;
+    j->scalar_value = kernel_constant(&j->ins[0], strtod(lhs ? lhs : rhs, NULL));
+    int64_t ones[OC_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+    struct oc_tensor st;
+    oc_tensor_make(&st, &j->scalar_value, OC_FP64, j->ins[0].rank, ones, NULL);
+    if (lhs) {
+      j->ins[1] = j->ins[0];
+      j->ins[0] = st;
+    } else {
+      j->ins[1] = st;
+    }
+  } else if (si >= 0) { /* the scalar as a broadcast tensor, in declaration order */
     j->scalar = si;
     j->scalar_value = sb->b.fvals[c->scalars[si]->scalar_index];
     int64_t ones[OC_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -365,14 +395,13 @@ enum kc_gate_status kc_verdict_status(enum oc_verdict_kind k) {
   switch (k) {
   case OC_BITWISE: return KC_GS_BITWISE;
   case OC_PASS: return KC_GS_PASS;
-  case OC_SUSPECT: return KC_GS_SUSPECT;
   case OC_INCONCLUSIVE: return KC_GS_INCONCLUSIVE;
   default: return KC_GS_FAIL;
   }
 }
 
 void kc_judge_result(const struct kc_judgment *j, json_t *result) {
-  char line[512];
+  char line[1024];
   oc_verdict_format(&j->v, line, sizeof line);
   json_object_set_new(result, "verdict", json_string(line));
   json_object_set_new(result, "class", json_string(oc_verdict_name(j->v.kind)));
@@ -381,6 +410,19 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result) {
                                 "checked", (json_int_t)j->v.checked, "miss_prob",
                                 jnum(j->v.miss_prob), "fraction", jnum(j->v.fraction),
                                 "screen_vectors", j->v.screen_vectors));
+  if (j->v.screen_vectors)
+    json_object_set_new(result, "screen",
+                        json_pack("{s:i, s:o, s:o}", "flagged_rows", j->v.screen_failed,
+                                  "single_element_catch", jnum(j->v.screen_catch), "miss_prob",
+                                  jnum(j->v.screen_miss)));
+  /* The statistical verdict is a separate, labelled opinion (a warning at
+   * most): false_alarm is its probability for a correct kernel under the
+   * profile's independent-rounding model, which adversarial data breaks. */
+  if (j->v.stat != OC_STAT_NONE)
+    json_object_set_new(result, "statistical",
+                        json_pack("{s:s, s:o, s:o, s:I}", "verdict", oc_stat_name(j->v.stat),
+                                  "false_alarm", jnum(j->v.stat_alpha), "worst_ratio",
+                                  jnum(j->v.stat_ratio), "elements", (json_int_t)j->v.n_stat));
   /* The worst element's error against its bound (the HTML report plots it). */
   json_object_set_new(result, "error", jnum(j->v.error));
   json_object_set_new(result, "bound", jnum(j->v.bound));
@@ -459,7 +501,7 @@ json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
                           const struct kc_judgment *j) {
   const struct oc_verdict *v = &j->v;
   const struct kc_sb_tensor *t = &sb->t[j->out];
-  char line[512];
+  char line[1024];
   oc_verdict_format(v, line, sizeof line);
   json_t *ev = json_pack(
       "{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "tensor",
@@ -475,13 +517,16 @@ json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
   if (j->nins) {
     json_t *in = json_object();
     for (int k = 0; k < j->nins; k++) {
-      const struct oc_tensor *x = &j->ins[k + (j->scalar >= 0 && j->scalar_first)];
+      const struct oc_tensor *x =
+          &j->ins[k + ((j->scalar >= 0 && j->scalar_first) || j->constant == 2)];
       int64_t idx[OC_MAX_RANK] = {0};
       for (int d = 0; d < x->rank && d < v->rank; d++)
         idx[d] = x->shape[d] == 1 ? 0 : v->index[d];
       json_object_set_new(in, sb->t[j->in[k]].t->v->name, jnum(oc_tensor_get(x, idx)));
     }
     if (j->scalar >= 0) json_object_set_new(in, c->scalars[j->scalar]->name, jnum(j->scalar_value));
+    if (j->constant)
+      json_object_set_new(in, j->constant == 2 ? "lhs" : "rhs", jnum(j->scalar_value));
     json_object_set_new(ev, "inputs", in);
   }
   json_t *slices = input_slices(sb, j);

@@ -22,6 +22,9 @@ struct kc_judgment {
    * whether it comes first (declared before the tensor). */
   int scalar, scalar_first;
   double scalar_value;
+  /* ... or a constant operand from the attrs: 1 rhs (x op c), 2 lhs (c op
+   * x), 0 none; its value (as the kernel holds it) in scalar_value. */
+  int constant;
   /* For the evidence of other ops: the input slices an output element
    * depends on. KC_CTX_ROW: ins[0] along `axis` (reduced: the output lacks
    * that axis); KC_CTX_MATMUL: row i of ins[0] (A) and column j of ins[1]
@@ -37,8 +40,7 @@ void kc_sb_declared_order(const struct kc_sb *sb, int *order);
 /* Judges the outputs of sb's last run against c's op and profile. 0 with
  * j->v filled; -1 when the oracle cannot judge (why in j->err). */
 int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j);
-/* The gate status of a verdict: bitwise, pass, suspect, inconclusive or
- * fail. */
+/* The gate status of a verdict: bitwise, pass, inconclusive or fail. */
 enum kc_gate_status kc_verdict_status(enum oc_verdict_kind k);
 /* Adds verdict, class and coverage to a gate's result object. */
 void kc_judge_result(const struct kc_judgment *j, json_t *result);

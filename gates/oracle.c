@@ -4,6 +4,7 @@
  * poisoned with NaN so an unwritten element cannot pass), judged by the
  * numerical oracle (gates/judge.c). A failing verdict is a violation; an op
  * the oracle cannot judge gives "inconclusive". */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gate.h"
@@ -37,6 +38,16 @@ int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
     } else {
       ctx->out.status = kc_verdict_status(j->v.kind);
       kc_judge_result(j, ctx->result);
+      if (!oc_verdict_is_fail(j->v.kind) && j->v.stat == OC_STAT_REJECTED) {
+        char w[256];
+        snprintf(w, sizeof w,
+                 "statistical verdict rejected: %lld element(s) beyond the statistical bound "
+                 "(worst %.3g x); a correct kernel does this with probability <= %.2g under "
+                 "independent rounding; not a proof (the rigorous verdict is %s)",
+                 (long long)j->v.n_stat, j->v.stat_ratio, j->v.stat_alpha,
+                 oc_verdict_name(j->v.kind));
+        json_object_set_new(ctx->result, "warning", json_string(w));
+      }
       if (oc_verdict_is_fail(j->v.kind)) {
         violations = 1;
         json_t *ev = kc_judge_evidence(c, &sb, j);

@@ -10,10 +10,8 @@
 #include "gate.h"
 #include "trial.h"
 
-#define MAX_TRIALS 4
-
-static int trials_for(const char *name, struct kc_trial *t) {
-  int g[MAX_TRIALS], n = 0;
+int kc_precision_trials(const char *name, struct kc_trial *t) {
+  int g[KC_MAX_TRIALS], n = 0;
   const struct oc_op_info *op = oc_op_find(name);
   enum oc_opid id = op ? op->id : OC_ID_COUNT;
   if (id == OC_ID_MATMUL) {
@@ -32,8 +30,8 @@ static int trials_for(const char *name, struct kc_trial *t) {
 
 int kc_gate_precision_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->contract;
-  struct kc_trial t[MAX_TRIALS];
-  int n = c && c->op ? trials_for(c->op, t) : 0;
+  struct kc_trial t[KC_MAX_TRIALS];
+  int n = c && c->op ? kc_precision_trials(c->op, t) : 0;
   return kc_trials_gate(ctx, &kc_gate_precision, t, n, KC_VERDICT_FAILS,
                         "on adversarial inputs the outputs fall outside the declared precision "
                         "profile (numerical oracle)");

@@ -10,28 +10,15 @@
 #include "gate.h"
 #include "gate_options.h"
 #include "gate_util.h"
+#include "perturb.h"
 #include "policy.h"
 
-struct strategy {
-  const char *name;
-  struct kc_perturb p;
-};
-
+/* The strategies are perturb.def's rows (kc_strategy_*). */
 static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
-  memset(p, 0, sizeof *p);
-  p->seed = seed;
-  if (!strcmp(name, "scrub"))
-    p->scrub = 1, p->name = "scrub";
-  else if (!strcmp(name, "green"))
-    p->green_sms = (int)kc_gate_opt.green_sms, p->name = "green";
-  else if (!strcmp(name, "smem"))
-    p->extra_shmem = (unsigned)kc_gate_opt.extra_shmem, p->name = "smem";
-  else if (!strcmp(name, "hammer"))
-    p->hammer = 1, p->name = "hammer";
-  else if (!strcmp(name, "l2flush"))
-    p->l2flush = 1, p->name = "l2flush";
-  else
-    return -1;
+  int s = kc_strategy_find(name);
+  if (s < 0) return -1;
+  kc_strategy_perturb((enum kc_strategy)s, (int)kc_gate_opt.green_sms,
+                      (unsigned)kc_gate_opt.extra_shmem, seed, p);
   return 0;
 }
 

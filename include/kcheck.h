@@ -9,8 +9,9 @@ extern "C" {
 #endif
 
 /* 1: version, options, gates. 2: contracts and annotations. 3: input
- * generators. */
-#define KCHECK_API_VERSION 3
+ * generators. 4: op-level checks for framework bindings, options by name,
+ * the kernels a thread launched. */
+#define KCHECK_API_VERSION 4
 
 /* The library's version string, e.g. "0.1.0". */
 const char *kcheck_version(void);
@@ -77,6 +78,81 @@ const char *kcheck_report_path(void);
  * for an unknown generator, transform or format. */
 int kcheck_generate(const char *generator, const char *transform, const char *format, int role,
                     long long rows, long long cols, unsigned long long seed, void *out);
+
+/* ---- op-level checks (version 4): a framework binding (python/kcheck/torch)
+ * judges a whole op, however many kernels it launched, on host copies of
+ * its inputs (taken before the op) and outputs (after it). */
+
+/* A tensor in host memory: strides in elements (NULL: contiguous). */
+struct kcheck_tensor {
+  const char *name; /* the op argument it is ("self", "mat2", "out", ...) */
+  const void *data;
+  const char *format; /* "fp64", "fp32", "bf16", "fp16", ... */
+  int rank;
+  const long *shape;
+  const long *strides;
+};
+
+/* Policy for one op call (the same options as launches: check_first,
+ * clean_limit, kernel_clean_limit per op name, sample, time_budget,
+ * max_checks). key names the signature: op, dtypes, shapes, strides,
+ * profile. Returns 1: check it (counted as a check now); 0: do not (the
+ * reason in why). */
+int kcheck_op_decide(const char *op, const char *key, char *why, unsigned long n);
+
+enum { KCHECK_OP_PASS = 0, KCHECK_OP_VIOLATION = 1, KCHECK_OP_INCONCLUSIVE = 2, KCHECK_OP_ERROR = -1 };
+/* Judges out = op(in...) under profile (an oracle spec) with attrs
+ * ("axis=-1 eps=1e-05 alpha=1 beta=0 causal=1 scale=0.125 transpose_b=1
+ * activation=gelu"), as gate `gate` ("oracle", ...). A failing verdict is
+ * reported as that gate's violation: context_json (an object: op,
+ * overload, stack, kernels, profile and settings, regenerate) with gate,
+ * message and evidence added. result_json gets the gate's result object
+ * (status, verdict, class, coverage; or status "error" and reason).
+ * fail_mask: the verdicts that are violations, bit (1 << v) for enum
+ * oc_verdict_kind v (0: every failing verdict; a bit no verdict has: none,
+ * judge only).
+ * Returns a KCHECK_OP_* status. */
+int kcheck_op_judge(const char *gate, const char *op, const char *profile, const char *attrs,
+                    int nin, const struct kcheck_tensor *in, const struct kcheck_tensor *out,
+                    unsigned fail_mask, const char *context_json, char *result_json,
+                    unsigned long n);
+/* The generated-input trials gate `gate` ("nonfinite", "precision",
+ * "extremes") runs for oracle op `op`, one per line "generator transform
+ * seed" (seed: of input 0; input k uses seed + k, as kcheck_generate
+ * takes it), into buf; returns how many, -1 for an unknown gate, 0 when the
+ * gate is not enabled. fail_mask (for kcheck_op_judge) gets the verdicts
+ * that are the gate's violations: bit (1 << v) for v = 3 fail_precision,
+ * 4 fail_value, 5 fail_special. */
+int kcheck_op_trials(const char *gate, const char *op, char *buf, unsigned long n,
+                     unsigned *fail_mask);
+/* Reports a violation of gate `gate` found by the binding itself (coverage:
+ * output elements never written; immutability: an input changed):
+ * context_json as for kcheck_op_judge, with its own "evidence". */
+void kcheck_op_report(const char *gate, const char *message, const char *context_json);
+/* Ends a check: its outcome and cost go to the policy, record_json (an
+ * object) is written as an "op_check" record. */
+void kcheck_op_done(const char *op, const char *key, int clean, double seconds,
+                    const char *record_json);
+/* Writes a binding's record ("op_skip", "torch", "torch_summary"). */
+void kcheck_record(const char *type, const char *record_json);
+
+/* The value of option `name` as text (after KCHECK_OPTIONS was parsed):
+ * its length, or -1 for an unknown name. */
+int kcheck_option(const char *name, char *buf, unsigned long n);
+/* The loaded contracts that name a torch op (torch_op: mylib::rmsnorm),
+ * as a JSON array of {torch_op, op, profile, attrs, args, where} into buf;
+ * returns the JSON's length (buf too small: truncated, like snprintf). */
+long kcheck_torch_op_contracts(char *buf, unsigned long n);
+/* Brackets a binding's own device work on this thread (copies, re-runs on
+ * its own tensors): launches inside are neither counted nor checked. */
+void kcheck_own_begin(void);
+void kcheck_own_end(void);
+/* Launches made so far by the calling thread. */
+unsigned long long kcheck_thread_launches(void);
+/* The demangled names of the kernels the calling thread launched since its
+ * launch count was `since` (the last 32 at most), one per line, into buf.
+ * Returns how many launches that was (may exceed the names given). */
+long long kcheck_thread_kernels(unsigned long long since, char *buf, unsigned long n);
 
 #ifdef __cplusplus
 }

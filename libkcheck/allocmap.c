@@ -63,6 +63,9 @@ void kc_allocmap_insert(uint64_t base, uint64_t size, int kind) {
   memmove(items + i + 1, items + i, (count - i) * sizeof *items);
   items[i] = (struct kc_alloc){base, size, kind};
   count++;
+  /* Sorted and disjoint, which every lookup relies on. */
+  KC_ASSERT(i == 0 || items[i - 1].base + items[i - 1].size <= base);
+  KC_ASSERT(i + 1 == count || base + size <= items[i + 1].base);
   pthread_rwlock_unlock(&lock);
 }
 
@@ -95,6 +98,22 @@ int kc_allocmap_find(uint64_t addr, struct kc_alloc *out) {
   }
   pthread_rwlock_unlock(&lock);
   return rc;
+}
+
+size_t kc_allocmap_find_many(const uint64_t *addr, size_t n, struct kc_alloc *out) {
+  size_t found = 0;
+  pthread_rwlock_rdlock(&lock);
+  for (size_t k = 0; k < n; k++) {
+    size_t i = count ? upper(addr[k]) : 0;
+    if (i > 0 && addr[k] - items[i - 1].base < items[i - 1].size) {
+      out[k] = items[i - 1];
+      found++;
+    } else {
+      out[k] = (struct kc_alloc){0, 0, 0};
+    }
+  }
+  pthread_rwlock_unlock(&lock);
+  return found;
 }
 
 size_t kc_allocmap_count(void) {

@@ -27,6 +27,9 @@ int kc_allocmap_remove(uint64_t base);
 void kc_allocmap_remove_range(uint64_t base, uint64_t size);
 /* Finds the allocation containing addr; 0 if found. */
 int kc_allocmap_find(uint64_t addr, struct kc_alloc *out);
+/* find for n addresses under one lock: out[i].size is 0 where addr[i] is
+ * in no allocation. Returns how many were found. */
+size_t kc_allocmap_find_many(const uint64_t *addr, size_t n, struct kc_alloc *out);
 size_t kc_allocmap_count(void);
 /* Copies up to max allocations (all live ones, for save_all snapshots). */
 size_t kc_allocmap_snapshot(struct kc_alloc *out, size_t max);

@@ -1,6 +1,7 @@
 /* libkcheck/capture.c — launch capture: configuration, packed parameter
  * bytes (kernelParams or the `extra` buffer), launch attributes, and device
  * pointers found by scanning the parameter bytes. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 const char *const kc_launch_entry_names[KC_LE_COUNT] = {"cuLaunchKernel", "cuLaunchKernelEx",
                                                         "cuLaunchCooperativeKernel"};
 #include "own.h"
+#include "prof.h"
 #include "report.h"
 
 static void copy_config(struct kc_launch_info *li, const struct kc_launch_args *a) {
@@ -61,7 +63,12 @@ static int pack_params(struct kc_launch_info *li, void **params) {
     return 0;
   }
   li->param_size = k->param_bytes;
-  li->param_buf = calloc(1, k->param_bytes ? k->param_bytes : 1);
+  if (li->inline_buf && k->param_bytes <= li->inline_cap) {
+    li->param_buf = li->inline_buf;
+    memset(li->param_buf, 0, k->param_bytes); /* gaps between parameters */
+  } else {
+    li->param_buf = calloc(1, k->param_bytes ? k->param_bytes : 1);
+  }
   if (!li->param_buf) return -1;
   for (int i = 0; i < k->nparams; i++)
     if (params && params[i])
@@ -80,20 +87,36 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
   return pack_params(li, a->params);
 }
 
-void kc_capture_pointers(struct kc_launch_info *li) {
+/* Words the driver said are in no allocation, for trace records: parameter
+ * structs carry the same stale stack and heap words launch after launch, and
+ * each driver query costs microseconds. Direct-mapped, racy by design (a
+ * lost or torn slot only costs a query). Never consulted for checks. */
+#define NOT_DEVICE_SLOTS 4096
+static _Atomic uint64_t not_device[NOT_DEVICE_SLOTS];
+
+static unsigned not_device_slot(uint64_t w) {
+  return (unsigned)((w * 0x9e3779b97f4a7c15ull) >> 52) & (NOT_DEVICE_SLOTS - 1);
+}
+
+void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
   size_t nwords = li->param_size / 8;
   if (!nwords) return;
   li->ptrs = calloc(nwords, sizeof *li->ptrs);
-  if (!li->ptrs) return;
+  uint64_t wstack[512];
+  struct kc_alloc astack[512];
+  uint64_t *words = nwords <= 512 ? wstack : malloc(nwords * sizeof *words);
+  struct kc_alloc *found = nwords <= 512 ? astack : malloc(nwords * sizeof *found);
+  if (!li->ptrs || !words || !found) goto out;
+  for (size_t i = 0; i < nwords; i++)
+    memcpy(&words[i], li->param_buf + 8 * i, 8);
+  kc_allocmap_find_many(words, nwords, found);
   for (size_t i = 0; i < nwords; i++) {
-    uint64_t w;
-    memcpy(&w, li->param_buf + 8 * i, 8);
+    uint64_t w = words[i];
     /* Small integers (sizes, strides, flags) are never device addresses. */
     if (w < 0x10000) continue;
-    struct kc_alloc a;
     struct kc_ptr *p = &li->ptrs[li->nptrs];
-    if (kc_allocmap_find(w, &a) == 0) {
-      *p = (struct kc_ptr){(uint32_t)(8 * i), w, a.base, a.size, 0};
+    if (found[i].size) {
+      *p = (struct kc_ptr){(uint32_t)(8 * i), w, found[i].base, found[i].size, 0};
       li->nptrs++;
       continue;
     }
@@ -102,52 +125,185 @@ void kc_capture_pointers(struct kc_launch_info *li) {
      * like addresses (a parameter struct holds many that do not). */
     CUdeviceptr base = 0;
     size_t size = 0;
-    if (kc_addr_like(w) && kc_drv.cuMemGetAddressRange_v2 &&
-        kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size &&
-        !kc_own_contains(base)) {
+    if (!kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
+    unsigned slot = not_device_slot(w);
+    if (remember_misses && atomic_load_explicit(&not_device[slot], memory_order_relaxed) == w)
+      continue;
+    KC_PROF_CALL(cuMemGetAddressRange_v2);
+    if (kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size) {
+      if (kc_own_contains(base)) continue;
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
       li->nptrs++;
+    } else if (remember_misses) {
+      atomic_store_explicit(&not_device[slot], w, memory_order_relaxed);
     }
   }
+out:
+  if (words != wstack) free(words);
+  if (found != astack) free(found);
 }
 
 void kc_capture_free(struct kc_launch_info *li) {
-  free(li->param_buf);
+  if (li->param_buf != li->inline_buf) free(li->param_buf);
   free(li->ptrs);
   li->param_buf = NULL;
   li->ptrs = NULL;
 }
 
-json_t *kc_launch_json(const struct kc_launch_info *li) {
-  json_t *ptrs = json_array();
+/* ---- the launch record, formatted by hand: trace=1 writes one per launch,
+ * so it must cost about a microsecond (jansson and snprintf per byte cost
+ * tens). Same members as a jansson record would have. */
+struct out {
+  char *p, *end;
+};
+
+static void put(struct out *o, const char *s, size_t n) {
+  if ((size_t)(o->end - o->p) < n) {
+    o->p = o->end; /* overflow: the caller sees a full buffer */
+    return;
+  }
+  memcpy(o->p, s, n);
+  o->p += n;
+}
+#define PUTS(o, lit) put((o), (lit), sizeof(lit) - 1)
+
+static void put_u64(struct out *o, uint64_t v) {
+  char b[24];
+  int i = sizeof b;
+  do
+    b[--i] = (char)('0' + v % 10);
+  while (v /= 10);
+  put(o, b + i, sizeof b - (size_t)i);
+}
+
+static void put_i64(struct out *o, int64_t v) {
+  if (v < 0) {
+    PUTS(o, "-");
+    put_u64(o, (uint64_t)0 - (uint64_t)v);
+  } else {
+    put_u64(o, (uint64_t)v);
+  }
+}
+
+static const char hexd[] = "0123456789abcdef";
+
+/* "0x..." as kc_json_addr writes it. */
+static void put_addr(struct out *o, uint64_t v) {
+  char b[20];
+  int i = sizeof b;
+  do
+    b[--i] = hexd[v & 15];
+  while (v >>= 4);
+  PUTS(o, "\"0x");
+  put(o, b + i, sizeof b - (size_t)i);
+  PUTS(o, "\"");
+}
+
+static void put_dims(struct out *o, const unsigned d[3]) {
+  PUTS(o, "[");
+  put_u64(o, d[0]);
+  PUTS(o, ",");
+  put_u64(o, d[1]);
+  PUTS(o, ",");
+  put_u64(o, d[2]);
+  PUTS(o, "]");
+}
+
+static size_t format_launch(const struct kc_launch_info *li, char *buf, size_t cap,
+                            const char *stack_json) {
+  struct out o = {buf, buf + cap};
+  PUTS(&o, "{\"launch\":");
+  put_u64(&o, li->seq);
+  PUTS(&o, ",\"kernel\":");
+  put_i64(&o, li->k->id);
+  PUTS(&o, ",\"entry\":\"");
+  const char *e = kc_launch_entry_names[li->args->entry];
+  put(&o, e, strlen(e));
+  PUTS(&o, "\",\"ptsz\":");
+  if (li->args->ptsz)
+    PUTS(&o, "true");
+  else
+    PUTS(&o, "false");
+  PUTS(&o, ",\"grid\":");
+  put_dims(&o, li->grid);
+  PUTS(&o, ",\"block\":");
+  put_dims(&o, li->block);
+  PUTS(&o, ",\"shmem\":");
+  put_u64(&o, li->shmem);
+  PUTS(&o, ",\"stream\":");
+  put_addr(&o, (uint64_t)(uintptr_t)li->stream);
+  PUTS(&o, ",\"param_form\":\"");
+  put(&o, li->param_form, strlen(li->param_form));
+  PUTS(&o, "\",\"param_size\":");
+  put_u64(&o, li->param_size);
+  /* Parameter bytes as hex: small kernels' full arguments, for replay. */
+  PUTS(&o, ",\"param_bytes\":");
+  if (li->param_buf && li->param_size <= 4096 && (size_t)(o.end - o.p) > 2 * li->param_size + 2) {
+    *o.p++ = '"';
+    for (size_t i = 0; i < li->param_size; i++) {
+      *o.p++ = hexd[li->param_buf[i] >> 4];
+      *o.p++ = hexd[li->param_buf[i] & 15];
+    }
+    *o.p++ = '"';
+  } else {
+    PUTS(&o, "null");
+  }
+  PUTS(&o, ",\"pointers\":[");
   for (int i = 0; i < li->nptrs; i++) {
     const struct kc_ptr *p = &li->ptrs[i];
-    json_array_append_new(ptrs, json_pack("{s:i, s:o, s:o, s:I, s:I, s:s}", "offset",
-                                          (int)p->offset, "value", kc_json_addr(p->value), "base",
-                                          kc_json_addr(p->base), "alloc_size", (json_int_t)p->size,
-                                          "alloc_offset", (json_int_t)(p->value - p->base),
-                                          "resolved_by", p->from_driver ? "driver" : "map"));
+    if (i) PUTS(&o, ",");
+    PUTS(&o, "{\"offset\":");
+    put_u64(&o, p->offset);
+    PUTS(&o, ",\"value\":");
+    put_addr(&o, p->value);
+    PUTS(&o, ",\"base\":");
+    put_addr(&o, p->base);
+    PUTS(&o, ",\"alloc_size\":");
+    put_u64(&o, p->size);
+    PUTS(&o, ",\"alloc_offset\":");
+    put_u64(&o, p->value - p->base);
+    if (p->from_driver)
+      PUTS(&o, ",\"resolved_by\":\"driver\"}");
+    else
+      PUTS(&o, ",\"resolved_by\":\"map\"}");
   }
-  json_t *attrs = json_array();
-  for (int i = 0; i < li->nattrs; i++)
-    json_array_append_new(attrs, json_pack("{s:i}", "id", (int)li->attrs[i].id));
-  /* Parameter bytes as hex: small kernels' full arguments, for replay. */
-  json_t *bytes = json_null();
-  if (li->param_buf && li->param_size <= 4096) {
-    char *hex = malloc(2 * li->param_size + 1);
-    if (hex) {
-      for (size_t i = 0; i < li->param_size; i++)
-        snprintf(hex + 2 * i, 3, "%02x", li->param_buf[i]);
-      hex[2 * li->param_size] = 0;
-      bytes = json_string(hex);
-      free(hex);
-    }
+  PUTS(&o, "],\"attributes\":[");
+  for (int i = 0; i < li->nattrs; i++) {
+    if (i) PUTS(&o, ",");
+    PUTS(&o, "{\"id\":");
+    put_i64(&o, (int64_t)li->attrs[i].id);
+    PUTS(&o, "}");
   }
-  return json_pack(
-      "{s:I, s:i, s:s, s:b, s:[iii], s:[iii], s:i, s:o, s:s, s:I, s:o, s:o, s:o}", "launch",
-      (json_int_t)li->seq, "kernel", li->k->id, "entry", kc_launch_entry_names[li->args->entry],
-      "ptsz", li->args->ptsz, "grid", li->grid[0], li->grid[1], li->grid[2], "block", li->block[0],
-      li->block[1], li->block[2], "shmem", li->shmem, "stream",
-      kc_json_addr((uint64_t)(uintptr_t)li->stream), "param_form", li->param_form, "param_size",
-      (json_int_t)li->param_size, "param_bytes", bytes, "pointers", ptrs, "attributes", attrs);
+  PUTS(&o, "]");
+  if (stack_json) {
+    PUTS(&o, ",\"stack\":");
+    put(&o, stack_json, strlen(stack_json));
+  }
+  PUTS(&o, "}");
+  return o.p < o.end ? (size_t)(o.p - buf) : 0;
+}
+
+json_t *kc_launch_json(const struct kc_launch_info *li) {
+  /* Off the hot path (violation records): the launch record's text, parsed. */
+  size_t cap = 512 + 2 * li->param_size + 200 * (size_t)li->nptrs + 24 * (size_t)li->nattrs;
+  char *buf = malloc(cap);
+  size_t n = buf ? format_launch(li, buf, cap, NULL) : 0;
+  json_t *j = n ? json_loadb(buf, n, 0, NULL) : NULL;
+  free(buf);
+  return j ? j : json_null();
+}
+
+void kc_launch_emit(const struct kc_launch_info *li, const char *stack_json) {
+  char stackbuf[8192];
+  size_t cap = 512 + 2 * li->param_size + 200 * (size_t)li->nptrs + 24 * (size_t)li->nattrs +
+               (stack_json ? strlen(stack_json) : 0);
+  uint64_t t = kc_prof_now();
+  char *buf = cap <= sizeof stackbuf ? stackbuf : malloc(cap);
+  size_t n = buf ? format_launch(li, buf, buf == stackbuf ? sizeof stackbuf : cap, stack_json) : 0;
+  kc_prof_lap(KC_PS_trace_build, t);
+  if (n)
+    kc_report_emit_raw("launch", buf, n);
+  else
+    KC_INTERNAL_ERROR("could not build a 'launch' record");
+  if (buf != stackbuf) free(buf);
 }

@@ -17,11 +17,14 @@
 #include "log.h"
 #include "options.h"
 #include "perturb.h"
+#include "prof.h"
 #include "report.h"
 #include "stack.h"
 #include "world.h"
 
 int kc_disabled = 1;
+void (*kc_core_activate)(void);
+int kc_core_initialized;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
 static void at_exit(void) {
@@ -44,7 +47,9 @@ int kc_core_init(int (*layers_init)(void)) {
                   problems == 1 ? "" : "s");
     _exit(1);
   }
+  kc_prof_on = kc_opt.profile;
   kc_report_open();
+  kc_core_initialized = 1;
   atexit(at_exit);
   kc_signals_install();
   kc_disabled = 0;
@@ -65,6 +70,7 @@ void kc_core_fini(void) {
   kc_guard_enter();
   kc_perturb_fini();
   kc_guard_leave();
+  kc_prof_finish();
   kc_report_finish();
 }
 

@@ -9,6 +9,13 @@
 
 /* 0: kcheck is active; nonzero: it stays out of the way (pass-through). */
 extern int kc_disabled;
+/* 1 once kc_core_init ran (options parsed, report open), driver or not. */
+extern int kc_core_initialized;
+
+/* Activates kcheck (options, report, gates, driver) if it is not yet:
+ * set by the shim, for public API calls that may come before the first
+ * CUDA call (op-level checks). NULL until the shim is loaded. */
+extern void (*kc_core_activate)(void);
 
 /* Options, then the layers' start-up (layers_init, may be NULL: e.g. the
  * contracts' loading; returns its number of problems, fatal like option

@@ -298,6 +298,10 @@ static struct key *find_key(const char *gate, long kernel, const char *sig, cons
 
 /* n-th occurrence (1-based) of the record's (gate, kernel, signature). */
 static long count_key(json_t *rec, int is_suppressed) {
+  if (!json_object_get(rec, "signature")) { /* op-level records: each one is new */
+    if (!is_suppressed) unique++;
+    return 1;
+  }
   int made;
   struct key *k =
       find_key(str(rec, "gate"), (long)json_integer_value(json_object_get(rec, "kernel")),

@@ -14,6 +14,7 @@
 #include "image.h"
 #include "log.h"
 #include "options.h"
+#include "prof.h"
 #include "regex_guard.h"
 #include "report.h"
 
@@ -39,6 +40,58 @@ struct cache_slot {
 };
 /* initial-exec: one TLS access on the launch path (libkcheck is preloaded). */
 static __thread struct cache_slot cache[TLS_CACHE] __attribute__((tls_model("initial-exec")));
+
+/* Behind the per-thread cache, a shared read-mostly table: a training step
+ * cycles through more kernels than the per-thread cache holds, and the
+ * mutex and hash lookup behind it cost ~0.5 us a launch on the real
+ * workload. Open addressing, written under `lock`, read without it: a
+ * slot's kernel is stored before its handle (release), and a reader
+ * accepts a slot only when the kernel record names the same handle. */
+#define FAST_SLOTS 4096
+#define FAST_PROBES 8
+#define FAST_GONE ((void *)1)
+static struct {
+  _Atomic(void *) handle;
+  _Atomic(struct kc_kernel *) k;
+} fast[FAST_SLOTS];
+
+static unsigned fast_slot(const void *h) {
+  return (unsigned)(((uintptr_t)h * 0x9e3779b97f4a7c15ull) >> 52) & (FAST_SLOTS - 1);
+}
+
+static struct kc_kernel *fast_find(void *h) {
+  unsigned i = fast_slot(h);
+  for (int p = 0; p < FAST_PROBES; p++, i = (i + 1) & (FAST_SLOTS - 1)) {
+    void *sh = atomic_load_explicit(&fast[i].handle, memory_order_acquire);
+    if (!sh) return NULL;
+    if (sh != h) continue;
+    struct kc_kernel *k = atomic_load_explicit(&fast[i].k, memory_order_relaxed);
+    return k && k->handle == h ? k : NULL;
+  }
+  return NULL;
+}
+
+/* Called with `lock` held. Full neighbourhood: the slow path serves it. */
+static void fast_insert(void *h, struct kc_kernel *k) {
+  unsigned i = fast_slot(h);
+  for (int p = 0; p < FAST_PROBES; p++, i = (i + 1) & (FAST_SLOTS - 1)) {
+    void *sh = atomic_load_explicit(&fast[i].handle, memory_order_relaxed);
+    if (sh && sh != FAST_GONE && sh != h) continue;
+    atomic_store_explicit(&fast[i].k, k, memory_order_relaxed);
+    atomic_store_explicit(&fast[i].handle, h, memory_order_release);
+    return;
+  }
+}
+
+/* Called with `lock` held: the slot stays taken (probe chains go on). */
+static void fast_remove(void *h) {
+  unsigned i = fast_slot(h);
+  for (int p = 0; p < FAST_PROBES; p++, i = (i + 1) & (FAST_SLOTS - 1)) {
+    if (atomic_load_explicit(&fast[i].handle, memory_order_relaxed) != h) continue;
+    atomic_store_explicit(&fast[i].k, NULL, memory_order_relaxed);
+    atomic_store_explicit(&fast[i].handle, FAST_GONE, memory_order_release);
+  }
+}
 
 void kc_kernel_reset_lock(void) { pthread_mutex_init(&lock, NULL); }
 
@@ -111,6 +164,7 @@ static void query_layout(struct kc_kernel *k) {
   int use_kernel_api = 0;
   if (k->is_cukernel) {
     CUfunction loaded = NULL;
+    KC_PROF_CALL(cuKernelGetFunction);
     if (kc_drv.cuKernelGetFunction &&
         kc_drv.cuKernelGetFunction(&loaded, (CUkernel)k->handle) == CUDA_SUCCESS && loaded)
       fn = loaded;
@@ -122,6 +176,10 @@ static void query_layout(struct kc_kernel *k) {
   for (; n < KC_MAX_PARAMS; n++) {
     size_t o = 0, s = 0;
     CUresult r;
+    if (use_kernel_api)
+      KC_PROF_CALL(cuKernelGetParamInfo);
+    else
+      KC_PROF_CALL(cuFuncGetParamInfo);
     if (use_kernel_api)
       r = kc_drv.cuKernelGetParamInfo
               ? kc_drv.cuKernelGetParamInfo((CUkernel)k->handle, (size_t)n, &o, &s)
@@ -205,9 +263,11 @@ static struct kc_kernel *create(CUfunction f) {
   k->image_id = -1;
   const char *name = NULL;
   /* A CUkernel is told apart by cuFuncGetName refusing it. */
+  KC_PROF_CALL(cuFuncGetName);
   CUresult r = kc_drv.cuFuncGetName ? kc_drv.cuFuncGetName(&name, f) : CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS || !name) {
     name = NULL;
+    KC_PROF_CALL(cuKernelGetName);
     if (kc_drv.cuKernelGetName && kc_drv.cuKernelGetName(&name, (CUkernel)f) == CUDA_SUCCESS &&
         name)
       k->is_cukernel = 1;
@@ -216,10 +276,12 @@ static struct kc_kernel *create(CUfunction f) {
   k->demangled = kc_demangle(k->name);
   if (!k->is_cukernel) {
     CUmodule m = NULL;
+    KC_PROF_CALL(cuFuncGetModule);
     if (kc_drv.cuFuncGetModule && kc_drv.cuFuncGetModule(&m, f) == CUDA_SUCCESS)
       k->image_handle = m;
   } else {
     CUlibrary l = NULL;
+    KC_PROF_CALL(cuKernelGetLibrary);
     if (kc_drv.cuKernelGetLibrary && kc_drv.cuKernelGetLibrary(&l, (CUkernel)f) == CUDA_SUCCESS)
       k->image_handle = l;
   }
@@ -237,14 +299,24 @@ static struct kc_kernel *create(CUfunction f) {
 
 struct kc_kernel *kc_kernel_get(CUfunction f) {
   unsigned gen = atomic_load_explicit(&generation, memory_order_acquire);
-  struct cache_slot *slot = &cache[((uintptr_t)f >> 4) % TLS_CACHE];
+  /* A multiplicative hash of all the handle's bits: handles point to
+   * aligned driver structures, whose low bits may all be alike. */
+  struct cache_slot *slot = &cache[(((uintptr_t)f * 0x9e3779b97f4a7c15ull) >> 60) % TLS_CACHE];
   if (slot->handle == (void *)f && slot->gen == gen) return slot->k;
 
+  struct kc_kernel *k = fast_find((void *)f);
+  if (k) {
+    slot->handle = f;
+    slot->k = k;
+    slot->gen = gen;
+    return k;
+  }
   struct kernel_node *n = NULL;
   pthread_mutex_lock(&lock);
   HASH_FIND_PTR(by_handle, &f, n);
+  if (n) fast_insert((void *)f, n->k);
   pthread_mutex_unlock(&lock);
-  struct kc_kernel *k = n ? n->k : NULL;
+  k = n ? n->k : NULL;
   if (!k) {
     /* Built outside the lock: the driver queries may be slow. Two threads
      * racing on the same new kernel: the first insert wins. */
@@ -267,6 +339,7 @@ struct kc_kernel *kc_kernel_get(CUfunction f) {
       node->handle = f;
       node->k = fresh;
       HASH_ADD_PTR(by_handle, handle, node);
+      fast_insert((void *)f, fresh);
       k = fresh;
     }
     pthread_mutex_unlock(&lock);
@@ -292,6 +365,7 @@ void kc_kernel_forget_image(void *image_handle) {
     if (n->k->image_handle != image_handle) continue;
     // uthash frees its bucket table with the last node; the analyzer then
     // follows a path where the loop reads it again, which cannot happen.
+    fast_remove(n->handle);
     HASH_DEL(by_handle, n); // NOLINT(clang-analyzer-unix.Malloc)
     free(n);
   }

@@ -14,8 +14,10 @@
 #include "log.h"
 #include "options.h"
 #include "policy.h"
+#include "prof.h"
 #include "report.h"
 #include "stack.h"
+#include "thread_launches.h"
 #include "world.h"
 
 static kc_check_fn check_hook;
@@ -55,7 +57,7 @@ static CUresult checked_launch(struct kc_launch_info *li) {
     free(li->ptrs);
     li->ptrs = NULL;
     li->nptrs = 0;
-    kc_capture_pointers(li);
+    kc_capture_pointers(li, 0);
     kc_guard_leave();
   }
   CUresult r = check_hook(li);
@@ -67,54 +69,95 @@ static CUresult checked_launch(struct kc_launch_info *li) {
 static int stream_capturing(CUstream s) {
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   if (!kc_drv.cuStreamIsCapturing) return 1;
+  KC_PROF_CALL(cuStreamIsCapturing);
   if (kc_drv.cuStreamIsCapturing(s, &st) != CUDA_SUCCESS) return 1;
   return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 void kc_report_skip(const struct kc_launch_info *li, const char *why) {
   atomic_fetch_add(&kc_count.skips, 1);
-  kc_report_emit("skip", json_pack("{s:I, s:i, s:s, s:o, s:s}", "launch", (json_int_t)li->seq,
-                                   "kernel", li->k->id, "kernel_name", li->k->demangled,
-                                   "signature", kc_json_hash(li->signature), "reason", why));
+  uint64_t t = kc_prof_now();
+  json_t *rec = json_pack("{s:I, s:i, s:s, s:o, s:s}", "launch", (json_int_t)li->seq, "kernel",
+                          li->k->id, "kernel_name", li->k->demangled, "signature",
+                          kc_json_hash(li->signature), "reason", why);
+  kc_prof_lap(KC_PS_skip, t);
+  kc_report_emit("skip", rec);
+}
+
+/* The application's launch of an unchecked launch, timed as its stage. */
+static CUresult app_launch_timed(const struct kc_launch_args *a, uint64_t t, uint64_t t_in) {
+  if (!kc_prof_on) return kc_app_launch(a);
+  CUresult r = kc_app_launch(a);
+  t = kc_prof_lap(KC_PS_app_launch, t);
+  kc_prof_add_ns(KC_PS_launch, t - t_in);
+  return r;
 }
 
 CUresult kc_on_launch(const struct kc_launch_args *a) {
+  uint64_t t_in = kc_prof_now(), t = t_in;
   uint64_t seq = (uint64_t)atomic_fetch_add_explicit(&kc_count.launches, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&kc_count.launches_by_entry[a->entry], 1, memory_order_relaxed);
+  t = kc_prof_lap(KC_PS_count, t);
   kc_guard_enter();
   struct kc_kernel *k = kc_kernel_get(a->f);
   kc_guard_leave();
+  t = kc_prof_lap(KC_PS_kernel, t);
   if (KC_NEVER(!k)) {
     KC_INTERNAL_ERROR("could not record kernel %p", (void *)a->f);
     return kc_app_launch(a);
   }
+  kc_thread_note_launch(k);
 
   int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
-  if (!check && !kc_opt.trace) return kc_app_launch(a);
+  t = kc_prof_lap(KC_PS_prefilter, t);
+  if (!check && !kc_opt.trace) return app_launch_timed(a, t, t_in);
 
   struct kc_launch_info li = {0};
+  unsigned char params[2048];
   li.seq = seq;
+  li.inline_buf = params;
+  li.inline_cap = sizeof params;
   kc_guard_enter();
   int ok = kc_capture(&li, k, a) == 0;
-  if (ok) kc_capture_pointers(&li);
+  t = kc_prof_lap(KC_PS_capture, t);
   if (ok && check && !strcmp(li.param_form, "unknown")) {
     /* Without the layout kcheck cannot know what memory the kernel can
      * reach, so it cannot save it: re-running would corrupt it. */
     check = 0;
     kc_report_skip(&li, "parameter layout unknown");
+    t = kc_prof_now();
   }
   if (ok && check) {
+    /* The signature needs no pointer resolution (address-like words are
+     * left out of it), so a launch the policy skips costs no driver call. */
     int first = 0;
     li.signature = kc_policy_signature(&li);
+    t = kc_prof_lap(KC_PS_signature, t);
     const char *why = kc_policy_decide(li.signature, k->id, seq, &first);
+    t = kc_prof_lap(KC_PS_policy, t);
     if (why) {
       check = 0;
-      if (first) kc_report_skip(&li, why);
-    } else if (stream_capturing(li.stream)) {
-      check = 0;
-      kc_report_skip(&li, "stream capture in progress");
+      if (first) {
+        kc_report_skip(&li, why);
+        t = kc_prof_now();
+      }
+    } else {
+      int capturing = stream_capturing(li.stream);
+      t = kc_prof_lap(KC_PS_stream, t);
+      if (capturing) {
+        check = 0;
+        kc_report_skip(&li, "stream capture in progress");
+        t = kc_prof_now();
+      }
     }
   }
+  /* A check needs every reachable allocation, so it asks the driver about
+   * words kcheck's map does not know (under the world lock, when there is
+   * one: checked_launch); a trace record lists pointers too but remembers
+   * the words the driver did not know (stale stack bytes recur). */
+  if (ok && ((check && !kc_opt.check_lock) || kc_opt.trace))
+    kc_capture_pointers(&li, check ? 0 : 1);
+  t = kc_prof_lap(KC_PS_pointers, t);
   kc_guard_leave();
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
@@ -122,15 +165,29 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
     return kc_app_launch(a);
   }
   if (kc_opt.trace) {
-    json_t *rec = kc_launch_json(&li);
-    if (kc_opt.trace >= 2 && rec) {
+    char *stack = NULL;
+    if (kc_opt.trace >= 2) {
       kc_guard_enter();
-      json_object_set_new(rec, "stack", kc_stack_json(2));
+      json_t *st = kc_stack_json_fast(2);
+      stack = st ? json_dumps(st, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+      json_decref(st);
       kc_guard_leave();
+      kc_prof_lap(KC_PS_trace_stack, t);
     }
-    kc_report_emit("launch", rec);
+    kc_launch_emit(&li, stack);
+    free(stack);
+    t = kc_prof_now();
   }
-  CUresult r = check ? checked_launch(&li) : kc_app_launch(a);
+  CUresult r;
+  if (check) {
+    r = checked_launch(&li);
+    t = kc_prof_lap(KC_PS_check, t);
+  } else {
+    r = kc_app_launch(a);
+    t = kc_prof_lap(KC_PS_app_launch, t);
+  }
   kc_capture_free(&li);
+  t = kc_prof_lap(KC_PS_free, t);
+  if (kc_prof_on) kc_prof_add_ns(KC_PS_launch, t - t_in);
   return r;
 }

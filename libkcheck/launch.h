@@ -51,7 +51,11 @@ struct kc_launch_info {
   const struct kc_launch_args *args;
   unsigned grid[3], block[3], shmem;
   CUstream stream;
-  unsigned char *param_buf; /* packed parameter bytes (owned) */
+  unsigned char *param_buf; /* packed parameter bytes (owned unless inline_buf) */
+  /* Optional caller storage for the parameter bytes (the launch path's
+   * stack): most launches are never checked, so they need no allocation. */
+  unsigned char *inline_buf;
+  size_t inline_cap;
   size_t param_size;
   const char *param_form; /* "params", "extra", "none", "unknown" */
   struct kc_ptr *ptrs;    /* owned */
@@ -63,9 +67,16 @@ struct kc_launch_info {
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */
 int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_launch_args *a);
-/* Scans every 8-byte-aligned word of the parameter bytes for device pointers. */
-void kc_capture_pointers(struct kc_launch_info *li);
+/* Scans every 8-byte-aligned word of the parameter bytes for device
+ * pointers: kcheck's allocation map, then the driver for address-like words
+ * it does not know. remember_misses: skip the driver for words it recently
+ * said are no device memory (trace records; never for a check). */
+void kc_capture_pointers(struct kc_launch_info *li, int remember_misses);
 void kc_capture_free(struct kc_launch_info *li);
+/* Writes the `launch` record (trace=1) of li; stack_json: the serialised
+ * stack object (trace=2) or NULL. Formatted without jansson. */
+void kc_launch_emit(const struct kc_launch_info *li, const char *stack_json);
+/* The same record's fields as JSON (for violation records: `kcheck repro`). */
 json_t *kc_launch_json(const struct kc_launch_info *li);
 
 /* A `skip` record: this launch was selected but is not checked, and why. */

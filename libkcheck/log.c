@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,4 +25,9 @@ void kc_log_printf(int level, const char *fmt, ...) {
   if (len == 0 || line[len - 1] != '\n') line[len++] = '\n';
   ssize_t w = write(STDERR_FILENO, line, len);
   (void)w;
+}
+
+void kc_assert_failed(const char *what, const char *file, int line) {
+  kc_log_printf(KC_LOG_ERROR, "internal invariant '%s' broken at %s:%d", what, file, line);
+  abort();
 }

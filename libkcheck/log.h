@@ -31,4 +31,19 @@ void kc_log_printf(int level, const char *fmt, ...) __attribute__((format(printf
 /* Defensive branches that should never be taken (SQLite's NEVER()). */
 #define KC_NEVER(cond) __builtin_expect(!!(cond), 0)
 
+/* An internal invariant (cheap to test). The test build (KC_CHECKED: the
+ * sanitizer build `make test` uses) aborts on a broken one, naming it; the
+ * release build counts an internal error and goes on, so a host is never
+ * crashed by kcheck's own bug. */
+#ifdef KC_CHECKED
+#define KC_ASSERT(cond) ((cond) ? (void)0 : kc_assert_failed(#cond, __FILE__, __LINE__))
+#else
+#define KC_ASSERT(cond)                                                                            \
+  do {                                                                                             \
+    if (KC_NEVER(!(cond)))                                                                         \
+      KC_INTERNAL_ERROR("invariant '%s' broken at %s:%d", #cond, __FILE__, __LINE__);              \
+  } while (0)
+#endif
+void kc_assert_failed(const char *what, const char *file, int line) __attribute__((noreturn));
+
 #endif

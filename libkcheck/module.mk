@@ -4,20 +4,35 @@
 KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard contract/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) \
            $(BUILD)/gen/perturb_ptx.c
 KC_ASM  := shim/dl_trampoline.S
-KC_INC  := -Ilibkcheck -Icontract -Ishim -Igates -Ioracle -I$(CUDA_HOME)/include
+# The layering, enforced by include paths: each folder compiles with only
+# the folders it may use (a header of any other is "not found"):
+#   shim -> gates -> {contract, core}; contract -> {core, oracle};
+#   core (libkcheck/) -> its own; oracle -> its own.
+# Paths are transitive: a folder gets those its allowed headers include.
+KC_CUDA_INC     := -I$(CUDA_HOME)/include
+KC_INC_libkcheck := -Ilibkcheck $(KC_CUDA_INC)
+KC_INC_contract := -Icontract -Ilibkcheck -Ioracle $(KC_CUDA_INC)
+KC_INC_gates    := -Igates -Icontract -Ilibkcheck -Ioracle $(KC_CUDA_INC)
+KC_INC_shim     := -Ishim -Igates -Icontract -Ilibkcheck -Ioracle $(KC_CUDA_INC)
+KC_INC_oracle   := -Ioracle
+# The folder of a source path (build/gen/... for generated sources: none).
+kc_inc = $(KC_INC_$(firstword $(subst /, ,$(1))))
+# Everything, for tests (they may look at any layer).
+KC_INC  := -Ilibkcheck -Icontract -Ishim -Igates -Ioracle $(KC_CUDA_INC)
 KC_LIBS := -lyaml -ljansson -lunwind -ldw -lelf -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
-KC_HDRS := $(wildcard libkcheck/*.h libkcheck/*.def contract/*.h contract/*.def shim/*.h gates/*.h gates/*.def)
 
 $(BUILD)/exports.map: shim/exports.map.in libkcheck/driver.def
 	@mkdir -p $(@D)
 	$(CC) -E -P -x c -Ilibkcheck $< | grep -v '^\s*$$' > $@
 
 define kc_variant
-$(1)/obj/%.o: %.c $$(KC_HDRS)
+# An object without its .d (built before it had one) is rebuilt.
+$(1)/obj/%.o: %.c $(1)/obj/%.d
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_COMMON) -fvisibility=hidden $(2) $$(KC_NOSAN) $$(KC_INC) -c $$< -o $$@
+	$$(CC) $$(CFLAGS_COMMON) -fvisibility=hidden $(2) $$(KC_NOSAN) $$(call kc_inc,$$*) -MMD -MP \
+	  -c $$< -o $$@
 $(1)/obj/%.o: %.S
 	@mkdir -p $$(@D)
 	$$(CC) -c $$< -o $$@
@@ -30,12 +45,12 @@ $(eval $(call kc_variant,$(BUILD),,$(BUILD)/liboracle.a))
 # its interceptors' targets with dlsym before its shadow memory exists), so
 # it is never instrumented.
 $(BUILD)/san/obj/shim/dl_hook.o $(BUILD)/san/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
-$(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS),$(BUILD)/san/liboracle.a))
+$(eval $(call kc_variant,$(BUILD)/san,$(SANFLAGS) $(CHECKFLAGS),$(BUILD)/san/liboracle.a))
 # ThreadSanitizer build for `make test-tsan` (the oracle is plain
 # arithmetic on one thread's data: its uninstrumented archive is enough).
 TSANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 $(BUILD)/tsan/obj/shim/dl_hook.o $(BUILD)/tsan/obj/shim/real_dl.o: KC_NOSAN := -fno-sanitize=all
-$(eval $(call kc_variant,$(BUILD)/tsan,$(TSANFLAGS),$(BUILD)/liboracle.a))
+$(eval $(call kc_variant,$(BUILD)/tsan,$(TSANFLAGS) $(CHECKFLAGS),$(BUILD)/liboracle.a))
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
 # build directory can be copied to a machine that lacks them.
@@ -45,6 +60,12 @@ $(BUILD)/.carried: $(BUILD)/libkcheck.so
 	touch $@
 
 all: $(BUILD)/libkcheck.so $(BUILD)/.carried
+
+# Header dependencies from the compiler (-MMD -MP): an object rebuilds when
+# a header it includes changes, and only then.
+$(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d: ;
+.PRECIOUS: $(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d
+-include $(foreach v,obj san/obj tsan/obj,$(patsubst %.c,$(BUILD)/$(v)/%.d,$(KC_SRCS)))
 
 # kcheck's own perturbation kernels: PTX committed next to the CUDA source
 # (so building needs no nvcc), embedded as a C string.

@@ -309,3 +309,35 @@ void kc_perturb_fini(void) {
   }
   pthread_mutex_unlock(&lock);
 }
+
+/* ------------------------------------------------------------ strategies */
+
+static const struct kc_strategy_info strategies[KC_STRAT_COUNT] = {
+#define KC_PERTURB(name, on, cost, desc) [KC_STRAT_##name] = {#name, on, KC_COST_##cost, desc},
+#include "perturb.def"
+};
+
+const struct kc_strategy_info *kc_strategy_info(enum kc_strategy s) {
+  return (unsigned)s < KC_STRAT_COUNT ? &strategies[s] : NULL;
+}
+
+int kc_strategy_find(const char *name) {
+  for (int i = 0; name && i < KC_STRAT_COUNT; i++)
+    if (!strcmp(name, strategies[i].name)) return i;
+  return -1;
+}
+
+void kc_strategy_perturb(enum kc_strategy s, int green_sms, unsigned extra_shmem, uint64_t seed,
+                         struct kc_perturb *p) {
+  memset(p, 0, sizeof *p);
+  p->seed = seed;
+  p->name = strategies[s].name;
+  switch (s) {
+  case KC_STRAT_scrub: p->scrub = 1; break;
+  case KC_STRAT_green: p->green_sms = green_sms; break;
+  case KC_STRAT_smem: p->extra_shmem = extra_shmem; break;
+  case KC_STRAT_hammer: p->hammer = 1; break;
+  case KC_STRAT_l2flush: p->l2flush = 1; break;
+  case KC_STRAT_COUNT: break;
+  }
+}

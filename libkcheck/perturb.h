@@ -22,4 +22,26 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
                        uint64_t *first);
 void kc_perturb_fini(void);
 
+/* The strategies of perturb.def: KC_STRAT_<name>. */
+enum kc_strategy {
+#define KC_PERTURB(name, on, cost, desc) KC_STRAT_##name,
+#include "perturb.def"
+  KC_STRAT_COUNT
+};
+enum kc_strategy_cost { KC_COST_CHEAP, KC_COST_MODERATE, KC_COST_COSTLY };
+struct kc_strategy_info {
+  const char *name;
+  int default_on; /* in the default race_strategies */
+  enum kc_strategy_cost cost;
+  const char *description;
+};
+/* The row of s; NULL past the table. */
+const struct kc_strategy_info *kc_strategy_info(enum kc_strategy s);
+/* The strategy named name; -1 when none is. */
+int kc_strategy_find(const char *name);
+/* p for one run of strategy s; green_sms and extra_shmem are the green and
+ * smem strategies' parameters. */
+void kc_strategy_perturb(enum kc_strategy s, int green_sms, unsigned extra_shmem, uint64_t seed,
+                         struct kc_perturb *p);
+
 #endif

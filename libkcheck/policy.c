@@ -10,6 +10,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "log.h"
 #include "options.h"
 #include "report.h"
 
@@ -17,6 +18,7 @@
 struct kernel_rec {
   int id;
   long clean;
+  unsigned reasons_seen; /* reasons reported once per kernel (R_KERNEL) */
   UT_hash_handle hh;
 };
 static struct kernel_rec *kernels;
@@ -52,32 +54,57 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
   return NULL;
 }
 
+/* Zeroes the address-like 8-byte-aligned words of copy[from, to). */
+static void zero_addr_words(unsigned char *copy, size_t from, size_t to) {
+  for (size_t off = (from + 7) & ~(size_t)7; off + 8 <= to; off += 8) {
+    uint64_t w;
+    memcpy(&w, copy + off, 8);
+    if (kc_addr_like(w)) memset(copy + off, 0, 8);
+  }
+}
+
 uint64_t kc_policy_signature(const struct kc_launch_info *li) {
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, &li->k->id, sizeof li->k->id);
-  XXH3_64bits_update(&st, li->grid, sizeof li->grid);
-  XXH3_64bits_update(&st, li->block, sizeof li->block);
-  XXH3_64bits_update(&st, &li->shmem, sizeof li->shmem);
-  /* Addresses change from launch to launch; shapes and flags do not.
+  /* One contiguous buffer, hashed at once (the same value as streaming the
+   * parts): kernel, grid, block, shared memory, then the parameter bytes.
+   * Addresses change from launch to launch; shapes and flags do not.
    * Resolved pointers and any other address-like word are left out:
    * parameter structs carry unused slots with stale stack bytes, which would
-   * make every launch a new signature. Shapes beyond 2^32 are rare. */
-  unsigned char stackbuf[4096];
-  unsigned char *copy = li->param_size <= sizeof stackbuf ? stackbuf : malloc(li->param_size);
-  if (li->param_buf && li->param_size && copy) {
-    memcpy(copy, li->param_buf, li->param_size);
+   * make every launch a new signature. Where the layout is known, only
+   * 8-byte parameters and words inside larger (struct) parameters can be
+   * addresses: two 4-byte scalars side by side (a float and a count) often
+   * look like one, and stay in. Shapes beyond 2^32 are rare. */
+  enum { HEAD = sizeof(int) + 7 * sizeof(unsigned) };
+  unsigned char stackbuf[HEAD + 4096];
+  size_t psize = li->param_buf ? li->param_size : 0;
+  unsigned char *buf = HEAD + psize <= sizeof stackbuf ? stackbuf : malloc(HEAD + psize);
+  if (!buf) {
+    buf = stackbuf;
+    psize = 0;
+  }
+  unsigned char *h = buf;
+  memcpy(h, &li->k->id, sizeof li->k->id), h += sizeof li->k->id;
+  memcpy(h, li->grid, sizeof li->grid), h += sizeof li->grid;
+  memcpy(h, li->block, sizeof li->block), h += sizeof li->block;
+  memcpy(h, &li->shmem, sizeof li->shmem);
+  unsigned char *copy = buf + HEAD;
+  if (psize) {
+    memcpy(copy, li->param_buf, psize);
     for (int i = 0; i < li->nptrs; i++)
       memset(copy + li->ptrs[i].offset, 0, 8);
-    for (size_t off = 0; off + 8 <= li->param_size; off += 8) {
-      uint64_t w;
-      memcpy(&w, copy + off, 8);
-      if (kc_addr_like(w)) memset(copy + off, 0, 8);
+    const struct kc_kernel *k = li->k;
+    if (li->param_form && !strcmp(li->param_form, "params") && k->nparams > 0) {
+      for (int i = 0; i < k->nparams; i++) {
+        size_t off = k->param_offset[i], end = off + k->param_size[i];
+        if (end > psize) end = psize;
+        if (k->param_size[i] >= 8) zero_addr_words(copy, off, end);
+      }
+    } else {
+      zero_addr_words(copy, 0, psize);
     }
-    XXH3_64bits_update(&st, copy, li->param_size);
   }
-  if (copy != stackbuf) free(copy);
-  return XXH3_64bits_digest(&st);
+  uint64_t sig = XXH3_64bits(buf, HEAD + psize);
+  if (buf != stackbuf) free(buf);
+  return sig;
 }
 
 enum { R_CLEAN = 1, R_SAMPLE = 2, R_TIME = 4, R_KERNEL = 8 };
@@ -92,12 +119,32 @@ static struct kernel_rec *kernel_rec(int id) {
   return k;
 }
 
+/* A kernel checked clean kernel_clean_limit times: its new signatures are
+ * only sampled. Per-step scalars (an optimizer's step count, a learning-rate
+ * schedule) make a new signature at every step, so such a launch neither
+ * enters the signature table nor reports a skip of its own: one skip record
+ * per kernel says why its later signatures go unchecked. */
+static int kernel_saturated(struct kernel_rec *k, uint64_t seq) {
+  return k && kc_opt.kernel_clean_limit >= 0 && k->clean >= kc_opt.kernel_clean_limit &&
+         kc_policy_uniform(seq) >= kc_opt.sample;
+}
+
 const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time) {
   const char *why = NULL;
   unsigned bit = 0;
   pthread_mutex_lock(&lock);
   struct sig_rec *r = NULL;
   HASH_FIND(hh, sigs, &sig, sizeof sig, r);
+  if (!r || r->checks < kc_opt.check_first) {
+    struct kernel_rec *k = kernel_rec(kernel_id);
+    if (kernel_saturated(k, seq)) {
+      *first_time = !(k->reasons_seen & R_KERNEL);
+      k->reasons_seen |= R_KERNEL;
+      if (r) r->launches++;
+      pthread_mutex_unlock(&lock);
+      return "kernel already checked clean kernel_clean_limit times";
+    }
+  }
   if (!r && (r = calloc(1, sizeof *r))) {
     r->sig = sig;
     HASH_ADD(hh, sigs, sig, sizeof r->sig, r);
@@ -108,21 +155,17 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
     return "out of memory in the signature table";
   }
   r->launches++;
-  double wall = kc_now_s();
-  if (kc_opt.time_budget < 1.0 && wall > 0 && check_seconds > kc_opt.time_budget * wall)
+  double wall = kc_opt.time_budget < 1.0 ? kc_now_s() : 0;
+  if (wall > 0 && check_seconds > kc_opt.time_budget * wall)
     why = "time_budget exhausted", bit = R_TIME;
-  else if (r->checks < kc_opt.check_first) {
-    /* A kernel that came out clean under many signatures (per-step scalars
-     * make new ones) is only sampled from then on. */
-    struct kernel_rec *k = kernel_rec(kernel_id);
-    if (k && kc_opt.kernel_clean_limit >= 0 && k->clean >= kc_opt.kernel_clean_limit &&
-        kc_policy_uniform(seq) >= kc_opt.sample)
-      why = "kernel already checked clean kernel_clean_limit times", bit = R_KERNEL;
-  } else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)
+  else if (r->checks < kc_opt.check_first)
+    ; /* checked */
+  else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)
     why = "signature already checked clean clean_limit times", bit = R_CLEAN;
   else if (kc_policy_uniform(seq) >= kc_opt.sample)
     why = "not sampled", bit = R_SAMPLE;
   if (!why) r->checks++;
+  KC_ASSERT(r->checks <= r->launches); /* a launch is checked at most once */
   *first_time = why && !(r->reasons_seen & bit);
   if (why) r->reasons_seen |= bit;
   pthread_mutex_unlock(&lock);

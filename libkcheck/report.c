@@ -14,12 +14,14 @@
 #include "launch.h"
 #include "log.h"
 #include "options.h"
+#include "prof.h"
+#include "report_buf.h"
 #include "version.h"
 
 struct kc_counters kc_count;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static FILE *out;
+static _Atomic int out = -1; /* the report file, written through report_buf */
 static char path[4096];
 static long record_seq;
 static int finished;
@@ -30,7 +32,7 @@ static volatile sig_atomic_t in_signal;
 
 int kc_lock_for_exit(pthread_mutex_t *m) {
   if (!in_signal) return pthread_mutex_lock(m) == 0;
-  for (int i = 0; i < 200; i++) { /* up to 0.2 s, then write without it */
+  for (int i = 0; i < 200; i++) { /* up to 0.2 s, then go on without it */
     if (pthread_mutex_trylock(m) == 0) return 1;
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
@@ -44,11 +46,21 @@ double kc_now_s(void) {
   return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
 }
 
-void kc_report_lock(void) { pthread_mutex_lock(&lock); }
-void kc_report_unlock(void) { pthread_mutex_unlock(&lock); }
-void kc_report_reset_lock(void) { pthread_mutex_init(&lock, NULL); }
+void kc_report_lock(void) {
+  pthread_mutex_lock(&lock);
+  kc_rbuf_lock();
+}
+void kc_report_unlock(void) {
+  kc_rbuf_unlock();
+  pthread_mutex_unlock(&lock);
+}
+void kc_report_reset_lock(void) {
+  pthread_mutex_init(&lock, NULL);
+  kc_rbuf_forget_child();
+  out = -1; /* closed by kc_rbuf_forget_child */
+}
 
-const char *kc_report_path(void) { return out ? path : NULL; }
+const char *kc_report_path(void) { return out >= 0 ? path : NULL; }
 
 static void make_path(void) {
   const char *rank = getenv("RANK");
@@ -64,11 +76,12 @@ static int open_file(void) {
   make_path();
   /* O_CLOEXEC: the report must not leak into programs the application execs. */
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || !(out = fdopen(fd, "w"))) {
+  if (fd < 0 || kc_rbuf_open(fd)) {
     if (fd >= 0) close(fd);
     kc_log_printf(KC_LOG_ERROR, "cannot open report %s; continuing without a report", path);
     return -1;
   }
+  out = fd;
   return 0;
 }
 
@@ -89,8 +102,7 @@ int kc_report_open(void) {
 }
 
 void kc_report_reopen_child(long parent_pid) {
-  if (out) fclose(out);
-  out = NULL;
+  out = -1; /* the parent's: closed by kc_report_reset_lock */
   record_seq = 0;
   finished = 0;
   memset(&kc_count, 0, sizeof kc_count);
@@ -100,27 +112,51 @@ void kc_report_reopen_child(long parent_pid) {
   kc_report_emit("run", r);
 }
 
+/* The record's head: type and seq first so records read well with head
+ * and grep. Called with the lock held. */
+static int emit_head(char *buf, size_t cap, const char *type) {
+  int n =
+      snprintf(buf, cap, "{\"type\":\"%s\",\"seq\":%ld,\"t\":%.9f", type, record_seq++, kc_now_s());
+  return n < 0 || (size_t)n >= cap ? -1 : n;
+}
+
+void kc_report_emit_raw(const char *type, const char *body, size_t n) {
+  uint64_t t = kc_prof_now();
+  int locked = kc_lock_for_exit(&lock);
+  if (out >= 0) {
+    char h[128];
+    int hn = emit_head(h, sizeof h, type);
+    int empty = n < 2 || (n == 2 && body[0] == '{');
+    /* body is "{...}": its members follow the head's. */
+    if (hn < 0 || kc_rbuf_append(h, (size_t)hn) ||
+        (!empty && (kc_rbuf_append(",", 1) || kc_rbuf_append(body + 1, n - 1))) ||
+        (empty && kc_rbuf_append("}", 1)) || kc_rbuf_append("\n", 1))
+      KC_INTERNAL_ERROR("writing the report %s failed", path);
+  }
+  if (locked) pthread_mutex_unlock(&lock);
+  kc_prof_lap(KC_PS_report_write, t);
+}
+
 void kc_report_emit(const char *type, json_t *rec) {
   if (!rec) {
     KC_INTERNAL_ERROR("could not build a '%s' record", type);
     return;
   }
-  int locked = kc_lock_for_exit(&lock);
-  if (out) {
-    /* type and seq first so records read well with head/grep. */
-    json_t *r = json_object();
-    json_object_set_new(r, "type", json_string(type));
-    json_object_set_new(r, "seq", json_integer(record_seq++));
-    json_object_set_new(r, "t", json_real(kc_now_s()));
-    json_object_update(r, rec);
-    if (json_dumpf(r, out, JSON_COMPACT | JSON_ENSURE_ASCII) || fputc('\n', out) == EOF ||
-        fflush(out))
-      KC_INTERNAL_ERROR("writing the report %s failed", path);
-    json_decref(r);
+  if (out >= 0) {
+    uint64_t t = kc_prof_now();
+    char *body = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
+    kc_prof_lap(KC_PS_report_write, t);
+    if (body) {
+      kc_report_emit_raw(type, body, strlen(body));
+      free(body);
+    } else {
+      KC_INTERNAL_ERROR("could not serialise a '%s' record", type);
+    }
   }
-  if (locked) pthread_mutex_unlock(&lock);
   json_decref(rec);
 }
+
+int kc_report_flush(void) { return out >= 0 ? kc_rbuf_flush() : 0; }
 
 json_t *kc_json_addr(uint64_t v) {
   char s[24];
@@ -180,7 +216,8 @@ void kc_report_finish(void) {
     (void)w;
   }
   locked = kc_lock_for_exit(&lock);
-  if (out) fclose(out);
-  out = NULL;
+  int was_open = out >= 0;
+  out = -1;
   if (locked) pthread_mutex_unlock(&lock);
+  if (was_open) kc_rbuf_close();
 }

@@ -1,6 +1,8 @@
 /* libkcheck/report.h — the JSONL report: one file per process, one record
- * per line, written and flushed record by record (a crash loses nothing
- * written before it). Records are built with jansson. */
+ * per line. Records are copied to an in-memory ring and written by a
+ * background thread (report_buf.h); a fatal signal writes what is pending,
+ * so a crash loses no completed record. Records are built with jansson,
+ * launch records (trace=1) by hand. */
 #ifndef KC_REPORT_H
 #define KC_REPORT_H
 
@@ -8,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define KC_REPORT_SCHEMA "kcheck.report/1"
+#define KC_REPORT_SCHEMA "kcheck.report/2"
 
 /* Counters for the summary. */
 struct kc_counters {
@@ -30,6 +32,11 @@ int kc_report_open(void);
 void kc_report_reopen_child(long parent_pid);
 /* Writes one record: `type` is added as the first key; takes ownership of rec. */
 void kc_report_emit(const char *type, json_t *rec);
+/* The same for a record already serialised: body is one JSON object ("{...}",
+ * n bytes, no newline) whose members follow type, seq and t. */
+void kc_report_emit_raw(const char *type, const char *body, size_t n);
+/* Waits until every record emitted so far is in the file. 0 on success. */
+int kc_report_flush(void);
 /* The path being written, or NULL. */
 const char *kc_report_path(void);
 /* Writes the summary record and the stderr summary; idempotent. */

@@ -93,10 +93,43 @@ static int fail(struct kc_shadow *s, const char **why, const char *msg) {
   return -1;
 }
 
+/* Device-event timing of one stretch of a stream's work, for the check's
+ * floor. Any failure only leaves the time unknown. */
+struct ev_timer {
+  CUevent e[2];
+  int n; /* events created */
+  int ok;
+};
+
+static void timer_start(struct ev_timer *t, CUstream st) {
+  memset(t, 0, sizeof *t);
+  if (!kc_drv.cuEventCreate || !kc_drv.cuEventRecord || !kc_drv.cuEventElapsedTime_v2 ||
+      !kc_drv.cuEventDestroy_v2)
+    return;
+  for (; t->n < 2; t->n++)
+    if (kc_drv.cuEventCreate(&t->e[t->n], CU_EVENT_DEFAULT) != CUDA_SUCCESS) return;
+  t->ok = kc_drv.cuEventRecord(t->e[0], st) == CUDA_SUCCESS;
+}
+
+static void timer_stop(struct ev_timer *t, CUstream st) {
+  if (t->ok) t->ok = kc_drv.cuEventRecord(t->e[1], st) == CUDA_SUCCESS;
+}
+
+/* After a sync: the time in ms (-1 unknown); frees the events. */
+static double timer_ms(struct ev_timer *t) {
+  float ms = -1;
+  if (!t->ok || kc_drv.cuEventElapsedTime_v2(&ms, t->e[0], t->e[1]) != CUDA_SUCCESS) ms = -1;
+  for (int i = 0; i < t->n; i++)
+    kc_drv.cuEventDestroy_v2(t->e[i]);
+  t->n = t->ok = 0;
+  return (double)ms;
+}
+
 int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
   memset(s, 0, sizeof *s);
   s->li = li;
   s->t_start = kc_now_s();
+  s->snapshot_ms = s->kernel_ms = -1;
   if (collect(s, li)) return fail(s, why, "out of host memory");
   /* Two device copies: the pre-state and post-state A. */
   uint64_t need = 2 * s->saved_bytes;
@@ -112,10 +145,21 @@ int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char *
     struct kc_region *r = &s->regions[i];
     if (alloc_dev(&r->pre, r->size) || alloc_dev(&r->post, r->size))
       return fail(s, why, "device memory for the snapshot unavailable");
-    if (kc_drv.cuMemcpyDtoD_v2(r->pre, r->base, r->size) != CUDA_SUCCESS)
-      return fail(s, why, "saving the pre-state failed");
   }
-  if (kc_sync_device() != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
+  /* The copies go to the legacy stream, where the timer's events go too. */
+  struct ev_timer t;
+  timer_start(&t, NULL);
+  for (int i = 0; i < s->nregions; i++) {
+    struct kc_region *r = &s->regions[i];
+    if (kc_drv.cuMemcpyDtoD_v2(r->pre, r->base, r->size) != CUDA_SUCCESS) {
+      timer_ms(&t);
+      return fail(s, why, "saving the pre-state failed");
+    }
+  }
+  timer_stop(&t, NULL);
+  CUresult sr = kc_sync_device();
+  s->snapshot_ms = timer_ms(&t);
+  if (sr != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
   return 0;
 }
 
@@ -131,9 +175,17 @@ static int copy_all(struct kc_shadow *s, int to_post) {
 
 CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
   *ok = 0;
+  struct ev_timer t;
+  timer_start(&t, s->li->stream);
   CUresult r = kc_app_launch(s->li->args);
-  if (r != CUDA_SUCCESS) return r;
-  if (kc_sync_device() != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
+  timer_stop(&t, s->li->stream);
+  if (r != CUDA_SUCCESS) {
+    timer_ms(&t);
+    return r;
+  }
+  CUresult sr = kc_sync_device();
+  s->kernel_ms = timer_ms(&t);
+  if (sr != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
   if (copy_all(s, 1)) return r;
   s->have_post = 1;
   *ok = 1;

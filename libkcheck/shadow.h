@@ -52,6 +52,9 @@ struct kc_shadow {
   int have_post;       /* post-state A saved */
   double t_start;
   int restored;
+  /* Device time (events) of saving the pre-state and of the application's
+   * launch, for the check's floor; -1 when unknown. */
+  double snapshot_ms, kernel_ms;
 };
 
 /* Syncs and saves the pre-state. 0 on success; else *why says why the launch

@@ -4,9 +4,11 @@
 #include "stack.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -16,24 +18,62 @@
 
 #define MAX_FRAMES 64
 
-static json_t *host_stack(int skip) {
+/* _dl_find_object (glibc 2.35+): the object holding an address without
+ * dladdr's walk over its symbol table, which for the largest libraries
+ * (libtorch_cuda) costs a millisecond a frame. Looked up at run time so
+ * libkcheck still loads on an older glibc. */
+typedef int (*find_object_fn)(void *, struct dl_find_object *);
+static find_object_fn find_object;
+static pthread_once_t find_once = PTHREAD_ONCE_INIT;
+static char main_path[4096] = "<main>"; /* the executable's l_name is "" */
+static void find_lookup(void) {
+  find_object = (find_object_fn)dlsym(RTLD_DEFAULT, "_dl_find_object");
+  ssize_t n = readlink("/proc/self/exe", main_path, sizeof main_path - 1);
+  if (n > 0)
+    main_path[n] = 0;
+  else
+    snprintf(main_path, sizeof main_path, "<main>");
+}
+
+/* The module and offset of ip; 0 when unknown. */
+static int module_of(unw_word_t ip, int symbols, const char **module, unsigned long long *moff) {
+  if (!symbols && find_object) {
+    struct dl_find_object fo;
+    if (find_object((void *)ip, &fo) == 0 && fo.dlfo_link_map) {
+      const char *n = fo.dlfo_link_map->l_name;
+      *module = n && *n ? n : main_path;
+      *moff = (unsigned long long)(ip - (unw_word_t)fo.dlfo_link_map->l_addr);
+      return 1;
+    }
+    return 0;
+  }
+  Dl_info info = {0};
+  if (dladdr((void *)ip, &info) && info.dli_fname) {
+    *module = info.dli_fname;
+    *moff = (unsigned long long)(ip - (unw_word_t)info.dli_fbase);
+    return 1;
+  }
+  return 0;
+}
+
+/* symbols: name each frame (libunwind reads the object's symbol table,
+ * milliseconds a frame in large libraries); without, module and offset
+ * only, which `kcheck report` can symbolise later. */
+__attribute__((noinline)) static json_t *host_stack(int skip, int symbols) {
   json_t *frames = json_array();
   unw_context_t ctx;
   unw_cursor_t cur;
+  if (!symbols) (void)pthread_once(&find_once, find_lookup);
   if (unw_getcontext(&ctx) || unw_init_local(&cur, &ctx)) return frames;
   for (int depth = 0; depth < MAX_FRAMES + skip && unw_step(&cur) > 0; depth++) {
     if (depth < skip) continue;
     unw_word_t ip = 0, off = 0;
     unw_get_reg(&cur, UNW_REG_IP, &ip);
     char sym[256] = "";
-    if (unw_get_proc_name(&cur, sym, sizeof sym, &off)) sym[0] = 0;
-    Dl_info info = {0};
+    if (symbols && unw_get_proc_name(&cur, sym, sizeof sym, &off)) sym[0] = 0;
     const char *module = "?";
     unsigned long long moff = ip;
-    if (dladdr((void *)ip, &info) && info.dli_fname) {
-      module = info.dli_fname;
-      moff = (unsigned long long)(ip - (unw_word_t)info.dli_fbase);
-    }
+    (void)module_of(ip, symbols, &module, &moff);
     char offs[32];
     snprintf(offs, sizeof offs, "0x%llx", moff);
     /* ip: the absolute address, for symbolising to file:line (symbolize.c). */
@@ -155,9 +195,11 @@ static json_t *python_stack(const char **why) {
   return frames;
 }
 
-json_t *kc_stack_json(int skip) {
+/* Not inlined, so that skip counts the same frames at every optimisation
+ * level: host_stack and this one, then the caller's own. */
+__attribute__((noinline)) static json_t *stack_json(int skip, int symbols) {
   json_t *o = json_object();
-  json_object_set_new(o, "host", host_stack(skip));
+  json_object_set_new(o, "host", host_stack(skip, symbols));
   const char *why = NULL;
   json_t *p = kc_opt.python_stack ? python_stack(&why) : NULL;
   if (p) json_object_set_new(o, "python", p);
@@ -165,3 +207,7 @@ json_t *kc_stack_json(int skip) {
   if (!p && why) json_object_set_new(o, "python_not_taken", json_string(why));
   return o;
 }
+
+json_t *kc_stack_json(int skip) { return stack_json(skip, 1); }
+
+json_t *kc_stack_json_fast(int skip) { return stack_json(skip, 0); }

@@ -4,6 +4,7 @@
  * ulp), which keeps the code free of fesetround and thread-safe. */
 #include "bounds.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "elementwise.h"
@@ -96,10 +97,45 @@ double oc_out_bound(const struct oc_profile *p, double y_abs, double b) {
   return oc_add_up(oc_add_up(oc_mul_up(u, y_abs), oc_mul_up(oc_add_up(1, u), b)), oc_out_eta(p));
 }
 
-double oc_dot_prob(const struct oc_profile *p, int64_t n, double lambda, double s) {
-  if (p->acc_round == OC_ACC_ZERO) return INFINITY; /* biased errors: no probabilistic model */
-  double r = oc_dot_roundings(p, n, 0, 1);
-  return oc_mul_up(oc_mul_up(lambda, sqrt(r > 1 ? r : 1)), oc_mul_up(acc_unit(p), s));
+/* Statistical coefficient of a path of n_a roundings at unit u_a and n_b
+ * at u_b (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4 and
+ * Lemma 2.3, for unequal units): with independent mean-zero delta_j,
+ * |delta_j| <= u_j, phi_j = log(1 + delta_j) lies in an interval of width
+ * r_j = log((1 + u_j)/(1 - u_j)) and |E phi_j| <= u_j^2/(1 - u_j), so by
+ * Hoeffding |prod(1 + delta_j) - 1| <= exp(lambda/2 sqrt(sum r_j^2) +
+ * sum u_j^2/(1 - u_j)) - 1 except with probability 2 exp(-lambda^2/2). */
+static double stat_gamma(double lambda, double n_a, double u_a, double n_b, double u_b) {
+  double ra = log1p(2 * u_a / (1 - u_a)), rb = log1p(2 * u_b / (1 - u_b));
+  double s2 = oc_add_up(oc_mul_up(n_a, oc_mul_up(ra, ra)), oc_mul_up(n_b, oc_mul_up(rb, rb)));
+  double mu = oc_add_up(oc_mul_up(n_a, oc_div_up(oc_mul_up(u_a, u_a), oc_down(1 - u_a))),
+                        oc_mul_up(n_b, oc_div_up(oc_mul_up(u_b, u_b), oc_down(1 - u_b))));
+  double h = oc_add_up(oc_mul_up(lambda / 2 * (1 + 1e-15), oc_up(sqrt(s2))), mu);
+  return oc_mul_up(oc_up(expm1(h)), 1 + 1e-14); /* libm's expm1 is within an ulp or two */
+}
+
+double oc_stat_lambda(double alpha, double paths, double elems) {
+  if (!(alpha > 0 && alpha < 1)) return INFINITY;
+  double q = 2 * fmax(paths, 1) * fmax(elems, 1) / alpha;
+  return oc_up(sqrt(2 * oc_up(log(q)))) * (1 + 1e-15);
+}
+
+double oc_dot_stat(const struct oc_profile *p, int64_t n, int extra, double lambda, int products) {
+  if (p->acc_round == OC_ACC_ZERO || !(lambda < INFINITY)) return INFINITY; /* biased errors */
+  double u = acc_unit(p), th;
+  if (p->promote > 0 && n > p->promote) {
+    double r1 = products ? oc_dot_roundings(p, p->promote, 0, 1) : (double)(p->promote - 1);
+    double r2 = (double)((n + p->promote - 1) / p->promote) - 1 + extra;
+    th = stat_gamma(lambda, r1, u, r2, 0x1p-24);
+  } else {
+    double r = products ? oc_dot_roundings(p, n, extra, 1) : (n > 1 ? (double)(n - 1) : 0) + extra;
+    th = stat_gamma(lambda, r, u, 0, 0x1p-24);
+  }
+  if (products && p->tf32 && (p->in == OC_FP32 || p->in == OC_FP64)) {
+    /* tf32 operands may be truncated (biased): their error stays worst-case */
+    double ut = ldexp(1, -10), f = oc_mul_up(oc_add_up(1, ut), oc_add_up(1, ut));
+    th = oc_add_up(oc_add_up(2 * ut, ut * ut), oc_mul_up(th, f));
+  }
+  return th;
 }
 
 /* ---------------------------------------------------------- math budgets
@@ -152,10 +188,11 @@ static const double GT_C = 0.7978845608028654, GT_A = 0.044715;
 
 double oc_act_value(int act, double x) {
   switch (act) {
-  case OC_ACT_RELU: return x > 0 ? x : 0 * x;
-  case OC_ACT_GELU_ERF: return x * Phi(x);
-  case OC_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(GT_C * (x + GT_A * x * x * x)));
-  case OC_ACT_SILU: return x * sigm(x);
+  case OC_ACT_RELU: return x > 0 || x != x ? x : 0.0; /* relu(-Inf) = 0, not 0 * -Inf */
+  case OC_ACT_GELU_ERF: return x == -INFINITY ? -0.0 : x * Phi(x); /* the limits at -Inf */
+  case OC_ACT_GELU_TANH:
+    return x == -INFINITY ? -0.0 : 0.5 * x * (1 + tanh(GT_C * (x + GT_A * x * x * x)));
+  case OC_ACT_SILU: return x == -INFINITY ? -0.0 : x * sigm(x);
   case OC_ACT_SIGMOID: return sigm(x);
   case OC_ACT_TANH: return tanh(x);
   default: return x;
@@ -231,20 +268,29 @@ double oc_act_lipschitz(int act, double lo, double hi) {
   return m < cap ? m : cap;
 }
 
-double oc_act_eval_err(const struct oc_profile *p, int act, double zabs, double yabs) {
+double oc_act_eval_err(const struct oc_profile *p, int act, double zmin, double zabs, double yabs) {
   double u = math_u(p), tiny = 1e-44, e;
+  /* half the smallest subnormal of the math format: a subnormal intermediate
+   * (sigmoid below -87 in fp32) is rounded absolutely, not relatively */
+  double eta = math_dbl(p) ? 0x1p-1074 : 0x1p-150; /* (2^-1075 is below double) */
   switch (act) {
   case OC_ACT_NONE:
   case OC_ACT_RELU: return 0;
   case OC_ACT_SIGMOID:
   case OC_ACT_SILU: { /* 1/(1+exp(-z)) [times z]: exp, add, divide, [multiply] */
-    /* the divisor 1 + e^-z reaches 1 + e^zabs: __fdividef is undocumented
-     * beyond 2^126, which the table answers with an infinite budget */
-    double dv = oc_primitive_budget(OC_OP_DIV, math_dbl(p), p->math, 1, oc_up(1 + exp(zabs))).ulps;
-    if (!(dv < INFINITY)) return INFINITY;
+    /* The divisor 1 + e^-z is largest at zmin. Where the kernel's exp may
+     * overflow (fp32: beyond 2^128) or, under fast math, the divisor may
+     * leave __fdividef's range (beyond 2^126, where the CUDA guide says it
+     * returns 0), a correct kernel returns 0 (z*0 = -0 for silu): the error
+     * can then be all of |y|. */
+    double ez = oc_mul_up(oc_up(exp(-zmin)), oc_add_up(1, oc_exp_rel(p, zabs)));
+    double top = math_dbl(p) ? DBL_MAX : p->math == OC_MATH_FAST ? 0x1p126 : 0x1.fffffep127;
+    int zero_ok = !(oc_add_up(1, ez) < top);
     e = oc_mul_up(1.01,
                   oc_add_up(oc_add_up(oc_exp_rel(p, zabs), prim_rel(p, OC_OP_DIV, 1, 1)), 2 * u));
-    return oc_add_up(oc_mul_up(e, yabs), tiny);
+    double r =
+        oc_add_up(oc_mul_up(e, yabs), oc_mul_up(eta, act == OC_ACT_SILU ? oc_add_up(zabs, 2) : 2));
+    return zero_ok ? oc_add_up(r, yabs) : r;
   }
   case OC_ACT_TANH:
     e = prim_rel(p, OC_OP_TANH, zabs, 0);

@@ -39,9 +39,17 @@ double oc_out_bound(const struct oc_profile *p, double y_abs, double b);
 double oc_out_u(const struct oc_profile *p);
 double oc_out_eta(const struct oc_profile *p);
 
-/* Probabilistic dot bound lambda sqrt(n) u_acc S (Higham & Mary 2019);
- * for "suspect" only, never for "fail". */
-double oc_dot_prob(const struct oc_profile *p, int64_t n, double lambda, double s);
+/* Statistical verdict (never "fail"): lambda such that `elems` checked
+ * elements of `paths` rounding paths each all stay within their statistical
+ * bounds except with probability alpha (union bound over Higham & Mary's
+ * per-path tail 2 exp(-lambda^2/2)). */
+double oc_stat_lambda(double alpha, double paths, double elems);
+/* The statistical counterpart of oc_dot_theta (products 1) or
+ * oc_sum_theta (products 0): |computed - exact| <= coefficient * (sum of
+ * |terms|) with probability >= 1 - 2 paths exp(-lambda^2/2), under
+ * independent mean-zero rounding errors. +inf for truncating accumulation
+ * (biased errors: no such model). */
+double oc_dot_stat(const struct oc_profile *p, int64_t n, int extra, double lambda, int products);
 
 /* Relative error budgets of the kernel's own transcendental and division
  * steps, in the accumulator's precision, per math mode (ORACLE.md §3):
@@ -63,7 +71,8 @@ double oc_act_value(int act, double x);
 double oc_act_lipschitz(int act, double lo, double hi);
 /* Bound on |phi_kernel(z) - phi(z)| for the profile's math mode, |z| <= zabs,
  * |phi(z)| <= yabs. */
-double oc_act_eval_err(const struct oc_profile *p, int act, double zabs, double yabs);
+/* |z| <= zabs, z >= zmin. */
+double oc_act_eval_err(const struct oc_profile *p, int act, double zmin, double zabs, double yabs);
 
 /* Softmax: relative error of y_i given eps_i (this element's exp step), the
  * weighted mean sum_j y_j eps_j, the row length n (two-pass). */

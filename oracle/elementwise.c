@@ -3,6 +3,7 @@
  * documented ULP budgets per math mode, and lazily built 8/16-bit tables. */
 #include "elementwise.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -168,6 +169,7 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
   case OC_OP_NEG: return oc_encode(f, -x, ovf);
   case OC_OP_ABS: return oc_encode(f, fabs(x), ovf);
   case OC_OP_RELU: return oc_encode(f, isnan(x) ? x : x > 0 ? x : 0.0, ovf);
+  case OC_OP_RELU_FMAX: return oc_encode(f, x > 0 ? x : 0.0, ovf); /* NaN -> +0 */
   default: break;
   }
   if (isnan(x)) return oc_encode(f, nan, ovf);
@@ -356,6 +358,7 @@ static double approx(enum oc_op op, double x, double y) {
   case OC_OP_NEG: return -x;
   case OC_OP_ABS: return fabs(x);
   case OC_OP_RELU: return x > 0 ? x : 0;
+  case OC_OP_RELU_FMAX: return x > 0 ? x : 0;
   case OC_OP_GELU_ERF: return 0.5 * x * erfc(-x * M_SQRT1_2);
   case OC_OP_GELU_TANH: return gelu_tanh_d(x);
   case OC_OP_SILU: return x / (1 + exp(-x));
@@ -381,7 +384,8 @@ static double compute_error(enum oc_op op, enum oc_format c, enum oc_math_mode m
   case OC_OP_MUL:
   case OC_OP_NEG:
   case OC_OP_ABS:
-  case OC_OP_RELU: return 0;
+  case OC_OP_RELU:
+  case OC_OP_RELU_FMAX: return 0;
   case OC_OP_DIV:
   case OC_OP_SQRT:
   case OC_OP_RSQRT:
@@ -392,11 +396,23 @@ static double compute_error(enum oc_op op, enum oc_format c, enum oc_math_mode m
   case OC_OP_SILU: {
     double e = exp(-x);
     struct prim pe = primitive(OC_OP_EXP, dbl, mode, -x, 0);
-    struct prim pd = primitive(OC_OP_DIV, dbl, mode, 0, 1 + e);
     double rel_e = e > 0 && isfinite(e) ? prim_abs(pe, c, e) / e : 2 * pe.ulps * u;
+    /* Below about -87 (fp32) the kernel's e^-x overflows, or under fast
+     * math the divisor leaves __fdividef's documented range (beyond 2^126,
+     * where the CUDA guide says it returns 0): 1/(1+Inf) = 0, x*0 = -0. The
+     * correct result is then a subnormal and 0 is a correct kernel's answer,
+     * so the error may be all of |ref|. */
+    double top = dbl ? DBL_MAX : mode == OC_MATH_FAST ? 0x1p126 : 0x1.fffffep127;
+    int zero_ok = !(1 + e * (1 + rel_e) < top);
+    double dv = zero_ok && mode == OC_MATH_FAST ? fmin(1 + e, 0x1p126) : 1 + e;
+    struct prim pd = primitive(OC_OP_DIV, dbl, mode, 0, dv);
     double rel = rel_e * (isfinite(e) ? e / (1 + e) : 1) + u + (pd.ulps > 0 ? 2 * pd.ulps * u : u);
     if (op == OC_OP_SILU) rel += u; /* x * sigmoid */
-    return rel * fabs(ref);
+    /* a subnormal quotient is rounded absolutely (half the smallest
+     * subnormal of c, eta), then multiplied by x for silu */
+    double eta = dbl ? 0x1p-1074 : 0x1p-150;
+    double err = rel * fabs(ref) + eta * (op == OC_OP_SILU ? fabs(x) + 2 : 2);
+    return zero_ok ? err + fabs(ref) : err;
   }
   case OC_OP_GELU_ERF: {
     double a = x * M_SQRT1_2, er = erf(a);

@@ -17,6 +17,9 @@
  *   neg, abs         act on the sign bit only (NaN keeps its payload class,
  *                    neg flips and abs clears its sign).
  *   relu             NaN -> NaN; x <= 0 (-0 and -Inf included) -> +0.
+ *   relu_fmax        fmaxf(x, 0): NaN -> +0; x <= 0 -> +0.
+ *   clamp            min(max(x, lo), hi) with the bounds from outside the op
+ *                    (oc_check_clamp): exact, NaN (x or a bound) -> NaN.
  *   gelu_erf         x*Phi(x); gelu_tanh 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)))
  *                    with the decimal constant exact. Both, and silu = x*sigmoid(x):
  *                    NaN -> NaN, ±0 -> ±0, +Inf -> +Inf, -Inf -> -0 (the limit;
@@ -66,10 +69,13 @@ const uint64_t *oc_op_table(enum oc_op op, enum oc_format in, enum oc_format out
  * silu = x*sigmoid, gelu per its formula, computed in fp32 or fp64) come
  * from first-order propagation of each step's budget. Formats narrower
  * than fp32 assume fp32 arithmetic and one final rounding: 0 for +,-,*,/,
- * sqrt (double rounding is innocuous: 24 >= 2p+2) and the sign ops,
- * otherwise the fp32 error converted to ulps of fmt, plus one. Flush-to-
- * zero is not modelled here (it is a special-value matter). INFINITY where
- * nothing is documented (e.g. __fdividef with |y| > 2^126). */
+ * sqrt (double rounding is innocuous for inputs in fmt: 24 >= 2p+2; for
+ * fp32 inputs oc_check_elementwise also accepts the fp32-then-fmt result)
+ * and the sign ops, otherwise the fp32 error converted to ulps of fmt,
+ * plus one. sigmoid/silu below about -87 (e^-x overflows fp32, or
+ * __fdividef's divisor passes 2^126, where it returns 0) include 0.
+ * Flush-to-zero is modelled by oc_check_elementwise, not here. INFINITY
+ * where nothing is documented. */
 double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x, double y);
 /* One primitive's documented budget, the rows of ORACLE.md §3 (CUDA
  * Programming Guide, Mathematical Functions accuracy tables; Triton per its

@@ -32,26 +32,44 @@ struct mm {
   const struct oc_profile *p;
   int64_t K;
   int extra;
-  double lambda;
+  double lambda; /* statistical verdict */
 };
 
-/* in[]: 0 T = |alpha| sum|ab| + |beta c| + |bias| (upward), 1 flushed
- * subnormal mass (ftz), 2-3 enclosure of the pre-activation z. */
-static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
-  const struct mm *m = ctx;
-  double th = oc_dot_theta(p, m->K, m->extra);
+/* tf32 operands: a fp32-subnormal operand may be flushed or rounded to the
+ * coarser tf32 subnormal grid, |a~| <= 2|a|, so such a term's error is at
+ * most |a~ b~| + |ab| <= 5|ab| (4|ab| when one operand is normal) plus the
+ * accumulation's theta on |a~ b~| <= 4|ab|: (5 + 4 theta) times the mass of
+ * those terms, which theta alone (a relative model) does not cover. Under
+ * ftz a flushed product is 0: its error is the term itself. */
+static double sub_coef(const struct oc_profile *p, double th) {
+  if (p->tf32 && (p->in == OC_FP32 || p->in == OC_FP64)) return oc_add_up(5, oc_mul_up(4, th));
+  return p->ftz ? 1 : 0;
+}
+
+/* in[]: 0 T = |alpha| sum|ab| + |beta c| + |bias| (upward), 1 mass of the
+ * terms with a subnormal operand (ftz, tf32), 2-3 enclosure of the
+ * pre-activation z. th: the accumulation coefficient (rigorous theta or the
+ * statistical one). Writes the bound before the output rounding to *pre. */
+static double mm_bound_th(const struct oc_profile *p, const struct oc_elem *e, const struct mm *m,
+                          double th, double *pre) {
   double bz = oc_add_up(oc_mul_up(th, e->in[0]),
                         oc_mul_up(oc_acc_eta(p), oc_dot_roundings(p, m->K, m->extra, 1)));
-  bz = oc_add_up(bz, e->in[1]);
+  bz = oc_add_up(bz, oc_mul_up(sub_coef(p, oc_dot_theta(p, m->K, m->extra)), e->in[1]));
   double yabs = fmax(fabs(e->lo), fabs(e->hi)), by = bz;
   if (m->args->act != OC_ACT_NONE) {
     double zl = oc_down(e->in[2] - bz), zh = oc_up(e->in[3] + bz);
     double L = oc_act_lipschitz(m->args->act, zl, zh);
     double zabs = fmax(fabs(zl), fabs(zh));
     by = oc_add_up(oc_mul_up(L, bz),
-                   oc_act_eval_err(p, m->args->act, zabs, oc_add_up(yabs, oc_mul_up(L, bz))));
+                   oc_act_eval_err(p, m->args->act, zl, zabs, oc_add_up(yabs, oc_mul_up(L, bz))));
   }
+  if (pre) *pre = by;
   return oc_out_bound(p, yabs, by);
+}
+
+static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
+  const struct mm *m = ctx;
+  return mm_bound_th(p, e, m, oc_dot_theta(p, m->K, m->extra), NULL);
 }
 
 /* Dot2 over exact-or-FMA-split products: returns s and its error radius. */
@@ -103,6 +121,11 @@ static void mm_fill(const struct mm *m, double sl, double sh, double sabs, doubl
     double z = alpha * sl + beta * cv + bv;
     e->lo = e->hi = oc_act_value(a->act, z);
     e->prob = INFINITY;
+    /* silu and both gelus tend to -0 at -Inf (the exact value); the usual
+     * formulas give -Inf * 0 = NaN there, which is just as correct */
+    if (z == -INFINITY && kv != kv &&
+        (a->act == OC_ACT_SILU || a->act == OC_ACT_GELU_ERF || a->act == OC_ACT_GELU_TANH))
+      e->alt_ok = 1;
     return;
   }
   double zl, zh;
@@ -132,12 +155,12 @@ static void mm_fill(const struct mm *m, double sl, double sh, double sabs, doubl
   e->in[2] = zl;
   e->in[3] = zh;
   e->in[4] = sabs;
-  e->bound = mm_bound(p, e, m);
-  double pa = oc_dot_prob(p, m->K, m->lambda, e->in[0]);
-  if (a->act != OC_ACT_NONE)
-    pa = oc_mul_up(pa, oc_act_lipschitz(a->act, zl - e->bound, zh + e->bound));
-  e->prob = pa < INFINITY ? oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), pa) : INFINITY;
-  /* A kernel Inf may be a legitimate overflow of a narrow accumulator. */
+  e->bound = mm_bound_th(p, e, m, oc_dot_theta(p, m->K, m->extra), &e->pre);
+  e->pre_set = 1;
+  double st = oc_dot_stat(p, m->K, m->extra, m->lambda, 1);
+  e->prob = st < INFINITY ? mm_bound_th(p, e, m, st, NULL) : INFINITY;
+  /* A kernel Inf/NaN may be a legitimate overflow of the accumulator
+   * (partial sums can reach sum|ab|(1 + theta) in some order). */
   e->ovf_ok = oc_mul_up(e->in[0], oc_add_up(1, oc_dot_theta(p, m->K, m->extra))) >=
               oc_overflow_threshold(p->acc);
 }
@@ -147,6 +170,13 @@ static double sub_mass(const struct oc_profile *p, const double *a, const double
   for (int64_t k = 0; k < n; k++)
     if ((a[k] != 0 && fabs(a[k]) < mn) || (b[k] != 0 && fabs(b[k]) < mn)) s += fabs(a[k] * b[k]);
   return oc_mul_up(s, 1 + 0x1p-40 * (double)(n + 2));
+}
+
+static int tf32_overflows(const double *a, const double *b, int64_t n) {
+  double mx = 0;
+  for (int64_t k = 0; k < n; k++)
+    mx = fmax(mx, fmax(fabs(a[k]), fabs(b[k])));
+  return mx >= 0x1.ffep127;
 }
 
 struct mm_iter {
@@ -186,7 +216,8 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
   dot2(it->arow, it->bcol, it->K, &s, &rad, &sabs);
   double cv = it->C ? at2(it->C, it->nlead, it->lead, b, i, j) : 0;
   double bv = it->bias ? oc_tensor_at(it->bias, j * it->bias->stride[it->bias->rank - 1]) : 0;
-  double ssub = m->p->ftz ? sub_mass(m->p, it->arow, it->bcol, it->K) : 0;
+  int tf32 = m->p->tf32 && (m->p->in == OC_FP32 || m->p->in == OC_FP64);
+  double ssub = m->p->ftz || tf32 ? sub_mass(m->p, it->arow, it->bcol, it->K) : 0;
   int exact = 0;
   double sl, sh;
   if (!(s == s) || isinf(s) || !(sabs < INFINITY)) {
@@ -197,14 +228,18 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
     sh = oc_up(s + rad);
   }
   mm_fill(m, sl, sh, sabs, ssub, cv, bv, kv, e);
+  /* tf32 rounds an operand of fp32 magnitude >= 0x1.ffep127 to Inf */
+  if (tf32 && !e->ovf_ok && tf32_overflows(it->arow, it->bcol, it->K)) e->ovf_ok = 1;
   if (exact || !judge) return;
   double r;
   int undecided = !oc_round_enclosure(m->p->out, m->p->out_ovf, e->lo, e->hi, &r);
   double elo = kv < e->lo ? e->lo - kv : kv > e->hi ? kv - e->hi : 0;
   double ehi = fmax(fabs(kv - e->lo), fabs(kv - e->hi));
   if (undecided || (elo <= e->bound && ehi > e->bound)) {
+    int ovf = e->ovf_ok;
     exact_dot(acc, it->arow, it->bcol, it->K, &sl, &sh);
     mm_fill(m, sl, sh, sabs, ssub, cv, bv, kv, e);
+    e->ovf_ok |= ovf;
   }
 }
 
@@ -234,21 +269,25 @@ int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *o
   int64_t nb = 1;
   for (int d = 0; d < nlead; d++)
     nb *= out->shape[d];
-  struct mm m = {args, p, K, oc_matmul_extra(args), o->lambda};
+  struct mm m = {args, p, K, oc_matmul_extra(args), INFINITY};
   struct oc_check c;
   oc_check_init(&c, "matmul", p, o, v, nb * M * N, out->rank, mm_bound, &m);
 
   int64_t *flagged = NULL, nflag = 0;
   int sampled = !(o->full || nb * M * N <= o->full_below);
   if (sampled && o->screen && args->act == OC_ACT_NONE && !p->ftz && o->screen_vectors > 0) {
-    nflag = oc_freivalds_matmul(args, out, p, o, &flagged);
+    double catch_f = 0;
+    nflag = oc_freivalds_matmul(args, out, p, o, &flagged, &catch_f);
     if (nflag < 0) return -1;
     v->screen_vectors = o->screen_vectors;
-    v->screen_failed = nflag > 0;
+    v->screen_failed = nflag > INT32_MAX ? INT32_MAX : (int)nflag;
+    v->screen_catch = catch_f;
+    v->screen_miss = o->delta;
   }
   int64_t count, nrand;
   struct oc_sample *plan = oc_sample_plan(nb, M, N, o, flagged, nflag, &count, &nrand);
   free(flagged);
+  m.lambda = oc_stat_lambda(o->stat_alpha, (double)K + m.extra + 1, (double)count);
   struct oc_acc *acc = oc_acc_new();
   struct mm_iter it = {args->a,
                        args->b,
@@ -295,7 +334,7 @@ int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_sh
   int64_t nb = 1;
   for (int d = 0; d < nlead; d++)
     nb *= out_shape[d];
-  struct mm m = {args, p, K, oc_matmul_extra(args), 8};
+  struct mm m = {args, p, K, oc_matmul_extra(args), INFINITY};
   struct oc_acc *acc = oc_acc_new();
   struct mm_iter it = {args->a,
                        args->b,

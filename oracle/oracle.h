@@ -51,7 +51,8 @@ struct oc_options {
   int full;           /* 1: check every output element (0: sample GEMM/attention) */
   int screen;         /* 1: run the Freivalds screen where it applies (default 1) */
   int screen_vectors; /* random +-1 vectors in the screen (2) */
-  double lambda;      /* probabilistic bound lambda*sqrt(n)*u for "suspect" (8) */
+  double stat_alpha;  /* statistical verdict: false-alarm probability under the profile's
+                         independent-rounding model, for the whole check (1e-6) */
   int ladder;         /* 1: explain precision failures by a cheaper profile (1) */
   int64_t full_below; /* outputs with fewer elements are checked in full (65536) */
 };
@@ -62,7 +63,6 @@ void oc_options_default(struct oc_options *o);
 enum oc_verdict_kind {
   OC_BITWISE,        /* equals the correctly rounded reference bit for bit */
   OC_PASS,           /* within the rigorous bound of the declared profile */
-  OC_SUSPECT,        /* within it, but beyond the probabilistic bound or one-signed */
   OC_FAIL_PRECISION, /* proven violation, explained by a cheaper profile */
   OC_FAIL_VALUE,     /* beyond every plausible profile */
   OC_FAIL_SPECIAL,   /* NaN / Inf / signed-zero / saturation mismatch */
@@ -78,17 +78,28 @@ struct oc_verdict {
   int64_t checked;  /* elements compared one by one */
   double miss_prob; /* P(a defect touching >= `fraction` of outputs escaped): 0 if full */
   double fraction;
-  int screen_vectors; /* Freivalds vectors run (0: none) */
-  int screen_failed;  /* the screen proved some row wrong */
+  int screen_vectors;  /* Freivalds vectors run (0: none) */
+  int screen_failed;   /* rows the screen flagged (each then checked in full) */
+  double screen_catch; /* a single element beyond this many times its row's mean bound is
+                          flagged except with probability screen_miss */
+  double screen_miss;
   /* evidence: the worst element (largest error/bound) */
   int rank;
   int64_t index[OC_MAX_RANK];
-  double kernel;                          /* kernel value there */
-  double exact;                           /* exact value (rounded to double) */
-  double bound;                           /* rigorous bound there */
-  double error;                           /* |kernel - exact| */
-  double ratio;                           /* error / bound (inf when bound is 0 and error is not) */
-  double max_prob_ratio;                  /* largest error / probabilistic bound */
+  double kernel; /* kernel value there */
+  double exact;  /* exact value (rounded to double) */
+  double bound;  /* rigorous bound there */
+  double error;  /* |kernel - exact| */
+  double ratio;  /* error / bound (inf when bound is 0 and error is not) */
+  /* statistical verdict, separate from `kind` (a warning, never a proof):
+   * under the declared profile's model of independent mean-zero rounding
+   * errors (Higham & Mary 2019), a correct kernel exceeds the statistical
+   * bound somewhere with probability at most stat_alpha. */
+  int stat;                               /* enum oc_stat_kind */
+  double stat_alpha;                      /* that false-alarm probability */
+  double stat_ratio;                      /* largest error / statistical bound */
+  int64_t n_stat;                         /* elements beyond the statistical bound */
+  int64_t stat_index[OC_MAX_RANK];        /* the worst of them */
   int64_t n_fail;                         /* elements beyond the bound */
   int64_t n_special;                      /* special-value mismatches */
   int64_t n_pos, n_neg;                   /* signs of nonzero errors (stagnation is one-signed) */
@@ -96,6 +107,14 @@ struct oc_verdict {
   char explained_by[OC_PROFILE_NAME_MAX]; /* fail_precision: cheapest profile that covers */
   char detail[160];                       /* special-value or inconclusive reason */
 };
+
+enum oc_stat_kind {
+  OC_STAT_NONE,       /* no statistical model applies (truncating accumulation, exact ops, ...) */
+  OC_STAT_CONSISTENT, /* every checked element within its statistical bound */
+  OC_STAT_REJECTED,   /* some element beyond it: unlikely (<= stat_alpha) for a correct kernel */
+};
+/* "none", "consistent", "rejected". */
+const char *oc_stat_name(int s);
 
 const char *oc_verdict_name(enum oc_verdict_kind k);
 /* 1 for the three failing verdicts. */
@@ -199,6 +218,12 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
 int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct oc_tensor *y,
                          const struct oc_tensor *out, const struct oc_profile *p,
                          const struct oc_options *o, struct oc_verdict *v);
+/* clamp(x, lo, hi) = min(max(x, lo), hi) (torch.clamp; -inf/+inf for a
+ * missing bound): exact, rounded once to out's format; NaN in x or a bound
+ * gives NaN; a zero taken from a bound must have the bound's sign, clamp
+ * of +-0 may keep either. Shapes as oc_check_elementwise (x unary). */
+int oc_check_clamp(const struct oc_tensor *x, double lo, double hi, const struct oc_tensor *out,
+                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
 /* ---------------------------------------------------------------- references */
 

@@ -82,6 +82,7 @@ static const char *const math_names[] = {"precise", "fast", "triton"};
 static const char *const sm_names[] = {"two_pass", "online"};
 static const char *const nm_names[] = {"two_pass", "welford", "one_pass"};
 static const char *const ovf_names[] = {"ieee", "saturate"};
+static const char *const mr_names[] = {"nan", "zero"};
 
 /* 0 ok, -1 unknown key, -2 bad value (*expect says what was wanted). */
 static int set_key(struct oc_profile *p, const char *k, const char *v, const char **expect) {
@@ -113,6 +114,10 @@ static int set_key(struct oc_profile *p, const char *k, const char *v, const cha
     *expect = "ieee or saturate";
     if ((e = kv_enum(v, ovf_names, 2)) < 0) return -2;
     p->out_ovf = (enum oc_overflow)e;
+  } else if (!strcmp(k, "masked_row")) {
+    *expect = "nan or zero";
+    if ((e = kv_enum(v, mr_names, 2)) < 0) return -2;
+    p->masked_row = (enum oc_masked_row)e;
   } else if (strcmp(k, "acc_bits") && strcmp(k, "block") && strcmp(k, "promote") &&
              strcmp(k, "fma") && strcmp(k, "tf32") && strcmp(k, "ftz") &&
              strcmp(k, "online_block")) {
@@ -174,7 +179,7 @@ int oc_profile_parse_err(const char *spec, struct oc_profile *p, char *err, size
     int r = set_key(&q, tok, eq + 1, &expect);
     if (r == -1) {
       ERR("unknown key '%s' (keys: in acc out acc_bits round block promote fma tf32 ftz math "
-          "softmax online_block norm ovf)",
+          "softmax online_block norm ovf masked_row)",
           tok);
       return -1;
     }
@@ -196,11 +201,12 @@ int oc_profile_parse(const char *spec, struct oc_profile *p) {
 int oc_profile_spec(const struct oc_profile *p, char *buf, size_t n) {
   return snprintf(buf, n,
                   "fp64:in=%s:acc=%s:out=%s:acc_bits=%d:round=%s:block=%d:promote=%d:fma=%d:"
-                  "tf32=%d:ftz=%d:math=%s:softmax=%s:online_block=%d:norm=%s:ovf=%s",
+                  "tf32=%d:ftz=%d:math=%s:softmax=%s:online_block=%d:norm=%s:ovf=%s:masked_row=%s",
                   oc_format_info(p->in)->name, oc_format_info(p->acc)->name,
                   oc_format_info(p->out)->name, p->acc_bits, rnd_names[p->acc_round], p->block,
                   p->promote, p->fma, p->tf32, p->ftz, math_names[p->math], sm_names[p->softmax],
-                  p->online_block, nm_names[p->norm], ovf_names[p->out_ovf]);
+                  p->online_block, nm_names[p->norm], ovf_names[p->out_ovf],
+                  mr_names[p->masked_row]);
 }
 
 int oc_profile_acc_bits(const struct oc_profile *p) {

@@ -22,6 +22,10 @@ enum oc_math_mode {
 
 enum oc_softmax_alg { OC_SOFTMAX_TWO_PASS, OC_SOFTMAX_ONLINE };
 enum oc_norm_alg { OC_NORM_TWO_PASS, OC_NORM_WELFORD, OC_NORM_ONE_PASS };
+/* softmax/log_softmax of a row whose every logit is -Inf: NaN (PyTorch,
+ * exp(-Inf - -Inf)) or 0 / -Inf (flash-attention kernels, which skip the
+ * empty row and leave the accumulator at zero). */
+enum oc_masked_row { OC_MASKED_NAN, OC_MASKED_ZERO };
 
 #define OC_PROFILE_NAME_MAX 48
 
@@ -43,7 +47,8 @@ struct oc_profile {
   enum oc_softmax_alg softmax;
   int online_block; /* online softmax/attention: keys per rescale (0: 1, worst case) */
   enum oc_norm_alg norm;
-  enum oc_overflow out_ovf; /* overflow rule of the output conversion */
+  enum oc_overflow out_ovf;      /* overflow rule of the output conversion */
+  enum oc_masked_row masked_row; /* all -Inf softmax rows (default NaN, PyTorch) */
 };
 
 /* Presets: "fp64", "fp32", "tf32", "bf16" (= bf16_fp32acc), "bf16_fp32acc",
@@ -56,7 +61,8 @@ const char *oc_profile_preset_name(int i);
 /* Parses "preset[:key=value...]", e.g. "fp32:math=fast:softmax=online:ftz=1".
  * Keys: in, acc, out, acc_bits, round(nearest|zero), block, promote, fma, tf32,
  * ftz, math(precise|fast|triton), softmax(two_pass|online), online_block,
- * norm(two_pass|welford|one_pass), ovf(ieee|saturate). -1 on any error. */
+ * norm(two_pass|welford|one_pass), ovf(ieee|saturate), masked_row(nan|zero).
+ * -1 on any error. */
 int oc_profile_parse(const char *spec, struct oc_profile *p);
 /* As oc_profile_parse, and on error writes why to err (n bytes, may be NULL):
  * "unknown preset 'x' (known: fp64, fp32, ...)", "unknown key 'k'",

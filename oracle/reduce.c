@@ -11,32 +11,41 @@
 
 struct red {
   enum oc_reduce_op op;
-  double lambda;
 };
 
-/* in[0]: sum|x| (sum x^2 for norm2), in[1]: n. */
-static double red_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
-  const struct red *r = ctx;
+/* in[0]: sum|x| (sum x^2 for norm2), in[1]: n. th: the sum's coefficient
+ * (NAN: the rigorous one). Writes the bound before the output rounding to
+ * *pre when given. */
+static double red_bound_th(const struct oc_profile *p, const struct oc_elem *e,
+                           enum oc_reduce_op op, double th, double *pre) {
   int64_t n = (int64_t)e->in[1];
   double yabs = fmax(fabs(e->lo), fabs(e->hi)), b;
-  switch (r->op) {
+  switch (op) {
   case OC_RED_SUM:
-    b = oc_add_up(oc_mul_up(oc_sum_theta(p, n, 0), e->in[0]), oc_mul_up(oc_acc_eta(p), (double)n));
+    if (th != th) th = oc_sum_theta(p, n, 0);
+    b = oc_add_up(oc_mul_up(th, e->in[0]), oc_mul_up(oc_acc_eta(p), (double)n));
     break;
   case OC_RED_MEAN: /* sum, then a division by n (or a multiply by a rounded 1/n) */
-    b = oc_add_up(oc_div_up(oc_mul_up(oc_sum_theta(p, n, 2), e->in[0]), (double)n),
+    if (th != th) th = oc_sum_theta(p, n, 2);
+    b = oc_add_up(oc_div_up(oc_mul_up(th, e->in[0]), (double)n),
                   oc_mul_up(oc_acc_eta(p), (double)n));
     break;
   case OC_RED_NORM2: { /* sqrt(S (1 + theta)) (1 + u_sqrt) */
-    double th = oc_dot_theta(p, n, 0);
+    double t = oc_dot_theta(p, n, 0);
     double rel =
-        oc_up(oc_mul_up(sqrt(oc_add_up(1, th)) * (1 + 1e-15), oc_add_up(1, oc_sqrt_rel(p))) - 1);
+        oc_up(oc_mul_up(sqrt(oc_add_up(1, t)) * (1 + 1e-15), oc_add_up(1, oc_sqrt_rel(p))) - 1);
     b = oc_add_up(oc_mul_up(rel, yabs), oc_up(sqrt(oc_mul_up(oc_acc_eta(p), (double)n))));
     break;
   }
   default: b = 0; break;
   }
+  if (pre) *pre = b;
   return oc_out_bound(p, yabs, b);
+}
+
+static double red_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
+  const struct red *r = ctx;
+  return red_bound_th(p, e, r->op, NAN, NULL);
 }
 
 static void row_ref(enum oc_reduce_op op, const double *x, int64_t n, struct oc_acc *acc, mpfr_t t,
@@ -111,7 +120,8 @@ static int reduce_run(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
     out = &fake;
   }
   if ((unsigned)op > OC_RED_NORM2 || oc_rows_init(&rw, x, axis, out, 0)) return -1;
-  struct red rd = {op, o->lambda};
+  struct red rd = {op};
+  double lambda = oc_stat_lambda(o->stat_alpha, (double)rw.n + 3, (double)rw.nrows);
   struct oc_check c;
   struct oc_verdict vd;
   oc_check_init(&c, red_names[op], p, o, v ? v : &vd, rw.nrows, out->rank, red_bound, &rd);
@@ -135,10 +145,11 @@ static int reduce_run(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
     memset(&e, 0, sizeof e);
     row_ref(op, buf, rw.n, acc, t, r, &e);
     if (!e.exact_only) {
-      e.bound = red_bound(p, &e, &rd);
-      e.prob = op == OC_RED_NORM2 ? INFINITY
-                                  : oc_out_bound(p, fmax(fabs(e.lo), fabs(e.hi)),
-                                                 oc_dot_prob(p, rw.n, o->lambda, e.in[0]));
+      e.bound = red_bound_th(p, &e, op, NAN, &e.pre);
+      e.pre_set = 1;
+      double st = op == OC_RED_NORM2 ? INFINITY
+                                     : oc_dot_stat(p, rw.n, op == OC_RED_MEAN ? 2 : 0, lambda, 0);
+      e.prob = st < INFINITY ? red_bound_th(p, &e, op, st, NULL) : INFINITY;
       e.ovf_ok = oc_mul_up(e.in[0], 1.01) >= oc_overflow_threshold(p->acc);
     } else {
       e.bound = oc_out_bound(p, fabs(e.lo), 0);

@@ -116,9 +116,79 @@ int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lea
 /* gamma_n for double arithmetic (the screen's own rounding errors). */
 static double g53(double n) { return oc_gamma(n + 2, 0x1p-53); }
 
+/* One row y against the V sign vectors (rows of r, stride ldr): s[v] =
+ * y.r_v, *sa = sum|y|, *sm = max|y|; *odd |= some |y_j| not below lim.
+ * V = 2 (the default) has its own loop: the generic one keeps s[] in
+ * memory. */
+static void row_pass(const double *y, const double *r, int nv, int64_t n, int64_t ldr, double lim,
+                     double *s, double *sa, double *sm, int *odd) {
+  double a = 0, m = 0;
+  int bad = 0;
+  if (nv == 2) {
+    double s0 = 0, s1 = 0;
+    const double *r0 = r, *r1 = r + ldr;
+    for (int64_t j = 0; j < n; j++) {
+      double x = y[j], ax = fabs(x);
+      s0 += x * r0[j];
+      s1 += x * r1[j];
+      a += ax;
+      m = ax > m ? ax : m;
+      bad |= !(ax < lim);
+    }
+    s[0] = s0, s[1] = s1;
+  } else {
+    for (int v = 0; v < nv; v++)
+      s[v] = 0;
+    for (int64_t j = 0; j < n; j++) {
+      double x = y[j], ax = fabs(x);
+      for (int v = 0; v < nv; v++)
+        s[v] += x * r[v * ldr + j];
+      a += ax;
+      m = ax > m ? ax : m;
+      bad |= !(ax < lim);
+    }
+  }
+  *sa = a;
+  *sm = m;
+  *odd |= bad;
+}
+
+/* Row a of A against B r_v (rows of br, stride K): x[v] = a.(B r_v),
+ * xabs[v] = sum|a_k (B r_v)_k|, *t1 = sum|a_k| absb_k, *tmax = sum|a_k| bmax_k. */
+static void a_pass(const double *a, const double *br, int nv, int64_t K, const double *absb,
+                   const double *bmax, double *x, double *xabs, double *t1, double *tmax) {
+  double t = 0, tm = 0;
+  if (nv == 2) {
+    double x0 = 0, x1 = 0, e0 = 0, e1 = 0;
+    const double *b0 = br, *b1 = br + K;
+    for (int64_t k = 0; k < K; k++) {
+      double v = a[k], av = fabs(v), p0 = v * b0[k], p1 = v * b1[k];
+      x0 += p0, x1 += p1, e0 += fabs(p0), e1 += fabs(p1);
+      t += av * absb[k];
+      tm += av * bmax[k];
+    }
+    x[0] = x0, x[1] = x1, xabs[0] = e0, xabs[1] = e1;
+  } else {
+    for (int v = 0; v < nv; v++)
+      x[v] = xabs[v] = 0;
+    for (int64_t k = 0; k < K; k++) {
+      double v0 = a[k], av = fabs(v0);
+      for (int v = 0; v < nv; v++) {
+        double pr = v0 * br[v * K + k];
+        x[v] += pr;
+        xabs[v] += fabs(pr);
+      }
+      t += av * absb[k];
+      tm += av * bmax[k];
+    }
+  }
+  *t1 = t;
+  *tmax = tm;
+}
+
 int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
                             const struct oc_profile *p, const struct oc_options *o,
-                            int64_t **rows_out) {
+                            int64_t **rows_out, double *catch_out) {
   const struct oc_tensor *A = args->a, *B = args->b, *C = args->c, *bias = args->bias;
   int nlead = out->rank - 2;
   int64_t M = out->shape[nlead], N = out->shape[nlead + 1], K = A->shape[A->rank - 1];
@@ -126,99 +196,126 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
   for (int d = 0; d < nlead; d++)
     nb *= out->shape[d];
   double beta = C ? args->beta : 0, alpha = args->alpha;
+  enum { VMAX = 16 };
+  int nv = o->screen_vectors < 1 ? 1 : o->screen_vectors > VMAX ? VMAX : o->screen_vectors;
   int64_t mx = K > N ? K : N;
-  double *r = malloc((size_t)N * sizeof *r), *br = malloc((size_t)K * sizeof *br),
+  /* all V vectors ride one pass over B and one over each row of A, out, C */
+  double *r = malloc((size_t)(nv * N) * sizeof *r), *br = malloc((size_t)(nv * K) * sizeof *br),
          *absb = malloc((size_t)K * sizeof *absb), *buf = malloc((size_t)mx * sizeof *buf),
-         *buf2 = malloc((size_t)N * sizeof *buf2), *bv = malloc((size_t)N * sizeof *bv);
+         *buf2 = malloc((size_t)N * sizeof *buf2), *bv = malloc((size_t)N * sizeof *bv),
+         *bmax = malloc((size_t)K * sizeof *bmax);
   int64_t nflag = 0, capflag = 0, *flag = NULL;
-  uint8_t *seen = calloc((size_t)(M ? M : 1), 1);
-  if (!r || !br || !absb || !buf || !buf2 || !bv || !seen) {
+  double catch_f = 0;
+  if (!r || !br || !absb || !buf || !buf2 || !bv || !bmax) {
     nflag = -1;
     goto done;
   }
   double theta = oc_dot_theta(p, K, oc_matmul_extra(args));
   double eta_acc = oc_mul_up(oc_acc_eta(p), oc_dot_roundings(p, K, oc_matmul_extra(args), 1));
   double u_out = oc_out_u(p), eta_out = oc_out_eta(p), maxf = oc_format_info(p->out)->max_finite;
+  /* |y| <= |out| + b: the per-element bound with |out| for |y|, times
+   * (1 + u)/(1 - u) <= 1 + 3u (u <= 1/8), covers the true one */
+  double ufac = oc_add_up(1, oc_mul_up(3, u_out));
+  /* Hoeffding over our own +-1 draws: per vector a correct row's residual
+   * exceeds lambda sqrt(sum_j b_ij^2) with probability <= 2 exp(-lambda^2/2)
+   * = delta^(1/V); lambda is chosen so that V vectors all miss a single bad
+   * element (see the catch threshold below) with probability <= delta. */
+  double lam = sqrt(2 * log(2 / pow(o->delta, 1.0 / nv))) * (1 + 1e-12);
+  double bias_max = 0, abs_bias = 0;
   if (bias) oc_tensor_gather(bias, 0, bias->stride[bias->rank - 1], N, bv);
+  for (int64_t j = 0; bias && j < N; j++) {
+    bias_max = fmax(bias_max, fabs(bv[j]));
+    abs_bias += fabs(bv[j]);
+  }
+  abs_bias = oc_mul_up(abs_bias, oc_add_up(1, g53((double)N)));
   for (int64_t b = 0; b < nb; b++) {
     int64_t oa = oc_batch_offset(A, nlead, out->shape, b),
             ob = oc_batch_offset(B, nlead, out->shape, b);
     int64_t oo = oc_batch_offset(out, nlead, out->shape, b),
             oc = C ? oc_batch_offset(C, nlead, out->shape, b) : 0;
-    memset(seen, 0, (size_t)M);
-    for (int vec = 0; vec < o->screen_vectors; vec++) {
-      uint64_t st = o->seed ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)(vec + 1) << 56);
-      double br_bias = 0, abs_bias = 0;
+    double br_bias[VMAX] = {0};
+    for (int v = 0; v < nv; v++) {
+      uint64_t st = o->seed ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)(v + 1) << 56);
       for (int64_t j = 0; j < N; j++) {
-        r[j] = oc_rand_next(&st) >> 63 ? 1.0 : -1.0;
-        if (bias) {
-          br_bias += bv[j] * r[j];
-          abs_bias += fabs(bv[j]);
-        }
+        r[v * N + j] = oc_rand_next(&st) >> 63 ? 1.0 : -1.0;
+        if (bias) br_bias[v] += bv[j] * r[v * N + j];
       }
-      for (int64_t k = 0; k < K; k++) {
-        oc_tensor_gather(B, ob + k * B->stride[B->rank - 2], B->stride[B->rank - 1], N, buf);
-        double s = 0, sa = 0;
-        for (int64_t j = 0; j < N; j++) {
-          s += buf[j] * r[j];
-          sa += fabs(buf[j]);
-        }
-        br[k] = s;
-        absb[k] = sa;
+    }
+    for (int64_t k = 0; k < K; k++) {
+      oc_tensor_gather(B, ob + k * B->stride[B->rank - 2], B->stride[B->rank - 1], N, buf);
+      double s[VMAX];
+      int unused = 0;
+      row_pass(buf, r, nv, N, N, INFINITY, s, &absb[k], &bmax[k], &unused);
+      for (int v = 0; v < nv; v++)
+        br[v * K + k] = s[v];
+    }
+    for (int64_t i = 0; i < M; i++) {
+      oc_tensor_gather(A, oa + i * A->stride[A->rank - 2], A->stride[A->rank - 1], K, buf);
+      double x[VMAX], xabs[VMAX], t1, tmax;
+      a_pass(buf, br, nv, K, absb, bmax, x, xabs, &t1, &tmax);
+      t1 = oc_mul_up(t1, oc_add_up(1, g53((double)K + 1)));
+      tmax = oc_mul_up(tmax, oc_add_up(1, g53((double)K + 1)));
+      double cr[VMAX] = {0}, yr[VMAX], cabs = 0, cmax = 0, yabs, ymax;
+      int odd = !(t1 < INFINITY);
+      for (int v = 0; v < nv; v++)
+        odd |= !(x[v] == x[v]) || isinf(x[v]);
+      if (C) {
+        oc_tensor_gather(C, oc + i * C->stride[C->rank - 2], C->stride[C->rank - 1], N, buf2);
+        row_pass(buf2, r, nv, N, N, INFINITY, cr, &cabs, &cmax, &odd);
       }
-      for (int64_t i = 0; i < M; i++) {
-        oc_tensor_gather(A, oa + i * A->stride[A->rank - 2], A->stride[A->rank - 1], K, buf);
-        double x = 0, xabs = 0, t1 = 0;
-        for (int64_t k = 0; k < K; k++) {
-          x += buf[k] * br[k];
-          xabs += fabs(buf[k] * br[k]);
-          t1 += fabs(buf[k]) * absb[k];
-        }
-        double cr = 0, cabs = 0, yr = 0, yabs = 0;
-        int odd = !(x == x) || isinf(x) || !(t1 < INFINITY);
-        if (C) {
-          oc_tensor_gather(C, oc + i * C->stride[C->rank - 2], C->stride[C->rank - 1], N, buf2);
-          for (int64_t j = 0; j < N; j++) {
-            cr += buf2[j] * r[j];
-            cabs += fabs(buf2[j]);
-          }
-        }
-        oc_tensor_gather(out, oo + i * out->stride[nlead], out->stride[nlead + 1], N, buf2);
-        for (int64_t j = 0; j < N; j++) {
-          odd |= !(fabs(buf2[j]) < maxf);
-          yr += buf2[j] * r[j];
-          yabs += fabs(buf2[j]);
-        }
-        double ref = alpha * x + beta * cr + br_bias;
-        double tsum =
-            oc_add_up(oc_add_up(oc_mul_up(fabs(alpha), t1), oc_mul_up(fabs(beta), cabs)), abs_bias);
-        double bound = oc_add_up(oc_add_up(oc_mul_up(u_out, yabs), oc_mul_up((double)N, eta_out)),
-                                 oc_add_up(oc_mul_up(theta, tsum), oc_mul_up((double)N, eta_acc)));
+      oc_tensor_gather(out, oo + i * out->stride[nlead], out->stride[nlead + 1], N, buf2);
+      row_pass(buf2, r, nv, N, N, maxf, yr, &yabs, &ymax, &odd);
+      cabs = oc_mul_up(cabs, oc_add_up(1, g53((double)N)));
+      yabs = oc_mul_up(yabs, oc_add_up(1, g53((double)N)));
+      double tsum =
+          oc_add_up(oc_add_up(oc_mul_up(fabs(alpha), t1), oc_mul_up(fabs(beta), cabs)), abs_bias);
+      /* sum_j b_ij and max_j b_ij of the per-element bounds b_ij =
+       * u_out|out_ij| + eta_out + theta T_ij + eta_acc; sum_j b_ij^2 <=
+       * max * sum, with max_j T_ij <= |alpha| sum_k |a_ik| max_j |b_kj| +
+       * |beta| max|c| + max|bias|. */
+      double bsum = oc_mul_up(
+          ufac, oc_add_up(oc_add_up(oc_mul_up(u_out, yabs), oc_mul_up((double)N, eta_out)),
+                          oc_add_up(oc_mul_up(theta, tsum), oc_mul_up((double)N, eta_acc))));
+      double tm =
+          oc_add_up(oc_add_up(oc_mul_up(fabs(alpha), tmax), oc_mul_up(fabs(beta), cmax)), bias_max);
+      double bmx = oc_mul_up(ufac, oc_add_up(oc_add_up(oc_mul_up(u_out, ymax), eta_out),
+                                             oc_add_up(oc_mul_up(theta, tm), eta_acc)));
+      double bound = oc_mul_up(lam, oc_up(sqrt(oc_mul_up(bsum, bmx))));
+      int flagged = odd;
+      for (int v = 0; v < nv; v++) {
+        double ref = alpha * x[v] + beta * cr[v] + br_bias[v];
         /* The screen's own double rounding: B r, A (B r), C r, out r and
          * the final combination, each by Higham's gamma in binary64. */
         double e = oc_mul_up(g53((double)N), yabs);
-        e = oc_add_up(e, oc_mul_up(fabs(alpha), oc_add_up(oc_mul_up(g53((double)K), xabs),
+        e = oc_add_up(e, oc_mul_up(fabs(alpha), oc_add_up(oc_mul_up(g53((double)K), xabs[v]),
                                                           oc_mul_up(g53((double)N), t1))));
         e = oc_add_up(e,
                       oc_mul_up(g53((double)N), oc_add_up(oc_mul_up(fabs(beta), cabs), abs_bias)));
-        e = oc_add_up(e, oc_mul_up(g53(4), oc_add_up(fabs(alpha * x),
-                                                     oc_add_up(fabs(beta * cr), fabs(br_bias)))));
+        e = oc_add_up(
+            e, oc_mul_up(g53(4), oc_add_up(fabs(alpha * x[v]),
+                                           oc_add_up(fabs(beta * cr[v]), fabs(br_bias[v])))));
         double lim = oc_mul_up(oc_add_up(bound, e), 1 + 1e-9);
-        if ((odd || !(fabs(yr - ref) <= lim)) && !seen[i]) {
-          seen[i] = 1;
-          if (nflag == capflag) {
-            capflag = capflag ? 2 * capflag : 16;
-            int64_t *f = realloc(flag, (size_t)capflag * 2 * sizeof *f);
-            if (!f) {
-              nflag = -1;
-              goto done;
-            }
-            flag = f;
+        /* A single element off by more than 2 lim (the others within
+         * their bounds) leaves a residual beyond lim unless the others'
+         * residual exceeds lambda sqrt(sum b^2): caught except with
+         * probability delta^(1/V) per vector. The threshold relative to
+         * the row's mean bound is the screen's catch factor. */
+        if (bsum > 0) catch_f = fmax(catch_f, oc_div_up(oc_mul_up(2, lim), bsum / (double)N));
+        flagged |= !(fabs(yr[v] - ref) <= lim);
+      }
+      if (flagged) {
+        if (nflag == capflag) {
+          capflag = capflag ? 2 * capflag : 16;
+          int64_t *f = realloc(flag, (size_t)capflag * 2 * sizeof *f);
+          if (!f) {
+            nflag = -1;
+            goto done;
           }
-          flag[2 * nflag] = b;
-          flag[2 * nflag + 1] = i;
-          nflag++;
+          flag = f;
         }
+        flag[2 * nflag] = b;
+        flag[2 * nflag + 1] = i;
+        nflag++;
       }
     }
   }
@@ -229,7 +326,8 @@ done:
   free(buf);
   free(buf2);
   free(bv);
-  free(seen);
+  free(bmax);
+  if (catch_out) *catch_out = catch_f;
   if (nflag < 0) {
     free(flag);
     flag = NULL;

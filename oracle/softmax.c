@@ -178,6 +178,9 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
         memset(&el, 0, sizeof el);
         double y = NAN;
         if (kind == OC_LOGSUMEXP && !nan) y = pinf ? INFINITY : -INFINITY;
+        /* an all -Inf row under masked_row=zero (flash-attention kernels) */
+        if (kind != OC_LOGSUMEXP && allninf && n > 0 && p->masked_row == OC_MASKED_ZERO)
+          y = kind == OC_SOFTMAX ? 0 : -INFINITY;
         el.lo = el.hi = y;
         el.prob = INFINITY;
         int64_t at = row * (same ? n : 1) + k;

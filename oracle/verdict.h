@@ -14,11 +14,17 @@
 #define OC_ELEM_IN 6
 
 struct oc_elem {
-  double k;              /* kernel value, decoded exactly */
-  double lo, hi;         /* the exact value lies in [lo, hi]; NaN when it is NaN */
-  double bound;          /* rigorous bound on |k - exact|; +inf: none derivable */
-  double prob;           /* probabilistic bound (suspect only); +inf: none */
-  int ovf_ok;            /* an infinite kernel value may come from a legitimate overflow */
+  double k;      /* kernel value, decoded exactly */
+  double lo, hi; /* the exact value lies in [lo, hi]; NaN when it is NaN */
+  double bound;  /* rigorous bound on |k - exact|; +inf: none derivable */
+  double prob;   /* statistical bound (the separate statistical verdict); +inf: none */
+  double pre;    /* with pre_set: bound on the kernel's value before the output
+                    rounding (decides which overflows the output rule allows) */
+  int pre_set;
+  int ovf_ok;            /* the profile's accumulation may overflow here: a kernel Inf or NaN
+                            is consistent with it but proves nothing (inconclusive) */
+  int alt_ok;            /* the kernel value is another result a correct kernel of the profile
+                            returns (silu(-inf) = NaN, a flushed input, fp32-then-narrow) */
   int zero_sign;         /* the exact value is a zero whose sign the kernel must match */
   int exact_only;        /* bound is 0 by definition (max, min, copies): ladder does not apply */
   double in[OC_ELEM_IN]; /* the bound's ingredients, handed back to the ladder */
@@ -41,6 +47,8 @@ struct oc_check {
   struct oc_fail_rec *fails;
   size_t nfails, capfails;
   int64_t n_inf_bound;
+  int64_t n_ovf; /* kernel Inf/NaN where the accumulation may overflow (ovf_ok) */
+  int64_t n_stat_elems;
   int have_special, have_worst;
   double worst_ratio;
 };
@@ -91,12 +99,18 @@ int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lea
 void oc_batch_index(int nlead, const int64_t *lead, int64_t b, int64_t *idx);
 
 /* Freivalds screen for out = alpha A.B + beta C + bias (no activation):
- * with random +-1 vectors r, compares out.r to alpha A(B r) + beta C r +
- * bias.r against the sum of the row's rigorous bounds plus the screen's
- * own floating-point error. Writes the flagged (b, i) rows to *rows
- * (malloc'd) and returns how many; -1 on allocation failure. */
+ * with V random +-1 vectors r, compares out.r to alpha A(B r) + beta C r +
+ * bias.r against lambda sqrt(sum_j b_ij^2) (b_ij the elements' rigorous
+ * bounds, sum of squares bounded by max * sum) plus the screen's own
+ * floating-point error, lambda = sqrt(2 ln(2 / delta^(1/V))). A flagged row
+ * is only checked in full, so the screen never decides a verdict. A
+ * single element whose error exceeds catch_factor times its row's mean
+ * bound (the others within theirs) escapes all V vectors with probability
+ * <= delta. Writes the flagged (b, i) rows to *rows (malloc'd) and returns
+ * how many; -1 on allocation failure. */
 int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
-                            const struct oc_profile *p, const struct oc_options *o, int64_t **rows);
+                            const struct oc_profile *p, const struct oc_options *o, int64_t **rows,
+                            double *catch_factor);
 /* Roundings the matmul epilogue adds to every path (C, bias, alpha, beta). */
 int oc_matmul_extra(const struct oc_matmul_args *args);
 

@@ -16,8 +16,8 @@
 #include "log.h"
 #include "options.h"
 #include "shim.h"
+#include "torch_boot.h"
 
-struct kc_driver kc_drv;
 void *kc_shim_real[KC_E_COUNT];
 void *kc_shim_libcuda;
 atomic_int kc_shim_ready;
@@ -89,5 +89,7 @@ static void child(void) {
 
 __attribute__((constructor)) static void kc_shim_ctor(void) {
   kc_shim_resolve_dl();
+  kc_core_activate = kc_shim_activate;
+  kc_torch_boot_env();
   pthread_atfork(prefork, parent, child);
 }

@@ -8,31 +8,9 @@
 #include "core.h"
 #include "shim.h"
 
-static const char *const names[KC_E_COUNT] = {
-#define KC_HOOK(sym, fam) [KC_E_##sym] = #sym,
-#define KC_CALL(sym) [KC_E_##sym] = #sym,
-#include "driver.def"
-#undef KC_HOOK
-#undef KC_CALL
-};
-const char *const kc_entry_names[KC_E_COUNT] = {
-#define KC_HOOK(sym, fam) [KC_E_##sym] = #sym,
-#define KC_CALL(sym) [KC_E_##sym] = #sym,
-#include "driver.def"
-#undef KC_HOOK
-#undef KC_CALL
-};
-const unsigned char kc_entry_hooked[KC_E_COUNT] = {
-#define KC_HOOK(sym, fam) [KC_E_##sym] = 1,
-#define KC_CALL(sym) [KC_E_##sym] = 0,
-#include "driver.def"
-#undef KC_HOOK
-#undef KC_CALL
-};
-
 int kc_shim_hook_id(const char *name) {
   for (int i = 0; i < KC_E_COUNT; i++)
-    if (kc_entry_hooked[i] && !strcmp(names[i], name)) return i;
+    if (kc_entry_hooked[i] && !strcmp(kc_entry_names[i], name)) return i;
   return -1;
 }
 
@@ -67,7 +45,7 @@ void *kc_shim_wrap_proc(const char *symbol, void *real) {
   size_t n = base_len(symbol);
   for (int i = 0; i < KC_E_COUNT; i++) {
     if (!kc_entry_hooked[i]) continue;
-    if (base_len(names[i]) == n && !memcmp(names[i], symbol, n)) {
+    if (base_len(kc_entry_names[i]) == n && !memcmp(kc_entry_names[i], symbol, n)) {
       if (!atomic_exchange(&warned[i], 1)) kc_on_unwrapped_entry(symbol);
       break;
     }

@@ -6,8 +6,12 @@
 -include test/fakecuda/module.mk
 -include test/gpu/module.mk
 
-UNIT_TESTS := allocmap options contract limits
+UNIT_TESTS := allocmap options contract limits policy signature asserts findings
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
+UNIT_OBJS_policy := libkcheck/policy libkcheck/options libkcheck/log
+UNIT_OBJS_signature := libkcheck/policy libkcheck/options libkcheck/log
+UNIT_OBJS_asserts := libkcheck/log
+UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/log
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
                       contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \
@@ -20,9 +24,11 @@ define unit_test
 $(BUILD)/test/unit/test_$(1): test/unit/test_$(1).c $$(patsubst %,$(BUILD)/san/obj/%.o,$$(UNIT_OBJS_$(1))) \
     $$(filter %.a,$$(UNIT_LIBS_$(1)))
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_COMMON) $$(SANFLAGS) $$(KC_INC) -Itest/unit -o $$@ $$(filter %.o %.c,$$^) $$(UNIT_LIBS_$(1)) -ljansson -lpthread
+	$$(CC) $$(CFLAGS_COMMON) $$(SANFLAGS) $$(CHECKFLAGS) $$(KC_INC) -Itest/unit -MMD -MP -o $$@ $$(filter %.o %.c,$$^) \
+	  $$(UNIT_LIBS_$(1)) -ljansson -lpthread
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_test,$(t))))
+-include $(patsubst %,$(BUILD)/test/unit/test_%.d,$(UNIT_TESTS))
 
 .PHONY: unit-test integration-test
 unit-test: $(patsubst %,$(BUILD)/test/unit/test_%,$(UNIT_TESTS))
@@ -35,7 +41,24 @@ integration-test: $(BUILD)/san/libkcheck.so $(BUILD)/libkcheck.so $(BUILD)/.carr
 	KCHECK_TEST_BUILD=$(abspath $(BUILD)) KCHECK_TEST_ASAN_RT=$(ASAN_RT) \
 	  $(PYTHON) -m pytest -q test/integration
 
-test-cpu: unit-test fakecuda-test integration-test
+# The build itself: include paths enforce the layering, header
+# dependencies rebuild what a header change affects (test/build/).
+.PHONY: build-test
+build-test: $(BUILD)/libkcheck.so
+	@CC='$(CC)' CSTD='$(CSTD)' KC_INC_libkcheck='$(KC_INC_libkcheck)' KC_INC_oracle='$(KC_INC_oracle)' \
+	  KC_INC_contract='$(KC_INC_contract)' KC_INC_gates='$(KC_INC_gates)' KC_INC_shim='$(KC_INC_shim)' \
+	  sh test/build/check_layering.sh
+	@MAKE='$(MAKE)' BUILD='$(BUILD)' sh test/build/check_deps.sh
+
+# One list per vocabulary: the README's tables against the .def files, and
+# every gate's fixtures findable from its name (test/gates/<id>/fixtures).
+.PHONY: docs-test gates-index-test
+docs-test:
+	$(PYTHON) test/docs/check_tables.py
+gates-index-test:
+	$(PYTHON) test/gates/check_fixtures.py
+
+test-cpu: unit-test build-test docs-test gates-index-test fakecuda-test integration-test
 test: test-cpu
 bench: bench-cpu
 

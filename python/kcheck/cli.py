@@ -1,6 +1,6 @@
 """kcheck front end: run a program under libkcheck.so and read its reports.
 
-  kcheck run [-o key=value ...] [--lib PATH] -- CMD ...   run CMD under kcheck
+  kcheck run [--torch] [-o key=value ...] [--lib PATH] -- CMD ...   run CMD under kcheck
   kcheck options                                        list KCHECK_OPTIONS
   kcheck gates                                          list the gates
   kcheck report [--merge] [--sarif F] [--junit F] [--html F] [--gen-suppressions] FILE...
@@ -63,6 +63,11 @@ def cmd_run(args):
     env = dict(os.environ)
     opts = [o for o in env.get("KCHECK_OPTIONS", "").split(":") if o]
     opts += args.option or []
+    if args.torch:
+        # the library's constructor puts the binding's boot folder on
+        # PYTHONPATH; KCHECK_PYTHON tells it where this package lives
+        opts.append("torch=1")
+        env.setdefault("KCHECK_PYTHON", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if opts:
         env["KCHECK_OPTIONS"] = ":".join(opts)
     preload = env.get("LD_PRELOAD", "")
@@ -294,6 +299,8 @@ def main(argv=None):
     sub = p.add_subparsers(dest="verb", required=True)
     r = sub.add_parser("run", help="run a command under kcheck")
     r.add_argument("-o", "--option", action="append", help="a KCHECK_OPTIONS key=value (repeatable)")
+    r.add_argument("--torch", action="store_true",
+                   help="check PyTorch programs op by op (the binding, kcheck.torch)")
     r.add_argument("cmd", nargs=argparse.REMAINDER)
     sub.add_parser("options", help="print the option table")
     sub.add_parser("gates", help="list the gates and their contracts")

@@ -9,7 +9,7 @@ without a `summary` record is from a run that did not finish.
 import json
 import os
 
-SCHEMA = "kcheck.report/1"
+SCHEMA = "kcheck.report/2"
 
 
 class ReportError(Exception):

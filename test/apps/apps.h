@@ -577,6 +577,32 @@ static void app_contracts(struct app *a) {
 }
 
 /* Runs the scenarios a mode asks for; returns the exit status. */
+/* A training loop's shape: every step launches a kernel with a per-step
+ * scalar (a learning-rate schedule) and one with constant arguments. */
+static void app_steps(struct app *a, int steps) {
+  static float hc[N_ELEMS];
+  size_t bytes = sizeof hc;
+  CUdeviceptr dc = app_alloc(bytes), da = app_alloc(bytes), db = app_alloc(bytes);
+  CK(cuMemsetD8(dc, 0, bytes));
+  CK(cuMemsetD8(da, 0, bytes));
+  CK(cuMemsetD8(db, 0, bytes));
+  int n = N_ELEMS;
+  unsigned blocks = (N_ELEMS + 127) / 128;
+  CUfunction scale = app_func(a, FK_K_SCALE), vecadd = app_func(a, FK_K_VECADD);
+  for (int step = 1; step <= steps; step++) {
+    float lr = 1e-3f / (float)step;
+    void *sargs[] = {&dc, &lr, &n};
+    CK(cuLaunchKernel(scale, blocks, 1, 1, 128, 1, 1, 0, NULL, sargs, NULL));
+    void *vargs[] = {&da, &db, &dc, &n};
+    CK(cuLaunchKernel(vecadd, blocks, 1, 1, 128, 1, 1, 0, NULL, vargs, NULL));
+  }
+  CK(cuCtxSynchronize());
+  CK(cuMemcpyDtoH(hc, dc, bytes));
+  for (int i = 0; i < N_ELEMS; i++)
+    EXPECT(hc[i] == 0.0f, "steps: c[%d] = %g", i, hc[i]);
+  printf("%s: steps %d ok\n", app_name, steps);
+}
+
 static int app_run(const char *mode) {
   struct app a;
   memset(&a, 0, sizeof a);
@@ -588,12 +614,25 @@ static int app_run(const char *mode) {
     app_graph(&a);
   } else if (strcmp(mode, "contracts") == 0) {
     app_contracts(&a);
+  } else if (strcmp(mode, "crash") == 0 || strcmp(mode, "abort") == 0) {
+    /* Launches, then a segmentation fault or abort(): the report must keep
+     * them. */
+    app_elementwise(&a);
+    printf("%s: crashing now\n", app_name);
+    fflush(stdout);
+    if (mode[0] == 'a') abort();
+    int *volatile nowhere = NULL;
+    *nowhere = 1;
+  } else if (strncmp(mode, "steps", 5) == 0 && atoi(mode + 5) > 0) {
+    app_steps(&a, atoi(mode + 5));
   } else if (strcmp(mode, "all") == 0) {
     app_elementwise(&a);
     app_graph(&a);
     app_races(&a);
   } else {
-    fprintf(stderr, "%s: unknown mode '%s' (basic, races, contracts, all)\n", app_name, mode);
+    fprintf(stderr,
+            "%s: unknown mode '%s' (basic, races, contracts, all, crash, abort, steps<N>)\n",
+            app_name, mode);
     return 2;
   }
   app_teardown(&a);

@@ -11,7 +11,7 @@ summary, report zero internal errors.
 
 Checks on the main report (run with trace=1:cupti_audit=1):
   - every line is a JSON object with type/seq/t, seq counts up from 0, the first
-    record is `run` with schema kcheck.report/1, exactly one `summary`;
+    record is `run` with schema kcheck.report/2, exactly one `summary`;
   - summary.internal_errors == 0;
   - number of `launch` records == summary.launches, launch indices 0..n-1,
     launches per entry agree with summary.launches_by_entry;
@@ -42,7 +42,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from kcheck import report as kr  # noqa: E402
 
-SCHEMA = "kcheck.report/1"
+SCHEMA = "kcheck.report/2"
 ENTRIES = ("cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel")
 ATTR_COOPERATIVE = 2
 ATTR_CLUSTER_DIMENSION = 4

@@ -176,30 +176,50 @@ def cmd_costs(a):
     kern = prof.get("kernels") or {}
     bw = float(prof.get("copy_bytes_per_s") or 0)
     squash = {"".join(k.split()): v for k, v in kern.items()}
-    checks = sorted((r for r in recs if r.get("type") == "check"),
-                    key=lambda r: -float(r.get("cost_ms") or 0))[: a.top]
-    print(f"copy bandwidth (device-to-device, bytes copied per s): {bw / 1e9:.1f} GB/s"
-          if bw else "copy bandwidth: not measured (copy term taken as 0)")
-    print()
-    print("| kernel | runs | saved MiB | kernel ms (plain, mean) | floor ms | cost ms | cost/floor |")
-    print("|---|---|---|---|---|---|---|")
-    for c in checks:
-        name = c.get("kernel_name") or "?"
+    def kernel_ms(name):
         k = kern.get(name) or squash.get("".join(name.split()))
         if k is None:  # profiler names may be truncated
             for pn, pv in kern.items():
                 if pn and (name.startswith(pn) or pn.startswith(name[:80])):
                     k = pv
                     break
-        kms = float(k["mean_us"]) / 1e3 if k else 0.0
+        return (float(k["mean_us"]) / 1e3, True) if k else (0.0, False)
+
+    def floor_of(c):
+        if c.get("floor_ms") is not None:  # measured by the check itself (device events)
+            return float(c["floor_ms"])
+        kms, _ = kernel_ms(c.get("kernel_name") or "?")
         runs = int(c.get("runs") or 0)
         saved = int(c.get("saved_bytes") or 0)
-        floor = (1 + runs) * kms + (2.0 * saved / bw * 1e3 if bw else 0.0)
+        return (1 + runs) * kms + (2.0 * saved / bw * 1e3 if bw else 0.0)
+
+    every = [r for r in recs if r.get("type") == "check"]
+    checks = sorted(every, key=lambda r: -float(r.get("cost_ms") or 0))[: a.top]
+    print(f"copy bandwidth (device-to-device, bytes copied per s): {bw / 1e9:.1f} GB/s"
+          if bw else "copy bandwidth: not measured (copy term taken as 0)")
+    ratios = sorted(float(c.get("cost_ms") or 0) / f for c in every for f in [floor_of(c)] if f > 0)
+    if ratios:
+        costs = sorted(float(c.get("cost_ms") or 0) for c in every)
+        print(f"\n{len(every)} checks, cost ms median {costs[len(costs) // 2]:.3f}, "
+              f"total {sum(costs):.1f}; cost/floor median {ratios[len(ratios) // 2]:.1f} "
+              f"(of {len(ratios)} with a floor), largest {ratios[-1]:.1f}")
+    print()
+    print("floor: the check's own floor_ms where it has one (its kernel and snapshot timed with "
+          "device events), else from the plain profile")
+    print()
+    print("| kernel | runs | saved MiB | kernel ms (plain, mean) | floor ms | cost ms | cost/floor |")
+    print("|---|---|---|---|---|---|---|")
+    for c in checks:
+        name = c.get("kernel_name") or "?"
+        kms, known = kernel_ms(name)
+        runs = int(c.get("runs") or 0)
+        saved = int(c.get("saved_bytes") or 0)
+        floor = floor_of(c)
         cost = float(c.get("cost_ms") or 0)
         ratio = f"{cost / floor:.1f}" if floor > 0 else "n/a"
         disp = name if len(name) <= 90 else name[:87] + "..."
         disp = disp.replace("|", "\\|")
-        kdisp = f"{kms:.4f}" if k else "0 (not in profile)"
+        kdisp = f"{kms:.4f}" if known else "0 (not in profile)"
         print(f"| `{disp}` | {runs} | {saved / 2**20:.2f} | {kdisp} | {floor:.3f} | {cost:.3f} | {ratio} |")
     return 0
 

@@ -1,7 +1,9 @@
 # test/gpu/module.mk — GPU validation suite and pass-through benchmark.
 #
 #   make test-gpu    test/gpu/run_gpu_tests.sh  (results in $(GPU_OUT)), then
-#                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts)
+#                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts),
+#                    then test/gpu/run_gpu_torch.sh ($(GPU_OUT)/torch)
+#   make test-gpu-torch  the PyTorch binding (run_gpu_torch.sh; $(GPU_OUT))
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
 #   make test-gpu-checks   test/gpu/run_gpu_checks.sh (determinism/race gates
 #                          on planted races, torch ops, training; $(GPU_OUT))
@@ -10,6 +12,10 @@
 #                          $(GPU_OUT))
 #   make bench-gpu-checks  bench/run_check_bench.sh (checking cost on a small
 #                          transformer, compute-sanitizer; $(GPU_OUT))
+#   make bench-gpu-targets bench/run_targets.sh (the overhead targets on the
+#                    GPT-style training step: ratios to plain, profile,
+#                    check cost against floor, sanitizer anchors)
+#   make bench-gpu-profile bench/run_profile.sh (profile=1 per-stage times)
 #   make gpu-bins    the CUDA test and benchmark programs in $(BUILD)/gpu/
 #
 # test-gpu and bench-gpu print "SKIP: no GPU" and succeed when nvidia-smi is
@@ -65,7 +71,8 @@ $(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c li
 	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
 GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks \
+        bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)
 
 # Built with everything else where nvcc exists, so a copied build/ has them.
@@ -82,7 +89,14 @@ test-gpu:
 	out='$(GPU_OUT)'; out="$${out:-$${OUT:-gpu-out}}"; rc=0; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_tests.sh "$$out" || rc=$$?; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh "$$out/contracts" || rc=$$?; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_torch.sh "$$out/torch" || rc=$$?; \
 	exit $$rc
+
+# The PyTorch binding alone (run_gpu_torch.sh; results in $(GPU_OUT)).
+.PHONY: test-gpu-torch
+test-gpu-torch:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
 
 bench-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
@@ -99,5 +113,13 @@ test-gpu-contracts:
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash bench/run_check_bench.sh $(GPU_OUT)
+
+bench-gpu-targets:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_targets.sh $(GPU_OUT)
+
+bench-gpu-profile:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash bench/run_profile.sh $(GPU_OUT)
 
 endif

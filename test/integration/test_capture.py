@@ -4,6 +4,8 @@ import json
 import re
 import sys
 
+import pytest
+
 from conftest import CTYPES_APP, FAKECUDA, by_type, run
 
 
@@ -24,7 +26,7 @@ def test_runtime_style_app_is_fully_seen(app, tmp_path):
     assert checksums(r.out) == checksums(plain.out) and checksums(r.out)
     recs = r.only_report()
     run_rec = recs[0]
-    assert run_rec["type"] == "run" and run_rec["schema"] == "kcheck.report/1"
+    assert run_rec["type"] == "run" and run_rec["schema"] == "kcheck.report/2"
     assert run_rec["options"]["trace"] == 1
     summary = by_type(recs, "summary")[-1]
     launches = by_type(recs, "launch")
@@ -116,6 +118,10 @@ def test_python_ctypes_app(tmp_path):
     assert launches, r.err
     stack = launches[0]["stack"]
     assert stack["host"] and all("module" in f for f in stack["host"])
+    # trace=2 names frames by module file and offset (symbolised later).
+    import os
+    assert all(os.path.isfile(f["module"]) and f["offset"].startswith("0x")
+               for f in stack["host"] if f["module"] != "?")
     # The launching thread runs Python: its frames name this app's file.
     assert any(f["file"].endswith("app_ctypes.py") and f["line"] > 0 for f in stack["python"])
     # By default a thread that released the GIL gets no Python frames.
@@ -168,13 +174,15 @@ def test_concurrent_launches_from_threads(app, tmp_path):
 def test_concurrent_contract_checks_from_threads(app, tmp_path):
     """The same four threads with vecadd's contract and 40 checks: the
     contract gates run from several threads at once (ASan build), every
-    check judges vecadd bitwise, and each thread's results are right."""
+    check judges vecadd bitwise, and each thread's results are right. No
+    limit on the wait for the check lock: on a loaded machine an ASan check
+    can outlast check_lock_ms, and the launch would rightly go unchecked."""
     import os
     from conftest import ROOT
     contracts = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
     r = run([app("app_threads")], tmp_path,
             options="contracts=%s:check_first=40:clean_limit=-1:kernel_clean_limit=-1:"
-                    "time_budget=1" % contracts, timeout=600)
+                    "time_budget=1:check_lock_ms=0" % contracts, timeout=600)
     assert r.rc == 0, r.err
     assert "launches 1200 failures 0" in r.out
     recs = r.only_report()
@@ -182,3 +190,53 @@ def test_concurrent_contract_checks_from_threads(app, tmp_path):
     assert len(checks) == 40 and not by_type(recs, "violation")
     assert all(c["gates"]["oracle"]["status"] == "bitwise" for c in checks)
     assert by_type(recs, "summary")[-1]["internal_errors"] == 0
+
+
+def _step_records(app, tmp_path, steps, options=""):
+    sub = tmp_path / ("s%d" % steps)
+    sub.mkdir()
+    r = run([app("app_linked"), "steps%d" % steps], sub, options=options)
+    assert r.rc == 0, r.err
+    assert "steps %d ok" % steps in r.out
+    recs = r.only_report()
+    return by_type(recs, "check"), by_type(recs, "skip")
+
+
+def test_per_step_scalars_stop_making_checks_and_skips(app, tmp_path):
+    """A kernel whose scalar changes every step (a learning-rate schedule) is
+    checked kernel_clean_limit times, then skipped with one skip record for
+    the kernel: 20 more steps add no check and no skip record."""
+    c20, s20 = _step_records(app, tmp_path, 20, "kernel_clean_limit=4")
+    c40, s40 = _step_records(app, tmp_path, 40, "kernel_clean_limit=4")
+    scale = [c for c in c40 if c["kernel_name"].startswith("scale")]
+    assert len(scale) == 4
+    assert (len(c20), len(s20)) == (len(c40), len(s40))
+    reasons = [s["reason"] for s in s40 if s["kernel_name"].startswith("scale")]
+    assert reasons == ["kernel already checked clean kernel_clean_limit times"]
+
+
+def test_per_step_scalars_checked_every_step_without_kernel_limit(app, tmp_path):
+    """Must fire: without kernel_clean_limit each step's scalar is a new
+    signature, so every step is checked again."""
+    c20, _ = _step_records(app, tmp_path, 20, "kernel_clean_limit=-1")
+    c40, _ = _step_records(app, tmp_path, 40, "kernel_clean_limit=-1")
+    assert len([c for c in c40 if c["kernel_name"].startswith("scale")]) == 40
+    assert len(c40) - len(c20) == 20
+
+
+@pytest.mark.parametrize("how", ["crash", "abort"])
+def test_report_survives_a_crash(app, tmp_path, how):
+    """Records are written by a background thread; a segmentation fault or
+    abort() must still leave every completed record in the file, each line
+    whole."""
+    r = run([app("app_linked"), how], tmp_path, options="trace=1")
+    assert r.rc != 0 and "crashing now" in r.out
+    want = r.out.count(" ok checksum")  # each printed after its launch completed
+    with open(r.reports[0]) as f:
+        raw = f.read()
+    assert raw.endswith("\n")
+    recs = [json.loads(line) for line in raw.splitlines()]
+    assert [x["seq"] for x in recs] == list(range(len(recs)))
+    launches = [x["launch"] for x in by_type(recs, "launch")]
+    assert launches == list(range(len(launches))) and len(launches) >= want > 0
+    assert not by_type(recs, "summary")  # the process died before its exit summary

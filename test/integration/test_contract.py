@@ -35,15 +35,15 @@ def test_lint_reports_every_error_with_its_position():
         f + ":6:36: error: unknown format 'fp23' for tensor 'a' (expected fp64, fp32, tf32, fp16, "
         "bf16, e4m3fn, e5m2, int8, int16, int32, int64, uint8, uint16, uint32, uint64 or bool)",
         f + ":8:17: error: tensor 'b' has no role (expected role: in, out or inout)",
-        f + ":8:40: error: shape expression 'm': unknown scalar 'm' (scalars: n) at column 1 of "
-        "the expression",
+        f + ":8:40: error: shape expression 'm': unknown scalar 'm' (scalars: n; launch: "
+        "gridDim.x/y/z, blockDim.x/y/z) at column 1 of the expression",
         f + ":9:15: error: duplicate parameter name 'a' (first at line 5)",
         f + ":10:54: error: shape expression 'n +': expected a number, a scalar name or '(', "
         "found end of expression at column 4 of the expression",
         f + ":13:9: error: unknown op 'softmaks' (did you mean 'softmax'? known: matmul, softmax, "
         "log_softmax, logsumexp, layer_norm, rms_norm, sum, mean, max, min, norm2, attention, "
         "gated_delta, add, sub, mul, div, neg, abs, relu, gelu_erf, gelu_tanh, silu, sigmoid, "
-        "tanh, exp, log, sqrt, rsqrt)",
+        "tanh, exp, log, sqrt, rsqrt, relu_fmax, clamp)",
         f + ":14:14: error: bad profile 'fp32:math=sloppy': bad value 'sloppy' for key 'math' "
         "(expected precise, fast or triton)",
         f + ":15:5: error: unknown key 'nondeterminsm' in contract (did you mean "
@@ -91,7 +91,11 @@ def test_default_directory_and_none(app, tmp_path):
     cfg = tmp_path / "cfg"
     (cfg / "kcheck" / "contracts").mkdir(parents=True)
     (cfg / "kcheck" / "contracts" / "v.yaml").write_text(
-        "contracts:\n  - kernel: {glob: 'vecadd*'}\n    params: []\n    op: add\n")
+        "contracts:\n  - kernel: {glob: 'vecadd*'}\n    params:\n"
+        "      - {name: a, tensor: {role: in, format: fp32, shape: [n]}}\n"
+        "      - {name: b, tensor: {role: in, format: fp32, shape: [n]}}\n"
+        "      - {name: c, tensor: {role: out, format: fp32, shape: [n]}}\n"
+        "      - {name: n, scalar: i32}\n    op: add\n")
     env = {"XDG_CONFIG_HOME": str(cfg)}
     r = run([app("app_runtime"), "basic"], tmp_path, env_extra=env)
     assert r.rc == 0, r.err
@@ -120,7 +124,8 @@ assert lib.kcheck_annotate_tensor(b"in", None, b"fp33", 0, None, None) == -1
 lib.kcheck_annotate_clear()
 assert lib.kcheck_annotation_describe(buf, 512) == 0
 assert lib.kcheck_contract_register_yaml(
-    b"contracts:\n  - {kernel: {name: k}, params: [], op: exp}\n", b"inline") == 1
+    b"contracts:\n  - {kernel: {name: k}, op: exp, params: [{name: x, tensor: "
+    b"{role: inout, format: fp32, shape: [4]}}]}\n", b"inline") == 1
 assert lib.kcheck_contract_register_yaml(b"contracts: [{op: exp}]\n", b"inline-bad") == -1
 """
 

@@ -9,7 +9,7 @@ static int same(const struct oc_profile *a, const struct oc_profile *b) {
          a->acc_round == b->acc_round && a->block == b->block && a->promote == b->promote &&
          a->fma == b->fma && a->tf32 == b->tf32 && a->ftz == b->ftz && a->math == b->math &&
          a->softmax == b->softmax && a->online_block == b->online_block && a->norm == b->norm &&
-         a->out_ovf == b->out_ovf;
+         a->out_ovf == b->out_ovf && a->masked_row == b->masked_row;
 }
 
 static void test_presets(void) {
@@ -71,12 +71,13 @@ static void test_keys(void) {
   oc_profile_describe(&p, d, sizeof d);
   EXPECT(strstr(d, "fast-math") && strstr(d, "ftz"), "describe: %s", d);
   EXPECT(oc_profile_parse("bf16_fp32acc:out=fp32:acc=fp16:round=zero:block=8:promote=32:tf32=1:"
-                          "acc_bits=12:math=triton:ovf=saturate:fma=0",
+                          "acc_bits=12:math=triton:ovf=saturate:fma=0:masked_row=zero",
                           &p) == 0,
          "parse");
   EXPECT(p.out == OC_FP32 && p.acc == OC_FP16 && p.acc_round == OC_ACC_ZERO && p.block == 8 &&
              p.promote == 32 && p.tf32 == 1 && p.acc_bits == 12 && p.math == OC_MATH_TRITON &&
-             p.out_ovf == OC_OVF_SATURATE && p.fma == 0 && p.in == OC_BF16,
+             p.out_ovf == OC_OVF_SATURATE && p.fma == 0 && p.in == OC_BF16 &&
+             p.masked_row == OC_MASKED_ZERO,
          "fields 2");
   EXPECT(oc_profile_u_acc(&p) == 0x1p-11, "u %g (12 bits toward zero)", oc_profile_u_acc(&p));
   char spec[400];

@@ -1,5 +1,6 @@
 /* test/unit/test_allocmap.c — the allocation interval map: lookups inside,
- * at the edges and between allocations; removal; overlap replacement. */
+ * at the edges and between allocations; removal; overlap replacement;
+ * growth; the snapshot's order; zero sizes and range removal. */
 #include <stdint.h>
 
 #include "allocmap.h"
@@ -41,5 +42,24 @@ int main(void) {
     ok &= kc_allocmap_find(base + 0x100, &a) != 0;
   }
   CHECK(ok);
+  /* The snapshot is the map in address order, disjoint. */
+  static struct kc_alloc snap[6000];
+  size_t n = kc_allocmap_snapshot(snap, 6000);
+  CHECK(n == kc_allocmap_count() && n > 5000);
+  ok = 1;
+  for (size_t i = 1; i < n; i++)
+    ok &= snap[i - 1].base + snap[i - 1].size <= snap[i].base;
+  CHECK(ok);
+  CHECK(kc_allocmap_snapshot(snap, 2) == 2 && snap[0].base < snap[1].base);
+  /* Zero-sized allocations are not recorded; an inner address of an
+   * allocation is not its base (remove needs the base). */
+  size_t before = kc_allocmap_count();
+  kc_allocmap_insert(0x50000, 0, KC_ALLOC_PLAIN);
+  CHECK(kc_allocmap_count() == before && kc_allocmap_find(0x50000, &a) != 0);
+  CHECK(kc_allocmap_remove(0x30010) != 0 && kc_allocmap_find(0x30010, &a) == 0);
+  /* Unmapping the middle of one mapping removes all of it (VMM unmaps
+   * whole mappings). */
+  kc_allocmap_remove_range(0x30100, 0x10);
+  CHECK(kc_allocmap_find(0x30000, &a) != 0 && kc_allocmap_count() == before - 1);
   return CHECK_DONE("allocmap");
 }

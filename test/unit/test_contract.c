@@ -9,6 +9,7 @@
 #include "check.h"
 #include "contract.h"
 #include "kernel.h"
+#include "launch.h"
 
 static const char *const vars[] = {"M", "N", "K"};
 
@@ -100,7 +101,7 @@ static const char good[] =
     "          - {name: A, offset: 8, tensor: {role: in, format: fp16, "
     "shape: [M, K]}}\n"
     "          - {name: K, offset: 4, scalar: {type: u32}}\n"
-    "    op: matmul\n";
+    "    op: sum\n"; /* one tensor: the struct's fields are the point here */
 
 static void test_good(void) {
   struct kc_ct_set set = {0};
@@ -234,7 +235,9 @@ static void test_errors(void) {
       {2, 21, "bad regex 'a(b'"},
       {5, 17, "tensor 'x' has no role"},
       {5, 18, "unknown key 'rol' in tensor 'x' (did you mean 'role'?"},
-      {5, 49, "shape expression 'n': unknown scalar 'n' (scalars: x) at column 1"},
+      {5, 49,
+       "shape expression 'n': unknown scalar 'n' (scalars: x; launch: gridDim.x/y/z, "
+       "blockDim.x/y/z) at column 1"},
       {6, 15, "duplicate parameter name 'x' (first at line 4)"},
       {7, 24, "unknown scalar type 'i128'"},
       {9, 24, "bad role 'sideways'"},
@@ -269,17 +272,152 @@ static void test_errors(void) {
                 w5, 2);
   /* Several contracts: the good one survives, the bad one is reported. */
   struct kc_ct_set set = {0};
-  const char two[] = "contracts:\n  - {kernel: {name: k1}, params: [], op: exp}\n"
+  const char two[] = "contracts:\n  - {kernel: {name: k1}, op: exp, params: [{name: x, tensor: "
+                     "{role: inout, format: fp32, shape: [4]}}]}\n"
                      "  - {kernel: {name: k2}, params: [], op: expp}\n";
   CHECK(kc_contract_parse_text(two, strlen(two), "two.yaml", &set) == 1 && set.n == 1);
   kc_ct_set_free(&set);
 }
 
+/* Extents from the launch (gridDim/blockDim in shapes), the application's
+ * launch checked against the contract, and each op's arity at lint time. */
+static void test_launch_and_arity(void) {
+  const char rows[] = "contracts:\n"
+                      "  - kernel: {name: rowmax}\n"
+                      "    params:\n"
+                      "      - {name: x, tensor: {role: in, format: fp32, shape: [gridDim.x, n]}}\n"
+                      "      - {name: y, tensor: {role: out, format: fp32, shape: [gridDim.x]}}\n"
+                      "      - {name: n, scalar: i32}\n"
+                      "    op: max\n"
+                      "    attrs: {axis: 1}\n"
+                      "    domain: [\"n >= 1\", \"blockDim.x == 128\"]\n";
+  struct kc_ct_set set = {0};
+  CHECK(kc_contract_parse_text(rows, strlen(rows), "rows.yaml", &set) == 0 && set.n == 1);
+  kc_ct_print_diags(&set, "unexpected: ");
+  if (set.n != 1) return;
+  const struct kc_contract *c = set.c[0];
+  CHECK(c->uses_launch_dims == 1);
+  unsigned char buf[20] = {0};
+  uint64_t px = 0x1000, py = 0x2000;
+  int32_t n = 64;
+  memcpy(buf, &px, 8), memcpy(buf + 8, &py, 8), memcpy(buf + 16, &n, 4);
+  uint32_t off[] = {0, 8, 16};
+  struct kc_ct_binding b;
+  char err[512] = "";
+  CHECK(kc_contract_bind(c, buf, sizeof buf, off, 3, &b, err, sizeof err) == -1 &&
+        strstr(err, "launch dimensions are unknown"));
+  unsigned grid[3] = {7, 1, 1}, block[3] = {128, 1, 1};
+  CHECK(kc_contract_bind_dims(c, buf, sizeof buf, off, 3, grid, block, &b, err, sizeof err) == 0 &&
+        b.tensors[0].shape[0] == 7 && b.tensors[0].shape[1] == 64 && b.tensors[1].shape[0] == 7);
+  CHECK(kc_contract_check_domain(c, &b, err, sizeof err) == -1);
+  /* the application's launch: applies at block 128, not at 256 */
+  struct kc_kernel k;
+  memset(&k, 0, sizeof k);
+  k.nparams = 3;
+  k.param_offset = off;
+  struct kc_launch_info li;
+  memset(&li, 0, sizeof li);
+  li.k = &k;
+  li.param_buf = buf;
+  li.param_size = sizeof buf;
+  li.grid[0] = 7, li.grid[1] = li.grid[2] = 1;
+  li.block[0] = 128, li.block[1] = li.block[2] = 1;
+  CHECK(kc_contract_applies(c, &li, err, sizeof err) == 1);
+  li.block[0] = 256;
+  CHECK(kc_contract_applies(c, &li, err, sizeof err) == 0 && strstr(err, "outside its domain") &&
+        strstr(err, "blockDim.x == 128"));
+  kc_ct_set_free(&set);
+
+  /* A launch section: the launch must be the one it computes. */
+  const char vec[] = "contracts:\n"
+                     "  - kernel: {name: vecadd}\n"
+                     "    params:\n"
+                     "      - {name: a, tensor: {role: in, format: fp32, shape: [n]}}\n"
+                     "      - {name: c, tensor: {role: out, format: fp32, shape: [n]}}\n"
+                     "      - {name: n, scalar: i32}\n"
+                     "    op: exp\n"
+                     "    domain: [\"n % 4 == 0\"]\n"
+                     "    launch: {grid: [\"ceil_div(n, 128)\"], block: [128]}\n";
+  memset(&set, 0, sizeof set);
+  CHECK(kc_contract_parse_text(vec, strlen(vec), "vec.yaml", &set) == 0 && set.n == 1);
+  if (set.n != 1) return;
+  c = set.c[0];
+  n = 1000;
+  memcpy(buf + 16, &n, 4);
+  li.grid[0] = 8, li.block[0] = 128;
+  CHECK(kc_contract_applies(c, &li, err, sizeof err) == 1);
+  li.grid[0] = 16, li.block[0] = 64;
+  CHECK(kc_contract_applies(c, &li, err, sizeof err) == 0 &&
+        strstr(err, "the launch is grid (16,1,1) block (64,1,1)") &&
+        strstr(err, "says grid (8,1,1) block (128,1,1)"));
+  n = 1001;
+  memcpy(buf + 16, &n, 4);
+  li.grid[0] = 8, li.block[0] = 128;
+  CHECK(kc_contract_applies(c, &li, err, sizeof err) == 0 && strstr(err, "n % 4 == 0"));
+  kc_ct_set_free(&set);
+
+  /* The launch section cannot use the launch's own dimensions. */
+  const struct want w1[] = {
+      {7, 21, "grid expression 'gridDim.x': the launch section computes the launch dimensions"}};
+  expect_errors("contracts:\n  - kernel: {name: k}\n    op: exp\n    params:\n"
+                "      - {name: x, tensor: {role: inout, format: fp32, shape: [gridDim.x]}}\n"
+                "\n    launch: {grid: [gridDim.x], block: [1]}\n",
+                w1, 1);
+
+  /* Arity: mul with one tensor needs a constant or a float scalar. */
+#define K2(op, params, attrs)                                                                      \
+  "contracts:\n  - kernel: {name: k}\n    op: " op "\n    params:\n" params attrs
+#define X_IN "      - {name: x, tensor: {role: in, format: fp32, shape: [4]}}\n"
+#define Y_IN "      - {name: y, tensor: {role: in, format: fp32, shape: [4]}}\n"
+#define O_OUT "      - {name: o, tensor: {role: out, format: fp32, shape: [4]}}\n"
+  const struct want w2[] = {{3, 9,
+                             "op 'mul' takes 2 operands: the contract declares one input "
+                             "tensor and no float scalar or constant"}};
+  expect_errors(K2("mul", X_IN O_OUT, ""), w2, 1);
+  const char *fine[] = {
+      K2("mul", X_IN O_OUT, "    attrs: {rhs: 2}\n"),
+      K2("add", X_IN O_OUT, "    attrs: {rhs: 1}\n"),
+      K2("sub", X_IN O_OUT, "    attrs: {lhs: 1}\n"),
+      K2("mul", X_IN Y_IN O_OUT, ""),
+      K2("mul", X_IN "      - {name: s, scalar: f32}\n" O_OUT, ""),
+      K2("clamp", X_IN O_OUT, "    attrs: {min: -1, max: 1}\n"),
+      K2("relu_fmax", X_IN O_OUT, ""),
+      K2("exp", "      - {name: x, tensor: {role: inout, format: fp32, shape: [4]}}\n", ""),
+  };
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+    memset(&set, 0, sizeof set);
+    int e = kc_contract_parse_text(fine[i], strlen(fine[i]), "fine.yaml", &set);
+    CHECK(e == 0 && set.n == 1);
+    if (e) kc_ct_print_diags(&set, "unexpected: ");
+    kc_ct_set_free(&set);
+  }
+  const struct want w3[] = {{3, 9, "give one constant operand, lhs or rhs, not both"}};
+  expect_errors(K2("mul", X_IN O_OUT, "    attrs: {lhs: 1, rhs: 2}\n"), w3, 1);
+  const struct want w4[] = {{3, 9, "op 'exp' takes no constant operand"}};
+  expect_errors(K2("exp", X_IN O_OUT, "    attrs: {rhs: 2}\n"), w4, 1);
+  const struct want w5[] = {{3, 9, "declares two input tensors and a constant"}};
+  expect_errors(K2("add", X_IN Y_IN O_OUT, "    attrs: {rhs: 2}\n"), w5, 1);
+  const struct want w6[] = {{3, 9, "attrs min/max are clamp's bounds"}};
+  expect_errors(K2("add", X_IN Y_IN O_OUT, "    attrs: {min: 2}\n"), w6, 1);
+  const struct want w7[] = {{3, 9,
+                             "op 'matmul' takes at least 2 input tensors; the contract "
+                             "declares 1"}};
+  expect_errors(K2("matmul", X_IN O_OUT, ""), w7, 1);
+  const struct want w8[] = {{3, 9, "op 'exp' takes 1 input tensor; the contract declares 2"}};
+  expect_errors(K2("exp", X_IN Y_IN O_OUT, ""), w8, 1);
+#undef K2
+#undef X_IN
+#undef Y_IN
+#undef O_OUT
+}
+
 static void test_api(void) {
-  CHECK(kcheck_api_version() == 3);
+  CHECK(kcheck_api_version() == 4);
   int before = kc_contracts_count();
   CHECK(kcheck_contract_register_yaml(
-            "contracts:\n  - {kernel: {regex: '^vec'}, params: [], op: add}\n", "api") == 1);
+            "contracts:\n  - {kernel: {regex: '^vec'}, op: exp, params: [{name: x, tensor: "
+            "{role: inout, format: fp32, shape: [4]}}]}\n",
+            "api") == 1);
   CHECK(kcheck_contract_register_yaml("contracts: [{op: nope}]\n", "api-bad") == -1);
   CHECK(kc_contracts_count() == before + 1);
   struct kc_kernel k = {.name = "_Z6vecaddPKfS0_Pfi",
@@ -359,6 +497,7 @@ int main(void) {
   test_expr();
   test_good();
   test_errors();
+  test_launch_and_arity();
   test_api();
   return CHECK_DONE("test_contract");
 }

@@ -1,0 +1,40 @@
+/* contract/torch_op.c — contracts on torch ops (torch_op: mylib::rmsnorm)
+ * handed to the PyTorch binding as JSON (kcheck.h:
+ * kcheck_torch_op_contracts): the op a custom op (torch.library.custom_op,
+ * triton_op, load_inline) computes, how its arguments map to the oracle's
+ * inputs, its profile and attributes. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "../include/kcheck.h"
+#include "contract.h"
+#include "core.h"
+
+#define KC_EXPORT __attribute__((visibility("default")))
+
+static json_t *pairs(const struct kc_ct_attr *a, int n) {
+  json_t *o = json_object();
+  for (int i = 0; i < n; i++)
+    json_object_set_new(o, a[i].key, json_string(a[i].value));
+  return o;
+}
+
+KC_EXPORT long kcheck_torch_op_contracts(char *buf, unsigned long n) {
+  if (kc_core_activate) kc_core_activate();
+  json_t *all = json_array();
+  for (int i = 0, k = kc_contracts_count(); i < k; i++) {
+    const struct kc_contract *c = kc_contract_at(i);
+    if (!c || !c->torch_op) continue;
+    json_array_append_new(
+        all, json_pack("{s:s, s:s?, s:s?, s:o, s:o, s:s}", "torch_op", c->torch_op, "op", c->op,
+                       "profile", c->profile_spec, "attrs", pairs(c->attrs, c->nattrs), "args",
+                       pairs(c->torch_args, c->ntorch_args), "where", c->where));
+  }
+  char *s = json_dumps(all, JSON_COMPACT | JSON_ENSURE_ASCII);
+  json_decref(all);
+  long len = s ? (long)snprintf(buf, buf ? n : 0, "%s", s) : -1;
+  free(s);
+  return len;
+}

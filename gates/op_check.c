@@ -1,0 +1,435 @@
+/* gates/op_check.c — op-level checks for framework bindings (kcheck.h
+ * version 4): the binding copies an op's inputs before and its outputs after
+ * the whole op (however many kernels it launched) into host memory, and asks
+ * here for the policy decision and the oracle's verdict. Violations go
+ * through the core (counting, halt_on_error, exitcode) with the binding's
+ * context (op, overload, Python stack, kernels, settings) merged in. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "../include/kcheck.h"
+#include "core.h"
+#include "gate.h"
+#include "guard.h"
+#include "judge.h"
+#include "log.h"
+#include "oracle.h"
+#include "options.h"
+#include "policy.h"
+#include "report.h"
+#include "trial.h"
+
+#define KC_EXPORT __attribute__((visibility("default")))
+
+static atomic_long op_seq; /* ops offered to the policy, for sampling */
+
+/* Options, report and gates are set up on the first CUDA call; a binding may
+ * ask before that (an op on tensors made before any launch). */
+static int ready(void) {
+  if (kc_core_activate) kc_core_activate();
+  return !kc_disabled;
+}
+
+/* Judging needs the options only, not a driver (kcheck.torch.replay). */
+static int judge_ready(void) {
+  if (kc_core_activate) kc_core_activate();
+  return kc_core_initialized;
+}
+
+/* Op ids live below the kernel ids (which count up from 0), so per-kernel
+ * policy state (kernel_clean_limit) is kept per op name. */
+static int op_id(const char *op) { return -1 - (int)(XXH3_64bits(op, strlen(op)) & 0x3fffffff); }
+
+KC_EXPORT int kcheck_op_decide(const char *op, const char *key, char *why, unsigned long n) {
+  const char *reason = NULL;
+  if (!op || !key)
+    reason = "no op or key";
+  else if (!ready())
+    reason = "kcheck is not active";
+  else if (!kc_gate_enabled(&kc_gate_oracle))
+    reason = "the oracle gate is not enabled";
+  else if (kc_opt.max_checks >= 0 && atomic_load(&kc_count.checks) >= kc_opt.max_checks)
+    reason = "max_checks reached";
+  if (!reason) {
+    int first = 0;
+    uint64_t seq = (uint64_t)atomic_fetch_add(&op_seq, 1);
+    reason = kc_policy_decide(XXH3_64bits(key, strlen(key)), op_id(op), seq, &first);
+  }
+  /* Counted when decided: the judgments may finish later, on other
+   * threads, and max_checks must hold all the same. */
+  if (!reason) atomic_fetch_add(&kc_count.checks, 1);
+  if (why && n) snprintf(why, n, "%s", reason ? reason : "");
+  return reason == NULL;
+}
+
+/* ------------------------------------------------ attributes "k=v k=v" */
+
+static int attr(const char *attrs, const char *key, char *val, size_t n) {
+  size_t kl = strlen(key);
+  for (const char *p = attrs; p && *p;) {
+    while (*p == ' ') p++;
+    const char *end = strchr(p, ' ');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > kl && p[kl] == '=' && !strncmp(p, key, kl)) {
+      snprintf(val, n, "%.*s", (int)(len - kl - 1), p + kl + 1);
+      return 1;
+    }
+    p += len;
+  }
+  return 0;
+}
+
+static double num(const char *attrs, const char *key, double dflt) {
+  char v[64];
+  return attr(attrs, key, v, sizeof v) ? strtod(v, NULL) : dflt;
+}
+
+/* ------------------------------------------------ tensors */
+
+static int describe(const struct kcheck_tensor *k, struct oc_tensor *t, char *err, size_t n) {
+  int f = k->format ? oc_format_parse(k->format) : -1;
+  if (f < 0) {
+    snprintf(err, n, "tensor '%s': format '%s' is not one the oracle judges", k->name ? k->name : "?",
+             k->format ? k->format : "(none)");
+    return -1;
+  }
+  if (k->rank < 0 || k->rank > OC_MAX_RANK || !k->data) {
+    snprintf(err, n, "tensor '%s': rank %d or data the oracle cannot take", k->name, k->rank);
+    return -1;
+  }
+  int64_t shape[OC_MAX_RANK], stride[OC_MAX_RANK];
+  for (int d = 0; d < k->rank; d++) {
+    shape[d] = k->shape[d];
+    stride[d] = k->strides ? k->strides[d] : 0;
+  }
+  if (oc_tensor_make(t, k->data, (enum oc_format)f, k->rank, shape, k->strides ? stride : NULL)) {
+    snprintf(err, n, "tensor '%s': shape the oracle cannot take", k->name);
+    return -1;
+  }
+  return 0;
+}
+
+static void transpose(struct oc_tensor *t) {
+  if (t->rank < 2) return;
+  int a = t->rank - 2, b = t->rank - 1;
+  int64_t s = t->shape[a];
+  t->shape[a] = t->shape[b], t->shape[b] = s;
+  s = t->stride[a];
+  t->stride[a] = t->stride[b], t->stride[b] = s;
+}
+
+struct op_in {
+  int n;
+  struct oc_tensor t[8];
+  const char *name[8];
+};
+
+/* The input named name, else the one at position pos (-1: none). */
+static const struct oc_tensor *in_at(const struct op_in *in, const char *name, int pos) {
+  for (int i = 0; i < in->n; i++)
+    if (in->name[i] && !strcmp(in->name[i], name)) return &in->t[i];
+  return pos >= 0 && pos < in->n ? &in->t[pos] : NULL;
+}
+
+static int reduce_kind(const char *op) {
+  static const char *const names[] = {"sum", "mean", "max", "min", "norm2"};
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(op, names[i])) return i; /* enum oc_reduce_op order */
+  return -1;
+}
+
+/* The oracle's verdict on out = op(in) under profile p. 0, or -1 with why. */
+static int judge(const char *op, const char *attrs, const struct op_in *in,
+                 const struct oc_tensor *out, const struct oc_profile *p, struct oc_verdict *v,
+                 char *err, size_t n) {
+  struct oc_options o;
+  oc_options_default(&o);
+  o.seed = (uint64_t)kc_opt.seed;
+  o.screen = (int)num(attrs, "screen", o.screen);
+  int ew = oc_op_parse(op);
+  if (ew >= 0) {
+    int ar = oc_op_arity((enum oc_op)ew);
+    if (in->n != ar) {
+      snprintf(err, n, "op '%s' takes %d inputs, %d given", op, ar, in->n);
+      return -1;
+    }
+    if (oc_check_elementwise((enum oc_op)ew, &in->t[0], ar == 2 ? &in->t[1] : NULL, out, p, &o, v))
+      goto rejected;
+    return 0;
+  }
+  if (!strcmp(op, "matmul")) {
+    const struct oc_tensor *a0 = in_at(in, "a", 0), *b0 = in_at(in, "b", 1);
+    if (!a0 || !b0) {
+      snprintf(err, n, "matmul needs A and B");
+      return -1;
+    }
+    struct oc_tensor a = *a0, b = *b0;
+    if (num(attrs, "transpose_a", 0)) transpose(&a);
+    if (num(attrs, "transpose_b", 0)) transpose(&b);
+    struct oc_matmul_args m = {&a,   &b, in_at(in, "c", -1), in_at(in, "bias", -1),
+                               num(attrs, "alpha", 1), num(attrs, "beta", 0), OC_ACT_NONE};
+    char act[32];
+    if (attr(attrs, "activation", act, sizeof act)) {
+      int k = oc_act_parse(act);
+      if (k < 0) {
+        snprintf(err, n, "unknown activation '%s'", act);
+        return -1;
+      }
+      m.act = (enum oc_act)k;
+    }
+    if (oc_check_matmul(&m, out, p, &o, v)) goto rejected;
+    return 0;
+  }
+  if (!strcmp(op, "attention")) {
+    const struct oc_tensor *q = in_at(in, "q", 0), *k = in_at(in, "k", 1), *vv = in_at(in, "v", 2);
+    if (!q || !k || !vv) {
+      snprintf(err, n, "attention needs q, k and v");
+      return -1;
+    }
+    char pf[16];
+    struct oc_attention_args a = {q,
+                                  k,
+                                  vv,
+                                  num(attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
+                                  (int)num(attrs, "causal", 0),
+                                  attr(attrs, "p_format", pf, sizeof pf)
+                                      ? (enum oc_format)oc_format_parse(pf)
+                                      : OC_FP32};
+    if ((int)a.p_fmt < 0) a.p_fmt = OC_FP32;
+    if (oc_check_attention(&a, out, p, &o, v)) goto rejected;
+    return 0;
+  }
+  if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
+    const struct oc_tensor *x = in_at(in, "x", 0), *w = in_at(in, "weight", -1),
+                           *b = in_at(in, "bias", -1);
+    if (!x) {
+      snprintf(err, n, "%s needs x", op);
+      return -1;
+    }
+    double eps = num(attrs, "eps", 1e-5);
+    int r = op[0] == 'r' ? oc_check_rms_norm(x, w, eps, out, p, &o, v)
+                         : oc_check_layer_norm(x, w, b, eps, out, p, &o, v);
+    if (r) goto rejected;
+    return 0;
+  }
+  if (in->n < 1) {
+    snprintf(err, n, "op '%s' needs an input", op);
+    return -1;
+  }
+  int axis = (int)num(attrs, "axis", -1);
+  if (axis < 0) axis += in->t[0].rank;
+  int red = reduce_kind(op);
+  if (red >= 0) {
+    if (oc_check_reduce((enum oc_reduce_op)red, &in->t[0], axis, out, p, &o, v)) goto rejected;
+    return 0;
+  }
+  enum oc_softmax_kind sk;
+  if (!strcmp(op, "softmax"))
+    sk = OC_SOFTMAX;
+  else if (!strcmp(op, "log_softmax"))
+    sk = OC_LOG_SOFTMAX;
+  else if (!strcmp(op, "logsumexp"))
+    sk = OC_LOGSUMEXP;
+  else {
+    snprintf(err, n, "op '%s' is not checked by the oracle", op);
+    return -1;
+  }
+  if (oc_check_softmax(sk, &in->t[0], axis, out, p, &o, v)) goto rejected;
+  return 0;
+rejected:
+  snprintf(err, n, "the oracle rejected the tensors of op '%s' (shapes or axis)", op);
+  return -1;
+}
+
+static json_t *jnum(double d) {
+  if (isnan(d)) return json_string("nan");
+  if (isinf(d)) return json_string(d > 0 ? "inf" : "-inf");
+  return json_real(d);
+}
+
+static json_t *index_json(const int64_t *idx, int rank) {
+  json_t *a = json_array();
+  for (int d = 0; d < rank; d++)
+    json_array_append_new(a, json_integer((json_int_t)idx[d]));
+  return a;
+}
+
+/* The evidence of a verdict, as the contract gates write it. */
+static json_t *evidence(const char *op, const char *out_name, const struct oc_tensor *out,
+                        const struct oc_verdict *v) {
+  char line[512];
+  oc_verdict_format(v, line, sizeof line);
+  json_t *ev =
+      json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "tensor",
+                out_name, "verdict", oc_verdict_name(v->kind), "op", op, "profile", v->profile,
+                "index", index_json(v->index, v->rank), "kernel", jnum(v->kernel), "exact",
+                jnum(v->exact), "bound", jnum(v->bound), "error", jnum(v->error), "ratio",
+                jnum(v->ratio), "shape", index_json(out->shape, out->rank), "n_fail",
+                (json_int_t)v->n_fail, "n_special", (json_int_t)v->n_special, "verdict_line", line);
+  if (ev && v->kind == OC_FAIL_PRECISION && v->explained_by[0])
+    json_object_set_new(ev, "explained_by", json_string(v->explained_by));
+  if (ev && v->detail[0]) json_object_set_new(ev, "detail", json_string(v->detail));
+  return ev;
+}
+
+/* The gate result object (status, verdict line, class, coverage). */
+static json_t *result(const struct oc_verdict *v) {
+  char line[512];
+  oc_verdict_format(v, line, sizeof line);
+  return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:o, s:o, s:i}}", "status",
+                   oc_verdict_is_fail(v->kind) ? "fail" : kc_gate_status_name(kc_verdict_status(v->kind)), "verdict",
+                   line, "class", oc_verdict_name(v->kind), "coverage", "total",
+                   (json_int_t)v->total, "checked", (json_int_t)v->checked, "miss_prob",
+                   jnum(v->miss_prob), "fraction", jnum(v->fraction), "screen_vectors",
+                   v->screen_vectors);
+}
+
+static void put(char *buf, unsigned long n, json_t *o) {
+  if (!buf || !n) return;
+  char *s = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+  snprintf(buf, n, "%s", s ? s : "{}");
+  free(s);
+}
+
+static const struct kc_gate *gate_by_id(const char *id) {
+  for (int i = 0; kc_gates[i]; i++)
+    if (!strcmp(kc_gates[i]->id, id)) return kc_gates[i];
+  return NULL;
+}
+
+KC_EXPORT int kcheck_op_judge(const char *gate, const char *op, const char *profile,
+                              const char *attrs, int nin, const struct kcheck_tensor *in,
+                              const struct kcheck_tensor *out, unsigned fail_mask,
+                              const char *context_json, char *result_json, unsigned long n) {
+  char err[256] = "";
+  json_t *res = NULL;
+  int status = KCHECK_OP_ERROR;
+  const struct kc_gate *g = gate ? gate_by_id(gate) : NULL;
+  struct oc_profile p;
+  struct op_in ins = {0};
+  struct oc_tensor to;
+  struct oc_verdict v;
+  if (!judge_ready() || !g || !op || !out || nin < 0 || nin > 8 || (nin && !in)) {
+    snprintf(err, sizeof err, "%s", !g ? "unknown gate" : "bad arguments or kcheck not active");
+    goto done;
+  }
+  if (oc_profile_parse_err(profile ? profile : "", &p, err, sizeof err)) goto done;
+  for (int i = 0; i < nin; i++) {
+    if (describe(&in[i], &ins.t[i], err, sizeof err)) goto done;
+    ins.name[i] = in[i].name;
+  }
+  ins.n = nin;
+  if (describe(out, &to, err, sizeof err)) goto done;
+  memset(&v, 0, sizeof v);
+  kc_guard_enter();
+  int r = judge(op, attrs ? attrs : "", &ins, &to, &p, &v, err, sizeof err);
+  kc_guard_leave();
+  if (r) goto done;
+  res = result(&v);
+  if (!fail_mask) fail_mask = KC_VERDICT_FAILS;
+  status = (fail_mask >> v.kind) & 1u ? KCHECK_OP_VIOLATION
+           : v.kind == OC_INCONCLUSIVE ? KCHECK_OP_INCONCLUSIVE
+                                       : KCHECK_OP_PASS;
+  if (status == KCHECK_OP_VIOLATION) {
+    json_error_t je;
+    json_t *rec = context_json && *context_json ? json_loads(context_json, 0, &je) : json_object();
+    if (!rec || !json_is_object(rec)) {
+      if (rec) json_decref(rec);
+      rec = json_object();
+    }
+    char msg[600];
+    oc_verdict_format(&v, msg, sizeof msg);
+    json_object_set_new(rec, "gate", json_string(g->id));
+    json_object_set_new(rec, "severity", json_string(g->severity));
+    json_object_set_new(rec, "message", json_string(msg));
+    json_object_set_new(rec, "evidence", evidence(op, out->name ? out->name : "out", &to, &v));
+    if (!json_object_get(rec, "kernel_name")) /* the core's log line names it */
+      json_object_set_new(rec, "kernel_name", json_string(op));
+    kc_report_violation(rec);
+  }
+done:
+  if (!res) res = json_pack("{s:s, s:s}", "status", "error", "reason", err);
+  put(result_json, n, res);
+  json_decref(res);
+  return status;
+}
+
+KC_EXPORT int kcheck_op_trials(const char *gate, const char *op, char *buf, unsigned long n,
+                               unsigned *fail_mask) {
+  static const struct {
+    const char *id;
+    int (*trials)(const char *op, struct kc_trial *t);
+    unsigned mask;
+  } tab[] = {{"nonfinite", kc_nonfinite_trials, 1u << OC_FAIL_SPECIAL},
+             {"precision", kc_precision_trials, KC_VERDICT_FAILS},
+             {"extremes", kc_extremes_trials, KC_VERDICT_FAILS}};
+  if (buf && n) buf[0] = 0;
+  if (!gate || !op || !ready()) return -1;
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+    if (strcmp(gate, tab[i].id)) continue;
+    const struct kc_gate *g = gate_by_id(gate);
+    if (!g || !kc_gate_enabled(g)) return 0;
+    struct kc_trial t[KC_MAX_TRIALS];
+    int k = tab[i].trials(op, t);
+    size_t used = 0;
+    for (int j = 0; j < k && buf; j++) {
+      int w = snprintf(buf + used, n - used, "%s %s %llu\n", oc_gen_name((enum oc_gen)t[j].gen),
+                       kc_transform_name(t[j].transform),
+                       (unsigned long long)kc_trial_seed(gate, j));
+      if (w < 0 || (size_t)w >= n - used) return -1;
+      used += (size_t)w;
+    }
+    if (fail_mask) *fail_mask = tab[i].mask;
+    return k;
+  }
+  return -1;
+}
+
+KC_EXPORT void kcheck_op_report(const char *gate, const char *message, const char *context_json) {
+  const struct kc_gate *g = gate ? gate_by_id(gate) : NULL;
+  if (!g || !ready() || !kc_gate_enabled(g)) return;
+  json_error_t je;
+  json_t *rec = context_json ? json_loads(context_json, 0, &je) : NULL;
+  if (!rec || !json_is_object(rec)) {
+    if (rec) json_decref(rec);
+    rec = json_object();
+  }
+  json_object_set_new(rec, "gate", json_string(g->id));
+  json_object_set_new(rec, "severity", json_string(g->severity));
+  json_object_set_new(rec, "message", json_string(message ? message : g->contract));
+  if (!json_object_get(rec, "kernel_name")) {
+    json_t *op = json_object_get(rec, "op");
+    json_object_set_new(rec, "kernel_name", op ? json_copy(op) : json_string("?"));
+  }
+  kc_report_violation(rec);
+}
+
+KC_EXPORT void kcheck_op_done(const char *op, const char *key, int clean, double seconds,
+                              const char *record_json) {
+  if (!op || !key || !ready()) return;
+  kc_policy_record(XXH3_64bits(key, strlen(key)), op_id(op), clean, seconds);
+  json_error_t je;
+  json_t *rec = record_json ? json_loads(record_json, 0, &je) : NULL;
+  if (rec && json_is_object(rec))
+    kc_report_emit("op_check", rec);
+  else if (rec)
+    json_decref(rec);
+}
+
+KC_EXPORT void kcheck_record(const char *type, const char *record_json) {
+  static const char *const allowed[] = {"op_skip", "torch", "torch_summary", NULL};
+  if (!type || !record_json || !ready()) return;
+  int ok = 0;
+  for (int i = 0; allowed[i]; i++)
+    ok |= !strcmp(type, allowed[i]);
+  json_error_t je;
+  json_t *rec = ok ? json_loads(record_json, 0, &je) : NULL;
+  if (rec && json_is_object(rec))
+    kc_report_emit(type, rec);
+  else if (rec)
+    json_decref(rec);
+}

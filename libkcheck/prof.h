@@ -1,0 +1,52 @@
+/* libkcheck/prof.h — profile=1: per-stage time of the launch path and the
+ * driver calls kcheck makes, summed over the process and written as a
+ * `profile` record at exit (and a table on stderr). Off, each timer point
+ * is one predictable branch on a global flag. */
+#ifndef KC_PROF_H
+#define KC_PROF_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "driver.h"
+
+enum kc_prof_stage {
+#define KC_PROF_STAGE(id, desc) KC_PS_##id,
+#include "prof.def"
+#undef KC_PROF_STAGE
+  KC_PS_COUNT
+};
+
+/* Set from the profile option at start-up. */
+extern int kc_prof_on;
+
+static inline uint64_t kc_prof_clock(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* A timer start: 0 when profiling is off. */
+static inline uint64_t kc_prof_now(void) { return kc_prof_on ? kc_prof_clock() : 0; }
+
+void kc_prof_add_ns(enum kc_prof_stage s, uint64_t ns);
+void kc_prof_count_call(enum kc_entry e);
+
+/* Adds the time since t0 to stage s and returns the new start. */
+static inline uint64_t kc_prof_lap(enum kc_prof_stage s, uint64_t t0) {
+  if (!kc_prof_on) return 0;
+  uint64_t t = kc_prof_clock();
+  kc_prof_add_ns(s, t - t0);
+  return t;
+}
+
+/* One driver call kcheck itself makes (counted when profiling). */
+#define KC_PROF_CALL(sym)                                                                          \
+  do {                                                                                             \
+    if (kc_prof_on) kc_prof_count_call(KC_E_##sym);                                                \
+  } while (0)
+
+/* Writes the profile record and the stderr table (profile=1 only). */
+void kc_prof_finish(void);
+
+#endif

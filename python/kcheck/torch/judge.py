@@ -1,0 +1,174 @@
+"""Host copies of an op's tensors and one judgment of them by libkcheck's
+oracle (kcheck_op_judge), prepared on the calling thread and run on
+kcheck's worker threads (ctypes releases the GIL for the call, so the
+exact arithmetic runs beside the program).
+
+Large outputs are judged on a sample of rows (the oracle samples matmul
+and attention itself; elementwise, softmax, norm and reduction rows are
+taken here): every step-th slice along the first dim (not the reduced
+axis), first and last included, up to `cap` output elements — the same
+view of inputs and output, so every judged element is judged exactly.
+"""
+import ctypes
+import json
+import os
+
+import torch
+
+from kcheck import _api
+from kcheck.torch import profiles
+
+ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
+EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
+          "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
+APP_CAP = 1 << 16    # output elements judged on the application's inputs
+TRIAL_CAP = 1 << 14  # on generated inputs
+
+
+def host(t):
+    """A host copy of tensor t's storage span and its layout (shape,
+    strides in elements, relative to the span's start). Only a contiguous
+    1-D view is copied, so the copy is one memcpy: no kernel, no device
+    allocation."""
+    shape = list(t.shape) or [1]  # a 0-dim tensor as one element
+    strides = list(t.stride()) or [1]
+    span = 1
+    for n, s in zip(shape, strides):
+        if n == 0:
+            span = 0
+            break
+        span += (n - 1) * s
+    flat = torch.empty(0, dtype=t.dtype, device=t.device)
+    if span:
+        flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
+        flat = flat.to("cpu", copy=True)
+    return flat, shape, strides
+
+
+class HostTensor:
+    """A host copy, kept alive with the ctypes view of it."""
+
+    def __init__(self, name, t):
+        self.name = name
+        self.flat, self.shape, self.strides = host(t)
+        self.fmt = profiles.fmt(t.dtype)
+        self.dtype = t.dtype
+
+    @classmethod
+    def scalar(cls, name, value, fmt, rank):
+        """A scalar operand in the op's compute type (ATen's opmath: float
+        for fp16/bf16/fp32, double for fp64), broadcast to rank."""
+        h = cls.__new__(cls)
+        h.name = name
+        dtype = torch.float64 if fmt == "fp64" else torch.float32
+        h.flat = torch.tensor([float(value)], dtype=dtype)
+        h.shape, h.strides = [1] * rank, [0] * rank
+        h.fmt = "fp64" if fmt == "fp64" else "fp32"
+        h.dtype = dtype
+        return h
+
+    def layout(self, rank=None):
+        """(shape, strides), with leading size-1 dims added up to rank
+        (PyTorch's right-aligned broadcasting) when rank is given."""
+        if rank is None:
+            return list(self.shape), list(self.strides)
+        k = rank - len(self.shape)
+        return [1] * k + self.shape, [0] * k + self.strides
+
+
+def _c_tensor(h, shape, strides, keep):
+    n = len(shape)
+    cs = (ctypes.c_long * max(1, n))(*shape)
+    st = (ctypes.c_long * max(1, n))(*strides)
+    keep += [cs, st]
+    return _api.Tensor(h.name.encode(), h.flat.data_ptr(), h.fmt.encode(), n, cs, st)
+
+
+def _subsample(layouts, out_layout, dim, cap):
+    """Rows of dim: every step-th, first and last included, so that the
+    output holds at most cap elements. Modifies the layouts in place;
+    returns (rows judged, rows) or None when nothing was dropped."""
+    oshape, ostr = out_layout
+    numel = 1
+    for d in oshape:
+        numel *= d
+    rows = oshape[dim]
+    if numel <= cap or rows <= 1:
+        return None
+    keep = max(1, cap * rows // numel)
+    if keep >= rows:
+        return None
+    step = max(1, (rows - 1) // max(1, keep - 1)) if keep > 1 else rows
+    keep = (rows - 1) // step + 1 if keep > 1 else 1
+    for shape, strides in layouts + [out_layout]:
+        if shape[dim] == rows:
+            shape[dim] = keep
+            strides[dim] *= step
+    return keep, rows
+
+
+class Job:
+    """One judgment: gate, op, profile, attributes, the host tensors and
+    the finding's context. run() asks libkcheck; it may run on any thread."""
+
+    def __init__(self, lib, gate, mask, plan, inputs, out, prof, attrs, ctx, cap, save_path):
+        self.lib, self.gate, self.mask = lib, gate, mask
+        self.op, self.prof, self.attrs, self.ctx = plan.op, prof, attrs, ctx
+        self.inputs, self.out = inputs, out
+        self.save_path = save_path
+        ew = plan.klass == "elementwise" or (plan.klass == "contract" and plan.op in EW_OPS)
+        rank = len(out.shape)
+        lay = [h.layout(rank if ew else None) for h in inputs]
+        olay = out.layout()
+        axis = attrs.get("axis")
+        sampled = None
+        if plan.klass in ("elementwise", "softmax", "norm", "reduce", "attention") or ew:
+            # dim 0 of the output is dim 0 of every input unless it is the
+            # reduced axis (reductions drop it; norms use the last dim)
+            if not (plan.klass in ("softmax", "reduce") and axis in (0, None)) and \
+                    (plan.klass != "norm" or rank > 1) and \
+                    all(len(s) == rank for s, _ in lay if plan.klass != "norm"):
+                sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
+        if sampled:
+            ctx["sampled_rows"] = {"dim": 0, "judged": sampled[0], "of": sampled[1]}
+        self._keep = []
+        self.arr = (_api.Tensor * max(1, len(inputs)))()
+        for i, (h, (s, st)) in enumerate(zip(inputs, lay)):
+            self.arr[i] = _c_tensor(h, s, st, self._keep)
+        self.cout = _c_tensor(out, olay[0], olay[1], self._keep)
+
+    def run(self):
+        """(status, gate result object); saves the inputs for replay when
+        the judgment found a violation."""
+        if self.save_path:
+            self.ctx["regenerate"] = "python -m kcheck.torch.replay %s" % self.save_path
+        result = ctypes.create_string_buffer(4096)
+        astr = " ".join("%s=%s" % (k, repr(v) if isinstance(v, float) else v)
+                        for k, v in self.attrs.items())
+        status = self.lib.kcheck_op_judge(self.gate.encode(), self.op.encode(), self.prof.encode(),
+                                          astr.encode(), len(self.inputs), self.arr,
+                                          ctypes.byref(self.cout), self.mask,
+                                          json.dumps(self.ctx).encode(), result, len(result))
+        if status == _api.VIOLATION and self.save_path:
+            save(self.save_path, self)
+        try:
+            res = json.loads(result.value.decode())
+        except ValueError:
+            res = {"status": "error", "reason": "unreadable result"}
+        if "sampled_rows" in self.ctx:
+            res["sampled_rows"] = self.ctx["sampled_rows"]
+        return status, res
+
+
+def save(path, job):
+    """The inputs of a finding, for python -m kcheck.torch.replay."""
+    try:
+        torch.save({"op": job.ctx.get("op"), "oracle_op": job.op, "profile": job.prof,
+                    "attrs": job.attrs, "settings": job.ctx.get("settings"),
+                    "inputs": [(h.name, h.flat, h.shape, h.strides) for h in job.inputs],
+                    "output": (job.out.flat, job.out.shape, job.out.strides)}, path)
+    except Exception:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass

@@ -1,0 +1,650 @@
+"""The dispatch-level hook: every ATen op the program runs passes through
+KcheckMode.__torch_dispatch__ (below autograd and autocast, so backward ops
+and autocast's casts are seen as the ops that really run).
+
+Per call: ops the table does not cover, and tensors the oracle cannot
+judge, pass through at once and are counted by reason. A covered call is
+keyed by (op, dtypes, shapes, strides, arguments, settings); a key the
+library's policy is done with is remembered here, so the steady-state cost
+is one dict lookup. A call the policy selects is checked at op level:
+inputs copied to host memory before the op (in place ops overwrite them),
+the op run exactly as the program asked, its output copied after, and the
+oracle judges output against inputs under the profile PyTorch's settings
+define.
+
+What the program can observe: the copies are device-to-host copies into
+CPU memory (no CUDA caching-allocator allocation, no kernel launch, no RNG
+use, nothing recorded by autograd); they synchronise the current stream,
+which changes timing only. Views made for the copies are metadata only.
+"""
+import atexit
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kcheck import _api
+from kcheck.torch import judge, ops, profiles, trials
+
+_PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
+                  for m in (torch, sys.modules["kcheck"]))
+
+
+_ORDER = judge.ORDER
+
+
+class Stats:
+    """Counters for the summary: ops seen, checked, passed through by
+    reason (with the ops most often behind each reason)."""
+
+    def __init__(self):
+        self.seen = 0
+        self.steps = 0
+        self.watched_steps = 0
+        self.covered = 0
+        self.checked = 0
+        self.violations = 0
+        self.inconclusive = 0
+        self.errors = 0
+        self.passed = {}
+        self.by_reason_ops = {}
+        self.lock = threading.Lock()
+
+    def pass_(self, reason, op):
+        with self.lock:
+            self.passed[reason] = self.passed.get(reason, 0) + 1
+            per = self.by_reason_ops.setdefault(reason, {})
+            if len(per) < 64 or op in per:
+                per[op] = per.get(op, 0) + 1
+
+    def record(self):
+        top = {r: dict(sorted(per.items(), key=lambda kv: -kv[1])[:8])
+               for r, per in self.by_reason_ops.items()}
+        return {"ops_seen": self.seen, "optimizer_steps": self.steps,
+                "watched_steps": self.watched_steps,
+                "ops_covered": self.covered, "ops_checked": self.checked,
+                "violations": self.violations, "inconclusive": self.inconclusive,
+                "errors": self.errors, "passed_through": dict(self.passed),
+                "passed_through_ops": top, "torch_version": torch.__version__}
+
+
+def _op_name(func):
+    try:
+        return "%s.%s" % (func._schema.name, func._overloadname)
+    except AttributeError:
+        return str(func)
+
+
+def _user_stack():
+    """The user's Python frames (innermost last), without torch's and
+    kcheck's own. Backward ops run on autograd's threads, where no user
+    frame exists: then the main thread's frames (the line that called
+    backward) are given, marked so."""
+    frames = traceback.extract_stack()
+    user = [f for f in frames if not f.filename.startswith(_PKG_DIRS)]
+    thread = "caller"
+    if not user and threading.current_thread() is not threading.main_thread():
+        top = sys._current_frames().get(threading.main_thread().ident)
+        if top is not None:
+            user = [f for f in traceback.extract_stack(top)
+                    if not f.filename.startswith(_PKG_DIRS)]
+            thread = "main (this op ran on an autograd thread)"
+    return [{"file": f.filename, "line": f.lineno, "function": f.name}
+            for f in user[-12:]], thread
+
+
+def _tensor_reason(t, devices):
+    """Why tensor t cannot be judged (None when it can)."""
+    if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        return "tensor subclass"
+    if t.is_sparse or t.layout != torch.strided:
+        return "sparse or non-strided layout"
+    if t.is_nested:
+        return "nested tensor"
+    if t.is_quantized:
+        return "quantized tensor"
+    dev = t.device.type
+    if dev == "meta":
+        return "meta or fake tensor"
+    if dev not in devices:
+        return "%s tensor" % dev
+    if t.is_complex():
+        return "complex dtype"
+    if profiles.fmt(t.dtype) is None:
+        return "dtype %s" % str(t.dtype).replace("torch.", "")
+    if t.numel() == 0:
+        return "empty tensor"
+    return None
+
+
+def _flat_bytes(t):
+    """The bytes of t's storage span as a uint8 view (for poisoning)."""
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device)
+    return flat.set_(t.untyped_storage(), 0, (t.untyped_storage().nbytes(),), (1,))
+
+
+def _cpu_scalar(t):
+    """A 0-dim CPU tensor: what a Python number becomes in a binary op;
+    ATen's CUDA kernels take it as a scalar."""
+    return t.dim() == 0 and t.device.type == "cpu"
+
+
+def _key_part(a):
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, tuple(a.shape), a.stride(), a.device.type)
+    if isinstance(a, (list, tuple)):
+        return tuple(_key_part(x) for x in a)
+    if isinstance(a, dict):  # kwargs: approximate="tanh", dim=..., out=...
+        return tuple(sorted((k, _key_part(v)) for k, v in a.items()))
+    if isinstance(a, (int, float, bool, str, type(None))):
+        return a
+    return type(a).__name__
+
+
+_ALL_GATES = ("determinism", "race", "coverage", "immutability", "bounds", "oracle", "nonfinite",
+              "precision", "extremes", "shapes")
+
+
+def _gates(spec):
+    """The enabled gates of the gates option (as the C side reads it)."""
+    names = {g for g in spec.split(",") if g}
+    if "all" in names:
+        return set(_ALL_GATES)
+    return names - {"none"}
+
+
+class KcheckMode(TorchDispatchMode):
+    """The binding's TorchDispatchMode (install() pushes it)."""
+
+    @classmethod
+    def ignore_compile_internals(cls):
+        # torch.compile compiles as without kcheck (the mode is off while it
+        # traces); its Triton kernels are seen at kernel level only.
+        return True
+
+    def __init__(self, lib, devices):
+        super().__init__()
+        self.lib = lib
+        self.devices = devices
+        self.stats = Stats()
+        self.entries = {}  # OpOverload -> ops.Entry or None
+        self.done = set()  # fast keys the policy will not check again
+        self.sample = float(_api.option("sample", "0") or 0)
+        self.nchecks = 0
+        self.log_path = _api.option("log_path", "kcheck")
+        self.contracts = {c["torch_op"]: c for c in _api.torch_op_contracts()}
+        self.gates = _gates(_api.option("gates", ""))
+        self.watch_every = int(_api.option("torch_watch_every", "20") or 20)
+        self.watching, self.new_keys, self.off_steps = True, 0, 0
+        # the judgments run beside the program (ctypes drops the GIL)
+        workers = int(_api.option("torch_workers", "0") or 0)
+        if workers < 0:
+            workers = 0
+        elif workers == 0:
+            workers = max(1, min(8, (os.cpu_count() or 2) // 2))
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="kcheck") if workers else None
+        self.slots = threading.BoundedSemaphore(4 * max(1, workers))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        st = self.stats
+        st.seen += 1
+        try:
+            entry = self.entries[func]
+        except KeyError:
+            entry = self.entries[func] = self._entry(func)
+        if entry is None:
+            st.pass_("op not covered", _op_name(func))
+            return func(*args, **kwargs)
+        st.covered += 1
+        try:
+            key = (func, _key_part(args), _key_part(kwargs), profiles.token())
+        except Exception:  # an argument kcheck cannot key: never the program's problem
+            st.pass_("arguments kcheck cannot key", entry.name)
+            return func(*args, **kwargs)
+        if key in self.done:
+            st.pass_("signature done (policy)", entry.name)
+            return func(*args, **kwargs)
+        self.new_keys += 1
+        return self._slow(func, entry, key, args, kwargs)
+
+    def on_step(self):
+        """After each optimizer step (a safe point outside any op, on the
+        thread that runs the loop): a step that met no new signature sends
+        the binding to steady state, where it watches one step in
+        torch_watch_every; a watched step with a new signature keeps it on."""
+        st = self.stats
+        st.steps += 1
+        if self.watching:
+            st.watched_steps += 1
+            if self.new_keys == 0 and self.watch_every > 1 and self._on_top():
+                self.__exit__(None, None, None)
+                self.watching, self.off_steps = False, 0
+        else:
+            self.off_steps += 1
+            if self.off_steps >= self.watch_every - 1:
+                self.__enter__()
+                self.watching = True
+        self.new_keys = 0
+
+    def _on_top(self):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        return _get_current_dispatch_mode() is self
+
+    def _entry(self, func):
+        try:
+            c = self.contracts.get(func._schema.name)
+        except AttributeError:
+            return None
+        return ops.contract_entry(func, c) if c else ops.entry_for(func)
+
+    def _slow(self, func, entry, key, args, kwargs):
+        st = self.stats
+        reason = self._reason(entry, args, kwargs)
+        plan = None
+        if reason is None:
+            try:
+                plan = entry.mapper(entry.bind(args, kwargs))
+            except ops.Skip as e:
+                reason = str(e)
+            except Exception as e:  # a mapping bug must not break the program
+                reason = "mapping error: %s" % type(e).__name__
+        if reason is None:
+            reason, settings, in_fmt = self._profile(plan)
+        if reason is not None:
+            st.pass_(reason, entry.name)
+            self.done.add(key)  # the same key gives the same reason
+            return func(*args, **kwargs)
+        skey = "%s|%r|%s|%r|%s" % (entry.name, key[1:3], in_fmt, key[3], sorted(plan.attrs.items()))
+        why = ctypes.create_string_buffer(256)
+        if not self.lib.kcheck_op_decide(entry.name.encode(), skey.encode(), why, len(why)):
+            reason = why.value.decode() or "policy"
+            st.pass_(reason, entry.name)
+            if self.sample == 0 or "max_checks" in reason:
+                self.done.add(key)
+            return func(*args, **kwargs)
+        return self._check(func, entry, plan, settings, skey, args, kwargs)
+
+    def _reason(self, entry, args, kwargs):
+        if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
+            return "CUDA graph capture"
+        if torch.compiler.is_compiling():
+            return "inside torch.compile"
+        for a in list(args) + list(kwargs.values()):
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
+                    r = _tensor_reason(t, self.devices)
+                    if r:
+                        return r
+        return None
+
+    def _profile(self, plan):
+        """(reason, settings, input format): the reason is None when a
+        documented profile exists for the call."""
+        tensors = [t for _, t in plan.inputs if isinstance(t, torch.Tensor)]
+        in_fmts = {profiles.fmt(t.dtype) for t in tensors}
+        if len(in_fmts) > 1 and plan.klass == "elementwise":
+            # type promotion: computed in the widest input type
+            in_fmts = {min(in_fmts, key=_ORDER.index)}
+        if len(in_fmts) != 1:
+            return "inputs of different dtypes", None, None
+        in_fmt = in_fmts.pop()
+        for _, v in plan.inputs:
+            if not isinstance(v, torch.Tensor) and in_fmt in ("bf16", "fp16"):
+                # ATen computes in float with the scalar as a float: unless
+                # the scalar is exact in the tensor's type, the result is
+                # rounded twice, which the oracle's 0-ulp budget rejects.
+                narrow = torch.tensor(v, dtype=torch.float32).to(tensors[0].dtype).double()
+                if narrow.item() != torch.tensor(v, dtype=torch.float32).double().item():
+                    return "scalar operand not exact in %s (double rounding)" % in_fmt, None, None
+        s = profiles.settings()
+        try:
+            profiles.profile(plan.klass, in_fmt, in_fmt, s)
+        except profiles.Unsupported as e:
+            return str(e), None, None
+        return None, s, in_fmt
+
+    def _check(self, func, entry, plan, settings, skey, args, kwargs):
+        """The application's call, checked: oracle and immutability on its
+        own inputs, the generated-input gates and coverage on kcheck's
+        tensors. Device work and host copies happen here; the judgments
+        run on kcheck's worker threads."""
+        st = self.stats
+        t0 = time.perf_counter()
+        inputs = self._copy_inputs(plan)
+        mark = self.lib.kcheck_thread_launches()
+        res = func(*args, **kwargs)
+        try:
+            jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
+            gates = {}
+            if "immutability" in self.gates:
+                gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
+            trial_jobs = {}
+            if jobs is not None:
+                with trials.own_memory(self._device(args)):
+                    for gate in trials.GATES:
+                        if gate not in self.gates:
+                            continue
+                        if gate in entry.not_applicable:
+                            gates[gate] = {"status": "not_applicable",
+                                           "reason": entry.not_applicable[gate]}
+                            continue
+                        trial_jobs[gate] = self._trials(gate, func, entry, settings, args, kwargs)
+                    if "coverage" in self.gates:
+                        gates["coverage"] = self._coverage(func, entry, settings, args, kwargs)
+            else:
+                gates["oracle"] = ctx.get("_result")
+            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0)
+        except Exception as e:  # never the program's problem: count, say once
+            self._internal(entry, e)
+        return res
+
+    def _internal(self, entry, e):
+        st = self.stats
+        with st.lock:
+            st.errors += 1
+            first = st.errors == 1
+        if first:
+            sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further ones "
+                             "counted)\n" % (entry.name, type(e).__name__, e))
+
+    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0):
+        """Runs the judgments on a worker: the oracle's, then each gate's
+        trials in order until one is a violation; then the op_check record
+        and the policy's bookkeeping."""
+        prep = time.perf_counter() - t0
+
+        def task():
+            try:
+                t1 = time.perf_counter()
+                if job is not None:
+                    status, res = job.run()
+                    gates["oracle"] = res
+                    self._count(status, res)
+                for gate, tl in trial_jobs.items():
+                    runs = []
+                    gates[gate] = {"status": "pass" if tl else "not_run", "runs": runs}
+                    for meta, j in tl:
+                        if j is None:
+                            runs.append(dict(meta, **{"class": "skipped"}))
+                            continue
+                        status, res = j.run()
+                        runs.append(dict(meta, **{"class": res.get("class", res.get("status"))}))
+                        if status == _api.VIOLATION:
+                            with self.stats.lock:
+                                self.stats.violations += 1
+                            gates[gate]["status"] = "fail"
+                            break
+                clean = all(g.get("status") != "fail" for g in gates.values())
+                dt = prep + time.perf_counter() - t1
+                rec = {"op": entry.name, "oracle_op": plan.op, "profile": ctx.get("profile"),
+                       "key": skey[:512], "gates": gates, "kernels": ctx.get("kernels"),
+                       "kernels_launched": ctx.get("kernels_launched"), "cost_ms": 1e3 * dt,
+                       "host_ms": 1e3 * prep,
+                       "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
+                self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
+                                        json.dumps(rec).encode())
+                with self.stats.lock:
+                    self.stats.checked += 1
+            except Exception as e:
+                self._internal(entry, e)
+            finally:
+                self.slots.release()
+
+        self.slots.acquire()  # back-pressure: a bounded number of pending checks
+        if self.pool is None:
+            task()
+        else:
+            self.pool.submit(task)
+
+    def _count(self, status, res):
+        st = self.stats
+        with st.lock:
+            if status == _api.VIOLATION:
+                st.violations += 1
+            elif res.get("class") == "inconclusive":
+                st.inconclusive += 1
+            elif status == _api.ERROR:
+                st.errors += 1
+
+    @staticmethod
+    def _device(args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.dim() > 0:
+                return a.device
+        return torch.device("cpu")
+
+    def _copy_inputs(self, plan):
+        out = []
+        for name, v in plan.inputs:
+            out.append(judge.HostTensor(name, v) if isinstance(v, torch.Tensor)
+                       else ("scalar", name, v))
+        return out
+
+    def _job(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed):
+        """A judgment of plan's output in res against the host copies of
+        its inputs: (Job, context), or (None, context with "_result") when
+        the output cannot be judged. exposed: None for the application's
+        inputs, else the generated inputs' description (exposed_by)."""
+        out = plan.out(res)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError("the op's result is not a tensor")
+        why = _tensor_reason(out, self.devices)
+        if why:
+            return None, {"_result": {"status": "skipped", "reason": "output " + why}}
+        oh = judge.HostTensor("out", out)
+        kernels, nk = [], 0
+        if mark is not None:
+            names = ctypes.create_string_buffer(8192)
+            nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
+            kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
+        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor)]
+        in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
+        prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
+        attrs = dict(plan.attrs)
+        if plan.op == "attention" and "p_format" not in attrs:
+            attrs["p_format"] = in_fmt
+        if plan.op == "matmul" and not all(bool(torch.isfinite(h.flat).all()) for h in inputs
+                                           if isinstance(h, judge.HostTensor)):
+            # the Freivalds screen sums whole rows: an infinite input (a -inf
+            # mask in C) makes it NaN; every sampled element is still judged
+            attrs["screen"] = 0
+        hosts = []
+        for h in inputs:
+            if isinstance(h, tuple):
+                h = judge.HostTensor.scalar(h[1], h[2], in_fmt, max(1, len(oh.shape)))
+            hosts.append(h)
+        stack, thread = _user_stack()
+        ctx = {"op": entry.name, "aten_op": entry.name.split(".")[0],
+               "overload": entry.name.split(".", 1)[1] if "." in entry.name else "default",
+               "oracle_op": plan.op, "profile": prof, "settings": settings,
+               "kernels": kernels, "kernels_launched": nk, "python_thread": thread,
+               "stack": {"python": stack},
+               "inputs": [{"name": h.name, "dtype": str(h.dtype), "shape": h.shape,
+                           "strides": h.strides} for h in hosts],
+               "attrs": attrs}
+        if entry.contract:
+            ctx["contract"] = entry.contract.get("where")
+        save = None
+        if exposed is not None:
+            ctx["exposed_by"] = exposed
+            ctx["regenerate"] = exposed.get("commands")
+        elif self.log_path not in (None, "none"):
+            with self.stats.lock:
+                self.nchecks += 1
+                save = "%s.%d.op%d.pt" % (self.log_path, os.getpid(), self.nchecks)
+        cap = judge.APP_CAP if exposed is None else judge.TRIAL_CAP
+        return judge.Job(self.lib, gate, mask, plan, hosts, oh, prof, attrs, ctx, cap, save), ctx
+
+    def _immutability(self, entry, plan, inputs, ctx):
+        """Inputs the op does not declare written, compared bytewise before
+        and after the application's call."""
+        changed = []
+        for (name, v), h in zip(plan.inputs, inputs):
+            if not isinstance(v, torch.Tensor) or not isinstance(h, judge.HostTensor):
+                continue
+            if name in entry.written or entry.inplace or entry.has_out:
+                continue
+            after, _, _ = judge.host(v)
+            a, b = h.flat.view(torch.uint8), after.view(torch.uint8)
+            if a.numel() != b.numel() or not torch.equal(a, b):
+                diff = (a != b).nonzero()
+                first = int(diff[0]) if diff.numel() else 0
+                changed.append({"tensor": name, "first_byte": first,
+                                "bytes_changed": int(diff.numel())})
+        if not changed:
+            return {"status": "pass"}
+        rec = {k: v for k, v in ctx.items() if not k.startswith("_")}
+        rec["evidence"] = {"verdict": "input_modified", "changed": changed}
+        self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
+                                  "not declare written" % changed[0]["tensor"]).encode(),
+                                  json.dumps(rec).encode())
+        with self.stats.lock:
+            self.stats.violations += 1
+        return {"status": "fail", "changed": changed}
+
+    def _fresh(self, entry, args, kwargs, fill):
+        """The call's arguments with every tensor replaced by one of
+        kcheck's (fill(t, k) gives it)."""
+        def make(t, k):
+            if _cpu_scalar(t) and t.device.type not in self.devices:
+                return t
+            return fill(t, k)
+        return trials.substitute(args, kwargs, make)
+
+    def _trials(self, gate, func, entry, settings, args, kwargs):
+        """The gate's trials run on the device now: [(meta, Job or None)]."""
+        plan0 = entry.mapper(entry.bind(args, kwargs))
+        tl, mask = trials.trials(self.lib, gate, plan0.op)
+        out = []
+        for gen, tf, seed in tl:
+            cmds = []
+            meta = {"generator": gen, "transform": tf, "seed": seed}
+
+            def fill(t, k):
+                cmds.append(trials.regen_command(gen, tf, seed + k, t, trials.role(k)))
+                return trials.generate(self.lib, gen, tf, t, trials.role(k), seed + k)
+            nargs, nkw = self._fresh(entry, args, kwargs, fill)
+            plan = entry.mapper(entry.bind(nargs, nkw))
+            inputs = self._copy_inputs(plan)
+            self.lib.kcheck_own_begin()
+            try:
+                res = func(*nargs, **nkw)
+            finally:
+                self.lib.kcheck_own_end()
+            exposed = dict(meta, inputs="generated", commands=cmds)
+            j, _ = self._job(gate, mask, entry, plan, settings, inputs, res, None, exposed)
+            out.append((meta, j))
+        return out
+
+    def _coverage(self, func, entry, settings, args, kwargs):
+        """Two runs on generated inputs, the output memory poisoned with
+        0xff and then 0x7f bytes: an element holding each run's poison was
+        never written."""
+        outs = []
+        for poison in (0xFF, 0x7F):
+            def fill(t, k):
+                return trials.generate(self.lib, "uniform", "none", t, trials.role(k), 7 + k)
+            nargs, nkw = self._fresh(entry, args, kwargs, fill)
+            for name in entry.written | ({"out"} if entry.has_out else set()):
+                t = nkw.get(name)
+                if isinstance(t, torch.Tensor):  # an out= tensor: poisoned directly
+                    _flat_bytes(t).fill_(poison)
+            plan = entry.mapper(entry.bind(nargs, nkw))
+            self.lib.kcheck_own_begin()
+            try:
+                # a freshly allocated output takes a block of kcheck's pool:
+                # poison blocks of every size the op's outputs may need
+                self._poison_pool(nargs, poison)
+                res = func(*nargs, **nkw)
+            finally:
+                self.lib.kcheck_own_end()
+            out = plan.out(res)
+            if not isinstance(out, torch.Tensor) or entry.inplace:
+                return {"status": "not_run", "reason": "in place, or no tensor output"}
+            outs.append((poison, judge.host(out)[0].view(torch.uint8)))
+        (p1, a), (p2, b) = outs
+        if a.numel() != b.numel():
+            return {"status": "not_run", "reason": "outputs of different sizes"}
+        unwritten = ((a == p1) & (b == p2)).nonzero()
+        if not unwritten.numel():
+            return {"status": "pass"}
+        first = int(unwritten[0])
+        rec = {"op": entry.name, "stack": {"python": _user_stack()[0]},
+               "evidence": {"verdict": "unwritten", "first_byte": first,
+                            "bytes_unwritten": int(unwritten.numel()),
+                            "poisons": [p1, p2]}}
+        if entry.contract:
+            rec["contract"] = entry.contract.get("where")
+        with self.stats.lock:
+            self.stats.violations += 1
+        self.lib.kcheck_op_report(b"coverage", ("%d output bytes of %s kept kcheck's poison in "
+                                  "both runs: never written" % (int(unwritten.numel()),
+                                                                 entry.name)).encode(),
+                                  json.dumps(rec).encode())
+        return {"status": "fail", "bytes_unwritten": int(unwritten.numel())}
+
+    def _poison_pool(self, nargs, poison):
+        if not trials.pooled():
+            return
+        sizes = set()
+        for a in nargs:
+            if isinstance(a, torch.Tensor):
+                sizes.add(a.untyped_storage().nbytes())
+        blocks = [torch.empty(n, dtype=torch.uint8, device=self._device(nargs)).fill_(poison)
+                  for n in sizes if n]
+        del blocks
+
+    def summary(self):
+        rec = self.stats.record()
+        self.lib.kcheck_record(b"torch_summary", json.dumps(rec).encode())
+        st = self.stats
+        top = sorted(st.passed.items(), key=lambda kv: -kv[1])[:6]
+        steps = (" in %d of %d optimizer steps" % (st.watched_steps, st.steps)) if st.steps else ""
+        sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d checked (%d violations, "
+                         "%d inconclusive, %d errors); passed through: %s\n" %
+                         (st.seen, steps, st.covered, st.checked, st.violations, st.inconclusive,
+                          st.errors, ", ".join("%s %d" % kv for kv in top) or "none"))
+
+
+_MODE = None
+
+
+def install():
+    """Pushes the mode on this thread (autograd's threads inherit it for
+    backward). Returns the mode, or None when kcheck is not active."""
+    global _MODE
+    if _MODE is not None:
+        return _MODE
+    lib = _api.api()
+    if lib is None:
+        return None
+    devices = set((_api.option("torch_devices", "cuda") or "cuda").split(","))
+    _MODE = KcheckMode(lib, devices)
+    _MODE.__enter__()
+    atexit.register(_finish)
+    try:  # steady state is decided at optimizer steps (global hook, PyTorch >= 2.0)
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        register_optimizer_step_post_hook(lambda opt, args, kwargs: _MODE.on_step())
+    except ImportError:
+        pass
+    return _MODE
+
+
+def _finish():
+    m = _MODE
+    if m is None:
+        return
+    try:
+        if m.pool is not None:
+            m.pool.shutdown(wait=True)  # every pending judgment lands in the report
+        m.summary()
+    except Exception:
+        pass

@@ -1,0 +1,421 @@
+"""The op table: ATen op -> oracle op, argument mapping, gates that apply.
+
+One row per ATen op (every overload of it is mapped by the same function);
+the README's coverage table is generated from ROWS and UNCOVERED
+(`python -m kcheck.torch.ops --markdown`). A mapper takes the call's
+arguments by schema name and returns a Plan, or raises Skip with the
+reason the call passes through.
+"""
+import math
+
+# Gates an op-level check runs on the application's own inputs.
+APP_GATES = ("oracle",)
+
+
+class Skip(Exception):
+    """This call cannot be judged; str(e) is the pass-through reason."""
+
+
+class Plan:
+    """What to copy and how to judge one call.
+
+    inputs: [(name, tensor or float)] in the oracle's argument order (a
+    float is a scalar operand); out: a function of the op's result giving
+    the judged output tensor; attrs: oracle attributes; klass: the profile
+    class ("matmul", "softmax", "norm", "reduce", "elementwise",
+    "attention").
+    """
+    __slots__ = ("op", "inputs", "out", "attrs", "klass", "profile")
+
+    def __init__(self, op, inputs, out, attrs=None, klass="elementwise"):
+        self.op, self.inputs, self.out = op, inputs, out
+        self.attrs = attrs or {}
+        self.klass = klass
+        self.profile = None  # a contract's own profile spec (custom ops)
+
+
+def _first(res):
+    return res[0] if isinstance(res, (tuple, list)) else res
+
+
+def _result(res):
+    return res
+
+
+def _dims(dim, rank):
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return None
+    if isinstance(dim, int):
+        dim = [dim]
+    return sorted(d % rank if rank else 0 for d in dim)
+
+
+def _one_axis(x, dim):
+    """The single reduced axis, or the whole tensor flattened when it is
+    contiguous; Skip otherwise."""
+    dims = _dims(dim, x.dim())
+    if dims is None:
+        if x.dim() <= 1:
+            return x, {"axis": 0}
+        if x.is_contiguous():
+            return x.reshape(-1), {"axis": 0}
+        raise Skip("reduction over every dim of a non-contiguous tensor")
+    if len(dims) != 1:
+        raise Skip("reduction over several dims")
+    return x, {"axis": dims[0]}
+
+
+# ---------------------------------------------------------------- mappers
+
+def _mm(a):
+    return Plan("matmul", [("a", a["self"]), ("b", a["mat2"])], _first, klass="matmul")
+
+
+def _addmm(a):
+    m1, m2, c = a["mat1"], a["mat2"], a["self"]
+    shape = (m1.shape[0], m2.shape[1])
+    return Plan("matmul", [("a", m1), ("b", m2), ("c", c.expand(shape))], _first,
+                {"alpha": float(a["alpha"]), "beta": float(a["beta"])}, "matmul")
+
+
+def _baddbmm(a):
+    b1, b2, c = a["batch1"], a["batch2"], a["self"]
+    shape = (b1.shape[0], b1.shape[1], b2.shape[2])
+    return Plan("matmul", [("a", b1), ("b", b2), ("c", c.expand(shape))], _first,
+                {"alpha": float(a["alpha"]), "beta": float(a["beta"])}, "matmul")
+
+
+def _softmax_family(op):
+    def m(a):
+        return Plan(op, [("x", a["self"])], _first, {"axis": a["dim"] % max(1, a["self"].dim())},
+                    "softmax")
+    return m
+
+
+def _logsumexp(a):
+    x, attrs = _one_axis(a["self"], a["dim"])
+    if a.get("keepdim"):
+        raise Skip("keepdim=True")
+    return Plan("logsumexp", [("x", x)], _first, attrs, "softmax")
+
+
+def _layer_norm(a):
+    x, ns = a["input"], list(a["normalized_shape"])
+    if len(ns) != 1:
+        if not x.is_contiguous():
+            raise Skip("normalized over several dims of a non-contiguous tensor")
+        raise Skip("normalized over several dims")
+    ins = [("x", x)]
+    if a["weight"] is not None:
+        ins.append(("weight", a["weight"]))
+    if a["bias"] is not None:
+        ins.append(("bias", a["bias"]))
+    return Plan("layer_norm", ins, _first, {"eps": float(a["eps"])}, "norm")
+
+
+def _rms_norm(a):
+    x, ns = a["input"], list(a["normalized_shape"])
+    if len(ns) != 1:
+        raise Skip("normalized over several dims")
+    eps = a.get("eps")
+    if eps is None:
+        import torch
+        eps = torch.finfo(x.dtype).eps
+    ins = [("x", x)]
+    if a["weight"] is not None:
+        ins.append(("weight", a["weight"]))
+    return Plan("rms_norm", ins, _first, {"eps": float(eps)}, "norm")
+
+
+def _reduce(op):
+    def m(a):
+        if a.get("dtype") is not None:
+            raise Skip("dtype= conversion inside the reduction")
+        x, attrs = _one_axis(a["self"], a.get("dim"))
+        return Plan(op, [("x", x)], _reduced_out(a, attrs), attrs, "reduce")
+    return m
+
+
+def _reduced_out(a, attrs):
+    """The result shaped as the oracle expects: x's shape without the axis
+    (or with it of size 1), a full reduction as a 0-dim result."""
+    def out(res):
+        r = _first(res)
+        return r.reshape(1) if r.dim() == 0 else r
+    return out
+
+
+def _norm(a):
+    if float(a["ord"]) != 2.0:
+        raise Skip("ord other than 2")
+    if a.get("dtype") is not None:
+        raise Skip("dtype= conversion inside the norm")
+    x, attrs = _one_axis(a["self"], a.get("dim"))
+    return Plan("norm2", [("x", x)], _reduced_out(a, attrs), attrs, "reduce")
+
+
+def _binary(op):
+    def m(a):
+        alpha = a.get("alpha", 1)
+        if alpha is not None and alpha != 1:
+            raise Skip("alpha other than 1")
+        x, y = a["self"], a["other"]
+        scalar = not hasattr(y, "dim")
+        if scalar:
+            y = float(y)
+        elif y.dim() == 0 and y.device.type == "cpu" and x.device.type != "cpu":
+            y, scalar = float(y.item()), True  # a Python number, wrapped: a scalar to ATen
+        if not hasattr(x, "dim"):
+            raise Skip("scalar first operand")
+        if op == "div" and scalar and x.device.type == "cuda":
+            # ATen's CUDA true division by a CPU scalar multiplies by the
+            # scalar's reciprocal (BinaryDivTrueKernel.cu launches the mul
+            # functor): 1/s in double, then rounded to the compute type —
+            # measured on the H200 (fl32(1/s), not fl32(1/fl32(s))).
+            return Plan("mul", [("self", x), ("other", 1.0 / y)], _first)
+        return Plan(op, [("self", x), ("other", y)], _first)
+    return m
+
+
+def _unary(op):
+    def m(a):
+        return Plan(op, [("self", a["self"])], _first)
+    return m
+
+
+def _gelu(a):
+    approx = a.get("approximate", "none")
+    return Plan("gelu_tanh" if approx == "tanh" else "gelu_erf", [("self", a["self"])], _first)
+
+
+def _attention(kind):
+    def m(a):
+        if float(a.get("dropout_p", 0.0)) != 0.0:
+            raise Skip("attention with dropout")
+        if a.get("attn_bias") is not None:
+            raise Skip("attention with a bias or mask tensor")
+        q = a["query"]
+        scale = a.get("scale")
+        if scale is None:
+            scale = 1.0 / math.sqrt(q.shape[-1])
+        if a["key"].shape[-2] != q.shape[-2] and a.get("is_causal"):
+            raise Skip("causal attention with different query and key lengths")
+        p = Plan("attention", [("q", q), ("k", a["key"]), ("v", a["value"])], _first,
+                 {"scale": float(scale), "causal": int(bool(a.get("is_causal")))}, "attention")
+        return p
+    return m
+
+
+# (ATen op names, oracle op, mapper, note) — every overload of each name
+# (default, out, in-place) goes through the same mapper.
+ROWS = [
+    (["mm"], "matmul", _mm, "linear/matmul forward and backward"),
+    (["addmm"], "matmul", _addmm, "linear with bias; C = beta*self (broadcast)"),
+    (["bmm"], "matmul", _mm, "batched; the math path of attention"),
+    (["baddbmm"], "matmul", _baddbmm, ""),
+    (["_scaled_dot_product_flash_attention"], "attention", _attention("flash"),
+     "no dropout; P cast to the input type"),
+    (["_scaled_dot_product_efficient_attention"], "attention", _attention("efficient"),
+     "no dropout, no bias tensor"),
+    (["_scaled_dot_product_cudnn_attention"], "attention", _attention("cudnn"),
+     "no dropout, no bias tensor"),
+    (["_softmax"], "softmax", _softmax_family("softmax"), ""),
+    (["_log_softmax"], "log_softmax", _softmax_family("log_softmax"), ""),
+    (["logsumexp"], "logsumexp", _logsumexp, "one dim, keepdim=False"),
+    (["native_layer_norm"], "layer_norm", _layer_norm, "normalized over the last dim"),
+    (["_fused_rms_norm"], "rms_norm", _rms_norm, "normalized over the last dim"),
+    (["sum"], "sum", _reduce("sum"), "one dim, or all of a contiguous tensor"),
+    (["mean"], "mean", _reduce("mean"), "one dim, or all of a contiguous tensor"),
+    (["amax"], "max", _reduce("max"), "one dim"),
+    (["amin"], "min", _reduce("min"), "one dim"),
+    (["linalg_vector_norm"], "norm2", _norm, "ord=2"),
+    (["add"], "add", _binary("add"), "alpha=1"),
+    (["sub"], "sub", _binary("sub"), "alpha=1"),
+    (["mul"], "mul", _binary("mul"), ""),
+    (["div"], "div", _binary("div"), "true division (no rounding_mode)"),
+    (["neg"], "neg", _unary("neg"), ""),
+    (["abs"], "abs", _unary("abs"), ""),
+    (["relu"], "relu", _unary("relu"), ""),
+    (["gelu"], "gelu_erf / gelu_tanh", _gelu, "approximate='none' and 'tanh'"),
+    (["silu"], "silu", _unary("silu"), ""),
+    (["sigmoid"], "sigmoid", _unary("sigmoid"), ""),
+    (["tanh"], "tanh", _unary("tanh"), ""),
+    (["exp"], "exp", _unary("exp"), ""),
+    (["log"], "log", _unary("log"), ""),
+    (["sqrt"], "sqrt", _unary("sqrt"), ""),
+    (["rsqrt"], "rsqrt", _unary("rsqrt"), ""),
+]
+
+# Gates that do not apply to an ATen op, with the reason (the op_check
+# record says "not_applicable" and why). The oracle's special-value rules
+# take the limit of the math (gelu(-inf) = -0, rms_norm of a row holding
+# inf is NaN); ATen evaluates its documented formula in IEEE arithmetic
+# (x * Phi(x), x * sigmoid(x), x * rsqrt(mean(x^2) + eps)), which gives
+# NaN at -inf or 0 beside an inf: PyTorch's result, not a defect.
+NOT_APPLICABLE = {
+    "gelu": {"nonfinite": "ATen evaluates x*Phi(x) in IEEE arithmetic: NaN at -inf, where the "
+                          "oracle's rule is the limit -0"},
+    "silu": {"nonfinite": "ATen evaluates x*sigmoid(x) in IEEE arithmetic: NaN at -inf, where "
+                          "the oracle's rule is the limit -0"},
+    "_fused_rms_norm": {"nonfinite": "ATen gives x*rsqrt(inf) = 0 beside an infinite element; "
+                                     "the oracle's rule makes the whole row NaN"},
+    "_scaled_dot_product_flash_attention": {
+        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
+                     "limit"},
+    "_scaled_dot_product_efficient_attention": {
+        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
+                     "limit"},
+    "_scaled_dot_product_cudnn_attention": {
+        "nonfinite": "infinite scores: cuDNN's online softmax gives NaN where the oracle takes "
+                     "the limit"},
+}
+
+# Overloads that are not the op's math (rounding modes, scalar-only forms).
+EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
+                      "div_.Scalar_mode", "div.out_mode", "add.default", "sub.default",
+                      "mul.default", "div.default", "sum.int"}
+
+# What the oracle has no op for, with the reason (README table).
+UNCOVERED = [
+    ("_softmax_backward_data, _log_softmax_backward_data", "the oracle has no op for the gradient "
+     "formula y*(g - sum(g*y))"),
+    ("native_layer_norm_backward, _fused_rms_norm_backward", "no oracle op for norm gradients"),
+    ("gelu_backward, silu_backward, sigmoid_backward, tanh_backward, threshold_backward",
+     "no oracle op for activation gradients"),
+    ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
+    ("_foreach_* (optimizers), addcmul, addcdiv, lerp", "fused multi-tensor ops: no oracle op"),
+    ("convolution, cudnn_convolution", "no convolution in the oracle"),
+    ("embedding, index_select, gather, scatter, index_add", "data movement: no numerical "
+     "contract beyond exact copies (determinism still applies at kernel level)"),
+    ("nll_loss_forward, cross_entropy pieces", "no oracle op (log_softmax before it is checked)"),
+    ("copy_, _to_copy, clone, view ops", "conversions and copies: no oracle op"),
+]
+
+
+def _parse_schema(schema):
+    """[(name, default, is_tensor_kind)] of a schema's arguments."""
+    out = []
+    for arg in schema.arguments:
+        default = arg.default_value if arg.has_default_value() else _REQUIRED
+        out.append((arg.name, default, arg.kwarg_only))
+    return out
+
+
+_REQUIRED = object()
+_BY_NAME = {}
+for names, oracle, fn, note in ROWS:
+    for n in names:
+        _BY_NAME[n] = fn
+
+
+class Entry:
+    """One OpOverload's row: its mapper and its argument names."""
+    __slots__ = ("name", "mapper", "params", "inplace", "has_out", "written", "contract",
+                 "not_applicable")
+
+    def __init__(self, name, mapper, schema):
+        self.name, self.mapper = name, mapper
+        self.contract = None
+        base = schema.name.split("::", 1)[-1].rstrip("_")
+        self.not_applicable = NOT_APPLICABLE.get(base, {}) if schema.name.startswith("aten::") \
+            else {}
+        # arguments the op declares it writes (alias_info.is_write), which
+        # the immutability check leaves out
+        self.written = {a.name for a in schema.arguments
+                        if a.alias_info is not None and a.alias_info.is_write}
+        self.params = _parse_schema(schema)
+        self.inplace = schema.name.endswith("_") or name.split(".")[0].endswith("_")
+        self.has_out = any(p[0] == "out" for p in self.params)
+
+    def bind(self, args, kwargs):
+        a = {}
+        for i, (name, default, _) in enumerate(self.params):
+            if i < len(args):
+                a[name] = args[i]
+            elif name in kwargs:
+                a[name] = kwargs[name]
+            elif default is not _REQUIRED:
+                a[name] = default
+        return a
+
+
+def entry_for(func):
+    """The table's Entry for an OpOverload, or None when the op is not
+    covered (or is an excluded overload)."""
+    schema = func._schema
+    base = schema.name.split("::", 1)[-1]
+    full = "%s.%s" % (base, func._overloadname)
+    if full in EXCLUDED_OVERLOADS:
+        return None
+    fn = _BY_NAME.get(base) or (_BY_NAME.get(base[:-1]) if base.endswith("_") else None)
+    if fn is None:
+        return None
+    return Entry("aten::" + full if schema.name.startswith("aten::") else schema.name + "." +
+                 func._overloadname, fn, schema)
+
+
+# ---------------------------------------------------------------- custom ops
+
+def _contract_mapper(c):
+    """A mapper from a torch_op contract: args maps each oracle input to an
+    argument of the op (by schema name or position); "out" names the
+    result (its index in the returned tuple, default 0) or a mutated
+    argument."""
+    args = dict(c.get("args") or {})
+    out_spec = args.pop("out", "0")
+    attrs = dict(c.get("attrs") or {})
+    op = c["op"]
+
+    def m(a):
+        order = list(a)
+        ins = []
+        for name, ref in args.items():
+            v = a.get(ref)
+            if v is None and ref.isdigit() and int(ref) < len(order):
+                v = a[order[int(ref)]]
+            if v is None:
+                try:  # a constant operand ("2.0")
+                    v = float(ref)
+                except ValueError:
+                    pass
+            if v is None:
+                raise Skip("contract %s: no argument '%s'" % (c.get("where"), ref))
+            if not hasattr(v, "dim"):
+                v = float(v)
+            ins.append((name, v))
+        if out_spec.isdigit():
+            k = int(out_spec)
+            out = (lambda res: res[k] if isinstance(res, (tuple, list)) else res)
+        else:
+            target = a.get(out_spec)
+            out = (lambda res: target)
+        p = Plan(op, ins, out, attrs, "contract")
+        p.profile = c.get("profile")
+        return p
+    return m
+
+
+def contract_entry(func, c):
+    """The Entry of a custom op (torch.library.custom_op, triton_op,
+    load_inline) described by a torch_op contract."""
+    schema = func._schema
+    e = Entry("%s.%s" % (schema.name, func._overloadname), _contract_mapper(c), schema)
+    e.contract = c
+    return e
+
+
+def markdown():
+    """The README's coverage table."""
+    lines = ["| ATen op (every overload) | oracle op | gates | notes |",
+             "|---|---|---|---|"]
+    for names, oracle, fn, note in ROWS:
+        lines.append("| %s | %s | %s | %s |" % (", ".join("`%s`" % n for n in names), oracle,
+                                              ", ".join(APP_GATES), note))
+    lines += ["", "| not covered | why |", "|---|---|"]
+    for names, why in UNCOVERED:
+        lines.append("| %s | %s |" % (names, why))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())

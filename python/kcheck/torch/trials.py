@@ -1,0 +1,110 @@
+"""Op-level checks on kcheck's own tensors: the same op (same dtypes,
+shapes, strides and non-tensor arguments) re-run on generated inputs.
+
+- nonfinite, precision, extremes: the trials the C gates run for the
+  oracle op (kcheck_op_trials: generator, transform, seed), inputs from
+  kcheck_generate (input k: seed + k, role 0/1/2 as the C trials), judged
+  by the oracle with the gate's failing verdicts;
+- coverage: the op run twice on generated inputs with its output memory
+  poisoned with two different patterns first (an out= tensor directly; a
+  freshly allocated output through a poisoned block of kcheck's private
+  memory pool); an element equal to each run's poison was never written.
+
+kcheck's tensors live in a private CUDA memory pool (torch.cuda.MemPool),
+never in the program's tensors; the program's results, RNG and autograd
+graph are untouched. The pool's memory is visible in
+torch.cuda.memory_reserved()/max_memory_allocated() (PyTorch keeps one set
+of device statistics). Launches of the re-runs are kcheck's own
+(kcheck_own_begin/end): not counted or checked at kernel level.
+"""
+import contextlib
+import ctypes
+
+import torch
+
+from kcheck import _api
+from kcheck.torch import profiles
+
+GATES = ("nonfinite", "precision", "extremes")
+_POOL = None
+
+
+@contextlib.contextmanager
+def own_memory(device):
+    """kcheck's own allocations: a private pool on CUDA, plain on CPU."""
+    global _POOL
+    if device.type != "cuda":
+        yield
+        return
+    if _POOL is None:
+        _POOL = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(_POOL):
+        yield
+
+
+def pooled():
+    """Are kcheck's allocations going to its private pool now?"""
+    return _POOL is not None and torch.cuda.is_initialized()
+
+
+def trials(lib, gate, op):
+    """[(generator, transform, seed)], fail_mask for gate on oracle op."""
+    buf = ctypes.create_string_buffer(2048)
+    mask = ctypes.c_uint(0)
+    n = lib.kcheck_op_trials(gate.encode(), op.encode(), buf, len(buf), ctypes.byref(mask))
+    out = []
+    for line in buf.value.decode().splitlines()[:max(0, n)]:
+        g, t, s = line.split()
+        out.append((g, t, int(s)))
+    return out, mask.value
+
+
+def generate(lib, gen, transform, t, role, seed):
+    """A tensor like t (dtype, shape, strides, device) filled with
+    generator gen's values: the packed rows x cols of kcheck_generate
+    written into t's elements in row-major order."""
+    if any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride())):
+        # an expanded (broadcast) argument: generate its base, expand it again
+        base = torch.empty([1 if st == 0 else n for n, st in zip(t.shape, t.stride())],
+                           dtype=t.dtype, device=t.device)
+        return generate(lib, gen, transform, base, role, seed).expand(t.shape)
+    fmt = profiles.fmt(t.dtype)
+    shape = list(t.shape)
+    cols = shape[-1] if shape else 1
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    n = rows * cols
+    host = torch.empty(n, dtype=t.dtype)
+    if n and lib.kcheck_generate(gen.encode(), transform.encode(), fmt.encode(), role, rows, cols,
+                                 seed, ctypes.c_void_p(host.data_ptr())):
+        raise ValueError("kcheck_generate refused %s/%s/%s" % (gen, transform, fmt))
+    out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    out.copy_(host.reshape(t.shape))
+    return out
+
+
+def regen_command(gen, transform, seed, t, role):
+    shape = ",".join(str(d) for d in t.shape) or "1"
+    return "kcheck gen -g %s -t %s -s %d -f %s --shape %s --role %d" % (
+        gen, transform, seed, profiles.fmt(t.dtype), shape, role)
+
+
+def substitute(args, kwargs, make):
+    """args and kwargs with every tensor t replaced by make(t, k) (k: the
+    tensor's position among the call's tensors)."""
+    k = [0]
+
+    def sub(a):
+        if isinstance(a, torch.Tensor):
+            r = make(a, k[0])
+            k[0] += 1
+            return r
+        if isinstance(a, (list, tuple)):
+            return type(a)(sub(x) for x in a)
+        return a
+    return tuple(sub(a) for a in args), {n: sub(v) for n, v in kwargs.items()}
+
+
+def role(k):
+    return 0 if k == 0 else (1 if k == 1 else 2)

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# test/gpu/run_gpu_torch.sh — the PyTorch binding on the GPU (make test-gpu-torch).
+#
+#   test/gpu/run_gpu_torch.sh [OUTDIR]       (default: $OUT, else ./gpu-out)
+#
+# (a) torch_train.py, fp32 (TF32 off) and bf16 autocast: plain and under
+#     `kcheck run --torch`: loss hex and parameter hash bitwise equal, no
+#     violation, every covered op checked (torch_check.py train);
+# (b) torch_bugs.py with torch_bugs.yaml: each planted bug caught by its
+#     gate with the Python line of the call, the correct ops silent;
+# (c) torch_nondet.py index_add / scatter_add under the binding: still
+#     flagged by determinism (kernel level);
+# (d) activation: python -c, python -m pytest, torchrun --nproc-per-node=1,
+#     torch.multiprocessing spawn, a program that never imports torch,
+#     torch.compile (compiled graph results equal; its Triton kernels seen
+#     at kernel level);
+# (e) bench: bench/transformer_step.py, 6 layers, d 512, ratios to the plain
+#     run in the same call: plain; kcheck gates=none (no binding); kcheck
+#     --torch (default: steady state watches one optimizer step in 20);
+#     --torch with torch_watch_every=1 (every op of every step); --torch
+#     with gates=oracle (op-level oracle only, no kernel-level gates).
+# Environment: KC_TORCH_PARTS, KC_TORCH_MODES, KC_TORCH_STEPS (4),
+# KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_TIMEOUT per command (200),
+# KC_BUDGET for the whole (540 s: no command starts or runs past it).
+# Writes OUTDIR/torch-results.md and OUTDIR/torch-logs.tar.gz.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+PYTHON=${PYTHON:-python3}
+STEPS=${KC_TORCH_STEPS:-4}
+TMO=${KC_TIMEOUT:-200}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-torch.XXXXXX")
+LOGS=$WORK/logs
+mkdir -p "$LOGS"
+RES=$OUTDIR/torch-results.md
+T0=$(date +%s)
+export KCHECK_LIB=$BUILD/libkcheck.so
+KC=("$PYTHON" "$ROOT/scripts/kcheck")
+CHECK=("$PYTHON" "$ROOT/test/gpu/torch_check.py")
+fails=0
+rows=()
+PARTS=${KC_TORCH_PARTS:-"train bugs nondet activation bench"}
+MODES=${KC_TORCH_MODES:-"fp32 bf16"}
+BENCH_CONFIGS=${KC_BENCH_CONFIGS:-"plain none torch torch_all torch_oracle"}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
+note() { rows+=("| $1 | $2 | $3 |"); echo "[$2] $1 - $3"; [ "$2" = PASS ] || fails=$((fails + 1)); }
+BUDGET=${KC_BUDGET:-540}
+run() { # name cmd...: logs to $LOGS/name.{out,err}; no run starts or runs past BUDGET
+  local name=$1
+  shift
+  echo "$name: $*" >>"$LOGS/commands.txt"
+  local t=$(date +%s.%N) rc=0 left=$((BUDGET - ($(date +%s) - T0))) tmo=$TMO
+  if [ "$left" -lt 8 ]; then
+    echo "  left out: the time budget (${BUDGET}s) is spent" >>"$LOGS/commands.txt"
+    : >"$LOGS/$name.out"
+    : >"$LOGS/$name.err"
+    return 125
+  fi
+  [ "$tmo" -gt "$left" ] && tmo=$left
+  timeout --kill-after=5 "$tmo" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" || rc=$?
+  echo "  exit $rc, $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s" >>"$LOGS/commands.txt"
+  return $rc
+}
+field() { awk -v k="$1" '$1 == k {v = $2} END {print v}' "$2"; }
+reports() { ls "$WORK"/$1.*.jsonl 2>/dev/null; }
+
+# (a) training, plain vs binding
+want train || MODES=""
+for mode in $MODES; do
+  flag=""
+  [ "$mode" = bf16 ] && flag=--bf16
+  run "train_${mode}_plain" "$PYTHON" test/gpu/torch_train.py $flag --steps "$STEPS"
+  run "train_${mode}_torch" "${KC[@]}" run --torch -o "log_path=$WORK/train_$mode" -- \
+    "$PYTHON" test/gpu/torch_train.py $flag --steps "$STEPS"
+  rc=$?
+  a=$(field FINAL_LOSS "$LOGS/train_${mode}_plain.out")$(field PARAMS_SHA256 "$LOGS/train_${mode}_plain.out")
+  b=$(field FINAL_LOSS "$LOGS/train_${mode}_torch.out")$(field PARAMS_SHA256 "$LOGS/train_${mode}_torch.out")
+  if [ -n "$a" ] && [ "$a" = "$b" ] && [ $rc = 0 ]; then
+    note "train $mode: loss and parameters bitwise equal" PASS "$(field FINAL_LOSS "$LOGS/train_${mode}_plain.out")"
+  else
+    note "train $mode: loss and parameters bitwise equal" FAIL "plain '$a' binding '$b' exit $rc"
+  fi
+  out=$("${CHECK[@]}" train $(reports "train_$mode") 2>&1)
+  st=PASS
+  echo "$out" | grep -q '^FAIL' && st=FAIL
+  [ -z "$(reports "train_$mode")" ] && st=FAIL
+  note "train $mode: report" $st "$(echo "$out" | tr '\n' ';' | cut -c1-600)"
+  echo "$out" >"$LOGS/train_${mode}_check.txt"
+done
+
+# (b) planted bugs
+if want bugs; then
+run bugs "${KC[@]}" run --torch -o "log_path=$WORK/bugs" -o "contracts=$ROOT/test/gpu/torch_bugs.yaml" -- \
+  "$PYTHON" test/gpu/torch_bugs.py
+out=$("$PYTHON" test/gpu/torch_bugs.py --check $(reports bugs) <"$LOGS/bugs.out" 2>&1)
+echo "$out" >"$LOGS/bugs_check.txt"
+while IFS= read -r line; do
+  case "$line" in
+  PASS*) note "bug: ${line#PASS }" PASS "" ;;
+  FAIL*) note "bug: ${line#FAIL }" FAIL "" ;;
+  esac
+done <<<"$out"
+[ -n "$out" ] || note "bugs" FAIL "no check output (see bugs.err)"
+fi
+
+# (e) bench
+if want bench; then
+  B=(bench/transformer_step.py --layers 6 --d-model 512 --heads 8 --steps "${KC_BENCH_STEPS:-25}")
+  for c in $BENCH_CONFIGS; do
+    case $c in
+    plain) run bench_plain "$PYTHON" "${B[@]}" ;;
+    none) run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
+    torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
+      -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
+    torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
+    torch_all) run bench_torch_all "${KC[@]}" run --torch -o torch_watch_every=1 \
+      -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
+    esac
+  done
+  {
+    echo "| configuration | first 5 steps ms/step | ratio | steady ms/step | ratio |"
+    echo "|---|---|---|---|---|"
+    p1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_plain.out")
+    ps=$(field STEADY_MS_PER_STEP "$LOGS/bench_plain.out")
+    for c in $BENCH_CONFIGS; do
+      f1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_$c.out")
+      fs=$(field STEADY_MS_PER_STEP "$LOGS/bench_$c.out")
+      awk -v c="$c" -v f1="$f1" -v fs="$fs" -v p1="$p1" -v ps="$ps" 'BEGIN {
+        if (f1 == "" || p1 == "") { printf "| %s | (failed) | | | |\n", c; exit }
+        printf "| %s | %.1f | %.2fx | %.1f | %.2fx |\n", c, f1, f1 / p1, fs, fs / ps }'
+    done
+  } >"$LOGS/bench.md"
+  cat "$LOGS/bench.md"
+fi
+
+# (c) nondeterministic ops still flagged at kernel level
+NONDET="index_add scatter_add"
+want nondet || NONDET=""
+for m in $NONDET; do
+  run "nondet_$m" "${KC[@]}" run --torch -o "log_path=$WORK/nondet_$m" -- "$PYTHON" test/gpu/torch_nondet.py $m
+  out=$("${CHECK[@]}" nondet $(reports "nondet_$m") 2>&1)
+  case "$out" in PASS*) st=PASS ;; *) st=FAIL ;; esac
+  note "nondet $m flagged by determinism under the binding" $st "$out"
+done
+
+# (d) activation paths: each child process must have written a torch_summary
+act() { # name cmd...
+  local name=$1
+  shift
+  KCHECK_OPTIONS="torch=1:log_path=$WORK/act_$name" LD_PRELOAD="$KCHECK_LIB" run "act_$name" "$@"
+  local rc=$?
+  out=$("${CHECK[@]}" active $(reports "act_$name") 2>&1)
+  case "$out" in PASS*) st=PASS ;; *) st=FAIL ;; esac
+  [ $rc = 0 ] || st=FAIL
+  note "activation: $name" $st "exit $rc; $out"
+}
+if want activation; then
+act python_c "$PYTHON" -c "import torch; x = torch.ones(64, 64, device='cuda'); print(float((x @ x).sum()))"
+act pytest "$PYTHON" -m pytest -q -p no:cacheprovider test/gpu/torch_activation.py -k pytest_case
+act torchrun torchrun --nproc-per-node=1 test/gpu/torch_activation.py worker
+act spawn "$PYTHON" test/gpu/torch_activation.py spawn
+KCHECK_OPTIONS="torch=1:log_path=$WORK/act_notorch" LD_PRELOAD="$KCHECK_LIB" run act_notorch \
+  "$PYTHON" -c "import sys; print('torch' in sys.modules)"
+if [ "$(cat "$LOGS/act_notorch.out")" = False ]; then
+  note "activation: a program that never imports torch is untouched" PASS "torch never imported"
+else
+  note "activation: a program that never imports torch is untouched" FAIL "$(cat "$LOGS/act_notorch.out")"
+fi
+run compile_plain "$PYTHON" test/gpu/torch_activation.py compile
+run compile_torch "${KC[@]}" run --torch -o "log_path=$WORK/compile" -- "$PYTHON" test/gpu/torch_activation.py compile
+a=$(field COMPILED "$LOGS/compile_plain.out")
+b=$(field COMPILED "$LOGS/compile_torch.out")
+out=$("${CHECK[@]}" compile $(reports compile) 2>&1)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [[ "$out" == PASS* ]]; then st=PASS; else st=FAIL; fi
+note "torch.compile: results equal, Triton kernels seen at kernel level" $st "plain $a binding $b; $out"
+fi
+
+{
+  echo "# PyTorch binding on the GPU"
+  echo
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "- commit: $(cat "$ROOT/.commit" 2>/dev/null || git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "- command: test/gpu/run_gpu_torch.sh (KC_TORCH_STEPS=$STEPS)"
+  echo "- machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  echo "- torch: $("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+  echo "- wall: $(($(date +%s) - T0)) s"
+  echo
+  echo "| check | status | detail |"
+  echo "|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  if [ -f "$LOGS/bench.md" ]; then
+    echo
+    echo "## Bench: bench/transformer_step.py --layers 6 --d-model 512 --heads 8"
+    echo
+    cat "$LOGS/bench.md"
+  fi
+} >"$RES"
+cp "$WORK"/*.jsonl "$LOGS/" 2>/dev/null
+tar -C "$WORK" -czf "$OUTDIR/torch-logs.tar.gz" logs
+echo "$fails failed; results in $RES"
+[ $fails = 0 ]

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""test/gpu/torch_bugs.py — planted bugs written as custom ops (Triton
+kernels registered with torch.library.custom_op), with op-level contracts
+in torch_bugs.yaml (torch_op: kcbug::...). Under `kcheck run --torch` with
+those contracts, each buggy op must be caught by the right gate and each
+finding must carry the Python line of the call; the correct version of
+every op must stay silent.
+
+  python3 torch_bugs.py              run every op once (prints CALL lines)
+  python3 torch_bugs.py --check R... check kcheck's report(s) R
+
+CALL <op> <line> names the line of this file that called each op.
+"""
+import inspect
+import json
+import sys
+
+# (custom op, gate that must fire or "silent")
+EXPECT = [
+    ("mm_ok", "silent"), ("mm_fp16acc", "precision"),
+    ("softmax_ok", "silent"), ("softmax_nomax", "extremes"),
+    ("rmsnorm_ok", "silent"), ("rmsnorm_noeps", "extremes"),
+    ("layernorm_ok", "silent"), ("layernorm_onepass", "precision"),
+    ("relu_ok", "silent"), ("relu_tail", "coverage"),
+    ("scale_ok", "silent"), ("scale_scratch", "immutability"),
+]
+
+
+def define():
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def mm_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                  FP16ACC: tl.constexpr):
+        pm, pn = tl.program_id(0), tl.program_id(1)
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float16 if FP16ACC else tl.float32)
+        for k0 in range(0, K, BK):
+            am = (rm[:, None] < M) & (k0 + rk[None, :] < K)
+            bm = (k0 + rk[:, None] < K) & (rn[None, :] < N)
+            x = tl.load(a + rm[:, None] * K + k0 + rk[None, :], mask=am, other=0.0)
+            y = tl.load(b + (k0 + rk[:, None]) * N + rn[None, :], mask=bm, other=0.0)
+            if FP16ACC:  # the bug: products and sums in fp16
+                acc += tl.dot(x.to(tl.float16), y.to(tl.float16), out_dtype=tl.float16)
+            else:
+                acc += tl.dot(x, y, input_precision="ieee")
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float32),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    @triton.jit
+    def row_kernel(x, w, y, n, eps, KIND: tl.constexpr, BUG: tl.constexpr, BLOCK: tl.constexpr):
+        r = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        m = offs < n
+        v = tl.load(x + r * n + offs, mask=m, other=0.0)
+        if KIND == 0:  # softmax
+            if BUG:  # the bug: no max subtracted
+                e = tl.where(m, tl.exp(v), 0.0)
+            else:
+                e = tl.where(m, tl.exp(v - tl.max(tl.where(m, v, -float("inf")), 0)), 0.0)
+            out = e / tl.sum(e, 0)
+        elif KIND == 1:  # rms_norm
+            ms = tl.sum(v * v, 0) / n
+            inv = 1.0 / tl.sqrt_rn(ms) if BUG else 1.0 / tl.sqrt_rn(ms + eps)  # the bug: no eps
+            out = v * inv * tl.load(w + offs, mask=m, other=0.0)
+            # a row holding NaN or Inf is NaN throughout (the oracle's rule)
+            out = tl.where((ms == ms) & (ms < float("inf")), out, float("nan"))
+        else:  # layer_norm without weight
+            mean = tl.sum(v, 0) / n
+            if BUG:  # the bug: one-pass variance E[x^2] - E[x]^2
+                var = tl.sum(v * v, 0) / n - mean * mean
+            else:
+                d = tl.where(m, v - mean, 0.0)
+                var = tl.sum(d * d, 0) / n
+            out = (v - mean) / tl.sqrt_rn(var + eps)
+        tl.store(y + r * n + offs, out, mask=m)
+
+    @triton.jit
+    def ew_kernel(x, y, n, KIND: tl.constexpr, BUG: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        if KIND == 0:  # relu
+            lim = (n // BLOCK) * BLOCK if BUG else n  # the bug: the tail is never written
+            v = tl.load(x + offs, mask=offs < n, other=0.0)
+            # tl.maximum(v, 0) would drop NaN (maxnum): relu keeps it
+            tl.store(y + offs, tl.where(v <= 0.0, 0.0, v), mask=offs < lim)
+        else:  # y = 2 x
+            m = offs < n
+            v = tl.load(x + offs, mask=m, other=0.0)
+            if BUG:  # the bug: the input used as scratch space
+                tl.store(x + offs, v * 4.0, mask=m)
+            tl.store(y + offs, v * 2.0, mask=m)
+
+    def mm(a, b, bug):
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty(M, N, device=a.device, dtype=torch.float32)
+        mm_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](a.contiguous(), b.contiguous(), c, M,
+                                                             N, K, 32, 32, 32, bug)
+        return c
+
+    def rows(x, w, eps, kind, bug):
+        y = torch.empty_like(x)
+        n = x.shape[-1]
+        row_kernel[(x.numel() // n,)](x, w if w is not None else x, y, n, eps, kind, bug,
+                                      triton.next_power_of_2(n))
+        return y
+
+    def ew(x, kind, bug):
+        y = torch.empty_like(x)
+        ew_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), kind, bug, 256)
+        return y
+
+    lib = "kcbug"
+    ops = {}
+    T = torch.Tensor
+
+    def reg(name, fn):  # custom_op infers the schema from the annotations
+        ops[name] = torch.library.custom_op("%s::%s" % (lib, name), mutates_args=())(fn)
+
+    for bug, suffix in ((False, "ok"), (True, "fp16acc")):
+        def f(a: T, b: T, bug=bug) -> T:
+            return mm(a, b, bug)
+        reg("mm_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "nomax")):
+        def f(x: T, bug=bug) -> T:
+            return rows(x, None, 0.0, 0, bug)
+        reg("softmax_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "noeps")):
+        def f(x: T, w: T, bug=bug) -> T:
+            return rows(x, w, 1e-5, 1, bug)
+        reg("rmsnorm_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "onepass")):
+        def f(x: T, bug=bug) -> T:
+            return rows(x, None, 1e-5, 2, bug)
+        reg("layernorm_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "tail")):
+        def f(x: T, bug=bug) -> T:
+            return ew(x, 0, bug)
+        reg("relu_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "scratch")):
+        def f(x: T, bug=bug) -> T:
+            return ew(x, 1, bug)
+        reg("scale_" + suffix, _strip(f))
+    return ops
+
+
+def _strip(f):
+    """f without its bound `bug` default: the schema has only tensors."""
+    import functools
+    bug = f.__defaults__[0]
+    ann = {k: v for k, v in f.__annotations__.items() if k != "bug"}
+
+    @functools.wraps(f)
+    def g(*args):
+        return f(*args, bug=bug)
+    g.__annotations__ = ann
+    import inspect as _i
+    sig = _i.signature(f)
+    g.__signature__ = sig.replace(parameters=[p for n, p in sig.parameters.items() if n != "bug"])
+    return g
+
+
+def call(ops, name, *args):
+    line = inspect.currentframe().f_back.f_lineno
+    print("CALL kcbug::%s %d" % (name, line), flush=True)
+    return ops[name](*args)
+
+
+def run():
+    import torch
+    ops = define()
+    torch.manual_seed(0)
+    dev = "cuda"
+    a = torch.rand(128, 256, device=dev)
+    b = torch.rand(256, 96, device=dev)
+    x = torch.randn(64, 1000, device=dev)
+    w = torch.rand(1000, device=dev) + 0.5
+    v = torch.randn(5000, device=dev)
+    r = []
+    r.append(call(ops, "mm_ok", a, b))
+    r.append(call(ops, "mm_fp16acc", a, b))
+    r.append(call(ops, "softmax_ok", x))
+    r.append(call(ops, "softmax_nomax", x))
+    r.append(call(ops, "rmsnorm_ok", x, w))
+    r.append(call(ops, "rmsnorm_noeps", x, w))
+    r.append(call(ops, "layernorm_ok", x))
+    r.append(call(ops, "layernorm_onepass", x))
+    r.append(call(ops, "relu_ok", v))
+    r.append(call(ops, "relu_tail", v))
+    r.append(call(ops, "scale_ok", v.clone()))
+    r.append(call(ops, "scale_scratch", v.clone()))
+    torch.cuda.synchronize()
+    print("RAN %d" % len(r))
+    return 0
+
+
+def check(paths, calls):
+    recs = []
+    for p in paths:
+        with open(p) as f:
+            recs += [json.loads(line) for line in f]
+    viol = [r for r in recs if r["type"] == "violation" and str(r.get("op", "")).startswith("kcbug::")]
+    checks = {r["op"] for r in recs if r["type"] == "op_check"}
+    failed = 0
+    for name, expect in EXPECT:
+        op = "kcbug::%s.default" % name
+        mine = [v for v in viol if v.get("op") == op]
+        gates = sorted({v["gate"] for v in mine})
+        line = calls.get("kcbug::" + name)
+        # the frame of run() that called the op (call() is the innermost)
+        lines = sorted({f.get("line") for v in mine for f in (v.get("stack") or {}).get("python", [])
+                        if f.get("function") == "run"})
+        if op not in checks:
+            ok, why = False, "never checked"
+        elif expect == "silent":
+            ok, why = not mine, "violations %s" % (gates or "none")
+        else:
+            ok = expect in gates and lines == [line]
+            why = "gates %s, python line(s) %s (call at line %s)" % (gates, lines, line)
+        failed += not ok
+        print("%s %s (expect %s): %s" % ("PASS" if ok else "FAIL", name, expect, why))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--check":
+        # the CALL lines of the run come on stdin
+        calls = {}
+        for ln in sys.stdin:
+            if ln.startswith("CALL "):
+                _, op, line = ln.split()
+                calls[op] = int(line)
+        sys.exit(check(sys.argv[2:], calls))
+    sys.exit(run())

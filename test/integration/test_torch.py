@@ -1,0 +1,400 @@
+"""The PyTorch binding without a GPU: activation paths, the op table,
+profiles from PyTorch's settings, the policy, the op-level gates and
+pass-through counting.
+
+The CUDA path cannot run here, so the binding checks CPU tensors
+(torch_devices=cuda,cpu, an option meant for exactly this) on the CPU
+stand-in driver; what differs on the GPU (CUDA kernels, kernel names inside
+an op, Triton custom ops, bitwise-equal training) is tested by
+test/gpu/run_gpu_torch.sh. The release libkcheck.so is used: PyTorch under
+the ASan runtime is outside what these tests are about. torch is a test
+dependency (scripts/install-deps installs it); without it these tests skip.
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, FAKECUDA, ROOT
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
+
+LIB = os.path.join(BUILD, "libkcheck.so")
+PY = os.path.join(ROOT, "python")
+sys.path.insert(0, PY)
+
+
+def run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu", preload=True, env_extra=None,
+           args=(), timeout=240):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KCHECK_", "FAKECUDA_", "PYTHONPATH", "LD_PRELOAD"))}
+    env["LD_LIBRARY_PATH"] = FAKECUDA
+    prefix = str(tmp_path / "kc")
+    if preload:
+        env["LD_PRELOAD"] = LIB
+        env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (prefix, options)
+    env.update(env_extra or {})
+    script = tmp_path / "prog.py"
+    script.write_text(code)
+    p = subprocess.run([sys.executable, str(script)] + list(args), env=env, capture_output=True,
+                       text=True, timeout=timeout, cwd=str(tmp_path))
+    recs = []
+    for f in sorted(glob.glob(prefix + ".*.jsonl")):
+        with open(f) as fh:
+            recs += [json.loads(line) for line in fh]
+    return p, recs
+
+
+def of(recs, t):
+    return [r for r in recs if r["type"] == t]
+
+
+# ------------------------------------------------------------ activation
+
+def test_never_imports_torch_untouched(tmp_path):
+    p, recs = run_py(tmp_path, "import sys\nprint('torch' in sys.modules)\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"
+    assert not of(recs, "torch_summary")
+
+
+def test_boot_folder_on_pythonpath_only_with_torch_option(tmp_path):
+    code = "import os\nprint(os.environ.get('PYTHONPATH', ''))\n"
+    p, _ = run_py(tmp_path, code)
+    assert os.path.join("kcheck", "_boot") in p.stdout
+    p, _ = run_py(tmp_path, code, options="gates=none")
+    assert "_boot" not in p.stdout
+
+
+def test_import_torch_installs_binding(tmp_path):
+    p, recs = run_py(tmp_path, "import torch\nprint(float((torch.ones(4, 4) @ torch.ones(4, 4)).sum()))\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "64.0"
+    s = of(recs, "torch_summary")
+    assert s and s[0]["ops_checked"] >= 1
+    assert "kcheck: torch:" in p.stderr
+
+
+def test_chains_existing_sitecustomize(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import builtins\nbuiltins.KC_OTHER_SITE = 1\n")
+    p, recs = run_py(tmp_path, "import builtins, torch\nprint(getattr(builtins, 'KC_OTHER_SITE', 0))\n"
+                     "torch.ones(3).sum()\n", env_extra={"PYTHONPATH": str(other)})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "1"
+    assert of(recs, "torch_summary")
+
+
+def test_multiprocessing_spawn_child_has_binding(tmp_path):
+    code = ("import torch, torch.multiprocessing as mp\n"
+            "def w(i):\n    (torch.ones(8, 8) @ torch.ones(8, 8)).sum()\n"
+            "if __name__ == '__main__':\n    mp.spawn(w, nprocs=1)\n")
+    p, recs = run_py(tmp_path, code)
+    assert p.returncode == 0, p.stderr
+    pids = {r["pid"] for r in of(recs, "run")}
+    assert len(pids) >= 2  # parent and the spawned child, each with its report
+    assert len(of(recs, "torch_summary")) >= 2
+
+
+def test_without_libkcheck_import_is_noop(tmp_path):
+    code = ("import sys\nsys.path.insert(0, %r)\nimport kcheck, kcheck.torch, torch\n"
+            "print(kcheck.active(), kcheck.torch.install())\n" % PY)
+    p, _ = run_py(tmp_path, code, preload=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False None"
+
+
+# ------------------------------------------------------------ op table, profiles
+
+def test_every_row_maps_real_overloads():
+    from kcheck.torch import ops
+    for names, oracle, _, _ in ops.ROWS:
+        for n in names:
+            packet = getattr(torch.ops.aten, n)
+            ov = packet.overloads()
+            assert ov, n
+            mapped = [o for o in ov if ops.entry_for(getattr(packet, o)) is not None]
+            assert mapped, "no overload of %s is mapped" % n
+    assert ops.entry_for(torch.ops.aten.div.Tensor_mode) is None
+    assert ops.entry_for(torch.ops.aten.index_add.default) is None
+
+
+def test_markdown_table_lists_every_row():
+    from kcheck.torch import ops
+    md = ops.markdown()
+    for names, _, _, _ in ops.ROWS:
+        assert "`%s`" % names[0] in md
+
+
+def base_settings(**kw):
+    s = {"allow_tf32": False, "float32_matmul_precision": "highest",
+         "allow_fp16_reduced_precision_reduction": True,
+         "allow_bf16_reduced_precision_reduction": True}
+    s.update(kw)
+    return s
+
+
+def test_profiles_follow_pytorch_settings():
+    from kcheck.torch import profiles as P
+    assert P.profile("matmul", "fp32", "fp32", base_settings()) == "fp32:in=fp32:out=fp32"
+    tf = P.profile("matmul", "fp32", "fp32", base_settings(allow_tf32=True))
+    assert tf.startswith("tensorcore_tf32")
+    assert P.profile("matmul", "fp32", "fp32",
+                     base_settings(float32_matmul_precision="high")).startswith("tensorcore_tf32")
+    with pytest.raises(P.Unsupported):
+        P.profile("matmul", "fp32", "fp32", base_settings(float32_matmul_precision="medium"))
+    assert P.profile("matmul", "bf16", "bf16", base_settings()).startswith("bf16_bf16acc")
+    assert P.profile("matmul", "bf16", "bf16", base_settings(
+        allow_bf16_reduced_precision_reduction=False)).startswith("tensorcore_fp32:in=bf16:out=bf16")
+    assert P.profile("matmul", "fp16", "fp16", base_settings(
+        allow_fp16_reduced_precision_reduction=False)).startswith("tensorcore_fp32:in=fp16")
+    assert "softmax=online" in P.profile("softmax", "bf16", "fp32", base_settings())
+    assert "norm=welford" in P.profile("norm", "fp32", "fp32", base_settings())
+    assert P.profile("reduce", "fp64", "fp64", base_settings()) == "fp64"
+
+
+def test_every_profile_parses_in_the_oracle(tmp_path):
+    """Each spec the mapping can produce is accepted by libkcheck's parser
+    (a wrong declaration by kcheck is a bug, not a finding)."""
+    from kcheck.torch import profiles as P
+    specs = set()
+    for klass in ("matmul", "attention", "softmax", "norm", "reduce", "elementwise"):
+        for i in ("fp32", "bf16", "fp16", "fp64"):
+            for s in (base_settings(), base_settings(allow_tf32=True),
+                      base_settings(allow_bf16_reduced_precision_reduction=False,
+                                    allow_fp16_reduced_precision_reduction=False)):
+                try:
+                    specs.add(P.profile(klass, i, i, s))
+                except P.Unsupported:
+                    pass
+    code = ("import ctypes, sys\nlib = ctypes.CDLL(%r)\n" % LIB +
+            "import json\nbad = []\n"
+            "for s in json.loads(sys.argv[1]):\n"
+            "    c = (ctypes.c_char * 256)()\n"
+            "    r = lib.kcheck_op_judge(b'oracle', b'relu', s.encode(), b'', 0, None, None, 0,"
+            " None, c, 256)\n"
+            "    if b'bad profile' in c.value or b'unknown' in c.value: bad.append((s, c.value))\n"
+            "print(bad)\n")
+    p, _ = run_py(tmp_path, code, args=[json.dumps(sorted(specs))])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------ checks, policy, gates
+
+OPS_PROG = """
+import torch
+torch.manual_seed(0)
+a = torch.rand(32, 64); b = torch.rand(64, 16)
+for _ in range(3):
+    c = a @ b                      # same signature: checked once
+d = torch.softmax(c, -1)
+e = torch.tanh(d * 2.0)            # (CPU gelu gives NaN at +-inf: the nonfinite gate says so)
+l = torch.nn.functional.layer_norm(e, (16,))
+s = l.sum(); m = l.mean(-1); mx = l.amax(-1)
+n = torch.linalg.vector_norm(l, dim=-1)
+i = torch.arange(10) + 1           # int64: passes through
+z = torch.ones(3, dtype=torch.complex64) * 2
+meta = torch.empty(4, 4, device="meta") @ torch.empty(4, 4, device="meta")
+sp = torch.ones(4, 4).to_sparse() * 2
+print("done")
+"""
+
+
+def test_ops_checked_once_and_pass_through_counted(tmp_path):
+    p, recs = run_py(tmp_path, OPS_PROG)
+    assert p.returncode == 0, p.stderr
+    checks = of(recs, "op_check")
+    mm = [c for c in checks if c["op"] == "aten::mm.default"]
+    assert len(mm) == 1  # check_first=1: one check per signature
+    by = {c["oracle_op"] for c in checks}
+    assert {"matmul", "softmax", "mul", "tanh", "layer_norm", "sum", "mean", "max",
+            "norm2"} <= by
+    assert not of(recs, "violation"), [v["message"] for v in of(recs, "violation")]
+    for c in checks:
+        assert c["gates"]["oracle"]["status"] in ("bitwise", "pass"), c
+    s = of(recs, "torch_summary")[0]
+    pt = s["passed_through"]
+    # the second mm: the library's policy says no; the third: remembered
+    assert pt.get("not sampled", 0) >= 1 and pt.get("signature done (policy)", 0) >= 1
+    assert pt.get("dtype int64", 0) >= 1
+    assert pt.get("complex dtype", 0) >= 1
+    assert pt.get("meta or fake tensor", 0) >= 1
+    assert pt.get("sparse or non-strided layout", 0) >= 1
+    assert s["ops_seen"] > s["ops_covered"] >= s["ops_checked"]
+
+
+def test_check_record_carries_profile_settings_and_stack(tmp_path):
+    p, recs = run_py(tmp_path, OPS_PROG)
+    mm = [c for c in of(recs, "op_check") if c["op"] == "aten::mm.default"][0]
+    assert mm["profile"] == "fp32:in=fp32:out=fp32"
+    assert mm["stack"]["python"][-1]["line"] == 6
+    assert set(mm["gates"]) >= {"oracle", "immutability", "nonfinite", "precision", "extremes",
+                                "coverage"}
+
+
+def test_policy_options_apply(tmp_path):
+    p, recs = run_py(tmp_path, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:max_checks=2")
+    assert len(of(recs, "op_check")) == 2
+    assert of(recs, "torch_summary")[0]["passed_through"].get("max_checks reached", 0) >= 1
+    d = tmp_path / "race"
+    d.mkdir()
+    p, recs = run_py(d, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:gates=race")
+    assert not of(recs, "op_check")
+    assert "the oracle gate is not enabled" in of(recs, "torch_summary")[0]["passed_through"]
+
+
+def test_cpu_tensors_pass_through_by_default(tmp_path):
+    p, recs = run_py(tmp_path, OPS_PROG, options="torch=1")
+    assert not of(recs, "op_check")
+    assert of(recs, "torch_summary")[0]["passed_through"].get("cpu tensor", 0) > 5
+
+
+BUGS_PROG = """
+import torch
+
+@torch.library.custom_op("kct::scale_scratch", mutates_args=())
+def scale_scratch(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2.0
+    x.mul_(3.0)                    # the bug: the input used as scratch
+    return y
+
+@torch.library.custom_op("kct::scale_ok", mutates_args=())
+def scale_ok(x: torch.Tensor) -> torch.Tensor:
+    return x * 2.0
+
+@torch.library.custom_op("kct::softmax_nomax", mutates_args=())
+def softmax_nomax(x: torch.Tensor) -> torch.Tensor:
+    e = torch.exp(x)               # the bug: no max subtracted
+    return e / e.sum(-1, keepdim=True)
+
+@torch.library.custom_op("kct::softmax_ok", mutates_args=())
+def softmax_ok(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, -1)
+
+@torch.library.custom_op("kct::mm_fp16acc", mutates_args=())
+def mm_fp16acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (a.half() @ b.half()).float()   # the bug: fp16 arithmetic
+
+@torch.library.custom_op("kct::mm_ok", mutates_args=())
+def mm_ok(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.double().mm(b.double()).float()
+
+@torch.library.custom_op("kct::relu_tail", mutates_args=())
+def relu_tail(x: torch.Tensor) -> torch.Tensor:
+    y = torch.empty_like(x)
+    y[:-3] = torch.relu(x[:-3])    # the bug: the tail is never written
+    return y
+
+x = torch.randn(16, 64)
+a, b = torch.rand(64, 256), torch.rand(256, 32)
+scale_scratch(x.clone())           # line 39
+scale_ok(x.clone())
+softmax_nomax(x)                   # line 41
+softmax_ok(x)
+mm_fp16acc(a, b)                   # line 43
+mm_ok(a, b)
+relu_tail(torch.randn(1000))       # line 45
+print("ran")
+"""
+
+BUGS_YAML = """
+contracts:
+  - {torch_op: "kct::scale_scratch", op: mul, args: {x: x, s: "2.0"}, profile: fp32}
+  - {torch_op: "kct::scale_ok", op: mul, args: {x: x, s: "2.0"}, profile: fp32}
+  - {torch_op: "kct::softmax_nomax", op: softmax, args: {x: x}, attrs: {axis: -1}, profile: fp32}
+  - {torch_op: "kct::softmax_ok", op: softmax, args: {x: x}, attrs: {axis: -1}, profile: "fp32:softmax=online"}
+  - {torch_op: "kct::mm_fp16acc", op: matmul, args: {a: a, b: b}, profile: fp32}
+  - {torch_op: "kct::mm_ok", op: matmul, args: {a: a, b: b}, profile: fp32}
+  - {torch_op: "kct::relu_tail", op: relu, args: {x: x}, profile: fp32}
+"""
+
+
+def test_custom_op_contracts_catch_planted_bugs_with_python_line(tmp_path):
+    (tmp_path / "bugs.yaml").write_text(BUGS_YAML)
+    p, recs = run_py(tmp_path, BUGS_PROG, options="torch=1:torch_devices=cuda,cpu:contracts=%s"
+                     % (tmp_path / "bugs.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = of(recs, "violation")
+    got = {}
+    for v in viol:
+        got.setdefault(v["op"], set()).add(v["gate"])
+        assert v["stack"]["python"][-1]["file"].endswith("prog.py")
+    lines = {v["op"]: v["stack"]["python"][-1]["line"] for v in viol}
+    assert "immutability" in got["kct::scale_scratch.default"]
+    assert lines["kct::scale_scratch.default"] == 39
+    assert "extremes" in got["kct::softmax_nomax.default"]
+    assert lines["kct::softmax_nomax.default"] == 41
+    assert "precision" in got["kct::mm_fp16acc.default"]
+    assert lines["kct::mm_fp16acc.default"] == 43
+    assert "coverage" in got["kct::relu_tail.default"] or "oracle" in got["kct::relu_tail.default"]
+    for ok in ("kct::scale_ok.default", "kct::softmax_ok.default", "kct::mm_ok.default"):
+        assert ok not in got, (ok, got.get(ok))
+    checked = {c["op"] for c in of(recs, "op_check")}
+    assert {"kct::scale_ok.default", "kct::softmax_ok.default", "kct::mm_ok.default"} <= checked
+    v = [v for v in viol if v["gate"] == "precision"][0]
+    assert v["exposed_by"]["inputs"] == "generated"
+    assert v["regenerate"][0].startswith("kcheck gen -g ")
+    assert v["evidence"]["verdict"] in ("fail_precision", "fail_value", "fail_special")
+
+
+def test_torch_op_contract_lint(tmp_path):
+    good = tmp_path / "g.yaml"
+    good.write_text(BUGS_YAML)
+    bad = tmp_path / "b.yaml"
+    bad.write_text("contracts:\n  - {torch_op: nonamespace, op: relu, args: {x: x}, profile: fp32}\n"
+                   "  - {torch_op: 'a::b', kernel: {name: k}, op: relu, profile: fp32}\n")
+    kc = [sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "--lib", LIB, "contract", "lint"]
+    r = subprocess.run(kc + [str(good)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(kc + [str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "expected namespace::name" in r.stderr
+    assert "names an op, not a kernel" in r.stderr
+
+
+def test_application_results_unchanged(tmp_path):
+    code = ("import torch, hashlib\ntorch.manual_seed(0)\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64),"
+            " torch.nn.Linear(64, 8))\n"
+            "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "x = torch.randn(16, 32); y = torch.randn(16, 8)\n"
+            "for _ in range(3):\n"
+            "    opt.zero_grad(); l = torch.nn.functional.mse_loss(m(x), y); l.backward(); opt.step()\n"
+            "h = hashlib.sha256(b''.join(p.detach().numpy().tobytes() for p in m.parameters()))\n"
+            "print(float(l).hex(), h.hexdigest(), torch.rand(1).item())\n")
+    plain, _ = run_py(tmp_path, code, preload=False)
+    checked, recs = run_py(tmp_path, code)
+    assert plain.returncode == 0 and checked.returncode == 0, checked.stderr
+    assert plain.stdout == checked.stdout  # loss, parameters and the RNG stream
+    assert of(recs, "op_check")
+
+
+def test_steady_state_watches_one_step_in_n(tmp_path):
+    code = ("import torch\ntorch.manual_seed(0)\nm = torch.nn.Linear(16, 16)\n"
+            "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nx = torch.randn(8, 16)\n"
+            "for _ in range(12):\n"
+            "    opt.zero_grad(); m(x).square().mean().backward(); opt.step()\n")
+    p, recs = run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=5")
+    assert p.returncode == 0, p.stderr
+    s = of(recs, "torch_summary")[0]
+    assert s["optimizer_steps"] == 12
+    # steps 1-2 meet new signatures; from then on one step in 5 is watched
+    assert 3 <= s["watched_steps"] <= 5, s
+    d = tmp_path / "all"
+    d.mkdir()
+    p, recs = run_py(d, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=1")
+    assert of(recs, "torch_summary")[0]["watched_steps"] == 12
+
+
+def test_readme_coverage_table_is_generated_from_the_op_table():
+    from kcheck.torch import ops
+    with open(os.path.join(ROOT, "README")) as f:
+        text = f.read()
+    begin, end = "<!-- torch-coverage-begin -->\n", "\n<!-- torch-coverage-end -->"
+    table = text[text.index(begin) + len(begin):text.index(end)]
+    assert table == ops.markdown()

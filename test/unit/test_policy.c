@@ -1,0 +1,101 @@
+/* test/unit/test_policy.c — launch selection (libkcheck/policy.c): the
+ * prefilter (communication kernels, filters, launch window, max_checks),
+ * the first N launches of a signature, the clean limits per signature and
+ * per kernel, seeded sampling, the wall-time budget, and reasons reported
+ * once per (signature, reason). Time and counters are this test's own. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "options.h"
+#include "policy.h"
+#include "report.h"
+
+/* What policy.c takes from report.c: the counters and the clock. */
+struct kc_counters kc_count;
+static double fake_now = 1000.0;
+double kc_now_s(void) { return fake_now; }
+
+static int checked(uint64_t sig, int kernel, uint64_t seq) {
+  int first = 0;
+  return kc_policy_decide(sig, kernel, seq, &first) == NULL;
+}
+
+int main(void) {
+  CHECK(kc_options_parse("check_first=2:clean_limit=2:kernel_clean_limit=-1:sample=0", "test", 1) ==
+        0);
+  /* Prefilter. */
+  struct kc_kernel k = {.id = 1, .eligible = 1};
+  CHECK(kc_policy_prefilter(&k, 0) == NULL);
+  k.communication = 1;
+  CHECK(kc_policy_prefilter(&k, 0) && strstr(kc_policy_prefilter(&k, 0), "communication"));
+  k.communication = 0, k.eligible = 0;
+  CHECK(kc_policy_prefilter(&k, 0) && strstr(kc_policy_prefilter(&k, 0), "filtered"));
+  k.eligible = 1;
+  CHECK(kc_options_parse("launch_skip=3:launch_count=2", "test", 0) == 0);
+  CHECK(kc_policy_prefilter(&k, 2) && !kc_policy_prefilter(&k, 3) && !kc_policy_prefilter(&k, 4));
+  CHECK(kc_policy_prefilter(&k, 5) && strstr(kc_policy_prefilter(&k, 5), "launch_count"));
+  CHECK(kc_options_parse("launch_skip=0:launch_count=-1:max_checks=1", "test", 0) == 0);
+  atomic_store(&kc_count.checks, 1);
+  CHECK(kc_policy_prefilter(&k, 9) && strstr(kc_policy_prefilter(&k, 9), "max_checks"));
+  atomic_store(&kc_count.checks, 0);
+  CHECK(kc_options_parse("max_checks=-1", "test", 0) == 0);
+
+  /* check_first: the first two launches of a signature, then sampling
+   * (0: none); the reason is new once. */
+  CHECK(checked(0xA, 1, 0) && checked(0xA, 1, 1));
+  int first = 0;
+  const char *why = kc_policy_decide(0xA, 1, 2, &first);
+  CHECK(why && !strcmp(why, "not sampled") && first == 1);
+  why = kc_policy_decide(0xA, 1, 3, &first);
+  CHECK(why && first == 0);
+  /* Another signature of the same kernel has its own first launches. */
+  CHECK(checked(0xB, 1, 4));
+
+  /* clean_limit: after two clean checks a signature is left alone, even
+   * when every launch is sampled; a failing check does not count. */
+  CHECK(kc_options_parse("sample=1", "test", 0) == 0);
+  kc_policy_record(0xA, 1, 1, 0.0);
+  kc_policy_record(0xA, 1, 0, 0.0);
+  CHECK(checked(0xA, 1, 5));
+  kc_policy_record(0xA, 1, 1, 0.0);
+  why = kc_policy_decide(0xA, 1, 6, &first);
+  CHECK(why && strstr(why, "clean_limit") && first == 1);
+
+  /* kernel_clean_limit: a kernel clean under many signatures gets its new
+   * signatures only sampled. */
+  CHECK(kc_options_parse("kernel_clean_limit=3:sample=0", "test", 0) == 0);
+  for (uint64_t s = 0; s < 3; s++) {
+    CHECK(checked(0x100 + s, 7, 10 + s));
+    kc_policy_record(0x100 + s, 7, 1, 0.0);
+  }
+  why = kc_policy_decide(0x200, 7, 20, &first);
+  CHECK(why && strstr(why, "kernel_clean_limit"));
+  CHECK(checked(0x200, 8, 21)); /* another kernel is not affected */
+
+  /* Sampling is seeded: the same seed and launch index give the same
+   * draw, another seed another one; a fraction samples about that many. */
+  double u0 = kc_policy_uniform(12345);
+  CHECK(u0 >= 0 && u0 < 1 && kc_policy_uniform(12345) == u0);
+  CHECK(kc_options_parse("seed=1", "test", 0) == 0 && kc_policy_uniform(12345) != u0);
+  CHECK(kc_options_parse("check_first=0:sample=0.25:clean_limit=-1:kernel_clean_limit=-1", "test",
+                         0) == 0);
+  int n = 0;
+  for (uint64_t seq = 0; seq < 4000; seq++)
+    n += checked(0x300, 9, 1000 + seq);
+  CHECK(n > 850 && n < 1150);
+
+  /* time_budget: once checking took more than the fraction of wall time,
+   * nothing more is checked. */
+  CHECK(kc_options_parse("check_first=5:time_budget=0.5", "test", 0) == 0);
+  CHECK(checked(0x400, 10, 9000));
+  kc_policy_record(0x400, 10, 0, 400.0);
+  CHECK(fabs(kc_policy_check_seconds() - 400.0) < 1e-9);
+  CHECK(checked(0x400, 10, 9001)); /* 400 s of 1000 s */
+  kc_policy_record(0x400, 10, 0, 200.0);
+  why = kc_policy_decide(0x400, 10, 9002, &first);
+  CHECK(why && strstr(why, "time_budget"));
+  fake_now = 2000.0; /* the budget grows with wall time */
+  CHECK(checked(0x400, 10, 9003));
+  return CHECK_DONE("policy");
+}

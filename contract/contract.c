@@ -59,9 +59,9 @@ int kc_ct_format_bytes(int fmt) {
 /* ------------------------------------------------------------ vocabulary */
 
 static const char *const top_keys[] = {"contracts", NULL};
-static const char *const contract_keys[] = {
-    "kernel",         "params", "op",     "attrs",  "profile",
-    "nondeterminism", "domain", "launch", "shapes", "torch_op", "args", NULL};
+static const char *const contract_keys[] = {"kernel",  "params",         "op",     "attrs",
+                                            "profile", "nondeterminism", "domain", "launch",
+                                            "shapes",  "torch_op",       "args",   NULL};
 static const char *const kernel_keys[] = {"name", "glob", "regex", NULL};
 static const char *const param_keys[] = {"name", "tensor", "scalar", "fields", "opaque", NULL};
 static const char *const field_keys[] = {"name", "offset", "tensor", "scalar", NULL};
@@ -667,13 +667,41 @@ static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
   }
 }
 
+/* What lint can decide about a tensor parameter without a launch: an
+ * extent that never holds an element, and a format narrower than the float
+ * type the kernel's mangled name gives the parameter (the shadow buffer
+ * would be a fraction of what the kernel reads). */
+static void lint_tensor(struct pctx *x, yaml_node_t *nd, int idx, const struct kc_ct_value *v) {
+  if (v->kind != KC_PK_TENSOR) return;
+  const struct kc_ct_tensor *t = &v->tensor;
+  for (int r = 0; r < t->rank; r++) {
+    int64_t most = 0;
+    if (t->shape[r] && kc_expr_never_positive(t->shape[r], &most))
+      diag(x, nd,
+           "tensor '%s': extent %d '%s' is never positive (at most %lld for scalars >= 0): the "
+           "tensor would hold no element",
+           v->name ? v->name : "?", r, kc_expr_text(t->shape[r]), (long long)most);
+  }
+  const struct kc_contract *c = x->c;
+  if (c->match != KC_CT_NAME || !c->pattern) return;
+  int want = kc_mangled_float_pointee(c->pattern, idx);
+  int have = kc_ct_format_bytes(t->format);
+  if (want > 0 && have > 0 && have < want)
+    diag(x, nd,
+         "tensor '%s': format %s (%d byte%s per element) is narrower than the %d-byte floats "
+         "parameter %d points to in the kernel's mangled name",
+         v->name ? v->name : "?", kc_ct_format_name(t->format), have, have == 1 ? "" : "s", want,
+         idx);
+}
+
 /* torch_op: NAME and args: {oracle input: op argument name or position}
  * (the PyTorch binding maps the op's arguments with them). */
 static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
                            yaml_node_t **v) {
   if (v[0] || v[1] || v[6] || v[7] || v[8])
-    diag(x, nd, "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
-                "launch or shapes");
+    diag(x, nd,
+         "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
+         "launch or shapes");
   const char *name = v[9] ? want_scalar(x, v[9], "torch_op") : NULL;
   if (!v[9])
     diag(x, nd, "args without torch_op (expected torch_op: namespace::name)");
@@ -685,8 +713,8 @@ static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *n
   yaml_node_t *m = v[10];
   size_t np = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
   c->torch_args = calloc(np ? np : 1, sizeof *c->torch_args);
-  for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; c->torch_args && pr < m->data.mapping.pairs.top;
-       pr++) {
+  for (yaml_node_pair_t *pr = m->data.mapping.pairs.start;
+       c->torch_args && pr < m->data.mapping.pairs.top; pr++) {
     const char *ks = want_scalar(x, node(x, pr->key), "args key");
     const char *vs = want_scalar(x, node(x, pr->value), "args value");
     if (!ks || !vs) continue;
@@ -743,6 +771,8 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
       parse_value(x, node(x, v[1]->data.sequence.items.start[i]), 0, &c->params[i].v,
                   &c->params[i]);
     }
+    for (int i = 0; c->params && i < c->nparams; i++)
+      lint_tensor(x, node(x, v[1]->data.sequence.items.start[i]), i, &c->params[i].v);
   }
   if (v[2]) {
     const char *op = want_scalar(x, v[2], "op");

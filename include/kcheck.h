@@ -100,7 +100,12 @@ struct kcheck_tensor {
  * reason in why). */
 int kcheck_op_decide(const char *op, const char *key, char *why, unsigned long n);
 
-enum { KCHECK_OP_PASS = 0, KCHECK_OP_VIOLATION = 1, KCHECK_OP_INCONCLUSIVE = 2, KCHECK_OP_ERROR = -1 };
+enum {
+  KCHECK_OP_PASS = 0,
+  KCHECK_OP_VIOLATION = 1,
+  KCHECK_OP_INCONCLUSIVE = 2,
+  KCHECK_OP_ERROR = -1
+};
 /* Judges out = op(in...) under profile (an oracle spec) with attrs
  * ("axis=-1 eps=1e-05 alpha=1 beta=0 causal=1 scale=0.125 transpose_b=1
  * activation=gelu"), as gate `gate` ("oracle", ...). A failing verdict is

@@ -27,14 +27,20 @@ void (*kc_core_activate)(void);
 int kc_core_initialized;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
-static void at_exit(void) {
-  kc_core_fini();
-  long viol = atomic_load(&kc_count.violations);
-  if (viol && kc_opt.exitcode) {
-    /* Like the sanitizers: the exit status tells CI that violations exist. */
-    fflush(NULL);
-    _exit((int)kc_opt.exitcode);
-  }
+static void at_exit(void) { kc_core_fini(); }
+
+/* exitcode=N: the exit status tells CI that violations exist (like the
+ * sanitizers'). exit() cannot be given another status from inside, so this
+ * is the last thing the process does: an ELF destructor of libkcheck runs
+ * in the dynamic linker's finalisation, after every atexit handler of the
+ * application, its C++ static destructors and the destructors of libraries
+ * finalised before libkcheck; it flushes stdio (what exit would still do)
+ * and ends the process with N. Only the finalisers of libkcheck's own
+ * dependencies (libc, jansson, ...) are skipped. */
+__attribute__((destructor)) static void exit_status(void) {
+  if (kc_disabled || !kc_opt.exitcode || !atomic_load(&kc_count.violations)) return;
+  fflush(NULL);
+  _exit((int)kc_opt.exitcode);
 }
 
 int kc_core_init(int (*layers_init)(void)) {

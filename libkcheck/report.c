@@ -1,6 +1,7 @@
 /* libkcheck/report.c — report file, record emission and the exit summary. */
 #include "report.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -77,8 +78,10 @@ static int open_file(void) {
   /* O_CLOEXEC: the report must not leak into programs the application execs. */
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || kc_rbuf_open(fd)) {
+    int e = errno;
     if (fd >= 0) close(fd);
-    kc_log_printf(KC_LOG_ERROR, "cannot open report %s; continuing without a report", path);
+    kc_log_printf(KC_LOG_ERROR, "cannot open report %s: %s; continuing without a report", path,
+                  strerror(e));
     return -1;
   }
   out = fd;
@@ -199,16 +202,17 @@ void kc_report_finish(void) {
   if (sum) kc_findings_summary(sum);
   kc_report_emit("summary", sum);
   if (kc_opt.verbosity >= 1 || viol) {
-    kc_log_printf(KC_LOG_WARN,
+    /* With violations the summary is printed even at verbosity=0. */
+    int lvl = viol ? KC_LOG_ERROR : KC_LOG_WARN;
+    kc_log_printf(lvl,
                   "%ld launches (%ld cuLaunchKernel, %ld cuLaunchKernelEx, %ld cooperative), "
                   "%ld graph launches, %ld distinct kernels",
                   launches, atomic_load(&kc_count.launches_by_entry[0]),
                   atomic_load(&kc_count.launches_by_entry[1]),
                   atomic_load(&kc_count.launches_by_entry[2]), graphs, kernels);
-    kc_log_printf(KC_LOG_WARN, "%ld checks, %ld skipped, %ld internal errors", checks, skips,
-                  internal);
+    kc_log_printf(lvl, "%ld checks, %ld skipped, %ld internal errors", checks, skips, internal);
     kc_findings_print_summary();
-    if (kc_report_path()) kc_log_printf(KC_LOG_WARN, "report: %s", path);
+    if (kc_report_path()) kc_log_printf(lvl, "report: %s", path);
     char line[256];
     snprintf(line, sizeof line, "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches\n",
              viol, viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches);

@@ -306,7 +306,8 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
 }
 
 /* Environment variables kcheck reads; any other KCHECK_* is a typo. */
-static const char *const known_env[] = {"KCHECK_OPTIONS", "KCHECK_LIB", "KCHECK_PYTHON", NULL};
+static const char *const known_env[] = {"KCHECK_OPTIONS", "KCHECK_LIB", "KCHECK_PYTHON",
+                                        "KCHECK_TEST", NULL};
 
 extern char **environ;
 

@@ -28,7 +28,7 @@ ifndef KC_GPU_MK_INCLUDED
 KC_GPU_MK_INCLUDED := 1
 
 NVCC          ?= $(CUDA_HOME)/bin/nvcc
-GPU_NVCCFLAGS ?= -O2 -arch=sm_90
+GPU_NVCCFLAGS ?= -O2 -g -arch=sm_90
 GPU_LDLIBS    := -L$(CUDA_HOME)/lib64/stubs -lcuda
 GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
 # Empty: the scripts use $OUT, else ./gpu-out.

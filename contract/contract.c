@@ -667,6 +667,33 @@ static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
   }
 }
 
+/* What lint can decide about a tensor parameter without a launch: an
+ * extent that never holds an element, and a format narrower than the float
+ * type the kernel's mangled name gives the parameter (the shadow buffer
+ * would be a fraction of what the kernel reads). */
+static void lint_tensor(struct pctx *x, yaml_node_t *nd, int idx, const struct kc_ct_value *v) {
+  if (v->kind != KC_PK_TENSOR) return;
+  const struct kc_ct_tensor *t = &v->tensor;
+  for (int r = 0; r < t->rank; r++) {
+    int64_t most = 0;
+    if (t->shape[r] && kc_expr_never_positive(t->shape[r], &most))
+      diag(x, nd,
+           "tensor '%s': extent %d '%s' is never positive (at most %lld for scalars >= 0): the "
+           "tensor would hold no element",
+           v->name ? v->name : "?", r, kc_expr_text(t->shape[r]), (long long)most);
+  }
+  const struct kc_contract *c = x->c;
+  if (c->match != KC_CT_NAME || !c->pattern) return;
+  int want = kc_mangled_float_pointee(c->pattern, idx);
+  int have = kc_ct_format_bytes(t->format);
+  if (want > 0 && have > 0 && have < want)
+    diag(x, nd,
+         "tensor '%s': format %s (%d byte%s per element) is narrower than the %d-byte floats "
+         "parameter %d points to in the kernel's mangled name",
+         v->name ? v->name : "?", kc_ct_format_name(t->format), have, have == 1 ? "" : "s", want,
+         idx);
+}
+
 /* torch_op: NAME and args: {oracle input: op argument name or position}
  * (the PyTorch binding maps the op's arguments with them). */
 static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
@@ -744,6 +771,8 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
       parse_value(x, node(x, v[1]->data.sequence.items.start[i]), 0, &c->params[i].v,
                   &c->params[i]);
     }
+    for (int i = 0; c->params && i < c->nparams; i++)
+      lint_tensor(x, node(x, v[1]->data.sequence.items.start[i]), i, &c->params[i].v);
   }
   if (v[2]) {
     const char *op = want_scalar(x, v[2], "op");

@@ -62,6 +62,14 @@ struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup
  * division by zero or overflow (why in err). */
 int kc_expr_eval(const struct kc_expr *e, const int64_t *vars, int64_t *out, char *err, size_t n);
 const char *kc_expr_text(const struct kc_expr *e);
+/* Whether e is <= 0 for every value of its scalars that is >= 0 (a shape
+ * extent that can never hold an element: "0", "-n", "min(n, 0)"); *at_most
+ * gets the bound. Conservative: 0 when it cannot tell. */
+int kc_expr_never_positive(const struct kc_expr *e, int64_t *at_most);
+/* Bytes of the pointee of parameter idx of an Itanium-mangled function name
+ * when it is a pointer to float (4), double (8), __half or __nv_bfloat16
+ * (2); 0 when the name says nothing about it (contract/mangle.c). */
+int kc_mangled_float_pointee(const char *mangled, int idx);
 void kc_expr_free(struct kc_expr *e);
 
 /* ------------------------------------------------------------ contracts */

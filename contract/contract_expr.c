@@ -433,3 +433,45 @@ int kc_expr_eval(const struct kc_expr *e, const int64_t *vars, int64_t *out, cha
   }
   return eval_node(e, e->root, vars, out, err, n);
 }
+
+/* ------------------------------------------------------------ lint */
+
+/* Bounds [lo, hi] of a subtree when every scalar is >= 0 (what shapes are
+ * written for); saturating, so no evaluation can overflow. */
+struct range {
+  long double lo, hi;
+};
+
+static struct range range_of(const struct kc_expr *e, int i) {
+  const struct node *nd = &e->nodes[i];
+  const long double inf = 1e30L;
+  struct range all = {-inf, inf}, a = all, b = all;
+  if (nd->op == N_NUM) return (struct range){(long double)nd->val, (long double)nd->val};
+  if (nd->op == N_VAR) return (struct range){0, inf};
+  if (nd->a >= 0) a = range_of(e, nd->a);
+  if (nd->b >= 0) b = range_of(e, nd->b);
+  switch (nd->op) {
+  case N_NEG: return (struct range){-a.hi, -a.lo};
+  case N_ADD: return (struct range){a.lo + b.lo, a.hi + b.hi};
+  case N_SUB: return (struct range){a.lo - b.hi, a.hi - b.lo};
+  case N_MUL:
+    if (a.lo >= 0 && b.lo >= 0) return (struct range){a.lo * b.lo, a.hi * b.hi};
+    return all;
+  case N_DIV:
+  case N_CEIL_DIV:
+    if (a.lo >= 0 && b.lo > 0) return (struct range){0, a.hi};
+    if (a.hi <= 0 && b.lo > 0) return (struct range){a.lo, 0};
+    return all;
+  case N_MIN: return (struct range){a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+  case N_MAX: return (struct range){a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  default: return all;
+  }
+}
+
+int kc_expr_never_positive(const struct kc_expr *e, int64_t *at_most) {
+  if (!e || e->root < 0) return 0;
+  struct range r = range_of(e, e->root);
+  if (r.hi > 0) return 0;
+  *at_most = r.hi < -9e18L ? INT64_MIN : (int64_t)r.hi;
+  return 1;
+}

@@ -4,12 +4,14 @@
  * signature, grid, block, shared memory, seed, contract, then the gate's
  * message and evidence). A (gate, kernel, signature) is reported by the
  * first check that finds it; later checks of it count its violations as
- * repeats. This is the one place where findings are filtered: suppressions
- * apply here. */
+ * repeats. Each record then goes to kc_report_violation (libkcheck/finding.c),
+ * which attributes it to a test, symbolises its stack, applies the
+ * suppressions, writes it and prints the finding block. */
 #include <stdatomic.h>
 
 #include "contract.h"
 #include "core.h"
+#include "finding.h"
 #include "gate.h"
 #include "launch.h"
 #include "log.h"
@@ -76,9 +78,20 @@ static json_t *violation_record(const struct kc_gate *g, const struct kc_gate_ct
       "shmem", li->shmem, "seed", (json_int_t)kc_opt.seed);
   if (rec && g->needs_contract && ctx->contract) /* which contract the kernel broke */
     json_object_set_new(rec, "contract", json_string(ctx->contract->where));
+  /* The gate's one-line contract for the finding block, and the launch as
+   * captured (parameter bytes, pointers) for `kcheck repro`. */
+  if (rec) {
+    json_object_set_new(rec, "gate_contract", json_string(g->contract));
+    json_object_set_new(rec, "launch_record", kc_launch_json(li));
+  }
   if (rec) json_object_update(rec, details);
   json_decref(details);
   return rec;
+}
+
+void kc_findings_emit(json_t *rec) {
+  /* Suppressions apply here: every violation record passes this point. */
+  kc_report_violation(rec);
 }
 
 int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
@@ -97,7 +110,10 @@ int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
     KC_ASSERT(kc_gates[gate_index] == g);
     uint64_t key =
         mix(ctx->li->signature ^ mix((uint64_t)gate_index << 32 | (uint32_t)ctx->li->k->id));
-    if (seen_before(key)) repeats = r->nviolations;
+    if (seen_before(key)) {
+      repeats = r->nviolations;
+      kc_finding_repeat(g->id, ctx->li->k->id, ctx->li->k->demangled, ctx->li->signature, repeats);
+    }
   }
   for (int i = 0; i < r->nviolations; i++) {
     json_t *details = r->violation[i];
@@ -105,7 +121,7 @@ int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
     if (repeats)
       json_decref(details);
     else
-      kc_report_violation(violation_record(g, ctx, details));
+      kc_findings_emit(violation_record(g, ctx, details));
   }
   r->nviolations = 0;
   return repeats;

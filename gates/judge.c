@@ -423,6 +423,10 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result) {
                         json_pack("{s:s, s:o, s:o, s:I}", "verdict", oc_stat_name(j->v.stat),
                                   "false_alarm", jnum(j->v.stat_alpha), "worst_ratio",
                                   jnum(j->v.stat_ratio), "elements", (json_int_t)j->v.n_stat));
+  /* The worst element's error against its bound (the HTML report plots it). */
+  json_object_set_new(result, "error", jnum(j->v.error));
+  json_object_set_new(result, "bound", jnum(j->v.bound));
+  json_object_set_new(result, "ratio", jnum(j->v.ratio));
 }
 
 /* The 1-D slice of x through idx along axis: where it lies (the axis as

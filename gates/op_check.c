@@ -2,8 +2,9 @@
  * version 4): the binding copies an op's inputs before and its outputs after
  * the whole op (however many kernels it launched) into host memory, and asks
  * here for the policy decision and the oracle's verdict. Violations go
- * through the core (counting, halt_on_error, exitcode) with the binding's
- * context (op, overload, Python stack, kernels, settings) merged in. */
+ * out through the findings (gates/findings.c: where suppressions apply) to
+ * the core (counting, halt_on_error, exitcode) with the binding's context
+ * (op, overload, Python stack, kernels, settings) merged in. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,8 @@
 #include "guard.h"
 #include "judge.h"
 #include "log.h"
-#include "oracle.h"
 #include "options.h"
+#include "oracle.h"
 #include "policy.h"
 #include "report.h"
 #include "trial.h"
@@ -71,7 +72,8 @@ KC_EXPORT int kcheck_op_decide(const char *op, const char *key, char *why, unsig
 static int attr(const char *attrs, const char *key, char *val, size_t n) {
   size_t kl = strlen(key);
   for (const char *p = attrs; p && *p;) {
-    while (*p == ' ') p++;
+    while (*p == ' ')
+      p++;
     const char *end = strchr(p, ' ');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     if (len > kl && p[kl] == '=' && !strncmp(p, key, kl)) {
@@ -93,8 +95,8 @@ static double num(const char *attrs, const char *key, double dflt) {
 static int describe(const struct kcheck_tensor *k, struct oc_tensor *t, char *err, size_t n) {
   int f = k->format ? oc_format_parse(k->format) : -1;
   if (f < 0) {
-    snprintf(err, n, "tensor '%s': format '%s' is not one the oracle judges", k->name ? k->name : "?",
-             k->format ? k->format : "(none)");
+    snprintf(err, n, "tensor '%s': format '%s' is not one the oracle judges",
+             k->name ? k->name : "?", k->format ? k->format : "(none)");
     return -1;
   }
   if (k->rank < 0 || k->rank > OC_MAX_RANK || !k->data) {
@@ -170,8 +172,13 @@ static int judge(const char *op, const char *attrs, const struct op_in *in,
     struct oc_tensor a = *a0, b = *b0;
     if (num(attrs, "transpose_a", 0)) transpose(&a);
     if (num(attrs, "transpose_b", 0)) transpose(&b);
-    struct oc_matmul_args m = {&a,   &b, in_at(in, "c", -1), in_at(in, "bias", -1),
-                               num(attrs, "alpha", 1), num(attrs, "beta", 0), OC_ACT_NONE};
+    struct oc_matmul_args m = {&a,
+                               &b,
+                               in_at(in, "c", -1),
+                               in_at(in, "bias", -1),
+                               num(attrs, "alpha", 1),
+                               num(attrs, "beta", 0),
+                               OC_ACT_NONE};
     char act[32];
     if (attr(attrs, "activation", act, sizeof act)) {
       int k = oc_act_parse(act);
@@ -191,14 +198,13 @@ static int judge(const char *op, const char *attrs, const struct op_in *in,
       return -1;
     }
     char pf[16];
-    struct oc_attention_args a = {q,
-                                  k,
-                                  vv,
-                                  num(attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
-                                  (int)num(attrs, "causal", 0),
-                                  attr(attrs, "p_format", pf, sizeof pf)
-                                      ? (enum oc_format)oc_format_parse(pf)
-                                      : OC_FP32};
+    struct oc_attention_args a = {
+        q,
+        k,
+        vv,
+        num(attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
+        (int)num(attrs, "causal", 0),
+        attr(attrs, "p_format", pf, sizeof pf) ? (enum oc_format)oc_format_parse(pf) : OC_FP32};
     if ((int)a.p_fmt < 0) a.p_fmt = OC_FP32;
     if (oc_check_attention(&a, out, p, &o, v)) goto rejected;
     return 0;
@@ -280,12 +286,12 @@ static json_t *evidence(const char *op, const char *out_name, const struct oc_te
 static json_t *result(const struct oc_verdict *v) {
   char line[512];
   oc_verdict_format(v, line, sizeof line);
-  return json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:o, s:o, s:i}}", "status",
-                   oc_verdict_is_fail(v->kind) ? "fail" : kc_gate_status_name(kc_verdict_status(v->kind)), "verdict",
-                   line, "class", oc_verdict_name(v->kind), "coverage", "total",
-                   (json_int_t)v->total, "checked", (json_int_t)v->checked, "miss_prob",
-                   jnum(v->miss_prob), "fraction", jnum(v->fraction), "screen_vectors",
-                   v->screen_vectors);
+  return json_pack(
+      "{s:s, s:s, s:s, s:{s:I, s:I, s:o, s:o, s:i}}", "status",
+      oc_verdict_is_fail(v->kind) ? "fail" : kc_gate_status_name(kc_verdict_status(v->kind)),
+      "verdict", line, "class", oc_verdict_name(v->kind), "coverage", "total", (json_int_t)v->total,
+      "checked", (json_int_t)v->checked, "miss_prob", jnum(v->miss_prob), "fraction",
+      jnum(v->fraction), "screen_vectors", v->screen_vectors);
 }
 
 static void put(char *buf, unsigned long n, json_t *o) {
@@ -331,7 +337,7 @@ KC_EXPORT int kcheck_op_judge(const char *gate, const char *op, const char *prof
   if (r) goto done;
   res = result(&v);
   if (!fail_mask) fail_mask = KC_VERDICT_FAILS;
-  status = (fail_mask >> v.kind) & 1u ? KCHECK_OP_VIOLATION
+  status = (fail_mask >> v.kind) & 1u  ? KCHECK_OP_VIOLATION
            : v.kind == OC_INCONCLUSIVE ? KCHECK_OP_INCONCLUSIVE
                                        : KCHECK_OP_PASS;
   if (status == KCHECK_OP_VIOLATION) {
@@ -349,7 +355,7 @@ KC_EXPORT int kcheck_op_judge(const char *gate, const char *op, const char *prof
     json_object_set_new(rec, "evidence", evidence(op, out->name ? out->name : "out", &to, &v));
     if (!json_object_get(rec, "kernel_name")) /* the core's log line names it */
       json_object_set_new(rec, "kernel_name", json_string(op));
-    kc_report_violation(rec);
+    kc_findings_emit(rec);
   }
 done:
   if (!res) res = json_pack("{s:s, s:s}", "status", "error", "reason", err);
@@ -377,9 +383,9 @@ KC_EXPORT int kcheck_op_trials(const char *gate, const char *op, char *buf, unsi
     int k = tab[i].trials(op, t);
     size_t used = 0;
     for (int j = 0; j < k && buf; j++) {
-      int w = snprintf(buf + used, n - used, "%s %s %llu\n", oc_gen_name((enum oc_gen)t[j].gen),
-                       kc_transform_name(t[j].transform),
-                       (unsigned long long)kc_trial_seed(gate, j));
+      int w =
+          snprintf(buf + used, n - used, "%s %s %llu\n", oc_gen_name((enum oc_gen)t[j].gen),
+                   kc_transform_name(t[j].transform), (unsigned long long)kc_trial_seed(gate, j));
       if (w < 0 || (size_t)w >= n - used) return -1;
       used += (size_t)w;
     }
@@ -405,7 +411,7 @@ KC_EXPORT void kcheck_op_report(const char *gate, const char *message, const cha
     json_t *op = json_object_get(rec, "op");
     json_object_set_new(rec, "kernel_name", op ? json_copy(op) : json_string("?"));
   }
-  kc_report_violation(rec);
+  kc_findings_emit(rec);
 }
 
 KC_EXPORT void kcheck_op_done(const char *op, const char *key, int clean, double seconds,

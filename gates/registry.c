@@ -41,29 +41,7 @@ int kc_gates_init(void) {
     enabled[i] = all || in_list(list, kc_gates[i]->id);
     any |= enabled[i];
   }
-  /* Names in the option that are no gate. */
-  for (const char *p = list; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    char name[64];
-    if (len && len < sizeof name) {
-      memcpy(name, p, len);
-      name[len] = 0;
-      int known = !strcmp(name, "all") || !strcmp(name, "none");
-      const char *best = NULL;
-      size_t bestd = (size_t)-1;
-      for (size_t i = 0; i < NGATES; i++) {
-        if (!strcmp(name, kc_gates[i]->id)) known = 1;
-        size_t d = kc_edit_distance(name, kc_gates[i]->id);
-        if (d < bestd) bestd = d, best = kc_gates[i]->id;
-      }
-      if (!known)
-        kc_log_printf(KC_LOG_WARN, "gates: unknown gate '%s' (did you mean '%s'?); ignored", name,
-                      best ? best : "?");
-    }
-    if (!comma) break;
-    p = comma + 1;
-  }
+  /* Names that are no gate were reported with the options (gate_options.c). */
   return any ? 0 : -1;
 }
 

@@ -56,6 +56,16 @@ void kcheck_annotate_clear(void);
  * its length, 0 when none is in force. For logs and tests. */
 int kcheck_annotation_describe(char *buf, unsigned long n);
 
+/* ---- findings ---- */
+
+/* Names the test the process runs now (e.g. a pytest node id; NULL or "":
+ * none). Every later violation record carries it as "test"; the pytest
+ * plugin calls it around each test. Children inherit it through the
+ * KCHECK_TEST environment variable. */
+void kcheck_set_test(const char *id);
+/* The path of this process's report, or NULL when it writes none. */
+const char *kcheck_report_path(void);
+
 /* ---- generated inputs (version 3) ---- */
 
 /* Regenerates the inputs a violation's evidence names (exposed_by:
@@ -90,7 +100,12 @@ struct kcheck_tensor {
  * reason in why). */
 int kcheck_op_decide(const char *op, const char *key, char *why, unsigned long n);
 
-enum { KCHECK_OP_PASS = 0, KCHECK_OP_VIOLATION = 1, KCHECK_OP_INCONCLUSIVE = 2, KCHECK_OP_ERROR = -1 };
+enum {
+  KCHECK_OP_PASS = 0,
+  KCHECK_OP_VIOLATION = 1,
+  KCHECK_OP_INCONCLUSIVE = 2,
+  KCHECK_OP_ERROR = -1
+};
 /* Judges out = op(in...) under profile (an oracle spec) with attrs
  * ("axis=-1 eps=1e-05 alpha=1 beta=0 causal=1 scale=0.125 transpose_b=1
  * activation=gelu"), as gate `gate` ("oracle", ...). A failing verdict is

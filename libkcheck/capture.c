@@ -283,6 +283,16 @@ static size_t format_launch(const struct kc_launch_info *li, char *buf, size_t c
   return o.p < o.end ? (size_t)(o.p - buf) : 0;
 }
 
+json_t *kc_launch_json(const struct kc_launch_info *li) {
+  /* Off the hot path (violation records): the launch record's text, parsed. */
+  size_t cap = 512 + 2 * li->param_size + 200 * (size_t)li->nptrs + 24 * (size_t)li->nattrs;
+  char *buf = malloc(cap);
+  size_t n = buf ? format_launch(li, buf, cap, NULL) : 0;
+  json_t *j = n ? json_loadb(buf, n, 0, NULL) : NULL;
+  free(buf);
+  return j ? j : json_null();
+}
+
 void kc_launch_emit(const struct kc_launch_info *li, const char *stack_json) {
   char stackbuf[8192];
   size_t cap = 512 + 2 * li->param_size + 200 * (size_t)li->nptrs + 24 * (size_t)li->nattrs +

@@ -10,6 +10,7 @@
 #include "allocmap.h"
 #include "audit.h"
 #include "driver.h"
+#include "finding.h"
 #include "guard.h"
 #include "image.h"
 #include "kernel.h"
@@ -26,20 +27,27 @@ void (*kc_core_activate)(void);
 int kc_core_initialized;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
-static void at_exit(void) {
-  kc_core_fini();
-  long viol = atomic_load(&kc_count.violations);
-  if (viol && kc_opt.exitcode) {
-    /* Like the sanitizers: the exit status tells CI that violations exist. */
-    fflush(NULL);
-    _exit((int)kc_opt.exitcode);
-  }
+static void at_exit(void) { kc_core_fini(); }
+
+/* exitcode=N: the exit status tells CI that violations exist (like the
+ * sanitizers'). exit() cannot be given another status from inside, so this
+ * is the last thing the process does: an ELF destructor of libkcheck runs
+ * in the dynamic linker's finalisation, after every atexit handler of the
+ * application, its C++ static destructors and the destructors of libraries
+ * finalised before libkcheck; it flushes stdio (what exit would still do)
+ * and ends the process with N. Only the finalisers of libkcheck's own
+ * dependencies (libc, jansson, ...) are skipped. */
+__attribute__((destructor)) static void exit_status(void) {
+  if (kc_disabled || !kc_opt.exitcode || !atomic_load(&kc_count.violations)) return;
+  fflush(NULL);
+  _exit((int)kc_opt.exitcode);
 }
 
 int kc_core_init(int (*layers_init)(void)) {
   int problems = kc_options_init();
   if (kc_opt.help) kc_options_print_help(stderr);
   if (layers_init) problems += layers_init();
+  problems += kc_findings_init();
   if (problems && kc_opt.strict) {
     kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
                   problems == 1 ? "" : "s");
@@ -49,6 +57,7 @@ int kc_core_init(int (*layers_init)(void)) {
   kc_report_open();
   kc_core_initialized = 1;
   atexit(at_exit);
+  kc_signals_install();
   kc_disabled = 0;
   return 0;
 }
@@ -82,6 +91,7 @@ void kc_core_postfork_child(void) {
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();
   kc_world_postfork_child();
+  kc_findings_reset_child();
   kc_report_reopen_child((long)getppid());
 }
 
@@ -116,18 +126,9 @@ void kc_on_unwrapped_entry(const char *symbol) {
 }
 
 void kc_report_violation(json_t *rec) {
-  atomic_fetch_add(&kc_count.violations, 1);
-  if (rec && !json_object_get(rec, "stack")) {
-    kc_guard_enter();
-    json_object_set_new(rec, "stack", kc_stack_json(2));
-    kc_guard_leave();
-  }
-  json_t *gate = rec ? json_object_get(rec, "gate") : NULL;
-  json_t *kname = rec ? json_object_get(rec, "kernel_name") : NULL;
-  kc_log_printf(KC_LOG_ERROR, "violation in %s [%s]", kname ? json_string_value(kname) : "?",
-                gate ? json_string_value(gate) : "?");
-  kc_report_emit("violation", rec);
-  if (kc_opt.halt_on_error) {
+  /* Attribution, suppressions, de-duplication, the record and the finding
+   * block: finding.c. */
+  if (kc_finding_report(rec) && kc_opt.halt_on_error) {
     kc_core_fini();
     fflush(NULL);
     _exit(kc_opt.exitcode ? (int)kc_opt.exitcode : 1);

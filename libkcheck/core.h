@@ -25,6 +25,8 @@ int kc_core_init(int (*layers_init)(void));
 /* Called once the real driver table is filled. */
 void kc_core_driver_ready(int have_driver);
 void kc_core_fini(void);
+/* SIGTERM/SIGINT handlers that write the summary (signals.c). */
+void kc_signals_install(void);
 /* fork handlers (pthread_atfork). */
 void kc_core_prefork(void);
 void kc_core_postfork_parent(void);

@@ -95,6 +95,53 @@ typedef CUresult(*kc_fam_MEMSET_D16_ASYNC) KC_FP_MEMSET_D16_ASYNC;
 #define KC_FA_MEMSET_D32_ASYNC (dst, v, n, stream)
 typedef CUresult(*kc_fam_MEMSET_D32_ASYNC) KC_FP_MEMSET_D32_ASYNC;
 
+#define KC_FP_COPY_2D (const CUDA_MEMCPY2D *p)
+#define KC_FA_COPY_2D (p)
+typedef CUresult(*kc_fam_COPY_2D) KC_FP_COPY_2D;
+#define KC_FP_COPY_2D_ASYNC (const CUDA_MEMCPY2D *p, CUstream stream)
+#define KC_FA_COPY_2D_ASYNC (p, stream)
+typedef CUresult(*kc_fam_COPY_2D_ASYNC) KC_FP_COPY_2D_ASYNC;
+#define KC_FP_COPY_3D (const CUDA_MEMCPY3D *p)
+#define KC_FA_COPY_3D (p)
+typedef CUresult(*kc_fam_COPY_3D) KC_FP_COPY_3D;
+#define KC_FP_COPY_3D_ASYNC (const CUDA_MEMCPY3D *p, CUstream stream)
+#define KC_FA_COPY_3D_ASYNC (p, stream)
+typedef CUresult(*kc_fam_COPY_3D_ASYNC) KC_FP_COPY_3D_ASYNC;
+#define KC_FP_COPY_3D_PEER (const CUDA_MEMCPY3D_PEER *p)
+#define KC_FA_COPY_3D_PEER (p)
+typedef CUresult(*kc_fam_COPY_3D_PEER) KC_FP_COPY_3D_PEER;
+#define KC_FP_COPY_3D_PEER_ASYNC (const CUDA_MEMCPY3D_PEER *p, CUstream stream)
+#define KC_FA_COPY_3D_PEER_ASYNC (p, stream)
+typedef CUresult(*kc_fam_COPY_3D_PEER_ASYNC) KC_FP_COPY_3D_PEER_ASYNC;
+#define KC_FP_COPY_PEER (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+#define KC_FA_COPY_PEER (dst, dctx, src, sctx, n)
+typedef CUresult(*kc_fam_COPY_PEER) KC_FP_COPY_PEER;
+#define KC_FP_COPY_PEER_ASYNC                                                                      \
+  (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream stream)
+#define KC_FA_COPY_PEER_ASYNC (dst, dctx, src, sctx, n, stream)
+typedef CUresult(*kc_fam_COPY_PEER_ASYNC) KC_FP_COPY_PEER_ASYNC;
+#define KC_FP_MEMSET_D2D8 (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h)
+#define KC_FA_MEMSET_D2D8 (dst, pitch, v, w, h)
+typedef CUresult(*kc_fam_MEMSET_D2D8) KC_FP_MEMSET_D2D8;
+#define KC_FP_MEMSET_D2D16 (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h)
+#define KC_FA_MEMSET_D2D16 (dst, pitch, v, w, h)
+typedef CUresult(*kc_fam_MEMSET_D2D16) KC_FP_MEMSET_D2D16;
+#define KC_FP_MEMSET_D2D32 (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h)
+#define KC_FA_MEMSET_D2D32 (dst, pitch, v, w, h)
+typedef CUresult(*kc_fam_MEMSET_D2D32) KC_FP_MEMSET_D2D32;
+#define KC_FP_MEMSET_D2D8_ASYNC                                                                    \
+  (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream stream)
+#define KC_FA_MEMSET_D2D8_ASYNC (dst, pitch, v, w, h, stream)
+typedef CUresult(*kc_fam_MEMSET_D2D8_ASYNC) KC_FP_MEMSET_D2D8_ASYNC;
+#define KC_FP_MEMSET_D2D16_ASYNC                                                                   \
+  (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream stream)
+#define KC_FA_MEMSET_D2D16_ASYNC (dst, pitch, v, w, h, stream)
+typedef CUresult(*kc_fam_MEMSET_D2D16_ASYNC) KC_FP_MEMSET_D2D16_ASYNC;
+#define KC_FP_MEMSET_D2D32_ASYNC                                                                   \
+  (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream stream)
+#define KC_FA_MEMSET_D2D32_ASYNC (dst, pitch, v, w, h, stream)
+typedef CUresult(*kc_fam_MEMSET_D2D32_ASYNC) KC_FP_MEMSET_D2D32_ASYNC;
+
 /* Ids of every row, hooked or not. */
 enum kc_entry {
 #define KC_HOOK(sym, fam) KC_E_##sym,

@@ -76,6 +76,8 @@ void kc_capture_free(struct kc_launch_info *li);
 /* Writes the `launch` record (trace=1) of li; stack_json: the serialised
  * stack object (trace=2) or NULL. Formatted without jansson. */
 void kc_launch_emit(const struct kc_launch_info *li, const char *stack_json);
+/* The same record's fields as JSON (for violation records: `kcheck repro`). */
+json_t *kc_launch_json(const struct kc_launch_info *li);
 
 /* A `skip` record: this launch was selected but is not checked, and why. */
 void kc_report_skip(const struct kc_launch_info *li, const char *why);

@@ -12,6 +12,9 @@ int kc_verbosity = 1;
 atomic_long kc_internal_errors;
 
 void kc_log_printf(int level, const char *fmt, ...) {
+  /* verbosity=0: errors only (warnings too must respect it, not only the
+   * KC_LOG macro's callers). */
+  if (level > kc_verbosity) return;
   char line[2048];
   int n = snprintf(line, sizeof line, "kcheck: ");
   va_list ap;
@@ -19,7 +22,6 @@ void kc_log_printf(int level, const char *fmt, ...) {
   // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
   int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
   va_end(ap);
-  (void)level;
   size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
   if (len > sizeof line - 2) len = sizeof line - 2;
   if (len == 0 || line[len - 1] != '\n') line[len++] = '\n';

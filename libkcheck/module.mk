@@ -19,7 +19,7 @@ KC_INC_oracle   := -Ioracle
 kc_inc = $(KC_INC_$(firstword $(subst /, ,$(1))))
 # Everything, for tests (they may look at any layer).
 KC_INC  := -Ilibkcheck -Icontract -Ishim -Igates -Ioracle $(KC_CUDA_INC)
-KC_LIBS := -lyaml -ljansson -lunwind -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
+KC_LIBS := -lyaml -ljansson -lunwind -ldw -lelf -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 
@@ -54,7 +54,7 @@ $(eval $(call kc_variant,$(BUILD)/tsan,$(TSANFLAGS) $(CHECKFLAGS),$(BUILD)/libor
 
 # Non-system libraries travel next to libkcheck.so (rpath $ORIGIN), so the
 # build directory can be copied to a machine that lacks them.
-KC_CARRY := libjansson.so.4 libunwind.so.8 libyaml-0.so.2
+KC_CARRY := libjansson.so.4 libunwind.so.8 libyaml-0.so.2 libdw.so.1 libelf.so.1
 $(BUILD)/.carried: $(BUILD)/libkcheck.so
 	for l in $(KC_CARRY); do cp -L $$(ldconfig -p | awk -v l=$$l '$$1==l {print $$NF; exit}') $(BUILD)/; done
 	touch $@
@@ -82,10 +82,20 @@ ptx:
 	  libkcheck/kernels/perturb_kernels.cu
 
 # install: the library and the libraries it carries into lib/kcheck (rpath
-# $ORIGIN finds them there), the front end into bin, the public header.
+# $ORIGIN finds them there), the Python package (front end, pytest plugin,
+# report tools, shipped suppressions) into lib/kcheck/python, bin/kcheck
+# running it, and the public header.
 install: $(BUILD)/libkcheck.so $(BUILD)/.carried
-	install -d $(DESTDIR)$(PREFIX)/lib/kcheck $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/lib/kcheck $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/kcheck/python/kcheck/suppressions
 	install -m 755 $(BUILD)/libkcheck.so $(DESTDIR)$(PREFIX)/lib/kcheck/
 	for l in $(KC_CARRY); do install -m 644 $(BUILD)/$$l $(DESTDIR)$(PREFIX)/lib/kcheck/; done
-	install -m 755 scripts/kcheck $(DESTDIR)$(PREFIX)/bin/kcheck
+	for d in $$(cd python && find kcheck -type d -not -name __pycache__); do \
+	  install -d $(DESTDIR)$(PREFIX)/lib/kcheck/python/$$d; done
+	for f in $$(cd python && find kcheck -name '*.py' -o -name '*.supp'); do \
+	  install -m 644 python/$$f $(DESTDIR)$(PREFIX)/lib/kcheck/python/$$f; done
+	printf '%s\n' '#!/usr/bin/env python3' '"""kcheck front end (installed by make install)."""' \
+	  'import sys' 'sys.path.insert(0, "$(PREFIX)/lib/kcheck/python")' \
+	  'from kcheck.cli import main' 'sys.exit(main())' > $(DESTDIR)$(PREFIX)/bin/kcheck
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/kcheck
 	install -m 644 include/kcheck.h $(DESTDIR)$(PREFIX)/include/kcheck.h

@@ -7,10 +7,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "regex_guard.h"
 
 struct kc_options kc_opt;
 
@@ -27,6 +29,39 @@ static struct {
   size_t n;
 } tables[MAX_TABLES] = {{core_rows, sizeof core_rows / sizeof core_rows[0]}};
 static size_t ntables = 1, nrows = sizeof core_rows / sizeof core_rows[0];
+
+/* Checks of values a row's type and range cannot express (lists, regexes). */
+#define MAX_CHECKS 8
+static int (*checks[MAX_CHECKS])(void);
+static size_t nchecks;
+
+int kc_options_register_check(int (*check)(void)) {
+  if (nchecks == MAX_CHECKS) return -1;
+  checks[nchecks++] = check;
+  return 0;
+}
+
+/* The core's own: the kernel regexes compile, within regex_guard's limits. */
+static int check_regexes(void) {
+  int problems = 0;
+  const char *const names[] = {"kernel_include_regex", "kernel_exclude_regex"};
+  const char *const vals[] = {kc_opt.kernel_include_regex, kc_opt.kernel_exclude_regex};
+  for (int i = 0; i < 2; i++) {
+    if (!vals[i] || !*vals[i]) continue;
+    regex_t re;
+    char why[200];
+    if (kc_regex_compile(&re, vals[i], why, sizeof why)) {
+      kc_log_printf(KC_LOG_WARN,
+                    "KCHECK_OPTIONS: %s '%.300s' is no usable regex: %s; it matches "
+                    "nothing",
+                    names[i], vals[i], why);
+      problems++;
+    } else {
+      regfree(&re);
+    }
+  }
+  return problems;
+}
 
 int kc_options_register(const struct kc_opt_row *rows, size_t n) {
   if (ntables == MAX_TABLES || nrows + n > MAX_ROWS) return -1;
@@ -74,38 +109,31 @@ static const char *nearest_option(const char *key) {
   return best;
 }
 
+/* A size: a number with an optional K, M, G or T suffix (powers of 1024)
+ * and an optional B. Refused: negative, non-finite, a fraction of a byte,
+ * and anything that does not fit in 63 bits (it would wrap or become 0). */
 static int parse_size(const char *v, unsigned long long *out) {
   char *end;
   errno = 0;
-  double x = strtod(v, &end);
-  if (end == v || errno || x < 0) return -1;
-  double mul = 1;
+  long double x = strtold(v, &end);
+  if (end == v || errno || !isfinite((double)x) || x < 0 || signbit((double)x)) return -1;
+  long double mul = 1;
   switch (*end) {
   case 'k':
-  case 'K':
-    mul = 1024.0;
-    end++;
-    break;
+  case 'K': mul = 1024.0L, end++; break;
   case 'm':
-  case 'M':
-    mul = 1024.0 * 1024;
-    end++;
-    break;
+  case 'M': mul = 1024.0L * 1024, end++; break;
   case 'g':
-  case 'G':
-    mul = 1024.0 * 1024 * 1024;
-    end++;
-    break;
+  case 'G': mul = 1024.0L * 1024 * 1024, end++; break;
   case 't':
-  case 'T':
-    mul = 1024.0 * 1024 * 1024 * 1024;
-    end++;
-    break;
+  case 'T': mul = 1024.0L * 1024 * 1024 * 1024, end++; break;
   default: break;
   }
   if (*end == 'B' || *end == 'b') end++;
   if (*end) return -1;
-  *out = (unsigned long long)(x * mul);
+  long double bytes = x * mul;
+  if (bytes >= 9223372036854775808.0L || bytes != floorl(bytes)) return -1;
+  *out = (unsigned long long)bytes;
   return 0;
 }
 
@@ -125,14 +153,15 @@ static int parse_value(const struct kc_opt_row *r, const char *v, union opt_valu
   switch (r->type) {
   case KC_OT_STR: out->s = v; return 0;
   case KC_OT_INT: {
-    long x = strtol(v, &end, 0);
+    long x = strtol(v, &end, 10);
     if (end == v || *end || errno) return -1;
     out->i = x;
     return 0;
   }
   case KC_OT_DOUBLE: {
     double x = strtod(v, &end);
-    if (end == v || *end || errno) return -1;
+    /* inf and nan parse, and NaN would pass every range comparison. */
+    if (end == v || *end || errno || !isfinite(x)) return -1;
     out->d = x;
     return 0;
   }
@@ -210,6 +239,32 @@ static void set_defaults(void) {
       KC_INTERNAL_ERROR("bad default for %s", row_at(i)->name);
 }
 
+/* What a row accepts, for messages: its type and range. */
+static void describe(const struct kc_opt_row *r, char *buf, size_t n) {
+  static const char *const what[] = {"a string", "an integer", "a finite number",
+                                     "a size in bytes (K, M, G, T suffixes)", "0 or 1"};
+  int lo = !isnan(r->min), hi = !isnan(r->max);
+  if (r->type == KC_OT_STR || r->type == KC_OT_BOOL || (!lo && !hi))
+    snprintf(buf, n, "%s", what[r->type]);
+  else if (lo && hi)
+    snprintf(buf, n, "%s in [%.17g, %.17g]", what[r->type], r->min, r->max);
+  else if (lo)
+    snprintf(buf, n, "%s >= %.17g", what[r->type], r->min);
+  else
+    snprintf(buf, n, "%s <= %.17g", what[r->type], r->max);
+}
+
+/* The row's value now, as text. */
+static void current_text(const struct kc_opt_row *r, char *buf, size_t n) {
+  switch (r->type) {
+  case KC_OT_STR: snprintf(buf, n, "'%.40s'", *(const char **)r->field); return;
+  case KC_OT_INT: snprintf(buf, n, "%ld", *(long *)r->field); return;
+  case KC_OT_DOUBLE: snprintf(buf, n, "%.17g", *(double *)r->field); return;
+  case KC_OT_SIZE: snprintf(buf, n, "%llu", *(unsigned long long *)r->field); return;
+  case KC_OT_BOOL: snprintf(buf, n, "%d", *(int *)r->field); return;
+  }
+}
+
 int kc_options_parse(const char *spec, const char *source, int reset) {
   if (reset) set_defaults();
   if (!spec) return 0;
@@ -238,8 +293,11 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
     }
     /* A bad value leaves the old one in place. */
     if (set_value(row_at(i), val, i)) {
-      kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s'; keeping the current value",
-                    source, val, key);
+      char want[160], cur[64];
+      describe(row_at(i), want, sizeof want);
+      current_text(row_at(i), cur, sizeof cur);
+      kc_log_printf(KC_LOG_WARN, "%s: bad value '%s' for option '%s' (expected %s); keeping %s",
+                    source, val, key, want, cur);
       problems++;
     }
   }
@@ -248,7 +306,8 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
 }
 
 /* Environment variables kcheck reads; any other KCHECK_* is a typo. */
-static const char *const known_env[] = {"KCHECK_OPTIONS", "KCHECK_LIB", "KCHECK_PYTHON", NULL};
+static const char *const known_env[] = {"KCHECK_OPTIONS", "KCHECK_LIB", "KCHECK_PYTHON",
+                                        "KCHECK_TEST", NULL};
 
 extern char **environ;
 
@@ -286,11 +345,26 @@ static int check_env(void) {
   return problems;
 }
 
+/* verbosity given in spec, so that warnings about the other options already
+ * obey it (verbosity=0: errors only). */
+static void early_verbosity(const char *spec) {
+  for (const char *p = spec; p && (p = strstr(p, "verbosity=")); p++) {
+    if (p != spec && p[-1] != ':') continue;
+    char *end;
+    long v = strtol(p + 10, &end, 10);
+    if (end != p + 10 && (*end == ':' || !*end) && v >= 0 && v <= 3) kc_verbosity = (int)v;
+  }
+}
+
 int kc_options_init(void) {
   set_defaults();
+  early_verbosity(getenv("KCHECK_OPTIONS"));
   int problems = kc_options_parse(getenv("KCHECK_OPTIONS"), "KCHECK_OPTIONS", 0);
   problems += check_env();
   kc_verbosity = (int)kc_opt.verbosity;
+  problems += check_regexes();
+  for (size_t i = 0; i < nchecks; i++)
+    problems += checks[i]();
   return problems;
 }
 

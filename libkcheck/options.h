@@ -46,6 +46,11 @@ extern struct kc_options kc_opt;
  * for the process. 0, or -1 when the table of tables is full. */
 int kc_options_register(const struct kc_opt_row *rows, size_t n);
 
+/* Adds a check run after KCHECK_OPTIONS is parsed, for values a row's
+ * range cannot describe (list items, regexes); it warns and returns the
+ * number of problems (fatal with strict=1). 0, or -1 when full. */
+int kc_options_register_check(int (*check)(void));
+
 /* Parses `spec` (key=value pairs separated by ':'); `source` names where it
  * came from in messages. Returns the number of problems found. Starts from
  * the defaults when reset is set. */

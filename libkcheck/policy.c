@@ -36,7 +36,8 @@ static double check_seconds;
 
 double kc_policy_uniform(uint64_t seq) {
   /* splitmix64: well-mixed, so consecutive launches sample independently. */
-  uint64_t z = seq + 0x9e3779b97f4a7c15ull * (uint64_t)(kc_opt.seed + 1);
+  /* Unsigned: seed = LONG_MAX must not overflow. */
+  uint64_t z = seq + 0x9e3779b97f4a7c15ull * ((uint64_t)kc_opt.seed + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;

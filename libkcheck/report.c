@@ -1,14 +1,17 @@
 /* libkcheck/report.c — report file, record emission and the exit summary. */
 #include "report.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "finding.h"
 #include "launch.h"
 #include "log.h"
 #include "options.h"
@@ -24,6 +27,19 @@ static char path[4096];
 static long record_seq;
 static int finished;
 static struct timespec t0;
+/* Set while the summary is written from a signal handler, which may have
+ * interrupted a thread holding the lock. */
+static volatile sig_atomic_t in_signal;
+
+int kc_lock_for_exit(pthread_mutex_t *m) {
+  if (!in_signal) return pthread_mutex_lock(m) == 0;
+  for (int i = 0; i < 200; i++) { /* up to 0.2 s, then go on without it */
+    if (pthread_mutex_trylock(m) == 0) return 1;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return 0;
+}
 
 double kc_now_s(void) {
   struct timespec t;
@@ -62,8 +78,10 @@ static int open_file(void) {
   /* O_CLOEXEC: the report must not leak into programs the application execs. */
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || kc_rbuf_open(fd)) {
+    int e = errno;
     if (fd >= 0) close(fd);
-    kc_log_printf(KC_LOG_ERROR, "cannot open report %s; continuing without a report", path);
+    kc_log_printf(KC_LOG_ERROR, "cannot open report %s: %s; continuing without a report", path,
+                  strerror(e));
     return -1;
   }
   out = fd;
@@ -107,7 +125,7 @@ static int emit_head(char *buf, size_t cap, const char *type) {
 
 void kc_report_emit_raw(const char *type, const char *body, size_t n) {
   uint64_t t = kc_prof_now();
-  pthread_mutex_lock(&lock);
+  int locked = kc_lock_for_exit(&lock);
   if (out >= 0) {
     char h[128];
     int hn = emit_head(h, sizeof h, type);
@@ -118,7 +136,7 @@ void kc_report_emit_raw(const char *type, const char *body, size_t n) {
         (empty && kc_rbuf_append("}", 1)) || kc_rbuf_append("\n", 1))
       KC_INTERNAL_ERROR("writing the report %s failed", path);
   }
-  pthread_mutex_unlock(&lock);
+  if (locked) pthread_mutex_unlock(&lock);
   kc_prof_lap(KC_PS_report_write, t);
 }
 
@@ -155,11 +173,17 @@ json_t *kc_json_hash(uint64_t v) {
   return json_string(s);
 }
 
+void kc_report_finish_signal(int sig) {
+  in_signal = 1;
+  kc_log_printf(KC_LOG_WARN, "signal %d: writing the summary", sig);
+  kc_report_finish();
+}
+
 void kc_report_finish(void) {
-  pthread_mutex_lock(&lock);
+  int locked = kc_lock_for_exit(&lock);
   int again = finished;
   finished = 1;
-  pthread_mutex_unlock(&lock);
+  if (locked) pthread_mutex_unlock(&lock);
   if (again) return;
   long launches = atomic_load(&kc_count.launches), checks = atomic_load(&kc_count.checks),
        viol = atomic_load(&kc_count.violations), skips = atomic_load(&kc_count.skips),
@@ -169,32 +193,35 @@ void kc_report_finish(void) {
   for (int i = 0; i < KC_LE_COUNT; i++)
     json_object_set_new(by, kc_launch_entry_names[i],
                         json_integer(atomic_load(&kc_count.launches_by_entry[i])));
-  kc_report_emit("summary",
-                 json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "launches",
-                           (json_int_t)launches, "launches_by_entry", by, "graph_launches",
-                           (json_int_t)graphs, "kernels", (json_int_t)kernels, "modules",
-                           (json_int_t)atomic_load(&kc_count.modules), "checks", (json_int_t)checks,
-                           "violations", (json_int_t)viol, "skips", (json_int_t)skips,
-                           "internal_errors", (json_int_t)internal));
+  json_t *sum =
+      json_pack("{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "launches", (json_int_t)launches,
+                "launches_by_entry", by, "graph_launches", (json_int_t)graphs, "kernels",
+                (json_int_t)kernels, "modules", (json_int_t)atomic_load(&kc_count.modules),
+                "checks", (json_int_t)checks, "violations", (json_int_t)viol, "skips",
+                (json_int_t)skips, "internal_errors", (json_int_t)internal);
+  if (sum) kc_findings_summary(sum);
+  kc_report_emit("summary", sum);
   if (kc_opt.verbosity >= 1 || viol) {
-    kc_log_printf(KC_LOG_WARN,
+    /* With violations the summary is printed even at verbosity=0. */
+    int lvl = viol ? KC_LOG_ERROR : KC_LOG_WARN;
+    kc_log_printf(lvl,
                   "%ld launches (%ld cuLaunchKernel, %ld cuLaunchKernelEx, %ld cooperative), "
                   "%ld graph launches, %ld distinct kernels",
                   launches, atomic_load(&kc_count.launches_by_entry[0]),
                   atomic_load(&kc_count.launches_by_entry[1]),
                   atomic_load(&kc_count.launches_by_entry[2]), graphs, kernels);
-    kc_log_printf(KC_LOG_WARN, "%ld checks, %ld skipped, %ld internal errors", checks, skips,
-                  internal);
-    if (kc_report_path()) kc_log_printf(KC_LOG_WARN, "report: %s", path);
+    kc_log_printf(lvl, "%ld checks, %ld skipped, %ld internal errors", checks, skips, internal);
+    kc_findings_print_summary();
+    if (kc_report_path()) kc_log_printf(lvl, "report: %s", path);
     char line[256];
     snprintf(line, sizeof line, "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches\n",
              viol, viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches);
     ssize_t w = write(STDERR_FILENO, line, strlen(line));
     (void)w;
   }
-  pthread_mutex_lock(&lock);
+  locked = kc_lock_for_exit(&lock);
   int was_open = out >= 0;
   out = -1;
-  pthread_mutex_unlock(&lock);
+  if (locked) pthread_mutex_unlock(&lock);
   if (was_open) kc_rbuf_close();
 }

@@ -41,6 +41,13 @@ int kc_report_flush(void);
 const char *kc_report_path(void);
 /* Writes the summary record and the stderr summary; idempotent. */
 void kc_report_finish(void);
+/* The same from a SIGTERM/SIGINT handler (signals.c): locks are tried for a
+ * bounded time, since the signal may have interrupted their holder. */
+void kc_report_finish_signal(int sig);
+/* Locks m; while finishing from a signal, tries for 0.2 s and returns 0
+ * (not locked) rather than deadlock. 1: locked. */
+#include <pthread.h>
+int kc_lock_for_exit(pthread_mutex_t *m);
 /* JSON strings for 64-bit values: addresses as "0x...", hashes and
  * signatures as 16 hex digits. */
 json_t *kc_json_addr(uint64_t v);

@@ -13,6 +13,7 @@
 #include <libunwind.h>
 
 #include "options.h"
+#include "report.h"
 #include "world.h"
 
 #define MAX_FRAMES 64
@@ -75,8 +76,9 @@ __attribute__((noinline)) static json_t *host_stack(int skip, int symbols) {
     (void)module_of(ip, symbols, &module, &moff);
     char offs[32];
     snprintf(offs, sizeof offs, "0x%llx", moff);
-    json_array_append_new(
-        frames, json_pack("{s:s, s:s, s:s}", "module", module, "offset", offs, "symbol", sym));
+    /* ip: the absolute address, for symbolising to file:line (symbolize.c). */
+    json_array_append_new(frames, json_pack("{s:s, s:s, s:s, s:o}", "module", module, "offset",
+                                            offs, "symbol", sym, "ip", kc_json_addr((uint64_t)ip)));
   }
   return frames;
 }
@@ -149,7 +151,7 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
   py.decref(s);
 }
 
-static json_t *python_stack(void) {
+static json_t *python_stack(const char **why) {
   if (!py_available()) return NULL;
   /* Frames are only safe to walk with the GIL held by this thread. A Python
    * thread that released it around this call (ctypes, extensions) can take it
@@ -157,10 +159,18 @@ static json_t *python_stack(void) {
    * workers, pure C++) have no Python frames. */
   int ensured = 0, state = 0;
   if (!py.gil_check()) {
+    if (!py.this_thread_state()) return NULL;
+    if (kc_opt.python_stack < 2) {
+      *why = "the launching thread released the GIL (python_stack=2 takes it back outside checks)";
+      return NULL;
+    }
     /* Inside a check every other application thread may be waiting on
      * kcheck while holding the GIL: taking it would deadlock. */
-    if (kc_opt.python_stack < 2 || kc_world_exclusive_here() || !py.this_thread_state())
+    if (kc_world_exclusive_here()) {
+      *why = "the launching thread released the GIL, and inside a check it is not taken back "
+             "(another thread holding it may wait on kcheck)";
       return NULL;
+    }
     state = py.gil_ensure();
     ensured = 1;
   }
@@ -190,8 +200,11 @@ static json_t *python_stack(void) {
 __attribute__((noinline)) static json_t *stack_json(int skip, int symbols) {
   json_t *o = json_object();
   json_object_set_new(o, "host", host_stack(skip, symbols));
-  json_t *p = kc_opt.python_stack ? python_stack() : NULL;
+  const char *why = NULL;
+  json_t *p = kc_opt.python_stack ? python_stack(&why) : NULL;
   if (p) json_object_set_new(o, "python", p);
+  /* A Python thread whose frames were not taken: say why. */
+  if (!p && why) json_object_set_new(o, "python_not_taken", json_string(why));
   return o;
 }
 

@@ -153,6 +153,23 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
 #define DEF_MEMSET_D8_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8_ASYNC, KC_FA_MEMSET_D8_ASYNC)
 #define DEF_MEMSET_D16_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16_ASYNC, KC_FA_MEMSET_D16_ASYNC)
 #define DEF_MEMSET_D32_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC)
+#define DEF_COPY_2D(sym) DEF_FENCED(sym, KC_FP_COPY_2D, KC_FA_COPY_2D)
+#define DEF_COPY_2D_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_2D_ASYNC, KC_FA_COPY_2D_ASYNC)
+#define DEF_COPY_3D(sym) DEF_FENCED(sym, KC_FP_COPY_3D, KC_FA_COPY_3D)
+#define DEF_COPY_3D_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_3D_ASYNC, KC_FA_COPY_3D_ASYNC)
+#define DEF_COPY_3D_PEER(sym) DEF_FENCED(sym, KC_FP_COPY_3D_PEER, KC_FA_COPY_3D_PEER)
+#define DEF_COPY_3D_PEER_ASYNC(sym)                                                                \
+  DEF_FENCED(sym, KC_FP_COPY_3D_PEER_ASYNC, KC_FA_COPY_3D_PEER_ASYNC)
+#define DEF_COPY_PEER(sym) DEF_FENCED(sym, KC_FP_COPY_PEER, KC_FA_COPY_PEER)
+#define DEF_COPY_PEER_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_PEER_ASYNC, KC_FA_COPY_PEER_ASYNC)
+#define DEF_MEMSET_D2D8(sym) DEF_FENCED(sym, KC_FP_MEMSET_D2D8, KC_FA_MEMSET_D2D8)
+#define DEF_MEMSET_D2D16(sym) DEF_FENCED(sym, KC_FP_MEMSET_D2D16, KC_FA_MEMSET_D2D16)
+#define DEF_MEMSET_D2D32(sym) DEF_FENCED(sym, KC_FP_MEMSET_D2D32, KC_FA_MEMSET_D2D32)
+#define DEF_MEMSET_D2D8_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D2D8_ASYNC, KC_FA_MEMSET_D2D8_ASYNC)
+#define DEF_MEMSET_D2D16_ASYNC(sym)                                                                \
+  DEF_FENCED(sym, KC_FP_MEMSET_D2D16_ASYNC, KC_FA_MEMSET_D2D16_ASYNC)
+#define DEF_MEMSET_D2D32_ASYNC(sym)                                                                \
+  DEF_FENCED(sym, KC_FP_MEMSET_D2D32_ASYNC, KC_FA_MEMSET_D2D32_ASYNC)
 
 /* ---- code loading ------------------------------------------------------- */
 

@@ -5,16 +5,17 @@
 
 -include test/fakecuda/module.mk
 -include test/gpu/module.mk
+-include test/fuzz/module.mk
 
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
-UNIT_OBJS_policy := libkcheck/policy libkcheck/options libkcheck/log
-UNIT_OBJS_signature := libkcheck/policy libkcheck/options libkcheck/log
+UNIT_OBJS_policy := libkcheck/policy libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_signature := libkcheck/policy libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_asserts := libkcheck/log
-UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/log
-UNIT_OBJS_options := libkcheck/options libkcheck/log
+UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
-                      contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \
+                      contract/contract_ann contract/yaml_limits contract/mangle libkcheck/regex_guard libkcheck/options \
                       libkcheck/log
 UNIT_OBJS_limits := $(UNIT_OBJS_contract)
 UNIT_LIBS_limits = $(UNIT_LIBS_contract)
@@ -25,7 +26,7 @@ $(BUILD)/test/unit/test_$(1): test/unit/test_$(1).c $$(patsubst %,$(BUILD)/san/o
     $$(filter %.a,$$(UNIT_LIBS_$(1)))
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS_COMMON) $$(SANFLAGS) $$(CHECKFLAGS) $$(KC_INC) -Itest/unit -MMD -MP -o $$@ $$(filter %.o %.c,$$^) \
-	  $$(UNIT_LIBS_$(1)) -ljansson -lpthread
+	  $$(UNIT_LIBS_$(1)) -ljansson -lpthread -lm
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_test,$(t))))
 -include $(patsubst %,$(BUILD)/test/unit/test_%.d,$(UNIT_TESTS))
@@ -58,7 +59,7 @@ docs-test:
 gates-index-test:
 	$(PYTHON) test/gates/check_fixtures.py
 
-test-cpu: unit-test build-test docs-test gates-index-test fakecuda-test integration-test
+test-cpu: unit-test build-test docs-test gates-index-test fakecuda-test integration-test fuzz-smoke
 test: test-cpu
 bench: bench-cpu
 
@@ -104,3 +105,10 @@ test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)
            $(BUILD)/test/app_shared
 	BUILD=$(BUILD) sh test/tsan/run.sh
 test-cpu: test-tsan
+
+# Exit work of the application's own, kept with exitcode=N.
+$(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
+	  -L$(BUILD)/fakecuda -lcuda -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
+integration-test: $(BUILD)/test/app_atexit

@@ -3,29 +3,62 @@
   kcheck run [--torch] [-o key=value ...] [--lib PATH] -- CMD ...   run CMD under kcheck
   kcheck options                                        list KCHECK_OPTIONS
   kcheck gates                                          list the gates
-  kcheck report FILE...                                 summarize JSONL reports
+  kcheck report [--merge] [--sarif F] [--junit F] [--html F] [--gen-suppressions] FILE...
+                                                        summarize JSONL reports, export them
+  kcheck repro REPORT --violation N [-o DIR]            a bundle that reproduces one violation
+  kcheck suppressions [NAME]                            path of a shipped suppressions list
   kcheck contract lint FILE|DIR...                      validate contract files
   kcheck gen -g GEN -s SEED -f FMT --shape R,C [...]     regenerate a violation's inputs
 """
 import argparse
-import json
+import ctypes
 import os
 import subprocess
 import sys
 
+from kcheck import __version__
+from kcheck import report as kr
 from kcheck._lib import find_library
+
+
+class UsageError(Exception):
+    """An ordinary mistake: printed as one line, exit status 2."""
 
 
 def find_lib(explicit):
     path = find_library(explicit)
     if path is None:
-        sys.exit("kcheck: libkcheck.so not found (build with `make`, or pass --lib / KCHECK_LIB)")
+        raise UsageError("libkcheck.so not found (build with `make`, or pass --lib / KCHECK_LIB)")
     return path
 
 
+def open_lib(explicit):
+    path = find_lib(explicit)
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise UsageError("cannot load %s: %s" % (path, e)) from None
+
+
+def to_stdout(fn):
+    """Runs fn (which prints to C's stderr) with stderr sent to stdout."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(1, 2)
+        fn()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def cmd_run(args):
-    if not args.cmd:
-        sys.exit("kcheck: nothing to run (kcheck run -- CMD ...)")
+    cmd = list(args.cmd or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("nothing to run (kcheck run [-o key=value]... -- CMD ...)")
     lib = find_lib(args.lib)
     env = dict(os.environ)
     opts = [o for o in env.get("KCHECK_OPTIONS", "").split(":") if o]
@@ -39,32 +72,30 @@ def cmd_run(args):
         env["KCHECK_OPTIONS"] = ":".join(opts)
     preload = env.get("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (" " + preload if preload else "")
-    cmd = args.cmd[1:] if args.cmd[0] == "--" else args.cmd
     try:
         return subprocess.call(cmd, env=env)
     except FileNotFoundError:
-        sys.exit("kcheck: command not found: %s" % cmd[0])
+        raise UsageError("command not found: %s" % cmd[0]) from None
+    except PermissionError:
+        raise UsageError("cannot execute %s: permission denied" % cmd[0]) from None
 
 
 def cmd_options(args):
-    import ctypes
-    lib = ctypes.CDLL(find_lib(args.lib))
-    lib.kcheck_print_options()
+    lib = open_lib(args.lib)
+    to_stdout(lib.kcheck_print_options)
     return 0
 
 
 def cmd_gates(args):
-    import ctypes
-    lib = ctypes.CDLL(find_lib(args.lib))
-    lib.kcheck_print_gates()
+    lib = open_lib(args.lib)
+    to_stdout(lib.kcheck_print_gates)
     return 0
 
 
 def cmd_contract(args):
     # libkcheck.so activates lazily (on the first CUDA call), so loading it
     # here only to parse YAML starts nothing and needs no driver.
-    import ctypes
-    lib = ctypes.CDLL(find_lib(args.lib))
+    lib = open_lib(args.lib)
     lib.kcheck_contract_lint.argtypes = [ctypes.c_char_p]
     lib.kcheck_contract_lint.restype = ctypes.c_int
     errors = 0
@@ -95,12 +126,14 @@ def _decode(fmt, raw):
     return None  # fp8: printed as hex only
 
 
+GEN_MAX_BYTES = 1 << 30
+
+
 def cmd_gen(args):
     """Regenerates inputs exactly as a trial fed them to a kernel: input k
     of a violation whose exposed_by says generator G, transform T, seed S is
     `kcheck gen -g G -t T -s S+k -f FORMAT --shape ROWS,COLS --role R`."""
-    import ctypes
-    lib = ctypes.CDLL(find_lib(args.lib))
+    lib = open_lib(args.lib)
     lib.kcheck_generate.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
                                     ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong,
                                     ctypes.c_void_p]
@@ -108,19 +141,22 @@ def cmd_gen(args):
     try:
         dims = [int(d) for d in args.shape.split(",")]
     except ValueError:
-        sys.exit("kcheck gen: --shape wants integers, e.g. 16,1000")
+        raise UsageError("gen: --shape wants integers, e.g. 16,1000") from None
     if not dims or any(d < 0 for d in dims):
-        sys.exit("kcheck gen: --shape wants non-negative integers")
+        raise UsageError("gen: --shape wants non-negative integers")
     cols = dims[-1]
     rows = 1
     for d in dims[:-1]:
         rows *= d
     esize = {"fp64": 8, "float64": 8, "double": 8, "fp16": 2, "float16": 2, "half": 2,
              "bf16": 2, "bfloat16": 2, "e4m3fn": 1, "e4m3": 1, "e5m2": 1}.get(args.format, 4)
+    if rows * cols * esize > GEN_MAX_BYTES:
+        raise UsageError("gen: --shape %s is %d elements (%d bytes); at most %d bytes are generated"
+                         % (args.shape, rows * cols, rows * cols * esize, GEN_MAX_BYTES))
     buf = ctypes.create_string_buffer(max(1, rows * cols * esize))
     if lib.kcheck_generate(args.generator.encode(), args.transform.encode(), args.format.encode(),
                            args.role, rows, cols, args.seed, buf):
-        sys.exit("kcheck gen: unknown generator, transform or format "
+        raise UsageError("gen: unknown generator, transform or format "
                  "(generators: uniform all_positive stagnation fp16_overflow large_mean "
                  "large_logits specials duplicates cancel; transforms: none huge tiny "
                  "subnormal zeros)")
@@ -141,50 +177,125 @@ def cmd_gen(args):
     return 0
 
 
+def _print_finding(f, merged):
+    v = f.first
+    times = " (x%d)" % f.count if f.count > 1 else ""
+    where = ""
+    if merged and (len(f.where) > 1 or f.ranks):
+        where = " in %d process%s%s" % (len(f.where), "" if len(f.where) == 1 else "es",
+                                        ", ranks %s" % ",".join(map(str, f.ranks)) if f.ranks else "")
+    print("  violation [%s] in %s%s%s: %s" % (f.gate, f.kernel, times, where, v.get("message", "")))
+    for line in kr.evidence_text(v)[1:]:
+        print("    " + line)
+    at = kr.contract_location(v) or kr.user_frame(v)
+    if at:
+        print("    at %s:%s" % (at[0], at[1]))
+    if f.tests:
+        print("    test: %s" % ", ".join(f.tests))
+
+
+def _write(path, text):
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError("cannot write %s: %s" % (path, e.strerror or e)) from None
+
+
 def cmd_report(args):
+    reports = kr.load(args.files)
+    if args.gen_suppressions:
+        # Only the lines, so the output can be redirected into a file as is.
+        sys.stdout.write("".join(line + "\n" for line in kr.gen_suppressions(reports)))
+        return 0
     status = 0
-    for path in args.files:
-        counts, kernels, violations, summary = {}, {}, [], None
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    print("%s:%d: not JSON (truncated by a crash?)" % (path, n))
-                    status = 1
-                    continue
-                t = rec.get("type")
-                counts[t] = counts.get(t, 0) + 1
-                if t == "kernel":
-                    kernels[rec["id"]] = rec["demangled"]
-                elif t == "violation":
-                    violations.append(rec)
-                elif t == "summary":
-                    summary = rec
-        print("%s: %s" % (path, ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items()))))
-        for v in violations:
-            print("  violation [%s] in %s: %s" % (v.get("gate"), kernels.get(v.get("kernel"), "?"),
-                                                  v.get("message", "")))
-            ev = v.get("evidence") or {}
-            if ev.get("verdict_line"):
-                print("    " + ev["verdict_line"])
-            exp = ev.get("exposed_by")
-            if exp and exp.get("inputs") == "generated":
-                how = exp.get("generator", "?") + (
-                    " (%s)" % exp["transform"] if exp.get("transform") else "")
-                scal = ", ".join("%s=%s" % kv for kv in (exp.get("scalars") or {}).items())
-                print("    exposed by generated inputs: %s, seed %s; %s" % (how, exp.get("seed"), scal))
-        if summary is None:
-            print("  no summary record: the process did not exit normally")
-        elif summary.get("violations"):
+    for rep in reports:
+        counts = {}
+        for r in rep.records:
+            counts[r["type"]] = counts.get(r["type"], 0) + 1
+        print("%s: %s" % (rep.path, ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items()))
+                          or "empty"))
+        for n, text in rep.malformed:
+            print("%s:%d: not a JSON record (cut short by a crash?): %s" % (rep.path, n, text))
             status = 1
+        if not args.merge:
+            for f in kr.merge([rep]):
+                _print_finding(f, False)
+        if rep.suppressed:
+            print("  %d suppressed" % len(rep.suppressed))
+        if not rep.finished:
+            print("  the run did not finish: no summary record (the process crashed or was killed)")
+            status = 1
+        elif rep.violations:
+            status = 1
+    if args.merge:
+        findings = kr.merge(reports)
+        print("merged: %d report%s, %d finding%s (%d violations)" % (
+            len(reports), "" if len(reports) == 1 else "s", len(findings),
+            "" if len(findings) == 1 else "s", sum(f.count for f in findings)))
+        for f in findings:
+            _print_finding(f, True)
+    if args.sarif:
+        import json
+        from kcheck import export
+        _write(args.sarif, json.dumps(export.sarif(reports), indent=1) + "\n")
+    if args.junit:
+        from kcheck import export
+        _write(args.junit, export.junit(reports))
+    if args.html:
+        from kcheck import html
+        _write(args.html, html.render(reports))
     return status
 
 
-def main():
+def cmd_repro(args):
+    from kcheck import repro
+    out = repro.bundle(kr.read(args.report), args.violation, args.output)
+    print("kcheck: repro bundle in %s (run %s)" % (out, os.path.join(out, "replay")))
+    return 0
+
+
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suppressions")
+
+
+def cmd_suppressions(args):
+    """Prints the path of a shipped suppressions list (or lists them)."""
+    names = sorted(f[:-5] for f in os.listdir(SHIPPED) if f.endswith(".supp"))
+    if not args.name:
+        for n in names:
+            print("%s\t%s" % (n, os.path.join(SHIPPED, n + ".supp")))
+        return 0
+    if args.name not in names:
+        raise UsageError("no shipped suppressions list %r (have: %s)" % (args.name, ", ".join(names)))
+    print(os.path.join(SHIPPED, args.name + ".supp"))
+    return 0
+
+
+def version_text():
+    lib = find_library(None)
+    cver = None
+    if lib:
+        try:
+            h = ctypes.CDLL(lib)
+            h.kcheck_version.restype = ctypes.c_char_p
+            cver = h.kcheck_version().decode()
+        except (OSError, AttributeError):
+            cver = None
+    return "kcheck %s (libkcheck %s)" % (
+        __version__, "%s at %s" % (cver, lib) if cver else "not found")
+
+
+class _Version(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(prog="kcheck", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", help="path to libkcheck.so")
+    p.add_argument("--version", action=_Version, nargs=0, help="print the versions and exit")
     sub = p.add_subparsers(dest="verb", required=True)
     r = sub.add_parser("run", help="run a command under kcheck")
     r.add_argument("-o", "--option", action="append", help="a KCHECK_OPTIONS key=value (repeatable)")
@@ -195,6 +306,19 @@ def main():
     sub.add_parser("gates", help="list the gates and their contracts")
     rp = sub.add_parser("report", help="summarize report files")
     rp.add_argument("files", nargs="+")
+    rp.add_argument("--merge", action="store_true",
+                    help="one list of findings over all files (processes, ranks), de-duplicated")
+    rp.add_argument("--sarif", metavar="FILE", help="write SARIF 2.1.0")
+    rp.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    rp.add_argument("--html", metavar="FILE", help="write one self-contained HTML report")
+    rp.add_argument("--gen-suppressions", action="store_true",
+                    help="print the suppressions=FILE lines that silence these findings (stdout)")
+    sp = sub.add_parser("suppressions", help="path of a shipped suppressions list (none: list them)")
+    sp.add_argument("name", nargs="?")
+    rr = sub.add_parser("repro", help="write a bundle that reproduces one violation")
+    rr.add_argument("report")
+    rr.add_argument("--violation", type=int, default=0, help="index of the violation in the report (0)")
+    rr.add_argument("-o", "--output", help="bundle directory (default: kcheck-repro-<pid>-<N>)")
     cp = sub.add_parser("contract", help="contract files")
     csub = cp.add_subparsers(dest="contract_verb", required=True)
     cl = csub.add_parser("lint", help="validate contract files (FILE:LINE:COL: error: ...)")
@@ -208,6 +332,23 @@ def main():
     g.add_argument("--role", type=int, default=0,
                    help="0: first input or matmul A; 1: second or matmul B; 2: later ones")
     g.add_argument("--raw", help="write the packed bytes to this file instead of printing")
-    args = p.parse_args()
-    return {"run": cmd_run, "options": cmd_options, "gates": cmd_gates,
-            "report": cmd_report, "contract": cmd_contract, "gen": cmd_gen}[args.verb](args)
+    args = p.parse_args(argv)
+    verbs = {"run": cmd_run, "options": cmd_options, "gates": cmd_gates, "report": cmd_report,
+             "repro": cmd_repro, "suppressions": cmd_suppressions, "contract": cmd_contract, "gen": cmd_gen}
+    try:
+        return verbs[args.verb](args)
+    except (UsageError, kr.ReportError) as e:
+        print("kcheck: error: %s" % e, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kcheck: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        if args.verb not in ("report", "repro"):
+            raise
+        # A report that parses but does not follow the schema.
+        print("kcheck: error: the report does not follow kcheck.report/1 (%s: %s)"
+              % (type(e).__name__, e), file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1

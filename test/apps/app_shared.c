@@ -3,8 +3,9 @@
  *
  *   app_shared shared [T] [ITERS]   T threads own disjoint slices of ONE
  *       allocation (as tensors share a caching-allocator segment); each
- *       iteration copies its slice in, scales it on the device, memsets a
- *       tail word and copies it back, and checks every value exactly.
+ *       iteration copies its slice in (plain or pitched copy), scales it on
+ *       the device, memsets a tail word (1D or 2D memset) and copies it
+ *       back, and checks every value exactly.
  *   app_shared churn [T] [ITERS]    the same per thread, but each iteration
  *       allocates its own buffer and frees it (for save_all=1, whose checks
  *       snapshot every live allocation).
@@ -51,12 +52,23 @@ static void *worker(void *arg) {
     if (churn) CK(cuMemAlloc(&x, (n + 1) * sizeof(float)));
     for (size_t i = 0; i < n; i++)
       h[i] = (float)(t * 4096 + it) + 0.25f * (float)i;
-    CK(cuMemcpyHtoDAsync(x, h, n * sizeof(float), s));
+    if (it % 2) {
+      CK(cuMemcpyHtoDAsync(x, h, n * sizeof(float), s));
+    } else { /* the pitched entries are fenced too */
+      CUDA_MEMCPY2D c2 = {0};
+      c2.srcMemoryType = CU_MEMORYTYPE_HOST, c2.srcHost = h, c2.srcPitch = n * sizeof(float);
+      c2.dstMemoryType = CU_MEMORYTYPE_DEVICE, c2.dstDevice = x, c2.dstPitch = n * sizeof(float);
+      c2.WidthInBytes = n * sizeof(float), c2.Height = 1;
+      CK(cuMemcpy2DAsync(&c2, s));
+    }
     float f = 2.0f;
     int ni = (int)n;
     void *params[] = {&x, &f, &ni};
     CK(cuLaunchKernel(scale, (unsigned)((n + 127) / 128), 1, 1, 128, 1, 1, 0, s, params, NULL));
-    CK(cuMemsetD32Async(x + n * sizeof(float), 0x3f800000u + (unsigned)t, 1, s));
+    if (it % 2)
+      CK(cuMemsetD32Async(x + n * sizeof(float), 0x3f800000u + (unsigned)t, 1, s));
+    else
+      CK(cuMemsetD2D32Async(x + n * sizeof(float), 4, 0x3f800000u + (unsigned)t, 1, 1, s));
     CK(cuMemcpyDtoHAsync(back, x, (n + 1) * sizeof(float), s));
     CK(cuStreamSynchronize(s));
     for (size_t i = 0; i < n; i++)

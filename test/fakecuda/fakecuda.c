@@ -1224,7 +1224,7 @@ CUresult fk_run_memop(const struct fk_node *n) {
 
 /* A synchronous op uses the legacy stream (or the per-thread one for _ptds
  * entries). */
-static CUresult memop_sync(const struct fk_node *n, int ptds) {
+CUresult fk_memop_sync(const struct fk_node *n, int ptds) {
   if (fk_current_ctx() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   if (!ptds) {
     CUresult rc = unsafe_during_capture();
@@ -1233,7 +1233,7 @@ static CUresult memop_sync(const struct fk_node *n, int ptds) {
   return fk_run_memop(n);
 }
 
-static CUresult memop_async(const struct fk_node *n, CUstream h) {
+CUresult fk_memop_async(const struct fk_node *n, CUstream h) {
   struct fk_stream *s;
   struct fk_ctx *ctx;
   CUresult rc = fk_resolve_stream(h, &s, &ctx);
@@ -1260,30 +1260,30 @@ static CUresult memop_async(const struct fk_node *n, CUstream h) {
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   FK_ENTER("cuMemcpyHtoD_v2");
-  return memop_sync(&NODE_H2D(dst, src, n), 0);
+  return fk_memop_sync(&NODE_H2D(dst, src, n), 0);
 }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   FK_ENTER("cuMemcpyDtoH_v2");
-  return memop_sync(&NODE_D2H(dst, src, n), 0);
+  return fk_memop_sync(&NODE_D2H(dst, src, n), 0);
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   FK_ENTER("cuMemcpyDtoD_v2");
-  return memop_sync(&NODE_D2D(dst, src, n), 0);
+  return fk_memop_sync(&NODE_D2D(dst, src, n), 0);
 }
 CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
 CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n) {
   FK_ENTER("cuMemcpyHtoD_v2_ptds");
-  return memop_sync(&NODE_H2D(dst, src, n), 1);
+  return fk_memop_sync(&NODE_H2D(dst, src, n), 1);
 }
 CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
 CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
   FK_ENTER("cuMemcpyDtoH_v2_ptds");
-  return memop_sync(&NODE_D2H(dst, src, n), 1);
+  return fk_memop_sync(&NODE_D2H(dst, src, n), 1);
 }
 CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   FK_ENTER("cuMemcpyDtoD_v2_ptds");
-  return memop_sync(&NODE_D2D(dst, src, n), 1);
+  return fk_memop_sync(&NODE_D2D(dst, src, n), 1);
 }
 
 /* cuMemcpy takes unified addresses: each side is device memory if it lies
@@ -1303,115 +1303,115 @@ static struct fk_node unified(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   FK_ENTER("cuMemcpy");
   struct fk_node x = unified(dst, src, n);
-  return memop_sync(&x, 0);
+  return fk_memop_sync(&x, 0);
 }
 CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   FK_ENTER("cuMemcpy_ptds");
   struct fk_node x = unified(dst, src, n);
-  return memop_sync(&x, 1);
+  return fk_memop_sync(&x, 1);
 }
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyAsync");
   struct fk_node x = unified(dst, src, n);
-  return memop_async(&x, s);
+  return fk_memop_async(&x, s);
 }
 CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyAsync_ptsz");
   struct fk_node x = unified(dst, src, n);
-  return memop_async(&x, s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&x, s ? s : CU_STREAM_PER_THREAD);
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyHtoDAsync_v2");
-  return memop_async(&NODE_H2D(dst, src, n), s);
+  return fk_memop_async(&NODE_H2D(dst, src, n), s);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyDtoHAsync_v2");
-  return memop_async(&NODE_D2H(dst, src, n), s);
+  return fk_memop_async(&NODE_D2H(dst, src, n), s);
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyDtoDAsync_v2");
-  return memop_async(&NODE_D2D(dst, src, n), s);
+  return fk_memop_async(&NODE_D2D(dst, src, n), s);
 }
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s);
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyHtoDAsync_v2_ptsz");
-  return memop_async(&NODE_H2D(dst, src, n), s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&NODE_H2D(dst, src, n), s ? s : CU_STREAM_PER_THREAD);
 }
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyDtoHAsync_v2_ptsz");
-  return memop_async(&NODE_D2H(dst, src, n), s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&NODE_D2H(dst, src, n), s ? s : CU_STREAM_PER_THREAD);
 }
 CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   FK_ENTER("cuMemcpyDtoDAsync_v2_ptsz");
-  return memop_async(&NODE_D2D(dst, src, n), s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&NODE_D2D(dst, src, n), s ? s : CU_STREAM_PER_THREAD);
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   FK_ENTER("cuMemsetD8_v2");
-  return memop_sync(&NODE_SET(d, v, 1, n), 0);
+  return fk_memop_sync(&NODE_SET(d, v, 1, n), 0);
 }
 CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
   FK_ENTER("cuMemsetD16_v2");
   if (d % 2) return CUDA_ERROR_INVALID_VALUE;
-  return memop_sync(&NODE_SET(d, v, 2, n), 0);
+  return fk_memop_sync(&NODE_SET(d, v, 2, n), 0);
 }
 CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n) {
   FK_ENTER("cuMemsetD32_v2");
   if (d % 4) return CUDA_ERROR_INVALID_VALUE;
-  return memop_sync(&NODE_SET(d, v, 4, n), 0);
+  return fk_memop_sync(&NODE_SET(d, v, 4, n), 0);
 }
 CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n);
 CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
   FK_ENTER("cuMemsetD8_v2_ptds");
-  return memop_sync(&NODE_SET(d, v, 1, n), 1);
+  return fk_memop_sync(&NODE_SET(d, v, 1, n), 1);
 }
 CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n);
 CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
   FK_ENTER("cuMemsetD16_v2_ptds");
   if (d % 2) return CUDA_ERROR_INVALID_VALUE;
-  return memop_sync(&NODE_SET(d, v, 2, n), 1);
+  return fk_memop_sync(&NODE_SET(d, v, 2, n), 1);
 }
 CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned v, size_t n);
 CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned v, size_t n) {
   FK_ENTER("cuMemsetD32_v2_ptds");
   if (d % 4) return CUDA_ERROR_INVALID_VALUE;
-  return memop_sync(&NODE_SET(d, v, 4, n), 1);
+  return fk_memop_sync(&NODE_SET(d, v, 4, n), 1);
 }
 CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD8Async");
-  return memop_async(&NODE_SET(d, v, 1, n), s);
+  return fk_memop_async(&NODE_SET(d, v, 1, n), s);
 }
 CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD16Async");
   if (d % 2) return CUDA_ERROR_INVALID_VALUE;
-  return memop_async(&NODE_SET(d, v, 2, n), s);
+  return fk_memop_async(&NODE_SET(d, v, 2, n), s);
 }
 CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD32Async");
   if (d % 4) return CUDA_ERROR_INVALID_VALUE;
-  return memop_async(&NODE_SET(d, v, 4, n), s);
+  return fk_memop_async(&NODE_SET(d, v, 4, n), s);
 }
 CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s);
 CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD8Async_ptsz");
-  return memop_async(&NODE_SET(d, v, 1, n), s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&NODE_SET(d, v, 1, n), s ? s : CU_STREAM_PER_THREAD);
 }
 CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s);
 CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD16Async_ptsz");
   if (d % 2) return CUDA_ERROR_INVALID_VALUE;
-  return memop_async(&NODE_SET(d, v, 2, n), s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&NODE_SET(d, v, 2, n), s ? s : CU_STREAM_PER_THREAD);
 }
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned v, size_t n, CUstream s);
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned v, size_t n, CUstream s) {
   FK_ENTER("cuMemsetD32Async_ptsz");
   if (d % 4) return CUDA_ERROR_INVALID_VALUE;
-  return memop_async(&NODE_SET(d, v, 4, n), s ? s : CU_STREAM_PER_THREAD);
+  return fk_memop_async(&NODE_SET(d, v, 4, n), s ? s : CU_STREAM_PER_THREAD);
 }
 
 /* -------------------------------------------------------- green contexts */

@@ -175,6 +175,10 @@ void fk_graph_add(struct fk_graph *g, const struct fk_node *n);
 void fk_clock_advance(unsigned long long ns);
 /* Runs a copy or memset node. */
 CUresult fk_run_memop(const struct fk_node *n);
+/* A copy/memset node issued synchronously (legacy or, ptds, per-thread
+ * stream) or on stream h (captured when h is capturing). */
+CUresult fk_memop_sync(const struct fk_node *n, int ptds);
+CUresult fk_memop_async(const struct fk_node *n, CUstream h);
 
 /* ---- memory (fakecuda_mem.c) ---- */
 void fk_mem_init(void);

@@ -35,6 +35,10 @@ import os
 import re
 import sys
 
+# The one report reader of the package (python/kcheck/report.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from kcheck import report as kr  # noqa: E402
+
 CONTRACT_GATES = ("coverage", "immutability", "bounds", "oracle", "nonfinite", "precision",
                   "extremes", "shapes")
 ALL_GATES = ("determinism", "race") + CONTRACT_GATES
@@ -88,23 +92,11 @@ def mangled_base(name):
 
 
 def load_report(path):
-    recs, bad = [], 0
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    r = json.loads(line)
-                except ValueError:
-                    bad += 1
-                    continue
-                if isinstance(r, dict):
-                    recs.append(r)
-    except OSError:
+        rep = kr.read(path)
+    except kr.ReportError:
         return None, 0
-    return recs, bad
+    return rep.records, len(rep.malformed)
 
 
 class KernelInfo:

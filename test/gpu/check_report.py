@@ -35,7 +35,12 @@ Prints a readable summary; exits 0 when all checks pass, 1 when any fails,
 import argparse
 import collections
 import json
+import os
 import sys
+
+# The one report reader of the package (python/kcheck/report.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from kcheck import report as kr  # noqa: E402
 
 SCHEMA = "kcheck.report/2"
 ENTRIES = ("cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel")
@@ -61,25 +66,11 @@ class Checker:
 
 def load(path):
     """Returns (records, errors)."""
-    records, errors = [], []
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line:
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    errors.append(f"{path}:{lineno}: not JSON ({e})")
-                    continue
-                if not isinstance(rec, dict):
-                    errors.append(f"{path}:{lineno}: not a JSON object")
-                    continue
-                records.append(rec)
-    except OSError as e:
-        errors.append(f"{path}: {e}")
-    return records, errors
+        rep = kr.read(path)
+    except kr.ReportError as e:
+        return [], [str(e)]
+    return rep.records, ["%s:%d: not a JSON record: %s" % (path, n, t) for n, t in rep.malformed]
 
 
 def short(s, n=90):

@@ -17,24 +17,24 @@ as they go; a line that is not JSON is skipped and counted (bad_lines).
 """
 import argparse
 import json
+import os
 import sys
+
+# The one report reader of the package (python/kcheck/report.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from kcheck import report as kr  # noqa: E402
 
 
 def load(paths):
     recs, bad = [], 0
     for p in paths:
         try:
-            with open(p, encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        recs.append(json.loads(line))
-                    except ValueError:
-                        bad += 1
-        except OSError:
+            rep = kr.read(p)
+        except kr.ReportError:
             bad += 1
+            continue
+        recs += rep.records
+        bad += len(rep.malformed)
     return recs, bad
 
 

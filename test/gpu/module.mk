@@ -28,7 +28,7 @@ ifndef KC_GPU_MK_INCLUDED
 KC_GPU_MK_INCLUDED := 1
 
 NVCC          ?= $(CUDA_HOME)/bin/nvcc
-GPU_NVCCFLAGS ?= -O2 -arch=sm_90
+GPU_NVCCFLAGS ?= -O2 -g -arch=sm_90
 GPU_LDLIBS    := -L$(CUDA_HOME)/lib64/stubs -lcuda
 GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
 # Empty: the scripts use $OUT, else ./gpu-out.
@@ -71,7 +71,7 @@ $(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c li
 	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
 GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-checks test-gpu-contracts bench-gpu-checks \
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-world test-gpu-checks test-gpu-contracts bench-gpu-checks \
         bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)
 
@@ -109,6 +109,10 @@ test-gpu-checks:
 test-gpu-contracts:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh $(GPU_OUT)
+
+test-gpu-world:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_world.sh $(GPU_OUT)
 
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

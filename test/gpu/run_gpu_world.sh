@@ -23,7 +23,8 @@ export LIB LOGS REPS APP PYTHON ROOT
 
 echo "=== world lock on the GPU: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 nvidia-smi -L 2>&1 | tee "$LOGS/env.txt" || true
-git -C "$ROOT" rev-parse HEAD 2>/dev/null | tee -a "$LOGS/env.txt" || true
+# The commit: a COMMIT file where the tree was copied without .git, else git.
+{ cat "$ROOT/COMMIT" 2>/dev/null || git -C "$ROOT" rev-parse HEAD 2>/dev/null; } | tee -a "$LOGS/env.txt" || true
 
 # libcudart for the runtime half of launch_overhead (as bench/run_bench.sh).
 BENV=()

@@ -17,7 +17,12 @@ check record of the op declared N-th names "annotation #N".
 """
 import ctypes
 import json
+import os
 import sys
+
+# The one report reader of the package (python/kcheck/report.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from kcheck import report as kr  # noqa: E402
 
 # (label, declared op, expected: "silent" or the gate that must fire)
 OPS = [("add", "add", "silent"), ("softmax", "softmax", "silent"), ("mm", "matmul", "silent"),
@@ -84,8 +89,7 @@ def run():
 def check(paths):
     recs = []
     for p in paths:
-        with open(p) as f:
-            recs += [json.loads(line) for line in f]
+        recs += kr.read_records(p)
     checks = [r for r in recs if r["type"] == "check"]
     viol = [r for r in recs if r["type"] == "violation"]
     failed = 0

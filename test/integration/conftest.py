@@ -1,9 +1,9 @@
 """Shared helpers for the integration tests: run a test application under
 LD_PRELOAD=libkcheck.so on the CPU stand-in driver and read its report."""
 import glob
-import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -19,6 +19,10 @@ FAKECUDA = os.path.join(BUILD, "fakecuda")
 APPS = os.path.join(BUILD, "test")
 CTYPES_APP = os.path.join(ROOT, "test", "apps", "app_ctypes.py")
 
+# The tests read reports with the package's one report reader.
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from kcheck.report import read_records  # noqa: E402
+
 
 class Run:
     def __init__(self, proc, reports):
@@ -28,8 +32,7 @@ class Run:
         self.reports = reports
 
     def records(self, i=0):
-        with open(self.reports[i]) as f:
-            return [json.loads(line) for line in f]
+        return read_records(self.reports[i])
 
     def only_report(self):
         assert len(self.reports) == 1, "expected one report, got %r\n%s" % (self.reports, self.err)

@@ -37,12 +37,27 @@ def test_understated_shape_is_a_bounds_violation(app, tmp_path):
     assert v[0]["evidence"]["side"] == "after_end"
 
 
-def test_understated_format_never_writes_outside(app, tmp_path):
-    """An fp32 input declared bool (a quarter of its bytes): the kernel's
-    reads past the declared bytes see guard bytes, nothing crashes."""
+def test_understated_format_refused_by_lint(app, tmp_path):
+    """Matched by its mangled name, the kernel's parameter is a float*: lint
+    refuses the bool format, the contract is not loaded, the run goes on."""
     r = basic(app, tmp_path, os.path.join(DATA, "format_understated.yaml"))
     assert_host_fine(r)
-    assert by_type(r.only_report(), "check")
+    assert "narrower than the 4-byte floats" in r.err
+
+
+def test_understated_format_never_writes_outside(app, tmp_path):
+    """The same contract matched by a glob (lint cannot read the types): an
+    fp32 input declared bool (a quarter of its bytes) is run on a shadow
+    buffer covering the allocation: the kernel's reads past the declared
+    bytes see guard bytes, nothing crashes."""
+    text = open(os.path.join(DATA, "format_understated.yaml")).read()
+    text = text.replace("{name: _Z6vecaddPKfS0_Pfi}", '{glob: "vecadd*"}')
+    path = tmp_path / "glob.yaml"
+    path.write_text(text)
+    r = basic(app, tmp_path, str(path))
+    assert_host_fine(r)
+    checks = by_type(r.only_report(), "check")
+    assert any("coverage" in c["gates"] for c in checks), checks
 
 
 def test_float_parameter_out_of_int_range(app, tmp_path):

@@ -203,8 +203,8 @@ def test_gates_listed(tmp_path):
     out = subprocess.run([sys.executable, ROOT + "/scripts/kcheck", "--lib",
                           LIB.replace("/san/", "/"), "gates"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert re.search(r"determinism\s+error\s+an identical re-run", out.stderr)
-    assert re.search(r"race\s+error\s+re-runs under each timing perturbation", out.stderr)
+    assert re.search(r"determinism\s+error\s+an identical re-run", out.stdout)
+    assert re.search(r"race\s+error\s+re-runs under each timing perturbation", out.stdout)
 
 
 def test_fault_sweep_over_the_contract_gates(app, tmp_path):

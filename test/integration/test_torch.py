@@ -398,3 +398,19 @@ def test_readme_coverage_table_is_generated_from_the_op_table():
     begin, end = "<!-- torch-coverage-begin -->\n", "\n<!-- torch-coverage-end -->"
     table = text[text.index(begin) + len(begin):text.index(end)]
     assert table == ops.markdown()
+
+
+def test_kcheck_run_torch_front_end(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KCHECK_", "FAKECUDA_", "PYTHONPATH", "LD_PRELOAD"))}
+    env["LD_LIBRARY_PATH"] = FAKECUDA
+    prefix = str(tmp_path / "kc")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "--lib", LIB, "run",
+                        "--torch", "-o", "torch_devices=cuda,cpu", "-o", "log_path=" + prefix, "--",
+                        sys.executable, "-c", "import torch; print((torch.ones(8, 8) @ torch.ones(8, 8)).sum())"],
+                       env=env, capture_output=True, text=True, timeout=240, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    recs = []
+    for f in glob.glob(prefix + ".*.jsonl"):
+        recs += [json.loads(line) for line in open(f)]
+    assert of(recs, "torch_summary") and of(recs, "op_check")

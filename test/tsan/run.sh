@@ -31,5 +31,9 @@ run threads "$EVERY" "$BUILD/test/app_threads"
 run shared "$EVERY" "$BUILD/test/app_shared" shared 4 8
 run churn "save_all=1:$EVERY" "$BUILD/test/app_shared" churn 4 8
 run shared_default "" "$BUILD/test/app_shared" shared 8 30
+# Violations on four Python threads at once: the Python-stack lookup.
+FAKECUDA_LIB="$BUILD/fakecuda/libcuda.so.1"
+export FAKECUDA_LIB
+run py_threads "python_stack=1" "${PYTHON:-python3}" "$(dirname "$0")/py_threads.py"
 [ "$fail" = 0 ] && rm -rf "$OUT"
 exit "$fail"

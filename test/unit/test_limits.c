@@ -190,10 +190,61 @@ static void test_regex(void) {
   kc_ct_set_free(&set);
 }
 
+/* Lint: what a contract states that cannot be right, decided without a
+ * launch; and no complaint about the shipped and test contracts. */
+static void test_lint(void) {
+  static const char *const tmpl =
+      "contracts:\n"
+      "  - kernel: {name: _Z6vecaddPKfS0_Pfi}\n"
+      "    params:\n"
+      "      - {name: a, tensor: {role: in, format: %s, shape: [%s]}}\n"
+      "      - {name: b, tensor: {role: in, format: fp32, shape: [n]}}\n"
+      "      - {name: c, tensor: {role: out, format: fp32, shape: [n]}}\n"
+      "      - {name: n, scalar: i32}\n"
+      "    op: add\n";
+  static const struct {
+    const char *format, *shape, *msg;
+  } cases[] = {{"fp32", "0", "never positive"},
+               {"fp32", "-n", "never positive"},
+               {"fp32", "-n - 1", "never positive"},
+               {"fp32", "'min(n, 0)'", "never positive"},
+               {"bool", "n", "narrower than the 4-byte floats"},
+               {"fp16", "n", "narrower than the 4-byte floats"},
+               {"fp32", "n", NULL},
+               {"fp32", "n/2", NULL},
+               {"fp32", "1 - n", NULL},
+               {"fp64", "n", NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, tmpl, cases[i].format, cases[i].shape);
+    struct kc_ct_set set = {0};
+    int errors = kc_contract_parse_text(text, strlen(text), "lint.yaml", &set);
+    int line = 0;
+    int ok = cases[i].msg ? errors == 1 && diag_has(&set, cases[i].msg, &line) && line == 4
+                          : errors == 0 && set.n == 1;
+    if (!ok)
+      fprintf(stderr, "  lint case %zu (%s, %s): %d errors%s%s\n", i, cases[i].format,
+              cases[i].shape, errors, set.ndiags ? ": " : "", set.ndiags ? set.diags[0].msg : "");
+    CHECK(ok);
+    kc_ct_set_free(&set);
+  }
+  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 0) == 4);
+  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 1) == 4);
+  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 2) == 4);
+  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 3) == 0);
+  CHECK(kc_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 0) == 2);
+  CHECK(kc_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 1) == 2);
+  CHECK(kc_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 2) == 4);
+  CHECK(kc_mangled_float_pointee("_Z1kPd", 0) == 8 && kc_mangled_float_pointee("_Z1kPi", 0) == 0);
+  CHECK(kc_mangled_float_pointee("kernel_c_name", 0) == 0);
+  CHECK(kc_mangled_float_pointee("_ZN2fk3fooEPf", 0) == 0); /* nested names: not read */
+}
+
 int main(void) {
   test_expr_limits();
   test_yaml_limits();
   test_paths();
   test_regex();
+  test_lint();
   return CHECK_DONE("test_limits");
 }

@@ -1,0 +1,80 @@
+/* libkcheck/symbolize.c — host frames to file:line with elfutils' libdw
+ * (DWARF line tables of every module mapped in this process), for the
+ * finding block and the violation record. Only at a violation, never on the
+ * per-launch path. kcheck's own frames are dropped. */
+#include "symbolize.h"
+
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+static const char *own_module(void) {
+  static char path[4096];
+  if (!path[0]) {
+    Dl_info info;
+    if (dladdr((void *)&own_module, &info) && info.dli_fname)
+      snprintf(path, sizeof path, "%s", info.dli_fname);
+  }
+  return path;
+}
+
+int kc_frame_is_own(const char *module) {
+  const char *own = own_module();
+  return module && own[0] && !strcmp(module, own);
+}
+
+json_t *kc_symbolize_host(json_t *host) {
+  json_t *out = json_array();
+  Dwfl *dwfl = dwfl_begin(&callbacks);
+  if (dwfl) {
+    dwfl_report_begin(dwfl);
+    if (dwfl_linux_proc_report(dwfl, getpid())) {
+      dwfl_end(dwfl);
+      dwfl = NULL;
+    } else {
+      dwfl_report_end(dwfl, NULL, NULL);
+    }
+  }
+  size_t i;
+  json_t *fr;
+  json_array_foreach(host, i, fr) {
+    const char *module = json_string_value(json_object_get(fr, "module"));
+    if (kc_frame_is_own(module)) continue;
+    json_t *copy = json_deep_copy(fr);
+    /* C++ host functions read as the user wrote them. */
+    const char *sym = json_string_value(json_object_get(fr, "symbol"));
+    if (sym && sym[0] == '_' && sym[1] == 'Z') {
+      int status = 0;
+      char *d = __cxa_demangle(sym, NULL, NULL, &status);
+      if (d && !status) json_object_set_new(copy, "symbol", json_string(d));
+      free(d);
+    }
+    const char *ips = json_string_value(json_object_get(fr, "ip"));
+    uint64_t ip = ips ? strtoull(ips, NULL, 16) : 0;
+    if (dwfl && ip) {
+      /* Return addresses point after the call: look up the call itself. */
+      Dwarf_Addr pc = (Dwarf_Addr)(ip - 1);
+      Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
+      Dwfl_Line *line = m ? dwfl_module_getsrc(m, pc) : NULL;
+      int lineno = 0;
+      const char *src = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+      if (src && lineno > 0) {
+        json_object_set_new(copy, "file", json_string(src));
+        json_object_set_new(copy, "line", json_integer(lineno));
+      }
+    }
+    json_array_append_new(out, copy);
+  }
+  if (dwfl) dwfl_end(dwfl);
+  return out;
+}

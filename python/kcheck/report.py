@@ -1,0 +1,282 @@
+"""Reading kcheck's JSONL reports: the one module the front end, the pytest
+plugin and the tests use.
+
+A report is one file per process (`<log_path>.<pid>[.rank<R>].jsonl`), one
+JSON record per line (schema in the README). Lines a crash cut short are
+kept as `malformed` with their line number, never an exception; a report
+without a `summary` record is from a run that did not finish.
+"""
+import json
+import os
+
+SCHEMA = "kcheck.report/2"
+
+
+class ReportError(Exception):
+    """An ordinary problem with a report (missing, unreadable): one line."""
+
+
+class Report:
+    def __init__(self, path, records, malformed):
+        self.path = path
+        self.records = records
+        self.malformed = malformed  # [(line number, text)]
+        self.run = next((r for r in records if r.get("type") == "run"), None)
+        self.summary = next((r for r in records if r.get("type") == "summary"), None)
+        self.kernels = {r.get("id"): r for r in self.by_type("kernel")}
+
+    def by_type(self, t):
+        return [r for r in self.records if r.get("type") == t]
+
+    @property
+    def violations(self):
+        return self.by_type("violation")
+
+    @property
+    def suppressed(self):
+        return self.by_type("suppressed")
+
+    @property
+    def checks(self):
+        return self.by_type("check")
+
+    @property
+    def finished(self):
+        """False for a run that crashed or was killed before its summary."""
+        return self.summary is not None
+
+    @property
+    def pid(self):
+        return (self.run or {}).get("pid")
+
+    @property
+    def rank(self):
+        base = os.path.basename(self.path)
+        for part in base.split("."):
+            if part.startswith("rank") and part[4:].isdigit():
+                return int(part[4:])
+        return None
+
+    def kernel_name(self, rec):
+        name = rec.get("kernel_name")
+        if name:
+            return name
+        k = self.kernels.get(rec.get("kernel"))
+        return (k or {}).get("demangled", "?")
+
+
+def _parse(text):
+    records, malformed = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            malformed.append((n, line[:80]))
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+            malformed.append((n, line[:80]))
+            continue
+        records.append(_sane(rec))
+    return records, malformed
+
+
+_DICTS = ("evidence", "stack", "gates", "launch_record", "image")
+_STRS = ("gate", "kernel_name", "kernel_mangled", "message", "signature", "reproduce",
+         "contract", "gate_contract", "test", "demangled")
+
+
+def _sane(rec):
+    """Fields of the wrong type (a hand-edited or foreign file) become empty,
+    so that every reader can rely on the schema's types."""
+    for k in _DICTS:
+        if k in rec and not isinstance(rec[k], dict):
+            rec[k] = {}
+    for k in _STRS:
+        if k in rec and rec[k] is not None and not isinstance(rec[k], str):
+            rec[k] = str(rec[k])
+    st = rec.get("stack")
+    if isinstance(st, dict):
+        for k in ("host", "python"):
+            if k in st and not (isinstance(st[k], list) and all(isinstance(f, dict) for f in st[k])):
+                st[k] = []
+    ev = rec.get("evidence")
+    if isinstance(ev, dict):
+        for k in ("expected", "got", "allocation"):
+            if k in ev and not isinstance(ev[k], dict):
+                ev[k] = {}
+        if "exposed_by" in ev and not isinstance(ev["exposed_by"], dict):
+            del ev["exposed_by"]
+    if "exposed_by" in rec and not isinstance(rec["exposed_by"], list):
+        del rec["exposed_by"]
+    for k in ("launch", "seed", "violations", "checks", "launches", "skips", "suppressed", "pid",
+              "cost_ms", "floor_ms"):
+        if k in rec and not isinstance(rec[k], (int, float)) or isinstance(rec.get(k), bool):
+            rec.pop(k, None)
+    if "cost_ms" in rec and not isinstance(rec["cost_ms"], (int, float)):
+        rec.pop("cost_ms")
+    return rec
+
+
+def read(path):
+    """The report at path. Raises ReportError (one line) when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ReportError("%s: no such report" % path) from None
+    except IsADirectoryError:
+        raise ReportError("%s: is a directory, not a report" % path) from None
+    except OSError as e:
+        raise ReportError("%s: cannot read it (%s)" % (path, e.strerror or e)) from None
+    records, malformed = _parse(text)
+    return Report(path, records, malformed)
+
+
+def read_records(path):
+    """Every record of a report, in order; a malformed line is an error
+    (for tests, where a broken line is a bug)."""
+    r = read(path)
+    if r.malformed:
+        n, text = r.malformed[0]
+        raise ReportError("%s:%d: not a JSON record: %s" % (path, n, text))
+    return r.records
+
+
+def load(paths):
+    return [read(p) for p in paths]
+
+
+# ------------------------------------------------------------- findings
+
+def finding_key(v):
+    """Violations of one (gate, kernel, signature) are one finding."""
+    return (v.get("gate"), v.get("kernel_name") or v.get("kernel"), v.get("signature"))
+
+
+class Finding:
+    """One de-duplicated violation across processes and ranks."""
+
+    def __init__(self, first, report):
+        self.first = first
+        self.report = report
+        self.count = 0
+        self.where = []  # [(path, pid, rank)] in order of first sight
+        self.tests = []
+
+    def add(self, v, report):
+        self.count += 1
+        w = (report.path, report.pid, report.rank)
+        if w not in self.where:
+            self.where.append(w)
+        t = v.get("test")
+        if t and t not in self.tests:
+            self.tests.append(t)
+
+    @property
+    def gate(self):
+        return self.first.get("gate")
+
+    @property
+    def kernel(self):
+        return self.report.kernel_name(self.first)
+
+    @property
+    def ranks(self):
+        return sorted({r for _, _, r in self.where if r is not None})
+
+
+def merge(reports):
+    """De-duplicated findings of several reports (processes, ranks), in
+    order of first sight."""
+    found = {}
+    for rep in reports:
+        for v in rep.violations:
+            k = finding_key(v)
+            if k not in found:
+                found[k] = Finding(v, rep)
+            found[k].add(v, rep)
+    return list(found.values())
+
+
+def evidence_text(v):
+    """The evidence of a violation in words (one or two lines)."""
+    ev = v.get("evidence") or {}
+    lines = [v.get("message", "")]
+    if ev.get("verdict_line"):
+        lines.append(ev["verdict_line"])
+    elif "expected" in ev and "got" in ev:
+        al = ev.get("allocation") or {}
+        lines.append("first difference at byte %s of allocation %s (%s bytes): expected %s, got %s;"
+                     " %s differing 32-bit word(s)" % (
+                         ev.get("offset"), al.get("base"), al.get("size"),
+                         (ev["expected"] or {}).get("bits32"), (ev["got"] or {}).get("bits32"),
+                         ev.get("differing_words")))
+    elif ev:
+        parts = ["%s %s" % (k, val) for k, val in ev.items()
+                 if not isinstance(val, (dict, list)) and k != "exposed_by"]
+        if parts:
+            lines.append(", ".join(parts))
+    exp = ev.get("exposed_by")
+    if isinstance(exp, dict) and exp.get("inputs") == "generated":
+        how = exp.get("generator", "?") + (" (%s)" % exp["transform"] if exp.get("transform") else "")
+        scal = ", ".join("%s=%s" % kv for kv in (exp.get("scalars") or {}).items())
+        lines.append("exposed by generated inputs: %s, seed %s; %s" % (how, exp.get("seed"), scal))
+    strat = v.get("exposed_by")
+    if isinstance(strat, list):
+        lines.append("exposed by strategies %s" % ", ".join(strat))
+    return [l for l in lines if l]
+
+
+def user_frame(v):
+    """(file, line, function) of the innermost Python frame in the user's
+    code, else the innermost host frame with a source line, else None."""
+    st = v.get("stack") or {}
+    for fr in st.get("python") or []:
+        f = fr.get("file", "")
+        if f and not any(s in f for s in ("/kcheck/", "/torch/", "site-packages", "<frozen")):
+            return f, fr.get("line"), fr.get("function")
+    for fr in st.get("host") or []:
+        f = fr.get("file") or ""
+        if f and fr.get("line") and not _toolkit_frame(f, fr.get("symbol") or ""):
+            return f, fr["line"], fr.get("symbol")
+    return None
+
+
+def _toolkit_frame(path, symbol):
+    """A host frame of the CUDA toolkit's own code (headers, the runtime's
+    launch stubs): not where the user's code is."""
+    return ("/cuda/" in path or "/targets/" in path or path.startswith("/usr/include/")
+            or "__device_stub__" in symbol)
+
+
+def contract_location(v):
+    """(file, line) of the contract a contract gate's violation broke."""
+    c = v.get("contract") or ""
+    if ":" in c and not c.startswith("annotation"):
+        f, _, line = c.rpartition(":")
+        if line.isdigit():
+            return f, int(line)
+    return None
+
+
+# -------------------------------------------------------- suppressions
+
+def _glob_escape(name):
+    return "".join("[%s]" % c if c in "*?[" else c for c in name)
+
+
+def gen_suppressions(reports):
+    """Lines `gate:kernel-glob` (suppressions=FILE) that silence every
+    finding of the reports, one per finding, with a comment naming it."""
+    out = []
+    for f in merge(reports):
+        kernel = f.kernel or "?"
+        # A kernel's demangled name up to its argument list: the same kernel
+        # at any template arguments' spelling of the parameters.
+        base, paren, _ = kernel.partition("(")
+        glob = _glob_escape(base.strip()) + ("(*" if paren else "")
+        out.append("# %s in %s (%d time%s)" % (f.gate, kernel, f.count, "" if f.count == 1 else "s"))
+        out.append("%s:%s" % (f.gate, glob))
+    return out

@@ -1,0 +1,113 @@
+"""Option values: out-of-range, overflowing and non-finite values are
+reported with the range and the default kept (never a silent 0 or a
+wrapped value); strict=1 makes every option problem fatal before the first
+kernel; exitcode=N keeps the application's exit work; verbosity=0 prints
+errors only; a report that cannot be opened says why."""
+import os
+
+import pytest
+
+from conftest import by_type, run, sweep
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "repro")
+
+BAD = [
+    ("mem_budget=99999999999T", "mem_budget", "a size in bytes"),
+    ("mem_budget=inf", "mem_budget", "a size in bytes"),
+    ("mem_budget=1e20", "mem_budget", "a size in bytes"),
+    ("green_sms=9223372036854775807", "green_sms", "[1, 1024]"),
+    ("green_sms=4294967296", "green_sms", "[1, 1024]"),
+    ("extra_shmem=4G", "extra_shmem", "[0, 262144]"),
+    ("sample=nan", "sample", "a finite number in [0, 1]"),
+    ("race_runs=0", "race_runs", "[1, 64]"),
+]
+
+
+@pytest.mark.parametrize("opt,name,expect", BAD)
+def test_bad_value_reported_with_range_and_default_kept(app, tmp_path, opt, name, expect):
+    r = run([app("app_linked"), "races"], tmp_path, options=opt)
+    assert r.rc == 0, r.err[-2000:]
+    assert "bad value" in r.err and ("option '%s'" % name) in r.err and expect in r.err, r.err
+    recs = r.only_report()
+    d = tmp_path / "defaults"
+    d.mkdir()
+    defaults = run([app("app_linked"), "basic"], d).only_report()[0]["options"]
+    assert recs[0]["options"][name] == defaults[name]
+    # The checks still ran (mem_budget did not become 0).
+    assert by_type(recs, "check")
+
+
+def test_seed_int64_max_is_no_overflow(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path,
+            options="seed=9223372036854775807:sample=0.5:check_first=0")
+    assert r.rc == 0 and "runtime error" not in r.err, r.err[-2000:]
+    assert r.only_report()[0]["options"]["seed"] == 9223372036854775807
+
+
+STRICT = [
+    ("trcae=1", "unknown option"),
+    ("sample=2", "bad value"),
+    ("mem_budget=1e20", "bad value"),
+    ("gates=determinism,raec", "unknown gate 'raec' (did you mean 'race'?)"),
+    ("race_strategies=scrub,gren", "unknown race strategy 'gren' (did you mean 'green'?)"),
+    ("kernel_include_regex=f++++++++++++++++++++++", "nested repetition"),
+    ("kernel_exclude_regex=(a", "no usable regex"),
+    ("contracts=/dev/zero", "not a regular file"),
+]
+
+
+@pytest.mark.parametrize("opt,msg", STRICT)
+def test_strict_makes_every_problem_fatal_before_the_first_kernel(app, tmp_path, opt, msg):
+    r = run([app("app_linked"), "basic"], tmp_path, options="strict=1:" + opt)
+    assert r.rc == 1, r.err[-2000:]
+    assert msg in r.err and "strict=1" in r.err, r.err
+    assert "vecadd ok" not in r.out  # stopped before the application's first kernel
+
+
+@pytest.mark.parametrize("opt,msg", STRICT)
+def test_without_strict_the_same_problems_are_warnings(app, tmp_path, opt, msg):
+    r = run([app("app_linked"), "basic"], tmp_path, options=opt)
+    assert r.rc == 0 and "basic ok" in r.out, r.err[-2000:]
+    assert msg in r.err
+
+
+def test_regex_bomb_option_is_quick(app, tmp_path):
+    import time
+    t0 = time.time()
+    r = run([app("app_linked"), "basic"], tmp_path,
+            options="kernel_include_regex=f++++++++++++++++++++++")
+    assert r.rc == 0 and time.time() - t0 < 30
+    assert "nested repetition" in r.err
+
+
+def test_exitcode_keeps_the_applications_exit_work(app, tmp_path):
+    r = run([app("app_atexit")], tmp_path, options="exitcode=3")
+    assert r.rc == 3, r.err[-2000:]
+    for line in ("main done", "handler registered after CUDA ran",
+                 "handler registered before CUDA ran", "destructor ran"):
+        assert "app_atexit: " + line in r.out, r.out
+    assert by_type(r.only_report(), "violation")
+    assert by_type(r.only_report(), "summary")
+
+
+def test_exitcode_unused_without_violations(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="exitcode=3")
+    assert r.rc == 0
+
+
+def test_verbosity_0_prints_errors_only(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="verbosity=0:trcae=1:sample=2",
+            env_extra={"KCHECK_TRACE": "1"})
+    assert r.rc == 0
+    assert r.err.strip() == "", r.err
+    # Violations are errors: reported, with the summary.
+    r = run([app("app_atexit")], tmp_path, options="verbosity=0:trcae=1")
+    assert "violation" in r.err and "SUMMARY: kcheck: 1 violation" in r.err
+    assert "unknown option 'trcae'" not in r.err  # (the finding's reproduce line names it)
+
+
+def test_report_open_failure_names_the_reason(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path,
+            options="log_path=%s/missing/dir/kc" % tmp_path)
+    assert r.rc == 0 and "basic ok" in r.out
+    assert "cannot open report" in r.err and "No such file or directory" in r.err, r.err

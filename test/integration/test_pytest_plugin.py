@@ -1,0 +1,134 @@
+"""The pytest plugin (-p kcheck): a violation fails the test that was
+running — in the test's own process, in a forked child and in a spawned
+one — clean tests pass, --kcheck-mode=xfail/warn, --kcheck-report, and
+pytest-xdist workers."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ASAN_RT, LIB, ROOT, USE_SAN, base_env
+
+APPS_DIR = os.path.join(ROOT, "test", "apps")
+
+SUITE = r'''
+import os, subprocess, sys
+sys.path.insert(0, %(apps)r)
+import app_ctypes
+
+
+def launches(mode):
+    sys.argv = ["app_ctypes", mode]
+    assert app_ctypes.main() == 0
+
+
+# First: a child forked after the parent used CUDA cannot use it (the
+# driver's rule, kept by the stand-in), so this test forks before any other
+# test initialises the driver in this process.
+def test_racy_in_forked_child():
+    pid = os.fork()
+    if pid == 0:
+        try:
+            launches("races")
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+
+
+def test_clean():
+    launches("basic")
+
+
+def test_racy():
+    launches("races")
+
+
+def test_racy_in_spawned_child():
+    subprocess.run([sys.executable, %(app)r, "races"], check=True)
+
+
+def test_clean_after():
+    launches("basic")
+''' % {"apps": APPS_DIR, "app": os.path.join(APPS_DIR, "app_ctypes.py")}
+
+
+def pytest_under_kcheck(tmp_path, *args, options="check_first=100:clean_limit=-1"):
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    env = base_env(tmp_path)
+    env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (tmp_path / "kc", options)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    env.pop("PYTEST_ADDOPTS", None)
+    cmd = [sys.executable, "-m", "pytest", "-p", "kcheck", "-p", "no:cacheprovider", "-q",
+           "-rA", str(tmp_path / "test_suite.py")] + list(args)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(tmp_path),
+                          timeout=300)
+
+
+def outcomes(r):
+    """nodeid suffix -> PASSED/FAILED/XFAIL... from pytest's -rA summary."""
+    out = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in ("PASSED", "FAILED", "XFAIL", "ERROR", "SKIPPED"):
+            out[parts[1].split("::")[-1]] = parts[0]
+    return out
+
+
+def test_violations_fail_the_test_that_ran(tmp_path):
+    summary = tmp_path / "per_test.json"
+    r = pytest_under_kcheck(tmp_path, "--kcheck-report=%s" % summary)
+    o = outcomes(r)
+    assert o == {"test_clean": "PASSED", "test_racy": "FAILED",
+                 "test_racy_in_forked_child": "FAILED", "test_racy_in_spawned_child": "FAILED",
+                 "test_clean_after": "PASSED"}, r.stdout[-4000:] + r.stderr[-2000:]
+    # the failure shows the finding
+    assert "kcheck violation(s) during this test" in r.stdout
+    assert "kcheck: violation in last_writer(int*) [race]" in r.stdout
+    # the finding block printed at detection is in the test's captured stderr
+    assert "kcheck: ==== violation in last_writer(int*) [race]" in r.stdout
+    data = json.loads(summary.read_text())
+    assert data["active"] is True
+    tests = {k.split("::")[-1]: v for k, v in data["tests"].items()}
+    assert tests["test_clean"]["violations"] == []
+    assert {v["gate"] for v in tests["test_racy"]["violations"]} == {"race"}
+    fork_pids = {v["pid"] for v in tests["test_racy_in_forked_child"]["violations"]}
+    spawn_pids = {v["pid"] for v in tests["test_racy_in_spawned_child"]["violations"]}
+    own_pids = {v["pid"] for v in tests["test_racy"]["violations"]}
+    assert fork_pids and spawn_pids and not (fork_pids & own_pids) and not (spawn_pids & own_pids)
+
+
+def test_xfail_and_warn_modes(tmp_path):
+    x = pytest_under_kcheck(tmp_path, "--kcheck-mode=xfail", "-k", "racy or clean")
+    o = outcomes(x)
+    assert o["test_racy"] == "XFAIL" and o["test_clean"] == "PASSED", x.stdout[-3000:]
+    w = pytest_under_kcheck(tmp_path, "--kcheck-mode=warn", "-k", "test_racy and not child")
+    assert outcomes(w)["test_racy"] == "PASSED", w.stdout[-3000:]
+    assert "PytestWarning" in w.stdout and "last_writer(int*)" in w.stdout
+
+
+def test_inactive_without_kcheck(tmp_path):
+    (tmp_path / "test_suite.py").write_text("def test_nothing():\n    pass\n")
+    env = base_env(tmp_path)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "kcheck", "-q",
+                        "--kcheck-report=%s" % (tmp_path / "s.json"), str(tmp_path / "test_suite.py")],
+                       env=env, capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((tmp_path / "s.json").read_text())["active"] is False
+
+
+def test_xdist_workers(tmp_path):
+    pytest.importorskip("xdist")
+    summary = tmp_path / "per_test.json"
+    r = pytest_under_kcheck(tmp_path, "-n", "2", "--kcheck-report=%s" % summary)
+    o = outcomes(r)
+    assert o.get("test_racy") == "FAILED" and o.get("test_clean") == "PASSED", \
+        r.stdout[-4000:] + r.stderr[-2000:]
+    assert o.get("test_racy_in_spawned_child") == "FAILED"
+    data = json.loads(summary.read_text())
+    tests = {k.split("::")[-1]: v for k, v in data["tests"].items()}
+    assert tests["test_racy"]["violations"] and not tests["test_clean"]["violations"]

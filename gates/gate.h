@@ -94,6 +94,9 @@ void kc_gates_print(void);
  * its violations, unless an earlier check reported this (gate, kernel,
  * signature); returns how many were such repeats (gates/findings.c). */
 int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx);
+/* Reports one complete violation record (takes it): the one exit of every
+ * violation, the runner's and the op-level checks' (gates/op_check.c). */
+void kc_findings_emit(json_t *rec);
 /* Forgets what was reported (a forked child writes a report of its own). */
 void kc_findings_reset(void);
 

@@ -2,8 +2,9 @@
  * version 4): the binding copies an op's inputs before and its outputs after
  * the whole op (however many kernels it launched) into host memory, and asks
  * here for the policy decision and the oracle's verdict. Violations go
- * through the core (counting, halt_on_error, exitcode) with the binding's
- * context (op, overload, Python stack, kernels, settings) merged in. */
+ * out through the findings (gates/findings.c: where suppressions apply) to
+ * the core (counting, halt_on_error, exitcode) with the binding's context
+ * (op, overload, Python stack, kernels, settings) merged in. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,7 +355,7 @@ KC_EXPORT int kcheck_op_judge(const char *gate, const char *op, const char *prof
     json_object_set_new(rec, "evidence", evidence(op, out->name ? out->name : "out", &to, &v));
     if (!json_object_get(rec, "kernel_name")) /* the core's log line names it */
       json_object_set_new(rec, "kernel_name", json_string(op));
-    kc_report_violation(rec);
+    kc_findings_emit(rec);
   }
 done:
   if (!res) res = json_pack("{s:s, s:s}", "status", "error", "reason", err);
@@ -410,7 +411,7 @@ KC_EXPORT void kcheck_op_report(const char *gate, const char *message, const cha
     json_t *op = json_object_get(rec, "op");
     json_object_set_new(rec, "kernel_name", op ? json_copy(op) : json_string("?"));
   }
-  kc_report_violation(rec);
+  kc_findings_emit(rec);
 }
 
 KC_EXPORT void kcheck_op_done(const char *op, const char *key, int clean, double seconds,

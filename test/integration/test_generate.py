@@ -34,6 +34,10 @@ def test_seed_regenerates_the_exposing_inputs(app, tmp_path):
             exp = ev["exposed_by"]
             if "inputs" not in ev or exp["inputs"] != "generated":
                 continue
+            # exp_fast_wrong's; the planted memory bugs (x + 1, ...) fail
+            # here too, their unwritten or clobbered elements being wrong values
+            if not v["kernel_name"].startswith("exp_fast_wrong"):
+                continue
             assert v["gate"] == gate and isinstance(exp["seed"], int) and exp["seed"] >= 0
             (name, want), = ev["inputs"].items()  # exp: one input, role 0, seed + 0
             shape = exp["shapes"][name]

@@ -195,10 +195,26 @@ static void reproduce(struct buf *b, json_t *rec) {
     shq(b, cwd);
     add(b, " && ");
   }
+  /* The user's options less unknown keys (already warned about). */
+  char known[2048] = "";
   const char *opts = getenv("KCHECK_OPTIONS");
+  json_t *names = kc_options_to_json();
+  if (opts && names) {
+    char copy[2048];
+    snprintf(copy, sizeof copy, "%s", opts);
+    size_t at = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ":", &save); item; item = strtok_r(NULL, ":", &save)) {
+      char key[128];
+      snprintf(key, sizeof key, "%.*s", (int)strcspn(item, "="), item);
+      if (json_object_get(names, key) && at < sizeof known)
+        at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", at ? ":" : "", item);
+    }
+  }
+  json_decref(names);
   char o[2048];
-  snprintf(o, sizeof o, "%s%sgates=%s:seed=%lld:launch_skip=%lld:launch_count=1", opts ? opts : "",
-           opts && *opts ? ":" : "", str(rec, "gate"),
+  snprintf(o, sizeof o, "%s%sgates=%s:seed=%lld:launch_skip=%lld:launch_count=1", known,
+           known[0] ? ":" : "", str(rec, "gate"),
            (long long)json_integer_value(json_object_get(rec, "seed")),
            (long long)json_integer_value(json_object_get(rec, "launch")));
   add(b, "KCHECK_OPTIONS=");

@@ -176,7 +176,9 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
    * exact tests (two roundings) only near the top of the range */
   int near = p->out_ovf == OC_OVF_IEEE && !(top < fo->max_finite);
   int may_ovf = near && ovf_value(p->out, top);
-  int must_ovf = near && ymin > 0 && ovf_value(p->out, oc_down(ymin - pre));
+  /* ymin - pre <= 0 (a bound as large as the value, or infinite): nothing
+   * forces an overflow — without this guard -Inf "overflowed" */
+  int must_ovf = near && ymin > 0 && ymin - pre > 0 && ovf_value(p->out, oc_down(ymin - pre));
   if (k != k || isinf(k)) {
     if (e->ovf_ok) { /* the declared accumulator may overflow on this path */
       c->n_ovf++;

@@ -563,6 +563,16 @@ static const char *attr_of(const struct kc_contract *c, const char *key) {
 static void check_arity(struct pctx *x, const struct kc_contract *c, yaml_node_t *at) {
   const struct oc_op_info *op = oc_op_find(c->op);
   if (!op) return;
+  if (c->torch_op) { /* a torch op's operands are its args (tensors or constants) */
+    int n = 0;
+    for (int i = 0; i < c->ntorch_args; i++)
+      n += strcmp(c->torch_args[i].key, "out") != 0;
+    int ew = op->cls == OC_CLASS_ELEMENTWISE;
+    if (ew ? n != op->arity : n < op->arity)
+      diag(x, at, "op '%s' takes %s%d operand%s; args maps %d", c->op, ew ? "" : "at least ",
+           op->arity, op->arity == 1 ? "" : "s", n);
+    return;
+  }
   int nin = 0, ninout = 0, nfloat = 0;
   for (int i = 0; i < c->nparams; i++) {
     const struct kc_ct_param *p = &c->params[i];

@@ -109,7 +109,7 @@ def test_default_directory_and_none(app, tmp_path):
 ANNOTATE = r"""
 import ctypes, sys
 lib = ctypes.CDLL(None)
-assert lib.kcheck_api_version() == 3
+assert lib.kcheck_api_version() == 4  # KCHECK_API_VERSION in include/kcheck.h
 L = ctypes.c_long * 2
 buf = ctypes.create_string_buffer(512)
 assert lib.kcheck_annotate_begin(b"softmax", b"fp32:softmax=online") == 0

@@ -25,6 +25,16 @@ const char *kc_gate_status_name(enum kc_gate_status s) {
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unset";
 }
 
+void kc_gate_violation(struct kc_gate_ctx *ctx, json_t *details) {
+  struct kc_gate_result *r = &ctx->out;
+  if (KC_NEVER(!details)) return;
+  if (r->nviolations == KC_GATE_MAX_VIOLATIONS) { /* the first ones say enough */
+    json_decref(details);
+    return;
+  }
+  r->violation[r->nviolations++] = details;
+}
+
 /* (gate, kernel, signature) keys already reported: open addressing over
  * 64-bit mixes, lock-free (checks may run on several threads). When full,
  * everything is reported: a repeat is better than a lost finding. */

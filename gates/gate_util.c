@@ -62,16 +62,15 @@ json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format) {
   for (int i = n - 1, at = 2; i >= 0; i--, at += 2)
     snprintf(hex + at, sizeof hex - (size_t)at, "%02x", p[i]);
   json_t *o = json_pack("{s:s}", "hex", hex);
-  const char *f = kc_ct_format_name(format);
-  if (f && !strcmp(f, "fp32") && esize == 4) {
+  if (format == OC_FP32 && esize == 4) {
     float v;
     memcpy(&v, p, 4);
     json_object_set_new(o, "value", json_real((double)v));
-  } else if (f && !strcmp(f, "fp64") && esize == 8) {
+  } else if (format == OC_FP64 && esize == 8) {
     double v;
     memcpy(&v, p, 8);
     json_object_set_new(o, "value", json_real(v));
-  } else if (f && !strcmp(f, "int32") && esize == 4) {
+  } else if (format == KC_FMT_INT32 && esize == 4) {
     int32_t v;
     memcpy(&v, p, 4);
     json_object_set_new(o, "value", json_integer(v));

@@ -14,16 +14,6 @@
 #include "report.h"
 #include "trial.h"
 
-void kc_gate_violation(struct kc_gate_ctx *ctx, json_t *details) {
-  struct kc_gate_result *r = &ctx->out;
-  if (KC_NEVER(!details)) return;
-  if (r->nviolations == KC_GATE_MAX_VIOLATIONS) { /* the first ones say enough */
-    json_decref(details);
-    return;
-  }
-  r->violation[r->nviolations++] = details;
-}
-
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
                           const char *annotation_note, const char *contract_note);
 

@@ -10,6 +10,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "log.h"
 #include "options.h"
 #include "report.h"
 
@@ -164,6 +165,7 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
   else if (kc_policy_uniform(seq) >= kc_opt.sample)
     why = "not sampled", bit = R_SAMPLE;
   if (!why) r->checks++;
+  KC_ASSERT(r->checks <= r->launches); /* a launch is checked at most once */
   *first_time = why && !(r->reasons_seen & bit);
   if (why) r->reasons_seen |= bit;
   pthread_mutex_unlock(&lock);

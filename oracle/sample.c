@@ -116,6 +116,76 @@ int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lea
 /* gamma_n for double arithmetic (the screen's own rounding errors). */
 static double g53(double n) { return oc_gamma(n + 2, 0x1p-53); }
 
+/* One row y against the V sign vectors (rows of r, stride ldr): s[v] =
+ * y.r_v, *sa = sum|y|, *sm = max|y|; *odd |= some |y_j| not below lim.
+ * V = 2 (the default) has its own loop: the generic one keeps s[] in
+ * memory. */
+static void row_pass(const double *y, const double *r, int nv, int64_t n, int64_t ldr, double lim,
+                     double *s, double *sa, double *sm, int *odd) {
+  double a = 0, m = 0;
+  int bad = 0;
+  if (nv == 2) {
+    double s0 = 0, s1 = 0;
+    const double *r0 = r, *r1 = r + ldr;
+    for (int64_t j = 0; j < n; j++) {
+      double x = y[j], ax = fabs(x);
+      s0 += x * r0[j];
+      s1 += x * r1[j];
+      a += ax;
+      m = ax > m ? ax : m;
+      bad |= !(ax < lim);
+    }
+    s[0] = s0, s[1] = s1;
+  } else {
+    for (int v = 0; v < nv; v++)
+      s[v] = 0;
+    for (int64_t j = 0; j < n; j++) {
+      double x = y[j], ax = fabs(x);
+      for (int v = 0; v < nv; v++)
+        s[v] += x * r[v * ldr + j];
+      a += ax;
+      m = ax > m ? ax : m;
+      bad |= !(ax < lim);
+    }
+  }
+  *sa = a;
+  *sm = m;
+  *odd |= bad;
+}
+
+/* Row a of A against B r_v (rows of br, stride K): x[v] = a.(B r_v),
+ * xabs[v] = sum|a_k (B r_v)_k|, *t1 = sum|a_k| absb_k, *tmax = sum|a_k| bmax_k. */
+static void a_pass(const double *a, const double *br, int nv, int64_t K, const double *absb,
+                   const double *bmax, double *x, double *xabs, double *t1, double *tmax) {
+  double t = 0, tm = 0;
+  if (nv == 2) {
+    double x0 = 0, x1 = 0, e0 = 0, e1 = 0;
+    const double *b0 = br, *b1 = br + K;
+    for (int64_t k = 0; k < K; k++) {
+      double v = a[k], av = fabs(v), p0 = v * b0[k], p1 = v * b1[k];
+      x0 += p0, x1 += p1, e0 += fabs(p0), e1 += fabs(p1);
+      t += av * absb[k];
+      tm += av * bmax[k];
+    }
+    x[0] = x0, x[1] = x1, xabs[0] = e0, xabs[1] = e1;
+  } else {
+    for (int v = 0; v < nv; v++)
+      x[v] = xabs[v] = 0;
+    for (int64_t k = 0; k < K; k++) {
+      double v0 = a[k], av = fabs(v0);
+      for (int v = 0; v < nv; v++) {
+        double pr = v0 * br[v * K + k];
+        x[v] += pr;
+        xabs[v] += fabs(pr);
+      }
+      t += av * absb[k];
+      tm += av * bmax[k];
+    }
+  }
+  *t1 = t;
+  *tmax = tm;
+}
+
 int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_tensor *out,
                             const struct oc_profile *p, const struct oc_options *o,
                             int64_t **rows_out, double *catch_out) {
@@ -173,54 +243,28 @@ int64_t oc_freivalds_matmul(const struct oc_matmul_args *args, const struct oc_t
     }
     for (int64_t k = 0; k < K; k++) {
       oc_tensor_gather(B, ob + k * B->stride[B->rank - 2], B->stride[B->rank - 1], N, buf);
-      double s[VMAX] = {0}, sa = 0, sm = 0;
-      for (int64_t j = 0; j < N; j++) {
-        double x = buf[j];
-        for (int v = 0; v < nv; v++)
-          s[v] += x * r[v * N + j];
-        sa += fabs(x);
-        sm = fmax(sm, fabs(x));
-      }
+      double s[VMAX];
+      int unused = 0;
+      row_pass(buf, r, nv, N, N, INFINITY, s, &absb[k], &bmax[k], &unused);
       for (int v = 0; v < nv; v++)
         br[v * K + k] = s[v];
-      absb[k] = sa;
-      bmax[k] = sm;
     }
     for (int64_t i = 0; i < M; i++) {
       oc_tensor_gather(A, oa + i * A->stride[A->rank - 2], A->stride[A->rank - 1], K, buf);
-      double x[VMAX] = {0}, xabs[VMAX] = {0}, t1 = 0, tmax = 0;
-      for (int64_t k = 0; k < K; k++) {
-        double a = buf[k], aa = fabs(a);
-        for (int v = 0; v < nv; v++) {
-          x[v] += a * br[v * K + k];
-          xabs[v] += fabs(a * br[v * K + k]);
-        }
-        t1 += aa * absb[k];
-        tmax += aa * bmax[k];
-      }
+      double x[VMAX], xabs[VMAX], t1, tmax;
+      a_pass(buf, br, nv, K, absb, bmax, x, xabs, &t1, &tmax);
       t1 = oc_mul_up(t1, oc_add_up(1, g53((double)K + 1)));
       tmax = oc_mul_up(tmax, oc_add_up(1, g53((double)K + 1)));
-      double cr[VMAX] = {0}, yr[VMAX] = {0}, cabs = 0, cmax = 0, yabs = 0, ymax = 0;
+      double cr[VMAX] = {0}, yr[VMAX], cabs = 0, cmax = 0, yabs, ymax;
       int odd = !(t1 < INFINITY);
       for (int v = 0; v < nv; v++)
         odd |= !(x[v] == x[v]) || isinf(x[v]);
       if (C) {
         oc_tensor_gather(C, oc + i * C->stride[C->rank - 2], C->stride[C->rank - 1], N, buf2);
-        for (int64_t j = 0; j < N; j++) {
-          for (int v = 0; v < nv; v++)
-            cr[v] += buf2[j] * r[v * N + j];
-          cabs += fabs(buf2[j]);
-          cmax = fmax(cmax, fabs(buf2[j]));
-        }
+        row_pass(buf2, r, nv, N, N, INFINITY, cr, &cabs, &cmax, &odd);
       }
       oc_tensor_gather(out, oo + i * out->stride[nlead], out->stride[nlead + 1], N, buf2);
-      for (int64_t j = 0; j < N; j++) {
-        odd |= !(fabs(buf2[j]) < maxf);
-        for (int v = 0; v < nv; v++)
-          yr[v] += buf2[j] * r[v * N + j];
-        yabs += fabs(buf2[j]);
-        ymax = fmax(ymax, fabs(buf2[j]));
-      }
+      row_pass(buf2, r, nv, N, N, maxf, yr, &yabs, &ymax, &odd);
       cabs = oc_mul_up(cabs, oc_add_up(1, g53((double)N)));
       yabs = oc_mul_up(yabs, oc_add_up(1, g53((double)N)));
       double tsum =

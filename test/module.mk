@@ -6,11 +6,12 @@
 -include test/fakecuda/module.mk
 -include test/gpu/module.mk
 
-UNIT_TESTS := allocmap options contract limits policy signature asserts
+UNIT_TESTS := allocmap options contract limits policy signature asserts findings
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
 UNIT_OBJS_policy := libkcheck/policy libkcheck/options libkcheck/log
 UNIT_OBJS_signature := libkcheck/policy libkcheck/options libkcheck/log
 UNIT_OBJS_asserts := libkcheck/log
+UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/log
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
                       contract/contract_ann contract/yaml_limits libkcheck/regex_guard libkcheck/options \

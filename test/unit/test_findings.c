@@ -1,0 +1,104 @@
+/* test/unit/test_findings.c — what the runner does with a gate's typed
+ * result (gates/findings.c): the status name in the gate's entry, one
+ * violation record per violation with where it happened and the gate's
+ * details, a (gate, kernel, signature) reported by the first check only
+ * (later ones are counted as repeats), and a forked child starting over. */
+#include <string.h>
+
+#include "check.h"
+#include "core.h"
+#include "gate.h"
+#include "launch.h"
+#include "report.h"
+
+/* What findings.c takes from the core and the registry. */
+static json_t *reported[16];
+static int nreported;
+void kc_report_violation(json_t *rec) {
+  if (nreported < 16)
+    reported[nreported++] = rec;
+  else
+    json_decref(rec);
+}
+json_t *kc_json_hash(uint64_t v) { return json_integer((json_int_t)v); }
+static const struct kc_gate g_race = {"race", "error", 0, "re-runs agree", NULL};
+static const struct kc_gate g_bounds = {"bounds", "error", 1, "guards intact", NULL};
+const struct kc_gate *const kc_gates[] = {&g_race, &g_bounds, NULL};
+
+static int report(const struct kc_gate *g, struct kc_launch_info *li, enum kc_gate_status st,
+                  int nviol, json_t **entry) {
+  struct kc_gate_ctx ctx = {li, NULL, NULL, json_object(), {st, 0, {NULL}}};
+  for (int i = 0; i < nviol; i++)
+    kc_gate_violation(&ctx, json_pack("{s:s, s:{s:i}}", "message", "differs", "evidence", "i", i));
+  int repeats = kc_findings_report(g, &ctx);
+  if (entry)
+    *entry = ctx.result;
+  else
+    json_decref(ctx.result);
+  return repeats;
+}
+
+static void forget(void) {
+  for (int i = 0; i < nreported; i++)
+    json_decref(reported[i]);
+  nreported = 0;
+}
+
+int main(void) {
+  struct kc_kernel k = {.id = 3, .name = "_Z1kv", .demangled = "k()"};
+  struct kc_launch_info li;
+  memset(&li, 0, sizeof li);
+  li.k = &k, li.seq = 41, li.signature = 0xabc;
+  li.grid[0] = 2, li.block[0] = 64;
+  json_t *entry = NULL;
+
+  /* Statuses are named in the gate's entry. */
+  CHECK(report(&g_race, &li, KC_GS_PASS, 0, &entry) == 0 && nreported == 0);
+  CHECK(!strcmp(json_string_value(json_object_get(entry, "status")), "pass"));
+  json_decref(entry);
+  CHECK(!strcmp(kc_gate_status_name(KC_GS_NOT_RUN), "not run") &&
+        !strcmp(kc_gate_status_name(KC_GS_INCONCLUSIVE), "inconclusive"));
+
+  /* First check with violations: every one reported, with where. */
+  CHECK(report(&g_race, &li, KC_GS_FAIL, 2, &entry) == 0 && nreported == 2);
+  CHECK(!strcmp(json_string_value(json_object_get(entry, "status")), "fail"));
+  json_decref(entry);
+  json_t *v = reported[1];
+  CHECK(!strcmp(json_string_value(json_object_get(v, "gate")), "race"));
+  CHECK(json_integer_value(json_object_get(v, "kernel")) == 3);
+  CHECK(json_integer_value(json_object_get(v, "launch")) == 41);
+  CHECK(json_integer_value(json_object_get(v, "signature")) == 0xabc);
+  CHECK(!strcmp(json_string_value(json_object_get(v, "kernel_name")), "k()"));
+  CHECK(!strcmp(json_string_value(json_object_get(v, "message")), "differs"));
+  CHECK(json_integer_value(json_object_get(json_object_get(v, "evidence"), "i")) == 1);
+  CHECK(!json_object_get(v, "contract")); /* a gate without contract */
+  forget();
+
+  /* The same (gate, kernel, signature) again: repeats, nothing reported. */
+  li.seq = 42;
+  CHECK(report(&g_race, &li, KC_GS_FAIL, 3, NULL) == 3 && nreported == 0);
+  /* Another gate, signature or kernel is another finding. */
+  CHECK(report(&g_bounds, &li, KC_GS_FAIL, 1, NULL) == 0 && nreported == 1);
+  li.signature = 0xabd;
+  CHECK(report(&g_race, &li, KC_GS_FAIL, 1, NULL) == 0 && nreported == 2);
+  k.id = 4;
+  CHECK(report(&g_race, &li, KC_GS_FAIL, 1, NULL) == 0 && nreported == 3);
+  forget();
+
+  /* A forked child's report has none of the parent's findings. */
+  kc_findings_reset();
+  k.id = 3, li.signature = 0xabc;
+  CHECK(report(&g_race, &li, KC_GS_FAIL, 1, NULL) == 0 && nreported == 1);
+  forget();
+
+  /* More violations than a result holds: the first ones are kept. */
+  struct kc_gate_ctx ctx = {&li, NULL, NULL, json_object(), {KC_GS_FAIL, 0, {NULL}}};
+  for (int i = 0; i < KC_GATE_MAX_VIOLATIONS + 4; i++)
+    kc_gate_violation(&ctx, json_object());
+  CHECK(ctx.out.nviolations == KC_GATE_MAX_VIOLATIONS);
+  li.signature = 0x999;
+  CHECK(kc_findings_report(&g_race, &ctx) == 0 && nreported == KC_GATE_MAX_VIOLATIONS);
+  json_decref(ctx.result);
+  forget();
+  return CHECK_DONE("findings");
+}

@@ -36,20 +36,20 @@ static const struct {
 };
 #define N_INT_FORMATS (sizeof int_formats / sizeof int_formats[0])
 
-int kc_ct_format_parse(const char *name) {
+int kc_contract_format_parse(const char *name) {
   for (size_t i = 0; i < N_INT_FORMATS; i++)
     if (!strcmp(name, int_formats[i].name)) return int_formats[i].fmt;
   return oc_format_parse(name);
 }
 
-const char *kc_ct_format_name(int fmt) {
+const char *kc_contract_format_name(int fmt) {
   for (size_t i = 0; i < N_INT_FORMATS; i++)
     if (int_formats[i].fmt == fmt) return int_formats[i].name;
   if (fmt >= 0 && fmt < OC_FORMAT_COUNT) return oc_format_info((enum oc_format)fmt)->name;
   return "?";
 }
 
-int kc_ct_format_bytes(int fmt) {
+int kc_contract_format_bytes(int fmt) {
   for (size_t i = 0; i < N_INT_FORMATS; i++)
     if (int_formats[i].fmt == fmt) return int_formats[i].bytes;
   if (fmt >= 0 && fmt < OC_FORMAT_COUNT) return oc_format_info((enum oc_format)fmt)->bits / 8;
@@ -123,7 +123,7 @@ static int op_known(const char *op) { return oc_op_find(op) != NULL; }
 struct pctx {
   const char *file;
   yaml_document_t *doc;
-  struct kc_ct_set *set;
+  struct kc_contract_set *set;
   int errors;
   /* The contract being built (NULL in pass 1). */
   struct kc_contract *c;
@@ -144,11 +144,11 @@ __attribute__((format(printf, 4, 5))) static void diag_at(struct pctx *x, int li
   // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  struct kc_ct_diag *d = realloc(x->set->diags, (size_t)(x->set->ndiags + 1) * sizeof *d);
+  struct kc_contract_diag *d = realloc(x->set->diags, (size_t)(x->set->ndiags + 1) * sizeof *d);
   x->errors++;
   if (!d) return;
   x->set->diags = d;
-  d[x->set->ndiags++] = (struct kc_ct_diag){strdup(x->file), line, col, strdup(msg)};
+  d[x->set->ndiags++] = (struct kc_contract_diag){strdup(x->file), line, col, strdup(msg)};
 }
 
 #define NODE_LINE(nd) ((int)(nd)->start_mark.line + 1)
@@ -221,25 +221,27 @@ static int lookup_name(void *ctx, const char *name, size_t len) {
   struct pctx *x = ctx;
   for (int i = 0; i < x->nnames; i++)
     if (strlen(x->names[i]) == len && !strncmp(x->names[i], name, len)) return i;
-  int lv = kc_ct_launch_var(name, len);
+  int lv = kc_contract_launch_var(name, len);
   if (lv >= 0 && x->in_launch) {
     x->launch_refused = 1;
     return -1;
   }
   if (lv >= 0) {
     x->launch_used = 1;
-    return KC_CT_LAUNCH_VAR0 + lv;
+    return KC_CONTRACT_LAUNCH_VAR0 + lv;
   }
   return -1;
 }
 
-static struct kc_expr *compile(struct pctx *x, yaml_node_t *nd, int allow_bool, const char *what) {
+static struct kc_contract_expr *compile(struct pctx *x, yaml_node_t *nd, int allow_bool,
+                                        const char *what) {
   const char *s = want_scalar(x, nd, what);
   if (!s) return NULL;
   char err[256];
   int pos = 0;
   x->launch_refused = 0;
-  struct kc_expr *e = kc_expr_compile(s, allow_bool, lookup_name, x, err, sizeof err, &pos);
+  struct kc_contract_expr *e =
+      kc_contract_expr_compile(s, allow_bool, lookup_name, x, err, sizeof err, &pos);
   if (e) return e;
   if (x->launch_refused) {
     diag(x, nd,
@@ -275,7 +277,7 @@ static struct kc_expr *compile(struct pctx *x, yaml_node_t *nd, int allow_bool, 
 /* ------------------------------------------------------------ parameters */
 
 static void parse_tensor(struct pctx *x, yaml_node_t *nd, const char *pname,
-                         struct kc_ct_tensor *t) {
+                         struct kc_contract_tensor *t) {
   char what[160];
   snprintf(what, sizeof what, "tensor '%.128s'", pname);
   if (!want_type(x, nd, YAML_MAPPING_NODE, what)) return;
@@ -289,13 +291,13 @@ static void parse_tensor(struct pctx *x, yaml_node_t *nd, const char *pname,
     if (r && i < 0)
       diag(x, v[0], "bad role '%s' for %s (expected in, out or inout)", r, what);
     else if (i >= 0)
-      t->role = (enum kc_ct_role)i;
+      t->role = (enum kc_contract_role)i;
   }
   if (!v[1]) {
     diag(x, nd, "%s has no format (expected format: fp32, bf16, int32, ...)", what);
   } else {
     const char *f = want_scalar(x, v[1], "format");
-    if (f && (t->format = kc_ct_format_parse(f)) < 0)
+    if (f && (t->format = kc_contract_format_parse(f)) < 0)
       diag(x, v[1],
            "unknown format '%s' for %s (expected fp64, fp32, tf32, fp16, bf16, e4m3fn, e5m2, "
            "int8, int16, int32, int64, uint8, uint16, uint32, uint64 or bool)",
@@ -307,8 +309,8 @@ static void parse_tensor(struct pctx *x, yaml_node_t *nd, const char *pname,
   }
   if (!want_type(x, v[2], YAML_SEQUENCE_NODE, "shape")) return;
   int rank = (int)(v[2]->data.sequence.items.top - v[2]->data.sequence.items.start);
-  if (rank > KC_CT_MAX_RANK) {
-    diag(x, v[2], "shape of %s has rank %d; at most %d", what, rank, KC_CT_MAX_RANK);
+  if (rank > KC_CONTRACT_MAX_RANK) {
+    diag(x, v[2], "shape of %s has rank %d; at most %d", what, rank, KC_CONTRACT_MAX_RANK);
     return;
   }
   t->rank = rank;
@@ -327,7 +329,7 @@ static void parse_tensor(struct pctx *x, yaml_node_t *nd, const char *pname,
 }
 
 static void parse_scalar_type(struct pctx *x, yaml_node_t *nd, const char *pname,
-                              struct kc_ct_value *val) {
+                              struct kc_contract_value *val) {
   const char *ty = NULL;
   yaml_node_t *at = nd;
   if (nd->type == YAML_MAPPING_NODE) {
@@ -350,7 +352,7 @@ static void parse_scalar_type(struct pctx *x, yaml_node_t *nd, const char *pname
     diag(x, at, "unknown scalar type '%s' for '%s' (expected i32, i64, u32, u64, f32 or f64)", ty,
          pname);
   else
-    val->scalar = (enum kc_ct_scalar)i;
+    val->scalar = (enum kc_contract_scalar)i;
 }
 
 static int name_taken(struct pctx *x, const char *name) {
@@ -364,8 +366,8 @@ static int name_taken(struct pctx *x, const char *name) {
   return 0;
 }
 
-static void add_scalar(struct kc_contract *c, struct kc_ct_value *v) {
-  const struct kc_ct_value **s = realloc(c->scalars, (size_t)(c->nscalars + 1) * sizeof *s);
+static void add_scalar(struct kc_contract *c, struct kc_contract_value *v) {
+  const struct kc_contract_value **s = realloc(c->scalars, (size_t)(c->nscalars + 1) * sizeof *s);
   if (!s) return;
   c->scalars = s;
   v->scalar_index = c->nscalars;
@@ -373,8 +375,8 @@ static void add_scalar(struct kc_contract *c, struct kc_ct_value *v) {
 }
 
 /* Pass 1 collects scalar names (x->c NULL); pass 2 builds the value. */
-static void parse_value(struct pctx *x, yaml_node_t *nd, int is_field, struct kc_ct_value *val,
-                        struct kc_ct_param *param) {
+static void parse_value(struct pctx *x, yaml_node_t *nd, int is_field,
+                        struct kc_contract_value *val, struct kc_contract_param *param) {
   const char *what = is_field ? "field" : "parameter";
   if (!want_type(x, nd, YAML_MAPPING_NODE, what)) return;
   yaml_node_t *v[6];
@@ -405,7 +407,7 @@ static void parse_value(struct pctx *x, yaml_node_t *nd, int is_field, struct kc
         if (f->type == YAML_SEQUENCE_NODE)
           for (yaml_node_item_t *it = f->data.sequence.items.start; it < f->data.sequence.items.top;
                it++) {
-            struct kc_ct_value dummy;
+            struct kc_contract_value dummy;
             parse_value(x, node(x, *it), 1, &dummy, NULL);
           }
       }
@@ -456,8 +458,9 @@ static void parse_value(struct pctx *x, yaml_node_t *nd, int is_field, struct kc
   } else if (ifl >= 0 && v[ifl]) {
     val->kind = KC_PK_STRUCT;
     if (!want_type(x, v[ifl], YAML_SEQUENCE_NODE, "fields")) return;
-    if (v[ifl]->data.sequence.items.top - v[ifl]->data.sequence.items.start > KC_CT_MAX_PARAMS) {
-      diag(x, v[ifl], "more than %d fields in one parameter", KC_CT_MAX_PARAMS);
+    if (v[ifl]->data.sequence.items.top - v[ifl]->data.sequence.items.start >
+        KC_CONTRACT_MAX_PARAMS) {
+      diag(x, v[ifl], "more than %d fields in one parameter", KC_CONTRACT_MAX_PARAMS);
       return;
     }
     int nf = (int)(v[ifl]->data.sequence.items.top - v[ifl]->data.sequence.items.start);
@@ -487,9 +490,9 @@ static void parse_kernel(struct pctx *x, yaml_node_t *nd) {
   int i = v[0] ? 0 : (v[1] ? 1 : 2);
   const char *s = want_scalar(x, v[i], kernel_keys[i]);
   if (!s) return;
-  c->match = (enum kc_ct_match)i;
+  c->match = (enum kc_contract_match_kind)i;
   c->pattern = strdup(s);
-  if (c->match == KC_CT_REGEX) {
+  if (c->match == KC_CONTRACT_REGEX) {
     regex_t *re = calloc(1, sizeof *re);
     if (!re) return;
     char msg[256];
@@ -575,10 +578,10 @@ static void check_arity(struct pctx *x, const struct kc_contract *c, yaml_node_t
   }
   int nin = 0, ninout = 0, nfloat = 0;
   for (int i = 0; i < c->nparams; i++) {
-    const struct kc_ct_param *p = &c->params[i];
+    const struct kc_contract_param *p = &c->params[i];
     int nv = p->v.kind == KC_PK_STRUCT ? p->nfields : 1;
     for (int f = 0; f < nv; f++) {
-      const struct kc_ct_value *v = p->v.kind == KC_PK_STRUCT ? &p->fields[f] : &p->v;
+      const struct kc_contract_value *v = p->v.kind == KC_PK_STRUCT ? &p->fields[f] : &p->v;
       if (v->kind == KC_PK_TENSOR) {
         nin += v->tensor.role == KC_ROLE_IN;
         ninout += v->tensor.role == KC_ROLE_INOUT;
@@ -620,7 +623,7 @@ static void parse_launch(struct pctx *x, yaml_node_t *nd) {
   yaml_node_t *v[3];
   map_keys(x, nd, launch_keys, "launch", v);
   for (int d = 0; d < 2; d++) {
-    struct kc_expr **dst = d ? c->block : c->grid;
+    struct kc_contract_expr **dst = d ? c->block : c->grid;
     if (!v[d]) {
       diag(x, nd, "launch has no %s (expected %s: [x, y, z])", launch_keys[d], launch_keys[d]);
       continue;
@@ -681,27 +684,28 @@ static void parse_shapes(struct pctx *x, yaml_node_t *nd) {
  * extent that never holds an element, and a format narrower than the float
  * type the kernel's mangled name gives the parameter (the shadow buffer
  * would be a fraction of what the kernel reads). */
-static void lint_tensor(struct pctx *x, yaml_node_t *nd, int idx, const struct kc_ct_value *v) {
+static void lint_tensor(struct pctx *x, yaml_node_t *nd, int idx,
+                        const struct kc_contract_value *v) {
   if (v->kind != KC_PK_TENSOR) return;
-  const struct kc_ct_tensor *t = &v->tensor;
+  const struct kc_contract_tensor *t = &v->tensor;
   for (int r = 0; r < t->rank; r++) {
     int64_t most = 0;
-    if (t->shape[r] && kc_expr_never_positive(t->shape[r], &most))
+    if (t->shape[r] && kc_contract_expr_never_positive(t->shape[r], &most))
       diag(x, nd,
            "tensor '%s': extent %d '%s' is never positive (at most %lld for scalars >= 0): the "
            "tensor would hold no element",
-           v->name ? v->name : "?", r, kc_expr_text(t->shape[r]), (long long)most);
+           v->name ? v->name : "?", r, kc_contract_expr_text(t->shape[r]), (long long)most);
   }
   const struct kc_contract *c = x->c;
-  if (c->match != KC_CT_NAME || !c->pattern) return;
-  int want = kc_mangled_float_pointee(c->pattern, idx);
-  int have = kc_ct_format_bytes(t->format);
+  if (c->match != KC_CONTRACT_NAME || !c->pattern) return;
+  int want = kc_contract_mangled_float_pointee(c->pattern, idx);
+  int have = kc_contract_format_bytes(t->format);
   if (want > 0 && have > 0 && have < want)
     diag(x, nd,
          "tensor '%s': format %s (%d byte%s per element) is narrower than the %d-byte floats "
          "parameter %d points to in the kernel's mangled name",
-         v->name ? v->name : "?", kc_ct_format_name(t->format), have, have == 1 ? "" : "s", want,
-         idx);
+         v->name ? v->name : "?", kc_contract_format_name(t->format), have, have == 1 ? "" : "s",
+         want, idx);
 }
 
 /* torch_op: NAME and args: {oracle input: op argument name or position}
@@ -763,7 +767,7 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
     x->c = NULL;
     for (yaml_node_item_t *it = v[1]->data.sequence.items.start; it < v[1]->data.sequence.items.top;
          it++) {
-      struct kc_ct_value dummy;
+      struct kc_contract_value dummy;
       parse_value(x, node(x, *it), 0, &dummy, NULL);
     }
     x->c = keep;
@@ -771,8 +775,8 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   x->c = c;
   if (v[0]) parse_kernel(x, v[0]);
   if (v[1] && v[1]->type == YAML_SEQUENCE_NODE &&
-      v[1]->data.sequence.items.top - v[1]->data.sequence.items.start > KC_CT_MAX_PARAMS) {
-    diag(x, v[1], "more than %d params in one contract", KC_CT_MAX_PARAMS);
+      v[1]->data.sequence.items.top - v[1]->data.sequence.items.start > KC_CONTRACT_MAX_PARAMS) {
+    diag(x, v[1], "more than %d params in one contract", KC_CONTRACT_MAX_PARAMS);
   } else if (v[1] && want_type(x, v[1], YAML_SEQUENCE_NODE, "params")) {
     int np = (int)(v[1]->data.sequence.items.top - v[1]->data.sequence.items.start);
     c->params = calloc((size_t)(np ? np : 1), sizeof *c->params);
@@ -853,8 +857,8 @@ static void parse_document(struct pctx *x) {
   if (!want_type(x, v[0], YAML_SEQUENCE_NODE, "contracts")) return;
   for (yaml_node_item_t *it = v[0]->data.sequence.items.start; it < v[0]->data.sequence.items.top;
        it++) {
-    if (x->set->n >= KC_CT_MAX_CONTRACTS) {
-      diag(x, node(x, *it), "more than %d contracts in one set", KC_CT_MAX_CONTRACTS);
+    if (x->set->n >= KC_CONTRACT_MAX_CONTRACTS) {
+      diag(x, node(x, *it), "more than %d contracts in one set", KC_CONTRACT_MAX_CONTRACTS);
       return;
     }
     struct kc_contract *c = parse_contract(x, node(x, *it));
@@ -870,19 +874,19 @@ static void parse_document(struct pctx *x) {
 }
 
 static int cmp_diag(const void *pa, const void *pb) {
-  const struct kc_ct_diag *a = pa, *b = pb;
+  const struct kc_contract_diag *a = pa, *b = pb;
   if (a->line != b->line) return a->line < b->line ? -1 : 1;
   if (a->col != b->col) return a->col < b->col ? -1 : 1;
   return strcmp(a->msg ? a->msg : "", b->msg ? b->msg : ""); /* qsort is not stable */
 }
 
 int kc_contract_parse_text(const char *text, size_t len, const char *source,
-                           struct kc_ct_set *set) {
+                           struct kc_contract_set *set) {
   struct pctx x = {.file = source, .set = set};
   int first_diag = set->ndiags;
   int line = 1, col = 1;
   char msg[160];
-  if (kc_yaml_check_limits(text, len, &line, &col, msg, sizeof msg)) {
+  if (kc_contract_yaml_check_limits(text, len, &line, &col, msg, sizeof msg)) {
     diag_at(&x, line, col, "%s", msg);
     return x.errors;
   }
@@ -930,8 +934,8 @@ static int cmp_str(const void *a, const void *b) {
 
 /* Reads a contract file: only a regular file (a FIFO would block forever,
  * /dev/zero never end), opened without blocking, of at most
- * KC_CT_MAX_FILE_BYTES. */
-static int parse_file(const char *path, struct kc_ct_set *set) {
+ * KC_CONTRACT_MAX_FILE_BYTES. */
+static int parse_file(const char *path, struct kc_contract_set *set) {
   struct pctx x = {.file = path, .set = set};
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -944,10 +948,10 @@ static int parse_file(const char *path, struct kc_ct_set *set) {
     diag_at(&x, 0, 0, "not a regular file: contract paths name files or directories");
     return 1;
   }
-  if ((unsigned long long)st.st_size > KC_CT_MAX_FILE_BYTES) {
+  if ((unsigned long long)st.st_size > KC_CONTRACT_MAX_FILE_BYTES) {
     close(fd);
     diag_at(&x, 0, 0, "file is %lld bytes, over the limit of %u bytes for a contract file",
-            (long long)st.st_size, KC_CT_MAX_FILE_BYTES);
+            (long long)st.st_size, KC_CONTRACT_MAX_FILE_BYTES);
     return 1;
   }
   size_t cap = (size_t)st.st_size + 1, len = 0;
@@ -967,7 +971,7 @@ static int parse_file(const char *path, struct kc_ct_set *set) {
   return errors;
 }
 
-int kc_contract_parse_path(const char *path, struct kc_ct_set *set) {
+int kc_contract_parse_path(const char *path, struct kc_contract_set *set) {
   struct stat st;
   if (stat(path, &st) || !S_ISDIR(st.st_mode)) return parse_file(path, set);
   DIR *d = opendir(path);
@@ -995,10 +999,10 @@ int kc_contract_parse_path(const char *path, struct kc_ct_set *set) {
   return errors;
 }
 
-static void free_tensor(struct kc_ct_tensor *t) {
-  for (int i = 0; i < KC_CT_MAX_RANK; i++) {
-    kc_expr_free(t->shape[i]);
-    kc_expr_free(t->strides[i]);
+static void free_tensor(struct kc_contract_tensor *t) {
+  for (int i = 0; i < KC_CONTRACT_MAX_RANK; i++) {
+    kc_contract_expr_free(t->shape[i]);
+    kc_contract_expr_free(t->strides[i]);
   }
 }
 
@@ -1040,18 +1044,18 @@ void kc_contract_free(struct kc_contract *c) {
   free(c->attrs);
   free(c->profile_spec);
   for (int i = 0; i < c->ndomain; i++)
-    kc_expr_free(c->domain[i]);
+    kc_contract_expr_free(c->domain[i]);
   free(c->domain);
   for (int i = 0; i < 3; i++) {
-    kc_expr_free(c->grid[i]);
-    kc_expr_free(c->block[i]);
+    kc_contract_expr_free(c->grid[i]);
+    kc_contract_expr_free(c->block[i]);
   }
-  kc_expr_free(c->shmem);
+  kc_contract_expr_free(c->shmem);
   free(c->shapes);
   free(c);
 }
 
-void kc_ct_set_free(struct kc_ct_set *set) {
+void kc_contract_set_free(struct kc_contract_set *set) {
   for (int i = 0; i < set->n; i++)
     kc_contract_free(set->c[i]);
   free(set->c);
@@ -1063,9 +1067,9 @@ void kc_ct_set_free(struct kc_ct_set *set) {
   memset(set, 0, sizeof *set);
 }
 
-void kc_ct_print_diags(const struct kc_ct_set *set, const char *prefix) {
+void kc_contract_print_diags(const struct kc_contract_set *set, const char *prefix) {
   for (int i = 0; i < set->ndiags; i++) {
-    const struct kc_ct_diag *d = &set->diags[i];
+    const struct kc_contract_diag *d = &set->diags[i];
     if (d->line > 0)
       fprintf(stderr, "%s%s:%d:%d: error: %s\n", prefix, d->file, d->line, d->col,
               d->msg ? d->msg : "?");

@@ -26,14 +26,15 @@ static int find_words(const unsigned char *buf, size_t size, uint64_t ptr, uint3
   return n;
 }
 
-static struct kc_expr *constant(long v) {
+static struct kc_contract_expr *constant(long v) {
   char text[32], err[64];
   int pos = 0;
   snprintf(text, sizeof text, "%ld", v);
-  return kc_expr_compile(text, 0, NULL, NULL, err, sizeof err, &pos);
+  return kc_contract_expr_compile(text, 0, NULL, NULL, err, sizeof err, &pos);
 }
 
-static int fill_tensor(struct kc_ct_value *f, const struct kc_ann_tensor *t, int index) {
+static int fill_tensor(struct kc_contract_value *f, const struct kc_contract_ann_tensor *t,
+                       int index) {
   char name[16];
   static const char *const role[] = {"in", "out", "inout"};
   snprintf(name, sizeof name, "%s%d", role[t->role], index);
@@ -51,7 +52,7 @@ static int fill_tensor(struct kc_ct_value *f, const struct kc_ann_tensor *t, int
   return 0;
 }
 
-struct kc_contract *kc_contract_from_annotation(const struct kc_annotation *a,
+struct kc_contract *kc_contract_from_annotation(const struct kc_contract_annotation *a,
                                                 const struct kc_kernel *k,
                                                 const unsigned char *param_buf, size_t param_size,
                                                 char *why, size_t n) {
@@ -65,8 +66,8 @@ struct kc_contract *kc_contract_from_annotation(const struct kc_annotation *a,
     snprintf(why, n, "the kernel's parameter layout is unknown");
     return NULL;
   }
-  uint32_t at[KC_ANN_MAX_TENSORS][MAX_COPIES];
-  int copies[KC_ANN_MAX_TENSORS], owner[KC_ANN_MAX_TENSORS];
+  uint32_t at[KC_CONTRACT_ANN_MAX_TENSORS][MAX_COPIES];
+  int copies[KC_CONTRACT_ANN_MAX_TENSORS], owner[KC_CONTRACT_ANN_MAX_TENSORS];
   for (int i = 0; i < a->ntensors; i++) {
     for (int j = 0; j < i; j++)
       if (a->t[j].ptr == a->t[i].ptr) {
@@ -105,7 +106,7 @@ struct kc_contract *kc_contract_from_annotation(const struct kc_annotation *a,
     ok = (c->profile_spec = strdup(a->profile_spec)) != NULL;
   }
   for (int p = 0; ok && p < k->nparams; p++) {
-    struct kc_ct_param *cp = &c->params[p];
+    struct kc_contract_param *cp = &c->params[p];
     char name[16];
     snprintf(name, sizeof name, "p%d", p);
     cp->v.name = strdup(name);

@@ -18,31 +18,31 @@ KC_EXPORT int kcheck_api_version(void) { return KCHECK_API_VERSION; }
 
 KC_EXPORT int kcheck_contract_load(const char *path) {
   if (!path) return -1;
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   int errors = kc_contract_parse_path(path, &set);
-  kc_ct_print_diags(&set, "kcheck: ");
+  kc_contract_print_diags(&set, "kcheck: ");
   int added = errors ? -1 : kc_contracts_add(&set);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   return added;
 }
 
 KC_EXPORT int kcheck_contract_lint(const char *path) {
   if (!path) return 1;
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   int errors = kc_contract_parse_path(path, &set);
-  kc_ct_print_diags(&set, "");
-  kc_ct_set_free(&set);
+  kc_contract_print_diags(&set, "");
+  kc_contract_set_free(&set);
   return errors;
 }
 
 KC_EXPORT int kcheck_contract_register_yaml(const char *yaml_text, const char *source_name) {
   if (!yaml_text) return -1;
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   int errors = kc_contract_parse_text(yaml_text, strlen(yaml_text),
                                       source_name ? source_name : "<api>", &set);
-  kc_ct_print_diags(&set, "kcheck: ");
+  kc_contract_print_diags(&set, "kcheck: ");
   int added = errors ? -1 : kc_contracts_add(&set);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   return added;
 }
 
@@ -52,8 +52,8 @@ KC_EXPORT int kcheck_contract_register_yaml(const char *yaml_text, const char *s
  * TLS must stay small (initial-exec TLS elsewhere, and `kcheck contract
  * lint` dlopens it, where glibc has little static TLS to spare). */
 struct ann_state {
-  struct kc_annotation pending; /* being declared (begin..end) */
-  struct kc_annotation current; /* in force (after end) */
+  struct kc_contract_annotation pending; /* being declared (begin..end) */
+  struct kc_contract_annotation current; /* in force (after end) */
   int pending_open, current_valid;
   uint64_t serial;
 };
@@ -73,13 +73,13 @@ static struct ann_state *ann_state(int create) {
   return st;
 }
 
-const struct kc_annotation *kc_annotation_current(void) {
+const struct kc_contract_annotation *kc_contract_annotation_current(void) {
   struct ann_state *st = ann_state(0);
   return st && st->current_valid ? &st->current : NULL;
 }
 
 KC_EXPORT int kcheck_annotate_begin(const char *op, const char *profile) {
-  if (!op || strlen(op) >= sizeof((struct kc_annotation *)0)->op) {
+  if (!op || strlen(op) >= sizeof((struct kc_contract_annotation *)0)->op) {
     kc_log_printf(KC_LOG_WARN, "kcheck_annotate_begin: missing or too long op name");
     return -1;
   }
@@ -89,7 +89,7 @@ KC_EXPORT int kcheck_annotate_begin(const char *op, const char *profile) {
   }
   struct ann_state *st = ann_state(1);
   if (!st) return -1;
-  struct kc_annotation a;
+  struct kc_contract_annotation a;
   memset(&a, 0, sizeof a);
   snprintf(a.op, sizeof a.op, "%s", op);
   if (profile && *profile) {
@@ -122,19 +122,19 @@ KC_EXPORT int kcheck_annotate_tensor(const char *role, void *ptr, const char *fo
           : !strcmp(role, "out")   ? KC_ROLE_OUT
           : !strcmp(role, "inout") ? KC_ROLE_INOUT
                                    : -1;
-  int fmt = format ? kc_ct_format_parse(format) : -1;
-  const char *why = r < 0                                        ? "role must be in, out or inout"
-                    : fmt < 0                                    ? "unknown format"
-                    : rank < 0 || rank > KC_CT_MAX_RANK          ? "rank must be 0..8"
-                    : rank && !shape                             ? "shape is NULL"
-                    : st->pending.ntensors >= KC_ANN_MAX_TENSORS ? "more than 16 tensors"
-                                                                 : NULL;
+  int fmt = format ? kc_contract_format_parse(format) : -1;
+  const char *why = r < 0                                     ? "role must be in, out or inout"
+                    : fmt < 0                                 ? "unknown format"
+                    : rank < 0 || rank > KC_CONTRACT_MAX_RANK ? "rank must be 0..8"
+                    : rank && !shape                          ? "shape is NULL"
+                    : st->pending.ntensors >= KC_CONTRACT_ANN_MAX_TENSORS ? "more than 16 tensors"
+                                                                          : NULL;
   if (why) {
     kc_log_printf(KC_LOG_WARN, "kcheck_annotate_tensor: %s", why);
     return -1;
   }
-  struct kc_ann_tensor *t = &st->pending.t[st->pending.ntensors++];
-  t->role = (enum kc_ct_role)r;
+  struct kc_contract_ann_tensor *t = &st->pending.t[st->pending.ntensors++];
+  t->role = (enum kc_contract_role)r;
   t->ptr = ptr;
   t->format = fmt;
   t->rank = rank;
@@ -167,15 +167,15 @@ KC_EXPORT void kcheck_annotate_clear(void) {
 }
 
 KC_EXPORT int kcheck_annotation_describe(char *buf, unsigned long n) {
-  const struct kc_annotation *a = kc_annotation_current();
+  const struct kc_contract_annotation *a = kc_contract_annotation_current();
   if (!a || !buf || !n) return 0;
   size_t used = (size_t)snprintf(buf, n, "%s profile=%s tensors=%d", a->op,
                                  a->has_profile ? a->profile_spec : "-", a->ntensors);
   static const char *const roles[] = {"in", "out", "inout"};
   for (int i = 0; i < a->ntensors && used < n; i++) {
-    const struct kc_ann_tensor *t = &a->t[i];
+    const struct kc_contract_ann_tensor *t = &a->t[i];
     used += (size_t)snprintf(buf + used, n - used, " %s:%s:%p:[", roles[t->role],
-                             kc_ct_format_name(t->format), t->ptr);
+                             kc_contract_format_name(t->format), t->ptr);
     for (int d = 0; d < t->rank && used < n; d++)
       used += (size_t)snprintf(buf + used, n - used, "%s%ld", d ? "," : "", t->shape[d]);
     for (int d = 0; d < t->rank && used < n; d++)

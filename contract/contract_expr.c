@@ -39,7 +39,7 @@ struct node {
   int height;  /* of the subtree: bounds eval_node's recursion */
 };
 
-struct kc_expr {
+struct kc_contract_expr {
   char *text;
   int n, root;
   struct node *nodes;
@@ -49,9 +49,9 @@ struct parser {
   const char *s;
   size_t pos;
   int allow_bool;
-  kc_expr_lookup_fn lookup;
+  kc_contract_expr_lookup_fn lookup;
   void *ctx;
-  struct kc_expr *e;
+  struct kc_contract_expr *e;
   char *err;
   size_t errn;
   int err_pos;
@@ -75,13 +75,14 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parser *p, size_t p
 }
 
 static int add_node(struct parser *p, enum node_op op, int a, int b, int64_t val) {
-  if (p->e->n >= KC_EXPR_MAX_NODES)
-    return fail(p, p->pos, "expression has more than %d operators and operands", KC_EXPR_MAX_NODES);
+  if (p->e->n >= KC_CONTRACT_EXPR_MAX_NODES)
+    return fail(p, p->pos, "expression has more than %d operators and operands",
+                KC_CONTRACT_EXPR_MAX_NODES);
   int h = 1;
   if (a >= 0 && p->e->nodes[a].height + 1 > h) h = p->e->nodes[a].height + 1;
   if (b >= 0 && p->e->nodes[b].height + 1 > h) h = p->e->nodes[b].height + 1;
-  if (h > KC_EXPR_MAX_TREE)
-    return fail(p, p->pos, "expression nests deeper than %d operations", KC_EXPR_MAX_TREE);
+  if (h > KC_CONTRACT_EXPR_MAX_TREE)
+    return fail(p, p->pos, "expression nests deeper than %d operations", KC_CONTRACT_EXPR_MAX_TREE);
   struct node *nn = realloc(p->e->nodes, (size_t)(p->e->n + 1) * sizeof *nn);
   if (!nn) return fail(p, p->pos, "out of memory");
   p->e->nodes = nn;
@@ -126,8 +127,8 @@ static int parse_or(struct parser *p);
 /* Nesting guard: the parser recurses once per level, so a limit keeps a
  * 100,000-deep "((((" from exhausting the stack. */
 static int nest(struct parser *p) {
-  if (++p->depth > KC_EXPR_MAX_DEPTH) {
-    fail(p, p->pos, "expression nests deeper than %d levels", KC_EXPR_MAX_DEPTH);
+  if (++p->depth > KC_CONTRACT_EXPR_MAX_DEPTH) {
+    fail(p, p->pos, "expression nests deeper than %d levels", KC_CONTRACT_EXPR_MAX_DEPTH);
     return -1;
   }
   return 0;
@@ -157,7 +158,7 @@ static int parse_primary(struct parser *p) {
     while (isalnum((unsigned char)t[len]) || t[len] == '_')
       len++;
     /* the launch dimensions, spelled as in CUDA: gridDim.x, blockDim.z */
-    if (t[len] == '.' && t[len + 1] && kc_ct_launch_var(t, len + 2) >= 0 &&
+    if (t[len] == '.' && t[len + 1] && kc_contract_launch_var(t, len + 2) >= 0 &&
         !isalnum((unsigned char)t[len + 2]) && t[len + 2] != '_')
       len += 2;
     p->pos += len;
@@ -315,24 +316,25 @@ static int parse_or(struct parser *p) {
   return a;
 }
 
-void kc_expr_free(struct kc_expr *e) {
+void kc_contract_expr_free(struct kc_contract_expr *e) {
   if (!e) return;
   free(e->text);
   free(e->nodes);
   free(e);
 }
 
-int kc_ct_launch_var(const char *name, size_t len) {
-  static const char *const names[KC_CT_LAUNCH_VARS] = {"gridDim.x",  "gridDim.y",  "gridDim.z",
-                                                       "blockDim.x", "blockDim.y", "blockDim.z"};
-  for (int i = 0; i < KC_CT_LAUNCH_VARS; i++)
+int kc_contract_launch_var(const char *name, size_t len) {
+  static const char *const names[KC_CONTRACT_LAUNCH_VARS] = {
+      "gridDim.x", "gridDim.y", "gridDim.z", "blockDim.x", "blockDim.y", "blockDim.z"};
+  for (int i = 0; i < KC_CONTRACT_LAUNCH_VARS; i++)
     if (strlen(names[i]) == len && !strncmp(names[i], name, len)) return i;
   return -1;
 }
 
-struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup_fn lookup,
-                                void *ctx, char *err, size_t n, int *err_pos) {
-  struct kc_expr *e = calloc(1, sizeof *e);
+struct kc_contract_expr *kc_contract_expr_compile(const char *text, int allow_bool,
+                                                  kc_contract_expr_lookup_fn lookup, void *ctx,
+                                                  char *err, size_t n, int *err_pos) {
+  struct kc_contract_expr *e = calloc(1, sizeof *e);
   if (!e || !(e->text = strdup(text))) {
     free(e);
     if (err && n) snprintf(err, n, "out of memory");
@@ -348,8 +350,9 @@ struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup
                      .errn = n};
   skip_ws(&p);
   if (!text[p.pos]) fail(&p, 0, "empty expression");
-  if (strlen(text) > KC_EXPR_MAX_LEN)
-    fail(&p, KC_EXPR_MAX_LEN, "expression longer than %d characters", KC_EXPR_MAX_LEN);
+  if (strlen(text) > KC_CONTRACT_EXPR_MAX_LEN)
+    fail(&p, KC_CONTRACT_EXPR_MAX_LEN, "expression longer than %d characters",
+         KC_CONTRACT_EXPR_MAX_LEN);
   int root = p.failed ? -1 : parse_or(&p);
   if (root >= 0) {
     skip_ws(&p);
@@ -361,17 +364,17 @@ struct kc_expr *kc_expr_compile(const char *text, int allow_bool, kc_expr_lookup
   }
   if (p.failed) {
     if (err_pos) *err_pos = p.err_pos;
-    kc_expr_free(e);
+    kc_contract_expr_free(e);
     return NULL;
   }
   e->root = root;
   return e;
 }
 
-const char *kc_expr_text(const struct kc_expr *e) { return e ? e->text : ""; }
+const char *kc_contract_expr_text(const struct kc_contract_expr *e) { return e ? e->text : ""; }
 
-static int eval_node(const struct kc_expr *e, int i, const int64_t *vars, int64_t *out, char *err,
-                     size_t n) {
+static int eval_node(const struct kc_contract_expr *e, int i, const int64_t *vars, int64_t *out,
+                     char *err, size_t n) {
   const struct node *nd = &e->nodes[i];
   if (nd->op == N_NUM) return *out = nd->val, 0;
   if (nd->op == N_VAR) return *out = vars[nd->val], 0;
@@ -426,7 +429,8 @@ overflow:
   return -1;
 }
 
-int kc_expr_eval(const struct kc_expr *e, const int64_t *vars, int64_t *out, char *err, size_t n) {
+int kc_contract_expr_eval(const struct kc_contract_expr *e, const int64_t *vars, int64_t *out,
+                          char *err, size_t n) {
   if (!e || e->root < 0) {
     if (err && n) snprintf(err, n, "no expression");
     return -1;
@@ -442,7 +446,7 @@ struct range {
   long double lo, hi;
 };
 
-static struct range range_of(const struct kc_expr *e, int i) {
+static struct range range_of(const struct kc_contract_expr *e, int i) {
   const struct node *nd = &e->nodes[i];
   const long double inf = 1e30L;
   struct range all = {-inf, inf}, a = all, b = all;
@@ -468,7 +472,7 @@ static struct range range_of(const struct kc_expr *e, int i) {
   }
 }
 
-int kc_expr_never_positive(const struct kc_expr *e, int64_t *at_most) {
+int kc_contract_expr_never_positive(const struct kc_contract_expr *e, int64_t *at_most) {
   if (!e || e->root < 0) return 0;
   struct range r = range_of(e, e->root);
   if (r.hi > 0) return 0;

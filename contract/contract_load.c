@@ -34,7 +34,7 @@ struct match_node {
 };
 static struct match_node *cache;
 
-int kc_contracts_add(struct kc_ct_set *set) {
+int kc_contracts_add(struct kc_contract_set *set) {
   pthread_mutex_lock(&lock);
   struct kc_contract **r = realloc(reg, (size_t)(nreg + set->n + 1) * sizeof *r);
   int added = 0;
@@ -95,7 +95,7 @@ static int default_dir(char *buf, size_t n) {
 int kc_contracts_init(void) {
   const char *spec = kc_contract_opt.contracts;
   if (spec && !strcmp(spec, "none")) return 0;
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   int problems = 0;
   if (!spec || !*spec) {
     char dir[PATH_MAX];
@@ -109,24 +109,24 @@ int kc_contracts_init(void) {
       if (*p) problems += kc_contract_parse_path(p, &set);
     free(copy);
   }
-  kc_ct_print_diags(&set, "kcheck: ");
+  kc_contract_print_diags(&set, "kcheck: ");
   int added = kc_contracts_add(&set);
   if (problems)
     kc_log_printf(KC_LOG_WARN, "%d contract problem%s; the contracts with problems are skipped",
                   problems, problems == 1 ? "" : "s");
   KC_LOG(KC_LOG_INFO, "%d contract%s loaded", added, added == 1 ? "" : "s");
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   return problems;
 }
 
 int kc_contract_matches(const struct kc_contract *c, const char *mangled, const char *demangled) {
   if (c->torch_op || !c->pattern) return 0; /* an op contract matches no kernel */
   switch (c->match) {
-  case KC_CT_NAME:
+  case KC_CONTRACT_NAME:
     return (mangled && !strcmp(c->pattern, mangled)) ||
            (demangled && !strcmp(c->pattern, demangled));
-  case KC_CT_GLOB: return demangled && !fnmatch(c->pattern, demangled, 0);
-  case KC_CT_REGEX: return demangled && c->regex && !regexec(c->regex, demangled, 0, NULL, 0);
+  case KC_CONTRACT_GLOB: return demangled && !fnmatch(c->pattern, demangled, 0);
+  case KC_CONTRACT_REGEX: return demangled && c->regex && !regexec(c->regex, demangled, 0, NULL, 0);
   }
   return 0;
 }
@@ -172,7 +172,7 @@ static int64_t to_i64(double x) {
   return (int64_t)x;
 }
 
-static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int64_t *iv,
+static int read_scalar(const struct kc_contract_value *v, const unsigned char *p, int64_t *iv,
                        double *fv) {
   switch (v->scalar) {
   case KC_SC_I32: {
@@ -215,15 +215,15 @@ static int read_scalar(const struct kc_ct_value *v, const unsigned char *p, int6
   return 0;
 }
 
-static int value_size(const struct kc_ct_value *v) {
+static int value_size(const struct kc_contract_value *v) {
   if (v->kind == KC_PK_TENSOR) return 8;
   static const int sz[] = {4, 8, 4, 8, 4, 8};
   return v->kind == KC_PK_SCALAR ? sz[v->scalar] : 0;
 }
 
 /* Reads one value at byte offset `at`; tensors are evaluated afterwards. */
-static int bind_value(const struct kc_ct_value *v, const unsigned char *buf, size_t size, size_t at,
-                      struct kc_ct_binding *b, char *err, size_t n) {
+static int bind_value(const struct kc_contract_value *v, const unsigned char *buf, size_t size,
+                      size_t at, struct kc_contract_binding *b, char *err, size_t n) {
   int sz = value_size(v);
   if (at + (size_t)sz > size) {
     snprintf(err, n, "'%s' at byte %zu lies past the %zu parameter bytes", v->name, at, size);
@@ -236,7 +236,7 @@ static int bind_value(const struct kc_ct_value *v, const unsigned char *buf, siz
       snprintf(err, n, "more than 64 tensors");
       return -1;
     }
-    struct kc_ct_tensor_val *t = &b->tensors[b->ntensors++];
+    struct kc_contract_tensor_val *t = &b->tensors[b->ntensors++];
     memset(t, 0, sizeof *t);
     t->v = v;
     memcpy(&t->ptr, buf + at, 8);
@@ -245,8 +245,8 @@ static int bind_value(const struct kc_ct_value *v, const unsigned char *buf, siz
 }
 
 int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf, size_t param_size,
-                     const uint32_t *param_offset, int nparams, struct kc_ct_binding *b, char *err,
-                     size_t n) {
+                     const uint32_t *param_offset, int nparams, struct kc_contract_binding *b,
+                     char *err, size_t n) {
   return kc_contract_bind_dims(c, param_buf, param_size, param_offset, nparams, NULL, NULL, b, err,
                                n);
 }
@@ -254,19 +254,20 @@ int kc_contract_bind(const struct kc_contract *c, const unsigned char *param_buf
 /* Reads the scalars and tensor pointers (no shapes yet). */
 static int bind_values(const struct kc_contract *c, const unsigned char *param_buf,
                        size_t param_size, const uint32_t *param_offset, int nparams,
-                       struct kc_ct_binding *b, char *err, size_t n);
+                       struct kc_contract_binding *b, char *err, size_t n);
 /* Evaluates the tensors' shapes and strides from b's variables. */
-static int bind_shapes(const struct kc_contract *c, struct kc_ct_binding *b, char *err, size_t n);
+static int bind_shapes(const struct kc_contract *c, struct kc_contract_binding *b, char *err,
+                       size_t n);
 
 int kc_contract_bind_dims(const struct kc_contract *c, const unsigned char *param_buf,
                           size_t param_size, const uint32_t *param_offset, int nparams,
-                          const unsigned *grid, const unsigned *block, struct kc_ct_binding *b,
-                          char *err, size_t n) {
+                          const unsigned *grid, const unsigned *block,
+                          struct kc_contract_binding *b, char *err, size_t n) {
   if (bind_values(c, param_buf, param_size, param_offset, nparams, b, err, n)) return -1;
   if (grid && block) {
     for (int d = 0; d < 3; d++) {
-      b->ivals[KC_CT_LAUNCH_VAR0 + d] = grid[d];
-      b->ivals[KC_CT_LAUNCH_VAR0 + 3 + d] = block[d];
+      b->ivals[KC_CONTRACT_LAUNCH_VAR0 + d] = grid[d];
+      b->ivals[KC_CONTRACT_LAUNCH_VAR0 + 3 + d] = block[d];
     }
     b->has_launch_dims = 1;
   } else if (c->uses_launch_dims) {
@@ -279,10 +280,10 @@ int kc_contract_bind_dims(const struct kc_contract *c, const unsigned char *para
 
 static int bind_values(const struct kc_contract *c, const unsigned char *param_buf,
                        size_t param_size, const uint32_t *param_offset, int nparams,
-                       struct kc_ct_binding *b, char *err, size_t n) {
+                       struct kc_contract_binding *b, char *err, size_t n) {
   memset(b, 0, sizeof *b);
-  if (c->nscalars > KC_CT_MAX_SCALARS) {
-    snprintf(err, n, "more than %d scalars", KC_CT_MAX_SCALARS);
+  if (c->nscalars > KC_CONTRACT_MAX_SCALARS) {
+    snprintf(err, n, "more than %d scalars", KC_CONTRACT_MAX_SCALARS);
     return -1;
   }
   b->nscalars = c->nscalars;
@@ -292,7 +293,7 @@ static int bind_values(const struct kc_contract *c, const unsigned char *param_b
   }
   size_t at = 0;
   for (int i = 0; i < c->nparams; i++) {
-    const struct kc_ct_param *p = &c->params[i];
+    const struct kc_contract_param *p = &c->params[i];
     if (param_offset) {
       at = param_offset[i];
     } else {
@@ -316,19 +317,20 @@ static int bind_values(const struct kc_contract *c, const unsigned char *param_b
   return 0;
 }
 
-static int bind_shapes(const struct kc_contract *c, struct kc_ct_binding *b, char *err, size_t n) {
+static int bind_shapes(const struct kc_contract *c, struct kc_contract_binding *b, char *err,
+                       size_t n) {
   (void)c;
   /* Shapes and strides need every scalar (and the launch's dimensions). */
   for (int i = 0; i < b->ntensors; i++) {
-    struct kc_ct_tensor_val *t = &b->tensors[i];
-    const struct kc_ct_tensor *d = &t->v->tensor;
+    struct kc_contract_tensor_val *t = &b->tensors[i];
+    const struct kc_contract_tensor *d = &t->v->tensor;
     t->rank = d->rank;
     for (int r = 0; r < d->rank; r++)
-      if (kc_expr_eval(d->shape[r], b->ivals, &t->shape[r], err, n)) return -1;
+      if (kc_contract_expr_eval(d->shape[r], b->ivals, &t->shape[r], err, n)) return -1;
     int64_t stride = 1;
     for (int r = d->rank - 1; r >= 0; r--) {
       if (d->strides[r]) {
-        if (kc_expr_eval(d->strides[r], b->ivals, &t->strides[r], err, n)) return -1;
+        if (kc_contract_expr_eval(d->strides[r], b->ivals, &t->strides[r], err, n)) return -1;
       } else {
         t->strides[r] = stride;
       }
@@ -342,7 +344,7 @@ static int bind_shapes(const struct kc_contract *c, struct kc_ct_binding *b, cha
 }
 
 /* Writes one integer scalar's value at p in its declared type. */
-static void write_scalar(const struct kc_ct_value *v, unsigned char *p, int64_t x) {
+static void write_scalar(const struct kc_contract_value *v, unsigned char *p, int64_t x) {
   switch (v->scalar) {
   case KC_SC_I32: {
     int32_t y = (int32_t)x;
@@ -361,7 +363,7 @@ static void write_scalar(const struct kc_ct_value *v, unsigned char *p, int64_t 
   }
 }
 
-static int fits(const struct kc_ct_value *v, int64_t x) {
+static int fits(const struct kc_contract_value *v, int64_t x) {
   switch (v->scalar) {
   case KC_SC_I32: return x >= INT32_MIN && x <= INT32_MAX;
   case KC_SC_U32: return x >= 0 && x <= UINT32_MAX;
@@ -378,10 +380,10 @@ int kc_contract_write_scalars(const struct kc_contract *c, unsigned char *param_
     return -1;
   }
   for (int i = 0; i < c->nparams; i++) {
-    const struct kc_ct_param *p = &c->params[i];
+    const struct kc_contract_param *p = &c->params[i];
     int nv = p->v.kind == KC_PK_STRUCT ? p->nfields : 1;
     for (int j = 0; j < nv; j++) {
-      const struct kc_ct_value *v = p->v.kind == KC_PK_STRUCT ? &p->fields[j] : &p->v;
+      const struct kc_contract_value *v = p->v.kind == KC_PK_STRUCT ? &p->fields[j] : &p->v;
       if (v->kind != KC_PK_SCALAR) continue;
       size_t at = param_offset[i] + (p->v.kind == KC_PK_STRUCT ? v->offset : 0);
       if (at + (size_t)value_size(v) > param_size) {
@@ -400,7 +402,7 @@ int kc_contract_write_scalars(const struct kc_contract *c, unsigned char *param_
 }
 
 int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_info *li,
-                            struct kc_ct_binding *b, char *err, size_t n) {
+                            struct kc_contract_binding *b, char *err, size_t n) {
   const struct kc_kernel *k = li->k;
   int known = k && k->nparams >= 0;
   return kc_contract_bind_dims(c, li->param_buf, li->param_size, known ? k->param_offset : NULL,
@@ -408,8 +410,8 @@ int kc_contract_bind_launch(const struct kc_contract *c, const struct kc_launch_
 }
 
 int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info *li,
-                        const int64_t *ivals, unsigned char *param_buf, struct kc_ct_binding *b,
-                        char *err, size_t n) {
+                        const int64_t *ivals, unsigned char *param_buf,
+                        struct kc_contract_binding *b, char *err, size_t n) {
   const struct kc_kernel *k = li->k;
   if (!k || k->nparams < 0) {
     snprintf(err, n, "the kernel's parameter layout is unknown");
@@ -437,7 +439,7 @@ int kc_contract_bind_at(const struct kc_contract *c, const struct kc_launch_info
 
 int kc_contract_applies(const struct kc_contract *c, const struct kc_launch_info *li, char *err,
                         size_t n) {
-  struct kc_ct_binding *b = malloc(sizeof *b);
+  struct kc_contract_binding *b = malloc(sizeof *b);
   char why[256] = "";
   int ok = 0;
   if (!b) {
@@ -471,20 +473,20 @@ int kc_contract_applies(const struct kc_contract *c, const struct kc_launch_info
   return ok;
 }
 
-int kc_contract_check_domain(const struct kc_contract *c, const struct kc_ct_binding *b, char *err,
-                             size_t n) {
+int kc_contract_check_domain(const struct kc_contract *c, const struct kc_contract_binding *b,
+                             char *err, size_t n) {
   for (int i = 0; i < c->ndomain; i++) {
     int64_t v = 0;
-    if (kc_expr_eval(c->domain[i], b->ivals, &v, err, n)) return i;
+    if (kc_contract_expr_eval(c->domain[i], b->ivals, &v, err, n)) return i;
     if (!v) {
-      snprintf(err, n, "domain constraint '%s' does not hold", kc_expr_text(c->domain[i]));
+      snprintf(err, n, "domain constraint '%s' does not hold", kc_contract_expr_text(c->domain[i]));
       return i;
     }
   }
   return -1;
 }
 
-int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_ct_binding *b,
+int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_contract_binding *b,
                             unsigned grid[3], unsigned block[3], unsigned *shmem, char *err,
                             size_t n) {
   if (!c->has_launch) {
@@ -493,8 +495,8 @@ int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_ct_bind
   }
   for (int d = 0; d < 3; d++) {
     int64_t g = 1, bl = 1;
-    if (c->grid[d] && kc_expr_eval(c->grid[d], b->ivals, &g, err, n)) return -1;
-    if (c->block[d] && kc_expr_eval(c->block[d], b->ivals, &bl, err, n)) return -1;
+    if (c->grid[d] && kc_contract_expr_eval(c->grid[d], b->ivals, &g, err, n)) return -1;
+    if (c->block[d] && kc_contract_expr_eval(c->block[d], b->ivals, &bl, err, n)) return -1;
     if (g < 1 || bl < 1 || g > UINT_MAX || bl > UINT_MAX) {
       snprintf(err, n, "launch dimension %d out of range (grid %lld, block %lld)", d, (long long)g,
                (long long)bl);
@@ -504,7 +506,7 @@ int kc_contract_launch_dims(const struct kc_contract *c, const struct kc_ct_bind
     block[d] = (unsigned)bl;
   }
   int64_t s = 0;
-  if (c->shmem && kc_expr_eval(c->shmem, b->ivals, &s, err, n)) return -1;
+  if (c->shmem && kc_contract_expr_eval(c->shmem, b->ivals, &s, err, n)) return -1;
   if (s < 0 || s > UINT_MAX) {
     snprintf(err, n, "shmem %lld out of range", (long long)s);
     return -1;

@@ -99,7 +99,7 @@ static int type(struct walk *w, int *is_ptr, int *size) {
   }
 }
 
-int kc_mangled_float_pointee(const char *mangled, int idx) {
+int kc_contract_mangled_float_pointee(const char *mangled, int idx) {
   if (!mangled || strncmp(mangled, "_Z", 2) || !isdigit((unsigned char)mangled[2])) return 0;
   char *end;
   long n = strtol(mangled + 2, &end, 10);

@@ -20,7 +20,7 @@ static int fail(char *err, size_t n, const char *msg) {
 
 /* Highest element offset + 1 over the logical index space (0: empty).
  * Negative strides are refused: a tensor then starts before its pointer. */
-static int extent_elems(const struct kc_ct_tensor_val *t, uint64_t *out) {
+static int extent_elems(const struct kc_contract_tensor_val *t, uint64_t *out) {
   uint64_t hi = 0;
   for (int r = 0; r < t->rank; r++) {
     if (t->shape[r] <= 0) {
@@ -43,7 +43,7 @@ static int tensor_offsets(const struct kc_contract *c, const struct kc_kernel *k
                           int max) {
   int nt = 0;
   for (int i = 0; i < c->nparams && i < k->nparams; i++) {
-    const struct kc_ct_param *p = &c->params[i];
+    const struct kc_contract_param *p = &c->params[i];
     if (p->v.kind == KC_PK_STRUCT) {
       for (int j = 0; j < p->nfields; j++)
         if (p->fields[j].kind == KC_PK_TENSOR && nt < max)
@@ -77,9 +77,9 @@ static int allocation_of(const struct kc_launch_info *li, uint64_t ptr, uint64_t
  * tensor must never make the kernel write past kcheck's buffer. Runs at
  * other shapes (reshaped) have no application allocation to go by: their
  * tail is as large as the extent itself. */
-static int cover(struct kc_sb_tensor *t, const struct kc_launch_info *li, int reshaped,
+static int cover(struct kc_contract_sb_tensor *t, const struct kc_launch_info *li, int reshaped,
                  uint64_t *budget, char *err, size_t n) {
-  t->tail = KC_SB_GUARD;
+  t->tail = KC_CONTRACT_SB_GUARD;
   uint64_t ptr = t->t->ptr;
   if (reshaped) {
     if (t->bytes > t->tail) t->tail = t->bytes;
@@ -95,7 +95,7 @@ static int cover(struct kc_sb_tensor *t, const struct kc_launch_info *li, int re
     uint64_t reach = base + size - ptr; /* bytes from the pointer to the allocation's end */
     if (reach > t->bytes && reach - t->bytes > t->tail) t->tail = reach - t->bytes;
   }
-  uint64_t total = KC_SB_GUARD + t->bytes + t->tail;
+  uint64_t total = KC_CONTRACT_SB_GUARD + t->bytes + t->tail;
   if (total < t->bytes || total > *budget) {
     snprintf(err, n,
              "tensor '%s': a shadow buffer covering its allocation needs %llu bytes, over what "
@@ -107,9 +107,9 @@ static int cover(struct kc_sb_tensor *t, const struct kc_launch_info *li, int re
   return 0;
 }
 
-void kc_sb_free(struct kc_sb *s) {
+void kc_contract_sb_free(struct kc_contract_sb *s) {
   for (int i = 0; i < s->n; i++) {
-    struct kc_sb_tensor *t = &s->t[i];
+    struct kc_contract_sb_tensor *t = &s->t[i];
     if (t->alloc) {
       kc_own_remove(t->alloc);
       kc_drv.cuMemFree_v2(t->alloc);
@@ -127,13 +127,14 @@ void kc_sb_free(struct kc_sb *s) {
   s->n = 0;
 }
 
-int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
-                 char *err, size_t n) {
-  return kc_sb_create_at(s, li, c, NULL, err, n) ? -1 : 0;
+int kc_contract_sb_create(struct kc_contract_sb *s, const struct kc_launch_info *li,
+                          const struct kc_contract *c, char *err, size_t n) {
+  return kc_contract_sb_create_at(s, li, c, NULL, err, n) ? -1 : 0;
 }
 
-int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
-                    const int64_t *ivals, char *err, size_t n) {
+int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_info *li,
+                             const struct kc_contract *c, const int64_t *ivals, char *err,
+                             size_t n) {
   memset(s, 0, sizeof *s);
   s->li = li;
   s->c = c;
@@ -151,63 +152,63 @@ int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const stru
     s->reshaped = 1;
     int r = kc_contract_bind_at(c, li, ivals, s->params, &s->b, err, n);
     if (r) {
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       return r;
     }
     if (kc_contract_launch_dims(c, &s->b, s->grid, s->block, &s->shmem, err, n)) {
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       return -1;
     }
   } else if (kc_contract_bind_launch(c, li, &s->b, err, n)) {
-    kc_sb_free(s);
+    kc_contract_sb_free(s);
     return -1;
   }
   uint64_t budget = kc_opt.mem_budget;
   uint32_t off[64] = {0};
   if (tensor_offsets(c, k, off, 64) != s->b.ntensors) {
-    kc_sb_free(s);
+    kc_contract_sb_free(s);
     return fail(err, n, "the contract's tensors do not match the kernel's parameters");
   }
   for (int i = 0; i < s->b.ntensors; i++) {
-    struct kc_sb_tensor *t = &s->t[s->n++];
+    struct kc_contract_sb_tensor *t = &s->t[s->n++];
     t->t = &s->b.tensors[i];
     t->role = t->t->v->tensor.role;
-    t->esize = kc_ct_format_bytes(t->t->v->tensor.format);
+    t->esize = kc_contract_format_bytes(t->t->v->tensor.format);
     t->param_offset = off[i];
     uint64_t elems = 0;
     if (t->esize <= 0 || extent_elems(t->t, &elems) ||
         __builtin_mul_overflow(elems, (uint64_t)t->esize, &t->bytes)) {
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       snprintf(err, n, "tensor '%s' has no usable extent", t->t->v->name);
       return -1;
     }
     if (cover(t, li, s->reshaped, &budget, err, n)) {
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       return -1;
     }
-    uint64_t total = KC_SB_GUARD + t->bytes + t->tail;
+    uint64_t total = KC_CONTRACT_SB_GUARD + t->bytes + t->tail;
     if (kc_drv.cuMemAlloc_v2(&t->alloc, total) != CUDA_SUCCESS) {
       t->alloc = 0;
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       return fail(err, n, "device memory for the shadow tensors unavailable");
     }
     kc_own_add(t->alloc, total);
-    t->dev = t->alloc + KC_SB_GUARD;
+    t->dev = t->alloc + KC_CONTRACT_SB_GUARD;
     t->before = malloc(total);
     t->after = malloc(total);
     if (!t->before || !t->after) {
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       return fail(err, n, "out of host memory");
     }
     if (off[i] + 8 > li->param_size) {
-      kc_sb_free(s);
+      kc_contract_sb_free(s);
       return fail(err, n, "a tensor pointer lies past the parameter bytes");
     }
     uint64_t p = t->dev;
     memcpy(s->params + off[i], &p, 8);
     for (int a = 0; a < t->t->v->nalias && a < 4; a++) { /* copies of the same pointer */
       if (t->t->v->alias_at[a] + 8 > li->param_size) {
-        kc_sb_free(s);
+        kc_contract_sb_free(s);
         return fail(err, n, "a tensor pointer lies past the parameter bytes");
       }
       memcpy(s->params + t->t->v->alias_at[a], &p, 8);
@@ -239,9 +240,11 @@ static CUdeviceptr input_source(struct kc_shadow *sh, uint64_t ptr, uint64_t byt
   return 0;
 }
 
-static int fill(struct kc_sb_tensor *t, struct kc_shadow *sh, unsigned char poison, int reshaped) {
-  if (kc_drv.cuMemsetD8_v2(t->alloc, KC_SB_GUARD_BYTE, KC_SB_GUARD) != CUDA_SUCCESS ||
-      kc_drv.cuMemsetD8_v2(t->dev + t->bytes, KC_SB_GUARD_BYTE, t->tail) != CUDA_SUCCESS)
+static int fill(struct kc_contract_sb_tensor *t, struct kc_shadow *sh, unsigned char poison,
+                int reshaped) {
+  if (kc_drv.cuMemsetD8_v2(t->alloc, KC_CONTRACT_SB_GUARD_BYTE, KC_CONTRACT_SB_GUARD) !=
+          CUDA_SUCCESS ||
+      kc_drv.cuMemsetD8_v2(t->dev + t->bytes, KC_CONTRACT_SB_GUARD_BYTE, t->tail) != CUDA_SUCCESS)
     return -1;
   if (!t->bytes) return 0;
   if (t->role == KC_ROLE_OUT) return kc_drv.cuMemsetD8_v2(t->dev, poison, t->bytes) ? -1 : 0;
@@ -257,7 +260,8 @@ static int fill(struct kc_sb_tensor *t, struct kc_shadow *sh, unsigned char pois
   return 0;
 }
 
-int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char *err, size_t n) {
+int kc_contract_sb_run(struct kc_contract_sb *s, struct kc_shadow *sh, unsigned char poison,
+                       char *err, size_t n) {
   const struct kc_launch_info *li = s->li;
   const struct kc_kernel *k = li->k;
   for (int i = 0; i < s->n; i++)
@@ -265,8 +269,8 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
       return fail(err, n, "filling the shadow tensors failed");
   if (kc_sync_device() != CUDA_SUCCESS) return fail(err, n, "filling the shadow tensors failed");
   for (int i = 0; i < s->n; i++) {
-    struct kc_sb_tensor *t = &s->t[i];
-    if (kc_drv.cuMemcpyDtoH_v2(t->before, t->alloc, KC_SB_GUARD + t->bytes + t->tail) !=
+    struct kc_contract_sb_tensor *t = &s->t[i];
+    if (kc_drv.cuMemcpyDtoH_v2(t->before, t->alloc, KC_CONTRACT_SB_GUARD + t->bytes + t->tail) !=
         CUDA_SUCCESS)
       return fail(err, n, "reading the shadow tensors failed");
   }
@@ -298,17 +302,18 @@ int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char 
   if (r != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors failed");
   if (sr != CUDA_SUCCESS) return fail(err, n, "the launch on the shadow tensors faulted");
   for (int i = 0; i < s->n; i++) {
-    struct kc_sb_tensor *t = &s->t[i];
-    if (kc_drv.cuMemcpyDtoH_v2(t->after, t->alloc, KC_SB_GUARD + t->bytes + t->tail) !=
+    struct kc_contract_sb_tensor *t = &s->t[i];
+    if (kc_drv.cuMemcpyDtoH_v2(t->after, t->alloc, KC_CONTRACT_SB_GUARD + t->bytes + t->tail) !=
         CUDA_SUCCESS)
       return fail(err, n, "reading the shadow tensors failed");
   }
   return 0;
 }
 
-void kc_sb_each_element(const struct kc_sb_tensor *t, kc_sb_elem_fn fn, void *ctx) {
-  const struct kc_ct_tensor_val *v = t->t;
-  int64_t idx[KC_CT_MAX_RANK] = {0};
+void kc_contract_sb_each_element(const struct kc_contract_sb_tensor *t, kc_contract_sb_elem_fn fn,
+                                 void *ctx) {
+  const struct kc_contract_tensor_val *v = t->t;
+  int64_t idx[KC_CONTRACT_MAX_RANK] = {0};
   for (int r = 0; r < v->rank; r++)
     if (v->shape[r] <= 0) return;
   for (;;) {

@@ -15,39 +15,39 @@
 #include "shadow.h"
 
 /* Bytes of guard zone on each side of a tensor, and the byte they hold. */
-#define KC_SB_GUARD 256u
-#define KC_SB_GUARD_BYTE 0xCBu
+#define KC_CONTRACT_SB_GUARD 256u
+#define KC_CONTRACT_SB_GUARD_BYTE 0xCBu
 
-struct kc_sb_tensor {
-  const struct kc_ct_tensor_val *t; /* shape, strides, declaration */
-  enum kc_ct_role role;
+struct kc_contract_sb_tensor {
+  const struct kc_contract_tensor_val *t; /* shape, strides, declaration */
+  enum kc_contract_role role;
   int esize;             /* bytes per element */
   uint32_t param_offset; /* where its pointer lies in the parameter bytes */
   uint64_t bytes;        /* extent: highest element offset + 1, in bytes */
-  /* Guard bytes after the extent: KC_SB_GUARD, or more where the
+  /* Guard bytes after the extent: KC_CONTRACT_SB_GUARD, or more where the
    * application's allocation extends further past the pointer than the
    * contract declares, so that everything the kernel could reach in the
    * application's launch is kcheck's own (guard) memory here. */
   uint64_t tail;
-  CUdeviceptr alloc;      /* KC_SB_GUARD + bytes + tail */
-  CUdeviceptr dev;        /* alloc + KC_SB_GUARD: what the kernel gets */
+  CUdeviceptr alloc;      /* KC_CONTRACT_SB_GUARD + bytes + tail */
+  CUdeviceptr dev;        /* alloc + KC_CONTRACT_SB_GUARD: what the kernel gets */
   const void *host_input; /* caller-provided input data (bytes long); NULL: copy */
   void *owned_input;      /* host_input when kcheck generated it (freed with sb) */
   /* Host copies of the whole allocation (guards included), filled by
-   * kc_sb_run: right before the launch and after it. */
+   * kc_contract_sb_run: right before the launch and after it. */
   unsigned char *before, *after;
 };
 
-struct kc_sb {
+struct kc_contract_sb {
   const struct kc_launch_info *li;
   const struct kc_contract *c; /* the contract it was made from */
-  struct kc_ct_binding b;
+  struct kc_contract_binding b;
   int n;
-  struct kc_sb_tensor t[64];
+  struct kc_contract_sb_tensor t[64];
   unsigned char *params; /* relocated copy of the parameter bytes */
   int runs;
   /* The launch shape: the application's, or from the contract's launch
-   * section when kc_sb_create_at changed the scalars. */
+   * section when kc_contract_sb_create_at changed the scalars. */
   unsigned grid[3], block[3], shmem;
   int reshaped; /* scalars differ from the application's launch */
 };
@@ -56,28 +56,31 @@ struct kc_sb {
  * A tensor whose pointer lies in no known allocation, or whose allocation
  * cannot be covered within mem_budget, refuses the contract at this launch.
  * 0 on success; else -1 with why in err (nothing stays allocated). */
-int kc_sb_create(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
-                 char *err, size_t n);
-/* As kc_sb_create, with the scalars set to ivals (one per contract scalar,
+int kc_contract_sb_create(struct kc_contract_sb *s, const struct kc_launch_info *li,
+                          const struct kc_contract *c, char *err, size_t n);
+/* As kc_contract_sb_create, with the scalars set to ivals (one per contract scalar,
  * binding order; NULL: the launch's own). Changed scalars are written into
  * the parameter copy, shapes re-evaluated, the domain checked, and grid,
  * block and shared memory taken from the contract's launch section.
  * Returns 0; 1 when the domain rejects ivals (why in err, nothing
  * allocated); -1 on other errors. */
-int kc_sb_create_at(struct kc_sb *s, const struct kc_launch_info *li, const struct kc_contract *c,
-                    const int64_t *ivals, char *err, size_t n);
+int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_info *li,
+                             const struct kc_contract *c, const int64_t *ivals, char *err,
+                             size_t n);
 /* One run: guards filled, inputs (in, inout) copied from the launch's pre-
  * state (sh's saved copy when sh covers the pointer, else the application's
  * buffer, read only) or host_input, outputs filled with `poison`; the
  * kernel launched on the shadow tensors; everything read back into
  * before/after. 0 on success; -1 with why in err. */
-int kc_sb_run(struct kc_sb *s, struct kc_shadow *sh, unsigned char poison, char *err, size_t n);
-void kc_sb_free(struct kc_sb *s);
+int kc_contract_sb_run(struct kc_contract_sb *s, struct kc_shadow *sh, unsigned char poison,
+                       char *err, size_t n);
+void kc_contract_sb_free(struct kc_contract_sb *s);
 
 /* Visits the logical elements of tensor i in row-major index order; fn gets
  * the element's multi-index and its byte offset from the tensor's start and
  * returns nonzero to stop. */
-typedef int (*kc_sb_elem_fn)(void *ctx, const int64_t *idx, int rank, uint64_t byte_off);
-void kc_sb_each_element(const struct kc_sb_tensor *t, kc_sb_elem_fn fn, void *ctx);
+typedef int (*kc_contract_sb_elem_fn)(void *ctx, const int64_t *idx, int rank, uint64_t byte_off);
+void kc_contract_sb_each_element(const struct kc_contract_sb_tensor *t, kc_contract_sb_elem_fn fn,
+                                 void *ctx);
 
 #endif

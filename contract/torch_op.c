@@ -14,7 +14,7 @@
 
 #define KC_EXPORT __attribute__((visibility("default")))
 
-static json_t *pairs(const struct kc_ct_attr *a, int n) {
+static json_t *pairs(const struct kc_contract_kv *a, int n) {
   json_t *o = json_object();
   for (int i = 0; i < n; i++)
     json_object_set_new(o, a[i].key, json_string(a[i].value));

@@ -19,8 +19,8 @@ struct anchor {
 struct scan {
   struct anchor *a;
   int na;
-  uint64_t frame[KC_CT_MAX_YAML_DEPTH + 2]; /* nodes counted in each open collection */
-  char *frame_anchor[KC_CT_MAX_YAML_DEPTH + 2];
+  uint64_t frame[KC_CONTRACT_MAX_YAML_DEPTH + 2]; /* nodes counted in each open collection */
+  char *frame_anchor[KC_CONTRACT_MAX_YAML_DEPTH + 2];
   int depth;
   uint64_t total;
 };
@@ -48,10 +48,11 @@ static void remember(struct scan *s, const char *name, uint64_t size) {
 static int add(struct scan *s, uint64_t n) {
   s->total = s->total + n < s->total ? UINT64_MAX : s->total + n;
   if (s->depth > 0) s->frame[s->depth] += n;
-  return s->total > KC_CT_MAX_YAML_NODES;
+  return s->total > KC_CONTRACT_MAX_YAML_NODES;
 }
 
-int kc_yaml_check_limits(const char *text, size_t len, int *line, int *col, char *msg, size_t n) {
+int kc_contract_yaml_check_limits(const char *text, size_t len, int *line, int *col, char *msg,
+                                  size_t n) {
   yaml_parser_t p;
   if (!yaml_parser_initialize(&p)) return 0;
   yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -73,8 +74,8 @@ int kc_yaml_check_limits(const char *text, size_t len, int *line, int *col, char
     case YAML_MAPPING_START_EVENT: {
       const yaml_char_t *anc = ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor
                                                                     : ev.data.mapping_start.anchor;
-      if (s.depth + 1 > KC_CT_MAX_YAML_DEPTH) {
-        snprintf(msg, n, "YAML nests deeper than %d levels", KC_CT_MAX_YAML_DEPTH);
+      if (s.depth + 1 > KC_CONTRACT_MAX_YAML_DEPTH) {
+        snprintf(msg, n, "YAML nests deeper than %d levels", KC_CONTRACT_MAX_YAML_DEPTH);
         rc = -1;
         break;
       }
@@ -106,11 +107,11 @@ int kc_yaml_check_limits(const char *text, size_t len, int *line, int *col, char
   }
   if (rc > 0)
     snprintf(msg, n, "YAML expands to more than %d nodes (aliases of large anchors?)",
-             KC_CT_MAX_YAML_NODES);
+             KC_CONTRACT_MAX_YAML_NODES);
   for (int i = 0; i < s.na; i++)
     free(s.a[i].name);
   free(s.a);
-  for (int d = 0; d <= KC_CT_MAX_YAML_DEPTH + 1; d++)
+  for (int d = 0; d <= KC_CONTRACT_MAX_YAML_DEPTH + 1; d++)
     free(s.frame_anchor[d]);
   yaml_parser_delete(&p);
   return rc ? -1 : 0;

@@ -1,7 +1,7 @@
 /* gates/bounds.c — contract: the kernel writes nothing outside its tensors'
  * extents. One run on shadow buffers, each tensor between guard zones of a
  * known byte; a changed guard byte is a store before the start or past the
- * end of that tensor (within KC_SB_GUARD bytes before it; after it, as far
+ * end of that tensor (within KC_CONTRACT_SB_GUARD bytes before it; after it, as far
  * as the application's allocation reaches past the declared extent). */
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 static long first_changed(const unsigned char *g, size_t n, size_t *count) {
   long first = -1;
   for (size_t i = 0; i < n; i++)
-    if (g[i] != KC_SB_GUARD_BYTE) {
+    if (g[i] != KC_CONTRACT_SB_GUARD_BYTE) {
       if (first < 0) first = (long)i;
       (*count)++;
     }
@@ -21,14 +21,14 @@ static long first_changed(const unsigned char *g, size_t n, size_t *count) {
 }
 
 int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
-  struct kc_sb sb;
+  struct kc_contract_sb sb;
   if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xA5)) return 0;
   int violations = 0;
   for (int i = 0; i < sb.n; i++) {
-    const struct kc_sb_tensor *t = &sb.t[i];
+    const struct kc_contract_sb_tensor *t = &sb.t[i];
     size_t nb = 0, na = 0;
-    const unsigned char *after_zone = t->after + KC_SB_GUARD + t->bytes;
-    long b = first_changed(t->after, KC_SB_GUARD, &nb);
+    const unsigned char *after_zone = t->after + KC_CONTRACT_SB_GUARD + t->bytes;
+    long b = first_changed(t->after, KC_CONTRACT_SB_GUARD, &nb);
     long a = first_changed(after_zone, t->tail, &na);
     if (b < 0 && a < 0) continue;
     violations++;
@@ -36,8 +36,8 @@ int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
      * common off-by-one; before the start is reported when only it is hit. */
     int past = a >= 0;
     const unsigned char *at = past ? after_zone + a : t->after + b;
-    long rel = past ? a : b - (long)KC_SB_GUARD;
-    unsigned char before = KC_SB_GUARD_BYTE;
+    long rel = past ? a : b - (long)KC_CONTRACT_SB_GUARD;
+    unsigned char before = KC_CONTRACT_SB_GUARD_BYTE;
     json_t *ev = json_pack("{s:s, s:s, s:i, s:s, s:I, s:I, s:I, s:i, s:i}", "tensor", t->t->v->name,
                            "side", past ? "after_end" : "before_start",
                            past ? "bytes_past_end" : "bytes_before_start", (int)(past ? rel : -rel),
@@ -51,6 +51,6 @@ int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
   }
   ctx->out.status = violations ? KC_GS_FAIL : KC_GS_PASS;
   json_object_set_new(ctx->result, "runs", json_integer(1));
-  kc_sb_free(&sb);
+  kc_contract_sb_free(&sb);
   return violations;
 }

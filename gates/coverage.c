@@ -14,10 +14,10 @@
 #define POISON_B 0x5Au
 
 struct scan {
-  const struct kc_sb_tensor *t;
+  const struct kc_contract_sb_tensor *t;
   const unsigned char *first_run; /* run A's tensor bytes */
   uint64_t count;
-  int64_t idx[KC_CT_MAX_RANK];
+  int64_t idx[KC_CONTRACT_MAX_RANK];
   int rank;
   /* The contract allows nondeterminism: two runs may differ anywhere, so an
    * element counts as unwritten only when it kept each run's poison. */
@@ -32,7 +32,7 @@ static int all(const unsigned char *p, unsigned char v, int n) {
 
 static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
   struct scan *s = ctx;
-  const unsigned char *b = s->t->after + KC_SB_GUARD + off;
+  const unsigned char *b = s->t->after + KC_CONTRACT_SB_GUARD + off;
   const unsigned char *a = s->first_run + off;
   if (s->nondeterministic ? !(all(a, POISON_A, s->t->esize) && all(b, POISON_B, s->t->esize))
                           : !memcmp(a, b, (size_t)s->t->esize))
@@ -45,7 +45,7 @@ static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
 }
 
 int kc_gate_coverage_run(struct kc_gate_ctx *ctx) {
-  struct kc_sb sb;
+  struct kc_contract_sb sb;
   if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, POISON_A)) return 0;
   /* Keep run A's output bytes: run B reuses the host buffers. */
   unsigned char *first[64] = {0};
@@ -54,7 +54,7 @@ int kc_gate_coverage_run(struct kc_gate_ctx *ctx) {
     if (sb.t[i].role != KC_ROLE_OUT || !sb.t[i].bytes) continue;
     first[i] = malloc(sb.t[i].bytes);
     if (first[i])
-      memcpy(first[i], sb.t[i].after + KC_SB_GUARD, sb.t[i].bytes);
+      memcpy(first[i], sb.t[i].after + KC_CONTRACT_SB_GUARD, sb.t[i].bytes);
     else
       ok = 0;
   }
@@ -64,7 +64,7 @@ int kc_gate_coverage_run(struct kc_gate_ctx *ctx) {
     for (int i = 0; i < sb.n; i++) {
       if (!first[i]) continue;
       struct scan s = {&sb.t[i], first[i], 0, {0}, 0, ctx->contract->nondeterminism_allowed};
-      kc_sb_each_element(&sb.t[i], visit, &s);
+      kc_contract_sb_each_element(&sb.t[i], visit, &s);
       json_object_set_new(tensors, sb.t[i].t->v->name, json_integer((json_int_t)s.count));
       if (!s.count) continue;
       violations++;
@@ -79,11 +79,11 @@ int kc_gate_coverage_run(struct kc_gate_ctx *ctx) {
     json_object_set_new(ctx->result, "unwritten", tensors);
     ctx->out.status = violations ? KC_GS_FAIL : KC_GS_PASS;
     json_object_set_new(ctx->result, "runs", json_integer(2));
-    kc_sb_free(&sb);
+    kc_contract_sb_free(&sb);
   } else if (!ok) {
     ctx->out.status = KC_GS_ERROR;
     json_object_set_new(ctx->result, "error", json_string("out of host memory"));
-    kc_sb_free(&sb);
+    kc_contract_sb_free(&sb);
   }
   for (int i = 0; i < 64; i++)
     free(first[i]);

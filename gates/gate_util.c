@@ -22,7 +22,7 @@ static void gate_error(struct kc_gate_ctx *ctx, const char *why) {
   json_object_set_new(ctx->result, "error", json_string(why));
 }
 
-int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb) {
+int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_contract_sb *sb) {
   char err[256] = "";
   const struct kc_contract *c = ctx->contract;
   if (!c) {
@@ -30,24 +30,25 @@ int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb) {
     return -1;
   }
   json_object_set_new(ctx->result, "contract", json_string(c->where));
-  if (kc_sb_create(sb, ctx->li, c, err, sizeof err)) {
+  if (kc_contract_sb_create(sb, ctx->li, c, err, sizeof err)) {
     gate_error(ctx, err);
     return -1;
   }
   return 0;
 }
 
-int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char poison) {
+int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_contract_sb *sb, unsigned char poison) {
   char err[256] = "";
-  if (kc_sb_run(sb, ctx->shadow, poison, err, sizeof err)) {
+  if (kc_contract_sb_run(sb, ctx->shadow, poison, err, sizeof err)) {
     gate_error(ctx, err);
-    kc_sb_free(sb);
+    kc_contract_sb_free(sb);
     return -1;
   }
   return 0;
 }
 
-json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_sb *sb, int i, const char *verdict) {
+json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_contract_sb *sb, int i,
+                            const char *verdict) {
   if (!ev) return NULL;
   json_object_set_new(ev, "verdict", json_string(verdict));
   if (!json_object_get(ev, "shape"))

@@ -22,14 +22,15 @@ long kc_compare_with_post(struct kc_shadow *s, json_t **evidence);
 int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx);
 /* Creates the shadow buffers of the launch's contract; on failure sets the
  * gate's status to KC_GS_ERROR with the reason and returns -1. */
-int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_sb *sb);
+int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_contract_sb *sb);
 /* One run on the shadow buffers (inputs from the check's pre-state); on
  * failure sets status KC_GS_ERROR and frees sb. */
-int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_sb *sb, unsigned char poison);
+int kc_gate_sb_run(struct kc_gate_ctx *ctx, struct kc_contract_sb *sb, unsigned char poison);
 /* Completes the evidence of coverage, immutability and bounds: the
  * verdict class, tensor i's shape and exposed_by (the application's inputs,
  * scalars, shapes, grid, block). Returns ev. */
-json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_sb *sb, int i, const char *verdict);
+json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_contract_sb *sb, int i,
+                            const char *verdict);
 /* One element's bytes as evidence: {"hex": little-endian value, and for
  * fp32/fp64/int32 the number}. */
 json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format);

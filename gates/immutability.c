@@ -8,15 +8,15 @@
 #include "gate_util.h"
 
 struct scan {
-  const struct kc_sb_tensor *t;
+  const struct kc_contract_sb_tensor *t;
   uint64_t count, first_off;
-  int64_t idx[KC_CT_MAX_RANK];
+  int64_t idx[KC_CONTRACT_MAX_RANK];
   int rank;
 };
 
 static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
   struct scan *s = ctx;
-  size_t at = KC_SB_GUARD + off;
+  size_t at = KC_CONTRACT_SB_GUARD + off;
   if (!memcmp(s->t->before + at, s->t->after + at, (size_t)s->t->esize)) return 0;
   if (!s->count++) {
     memcpy(s->idx, idx, (size_t)rank * sizeof *idx);
@@ -27,18 +27,18 @@ static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
 }
 
 int kc_gate_immutability_run(struct kc_gate_ctx *ctx) {
-  struct kc_sb sb;
+  struct kc_contract_sb sb;
   if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xA5)) return 0;
   int violations = 0;
   for (int i = 0; i < sb.n; i++) {
-    const struct kc_sb_tensor *t = &sb.t[i];
+    const struct kc_contract_sb_tensor *t = &sb.t[i];
     if (t->role != KC_ROLE_IN) continue;
     struct scan s = {t, 0, 0, {0}, 0};
-    kc_sb_each_element(t, visit, &s);
+    kc_contract_sb_each_element(t, visit, &s);
     if (!s.count) continue;
     violations++;
     int fmt = t->t->v->tensor.format;
-    size_t at = KC_SB_GUARD + s.first_off;
+    size_t at = KC_CONTRACT_SB_GUARD + s.first_off;
     json_t *ev = json_pack("{s:s, s:o, s:I, s:o, s:o}", "tensor", t->t->v->name, "index",
                            kc_gate_index_json(s.idx, s.rank), "changed", (json_int_t)s.count,
                            "before", kc_gate_elem_json(t->before + at, t->esize, fmt), "after",
@@ -49,6 +49,6 @@ int kc_gate_immutability_run(struct kc_gate_ctx *ctx) {
   }
   ctx->out.status = violations ? KC_GS_FAIL : KC_GS_PASS;
   json_object_set_new(ctx->result, "runs", json_integer(1));
-  kc_sb_free(&sb);
+  kc_contract_sb_free(&sb);
   return violations;
 }

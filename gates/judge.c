@@ -32,12 +32,12 @@ static double num_attr(const struct kc_contract *c, const char *key, double dflt
 
 /* Describes sb tensor i to the oracle: its bytes before the run (inputs)
  * or after it (outputs). 0, or -1 with why in err. */
-static int describe(const struct kc_sb *sb, int i, int after, struct oc_tensor *t, char *err,
-                    size_t n) {
-  const struct kc_sb_tensor *s = &sb->t[i];
+static int describe(const struct kc_contract_sb *sb, int i, int after, struct oc_tensor *t,
+                    char *err, size_t n) {
+  const struct kc_contract_sb_tensor *s = &sb->t[i];
   if (s->t->v->tensor.format >= KC_FMT_INT8) {
     snprintf(err, n, "tensor '%s' has integer format %s: the oracle checks float tensors",
-             s->t->v->name, kc_ct_format_name(s->t->v->tensor.format));
+             s->t->v->name, kc_contract_format_name(s->t->v->tensor.format));
     return -1;
   }
   const unsigned char *base = (after ? s->after : s->before);
@@ -45,8 +45,8 @@ static int describe(const struct kc_sb *sb, int i, int after, struct oc_tensor *
     snprintf(err, n, "tensor '%s' was not read back", s->t->v->name);
     return -1;
   }
-  if (oc_tensor_make(t, base + KC_SB_GUARD, (enum oc_format)s->t->v->tensor.format, s->t->rank,
-                     s->t->shape, s->t->strides)) {
+  if (oc_tensor_make(t, base + KC_CONTRACT_SB_GUARD, (enum oc_format)s->t->v->tensor.format,
+                     s->t->rank, s->t->shape, s->t->strides)) {
     snprintf(err, n, "tensor '%s': shape the oracle cannot take", s->t->v->name);
     return -1;
   }
@@ -55,13 +55,14 @@ static int describe(const struct kc_sb *sb, int i, int after, struct oc_tensor *
 
 /* The input named `name` (case-insensitive), else the input at position
  * `pos` when it is not taken by another name; -1 when neither. */
-static int input(const struct kc_judgment *j, const struct kc_sb *sb, const char *name, int pos) {
+static int input(const struct kc_judgment *j, const struct kc_contract_sb *sb, const char *name,
+                 int pos) {
   for (int k = 0; k < j->nin; k++)
     if (!strcasecmp(sb->t[j->in[k]].t->v->name, name)) return j->in[k];
   return pos >= 0 && pos < j->nin ? j->in[pos] : -1;
 }
 
-static int described(const struct kc_sb *sb, int i, struct oc_tensor *t, const char *what,
+static int described(const struct kc_contract_sb *sb, int i, struct oc_tensor *t, const char *what,
                      char *err, size_t n) {
   if (i < 0) {
     snprintf(err, n, "the contract declares no input tensor for %s", what);
@@ -87,8 +88,9 @@ static int axis_of(const struct kc_contract *c, const struct oc_tensor *x) {
   return axis < 0 ? axis + x->rank : axis;
 }
 
-static int judge_matmul(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
-                        const struct oc_tensor *out, const struct oc_options *o) {
+static int judge_matmul(const struct kc_contract *c, const struct kc_contract_sb *sb,
+                        struct kc_judgment *j, const struct oc_tensor *out,
+                        const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
   int ia = input(j, sb, "a", 0), ib = input(j, sb, "b", 1), ic = input(j, sb, "c", -1),
@@ -132,8 +134,9 @@ static int judge_matmul(const struct kc_contract *c, const struct kc_sb *sb, str
   return 0;
 }
 
-static int judge_norm(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
-                      const struct oc_tensor *out, const struct oc_options *o) {
+static int judge_norm(const struct kc_contract *c, const struct kc_contract_sb *sb,
+                      struct kc_judgment *j, const struct oc_tensor *out,
+                      const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
   int rms = oc_op_find(c->op)->id == OC_ID_RMS_NORM;
@@ -157,7 +160,7 @@ static int judge_norm(const struct kc_contract *c, const struct kc_sb *sb, struc
   return 0;
 }
 
-static int judge_attention(const struct kc_contract *c, const struct kc_sb *sb,
+static int judge_attention(const struct kc_contract *c, const struct kc_contract_sb *sb,
                            struct kc_judgment *j, const struct oc_tensor *out,
                            const struct oc_options *o) {
   char *err = j->err;
@@ -181,8 +184,9 @@ static int judge_attention(const struct kc_contract *c, const struct kc_sb *sb,
   return 0;
 }
 
-static int judge_delta(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
-                       const struct oc_tensor *out, const struct oc_options *o) {
+static int judge_delta(const struct kc_contract *c, const struct kc_contract_sb *sb,
+                       struct kc_judgment *j, const struct oc_tensor *out,
+                       const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
   struct oc_tensor q, k, v, g, b;
@@ -228,7 +232,7 @@ static double kernel_constant(const struct oc_tensor *x, double v) {
 /* An elementwise op: its inputs in declaration order (in place: the
  * output's contents before the run), a binary op's second operand possibly
  * the contract's float scalar. */
-static int judge_elementwise(const struct kc_contract *c, const struct kc_sb *sb,
+static int judge_elementwise(const struct kc_contract *c, const struct kc_contract_sb *sb,
                              struct kc_judgment *j, const struct oc_op_info *op,
                              const struct oc_tensor *outp, const struct oc_options *o) {
   char *err = j->err;
@@ -299,9 +303,9 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_sb *sb
 }
 
 /* A reduction or the softmax family along the `axis` attribute. */
-static int judge_rows(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
-                      const struct oc_op_info *op, const struct oc_tensor *outp,
-                      const struct oc_options *o) {
+static int judge_rows(const struct kc_contract *c, const struct kc_contract_sb *sb,
+                      struct kc_judgment *j, const struct oc_op_info *op,
+                      const struct oc_tensor *outp, const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
   const struct oc_profile *p = &c->profile;
@@ -328,8 +332,8 @@ static int judge_rows(const struct kc_contract *c, const struct kc_sb *sb, struc
   return 0;
 }
 
-static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j,
-                    const struct oc_options *o) {
+static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb,
+                    struct kc_judgment *j, const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
   struct oc_tensor out;
@@ -352,7 +356,7 @@ static int judge_op(const struct kc_contract *c, const struct kc_sb *sb, struct 
   return -1;
 }
 
-int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j) {
+int kc_judge(const struct kc_contract *c, const struct kc_contract_sb *sb, struct kc_judgment *j) {
   memset(j, 0, sizeof *j);
   j->out = -1;
   j->scalar = -1;
@@ -362,7 +366,7 @@ int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judg
     return -1;
   }
   int order[64];
-  kc_sb_declared_order(sb, order);
+  kc_contract_sb_declared_order(sb, order);
   for (int o = 0; o < sb->n; o++) {
     int i = order[o];
     if (sb->t[i].role == KC_ROLE_IN && j->nin < 8)
@@ -380,7 +384,7 @@ int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judg
   return judge_op(c, sb, j, &o);
 }
 
-void kc_sb_declared_order(const struct kc_sb *sb, int *order) {
+void kc_contract_sb_declared_order(const struct kc_contract_sb *sb, int *order) {
   for (int i = 0; i < sb->n; i++) { /* insertion sort: stable */
     int at = i;
     while (at > 0 && sb->t[order[at - 1]].t->v->line > sb->t[i].t->v->line) {
@@ -468,7 +472,7 @@ static json_t *slice_json(const char *name, const struct oc_tensor *x, const int
 }
 
 /* The input slices the worst output element depends on. */
-static json_t *input_slices(const struct kc_sb *sb, const struct kc_judgment *j) {
+static json_t *input_slices(const struct kc_contract_sb *sb, const struct kc_judgment *j) {
   const struct oc_verdict *v = &j->v;
   int64_t idx[OC_MAX_RANK] = {0};
   json_t *a = json_array();
@@ -497,10 +501,10 @@ static json_t *input_slices(const struct kc_sb *sb, const struct kc_judgment *j)
   return a;
 }
 
-json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
+json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_sb *sb,
                           const struct kc_judgment *j) {
   const struct oc_verdict *v = &j->v;
-  const struct kc_sb_tensor *t = &sb->t[j->out];
+  const struct kc_contract_sb_tensor *t = &sb->t[j->out];
   char line[1024];
   oc_verdict_format(v, line, sizeof line);
   json_t *ev = json_pack(

@@ -36,16 +36,16 @@ struct kc_judgment {
 /* sb's tensor indices in the contract's declaration order (by source
  * line; an annotation's tensors in the order they were annotated), which
  * is the order the ops take their inputs in. order has sb->n slots. */
-void kc_sb_declared_order(const struct kc_sb *sb, int *order);
+void kc_contract_sb_declared_order(const struct kc_contract_sb *sb, int *order);
 /* Judges the outputs of sb's last run against c's op and profile. 0 with
  * j->v filled; -1 when the oracle cannot judge (why in j->err). */
-int kc_judge(const struct kc_contract *c, const struct kc_sb *sb, struct kc_judgment *j);
+int kc_judge(const struct kc_contract *c, const struct kc_contract_sb *sb, struct kc_judgment *j);
 /* The gate status of a verdict: bitwise, pass, inconclusive or fail. */
 enum kc_gate_status kc_verdict_status(enum oc_verdict_kind k);
 /* Adds verdict, class and coverage to a gate's result object. */
 void kc_judge_result(const struct kc_judgment *j, json_t *result);
 /* The evidence of a verdict: tensor, multi-index, values, bound, class. */
-json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_sb *sb,
+json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_sb *sb,
                           const struct kc_judgment *j);
 
 #endif

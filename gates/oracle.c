@@ -24,7 +24,7 @@ int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
     return 0;
   }
   int violations = 0;
-  struct kc_sb sb;
+  struct kc_contract_sb sb;
   if (!c->op || !c->profile_spec) {
     ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(
@@ -59,7 +59,7 @@ int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
                                     "evidence", ev));
       }
     }
-    kc_sb_free(&sb);
+    kc_contract_sb_free(&sb);
   }
   free(j);
   return violations;

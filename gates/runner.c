@@ -39,11 +39,11 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
       c = NULL;
     }
   }
-  if (!c && li->k && kc_annotation_current()) {
+  if (!c && li->k && kc_contract_annotation_current()) {
     kc_guard_enter();
     char why[sizeof note - 16];
-    c = annotated = kc_contract_from_annotation(kc_annotation_current(), li->k, li->param_buf,
-                                                li->param_size, why, sizeof why);
+    c = annotated = kc_contract_from_annotation(kc_contract_annotation_current(), li->k,
+                                                li->param_buf, li->param_size, why, sizeof why);
     if (!annotated) snprintf(note, sizeof note, "not applied: %s", why);
     kc_guard_leave();
   }

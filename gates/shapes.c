@@ -28,9 +28,9 @@ static const int64_t mix[] = {33, 17, 65, 3, 129};
 
 /* Calls fn on every tensor declaration of c. */
 static void each_tensor(const struct kc_contract *c,
-                        void (*fn)(const struct kc_ct_tensor *, void *), void *ctx) {
+                        void (*fn)(const struct kc_contract_tensor *, void *), void *ctx) {
   for (int i = 0; i < c->nparams; i++) {
-    const struct kc_ct_param *p = &c->params[i];
+    const struct kc_contract_param *p = &c->params[i];
     if (p->v.kind == KC_PK_TENSOR) fn(&p->v.tensor, ctx);
     for (int j = 0; p->v.kind == KC_PK_STRUCT && j < p->nfields; j++)
       if (p->fields[j].kind == KC_PK_TENSOR) fn(&p->fields[j].tensor, ctx);
@@ -43,16 +43,16 @@ struct probe {
   int changed_shape, changed_stride;
 };
 
-static int differs(const struct kc_expr *e, const struct probe *p) {
+static int differs(const struct kc_contract_expr *e, const struct probe *p) {
   int64_t a = 0, b = 0;
   char err[64];
   if (!e) return 0;
-  int ra = kc_expr_eval(e, p->base, &a, err, sizeof err);
-  int rb = kc_expr_eval(e, p->vars, &b, err, sizeof err);
+  int ra = kc_contract_expr_eval(e, p->base, &a, err, sizeof err);
+  int rb = kc_contract_expr_eval(e, p->vars, &b, err, sizeof err);
   return ra != rb || a != b;
 }
 
-static void probe_tensor(const struct kc_ct_tensor *t, void *ctx) {
+static void probe_tensor(const struct kc_contract_tensor *t, void *ctx) {
   struct probe *p = ctx;
   for (int r = 0; r < t->rank; r++) {
     p->changed_shape |= differs(t->shape[r], p);
@@ -75,8 +75,8 @@ static void classify(const struct kc_contract *c, const int64_t *base, int *kind
 }
 
 /* Do two elements of tensor t share storage? */
-static int overlaps(const struct kc_ct_tensor_val *t) {
-  int order[KC_CT_MAX_RANK], n = 0;
+static int overlaps(const struct kc_contract_tensor_val *t) {
+  int order[KC_CONTRACT_MAX_RANK], n = 0;
   for (int r = 0; r < t->rank; r++)
     if (t->shape[r] > 1) {
       if (t->strides[r] <= 0) return 1;
@@ -102,7 +102,7 @@ static int admissible(const struct kc_contract *c, const struct kc_launch_info *
                       const int64_t *ivals) {
   char err[128];
   unsigned char *buf = malloc(li->param_size ? li->param_size : 1);
-  struct kc_ct_binding *b = malloc(sizeof *b);
+  struct kc_contract_binding *b = malloc(sizeof *b);
   int ok = buf && b && kc_contract_bind_at(c, li, ivals, buf, b, err, sizeof err) == 0;
   for (int i = 0; ok && i < b->ntensors; i++)
     if (b->tensors[i].v->tensor.role != KC_ROLE_IN && overlaps(&b->tensors[i])) ok = 0;
@@ -146,7 +146,7 @@ int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
     return 0;
   }
   char err[256];
-  struct kc_ct_binding *b = malloc(sizeof *b);
+  struct kc_contract_binding *b = malloc(sizeof *b);
   int64_t(*rows)[64] = calloc(MAX_TRIALS, sizeof *rows);
   struct kc_trial trials[MAX_TRIALS];
   int n = 0;

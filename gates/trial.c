@@ -50,7 +50,7 @@ static double transform(enum kc_transform t, double x, const struct oc_format_in
 
 /* The generator's operand role of input k: matmul's A and B by name or
  * position, other ops by position (the third and later share role V). */
-static int gen_role(const struct kc_contract *c, const struct kc_sb_tensor *t, int k) {
+static int gen_role(const struct kc_contract *c, const struct kc_contract_sb_tensor *t, int k) {
   const struct oc_op_info *op = oc_op_find(c->op);
   if (op && op->id == OC_ID_MATMUL) {
     const char *name = t->t->v->name;
@@ -82,17 +82,17 @@ int kc_generate_packed(int gen, enum kc_transform tf, int fmt, int role, int64_t
   return 0;
 }
 
-static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct kc_trial *tr,
-                    uint64_t seed, char *err, size_t n) {
+static int generate(struct kc_contract_sb *sb, const struct kc_contract *c,
+                    const struct kc_trial *tr, uint64_t seed, char *err, size_t n) {
   int k = 0, order[64];
-  kc_sb_declared_order(sb, order);
+  kc_contract_sb_declared_order(sb, order);
   for (int o = 0; o < sb->n; o++) {
-    struct kc_sb_tensor *t = &sb->t[order[o]];
+    struct kc_contract_sb_tensor *t = &sb->t[order[o]];
     if (t->role == KC_ROLE_OUT) continue;
     int fmt = t->t->v->tensor.format;
     if (fmt >= KC_FMT_INT8) {
       snprintf(err, n, "input '%s' has integer format %s: kcheck generates float inputs only",
-               t->t->v->name, kc_ct_format_name(fmt));
+               t->t->v->name, kc_contract_format_name(fmt));
       return -1;
     }
     int rank = t->t->rank;
@@ -128,7 +128,7 @@ static int generate(struct kc_sb *sb, const struct kc_contract *c, const struct 
     }
     /* Logical row-major order to the tensor's strided layout. */
     const int64_t *shape = t->t->shape, *stride = t->t->strides;
-    int64_t idx[KC_CT_MAX_RANK] = {0};
+    int64_t idx[KC_CONTRACT_MAX_RANK] = {0};
     for (size_t e = 0; e < count; e++) {
       uint64_t off = 0;
       for (int r = 0; r < rank; r++)
@@ -160,7 +160,7 @@ kcheck_generate(const char *generator, const char *transform, const char *format
   return kc_generate_packed(g, (enum kc_transform)tf, f, role, rows, cols, seed, out);
 }
 
-json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_t seed) {
+json_t *kc_exposed_by(const struct kc_contract_sb *sb, const struct kc_trial *tr, uint64_t seed) {
   json_t *o = json_object();
   if (!tr) {
     json_object_set_new(o, "inputs", json_string("application"));
@@ -190,9 +190,9 @@ json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_
 }
 
 int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
-                 uint64_t seed, struct kc_sb *sb, struct kc_judgment *j) {
+                 uint64_t seed, struct kc_contract_sb *sb, struct kc_judgment *j) {
   memset(j, 0, sizeof *j);
-  int r = kc_sb_create_at(sb, ctx->li, c, tr->scalars, j->err, sizeof j->err);
+  int r = kc_contract_sb_create_at(sb, ctx->li, c, tr->scalars, j->err, sizeof j->err);
   if (r) return r > 0 ? 1 : -1;
   uint64_t total = 0;
   for (int i = 0; i < sb->n; i++)
@@ -200,12 +200,12 @@ int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const str
   if (tr->max_bytes && total > tr->max_bytes) {
     snprintf(j->err, sizeof j->err, "tensors of %llu bytes: over the trial's limit",
              (unsigned long long)total);
-    kc_sb_free(sb);
+    kc_contract_sb_free(sb);
     return 1;
   }
   if (generate(sb, c, tr, seed, j->err, sizeof j->err) ||
-      kc_sb_run(sb, ctx->shadow, POISON, j->err, sizeof j->err)) {
-    kc_sb_free(sb);
+      kc_contract_sb_run(sb, ctx->shadow, POISON, j->err, sizeof j->err)) {
+    kc_contract_sb_free(sb);
     return -1;
   }
   return kc_judge(c, sb, j) ? 2 : 0;
@@ -214,27 +214,28 @@ int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const str
 /* The first tensor of sb with a changed guard byte: evidence in the bounds
  * gate's terms (side, offset of the first changed byte nearest the tensor,
  * changed bytes), or NULL. */
-static json_t *guard_damage(const struct kc_sb *sb) {
+static json_t *guard_damage(const struct kc_contract_sb *sb) {
   for (int i = 0; i < sb->n; i++) {
-    const struct kc_sb_tensor *t = &sb->t[i];
-    const unsigned char *before = t->after, *after = t->after + KC_SB_GUARD + t->bytes;
+    const struct kc_contract_sb_tensor *t = &sb->t[i];
+    const unsigned char *before = t->after, *after = t->after + KC_CONTRACT_SB_GUARD + t->bytes;
     long first_after = -1, last_before = -1, changed = 0;
     for (long k = 0; k < (long)t->tail; k++)
-      if (after[k] != KC_SB_GUARD_BYTE) changed++, first_after = first_after < 0 ? k : first_after;
-    for (long k = 0; k < (long)KC_SB_GUARD; k++)
-      if (before[k] != KC_SB_GUARD_BYTE) changed++, last_before = k;
+      if (after[k] != KC_CONTRACT_SB_GUARD_BYTE)
+        changed++, first_after = first_after < 0 ? k : first_after;
+    for (long k = 0; k < (long)KC_CONTRACT_SB_GUARD; k++)
+      if (before[k] != KC_CONTRACT_SB_GUARD_BYTE) changed++, last_before = k;
     if (!changed) continue;
     int past = first_after >= 0;
     return json_pack("{s:s, s:s, s:i, s:I, s:I}", "tensor", t->t->v->name, "side",
                      past ? "after_end" : "before_start",
                      past ? "bytes_past_end" : "bytes_before_start",
-                     (int)(past ? first_after : (long)KC_SB_GUARD - last_before), "changed_bytes",
-                     (json_int_t)changed, "tensor_bytes", (json_int_t)t->bytes);
+                     (int)(past ? first_after : (long)KC_CONTRACT_SB_GUARD - last_before),
+                     "changed_bytes", (json_int_t)changed, "tensor_bytes", (json_int_t)t->bytes);
   }
   return NULL;
 }
 
-static json_t *scalars_json(const struct kc_contract *c, const struct kc_sb *sb) {
+static json_t *scalars_json(const struct kc_contract *c, const struct kc_contract_sb *sb) {
   json_t *sc = json_object();
   for (int i = 0; i < c->nscalars && i < sb->b.nscalars; i++)
     json_object_set_new(sc, c->scalars[i]->name, json_integer((json_int_t)sb->b.ivals[i]));
@@ -265,7 +266,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
   for (int i = 0; i < ntrials && !violations; i++) {
     const struct kc_trial *tr = &trials[i];
     uint64_t seed = kc_trial_seed(g->id, i);
-    struct kc_sb sb;
+    struct kc_contract_sb sb;
     int r = kc_trial_run(ctx, c, tr, seed, &sb, j);
     json_t *rec = json_pack("{s:s}", "generator", oc_gen_name((enum oc_gen)tr->gen));
     if (tr->transform != KC_TF_NONE)
@@ -312,7 +313,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
       json_object_set_new(ev, "exposed_by", kc_exposed_by(&sb, tr, seed));
       kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
     }
-    kc_sb_free(&sb);
+    kc_contract_sb_free(&sb);
   }
   json_object_set_new(ctx->result, "trials", list);
   json_object_set_new(ctx->result, "runs", json_integer(runs));

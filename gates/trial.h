@@ -32,14 +32,14 @@ const char *kc_transform_name(enum kc_transform t);
 /* What exposed a result: inputs (application, or generator, transform and
  * seed), scalars, tensor shapes, grid and block. tr NULL: the application's
  * inputs. */
-json_t *kc_exposed_by(const struct kc_sb *sb, const struct kc_trial *tr, uint64_t seed);
+json_t *kc_exposed_by(const struct kc_contract_sb *sb, const struct kc_trial *tr, uint64_t seed);
 /* One trial: shadow buffers at tr's scalars, inputs generated with seed,
  * outputs poisoned with NaN, one run, the oracle's verdict in j. 0: judged,
  * 2: run but the oracle cannot judge it (why in j->err) — in both sb stays
- * allocated: kc_sb_free it; 1: skipped (domain or size, why in j->err);
+ * allocated: kc_contract_sb_free it; 1: skipped (domain or size, why in j->err);
  * -1: not run (why in j->err). */
 int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
-                 uint64_t seed, struct kc_sb *sb, struct kc_judgment *j);
+                 uint64_t seed, struct kc_contract_sb *sb, struct kc_judgment *j);
 /* Every failing verdict, as a fail_mask. */
 #define KC_VERDICT_FAILS (1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL)
 /* The trials of the generated-input gates for an oracle op (also what a

@@ -28,17 +28,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!text) return 0;
   memcpy(text, data, text_len);
   text[text_len] = 0;
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   kc_contract_parse_text(text, text_len, "fuzz.yaml", &set);
   for (int i = 0; i < set.n; i++) {
-    struct kc_ct_binding b;
+    struct kc_contract_binding b;
     char err[256];
     unsigned char buf[512] = {0};
     memcpy(buf, params ? params : (const uint8_t *)"",
            nparams_bytes < sizeof buf ? nparams_bytes : sizeof buf);
     kc_contract_bind(set.c[i], buf, sizeof buf, NULL, set.c[i]->nparams, &b, err, sizeof err);
   }
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   free(text);
   return 0;
 }

@@ -28,11 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int mode = 0; mode < 2; mode++) {
     char err[256];
     int pos = 0;
-    struct kc_expr *e = kc_expr_compile(text, mode, lookup, NULL, err, sizeof err, &pos);
+    struct kc_contract_expr *e =
+        kc_contract_expr_compile(text, mode, lookup, NULL, err, sizeof err, &pos);
     if (!e) continue;
     int64_t out = 0;
-    kc_expr_eval(e, vars, &out, err, sizeof err);
-    kc_expr_free(e);
+    kc_contract_expr_eval(e, vars, &out, err, sizeof err);
+    kc_contract_expr_free(e);
   }
   free(text);
   return 0;

@@ -24,21 +24,23 @@ static int lookup(void *ctx, const char *name, size_t len) {
 static int64_t ev(const char *text, int allow_bool) {
   char err[256];
   int pos;
-  struct kc_expr *e = kc_expr_compile(text, allow_bool, lookup, NULL, err, sizeof err, &pos);
+  struct kc_contract_expr *e =
+      kc_contract_expr_compile(text, allow_bool, lookup, NULL, err, sizeof err, &pos);
   if (!e) return INT64_MIN;
   const int64_t v[] = {6, 4, -7};
   int64_t out = 0;
-  int rc = kc_expr_eval(e, v, &out, err, sizeof err);
-  kc_expr_free(e);
+  int rc = kc_contract_expr_eval(e, v, &out, err, sizeof err);
+  kc_contract_expr_free(e);
   return rc ? INT64_MIN : out;
 }
 
 /* The error position (0-based) of text, -1 when it compiles; msg gets why. */
 static int err_at(const char *text, int allow_bool, char *msg, size_t n) {
   int pos = -1;
-  struct kc_expr *e = kc_expr_compile(text, allow_bool, lookup, NULL, msg, n, &pos);
+  struct kc_contract_expr *e =
+      kc_contract_expr_compile(text, allow_bool, lookup, NULL, msg, n, &pos);
   if (e) {
-    kc_expr_free(e);
+    kc_contract_expr_free(e);
     return -1;
   }
   return pos;
@@ -104,17 +106,17 @@ static const char good[] =
     "    op: sum\n"; /* one tensor: the struct's fields are the point here */
 
 static void test_good(void) {
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   CHECK(kc_contract_parse_text(good, strlen(good), "good.yaml", &set) == 0);
-  kc_ct_print_diags(&set, "unexpected: ");
+  kc_contract_print_diags(&set, "unexpected: ");
   CHECK(set.n == 2);
   if (set.n != 2) return;
   const struct kc_contract *c = set.c[0];
-  CHECK(c->match == KC_CT_NAME && !strcmp(c->pattern, "_Z6vecaddPKfPK13__nv_bfloat16Pfi"));
+  CHECK(c->match == KC_CONTRACT_NAME && !strcmp(c->pattern, "_Z6vecaddPKfPK13__nv_bfloat16Pfi"));
   CHECK(!strcmp(c->where, "good.yaml:2") && c->line == 2);
   CHECK(c->nparams == 4 && c->nscalars == 1 && !strcmp(c->scalars[0]->name, "n"));
   CHECK(c->params[0].v.kind == KC_PK_TENSOR && c->params[0].v.tensor.role == KC_ROLE_IN);
-  CHECK(c->params[1].v.tensor.format == kc_ct_format_parse("bf16") &&
+  CHECK(c->params[1].v.tensor.format == kc_contract_format_parse("bf16") &&
         c->params[1].v.tensor.rank == 2 && c->params[1].v.tensor.strides[1]);
   CHECK(c->params[2].v.tensor.role == KC_ROLE_OUT && !c->params[2].v.tensor.strides[0]);
   CHECK(c->params[3].v.kind == KC_PK_SCALAR && c->params[3].v.scalar == KC_SC_I32);
@@ -130,7 +132,7 @@ static void test_good(void) {
   int32_t n = 24;
   memcpy(buf, &pa, 8), memcpy(buf + 8, &pb, 8), memcpy(buf + 16, &pc, 8), memcpy(buf + 24, &n, 4);
   const uint32_t off[] = {0, 8, 16, 24};
-  struct kc_ct_binding b;
+  struct kc_contract_binding b;
   char err[256] = "";
   CHECK(kc_contract_bind(c, buf, sizeof buf, off, 4, &b, err, sizeof err) == 0);
   CHECK(b.ivals[0] == 24 && b.ntensors == 3 && b.tensors[2].ptr == 0x9000);
@@ -139,7 +141,7 @@ static void test_good(void) {
   CHECK(b.tensors[0].strides[0] == 1);
   CHECK(kc_contract_check_domain(c, &b, err, sizeof err) == -1);
   /* Natural alignment when the kernel's layout is unknown gives the same. */
-  struct kc_ct_binding b2;
+  struct kc_contract_binding b2;
   CHECK(kc_contract_bind(c, buf, sizeof buf, NULL, 0, &b2, err, sizeof err) == 0 &&
         b2.ivals[0] == 24);
   unsigned grid[3], block[3], shmem;
@@ -165,7 +167,7 @@ static void test_good(void) {
 
   /* The struct contract: scalars and a pointer inside one parameter. */
   const struct kc_contract *g = set.c[1];
-  CHECK(g->match == KC_CT_GLOB && g->nparams == 1 && g->params[0].v.kind == KC_PK_STRUCT);
+  CHECK(g->match == KC_CONTRACT_GLOB && g->nparams == 1 && g->params[0].v.kind == KC_PK_STRUCT);
   CHECK(g->params[0].nfields == 3 && g->nscalars == 2 && g->params[0].fields[1].offset == 8);
   unsigned char sb[16] = {0};
   int32_t m = 3;
@@ -191,7 +193,7 @@ static void test_good(void) {
                              "vecsub(float const*, float const*, float*, int)"));
   CHECK(kc_contract_matches(g, "x", "gemm<128, 64>(Params)") &&
         !kc_contract_matches(g, "x", "gemm(Params)"));
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 }
 
 /* Parses text and checks that diagnostic i is at line:col and mentions want. */
@@ -201,18 +203,18 @@ struct want {
 };
 
 static void expect_errors(const char *text, const struct want *w, int n) {
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   int errors = kc_contract_parse_text(text, strlen(text), "bad.yaml", &set);
   CHECK(errors == n && set.ndiags == n && set.n == 0);
   for (int i = 0; i < n && i < set.ndiags; i++) {
-    const struct kc_ct_diag *d = &set.diags[i];
+    const struct kc_contract_diag *d = &set.diags[i];
     int ok = d->line == w[i].line && d->col == w[i].col && strstr(d->msg, w[i].msg);
     if (!ok)
       fprintf(stderr, "  got %d:%d %s; wanted %d:%d ...%s...\n", d->line, d->col, d->msg, w[i].line,
               w[i].col, w[i].msg);
     CHECK(ok);
   }
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 }
 
 static void test_errors(void) {
@@ -272,12 +274,12 @@ static void test_errors(void) {
   expect_errors("contracts:\n  - params: []\n    kernel: {name: a, glob: b}\n\n    op: softmaxx\n",
                 w5, 2);
   /* Several contracts: the good one survives, the bad one is reported. */
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   const char two[] = "contracts:\n  - {kernel: {name: k1}, op: exp, params: [{name: x, tensor: "
                      "{role: inout, format: fp32, shape: [4]}}]}\n"
                      "  - {kernel: {name: k2}, params: [], op: expp}\n";
   CHECK(kc_contract_parse_text(two, strlen(two), "two.yaml", &set) == 1 && set.n == 1);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 }
 
 /* Extents from the launch (gridDim/blockDim in shapes), the application's
@@ -292,9 +294,9 @@ static void test_launch_and_arity(void) {
                       "    op: max\n"
                       "    attrs: {axis: 1}\n"
                       "    domain: [\"n >= 1\", \"blockDim.x == 128\"]\n";
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   CHECK(kc_contract_parse_text(rows, strlen(rows), "rows.yaml", &set) == 0 && set.n == 1);
-  kc_ct_print_diags(&set, "unexpected: ");
+  kc_contract_print_diags(&set, "unexpected: ");
   if (set.n != 1) return;
   const struct kc_contract *c = set.c[0];
   CHECK(c->uses_launch_dims == 1);
@@ -303,7 +305,7 @@ static void test_launch_and_arity(void) {
   int32_t n = 64;
   memcpy(buf, &px, 8), memcpy(buf + 8, &py, 8), memcpy(buf + 16, &n, 4);
   uint32_t off[] = {0, 8, 16};
-  struct kc_ct_binding b;
+  struct kc_contract_binding b;
   char err[512] = "";
   CHECK(kc_contract_bind(c, buf, sizeof buf, off, 3, &b, err, sizeof err) == -1 &&
         strstr(err, "launch dimensions are unknown"));
@@ -327,7 +329,7 @@ static void test_launch_and_arity(void) {
   li.block[0] = 256;
   CHECK(kc_contract_applies(c, &li, err, sizeof err) == 0 && strstr(err, "outside its domain") &&
         strstr(err, "blockDim.x == 128"));
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 
   /* A launch section: the launch must be the one it computes. */
   const char vec[] = "contracts:\n"
@@ -355,7 +357,7 @@ static void test_launch_and_arity(void) {
   memcpy(buf + 16, &n, 4);
   li.grid[0] = 8, li.block[0] = 128;
   CHECK(kc_contract_applies(c, &li, err, sizeof err) == 0 && strstr(err, "n % 4 == 0"));
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 
   /* The launch section cannot use the launch's own dimensions. */
   const struct want w1[] = {
@@ -389,8 +391,8 @@ static void test_launch_and_arity(void) {
     memset(&set, 0, sizeof set);
     int e = kc_contract_parse_text(fine[i], strlen(fine[i]), "fine.yaml", &set);
     CHECK(e == 0 && set.n == 1);
-    if (e) kc_ct_print_diags(&set, "unexpected: ");
-    kc_ct_set_free(&set);
+    if (e) kc_contract_print_diags(&set, "unexpected: ");
+    kc_contract_set_free(&set);
   }
   const struct want w3[] = {{3, 9, "give one constant operand, lhs or rhs, not both"}};
   expect_errors(K2("mul", X_IN O_OUT, "    attrs: {lhs: 1, rhs: 2}\n"), w3, 1);
@@ -429,7 +431,7 @@ static void test_api(void) {
   struct kc_kernel other = {.name = "_Z3foov", .demangled = "foo()"};
   CHECK(kc_contract_match(&other) == NULL);
 
-  CHECK(kc_annotation_current() == NULL);
+  CHECK(kc_contract_annotation_current() == NULL);
   CHECK(kcheck_annotate_tensor("in", NULL, "fp32", 0, NULL, NULL) == -1); /* no begin */
   CHECK(kcheck_annotate_begin("softmaks", NULL) == -1);
   CHECK(kcheck_annotate_begin("softmax", "fp32:math=nope") == -1);
@@ -438,10 +440,10 @@ static void test_api(void) {
   CHECK(kcheck_annotate_tensor("in", (void *)0x1000, "fp32", 2, shape, NULL) == 0);
   CHECK(kcheck_annotate_tensor("sideways", (void *)0x2000, "fp32", 2, shape, NULL) == -1);
   CHECK(kcheck_annotate_tensor("out", (void *)0x2000, "fp33", 2, shape, NULL) == -1);
-  CHECK(kc_annotation_current() == NULL); /* not in force before end */
+  CHECK(kc_contract_annotation_current() == NULL); /* not in force before end */
   CHECK(kcheck_annotate_tensor("out", (void *)0x2000, "bf16", 2, shape, NULL) == 0);
   CHECK(kcheck_annotate_end() == 0);
-  const struct kc_annotation *a = kc_annotation_current();
+  const struct kc_contract_annotation *a = kc_contract_annotation_current();
   CHECK(a && !strcmp(a->op, "softmax") && a->ntensors == 2 && a->has_profile &&
         a->profile.softmax == OC_SOFTMAX_ONLINE);
   CHECK(a && a->t[1].role == KC_ROLE_OUT && a->t[1].strides[0] == 8 && a->t[1].strides[1] == 1);
@@ -464,14 +466,14 @@ static void test_api(void) {
   if (ac) {
     CHECK(ac->params[0].v.kind == KC_PK_STRUCT && ac->params[0].nfields == 2 &&
           ac->params[1].v.kind == KC_PK_OPAQUE);
-    const struct kc_ct_value *f0 = &ac->params[0].fields[0], *f1 = &ac->params[0].fields[1];
+    const struct kc_contract_value *f0 = &ac->params[0].fields[0], *f1 = &ac->params[0].fields[1];
     CHECK(f0->offset == 8 && !strcmp(f0->name, "out1") && f0->line == 2);
     CHECK(f1->offset == 16 && !strcmp(f1->name, "in0") && f1->line == 1);
-    struct kc_ct_binding ab;
+    struct kc_contract_binding ab;
     char e[128];
     CHECK(kc_contract_bind(ac, pb, sizeof pb, offs, 2, &ab, e, sizeof e) == 0 && ab.ntensors == 2 &&
           ab.tensors[0].ptr == 0x2000 && ab.tensors[1].shape[1] == 8 &&
-          ab.tensors[0].v->tensor.format == kc_ct_format_parse("bf16"));
+          ab.tensors[0].v->tensor.format == kc_contract_format_parse("bf16"));
     kc_contract_free(ac);
   }
   /* A second copy of the input pointer (offset 24) is relocated with it. */
@@ -490,7 +492,8 @@ static void test_api(void) {
         strstr(why, "layout"));
 
   kcheck_annotate_clear();
-  CHECK(kc_annotation_current() == NULL && kcheck_annotation_describe(desc, sizeof desc) == 0);
+  CHECK(kc_contract_annotation_current() == NULL &&
+        kcheck_annotation_describe(desc, sizeof desc) == 0);
   CHECK(kcheck_annotate_end() == -1);
 }
 

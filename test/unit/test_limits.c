@@ -34,11 +34,12 @@ static char *repeat(const char *head, const char *unit, int times, const char *t
 static const char *expr(const char *text, int64_t *v) {
   static char err[256];
   int pos;
-  struct kc_expr *e = kc_expr_compile(text, 1, lookup, NULL, err, sizeof err, &pos);
+  struct kc_contract_expr *e =
+      kc_contract_expr_compile(text, 1, lookup, NULL, err, sizeof err, &pos);
   if (!e) return err;
   const int64_t vars[] = {3};
-  int rc = kc_expr_eval(e, vars, v, err, sizeof err);
-  kc_expr_free(e);
+  int rc = kc_contract_expr_eval(e, vars, v, err, sizeof err);
+  kc_contract_expr_free(e);
   return rc ? err : NULL;
 }
 
@@ -78,7 +79,7 @@ static void test_expr_limits(void) {
   free(t);
 }
 
-static int diag_has(const struct kc_ct_set *set, const char *what, int *line) {
+static int diag_has(const struct kc_contract_set *set, const char *what, int *line) {
   for (int i = 0; i < set->ndiags; i++)
     if (strstr(set->diags[i].msg, what)) {
       if (line) *line = set->diags[i].line;
@@ -94,14 +95,14 @@ static double now(void) {
 }
 
 static void test_yaml_limits(void) {
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   /* 100,000 nested lists. */
   char *s = repeat("contracts: ", "[", 100000, "");
   double t0 = now();
   CHECK(kc_contract_parse_text(s, strlen(s), "deep.yaml", &set) >= 1);
   CHECK(diag_has(&set, "deeper than 32 levels", NULL));
   CHECK(now() - t0 < 2.0);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   free(s);
   /* A billion laughs: 9 levels of 10 aliases each. */
   char bomb[4096], *p = bomb;
@@ -115,7 +116,7 @@ static void test_yaml_limits(void) {
   CHECK(kc_contract_parse_text(bomb, strlen(bomb), "laughs.yaml", &set) >= 1);
   CHECK(diag_has(&set, "more than 200000 nodes", &line) && line >= 5);
   CHECK(now() - t0 < 2.0);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   /* A few harmless anchors still load. */
   const char *ok = "shape: &s [n]\n"
                    "contracts:\n"
@@ -126,14 +127,14 @@ static void test_yaml_limits(void) {
                    "    op: add\n";
   kc_contract_parse_text(ok, strlen(ok), "anchors.yaml", &set);
   CHECK(!diag_has(&set, "nodes", NULL) && !diag_has(&set, "deeper", NULL));
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 }
 
 static void test_paths(void) {
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   CHECK(kc_contract_parse_path("/dev/zero", &set) == 1 &&
         diag_has(&set, "not a regular file", NULL));
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   char dir[] = "/tmp/kc-limits-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   char fifo[64], big[64];
@@ -143,14 +144,14 @@ static void test_paths(void) {
   double t0 = now();
   CHECK(kc_contract_parse_path(fifo, &set) == 1 && diag_has(&set, "not a regular file", NULL));
   CHECK(now() - t0 < 2.0);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   int fd = open(big, O_WRONLY | O_CREAT, 0600);
-  CHECK(fd >= 0 && ftruncate(fd, (off_t)KC_CT_MAX_FILE_BYTES + 1) == 0);
+  CHECK(fd >= 0 && ftruncate(fd, (off_t)KC_CONTRACT_MAX_FILE_BYTES + 1) == 0);
   close(fd);
   /* The directory: the FIFO and the big file are both refused, by name. */
   CHECK(kc_contract_parse_path(dir, &set) == 2);
   CHECK(diag_has(&set, "over the limit of 1048576 bytes", NULL));
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
   unlink(fifo);
   unlink(big);
   rmdir(dir);
@@ -181,13 +182,13 @@ static void test_regex(void) {
     if (ok) regfree(&re);
   }
   /* The contract file of the report: refused at its line and column. */
-  struct kc_ct_set set = {0};
+  struct kc_contract_set set = {0};
   const char *bomb = "contracts:\n  - kernel: {regex: \"f++++++++++++++++++++++\"}\n"
                      "    params: []\n    op: add\n";
   int line = 0;
   kc_contract_parse_text(bomb, strlen(bomb), "regex_bomb.yaml", &set);
   CHECK(diag_has(&set, "nested repetition", &line) && line == 2);
-  kc_ct_set_free(&set);
+  kc_contract_set_free(&set);
 }
 
 /* Lint: what a contract states that cannot be right, decided without a
@@ -217,7 +218,7 @@ static void test_lint(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[1024];
     snprintf(text, sizeof text, tmpl, cases[i].format, cases[i].shape);
-    struct kc_ct_set set = {0};
+    struct kc_contract_set set = {0};
     int errors = kc_contract_parse_text(text, strlen(text), "lint.yaml", &set);
     int line = 0;
     int ok = cases[i].msg ? errors == 1 && diag_has(&set, cases[i].msg, &line) && line == 4
@@ -226,18 +227,19 @@ static void test_lint(void) {
       fprintf(stderr, "  lint case %zu (%s, %s): %d errors%s%s\n", i, cases[i].format,
               cases[i].shape, errors, set.ndiags ? ": " : "", set.ndiags ? set.diags[0].msg : "");
     CHECK(ok);
-    kc_ct_set_free(&set);
+    kc_contract_set_free(&set);
   }
-  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 0) == 4);
-  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 1) == 4);
-  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 2) == 4);
-  CHECK(kc_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 3) == 0);
-  CHECK(kc_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 0) == 2);
-  CHECK(kc_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 1) == 2);
-  CHECK(kc_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 2) == 4);
-  CHECK(kc_mangled_float_pointee("_Z1kPd", 0) == 8 && kc_mangled_float_pointee("_Z1kPi", 0) == 0);
-  CHECK(kc_mangled_float_pointee("kernel_c_name", 0) == 0);
-  CHECK(kc_mangled_float_pointee("_ZN2fk3fooEPf", 0) == 0); /* nested names: not read */
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 0) == 4);
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 1) == 4);
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 2) == 4);
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfS0_Pfi", 3) == 0);
+  CHECK(kc_contract_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 0) == 2);
+  CHECK(kc_contract_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 1) == 2);
+  CHECK(kc_contract_mangled_float_pointee("_Z4gemmPK6__halfS1_Pfiii", 2) == 4);
+  CHECK(kc_contract_mangled_float_pointee("_Z1kPd", 0) == 8 &&
+        kc_contract_mangled_float_pointee("_Z1kPi", 0) == 0);
+  CHECK(kc_contract_mangled_float_pointee("kernel_c_name", 0) == 0);
+  CHECK(kc_contract_mangled_float_pointee("_ZN2fk3fooEPf", 0) == 0); /* nested names: not read */
 }
 
 int main(void) {

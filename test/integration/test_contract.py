@@ -48,7 +48,7 @@ def test_lint_reports_every_error_with_its_position():
         "(expected precise, fast or triton)",
         f + ":15:5: error: unknown key 'nondeterminsm' in contract (did you mean "
         "'nondeterminism'? expected one of: kernel, params, op, attrs, profile, nondeterminism, "
-        "domain, launch, shapes)",
+        "domain, launch, shapes, torch_op, args)",
         f + ":16:21: error: domain constraint 'n % 8 = 0': unexpected '=' (expected an operator "
         "or end of expression) at column 7 of the expression",
         "9 errors",

@@ -28,13 +28,7 @@ read -r -a MODEL <<<"${KC_PROF_MODEL:---layers 6 --d-model 512 --seq 256 --batch
 BIN="$BUILD/gpu/launch_overhead"
 errors=0
 
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "host: $(hostname)"
-  echo "kcheck commit: $(cat "$ROOT/.commit" 2>/dev/null || git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 || true
-  "$PYTHON" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -n 1 || true
-} >"$LOGS/env.txt"
+bench_env >"$LOGS/env.txt"
 cat "$LOGS/env.txt"
 
 one() { # NAME OPTIONS(or -) CMD...

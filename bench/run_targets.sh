@@ -31,13 +31,7 @@ T=("$PYTHON" bench/transformer_step.py "${MODEL[@]}")
 SUMM=("$PYTHON" "$ROOT/test/gpu/kc_summarize.py")
 errors=0
 
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "host: $(hostname)"
-  echo "kcheck commit: $(cat "$ROOT/.commit" 2>/dev/null || git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 || true
-  "$PYTHON" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -n 1 || true
-} >"$LOGS/env.txt"
+bench_env >"$LOGS/env.txt"
 cat "$LOGS/env.txt"
 
 opts_of() {

@@ -68,3 +68,11 @@ reports_of() { # name -> its report files in $REPS (may be none)
   for f in "$REPS/$1".*.jsonl; do [ -e "$f" ] && printf '%s\n' "$f"; done
   return 0
 }
+
+bench_env() { # the date, host, kcheck commit, GPU and torch of a benchmark run, to stdout
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(hostname)"
+  echo "kcheck commit: $(cat "$ROOT/.commit" 2>/dev/null || git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 || true
+  "$PYTHON" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -n 1 || true
+}

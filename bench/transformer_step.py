@@ -59,7 +59,7 @@ def step(model, opt, data, i, bf16):
     batch = data[i % data.shape[0]]
     x, y = batch[:, :-1], batch[:, 1:]
     opt.zero_grad(set_to_none=True)
-    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+    with torch.autocast(data.device.type, dtype=torch.bfloat16, enabled=bf16):
         logits = model(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
                                                  y.reshape(-1))
@@ -126,14 +126,17 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--vocab", type=int, default=1000)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (default fp32)")
+    ap.add_argument("--device", default="cuda", help="cuda (default), or cpu for the binding's "
+                    "CPU tests (torch_devices=cuda,cpu)")
     ap.add_argument("--profile-out", help="profile kernels and copy bandwidth into this JSON file")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("CUDA is not available", file=sys.stderr)
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    dev = torch.device("cuda")
+    dev = torch.device(args.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     if args.profile_out:
         return profile(args, dev, args.profile_out)
 
@@ -141,10 +144,10 @@ def main():
     times = []
     loss = None
     for i in range(args.steps):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         loss = step(model, opt, data, i, args.bf16)
-        torch.cuda.synchronize()
+        sync()
         ms = 1e3 * (time.perf_counter() - t0)
         times.append(ms)
         print(f"STEP {i + 1} {ms:.3f}", flush=True)
@@ -154,7 +157,8 @@ def main():
         print(f"STEADY_MS_PER_STEP {statistics.fmean(steady):.3f}")
         print(f"STEADY_MEDIAN_MS {statistics.median(steady):.3f}")
     print(f"FINAL_LOSS {float(loss.item()).hex()}")
-    print(f"VERSIONS torch={torch.__version__} device={torch.cuda.get_device_name(0)}", flush=True)
+    name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu"
+    print(f"VERSIONS torch={torch.__version__} device={name}", flush=True)
     return 0
 
 

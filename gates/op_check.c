@@ -152,6 +152,9 @@ static int judge(const char *op, const char *attrs, const struct op_in *in,
   oc_options_default(&o);
   o.seed = (uint64_t)kc_opt.seed;
   o.screen = (int)num(attrs, "screen", o.screen);
+  /* the binding's sampling of generated-input trials (judge.py) */
+  o.fraction = num(attrs, "fraction", o.fraction);
+  o.full_below = (int64_t)num(attrs, "full_below", (double)o.full_below);
   int ew = oc_op_parse(op);
   if (ew >= 0) {
     int ar = oc_op_arity((enum oc_op)ew);

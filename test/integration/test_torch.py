@@ -27,7 +27,7 @@ PY = os.path.join(ROOT, "python")
 sys.path.insert(0, PY)
 
 
-def run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu", preload=True, env_extra=None,
+def run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu:torch_budget=1", preload=True, env_extra=None,
            args=(), timeout=240):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("KCHECK_", "FAKECUDA_", "PYTHONPATH", "LD_PRELOAD"))}
@@ -238,12 +238,12 @@ def test_check_record_carries_profile_settings_and_stack(tmp_path):
 
 
 def test_policy_options_apply(tmp_path):
-    p, recs = run_py(tmp_path, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:max_checks=2")
+    p, recs = run_py(tmp_path, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:max_checks=2")
     assert len(of(recs, "op_check")) == 2
     assert of(recs, "torch_summary")[0]["passed_through"].get("max_checks reached", 0) >= 1
     d = tmp_path / "race"
     d.mkdir()
-    p, recs = run_py(d, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:gates=race")
+    p, recs = run_py(d, OPS_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=race")
     assert not of(recs, "op_check")
     assert "the oracle gate is not enabled" in of(recs, "torch_summary")[0]["passed_through"]
 
@@ -316,7 +316,7 @@ contracts:
 
 def test_custom_op_contracts_catch_planted_bugs_with_python_line(tmp_path):
     (tmp_path / "bugs.yaml").write_text(BUGS_YAML)
-    p, recs = run_py(tmp_path, BUGS_PROG, options="torch=1:torch_devices=cuda,cpu:contracts=%s"
+    p, recs = run_py(tmp_path, BUGS_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
                      % (tmp_path / "bugs.yaml"))
     assert p.returncode == 0, p.stderr
     viol = of(recs, "violation")
@@ -379,7 +379,7 @@ def test_steady_state_watches_one_step_in_n(tmp_path):
             "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nx = torch.randn(8, 16)\n"
             "for _ in range(12):\n"
             "    opt.zero_grad(); m(x).square().mean().backward(); opt.step()\n")
-    p, recs = run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=5")
+    p, recs = run_py(tmp_path, code, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_watch_every=5")
     assert p.returncode == 0, p.stderr
     s = of(recs, "torch_summary")[0]
     assert s["optimizer_steps"] == 12
@@ -387,8 +387,50 @@ def test_steady_state_watches_one_step_in_n(tmp_path):
     assert 3 <= s["watched_steps"] <= 5, s
     d = tmp_path / "all"
     d.mkdir()
-    p, recs = run_py(d, code, options="torch=1:torch_devices=cuda,cpu:torch_watch_every=1")
+    p, recs = run_py(d, code, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_watch_every=1")
     assert of(recs, "torch_summary")[0]["watched_steps"] == 12
+
+
+LOOP_PROG = """
+import torch
+torch.manual_seed(0)
+a = torch.rand(32, 64); b = torch.rand(64, 16)
+for i in range(40):
+    c = a @ b
+    d = torch.softmax(c * (2.0 + i), -1)   # a new scalar every step: the same signature
+    e = torch.tanh(d).sum(-1)
+print("done")
+"""
+
+
+def test_budget_defers_signatures_to_later_calls(tmp_path):
+    # torch_budget=0: after the first check, every new signature is deferred
+    p, recs = run_py(tmp_path, LOOP_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0")
+    assert p.returncode == 0, p.stderr
+    s = of(recs, "torch_summary")[0]
+    assert s["ops_checked"] == 1 and len(of(recs, "op_check")) == 1
+    assert s["passed_through"]["deferred: torch_budget"] >= 4 * 39
+    # deferred at their last call and never checked: counted and named
+    assert s["signatures_deferred_unchecked"] == 4, s
+    assert "deferred" in p.stderr and "never met again" in p.stderr
+    # a budget that lets checks catch up: every signature checked once, in time
+    d = tmp_path / "half"
+    d.mkdir()
+    p, recs = run_py(d, LOOP_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0.9")
+    s = of(recs, "torch_summary")[0]
+    assert s["signatures_deferred_unchecked"] == 0, s
+    assert sorted(c["oracle_op"] for c in of(recs, "op_check")) == \
+        ["matmul", "mul", "softmax", "sum", "tanh"], s
+    assert s["cost_s"]["checked_call"] <= s["since_install_s"]
+
+
+def test_signature_leaves_scalar_values_out():
+    from kcheck.torch import mode
+    x = torch.ones(2, 3)
+    k = [mode._key_part((x, v)) for v in (0.5, 0.25, 1.0, 0.0)]
+    assert k[0] == k[1] and len({k[0], k[2], k[3]}) == 3  # 0, 1 and other values
+    assert mode._key_part((x, 2)) != mode._key_part((x, 3))  # integers (dims) stay
+    assert mode._key_part(x) != mode._key_part(x.t())  # strides stay
 
 
 def test_readme_coverage_table_is_generated_from_the_op_table():

@@ -38,4 +38,4 @@ def stats():
     """The binding's counters (ops seen, checked, passed through by
     reason), or None when it is not installed."""
     from kcheck.torch import mode
-    return mode._MODE.stats.record() if mode._MODE else None
+    return mode._MODE.record() if mode._MODE else None

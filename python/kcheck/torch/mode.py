@@ -18,6 +18,7 @@ use, nothing recorded by autograd); they synchronise the current stream,
 which changes timing only. Views made for the copies are metadata only.
 """
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -38,6 +39,15 @@ _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
 
 
 _ORDER = judge.ORDER
+# Reasons that hold for this call only: the same signature is checked at a
+# later call outside them.
+_TRANSIENT = ("CUDA graph capture", "inside torch.compile")
+# Reasons that depend on a scalar's value, which signatures leave out.
+_PER_VALUE = "scalar operand"
+# Host bytes of judgments waiting for a worker beyond which new signatures
+# are deferred (the copies of inputs and outputs they judge). Judgments
+# still pending at exit are finished before the report is closed.
+_PENDING_BYTES = 1 << 30
 
 
 class Stats:
@@ -55,14 +65,45 @@ class Stats:
         self.errors = 0
         self.passed = {}
         self.by_reason_ops = {}
+        # seconds per phase of the checks: on the program's thread (the
+        # op's own call on the checked path, host copies, generated-input
+        # trials, coverage) and on kcheck's workers (judge:<gate>)
+        self.cost = {}
         self.lock = threading.Lock()
 
-    def pass_(self, reason, op):
+    def add_cost(self, phase, seconds):
         with self.lock:
-            self.passed[reason] = self.passed.get(reason, 0) + 1
+            self.cost[phase] = self.cost.get(phase, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def timed(self, phase):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add_cost(phase, time.perf_counter() - t)
+
+    def pass_(self, reason, op):
+        self.pass_n(reason, op, 1)
+
+    def merge_fast(self, uncovered, done):
+        """Adds the fast path's counters (kept without the lock: op not
+        covered per OpOverload, signature done per key) to the reasons."""
+        for func in list(uncovered):
+            n = uncovered.pop(func, 0)
+            if n:
+                self.pass_n("op not covered", _op_name(func), n)
+        for cell in list(done.values()):
+            n, cell[0] = cell[0], 0
+            if n:
+                self.pass_n("signature done (policy)", cell[1], n)
+
+    def pass_n(self, reason, op, n):
+        with self.lock:
+            self.passed[reason] = self.passed.get(reason, 0) + n
             per = self.by_reason_ops.setdefault(reason, {})
             if len(per) < 64 or op in per:
-                per[op] = per.get(op, 0) + 1
+                per[op] = per.get(op, 0) + n
 
     def record(self):
         top = {r: dict(sorted(per.items(), key=lambda kv: -kv[1])[:8])
@@ -72,6 +113,7 @@ class Stats:
                 "ops_covered": self.covered, "ops_checked": self.checked,
                 "violations": self.violations, "inconclusive": self.inconclusive,
                 "errors": self.errors, "passed_through": dict(self.passed),
+                "cost_s": {k: round(v, 6) for k, v in sorted(self.cost.items())},
                 "passed_through_ops": top, "torch_version": torch.__version__}
 
 
@@ -136,14 +178,28 @@ def _cpu_scalar(t):
     return t.dim() == 0 and t.device.type == "cpu"
 
 
+_Tensor = torch.Tensor
+_PLAIN = (int, float, bool, str, type(None))
+_TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
 def _key_part(a):
-    if isinstance(a, torch.Tensor):
-        return (a.dtype, tuple(a.shape), a.stride(), a.device.type)
+    """A hashable description of an argument: a tensor's dtype, shape,
+    strides and device; integers, strings and torch's value types as they
+    are; a float only as 0, 1 or another value (what the mappers and the
+    profile tell apart: dropout, alpha, beta). A signature is (op, dtypes,
+    shapes, strides, settings): an optimizer's per-step scalars (learning
+    rate, bias correction) do not make a new one at every step. On every
+    covered op of every watched step: kept cheap."""
+    if isinstance(a, _Tensor):
+        return (a.dtype, a.shape, a.stride(), a.device)
+    if type(a) is float:
+        return a if a == 0.0 or a == 1.0 else float
     if isinstance(a, (list, tuple)):
-        return tuple(_key_part(x) for x in a)
+        return tuple([_key_part(x) for x in a])
     if isinstance(a, dict):  # kwargs: approximate="tanh", dim=..., out=...
-        return tuple(sorted((k, _key_part(v)) for k, v in a.items()))
-    if isinstance(a, (int, float, bool, str, type(None))):
+        return tuple(sorted([(k, _key_part(v)) for k, v in a.items()]))
+    if isinstance(a, _PLAIN) or isinstance(a, _TORCH_VALUES):
         return a
     return type(a).__name__
 
@@ -175,7 +231,8 @@ class KcheckMode(TorchDispatchMode):
         self.devices = devices
         self.stats = Stats()
         self.entries = {}  # OpOverload -> ops.Entry or None
-        self.done = set()  # fast keys the policy will not check again
+        self.uncovered = {}  # OpOverload -> calls (op not covered)
+        self.done = {}  # fast keys the policy will not check again -> [calls since, op]
         self.sample = float(_api.option("sample", "0") or 0)
         self.nchecks = 0
         self.log_path = _api.option("log_path", "kcheck")
@@ -190,9 +247,19 @@ class KcheckMode(TorchDispatchMode):
         elif workers == 0:
             workers = max(1, min(8, (os.cpu_count() or 2) // 2))
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="kcheck") if workers else None
-        self.slots = threading.BoundedSemaphore(4 * max(1, workers))
+        # checks waiting for or on a worker, and their host bytes; beyond
+        # the limits new signatures are deferred, never waited for
+        self.inflight, self.pending_bytes = 0, 0
+        self.max_inflight = 64 * max(1, workers)
+        self.budget = float(_api.option("torch_budget", "0.5") or 0.5)
+        self.main_s = 0.0  # program-thread seconds spent in checks
+        self.t_install = time.perf_counter()
+        self.waiting = set()  # keys deferred at their last call
+        self.checked_keys = set()  # keys offered to the policy once
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        # The fast path runs on every op of every watched step: counters
+        # without the lock (resolved to names at the summary), no strings.
         kwargs = kwargs or {}
         st = self.stats
         st.seen += 1
@@ -201,19 +268,26 @@ class KcheckMode(TorchDispatchMode):
         except KeyError:
             entry = self.entries[func] = self._entry(func)
         if entry is None:
-            st.pass_("op not covered", _op_name(func))
+            un = self.uncovered
+            un[func] = un.get(func, 0) + 1
             return func(*args, **kwargs)
         st.covered += 1
         try:
-            key = (func, _key_part(args), _key_part(kwargs), profiles.token())
+            key = (func, _key_part(args), _key_part(kwargs) if kwargs else (), profiles.token())
+            cell = self.done.get(key)
         except Exception:  # an argument kcheck cannot key: never the program's problem
             st.pass_("arguments kcheck cannot key", entry.name)
             return func(*args, **kwargs)
-        if key in self.done:
-            st.pass_("signature done (policy)", entry.name)
+        if cell is not None:
+            cell[0] += 1
             return func(*args, **kwargs)
         self.new_keys += 1
         return self._slow(func, entry, key, args, kwargs)
+
+    def _done(self, key, entry):
+        """The key will not be checked again (its first pass-through was
+        counted under its own reason)."""
+        self.done[key] = [0, entry.name]
 
     def on_step(self):
         """After each optimizer step (a safe point outside any op, on the
@@ -247,6 +321,11 @@ class KcheckMode(TorchDispatchMode):
 
     def _slow(self, func, entry, key, args, kwargs):
         st = self.stats
+        if key in self.waiting:  # mapped and profiled at an earlier call, deferred then
+            why = self._deferred()
+            if why:
+                st.pass_(why, entry.name)
+                return func(*args, **kwargs)
         reason = self._reason(entry, args, kwargs)
         plan = None
         if reason is None:
@@ -260,17 +339,45 @@ class KcheckMode(TorchDispatchMode):
             reason, settings, in_fmt = self._profile(plan)
         if reason is not None:
             st.pass_(reason, entry.name)
-            self.done.add(key)  # the same key gives the same reason
+            if reason not in _TRANSIENT and not reason.startswith(_PER_VALUE):
+                self._done(key, entry)  # the same key gives the same reason
             return func(*args, **kwargs)
+        why = self._deferred() if key not in self.checked_keys else None
+        if why:
+            # a signature never checked yet: checked at a later call of the same signature (a training
+            # loop repeats them); counted, and named in the summary when
+            # the program ends before that call
+            self.waiting.add(key)
+            st.pass_(why, entry.name)
+            return func(*args, **kwargs)
+        self.waiting.discard(key)
+        self.checked_keys.add(key)  # offered to the policy: not deferred again
         skey = "%s|%r|%s|%r|%s" % (entry.name, key[1:3], in_fmt, key[3], sorted(plan.attrs.items()))
         why = ctypes.create_string_buffer(256)
         if not self.lib.kcheck_op_decide(entry.name.encode(), skey.encode(), why, len(why)):
             reason = why.value.decode() or "policy"
             st.pass_(reason, entry.name)
             if self.sample == 0 or "max_checks" in reason:
-                self.done.add(key)
+                self._done(key, entry)
             return func(*args, **kwargs)
-        return self._check(func, entry, plan, settings, skey, args, kwargs)
+        t = time.perf_counter()
+        try:
+            return self._check(func, entry, plan, settings, skey, args, kwargs)
+        finally:
+            dt = time.perf_counter() - t
+            self.main_s += dt
+            st.add_cost("checked_call", dt)
+
+    def _deferred(self):
+        """Why a new signature is not checked at this call (None: it is):
+        the workers hold enough pending judgments, or the program's thread
+        has spent its share (torch_budget) of the time since the binding
+        was installed on checks."""
+        if self.inflight >= self.max_inflight or self.pending_bytes > _PENDING_BYTES:
+            return "deferred: judgments pending"
+        if self.budget < 1 and self.main_s > self.budget * (time.perf_counter() - self.t_install):
+            return "deferred: torch_budget"
+        return None
 
     def _reason(self, entry, args, kwargs):
         if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
@@ -318,14 +425,18 @@ class KcheckMode(TorchDispatchMode):
         run on kcheck's worker threads."""
         st = self.stats
         t0 = time.perf_counter()
-        inputs = self._copy_inputs(plan)
+        with st.timed("copy_inputs"):
+            inputs = self._copy_inputs(plan)
         mark = self.lib.kcheck_thread_launches()
-        res = func(*args, **kwargs)
+        with st.timed("op"):
+            res = func(*args, **kwargs)
         try:
-            jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
+            with st.timed("copy_output"):
+                jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
             gates = {}
             if "immutability" in self.gates:
-                gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
+                with st.timed("immutability"):
+                    gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
             trial_jobs = {}
             if jobs is not None:
                 with trials.own_memory(self._device(args)):
@@ -336,9 +447,12 @@ class KcheckMode(TorchDispatchMode):
                             gates[gate] = {"status": "not_applicable",
                                            "reason": entry.not_applicable[gate]}
                             continue
-                        trial_jobs[gate] = self._trials(gate, func, entry, settings, args, kwargs)
+                        with st.timed("trials:" + gate):
+                            trial_jobs[gate] = self._trials(gate, func, entry, settings, args,
+                                                            kwargs)
                     if "coverage" in self.gates:
-                        gates["coverage"] = self._coverage(func, entry, settings, args, kwargs)
+                        with st.timed("coverage"):
+                            gates["coverage"] = self._coverage(func, entry, settings, args, kwargs)
             else:
                 gates["oracle"] = ctx.get("_result")
             self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0)
@@ -365,7 +479,9 @@ class KcheckMode(TorchDispatchMode):
             try:
                 t1 = time.perf_counter()
                 if job is not None:
+                    t = time.perf_counter()
                     status, res = job.run()
+                    self.stats.add_cost("judge:oracle", time.perf_counter() - t)
                     gates["oracle"] = res
                     self._count(status, res)
                 for gate, tl in trial_jobs.items():
@@ -375,8 +491,13 @@ class KcheckMode(TorchDispatchMode):
                         if j is None:
                             runs.append(dict(meta, **{"class": "skipped"}))
                             continue
+                        t = time.perf_counter()
                         status, res = j.run()
-                        runs.append(dict(meta, **{"class": res.get("class", res.get("status"))}))
+                        self.stats.add_cost("judge:" + gate, time.perf_counter() - t)
+                        cov = res.get("coverage") or {}
+                        runs.append(dict(meta, **{"class": res.get("class", res.get("status")),
+                                                  "checked": cov.get("checked"),
+                                                  "total": cov.get("total")}))
                         if status == _api.VIOLATION:
                             with self.stats.lock:
                                 self.stats.violations += 1
@@ -396,9 +517,16 @@ class KcheckMode(TorchDispatchMode):
             except Exception as e:
                 self._internal(entry, e)
             finally:
-                self.slots.release()
+                with self.stats.lock:
+                    self.inflight -= 1
+                    self.pending_bytes -= nbytes
 
-        self.slots.acquire()  # back-pressure: a bounded number of pending checks
+        jobs = ([job] if job is not None else []) + [j for tl in trial_jobs.values()
+                                                     for _, j in tl if j is not None]
+        nbytes = sum(j.nbytes() for j in jobs)
+        with self.stats.lock:
+            self.inflight += 1
+            self.pending_bytes += nbytes
         if self.pool is None:
             task()
         else:
@@ -481,7 +609,9 @@ class KcheckMode(TorchDispatchMode):
                 self.nchecks += 1
                 save = "%s.%d.op%d.pt" % (self.log_path, os.getpid(), self.nchecks)
         cap = judge.APP_CAP if exposed is None else judge.TRIAL_CAP
-        return judge.Job(self.lib, gate, mask, plan, hosts, oh, prof, attrs, ctx, cap, save), ctx
+        sampling = None if exposed is None else judge.TRIAL_SAMPLING
+        return judge.Job(self.lib, gate, mask, plan, hosts, oh, prof, attrs, ctx, cap, save,
+                         sampling), ctx
 
     def _immutability(self, entry, plan, inputs, ctx):
         """Inputs the op does not declare written, compared bytewise before
@@ -602,16 +732,35 @@ class KcheckMode(TorchDispatchMode):
                   for n in sizes if n]
         del blocks
 
-    def summary(self):
+    def record(self):
+        """The summary's counters, the fast path's included."""
+        self.stats.merge_fast(self.uncovered, self.done)
         rec = self.stats.record()
+        waiting = {}
+        for key in list(self.waiting):
+            e = self.entries.get(key[0])
+            name = e.name if e is not None else _op_name(key[0])
+            waiting[name] = waiting.get(name, 0) + 1
+        # deferred at their last call and never met again: not checked
+        rec["signatures_deferred_unchecked"] = len(self.waiting)
+        rec["deferred_unchecked_ops"] = dict(sorted(waiting.items(), key=lambda kv: -kv[1])[:16])
+        rec["torch_budget"] = self.budget
+        rec["program_thread_check_s"] = round(self.main_s, 6)
+        rec["since_install_s"] = round(time.perf_counter() - self.t_install, 6)
+        return rec
+
+    def summary(self):
+        rec = self.record()
         self.lib.kcheck_record(b"torch_summary", json.dumps(rec).encode())
         st = self.stats
         top = sorted(st.passed.items(), key=lambda kv: -kv[1])[:6]
         steps = (" in %d of %d optimizer steps" % (st.watched_steps, st.steps)) if st.steps else ""
+        left = (", %d signatures deferred and never met again (not checked)" %
+                rec["signatures_deferred_unchecked"]) if rec["signatures_deferred_unchecked"] else ""
         sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d checked (%d violations, "
-                         "%d inconclusive, %d errors); passed through: %s\n" %
+                         "%d inconclusive, %d errors)%s; passed through: %s\n" %
                          (st.seen, steps, st.covered, st.checked, st.violations, st.inconclusive,
-                          st.errors, ", ".join("%s %d" % kv for kv in top) or "none"))
+                          st.errors, left, ", ".join("%s %d" % kv for kv in top) or "none"))
 
 
 _MODE = None

@@ -78,8 +78,29 @@ def settings():
     return s
 
 
+def _token_getters():
+    """The C getters behind torch.backends.cuda.matmul's attributes (a tenth
+    of the cost of the attribute lookups, on every covered op), or None
+    when this torch lacks one of them."""
+    import torch
+    names = ("_get_cublas_allow_tf32", "_get_float32_matmul_precision",
+             "_get_cublas_allow_fp16_reduced_precision_reduction",
+             "_get_cublas_allow_bf16_reduced_precision_reduction")
+    fs = tuple(getattr(torch._C, n, None) for n in names)
+    return fs if all(fs) else None
+
+
+_GETTERS = False
+
+
 def token():
     """A cheap tuple of the settings that change profiles (signature keys)."""
+    global _GETTERS
+    if _GETTERS is False:
+        _GETTERS = _token_getters()
+    if _GETTERS is not None:
+        a, b, c, d = _GETTERS
+        return (a(), b(), c(), d())
     import torch
     m = torch.backends.cuda.matmul
     return (m.allow_tf32, torch.get_float32_matmul_precision(),

@@ -13,6 +13,7 @@ Prints
   STEADY_MS_PER_STEP <ms>       mean of steps 6..N
   STEADY_MEDIAN_MS <ms>         median of steps 6..N
   FINAL_LOSS <float.hex()>
+  MEMORY allocated=.. reserved=.. max_allocated=.. max_reserved=..  (CUDA)
 With --profile-out FILE it instead runs --steps steps plain under
 torch.profiler (after 3 warm-up steps) and writes JSON: the mean device time
 of each kernel by name, and the device-to-device copy bandwidth of a large
@@ -157,6 +158,10 @@ def main():
         print(f"STEADY_MS_PER_STEP {statistics.fmean(steady):.3f}")
         print(f"STEADY_MEDIAN_MS {statistics.median(steady):.3f}")
     print(f"FINAL_LOSS {float(loss.item()).hex()}")
+    if dev.type == "cuda":  # the program's view of the caching allocator
+        c = torch.cuda
+        print(f"MEMORY allocated={c.memory_allocated()} reserved={c.memory_reserved()} "
+              f"max_allocated={c.max_memory_allocated()} max_reserved={c.max_memory_reserved()}")
     name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu"
     print(f"VERSIONS torch={torch.__version__} device={name}", flush=True)
     return 0

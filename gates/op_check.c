@@ -430,7 +430,8 @@ KC_EXPORT void kcheck_op_done(const char *op, const char *key, int clean, double
 }
 
 KC_EXPORT void kcheck_record(const char *type, const char *record_json) {
-  static const char *const allowed[] = {"op_skip", "torch", "torch_summary", NULL};
+  /* op_check: the generated-input part of a check run later (torch_budget) */
+  static const char *const allowed[] = {"op_skip", "op_check", "torch", "torch_summary", NULL};
   if (!type || !record_json || !ready()) return;
   int ok = 0;
   for (int i = 0; allowed[i]; i++)

@@ -15,13 +15,19 @@
 #     torch.compile (compiled graph results equal; its Triton kernels seen
 #     at kernel level);
 # (e) bench: bench/transformer_step.py, 6 layers, d 512, ratios to the plain
-#     run in the same call: plain; kcheck gates=none (no binding); kcheck
-#     --torch (default: steady state watches one optimizer step in 20);
-#     --torch with torch_watch_every=1 (every op of every step); --torch
-#     with gates=oracle (op-level oracle only, no kernel-level gates).
+#     run in the same call (bench/torch_bench_table.py): plain; none
+#     (kcheck gates=none, no binding); default (kcheck's default gates at
+#     kernel level, no binding); torch_dispatch (--torch with gates=none
+#     and torch_watch_every=1: the dispatch mode's cost alone); torch
+#     (--torch, defaults); torch_all (torch_watch_every=1); torch_nobudget
+#     (torch_budget=1: every check whole at the first call); torch_oracle
+#     (gates=oracle). The torch configurations' torch_summary gives where
+#     the binding's time went (cost_s).
 # Environment: KC_TORCH_PARTS, KC_TORCH_MODES, KC_TORCH_STEPS (4),
-# KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_TIMEOUT per command (200),
-# KC_BUDGET for the whole (540 s: no command starts or runs past it).
+# KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_ACT (activation paths), KC_TIMEOUT
+# per command (200), KC_BUDGET for the whole (540 s: no command starts or
+# runs past it). The load_inline extension of the bugs part is taken from
+# build/torch_ext (test/gpu/torch_ext.py build build/torch_ext), else built.
 # Writes OUTDIR/torch-results.md and OUTDIR/torch-logs.tar.gz.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -46,7 +52,9 @@ fails=0
 rows=()
 PARTS=${KC_TORCH_PARTS:-"train bugs nondet activation bench"}
 MODES=${KC_TORCH_MODES:-"fp32 bf16"}
-BENCH_CONFIGS=${KC_BENCH_CONFIGS:-"plain none torch torch_all torch_oracle"}
+BENCH_CONFIGS=${KC_BENCH_CONFIGS:-"plain none default torch_dispatch torch torch_nobudget"}
+ACT=${KC_ACT:-"python_c pytest torchrun spawn notorch compile"}
+want_act() { [[ " $ACT " == *" $1 "* ]]; }
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 note() { rows+=("| $1 | $2 | $3 |"); echo "[$2] $1 - $3"; [ "$2" = PASS ] || fails=$((fails + 1)); }
@@ -116,6 +124,11 @@ if want bench; then
     case $c in
     plain) run bench_plain "$PYTHON" "${B[@]}" ;;
     none) run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
+    default) run bench_default "${KC[@]}" run -o "log_path=$WORK/bench_default" -- "$PYTHON" "${B[@]}" ;;
+    torch_dispatch) run bench_torch_dispatch "${KC[@]}" run --torch -o gates=none -o torch_watch_every=1 \
+      -o "log_path=$WORK/bench_torch_dispatch" -- "$PYTHON" "${B[@]}" ;;
+    torch_nobudget) run bench_torch_nobudget "${KC[@]}" run --torch -o torch_budget=1 \
+      -o "log_path=$WORK/bench_torch_nobudget" -- "$PYTHON" "${B[@]}" ;;
     torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
       -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
     torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
@@ -123,20 +136,26 @@ if want bench; then
       -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
     esac
   done
+  cp "$WORK"/bench_*.jsonl "$LOGS/" 2>/dev/null
   {
-    echo "| configuration | first 5 steps ms/step | ratio | steady ms/step | ratio |"
-    echo "|---|---|---|---|---|"
-    p1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_plain.out")
-    ps=$(field STEADY_MS_PER_STEP "$LOGS/bench_plain.out")
-    for c in $BENCH_CONFIGS; do
-      f1=$(field FIRST_SIGHT_MS_PER_STEP "$LOGS/bench_$c.out")
-      fs=$(field STEADY_MS_PER_STEP "$LOGS/bench_$c.out")
-      awk -v c="$c" -v f1="$f1" -v fs="$fs" -v p1="$p1" -v ps="$ps" 'BEGIN {
-        if (f1 == "" || p1 == "") { printf "| %s | (failed) | | | |\n", c; exit }
-        printf "| %s | %.1f | %.2fx | %.1f | %.2fx |\n", c, f1, f1 / p1, fs, fs / ps }'
-    done
+    "$PYTHON" bench/torch_bench_table.py "$LOGS" $BENCH_CONFIGS
   } >"$LOGS/bench.md"
   cat "$LOGS/bench.md"
+  # the binding leaves the training bitwise unchanged and finds nothing in it
+  a=$(field FINAL_LOSS "$LOGS/bench_plain.out")
+  for c in $BENCH_CONFIGS; do
+    [ "$c" = plain ] && continue
+    b=$(field FINAL_LOSS "$LOGS/bench_$c.out")
+    if [ -n "$a" ] && [ "$a" = "$b" ]; then st=PASS; else st=FAIL; fi
+    note "bench $c: final loss bitwise equal to plain" $st "plain $a, $c $b"
+  done
+  if [[ " $BENCH_CONFIGS " == *" torch "* ]]; then
+    out=$("${CHECK[@]}" train $(reports bench_torch) 2>&1)
+    echo "$out" >"$LOGS/bench_torch_check.txt"
+    n=$(echo "$out" | grep -c '^FAIL violation')
+    [ "$n" = 0 ] && [ -n "$(reports bench_torch)" ] && st=PASS || st=FAIL
+    note "bench torch: no violation on the training run (defaults)" $st "$(echo "$out" | head -1)"
+  fi
 fi
 
 # (c) nondeterministic ops still flagged at kernel level
@@ -161,10 +180,11 @@ act() { # name cmd...
   note "activation: $name" $st "exit $rc; $out"
 }
 if want activation; then
-act python_c "$PYTHON" -c "import torch; x = torch.ones(64, 64, device='cuda'); print(float((x @ x).sum()))"
-act pytest "$PYTHON" -m pytest -q -p no:cacheprovider test/gpu/torch_activation.py -k pytest_case
-act torchrun torchrun --nproc-per-node=1 test/gpu/torch_activation.py worker
-act spawn "$PYTHON" test/gpu/torch_activation.py spawn
+want_act python_c && act python_c "$PYTHON" -c "import torch; x = torch.ones(64, 64, device='cuda'); print(float((x @ x).sum()))"
+want_act pytest && act pytest "$PYTHON" -m pytest -q -p no:cacheprovider test/gpu/torch_activation.py -k pytest_case
+want_act torchrun && act torchrun torchrun --nproc-per-node=1 test/gpu/torch_activation.py worker
+want_act spawn && act spawn "$PYTHON" test/gpu/torch_activation.py spawn
+if want_act notorch; then
 KCHECK_OPTIONS="torch=1:log_path=$WORK/act_notorch" LD_PRELOAD="$KCHECK_LIB" run act_notorch \
   "$PYTHON" -c "import sys; print('torch' in sys.modules)"
 if [ "$(cat "$LOGS/act_notorch.out")" = False ]; then
@@ -172,6 +192,8 @@ if [ "$(cat "$LOGS/act_notorch.out")" = False ]; then
 else
   note "activation: a program that never imports torch is untouched" FAIL "$(cat "$LOGS/act_notorch.out")"
 fi
+fi
+if want_act compile; then
 run compile_plain "$PYTHON" test/gpu/torch_activation.py compile
 run compile_torch "${KC[@]}" run --torch -o "log_path=$WORK/compile" -- "$PYTHON" test/gpu/torch_activation.py compile
 a=$(field COMPILED "$LOGS/compile_plain.out")
@@ -179,6 +201,7 @@ b=$(field COMPILED "$LOGS/compile_torch.out")
 out=$("${CHECK[@]}" compile $(reports compile) 2>&1)
 if [ -n "$a" ] && [ "$a" = "$b" ] && [[ "$out" == PASS* ]]; then st=PASS; else st=FAIL; fi
 note "torch.compile: results equal, Triton kernels seen at kernel level" $st "plain $a binding $b; $out"
+fi
 fi
 
 {

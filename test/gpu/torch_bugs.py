@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test/gpu/torch_bugs.py — planted bugs written as custom ops (Triton
-kernels registered with torch.library.custom_op), with op-level contracts
-in torch_bugs.yaml (torch_op: kcbug::...). Under `kcheck run --torch` with
+kernels registered with torch.library.custom_op and torch.library.triton_op,
+CUDA kernels of a cpp_extension.load_inline extension: torch_ext.py), with
+op-level contracts in torch_bugs.yaml (torch_op: kcbug::..., kcext::...). Under `kcheck run --torch` with
 those contracts, each buggy op must be caught by the right gate and each
 finding must carry the Python line of the call; the correct version of
 every op must stay silent.
@@ -23,7 +24,15 @@ EXPECT = [
     ("layernorm_ok", "silent"), ("layernorm_onepass", "precision"),
     ("relu_ok", "silent"), ("relu_tail", "coverage"),
     ("scale_ok", "silent"), ("scale_scratch", "immutability"),
+    # torch.library.triton_op (the same Triton matmul)
+    ("top_mm_ok", "silent"), ("top_mm_fp16acc", "precision"),
+    # cpp_extension.load_inline (torch_ext.py: namespace kcext)
+    ("kcext::scale_ok", "silent"), ("kcext::scale_scratch", "immutability"),
 ]
+
+
+def qualified(name):
+    return name if "::" in name else "kcbug::" + name
 
 
 def define():
@@ -125,6 +134,19 @@ def define():
         def f(a: T, b: T, bug=bug) -> T:
             return mm(a, b, bug)
         reg("mm_" + suffix, _strip(f))
+    def mm_top(a, b, bug):
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty(M, N, device=a.device, dtype=torch.float32)
+        torch.library.wrap_triton(mm_kernel)[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+            a.contiguous(), b.contiguous(), c, M, N, K, 32, 32, 32, bug)
+        return c
+
+    for bug, suffix in ((False, "ok"), (True, "fp16acc")):
+        def f(a: T, b: T, bug=bug) -> T:
+            return mm_top(a, b, bug)
+        ops["top_mm_" + suffix] = torch.library.triton_op("%s::top_mm_%s" % (lib, suffix),
+                                                          mutates_args=())(_strip(f))
     for bug, suffix in ((False, "ok"), (True, "nomax")):
         def f(x: T, bug=bug) -> T:
             return rows(x, None, 0.0, 0, bug)
@@ -145,6 +167,15 @@ def define():
         def f(x: T, bug=bug) -> T:
             return ew(x, 1, bug)
         reg("scale_" + suffix, _strip(f))
+    try:  # the load_inline extension (carried prebuilt to the GPU machine)
+        import os
+        import torch_ext
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        torch_ext.load(os.environ.get("KC_TORCH_EXT", os.path.join(root, "build", "torch_ext")))
+        ops["kcext::scale_ok"] = torch.ops.kcext.scale_ok
+        ops["kcext::scale_scratch"] = torch.ops.kcext.scale_scratch
+    except Exception as e:  # reported by --check as never checked
+        print("EXT unavailable: %s: %s" % (type(e).__name__, e), flush=True)
     return ops
 
 
@@ -166,7 +197,9 @@ def _strip(f):
 
 def call(ops, name, *args):
     line = inspect.currentframe().f_back.f_lineno
-    print("CALL kcbug::%s %d" % (name, line), flush=True)
+    print("CALL %s %d" % (qualified(name), line), flush=True)
+    if name not in ops:
+        return None
     return ops[name](*args)
 
 
@@ -193,6 +226,10 @@ def run():
     r.append(call(ops, "relu_tail", v))
     r.append(call(ops, "scale_ok", v.clone()))
     r.append(call(ops, "scale_scratch", v.clone()))
+    r.append(call(ops, "top_mm_ok", a, b))
+    r.append(call(ops, "top_mm_fp16acc", a, b))
+    r.append(call(ops, "kcext::scale_ok", v.clone()))
+    r.append(call(ops, "kcext::scale_scratch", v.clone()))
     torch.cuda.synchronize()
     print("RAN %d" % len(r))
     return 0
@@ -203,14 +240,15 @@ def check(paths, calls):
     for p in paths:
         with open(p) as f:
             recs += [json.loads(line) for line in f]
-    viol = [r for r in recs if r["type"] == "violation" and str(r.get("op", "")).startswith("kcbug::")]
+    viol = [r for r in recs if r["type"] == "violation" and
+            str(r.get("op", "")).startswith(("kcbug::", "kcext::"))]
     checks = {r["op"] for r in recs if r["type"] == "op_check"}
     failed = 0
     for name, expect in EXPECT:
-        op = "kcbug::%s.default" % name
+        op = "%s.default" % qualified(name)
         mine = [v for v in viol if v.get("op") == op]
         gates = sorted({v["gate"] for v in mine})
-        line = calls.get("kcbug::" + name)
+        line = calls.get(qualified(name))
         # the frame of run() that called the op (call() is the innermost)
         lines = sorted({f.get("line") for v in mine for f in (v.get("stack") or {}).get("python", [])
                         if f.get("function") == "run"})

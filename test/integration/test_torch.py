@@ -403,25 +403,37 @@ print("done")
 """
 
 
-def test_budget_defers_signatures_to_later_calls(tmp_path):
-    # torch_budget=0: after the first check, every new signature is deferred
+def test_budget_defers_generated_inputs_not_the_application_check(tmp_path):
+    # torch_budget=0: after the first check, every new signature is judged
+    # on the application's inputs at its first call; its generated-input
+    # part waits for a safe point with budget (none here: the exit)
     p, recs = run_py(tmp_path, LOOP_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0")
     assert p.returncode == 0, p.stderr
     s = of(recs, "torch_summary")[0]
-    assert s["ops_checked"] == 1 and len(of(recs, "op_check")) == 1
-    assert s["passed_through"]["deferred: torch_budget"] >= 4 * 39
-    # deferred at their last call and never checked: counted and named
-    assert s["signatures_deferred_unchecked"] == 4, s
-    assert "deferred" in p.stderr and "never met again" in p.stderr
-    # a budget that lets checks catch up: every signature checked once, in time
-    d = tmp_path / "half"
+    first = [c for c in of(recs, "op_check") if "part" not in c]
+    later = [c for c in of(recs, "op_check") if c.get("part") == "generated"]
+    assert s["ops_checked"] == 5 and len(first) == 5, s
+    assert s["generated_part_deferred"] == 4, s
+    assert sorted(c["oracle_op"] for c in later) == ["mul", "softmax", "sum", "tanh"]
+    for c in first:
+        assert c["gates"]["oracle"]["status"] in ("bitwise", "pass"), c
+        if c["oracle_op"] != "matmul":
+            assert c["gates"]["precision"]["status"] == "deferred", c
+    for c in later:  # the same gates, run at exit, with the call's Python line
+        assert {"nonfinite", "precision", "extremes", "coverage"} <= set(c["gates"]), c
+        assert c["gates"]["precision"]["status"] == "pass", c
+        assert c["stack"]["python"][-1]["line"] in (7, 8), c
+    assert s["cost_s"]["exit_generated"] > 0
+    assert s["signatures_deferred_unchecked"] == 0
+    # no budget limit: everything at the first call
+    d = tmp_path / "all"
     d.mkdir()
-    p, recs = run_py(d, LOOP_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0.9")
+    p, recs = run_py(d, LOOP_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1")
     s = of(recs, "torch_summary")[0]
-    assert s["signatures_deferred_unchecked"] == 0, s
+    assert s["generated_part_deferred"] == 0
+    assert not [c for c in of(recs, "op_check") if "part" in c]
     assert sorted(c["oracle_op"] for c in of(recs, "op_check")) == \
         ["matmul", "mul", "softmax", "sum", "tanh"], s
-    assert s["cost_s"]["checked_call"] <= s["since_install_s"]
 
 
 def test_signature_leaves_scalar_values_out():

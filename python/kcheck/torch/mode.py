@@ -63,6 +63,8 @@ class Stats:
         self.violations = 0
         self.inconclusive = 0
         self.errors = 0
+        self.generated_deferred = 0  # checks whose generated-input part waited (budget)
+        self.last_check_step = 0  # optimizer steps before the last signature's check
         self.passed = {}
         self.by_reason_ops = {}
         # seconds per phase of the checks: on the program's thread (the
@@ -113,6 +115,8 @@ class Stats:
                 "ops_covered": self.covered, "ops_checked": self.checked,
                 "violations": self.violations, "inconclusive": self.inconclusive,
                 "errors": self.errors, "passed_through": dict(self.passed),
+                "generated_part_deferred": self.generated_deferred,
+                "last_check_after_steps": self.last_check_step,
                 "cost_s": {k: round(v, 6) for k, v in sorted(self.cost.items())},
                 "passed_through_ops": top, "torch_version": torch.__version__}
 
@@ -256,6 +260,7 @@ class KcheckMode(TorchDispatchMode):
         self.t_install = time.perf_counter()
         self.waiting = set()  # keys deferred at their last call
         self.checked_keys = set()  # keys offered to the policy once
+        self.later = []  # generated-input parts waiting for budget (run_later)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # The fast path runs on every op of every watched step: counters
@@ -307,6 +312,8 @@ class KcheckMode(TorchDispatchMode):
                 self.__enter__()
                 self.watching = True
         self.new_keys = 0
+        if self.later:
+            self.run_later()
 
     def _on_top(self):
         from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -361,8 +368,11 @@ class KcheckMode(TorchDispatchMode):
                 self._done(key, entry)
             return func(*args, **kwargs)
         t = time.perf_counter()
+        now = not self._over_budget()
+        if not now:
+            st.generated_deferred += 1
         try:
-            return self._check(func, entry, plan, settings, skey, args, kwargs)
+            return self._check(func, entry, plan, settings, skey, args, kwargs, now)
         finally:
             dt = time.perf_counter() - t
             self.main_s += dt
@@ -370,14 +380,16 @@ class KcheckMode(TorchDispatchMode):
 
     def _deferred(self):
         """Why a new signature is not checked at this call (None: it is):
-        the workers hold enough pending judgments, or the program's thread
-        has spent its share (torch_budget) of the time since the binding
-        was installed on checks."""
+        the workers hold enough pending judgments (their host copies)."""
         if self.inflight >= self.max_inflight or self.pending_bytes > _PENDING_BYTES:
             return "deferred: judgments pending"
-        if self.budget < 1 and self.main_s > self.budget * (time.perf_counter() - self.t_install):
-            return "deferred: torch_budget"
         return None
+
+    def _over_budget(self):
+        """Has the program's thread spent its share (torch_budget) of the
+        time since the binding was installed on checks?"""
+        return self.budget < 1 and \
+            self.main_s > self.budget * (time.perf_counter() - self.t_install)
 
     def _reason(self, entry, args, kwargs):
         if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
@@ -418,11 +430,14 @@ class KcheckMode(TorchDispatchMode):
             return str(e), None, None
         return None, s, in_fmt
 
-    def _check(self, func, entry, plan, settings, skey, args, kwargs):
+    def _check(self, func, entry, plan, settings, skey, args, kwargs, generated_now=True):
         """The application's call, checked: oracle and immutability on its
         own inputs, the generated-input gates and coverage on kcheck's
         tensors. Device work and host copies happen here; the judgments
-        run on kcheck's worker threads."""
+        run on kcheck's worker threads. generated_now False (torch_budget
+        spent): the generated-input part waits for a safe point with
+        budget left (after an optimizer step) or the program's exit; it
+        needs only the call's layout, never the application's tensors."""
         st = self.stats
         t0 = time.perf_counter()
         with st.timed("copy_inputs"):
@@ -439,26 +454,72 @@ class KcheckMode(TorchDispatchMode):
                     gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
             trial_jobs = {}
             if jobs is not None:
-                with trials.own_memory(self._device(args)):
-                    for gate in trials.GATES:
-                        if gate not in self.gates:
-                            continue
-                        if gate in entry.not_applicable:
-                            gates[gate] = {"status": "not_applicable",
-                                           "reason": entry.not_applicable[gate]}
-                            continue
-                        with st.timed("trials:" + gate):
-                            trial_jobs[gate] = self._trials(gate, func, entry, settings, args,
-                                                            kwargs)
-                    if "coverage" in self.gates:
-                        with st.timed("coverage"):
-                            gates["coverage"] = self._coverage(func, entry, settings, args, kwargs)
+                wanted = [g for g in trials.GATES + ("coverage",) if g in self.gates]
+                for gate in wanted:
+                    if gate in entry.not_applicable:
+                        gates[gate] = {"status": "not_applicable",
+                                       "reason": entry.not_applicable[gate]}
+                if generated_now:
+                    trial_jobs = self._generated(func, entry, plan.op, settings, args, kwargs,
+                                                 gates, ctx)
+                elif any(g not in gates for g in wanted):
+                    for g in wanted:
+                        gates.setdefault(g, {"status": "deferred",
+                                             "reason": "torch_budget: run at a later safe point"})
+                    self.later.append((func, entry, plan.op, settings, skey,
+                                       trials.specs(args, kwargs, self.devices), ctx))
             else:
                 gates["oracle"] = ctx.get("_result")
             self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0)
         except Exception as e:  # never the program's problem: count, say once
             self._internal(entry, e)
         return res
+
+    def _generated(self, func, entry, op, settings, args, kwargs, gates, ctx):
+        """The generated-input gates' trials and coverage, run on the device
+        now ({gate: trials} for the judgments; coverage's result in gates).
+        args may be the call's tensors or their layouts (trials.specs)."""
+        st = self.stats
+        trial_jobs = {}
+        with trials.own_memory(self._device(args)):
+            for gate in trials.GATES:
+                if gate not in self.gates or gate in gates:
+                    continue
+                with st.timed("trials:" + gate):
+                    trial_jobs[gate] = self._trials(gate, func, entry, op, settings, args, kwargs,
+                                                    ctx)
+            if "coverage" in self.gates and "coverage" not in gates:
+                with st.timed("coverage"):
+                    gates["coverage"] = self._coverage(func, entry, settings, args, kwargs, ctx)
+        return trial_jobs
+
+    def run_later(self, until_budget=True):
+        """The generated-input parts left by torch_budget, at a safe point
+        (no op running, the program's thread): while budget is left, or
+        all of them (at exit). Their ops are kcheck's own: no mode sees
+        them."""
+        from torch.utils._python_dispatch import _disable_current_modes
+        while self.later:
+            if until_budget and self._over_budget():
+                return
+            func, entry, op, settings, skey, (args, kwargs), ctx = self.later.pop(0)
+            t = time.perf_counter()
+            try:
+                with _disable_current_modes():
+                    gates = {}
+                    for g in entry.not_applicable:
+                        gates[g] = {"status": "not_applicable"}
+                    trial_jobs = self._generated(func, entry, op, settings, args, kwargs, gates,
+                                                 ctx)
+                    for g in entry.not_applicable:
+                        gates.pop(g, None)
+                self._submit(entry, None, skey, None, trial_jobs, gates, ctx, t, later=True)
+            except Exception as e:  # never the program's problem
+                self._internal(entry, e)
+            finally:
+                dt = time.perf_counter() - t
+                self.main_s += dt
+                self.stats.add_cost("later_generated", dt)
 
     def _internal(self, entry, e):
         st = self.stats
@@ -469,10 +530,12 @@ class KcheckMode(TorchDispatchMode):
             sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further ones "
                              "counted)\n" % (entry.name, type(e).__name__, e))
 
-    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0):
+    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False):
         """Runs the judgments on a worker: the oracle's, then each gate's
         trials in order until one is a violation; then the op_check record
-        and the policy's bookkeeping."""
+        and the policy's bookkeeping. later: the generated-input part of a
+        signature checked before (its own op_check record, part
+        "generated"; the policy counted the signature then)."""
         prep = time.perf_counter() - t0
 
         def task():
@@ -505,15 +568,21 @@ class KcheckMode(TorchDispatchMode):
                             break
                 clean = all(g.get("status") != "fail" for g in gates.values())
                 dt = prep + time.perf_counter() - t1
-                rec = {"op": entry.name, "oracle_op": plan.op, "profile": ctx.get("profile"),
+                rec = {"op": entry.name, "oracle_op": ctx.get("oracle_op"),
+                       "profile": ctx.get("profile"),
                        "key": skey[:512], "gates": gates, "kernels": ctx.get("kernels"),
                        "kernels_launched": ctx.get("kernels_launched"), "cost_ms": 1e3 * dt,
                        "host_ms": 1e3 * prep,
                        "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
+                if later:
+                    rec["part"] = "generated"
+                    self.lib.kcheck_record(b"op_check", json.dumps(rec).encode())
+                    return
                 self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
                                         json.dumps(rec).encode())
                 with self.stats.lock:
                     self.stats.checked += 1
+                    self.stats.last_check_step = self.stats.steps
             except Exception as e:
                 self._internal(entry, e)
             finally:
@@ -529,8 +598,11 @@ class KcheckMode(TorchDispatchMode):
             self.pending_bytes += nbytes
         if self.pool is None:
             task()
-        else:
+            return
+        try:
             self.pool.submit(task)
+        except RuntimeError:  # at exit the pool takes no new work (interpreter shutdown)
+            task()
 
     def _count(self, status, res):
         st = self.stats
@@ -545,7 +617,7 @@ class KcheckMode(TorchDispatchMode):
     @staticmethod
     def _device(args):
         for a in args:
-            if isinstance(a, torch.Tensor) and a.dim() > 0:
+            if isinstance(a, (torch.Tensor, trials.TensorSpec)) and a.dim() > 0:
                 return a.device
         return torch.device("cpu")
 
@@ -556,7 +628,7 @@ class KcheckMode(TorchDispatchMode):
                        else ("scalar", name, v))
         return out
 
-    def _job(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed):
+    def _job(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed, ctx0=None):
         """A judgment of plan's output in res against the host copies of
         its inputs: (Job, context), or (None, context with "_result") when
         the output cannot be judged. exposed: None for the application's
@@ -589,7 +661,10 @@ class KcheckMode(TorchDispatchMode):
             if isinstance(h, tuple):
                 h = judge.HostTensor.scalar(h[1], h[2], in_fmt, max(1, len(oh.shape)))
             hosts.append(h)
-        stack, thread = _user_stack()
+        if ctx0 is not None:  # the application's call this check stands for
+            stack, thread = ctx0["stack"]["python"], ctx0["python_thread"]
+        else:
+            stack, thread = _user_stack()
         ctx = {"op": entry.name, "aten_op": entry.name.split(".")[0],
                "overload": entry.name.split(".", 1)[1] if "." in entry.name else "default",
                "oracle_op": plan.op, "profile": prof, "settings": settings,
@@ -649,10 +724,9 @@ class KcheckMode(TorchDispatchMode):
             return fill(t, k)
         return trials.substitute(args, kwargs, make)
 
-    def _trials(self, gate, func, entry, settings, args, kwargs):
+    def _trials(self, gate, func, entry, op, settings, args, kwargs, ctx0):
         """The gate's trials run on the device now: [(meta, Job or None)]."""
-        plan0 = entry.mapper(entry.bind(args, kwargs))
-        tl, mask = trials.trials(self.lib, gate, plan0.op)
+        tl, mask = trials.trials(self.lib, gate, op)
         out = []
         for gen, tf, seed in tl:
             cmds = []
@@ -670,11 +744,11 @@ class KcheckMode(TorchDispatchMode):
             finally:
                 self.lib.kcheck_own_end()
             exposed = dict(meta, inputs="generated", commands=cmds)
-            j, _ = self._job(gate, mask, entry, plan, settings, inputs, res, None, exposed)
+            j, _ = self._job(gate, mask, entry, plan, settings, inputs, res, None, exposed, ctx0)
             out.append((meta, j))
         return out
 
-    def _coverage(self, func, entry, settings, args, kwargs):
+    def _coverage(self, func, entry, settings, args, kwargs, ctx0):
         """Two runs on generated inputs, the output memory poisoned with
         0xff and then 0x7f bytes: an element holding each run's poison was
         never written."""
@@ -707,7 +781,7 @@ class KcheckMode(TorchDispatchMode):
         if not unwritten.numel():
             return {"status": "pass"}
         first = int(unwritten[0])
-        rec = {"op": entry.name, "stack": {"python": _user_stack()[0]},
+        rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]},
                "evidence": {"verdict": "unwritten", "first_byte": first,
                             "bytes_unwritten": int(unwritten.numel()),
                             "poisons": [p1, p2]}}
@@ -792,6 +866,9 @@ def _finish():
     if m is None:
         return
     try:
+        t = time.perf_counter()
+        m.run_later(until_budget=False)  # the generated-input parts still waiting
+        m.stats.add_cost("exit_generated", time.perf_counter() - t)
         if m.pool is not None:
             m.pool.shutdown(wait=True)  # every pending judgment lands in the report
         m.summary()

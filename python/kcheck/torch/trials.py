@@ -12,10 +12,13 @@ shapes, strides and non-tensor arguments) re-run on generated inputs.
 
 kcheck's tensors live in a private CUDA memory pool (torch.cuda.MemPool),
 never in the program's tensors; the program's results, RNG and autograd
-graph are untouched. The pool's memory is visible in
-torch.cuda.memory_reserved()/max_memory_allocated() (PyTorch keeps one set
-of device statistics). Launches of the re-runs are kcheck's own
-(kcheck_own_begin/end): not counted or checked at kernel level.
+graph are untouched. The pool is made for one check's generated-input part
+and dropped after it (MemPool's destructor releases its free blocks), so
+torch.cuda.memory_allocated() and memory_reserved() are the program's own
+again between ops; the peak statistics (max_memory_allocated/reserved,
+one set per device in PyTorch) include kcheck's transient use. Launches of
+the re-runs are kcheck's own (kcheck_own_begin/end): not counted or
+checked at kernel level.
 """
 import contextlib
 import ctypes
@@ -31,15 +34,19 @@ _POOL = None
 
 @contextlib.contextmanager
 def own_memory(device):
-    """kcheck's own allocations: a private pool on CUDA, plain on CPU."""
+    """kcheck's own allocations: a private pool on CUDA, released when the
+    block ends (a block still in use, e.g. a library workspace first
+    allocated here, lives on until it is freed); plain on CPU."""
     global _POOL
     if device.type != "cuda":
         yield
         return
-    if _POOL is None:
-        _POOL = torch.cuda.MemPool()
-    with torch.cuda.use_mem_pool(_POOL):
-        yield
+    _POOL = torch.cuda.MemPool()
+    try:
+        with torch.cuda.use_mem_pool(_POOL, device):
+            yield
+    finally:
+        _POOL = None  # the last reference: ~MemPool releases its free blocks
 
 
 def pooled():
@@ -90,13 +97,37 @@ def regen_command(gen, transform, seed, t, role):
         gen, transform, seed, profiles.fmt(t.dtype), shape, role)
 
 
+class TensorSpec:
+    """A tensor's layout without its data (dtype, shape, strides, device):
+    what the generated-input trials need of the application's call when
+    they run later (torch_budget), without keeping its tensors alive."""
+    __slots__ = ("dtype", "shape", "_stride", "device")
+
+    def __init__(self, t):
+        self.dtype, self.shape, self._stride, self.device = t.dtype, t.shape, t.stride(), t.device
+
+    def stride(self):
+        return self._stride
+
+    def dim(self):
+        return len(self.shape)
+
+
+def specs(args, kwargs, devices):
+    """args and kwargs with every tensor on a checked device replaced by its
+    TensorSpec (CPU scalars and other tensors kept: they are small)."""
+    def make(t, k):
+        return TensorSpec(t) if t.device.type in devices and t.dim() > 0 else t
+    return substitute(args, kwargs, make)
+
+
 def substitute(args, kwargs, make):
     """args and kwargs with every tensor t replaced by make(t, k) (k: the
     tensor's position among the call's tensors)."""
     k = [0]
 
     def sub(a):
-        if isinstance(a, torch.Tensor):
+        if isinstance(a, (torch.Tensor, TensorSpec)):
             r = make(a, k[0])
             k[0] += 1
             return r

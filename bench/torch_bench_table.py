@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""bench/torch_bench_table.py — the table of the PyTorch binding's bench
+(test/gpu/run_gpu_torch.sh, part "bench"): ratios to the plain run of the
+same device call, and where the binding's time goes.
+
+  torch_bench_table.py LOGDIR CONFIG...
+
+Reads LOGDIR/bench_<config>.out (bench/transformer_step.py's STEP lines),
+LOGDIR/commands.txt (each command's wall time, exit included) and the
+torch_summary record of LOGDIR/bench_<config>.*.jsonl when there is one.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def steps(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"STEP (\d+) ([0-9.]+)", line)
+                if m:
+                    out.append(float(m.group(2)))
+    except OSError:
+        pass
+    return out
+
+
+def walls(logdir):
+    """{command name: seconds} from commands.txt."""
+    w, name = {}, None
+    try:
+        with open(os.path.join(logdir, "commands.txt")) as f:
+            for line in f:
+                m = re.match(r"(\S+): ", line)
+                if m and not line.startswith(" "):
+                    name = m.group(1)
+                m = re.match(r"\s+exit (\d+), ([0-9.]+) s", line)
+                if m and name:
+                    w[name] = (int(m.group(1)), float(m.group(2)))
+    except OSError:
+        pass
+    return w
+
+
+def summary(logdir, config):
+    for p in glob.glob(os.path.join(logdir, "bench_%s.*.jsonl" % config)):
+        with open(p) as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if r.get("type") == "torch_summary":
+                    return r
+    return None
+
+
+def mean(xs):
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def main():
+    logdir, configs = sys.argv[1], sys.argv[2:]
+    w = walls(logdir)
+    plain = steps(os.path.join(logdir, "bench_plain.out"))
+    if not plain:
+        print("no plain run: no ratios")
+        return 1
+    p5, ps, pall = mean(plain[:5]), mean(plain[5:]), sum(plain)
+    print("| configuration | first 5 steps ms/step | ratio | steady ms/step (steps 6-N) | ratio | "
+          "all steps s | ratio | process wall s (exit included) | checks done after step |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    sums = {}
+    for c in configs:
+        t = steps(os.path.join(logdir, "bench_%s.out" % c))
+        rc, wall = w.get("bench_" + c, (None, float("nan")))
+        s = summary(logdir, c)
+        if s:
+            sums[c] = s
+        if len(t) < len(plain):
+            print("| %s | (%d of %d steps; exit %s) | | | | | | %.1f | |" % (c, len(t), len(plain),
+                                                                           rc, wall))
+            continue
+        last = s.get("last_check_after_steps", "") if s else ""
+        print("| %s | %.1f | %.2fx | %.2f | %.2fx | %.2f | %.2fx | %.1f | %s |" % (
+            c, mean(t[:5]), mean(t[:5]) / p5, mean(t[5:]), mean(t[5:]) / ps, sum(t) / 1e3,
+            sum(t) / pall, wall, last))
+    print()
+    print("torch.cuda memory at the end (the program's view: allocated, reserved, peaks):")
+    print()
+    for c in configs:
+        try:
+            with open(os.path.join(logdir, "bench_%s.out" % c)) as f:
+                mem = [ln.split(None, 1)[1].strip() for ln in f if ln.startswith("MEMORY ")]
+        except OSError:
+            mem = []
+        print("- %s: %s" % (c, mem[-1] if mem else "(none)"))
+    for c, s in sums.items():
+        print()
+        print("%s: %d ops seen in %d optimizer steps (%d watched), %d covered, %d signatures "
+              "checked, %d generated-input parts run later, %d deferred and never met again, "
+              "%d violations, %d inconclusive, %d errors; program-thread check time %.2f s of "
+              "%.2f s since install" % (
+                  c, s["ops_seen"], s["optimizer_steps"], s["watched_steps"], s["ops_covered"],
+                  s["ops_checked"], s.get("generated_part_deferred", 0),
+                  s.get("signatures_deferred_unchecked", 0), s["violations"], s["inconclusive"],
+                  s["errors"], s.get("program_thread_check_s", 0), s.get("since_install_s", 0)))
+        cost = s.get("cost_s") or {}
+        if cost:
+            print()
+            print("| phase (%s) | seconds |" % c)
+            print("|---|---|")
+            for k, v in sorted(cost.items(), key=lambda kv: -kv[1]):
+                print("| %s | %.3f |" % (k, v))
+        top = sorted((s.get("passed_through") or {}).items(), key=lambda kv: -kv[1])[:8]
+        if top:
+            print()
+            print("passed through: " + ", ".join("%s %d" % kv for kv in top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -41,6 +41,8 @@ def train(recs):
     judged = {}
     for c in checks:
         o = c["gates"].get("oracle", {})
+        if "part" in c:  # a generated-input part run later: no oracle verdict of its own
+            continue
         judged.setdefault(c["oracle_op"], set()).add(o.get("class") or o.get("status"))
     for op in TRAIN_ORACLE_OPS:
         classes = judged.get(op, set())

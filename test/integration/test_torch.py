@@ -436,6 +436,36 @@ def test_budget_defers_generated_inputs_not_the_application_check(tmp_path):
         ["matmul", "mul", "softmax", "sum", "tanh"], s
 
 
+def test_large_generated_inputs_repeat_the_generators_first_rows(tmp_path):
+    code = (
+        "import ctypes, torch\n"
+        "from kcheck import _api\n"
+        "from kcheck.torch import trials\n"
+        "lib = _api.api()\n"
+        "t = torch.empty(1024, 1024)\n"
+        "g = trials.generate(lib, 'stagnation', 'none', t, 1, 5)\n"
+        "R = trials.tile_rows(1024, 1024)\n"
+        "h = torch.empty(R * 1024)\n"
+        "lib.kcheck_generate(b'stagnation', b'none', b'fp32', 1, R, 1024, 5,"
+        " ctypes.c_void_p(h.data_ptr()))\n"
+        "rep = torch.equal(g[:R].reshape(-1), h) and torch.equal(g[R:2 * R], g[:R])"
+        " and torch.equal(g[1023], g[1023 % R])\n"
+        "s = torch.empty(8, 16)\n"
+        "gs = trials.generate(lib, 'uniform', 'none', s, 0, 3)\n"
+        "hs = torch.empty(128)\n"
+        "lib.kcheck_generate(b'uniform', b'none', b'fp32', 0, 8, 16, 3,"
+        " ctypes.c_void_p(hs.data_ptr()))\n"
+        "print(R, rep, torch.equal(gs.reshape(-1), hs))\n"
+        "print(trials.regen_command('stagnation', 'none', 5, t, 1))\n")
+    p, _ = run_py(tmp_path, code, options="torch=1")
+    assert p.returncode == 0, p.stderr
+    first, cmd = p.stdout.strip().splitlines()
+    r, rep, small = first.split()
+    assert int(r) % 64 == 0 and int(r) * 1024 <= 2 * (1 << 18) and 64 <= int(r) < 1024
+    assert rep == "True" and small == "True"
+    assert ("--shape %s,1024" % r) in cmd and "row i mod %s" % r in cmd
+
+
 def test_signature_leaves_scalar_values_out():
     from kcheck.torch import mode
     x = torch.ones(2, 3)

@@ -258,6 +258,7 @@ class KcheckMode(TorchDispatchMode):
         self.budget = float(_api.option("torch_budget", "0.5") or 0.5)
         self.main_s = 0.0  # program-thread seconds spent in checks
         self.t_install = time.perf_counter()
+        self.t_clock = None  # the budget's clock: from the first check
         self.waiting = set()  # keys deferred at their last call
         self.checked_keys = set()  # keys offered to the policy once
         self.later = []  # generated-input parts waiting for budget (run_later)
@@ -387,9 +388,15 @@ class KcheckMode(TorchDispatchMode):
 
     def _over_budget(self):
         """Has the program's thread spent its share (torch_budget) of the
-        time since the binding was installed on checks?"""
-        return self.budget < 1 and \
-            self.main_s > self.budget * (time.perf_counter() - self.t_install)
+        time since the first check on checks? (From the first check, not
+        from the binding's install: the program's start-up, model building
+        and CUDA initialisation must not buy checks in the first step.)"""
+        if self.budget >= 1:
+            return False
+        now = time.perf_counter()
+        if self.t_clock is None:
+            self.t_clock = now
+        return self.main_s > self.budget * (now - self.t_clock)
 
     def _reason(self, entry, args, kwargs):
         if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():

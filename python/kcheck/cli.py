@@ -203,6 +203,7 @@ def _write(path, text):
 
 
 def cmd_report(args):
+    from kcheck import op_report
     reports = kr.load(args.files)
     if args.gen_suppressions:
         # Only the lines, so the output can be redirected into a file as is.
@@ -218,6 +219,8 @@ def cmd_report(args):
         for n, text in rep.malformed:
             print("%s:%d: not a JSON record (cut short by a crash?): %s" % (rep.path, n, text))
             status = 1
+        for line in op_report.lines(rep):
+            print(line)
         if not args.merge:
             for f in kr.merge([rep]):
                 _print_finding(f, False)

@@ -498,3 +498,10 @@ def test_kcheck_run_torch_front_end(tmp_path):
     for f in glob.glob(prefix + ".*.jsonl"):
         recs += [json.loads(line) for line in open(f)]
     assert of(recs, "torch_summary") and of(recs, "op_check")
+    # kcheck report summarises the op-level records
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "report"] +
+                       glob.glob(prefix + ".*.jsonl"), capture_output=True, text=True, timeout=60)
+    assert "torch: " in r.stdout and "ops seen" in r.stdout, r.stdout
+    assert "op checks by oracle op" in r.stdout
+    assert any(line.split()[:2] == ["matmul", "1:"] and "oracle 1 " in line
+               for line in r.stdout.splitlines()), r.stdout

@@ -1,0 +1,74 @@
+"""The op-level part of a report (the PyTorch binding's op_check and
+torch_summary records), summarised for `kcheck report`: what was checked
+per oracle op and with what verdicts, and what passed through and why.
+
+One op_check record per checked signature (its oracle verdict on the
+application's inputs, the generated-input gates and coverage); a record
+with part "generated" is a signature's generated-input part that ran
+later (torch_budget), whose gates complete the first record's "deferred"
+ones.
+"""
+
+_ORDER = ("fail", "error", "inconclusive", "suspect", "pass", "bitwise", "not_applicable",
+          "skipped", "not_run", "deferred")
+
+
+def _status(g):
+    return (g or {}).get("class") or (g or {}).get("status") or "?"
+
+
+def lines(report):
+    """The summary's lines (empty when the report has no op-level records)."""
+    checks = report.by_type("op_check")
+    summ = report.by_type("torch_summary")
+    if not checks and not summ:
+        return []
+    out = []
+    for s in summ:
+        steps = (" in %d of %d optimizer steps" % (s.get("watched_steps", 0),
+                                                   s.get("optimizer_steps", 0))
+                 if s.get("optimizer_steps") else "")
+        out.append("  torch: %d ops seen%s, %d covered, %d signatures checked (%d violations, "
+                   "%d inconclusive, %d errors)" % (
+                       s.get("ops_seen", 0), steps, s.get("ops_covered", 0),
+                       s.get("ops_checked", 0), s.get("violations", 0),
+                       s.get("inconclusive", 0), s.get("errors", 0)))
+        later, left = s.get("generated_part_deferred", 0), s.get("signatures_deferred_unchecked", 0)
+        if later or left:
+            out.append("  torch: %d generated-input parts run later (torch_budget), %d signatures "
+                       "deferred and never met again" % (later, left))
+        top = sorted((s.get("passed_through") or {}).items(), key=lambda kv: -kv[1])[:6]
+        if top:
+            out.append("  torch: passed through: " + ", ".join("%s %d" % kv for kv in top))
+    later = {}
+    for c in checks:
+        if c.get("part") == "generated":
+            later.setdefault(c.get("key"), {}).update(c.get("gates") or {})
+    per = {}
+    for c in checks:
+        if c.get("part"):
+            continue
+        gates = dict(c.get("gates") or {})
+        for g, res in later.get(c.get("key"), {}).items():
+            if _status(gates.get(g)) == "deferred":
+                gates[g] = res
+        row = per.setdefault(c.get("oracle_op") or "?", {"n": 0, "gates": {}})
+        row["n"] += 1
+        for g, res in gates.items():
+            st = _status(res)
+            row["gates"].setdefault(g, {})
+            row["gates"][g][st] = row["gates"][g].get(st, 0) + 1
+    if per:
+        out.append("  op checks by oracle op (signatures; gate: verdicts):")
+    for op in sorted(per, key=lambda o: -per[o]["n"]):
+        row = per[op]
+        parts = []
+        for g in ("oracle", "immutability", "nonfinite", "precision", "extremes", "coverage"):
+            v = row["gates"].get(g)
+            if not v:
+                continue
+            parts.append("%s %s" % (g, "/".join("%d %s" % (v[k], k) for k in
+                                                 sorted(v, key=lambda k: _ORDER.index(k)
+                                                        if k in _ORDER else 99))))
+        out.append("    %-12s %3d: %s" % (op, row["n"], "; ".join(parts)))
+    return out

@@ -3,8 +3,9 @@
 # written for any number of ranks and GPUs:
 #   torchrun --nproc-per-node=$KC_DIST_NPROC (2) test/gpu/dist_train.py
 #   (DDP, 1 MB buckets so all-reduce overlaps backward, a side stream), in
-#   three modes: plain; `kcheck run --torch`; plain LD_PRELOAD with the
-#   default options. Each rank's final loss and parameter hash must be
+#   four modes: plain; `kcheck run --torch`; plain LD_PRELOAD with the
+#   default options; `kcheck run --torch` checking every launch (so checks
+#   run while collectives are in flight on the communication stream). Each rank's final loss and parameter hash must be
 #   bitwise equal across the modes; each rank writes its own report
 #   (.rank<r>.jsonl) with a summary and 0 internal errors; no check record
 #   of a communication kernel; `kcheck report --merge` over the ranks'
@@ -23,6 +24,9 @@ STEPS=${KC_DIST_STEPS:-12}
 TMO=${KC_DIST_TIMEOUT:-90}
 export KCHECK_LIB="$LIB"
 KC=("$PYTHON" "$ROOT/scripts/kcheck")
+# every launch checked: checks overlap the collectives the reducer thread
+# launches on the communication stream during backward.
+EVERY="check_first=1000000:clean_limit=-1:kernel_clean_limit=-1:time_budget=1"
 TRAIN=(test/gpu/dist_train.py --steps "$STEPS" --side-stream)
 fails=0
 ROWS=()
@@ -39,13 +43,15 @@ run_set() {
   local set=$1 np=$2 env_extra=$3 args=$4
   local port=$((29500 + RANDOM % 2000))
   local tr=(torchrun --standalone --nproc-per-node="$np" --master-port="$port")
-  for mode in plain kcheck preload; do
+  for mode in plain kcheck preload every; do
     local o="$WORK/$set-$mode"
     mkdir -p "$o"
     case $mode in
     plain) run_logged "$TMO" "$set-$mode" env $env_extra "${tr[@]}" "${TRAIN[@]}" $args --out "$o" ;;
     kcheck) run_logged "$TMO" "$set-$mode" env $env_extra "${KC[@]}" run --torch \
       -o "log_path=$REPS/$set-$mode" -- "${tr[@]}" "${TRAIN[@]}" $args --out "$o" ;;
+    every) run_logged "$TMO" "$set-$mode" env $env_extra "${KC[@]}" run --torch \
+      -o "log_path=$REPS/$set-$mode:$EVERY" -- "${tr[@]}" "${TRAIN[@]}" $args --out "$o" ;;
     preload) run_logged "$TMO" "$set-$mode" env $env_extra KCHECK_OPTIONS="log_path=$REPS/$set-$mode" \
       LD_PRELOAD="$LIB" "${tr[@]}" "${TRAIN[@]}" $args --out "$o" ;;
     esac
@@ -55,7 +61,7 @@ run_set() {
   local r
   for ((r = 0; r < np; r++)); do
     local p="$WORK/$set-plain/rank$r.txt"
-    for mode in kcheck preload; do
+    for mode in kcheck preload every; do
       local k="$WORK/$set-$mode/rank$r.txt"
       local lp lk hp hk
       lp=$(field FINAL_LOSS "$p") lk=$(field FINAL_LOSS "$k")

@@ -537,3 +537,164 @@ json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_
   if (slices) json_object_set_new(ev, "input_slices", slices);
   return ev;
 }
+
+/* ------------------------------------------------ described tensors */
+
+int kc_judge_attr(const char *attrs, const char *key, char *val, size_t n) {
+  size_t kl = strlen(key);
+  for (const char *p = attrs; p && *p;) {
+    while (*p == ' ')
+      p++;
+    const char *end = strchr(p, ' ');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > kl && p[kl] == '=' && !strncmp(p, key, kl)) {
+      snprintf(val, n, "%.*s", (int)(len - kl - 1), p + kl + 1);
+      return 1;
+    }
+    p += len;
+  }
+  return 0;
+}
+
+double kc_judge_attr_num(const char *attrs, const char *key, double dflt) {
+  char v[64];
+  return kc_judge_attr(attrs, key, v, sizeof v) ? strtod(v, NULL) : dflt;
+}
+
+/* The input named name, else the one at position pos (-1: none). */
+static const struct oc_tensor *named(const struct kc_judge_tensors *a, const char *name, int pos) {
+  for (int i = 0; i < a->n; i++)
+    if (a->name && a->name[i] && !strcasecmp(a->name[i], name)) return &a->in[i];
+  return pos >= 0 && pos < a->n ? &a->in[pos] : NULL;
+}
+
+static int tensors_matmul(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err,
+                          size_t n) {
+  const struct oc_tensor *a0 = named(a, "a", 0), *b0 = named(a, "b", 1);
+  if (!a0 || !b0) {
+    snprintf(err, n, "matmul needs A and B");
+    return -1;
+  }
+  struct oc_tensor ta = *a0, tb = *b0;
+  if (kc_judge_attr_num(a->attrs, "transpose_a", 0)) transpose(&ta);
+  if (kc_judge_attr_num(a->attrs, "transpose_b", 0)) transpose(&tb);
+  struct oc_matmul_args m = {&ta,
+                             &tb,
+                             named(a, "c", -1),
+                             named(a, "bias", -1),
+                             kc_judge_attr_num(a->attrs, "alpha", 1),
+                             kc_judge_attr_num(a->attrs, "beta", 0),
+                             OC_ACT_NONE};
+  char act[32];
+  if (kc_judge_attr(a->attrs, "activation", act, sizeof act)) {
+    int k = oc_act_parse(act);
+    if (k < 0) {
+      snprintf(err, n, "unknown activation '%s'", act);
+      return -1;
+    }
+    m.act = (enum oc_act)k;
+  }
+  return oc_check_matmul(&m, a->out, a->p, a->o, v);
+}
+
+static int tensors_attention(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err,
+                             size_t n) {
+  const struct oc_tensor *q = named(a, "q", 0), *k = named(a, "k", 1), *vv = named(a, "v", 2);
+  if (!q || !k || !vv) {
+    snprintf(err, n, "attention needs q, k and v");
+    return -1;
+  }
+  char pf[16];
+  int f = kc_judge_attr(a->attrs, "p_format", pf, sizeof pf) ? oc_format_parse(pf) : OC_FP32;
+  struct oc_attention_args at = {
+      q,
+      k,
+      vv,
+      kc_judge_attr_num(a->attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
+      (int)kc_judge_attr_num(a->attrs, "causal", 0),
+      f < 0 ? OC_FP32 : (enum oc_format)f};
+  return oc_check_attention(&at, a->out, a->p, a->o, v);
+}
+
+static int tensors_delta(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err,
+                         size_t n) {
+  const struct oc_tensor *q = named(a, "q", 0), *k = named(a, "k", 1), *vv = named(a, "v", 2),
+                         *g = named(a, "g", 3), *b = named(a, "beta", 4);
+  if (!q || !k || !vv || !g || !b) {
+    snprintf(err, n, "gated_delta needs q, k, v, g and beta");
+    return -1;
+  }
+  struct oc_delta_args d = {q,
+                            k,
+                            vv,
+                            g,
+                            b,
+                            kc_judge_attr_num(a->attrs, "scale",
+                                              1.0 / sqrt((double)q->shape[q->rank - 1])),
+                            (int)kc_judge_attr_num(a->attrs, "gate_is_log", 0)};
+  return oc_check_gated_delta(&d, a->out, a->p, a->o, v);
+}
+
+static int tensors_elementwise(const struct kc_judge_tensors *a, const struct oc_op_info *op,
+                               struct oc_verdict *v, char *err, size_t n) {
+  if (op->id == OC_ID_CLAMP) {
+    if (a->n != 1) {
+      snprintf(err, n, "clamp takes 1 input tensor, %d given", a->n);
+      return -1;
+    }
+    double lo = kernel_constant(&a->in[0], kc_judge_attr_num(a->attrs, "min", -INFINITY));
+    double hi = kernel_constant(&a->in[0], kc_judge_attr_num(a->attrs, "max", INFINITY));
+    return oc_check_clamp(&a->in[0], lo, hi, a->out, a->p, a->o, v);
+  }
+  if (a->n != op->arity) {
+    snprintf(err, n, "op '%s' takes %d inputs, %d given", op->name, op->arity, a->n);
+    return -1;
+  }
+  return oc_check_elementwise((enum oc_op)op->kind, &a->in[0], op->arity == 2 ? &a->in[1] : NULL,
+                              a->out, a->p, a->o, v);
+}
+
+int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err, size_t n) {
+  const struct oc_op_info *op = oc_op_find(a->op);
+  int r = -1;
+  if (!op) {
+    snprintf(err, n, "op '%s' is not checked by the oracle", a->op ? a->op : "(none)");
+    return -1;
+  }
+  err[0] = 0;
+  switch (op->cls) {
+  case OC_CLASS_ELEMENTWISE: r = tensors_elementwise(a, op, v, err, n); break;
+  case OC_CLASS_MATMUL: r = tensors_matmul(a, v, err, n); break;
+  case OC_CLASS_ATTENTION: r = tensors_attention(a, v, err, n); break;
+  case OC_CLASS_RECURRENCE: r = tensors_delta(a, v, err, n); break;
+  case OC_CLASS_NORM: {
+    const struct oc_tensor *x = named(a, "x", 0), *w = named(a, "weight", -1),
+                           *b = named(a, "bias", -1);
+    if (!x) {
+      snprintf(err, n, "%s needs x", op->name);
+      return -1;
+    }
+    double eps = kc_judge_attr_num(a->attrs, "eps", 1e-5);
+    r = op->id == OC_ID_RMS_NORM ? oc_check_rms_norm(x, w, eps, a->out, a->p, a->o, v)
+                                 : oc_check_layer_norm(x, w, b, eps, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_REDUCE:
+  case OC_CLASS_SOFTMAX: {
+    if (a->n < 1) {
+      snprintf(err, n, "op '%s' needs an input", op->name);
+      return -1;
+    }
+    int axis = (int)kc_judge_attr_num(a->attrs, "axis", -1);
+    if (axis < 0) axis += a->in[0].rank;
+    r = op->cls == OC_CLASS_REDUCE
+            ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)
+            : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p,
+                               a->o, v);
+    break;
+  }
+  }
+  if (r && !err[0])
+    snprintf(err, n, "the oracle rejected the tensors of op '%s' (shapes or axis)", op->name);
+  return r ? -1 : 0;
+}

@@ -48,4 +48,29 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result);
 json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_sb *sb,
                           const struct kc_judgment *j);
 
+
+/* An op over tensors already described (the PyTorch binding's host copies,
+ * gates/op_check.c): the oracle op's name (ops.def, aliases included), its
+ * attributes as "key=value key=value", the inputs in the op's order with
+ * their names (matmul: a, b, c, bias; norms: x, weight, bias; attention: q,
+ * k, v; gated_delta: q, k, v, g, beta; by name, else by position), the
+ * output, the profile and the oracle's options. */
+struct kc_judge_tensors {
+  const char *op;
+  const char *attrs;
+  int n;
+  const struct oc_tensor *in;
+  const char *const *name;
+  const struct oc_tensor *out;
+  const struct oc_profile *p;
+  const struct oc_options *o;
+};
+/* The verdict on a's output, dispatched by the op's ops.def class as
+ * kc_judge does for contracts. 0 with v filled; -1 with why in err. */
+int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err, size_t n);
+/* Attribute `key` of "k=v k=v": 1 with its text in val, else 0. */
+int kc_judge_attr(const char *attrs, const char *key, char *val, size_t n);
+/* ... as a number, dflt when absent. */
+double kc_judge_attr_num(const char *attrs, const char *key, double dflt);
+
 #endif

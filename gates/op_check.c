@@ -67,27 +67,8 @@ KC_EXPORT int kcheck_op_decide(const char *op, const char *key, char *why, unsig
   return reason == NULL;
 }
 
-/* ------------------------------------------------ attributes "k=v k=v" */
-
-static int attr(const char *attrs, const char *key, char *val, size_t n) {
-  size_t kl = strlen(key);
-  for (const char *p = attrs; p && *p;) {
-    while (*p == ' ')
-      p++;
-    const char *end = strchr(p, ' ');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len > kl && p[kl] == '=' && !strncmp(p, key, kl)) {
-      snprintf(val, n, "%.*s", (int)(len - kl - 1), p + kl + 1);
-      return 1;
-    }
-    p += len;
-  }
-  return 0;
-}
-
 static double num(const char *attrs, const char *key, double dflt) {
-  char v[64];
-  return attr(attrs, key, v, sizeof v) ? strtod(v, NULL) : dflt;
+  return kc_judge_attr_num(attrs, key, dflt);
 }
 
 /* ------------------------------------------------ tensors */
@@ -115,36 +96,16 @@ static int describe(const struct kcheck_tensor *k, struct oc_tensor *t, char *er
   return 0;
 }
 
-static void transpose(struct oc_tensor *t) {
-  if (t->rank < 2) return;
-  int a = t->rank - 2, b = t->rank - 1;
-  int64_t s = t->shape[a];
-  t->shape[a] = t->shape[b], t->shape[b] = s;
-  s = t->stride[a];
-  t->stride[a] = t->stride[b], t->stride[b] = s;
-}
-
 struct op_in {
   int n;
   struct oc_tensor t[8];
   const char *name[8];
 };
 
-/* The input named name, else the one at position pos (-1: none). */
-static const struct oc_tensor *in_at(const struct op_in *in, const char *name, int pos) {
-  for (int i = 0; i < in->n; i++)
-    if (in->name[i] && !strcmp(in->name[i], name)) return &in->t[i];
-  return pos >= 0 && pos < in->n ? &in->t[pos] : NULL;
-}
-
-static int reduce_kind(const char *op) {
-  static const char *const names[] = {"sum", "mean", "max", "min", "norm2"};
-  for (int i = 0; i < 5; i++)
-    if (!strcmp(op, names[i])) return i; /* enum oc_reduce_op order */
-  return -1;
-}
-
-/* The oracle's verdict on out = op(in) under profile p. 0, or -1 with why. */
+/* The oracle's verdict on out = op(in) under profile p, through
+ * gates/judge.c's dispatch (the ops.def table, as for contracts). The
+ * binding's sampling of generated-input trials (judge.py) arrives as the
+ * attributes fraction, full_below and screen. 0, or -1 with why. */
 static int judge(const char *op, const char *attrs, const struct op_in *in,
                  const struct oc_tensor *out, const struct oc_profile *p, struct oc_verdict *v,
                  char *err, size_t n) {
@@ -152,106 +113,10 @@ static int judge(const char *op, const char *attrs, const struct op_in *in,
   oc_options_default(&o);
   o.seed = (uint64_t)kc_opt.seed;
   o.screen = (int)num(attrs, "screen", o.screen);
-  /* the binding's sampling of generated-input trials (judge.py) */
   o.fraction = num(attrs, "fraction", o.fraction);
   o.full_below = (int64_t)num(attrs, "full_below", (double)o.full_below);
-  int ew = oc_op_parse(op);
-  if (ew >= 0) {
-    int ar = oc_op_arity((enum oc_op)ew);
-    if (in->n != ar) {
-      snprintf(err, n, "op '%s' takes %d inputs, %d given", op, ar, in->n);
-      return -1;
-    }
-    if (oc_check_elementwise((enum oc_op)ew, &in->t[0], ar == 2 ? &in->t[1] : NULL, out, p, &o, v))
-      goto rejected;
-    return 0;
-  }
-  if (!strcmp(op, "matmul")) {
-    const struct oc_tensor *a0 = in_at(in, "a", 0), *b0 = in_at(in, "b", 1);
-    if (!a0 || !b0) {
-      snprintf(err, n, "matmul needs A and B");
-      return -1;
-    }
-    struct oc_tensor a = *a0, b = *b0;
-    if (num(attrs, "transpose_a", 0)) transpose(&a);
-    if (num(attrs, "transpose_b", 0)) transpose(&b);
-    struct oc_matmul_args m = {&a,
-                               &b,
-                               in_at(in, "c", -1),
-                               in_at(in, "bias", -1),
-                               num(attrs, "alpha", 1),
-                               num(attrs, "beta", 0),
-                               OC_ACT_NONE};
-    char act[32];
-    if (attr(attrs, "activation", act, sizeof act)) {
-      int k = oc_act_parse(act);
-      if (k < 0) {
-        snprintf(err, n, "unknown activation '%s'", act);
-        return -1;
-      }
-      m.act = (enum oc_act)k;
-    }
-    if (oc_check_matmul(&m, out, p, &o, v)) goto rejected;
-    return 0;
-  }
-  if (!strcmp(op, "attention")) {
-    const struct oc_tensor *q = in_at(in, "q", 0), *k = in_at(in, "k", 1), *vv = in_at(in, "v", 2);
-    if (!q || !k || !vv) {
-      snprintf(err, n, "attention needs q, k and v");
-      return -1;
-    }
-    char pf[16];
-    struct oc_attention_args a = {
-        q,
-        k,
-        vv,
-        num(attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
-        (int)num(attrs, "causal", 0),
-        attr(attrs, "p_format", pf, sizeof pf) ? (enum oc_format)oc_format_parse(pf) : OC_FP32};
-    if ((int)a.p_fmt < 0) a.p_fmt = OC_FP32;
-    if (oc_check_attention(&a, out, p, &o, v)) goto rejected;
-    return 0;
-  }
-  if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
-    const struct oc_tensor *x = in_at(in, "x", 0), *w = in_at(in, "weight", -1),
-                           *b = in_at(in, "bias", -1);
-    if (!x) {
-      snprintf(err, n, "%s needs x", op);
-      return -1;
-    }
-    double eps = num(attrs, "eps", 1e-5);
-    int r = op[0] == 'r' ? oc_check_rms_norm(x, w, eps, out, p, &o, v)
-                         : oc_check_layer_norm(x, w, b, eps, out, p, &o, v);
-    if (r) goto rejected;
-    return 0;
-  }
-  if (in->n < 1) {
-    snprintf(err, n, "op '%s' needs an input", op);
-    return -1;
-  }
-  int axis = (int)num(attrs, "axis", -1);
-  if (axis < 0) axis += in->t[0].rank;
-  int red = reduce_kind(op);
-  if (red >= 0) {
-    if (oc_check_reduce((enum oc_reduce_op)red, &in->t[0], axis, out, p, &o, v)) goto rejected;
-    return 0;
-  }
-  enum oc_softmax_kind sk;
-  if (!strcmp(op, "softmax"))
-    sk = OC_SOFTMAX;
-  else if (!strcmp(op, "log_softmax"))
-    sk = OC_LOG_SOFTMAX;
-  else if (!strcmp(op, "logsumexp"))
-    sk = OC_LOGSUMEXP;
-  else {
-    snprintf(err, n, "op '%s' is not checked by the oracle", op);
-    return -1;
-  }
-  if (oc_check_softmax(sk, &in->t[0], axis, out, p, &o, v)) goto rejected;
-  return 0;
-rejected:
-  snprintf(err, n, "the oracle rejected the tensors of op '%s' (shapes or axis)", op);
-  return -1;
+  struct kc_judge_tensors a = {op, attrs, in->n, in->t, in->name, out, p, &o};
+  return kc_judge_tensors(&a, v, err, n);
 }
 
 static json_t *jnum(double d) {

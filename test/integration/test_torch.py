@@ -383,6 +383,61 @@ def test_custom_op_contracts_catch_planted_bugs_with_python_line(tmp_path):
     assert v["evidence"]["verdict"] in ("fail_precision", "fail_value", "fail_special")
 
 
+BOUNDS_PROG = """
+import torch
+lib = torch.library.Library("kcb", "DEF")
+for name in ("spill", "ok"):
+    lib.define(name + "(Tensor x) -> Tensor")
+    lib.define(name + ".out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+
+def spill_out(x, *, out):
+    out.copy_(x * 2.0)
+    # the bug: three elements written past the end of the output
+    wide = torch.empty(0, dtype=out.dtype).set_(out.untyped_storage(), out.storage_offset(),
+                                                (out.numel() + 3,), (1,))
+    wide[out.numel():] = 7.0
+    return out
+
+def spill(x):
+    room = torch.empty(x.numel() + 3)
+    return spill_out(x, out=room[:x.numel()].view(x.shape))
+
+def ok_out(x, *, out):
+    return out.copy_(x * 2.0)
+
+lib.impl("spill", spill, "CPU")
+lib.impl("spill.out", spill_out, "CPU")
+lib.impl("ok", lambda x: x * 2.0, "CPU")
+lib.impl("ok.out", ok_out, "CPU")
+x = torch.randn(64)
+torch.ops.kcb.spill(x)              # line 28
+torch.ops.kcb.ok(x)
+a, b = torch.rand(16, 32), torch.rand(32, 8)
+c = a @ b + 1.0                     # ATen: mm.out, add.out
+print("done")
+"""
+
+
+def test_bounds_gate_at_op_level_out_overload_in_guard_zones(tmp_path):
+    (tmp_path / "b.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcb::spill', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
+        "  - {torch_op: 'kcb::ok', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n")
+    p, recs = run_py(tmp_path, BOUNDS_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
+                     "contracts=%s" % (tmp_path / "b.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = [v for v in of(recs, "violation") if v["gate"] == "bounds"]
+    assert [v["op"] for v in viol] == ["kcb::spill.default"], viol
+    ev = viol[0]["evidence"]
+    assert ev["overload"] == "kcb::spill.out" and ev["bytes_written_after"] == 12
+    assert ev["first_after_end"] == 0 and ev["bytes_written_before"] == 0
+    assert viol[0]["stack"]["python"][-1]["line"] == 28
+    gates = {c["op"]: c["gates"]["bounds"] for c in of(recs, "op_check")}
+    assert gates["kcb::ok.default"]["status"] == "pass"
+    assert gates["aten::mm.default"] == {"status": "pass", "overload": "aten::mm.out"}
+    assert gates["aten::add.Tensor"]["status"] == "pass"
+
+
 def test_torch_op_contract_lint(tmp_path):
     good = tmp_path / "g.yaml"
     good.write_text(BUGS_YAML)

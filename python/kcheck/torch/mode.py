@@ -170,6 +170,29 @@ def _tensor_reason(t, devices):
     return None
 
 
+_GUARD = 256  # bytes of each guard zone around a bounds trial's output
+_GUARD_BYTE = 0xA5
+
+
+def _out_overload(func):
+    """The out= overload of a functional op with one output: the overload
+    whose other arguments are the op's own (names and types), or None."""
+    try:
+        packet = func.overloadpacket
+        mine = [(a.name, str(a.type)) for a in func._schema.arguments]
+        for name in packet.overloads():
+            cand = getattr(packet, name)
+            args = cand._schema.arguments
+            outs = [a.name for a in args if a.kwarg_only and a.alias_info is not None and
+                    a.alias_info.is_write]
+            rest = [(a.name, str(a.type)) for a in args if a.name not in outs]
+            if outs == ["out"] and rest == mine:
+                return cand
+    except (AttributeError, RuntimeError):
+        return None
+    return None
+
+
 def _flat_bytes(t):
     """The bytes of t's storage span as a uint8 view (for poisoning)."""
     flat = torch.empty(0, dtype=torch.uint8, device=t.device)
@@ -461,7 +484,7 @@ class KcheckMode(TorchDispatchMode):
                     gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
             trial_jobs = {}
             if jobs is not None:
-                wanted = [g for g in trials.GATES + ("coverage",) if g in self.gates]
+                wanted = [g for g in trials.GATES + ("coverage", "bounds") if g in self.gates]
                 for gate in wanted:
                     if gate in entry.not_applicable:
                         gates[gate] = {"status": "not_applicable",
@@ -498,6 +521,9 @@ class KcheckMode(TorchDispatchMode):
             if "coverage" in self.gates and "coverage" not in gates:
                 with st.timed("coverage"):
                     gates["coverage"] = self._coverage(func, entry, settings, args, kwargs, ctx)
+            if "bounds" in self.gates and "bounds" not in gates:
+                with st.timed("bounds"):
+                    gates["bounds"] = self._bounds(func, entry, args, kwargs, ctx)
         return trial_jobs
 
     def run_later(self, until_budget=True):
@@ -801,6 +827,61 @@ class KcheckMode(TorchDispatchMode):
                                                                  entry.name)).encode(),
                                   json.dumps(rec).encode())
         return {"status": "fail", "bytes_unwritten": int(unwritten.numel())}
+
+    def _bounds(self, func, entry, args, kwargs, ctx0):
+        """The op's out= overload run on generated inputs into an output
+        that sits inside a larger buffer of kcheck's, between guard zones
+        of _GUARD bytes filled with 0xa5: a guard byte that changed was
+        written outside the output. (A functional op's fresh output has no
+        neighbour kcheck owns: its out= overload, the same kernels in ATen,
+        stands for it.)"""
+        if entry.inplace:
+            return {"status": "not_applicable", "reason": "in place: it writes its input"}
+        outf = func if entry.has_out else _out_overload(func)
+        if outf is None:
+            return {"status": "not_applicable", "reason": "no out= overload with one output"}
+
+        def fill(t, k):
+            return trials.generate(self.lib, "uniform", "none", t, trials.role(k), 11 + k)
+        nargs, nkw = self._fresh(entry, args, kwargs, fill)
+        self.lib.kcheck_own_begin()
+        try:
+            ref = nkw.get("out") if entry.has_out else func(*nargs, **nkw)
+            if not isinstance(ref, torch.Tensor):
+                return {"status": "not_run", "reason": "no tensor output"}
+            span = 1
+            for n, st in zip(ref.shape, ref.stride()):
+                span += (n - 1) * st if n else 0
+            esize = ref.element_size()
+            buf = torch.empty(span * esize + 2 * _GUARD, dtype=torch.uint8, device=ref.device)
+            buf.fill_(_GUARD_BYTE)
+            out = torch.empty(0, dtype=ref.dtype, device=ref.device)
+            out.set_(buf.untyped_storage(), _GUARD // esize, ref.shape, ref.stride())
+            outf(*nargs, **dict(nkw, out=out))
+            before = buf[:_GUARD].cpu()
+            after = buf[_GUARD + span * esize:].cpu()
+        finally:
+            self.lib.kcheck_own_end()
+        hit_b = (before != _GUARD_BYTE).nonzero()
+        hit_a = (after != _GUARD_BYTE).nonzero()
+        if not hit_b.numel() and not hit_a.numel():
+            return {"status": "pass", "overload": _op_name(outf)}
+        ev = {"verdict": "out_of_bounds", "overload": _op_name(outf), "guard_bytes": _GUARD,
+              "bytes_written_before": int(hit_b.numel()),
+              "bytes_written_after": int(hit_a.numel()),
+              "first_after_end": int(hit_a[0]) if hit_a.numel() else None,
+              "last_before_start": int(_GUARD - 1 - hit_b[-1]) if hit_b.numel() else None}
+        rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]}, "evidence": ev,
+               "exposed_by": {"inputs": "generated", "generator": "uniform", "seed": 11}}
+        if entry.contract:
+            rec["contract"] = entry.contract.get("where")
+        with self.stats.lock:
+            self.stats.violations += 1
+        self.lib.kcheck_op_report(b"bounds", ("%s wrote %d bytes outside its output (guard zones "
+                                  "of %d bytes around an out= tensor)" % (
+                                      _op_name(outf), int(hit_b.numel() + hit_a.numel()),
+                                      _GUARD)).encode(), json.dumps(rec).encode())
+        return {"status": "fail", "bytes_outside": int(hit_b.numel() + hit_a.numel())}
 
     def _poison_pool(self, nargs, poison):
         if not trials.pooled():

@@ -63,7 +63,8 @@ def lines(report):
     for op in sorted(per, key=lambda o: -per[o]["n"]):
         row = per[op]
         parts = []
-        for g in ("oracle", "immutability", "nonfinite", "precision", "extremes", "coverage"):
+        for g in ("oracle", "immutability", "nonfinite", "precision", "extremes", "coverage",
+                  "bounds", "shapes"):
             v = row["gates"].get(g)
             if not v:
                 continue

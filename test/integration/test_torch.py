@@ -438,6 +438,44 @@ def test_bounds_gate_at_op_level_out_overload_in_guard_zones(tmp_path):
     assert gates["aten::add.Tensor"]["status"] == "pass"
 
 
+SHAPES_PROG = """
+import torch
+from kcheck.torch import ops
+
+@torch.library.custom_op("kcs::rowsum", mutates_args=())
+def rowsum(x: torch.Tensor) -> torch.Tensor:
+    n = x.shape[-1]
+    return x[..., : n - (n % 2)].sum(-1)   # the bug: an odd row loses its last element
+
+ops.SHAPERS["kcs::rowsum"] = lambda a: [("3x5", {"x": ops.Layout(a["x"], (3, 5))}),
+                                        ("2x64", {"x": ops.Layout(a["x"], (2, 64))})]
+x = torch.rand(4, 64)
+rowsum(x)                                   # line 13: correct at this shape
+a, b = torch.rand(16, 32), torch.rand(32, 8)
+torch.softmax(a @ b + 1.0, -1)
+print("done")
+"""
+
+
+def test_shapes_gate_at_op_level(tmp_path):
+    (tmp_path / "s.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcs::rowsum', op: sum, args: {x: x}, attrs: {axis: -1}, profile: fp32}\n")
+    p, recs = run_py(tmp_path, SHAPES_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
+                     "gates=oracle,shapes:contracts=%s" % (tmp_path / "s.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = of(recs, "violation")
+    assert [(v["op"], v["gate"]) for v in viol] == [("kcs::rowsum.default", "shapes")], viol
+    assert viol[0]["exposed_by"]["shape"] == "3x5"
+    assert viol[0]["stack"]["python"][-1]["line"] == 13
+    gates = {c["op"]: c["gates"] for c in of(recs, "op_check")}
+    assert gates["kcs::rowsum.default"]["oracle"]["status"] in ("bitwise", "pass")
+    for op in ("aten::mm.default", "aten::add.Tensor", "aten::_softmax.default"):
+        g = gates[op]["shapes"]
+        assert g["status"] == "pass" and len(g["runs"]) >= 4, (op, g)
+        assert all(r["class"] in ("bitwise", "pass") for r in g["runs"]), (op, g)
+
+
 def test_torch_op_contract_lint(tmp_path):
     good = tmp_path / "g.yaml"
     good.write_text(BUGS_YAML)

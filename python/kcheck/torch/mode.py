@@ -174,25 +174,6 @@ _GUARD = 256  # bytes of each guard zone around a bounds trial's output
 _GUARD_BYTE = 0xA5
 
 
-def _out_overload(func):
-    """The out= overload of a functional op with one output: the overload
-    whose other arguments are the op's own (names and types), or None."""
-    try:
-        packet = func.overloadpacket
-        mine = [(a.name, str(a.type)) for a in func._schema.arguments]
-        for name in packet.overloads():
-            cand = getattr(packet, name)
-            args = cand._schema.arguments
-            outs = [a.name for a in args if a.kwarg_only and a.alias_info is not None and
-                    a.alias_info.is_write]
-            rest = [(a.name, str(a.type)) for a in args if a.name not in outs]
-            if outs == ["out"] and rest == mine:
-                return cand
-    except (AttributeError, RuntimeError):
-        return None
-    return None
-
-
 def _flat_bytes(t):
     """The bytes of t's storage span as a uint8 view (for poisoning)."""
     flat = torch.empty(0, dtype=torch.uint8, device=t.device)
@@ -484,7 +465,8 @@ class KcheckMode(TorchDispatchMode):
                     gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
             trial_jobs = {}
             if jobs is not None:
-                wanted = [g for g in trials.GATES + ("coverage", "bounds") if g in self.gates]
+                wanted = [g for g in trials.GATES + ("coverage", "bounds", "shapes")
+                          if g in self.gates]
                 for gate in wanted:
                     if gate in entry.not_applicable:
                         gates[gate] = {"status": "not_applicable",
@@ -524,6 +506,14 @@ class KcheckMode(TorchDispatchMode):
             if "bounds" in self.gates and "bounds" not in gates:
                 with st.timed("bounds"):
                     gates["bounds"] = self._bounds(func, entry, args, kwargs, ctx)
+            if "shapes" in self.gates and "shapes" not in gates:
+                with st.timed("shapes"):
+                    tl = self._shapes(func, entry, settings, args, kwargs, ctx)
+                if tl:
+                    trial_jobs["shapes"] = tl
+                else:
+                    gates["shapes"] = {"status": "not_applicable",
+                                       "reason": "no shape variants for this op"}
         return trial_jobs
 
     def run_later(self, until_budget=True):
@@ -828,6 +818,45 @@ class KcheckMode(TorchDispatchMode):
                                   json.dumps(rec).encode())
         return {"status": "fail", "bytes_unwritten": int(unwritten.numel())}
 
+    def _shapes(self, func, entry, settings, args, kwargs, ctx0):
+        """The op at the shaper's adversarial shapes (ops.SHAPERS), on
+        generated inputs, judged by the oracle: [(meta, Job or None)]."""
+        sh = ops.shaper(entry)
+        if sh is None:
+            return []
+        try:
+            bound = entry.bind(args, kwargs)
+            variants = sh(bound)
+        except Exception:  # a layout the shaper does not handle: not applicable
+            return []
+        out = []
+        seed = 23
+        for label, changes in variants:
+            meta = {"shape": label, "generator": "uniform", "transform": "none", "seed": seed}
+            cmds = []
+
+            def fill(t, k):
+                cmds.append(trials.regen_command("uniform", "none", seed + k, t, trials.role(k)))
+                return trials.generate(self.lib, "uniform", "none", t, trials.role(k), seed + k)
+            try:
+                b2 = dict(bound)
+                b2.update(changes)
+                nargs, nkw = self._fresh(entry, *entry.unbind(b2), fill)
+                plan = entry.mapper(entry.bind(nargs, nkw))
+                inputs = self._copy_inputs(plan)
+                self.lib.kcheck_own_begin()
+                try:
+                    res = func(*nargs, **nkw)
+                finally:
+                    self.lib.kcheck_own_end()
+            except Exception as e:  # the op refuses the shape: recorded, not a finding
+                out.append((dict(meta, reason="%s: %s" % (type(e).__name__, str(e)[:120])), None))
+                continue
+            exposed = dict(meta, inputs="generated", commands=cmds)
+            j, _ = self._job("shapes", 0, entry, plan, settings, inputs, res, None, exposed, ctx0)
+            out.append((meta, j))
+        return out
+
     def _bounds(self, func, entry, args, kwargs, ctx0):
         """The op's out= overload run on generated inputs into an output
         that sits inside a larger buffer of kcheck's, between guard zones
@@ -837,7 +866,7 @@ class KcheckMode(TorchDispatchMode):
         stands for it.)"""
         if entry.inplace:
             return {"status": "not_applicable", "reason": "in place: it writes its input"}
-        outf = func if entry.has_out else _out_overload(func)
+        outf = func if entry.has_out else ops.out_overload(func)
         if outf is None:
             return {"status": "not_applicable", "reason": "no out= overload with one output"}
 

@@ -8,8 +8,6 @@ reason the call passes through.
 """
 import math
 
-# Gates an op-level check runs on the application's own inputs.
-APP_GATES = ("oracle",)
 
 
 class Skip(Exception):
@@ -327,6 +325,19 @@ class Entry:
         self.inplace = schema.name.endswith("_") or name.split(".")[0].endswith("_")
         self.has_out = any(p[0] == "out" for p in self.params)
 
+    def unbind(self, a):
+        """(args, kwargs) for the bound arguments a (bind's inverse):
+        keyword-only arguments by name, the others by position."""
+        args, kwargs = [], {}
+        for name, default, kwarg_only in self.params:
+            if name not in a:
+                break
+            if kwarg_only:
+                kwargs[name] = a[name]
+            else:
+                args.append(a[name])
+        return tuple(args), kwargs
+
     def bind(self, args, kwargs):
         a = {}
         for i, (name, default, _) in enumerate(self.params):
@@ -352,6 +363,88 @@ def entry_for(func):
         return None
     return Entry("aten::" + full if schema.name.startswith("aten::") else schema.name + "." +
                  func._overloadname, fn, schema)
+
+
+# ---------------------------------------------------------------- shapes
+
+# The shapes gate: the same op at other, adversarial shapes (size 1, odd
+# sizes, one past a tile, long rows), on generated inputs. A shaper takes
+# the call's bound arguments and returns [(label, {argument: new value})]:
+# a new value is a trials.TensorSpec-like layout (shape, dtype, device) or
+# a non-tensor argument. Ops without a shaper: "not_applicable".
+
+
+def Layout(like, shape):
+    """A contiguous layout of a new shape for a generated tensor like
+    `like` (trials.TensorSpec)."""
+    from kcheck.torch.trials import TensorSpec
+    return TensorSpec.contiguous(like, shape)
+
+
+def _mnk(m, k, n):
+    return [("1x1x1", (1, 1, 1)), ("3x17x5", (3, 17, 5)), ("17x(K+1)x3", (17, k + 1, 3)),
+            ("(M+1)xKx(N+1)", (m + 1, k, n + 1)), ("MxK=1xN", (m, 1, n))]
+
+
+def _shapes_mm(a):
+    x, y = a["self"], a["mat2"]
+    batch = tuple(x.shape[:-2])
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    return [(lab, {"self": Layout(x, batch + (mm, kk)), "mat2": Layout(y, batch + (kk, nn))})
+            for lab, (mm, kk, nn) in _mnk(m, k, n)]
+
+
+def _shapes_addmm(first, second):
+    def f(a):
+        x, y, c = a[first], a[second], a["self"]
+        batch = tuple(x.shape[:-2])
+        m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+        out = []
+        for lab, (mm, kk, nn) in _mnk(m, k, n):
+            cs = (nn,) if c.dim() == 1 else batch + (mm, nn)
+            if c.dim() not in (1, len(batch) + 2):
+                return []
+            out.append((lab, {first: Layout(x, batch + (mm, kk)),
+                              second: Layout(y, batch + (kk, nn)), "self": Layout(c, cs)}))
+        return out
+    return f
+
+
+_EW_SHAPES = [("1", (1,)), ("3", (3,)), ("1023", (1023,)), ("4097", (4097,)),
+              ("5x7x33", (5, 7, 33))]
+
+
+def _shapes_elementwise(a):
+    ts = {k: v for k, v in a.items() if hasattr(v, "dim") and not
+          (v.dim() == 0 and v.device.type == "cpu")}
+    if not ts or len({tuple(t.shape) for t in ts.values()}) != 1:
+        return []  # broadcasting operands: no single shape to vary
+    return [(lab, {k: Layout(t, sh) for k, t in ts.items()}) for lab, sh in _EW_SHAPES]
+
+
+def _shapes_softmax(a):
+    x = a["self"]
+    return [(lab, {"self": Layout(x, sh), "dim": 1})
+            for lab, sh in (("1x1", (1, 1)), ("5x3", (5, 3)), ("2x1025", (2, 1025)),
+                            ("1x4097", (1, 4097)))]
+
+
+SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "mat2"),
+           "baddbmm": _shapes_addmm("batch1", "batch2"), "_softmax": _shapes_softmax,
+           "_log_softmax": _shapes_softmax}
+for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
+           "exp", "log", "sqrt", "rsqrt"):
+    SHAPERS[_n] = _shapes_elementwise
+
+
+def shaper(entry):
+    """The shapes gate's shaper of an entry, or None: ATen ops by name; a
+    custom op by its qualified name ("mylib::rmsnorm"), which its author
+    may add to SHAPERS."""
+    if not entry.name.startswith("aten::"):
+        return SHAPERS.get(entry.name.rsplit(".", 1)[0])
+    base = entry.name.split("::", 1)[1].split(".")[0]
+    return SHAPERS.get(base) or SHAPERS.get(base.rstrip("_"))
 
 
 # ---------------------------------------------------------------- custom ops
@@ -404,13 +497,47 @@ def contract_entry(func, c):
     return e
 
 
+def out_overload(func):
+    """The out= overload of a functional op with one output: the overload
+    whose other arguments are the op's own (names and types), or None."""
+    try:
+        packet = func.overloadpacket
+        mine = [(a.name, str(a.type)) for a in func._schema.arguments]
+        for name in packet.overloads():
+            cand = getattr(packet, name)
+            args = cand._schema.arguments
+            outs = [a.name for a in args if a.kwarg_only and a.alias_info is not None and
+                    a.alias_info.is_write]
+            rest = [(a.name, str(a.type)) for a in args if a.name not in outs]
+            if outs == ["out"] and rest == mine:
+                return cand
+    except (AttributeError, RuntimeError):
+        return None
+    return None
+
+
+def gates_of(name):
+    """The op-level gates that apply to ATen op `name` (README table)."""
+    import torch
+    g = ["oracle", "immutability"]
+    g += [x for x in ("nonfinite", "precision", "extremes") if x not in NOT_APPLICABLE.get(name, {})]
+    g.append("coverage")
+    packet = getattr(torch.ops.aten, name)
+    if any(out_overload(getattr(packet, o)) for o in packet.overloads()
+           if not o.endswith("out")):
+        g.append("bounds")
+    if SHAPERS.get(name):
+        g.append("shapes")
+    return g
+
+
 def markdown():
     """The README's coverage table."""
     lines = ["| ATen op (every overload) | oracle op | gates | notes |",
              "|---|---|---|---|"]
     for names, oracle, fn, note in ROWS:
         lines.append("| %s | %s | %s | %s |" % (", ".join("`%s`" % n for n in names), oracle,
-                                              ", ".join(APP_GATES), note))
+                                              ", ".join(gates_of(names[0])), note))
     lines += ["", "| not covered | why |", "|---|---|"]
     for names, why in UNCOVERED:
         lines.append("| %s | %s |" % (names, why))

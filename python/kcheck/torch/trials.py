@@ -151,6 +151,20 @@ class TensorSpec:
     def dim(self):
         return len(self.shape)
 
+    @classmethod
+    def contiguous(cls, like, shape):
+        """The layout of a contiguous tensor of `shape` with like's dtype
+        and device (the shapes gate's variants)."""
+        t = cls.__new__(cls)
+        t.dtype, t.device = like.dtype, like.device
+        t.shape = tuple(int(d) for d in shape)
+        st, acc = [], 1
+        for d in reversed(t.shape):
+            st.append(acc)
+            acc *= max(1, d)
+        t._stride = tuple(reversed(st))
+        return t
+
 
 def specs(args, kwargs, devices):
     """args and kwargs with every tensor on a checked device replaced by its

@@ -624,14 +624,14 @@ static int tensors_delta(const struct kc_judge_tensors *a, struct oc_verdict *v,
     snprintf(err, n, "gated_delta needs q, k, v, g and beta");
     return -1;
   }
-  struct oc_delta_args d = {q,
-                            k,
-                            vv,
-                            g,
-                            b,
-                            kc_judge_attr_num(a->attrs, "scale",
-                                              1.0 / sqrt((double)q->shape[q->rank - 1])),
-                            (int)kc_judge_attr_num(a->attrs, "gate_is_log", 0)};
+  struct oc_delta_args d = {
+      q,
+      k,
+      vv,
+      g,
+      b,
+      kc_judge_attr_num(a->attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
+      (int)kc_judge_attr_num(a->attrs, "gate_is_log", 0)};
   return oc_check_gated_delta(&d, a->out, a->p, a->o, v);
 }
 
@@ -689,8 +689,8 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     if (axis < 0) axis += a->in[0].rank;
     r = op->cls == OC_CLASS_REDUCE
             ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)
-            : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p,
-                               a->o, v);
+            : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p, a->o,
+                               v);
     break;
   }
   }

@@ -48,7 +48,6 @@ void kc_judge_result(const struct kc_judgment *j, json_t *result);
 json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_sb *sb,
                           const struct kc_judgment *j);
 
-
 /* An op over tensors already described (the PyTorch binding's host copies,
  * gates/op_check.c): the oracle op's name (ops.def, aliases included), its
  * attributes as "key=value key=value", the inputs in the op's order with

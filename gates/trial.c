@@ -79,7 +79,8 @@ int kc_generate_packed(int gen, enum kc_transform tf, int fmt, int role, int64_t
    * the thread flushes subnormals (MXCSR FTZ/DAZ, e.g.
    * torch.set_flush_denormal): then, and for NaN, oc_encode. */
   volatile double tiny = 0x1p-140;
-  int hw = (fmt == OC_FP32 || fmt == OC_FP64) && (float)tiny != 0.0f && (double)tiny * 0x1p-900 != 0;
+  int hw =
+      (fmt == OC_FP32 || fmt == OC_FP64) && (float)tiny != 0.0f && (double)tiny * 0x1p-900 != 0;
   for (size_t e = 0; e < count; e++) {
     double v = transform(tf, vals[e], fi);
     unsigned char *dst = (unsigned char *)out + e * esize;

@@ -522,6 +522,10 @@ class KcheckMode(TorchDispatchMode):
         all of them (at exit). Their ops are kcheck's own: no mode sees
         them."""
         from torch.utils._python_dispatch import _disable_current_modes
+        if until_budget and ((torch.cuda.is_initialized() and
+                              torch.cuda.is_current_stream_capturing()) or
+                             torch.compiler.is_compiling()):
+            return  # never inside a CUDA graph capture or a compiled region
         while self.later:
             if until_budget and self._over_budget():
                 return

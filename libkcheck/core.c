@@ -11,6 +11,7 @@
 #include "audit.h"
 #include "driver.h"
 #include "finding.h"
+#include "graph.h"
 #include "guard.h"
 #include "image.h"
 #include "kernel.h"
@@ -91,6 +92,7 @@ void kc_core_postfork_child(void) {
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();
   kc_world_postfork_child();
+  kc_graph_postfork_child();
   kc_findings_reset_child();
   kc_report_reopen_child((long)getppid());
 }
@@ -114,8 +116,6 @@ void kc_on_image_unload(void *handle) {
   kc_kernel_forget_image(handle);
   kc_image_unloaded(handle);
 }
-
-void kc_on_graph_launch(void) { atomic_fetch_add(&kc_count.graph_launches, 1); }
 
 void kc_on_unwrapped_entry(const char *symbol) {
   /* Launches through such an entry would be invisible: say so, once each. */

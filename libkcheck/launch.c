@@ -10,6 +10,7 @@
 #include "audit.h"
 #include "core.h"
 #include "driver.h"
+#include "graph.h"
 #include "guard.h"
 #include "log.h"
 #include "options.h"
@@ -23,6 +24,13 @@
 static kc_check_fn check_hook;
 
 void kc_set_check_hook(kc_check_fn fn) { check_hook = fn; }
+
+int kc_check_hook_installed(void) { return check_hook != NULL; }
+
+json_t *kc_graph_ref_json(const struct kc_graph_ref *g) {
+  return json_pack("{s:I, s:I, s:i, s:i}", "graph", (json_int_t)g->graph, "graph_launch",
+                   (json_int_t)g->launch, "node", g->node, "nodes", g->nodes);
+}
 
 /* The application's launch, inside the world lock (a no-op when this
  * thread already holds it, e.g. inside its own check). */
@@ -80,6 +88,7 @@ void kc_report_skip(const struct kc_launch_info *li, const char *why) {
   json_t *rec = json_pack("{s:I, s:i, s:s, s:o, s:s}", "launch", (json_int_t)li->seq, "kernel",
                           li->k->id, "kernel_name", li->k->demangled, "signature",
                           kc_json_hash(li->signature), "reason", why);
+  if (rec && li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   kc_prof_lap(KC_PS_skip, t);
   kc_report_emit("skip", rec);
 }
@@ -93,7 +102,67 @@ static CUresult app_launch_timed(const struct kc_launch_args *a, uint64_t t, uin
   return r;
 }
 
+/* A launch on a capturing stream is recorded into a graph, not run: it is
+ * counted as captured and passes through (its kernel node is seen when
+ * the graph is launched). Only asked while some capture is active. */
+static int captured(const struct kc_launch_args *a) {
+  if (!kc_graph_captures_active()) return 0;
+  CUstream s = a->entry == KC_LE_KERNEL_EX && a->config ? a->config->hStream : a->stream;
+  if (a->ptsz && !s) s = CU_STREAM_PER_THREAD;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  kc_guard_enter();
+  int yes = kc_drv.cuStreamIsCapturing && kc_drv.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
+            st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  kc_guard_leave();
+  return yes;
+}
+
+CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_graph_ref *ref) {
+  atomic_fetch_add_explicit(&kc_count.graph_kernels_replayed, 1, memory_order_relaxed);
+  /* The index the next eager launch gets: graph nodes have no index of
+   * their own; the record's `graph` member says where the node is. */
+  uint64_t seq = (uint64_t)atomic_load_explicit(&kc_count.launches, memory_order_relaxed);
+  kc_guard_enter();
+  struct kc_kernel *k = kc_kernel_get(a->f);
+  kc_guard_leave();
+  if (KC_NEVER(!k) || !check_hook || kc_policy_prefilter(k, seq)) return a->call_real(a);
+  struct kc_launch_info li = {0};
+  unsigned char params[2048];
+  li.seq = seq;
+  li.inline_buf = params;
+  li.inline_cap = sizeof params;
+  li.graph = ref;
+  int check = 0;
+  kc_guard_enter();
+  if (kc_capture(&li, k, a) == 0) {
+    check = 1;
+    if (!strcmp(li.param_form, "unknown")) {
+      check = 0;
+      kc_report_skip(&li, "parameter layout unknown");
+    } else {
+      int first = 0;
+      li.signature = kc_policy_signature(&li);
+      const char *why = kc_policy_decide(li.signature, k->id, seq, &first);
+      if (why) {
+        check = 0;
+        if (first) kc_report_skip(&li, why);
+      }
+    }
+    /* The world is held: pointers resolved now stay valid for the check. */
+    if (check) kc_capture_pointers(&li, 0);
+  }
+  kc_guard_leave();
+  CUresult r = check ? check_hook(&li) : a->call_real(a);
+  if (li.checked) atomic_fetch_add(&kc_count.graph_kernel_checks, 1);
+  kc_capture_free(&li);
+  return r;
+}
+
 CUresult kc_on_launch(const struct kc_launch_args *a) {
+  if (captured(a)) {
+    atomic_fetch_add_explicit(&kc_count.captured_launches, 1, memory_order_relaxed);
+    return a->call_real(a);
+  }
   uint64_t t_in = kc_prof_now(), t = t_in;
   uint64_t seq = (uint64_t)atomic_fetch_add_explicit(&kc_count.launches, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&kc_count.launches_by_entry[a->entry], 1, memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include "allocmap.h"
 #include "core.h"
+#include "graph.h"
 #include "guard.h"
 #include "launch.h"
 #include "log.h"
@@ -119,16 +120,111 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     return kc_on_launch(&a);                                                                       \
   }
 
+/* ---- graphs (libkcheck/graph.c) ----------------------------------------- */
+
+/* A graph launch: counted, and when chosen replayed node by node with the
+ * kernel nodes checked; the core holds the world lock around it. */
 #define DEF_GRAPH_LAUNCH(sym)                                                                      \
   KC_EXPORT CUresult sym(CUgraphExec exec, CUstream stream) {                                      \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
-    if (!KC_PASSTHROUGH()) kc_on_graph_launch();                                                   \
+    if (KC_PASSTHROUGH()) return real(exec, stream);                                               \
+    return kc_on_graph_launch(exec, stream, name_is_ptsz(#sym, sizeof #sym - 1), real);            \
+  }
+
+#define DEF_CAPTURE_BEGIN(sym, params, args)                                                       \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real args;                                                                        \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_capture_begin();                             \
+    return r;                                                                                      \
+  }
+#define DEF_BEGIN_CAPTURE_V1(sym)                                                                  \
+  DEF_CAPTURE_BEGIN(sym, KC_FP_BEGIN_CAPTURE_V1, KC_FA_BEGIN_CAPTURE_V1)
+#define DEF_BEGIN_CAPTURE(sym) DEF_CAPTURE_BEGIN(sym, KC_FP_BEGIN_CAPTURE, KC_FA_BEGIN_CAPTURE)
+#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                            \
+  DEF_CAPTURE_BEGIN(sym, KC_FP_BEGIN_CAPTURE_TO_GRAPH, KC_FA_BEGIN_CAPTURE_TO_GRAPH)
+
+#define DEF_END_CAPTURE(sym)                                                                       \
+  KC_EXPORT CUresult sym(CUstream stream, CUgraph *graph) {                                        \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(stream, graph);                                                              \
+    if (!KC_PASSTHROUGH()) kc_on_capture_end(r);                                                   \
+    return r;                                                                                      \
+  }
+
+#define DEF_GRAPH_INSTANTIATE(sym, params, call, exec, g)                                          \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real call;                                                                        \
+    if (r == CUDA_SUCCESS && (exec) && !KC_PASSTHROUGH()) kc_on_graph_instantiate(*(exec), g);     \
+    return r;                                                                                      \
+  }
+#define DEF_GRAPH_INSTANTIATE_LOG(sym)                                                             \
+  DEF_GRAPH_INSTANTIATE(sym, (CUgraphExec * e, CUgraph g, CUgraphNode * err, char *log, size_t n), \
+                        (e, g, err, log, n), e, g)
+#define DEF_GRAPH_INSTANTIATE_FLAGS(sym)                                                           \
+  DEF_GRAPH_INSTANTIATE(sym, (CUgraphExec * e, CUgraph g, unsigned long long flags),               \
+                        (e, g, flags), e, g)
+#define DEF_GRAPH_INSTANTIATE_PARAMS(sym)                                                          \
+  DEF_GRAPH_INSTANTIATE(sym, (CUgraphExec * e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS * p),      \
+                        (e, g, p), e, g)
+
+/* Destruction and edits wait for a check in progress (which may be
+ * replaying this very graph). */
+#define DEF_GRAPH_EXEC_DESTROY(sym)                                                                \
+  KC_EXPORT CUresult sym(CUgraphExec exec) {                                                       \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
     KC_FENCE_BEGIN();                                                                              \
-    CUresult r = real(exec, stream);                                                               \
+    if (!KC_PASSTHROUGH()) kc_on_graph_exec_destroy(exec);                                         \
+    CUresult r = real(exec);                                                                       \
     KC_FENCE_END();                                                                                \
     return r;                                                                                      \
   }
+
+#define DEF_GRAPH_EDIT_WITH(sym, params, args, exec, on_success)                                   \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
+    CUresult r = real args;                                                                        \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) on_success;                                        \
+    KC_FENCE_END();                                                                                \
+    return r;                                                                                      \
+  }
+#define DEF_GRAPH_EXEC_UPDATE_V1(sym)                                                              \
+  DEF_GRAPH_EDIT_WITH(                                                                             \
+      sym, (CUgraphExec e, CUgraph g, CUgraphNode * err, CUgraphExecUpdateResult * res),           \
+      (e, g, err, res), e, kc_on_graph_exec_update(e, g))
+#define DEF_GRAPH_EXEC_UPDATE(sym)                                                                 \
+  DEF_GRAPH_EDIT_WITH(sym, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo * info),         \
+                      (e, g, info), e, kc_on_graph_exec_update(e, g))
+#define DEF_GRAPH_EXEC_KERNEL_SET(sym)                                                             \
+  DEF_GRAPH_EDIT_WITH(sym, (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p),       \
+                      (e, n, p), e, kc_on_graph_exec_kernel_set(e, n, p))
+#define DEF_GRAPH_EXEC_KERNEL_SET_V1(sym)                                                          \
+  DEF_GRAPH_EDIT_WITH(sym, (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p),    \
+                      (e, n, p), e, kc_on_graph_exec_kernel_set_v1(e, n, p))
+#define DEF_GRAPH_EDIT(sym, params, args)                                                          \
+  DEF_GRAPH_EDIT_WITH(sym, params, args, exec, kc_on_graph_exec_edit(exec, #sym))
+#define DEF_GRAPH_EXEC_MEMCPY_SET(sym)                                                             \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_MEMCPY_SET, KC_FA_GRAPH_EXEC_MEMCPY_SET)
+#define DEF_GRAPH_EXEC_MEMSET_SET(sym)                                                             \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_MEMSET_SET, KC_FA_GRAPH_EXEC_MEMSET_SET)
+#define DEF_GRAPH_EXEC_HOST_SET(sym)                                                               \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_HOST_SET, KC_FA_GRAPH_EXEC_HOST_SET)
+#define DEF_GRAPH_EXEC_CHILD_SET(sym)                                                              \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_CHILD_SET, KC_FA_GRAPH_EXEC_CHILD_SET)
+#define DEF_GRAPH_EXEC_EVENT_SET(sym)                                                              \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_EVENT_SET, KC_FA_GRAPH_EXEC_EVENT_SET)
+#define DEF_GRAPH_EXEC_NODE_SET(sym)                                                               \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_NODE_SET, KC_FA_GRAPH_EXEC_NODE_SET)
+#define DEF_GRAPH_EXEC_ENABLE(sym)                                                                 \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_ENABLE, KC_FA_GRAPH_EXEC_ENABLE)
 
 /* ---- copies and memsets (held off during another thread's check) --------- */
 

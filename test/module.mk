@@ -112,3 +112,9 @@ $(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
 	  -L$(BUILD)/fakecuda -lcuda -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
 integration-test: $(BUILD)/test/app_atexit
+
+# CUDA graphs built by capture and node by node (kcheck's graph replay).
+$(BUILD)/test/app_graphs: test/apps/app_graphs.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
+integration-test: $(BUILD)/test/app_graphs

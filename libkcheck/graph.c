@@ -548,6 +548,8 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
     return plain(real, e->exec, st);
   }
   double t0 = kc_now_s();
+  CUstreamCaptureMode mode;
+  int relaxed = kc_capture_mode_relax(&mode);
   kc_guard_enter();
   struct prep *preps = calloc((size_t)e->nplan, sizeof *preps);
   int ok = preps != NULL;
@@ -558,6 +560,7 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
   kc_guard_leave();
   if (!ok) {
     free(preps);
+    if (relaxed) kc_capture_mode_restore(mode);
     if (kc_opt.check_lock) kc_world_unlock();
     report_skip(e, e->id, launch, "its nodes could not be read for the replay");
     return plain(real, e->exec, st);
@@ -595,6 +598,7 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
                            "cost_ms", 1e3 * cost, "result", (int)r));
   kc_guard_leave();
   free(preps);
+  if (relaxed) kc_capture_mode_restore(mode);
   if (kc_opt.check_lock) kc_world_unlock();
   return r;
 }

@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "prof.h"
 #include "report.h"
+#include "shadow.h"
 #include "stack.h"
 #include "thread_launches.h"
 #include "world.h"
@@ -68,7 +69,10 @@ static CUresult checked_launch(struct kc_launch_info *li) {
     kc_capture_pointers(li, 0);
     kc_guard_leave();
   }
+  CUstreamCaptureMode mode;
+  int relaxed = kc_capture_mode_relax(&mode);
   CUresult r = check_hook(li);
+  if (relaxed) kc_capture_mode_restore(mode);
   if (kc_opt.check_lock) kc_world_unlock();
   return r;
 }

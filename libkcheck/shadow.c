@@ -26,6 +26,16 @@ CUresult kc_sync_device(void) {
   return r;
 }
 
+int kc_capture_mode_relax(CUstreamCaptureMode *saved) {
+  *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
+  return kc_drv.cuThreadExchangeStreamCaptureMode &&
+         kc_drv.cuThreadExchangeStreamCaptureMode(saved) == CUDA_SUCCESS;
+}
+
+void kc_capture_mode_restore(CUstreamCaptureMode saved) {
+  kc_drv.cuThreadExchangeStreamCaptureMode(&saved);
+}
+
 static int add_region(struct kc_shadow *s, uint64_t base, uint64_t size, int *cap) {
   for (int i = 0; i < s->nregions; i++)
     if (s->regions[i].base == base) return 0;

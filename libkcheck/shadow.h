@@ -81,4 +81,11 @@ int kc_shadow_end(struct kc_shadow *s);
  * that capture). */
 CUresult kc_sync_device(void);
 
+/* The whole of a check runs in relaxed capture mode on the checking thread:
+ * its snapshot copies, allocations and syncs are "unsafe" calls that would
+ * otherwise invalidate another thread's global-mode capture. Returns 1 when
+ * the mode was changed (*saved then holds the previous one). */
+int kc_capture_mode_relax(CUstreamCaptureMode *saved);
+void kc_capture_mode_restore(CUstreamCaptureMode saved);
+
 #endif

@@ -102,7 +102,7 @@ integration-test: $(BUILD)/test/app_shared
 # (a few seconds; part of `make test`).
 .PHONY: test-tsan
 test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)/test/app_threads \
-           $(BUILD)/test/app_shared
+           $(BUILD)/test/app_shared $(BUILD)/test/app_graphs
 	BUILD=$(BUILD) sh test/tsan/run.sh
 test-cpu: test-tsan
 

@@ -523,6 +523,12 @@ static int invalidate_unsafe(void) {
   for (int i = 0; i < MAX_CAPTURING; i++) {
     struct fk_stream *s = capturing[i];
     if (s == NULL || s->cap_mode == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
+    /* A thread-local capture of another thread is not this thread's
+     * concern, nor is any other thread's capture to a thread-local caller. */
+    int own = pthread_equal(s->cap_thread, pthread_self());
+    if (!own && (s->cap_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ||
+                 tls_capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+      continue;
     if (s->cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
       s->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
       hit = 1;
@@ -783,6 +789,7 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode) {
   }
   s->cap_graph = g;
   s->cap_mode = mode;
+  s->cap_thread = pthread_self();
   s->cap_id = atomic_fetch_add(&next_capture_id, 1) + 1;
   s->cap_status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   return CUDA_SUCCESS;

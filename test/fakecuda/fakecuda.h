@@ -88,7 +88,9 @@
  *   - during a GLOBAL or THREAD_LOCAL capture, cuCtxSynchronize, synchronous
  *     copies/memsets and cuStreamSynchronize/Query of the capturing stream
  *     fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the
- *     capture (cuStreamEndCapture then says ..._INVALIDATED); work or
+ *     capture (cuStreamEndCapture then says ..._INVALIDATED) — from any
+ *     thread for a GLOBAL capture, from the capturing thread only for a
+ *     THREAD_LOCAL one, never from a thread in RELAXED mode; work or
  *     cuStreamIsCapturing on the legacy NULL stream gives ..._IMPLICIT;
  *   - launches copy their parameters at launch/capture time;
  *   - CUkernel handles are rejected by cuFunc* queries and CUfunction

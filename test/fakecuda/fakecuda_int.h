@@ -62,6 +62,7 @@ struct fk_stream {
   /* capture state */
   CUstreamCaptureStatus cap_status;
   CUstreamCaptureMode cap_mode;
+  pthread_t cap_thread; /* the thread that began the capture */
   struct fk_graph *cap_graph;
   unsigned long long cap_id;
 };

@@ -493,6 +493,15 @@ static CUresult call_node(const struct kc_launch_args *a) {
 
 static CUresult run_memset(const CUDA_MEMSET_NODE_PARAMS *m, CUstream st) {
   size_t h = m->height ? m->height : 1;
+  if (h == 1) {
+    /* One row: the 1D entries (a captured cudaMemsetAsync may carry no
+     * pitch, which the 2D entries refuse). */
+    switch (m->elementSize) {
+    case 1: return kc_drv.cuMemsetD8Async(m->dst, (unsigned char)m->value, m->width, st);
+    case 2: return kc_drv.cuMemsetD16Async(m->dst, (unsigned short)m->value, m->width, st);
+    default: return kc_drv.cuMemsetD32Async(m->dst, m->value, m->width, st);
+    }
+  }
   switch (m->elementSize) {
   case 1:
     return kc_drv.cuMemsetD2D8Async(m->dst, m->pitch, (unsigned char)m->value, m->width, h, st);

@@ -11,9 +11,14 @@
  *       snapshot every live allocation).
  *   app_shared graphs [T] [ITERS]   the same per thread as a CUDA graph: each
  *       thread captures copy in, scale, memset and copy back on its own
- *       stream once (global capture mode, as PyTorch) and launches that graph every
+ *       stream once (thread-local capture mode: the other threads keep
+ *       synchronising their streams meanwhile) and launches that graph every
  *       iteration with new host values (graph replays racing with other
  *       threads' graph launches).
+ *   app_shared graphs_global [T] [ITERS]   the same with global-mode
+ *       captures, for the CPU stand-in only (the real driver forbids the
+ *       other threads' stream syncs during a global capture; the stand-in
+ *       forbids copies and context syncs, like kcheck's checks make).
  *
  * Prints "app_shared: MODE threads T iters I wrong W launches L" (L: kernel
  * launches, or graph launches in graphs mode, the program made); exit
@@ -32,7 +37,7 @@ static const char *scale_name = "_Z5scalePffi";
 static CUcontext ctx;
 static CUfunction scale;
 static CUdeviceptr shared_buf;
-static int iters = 50, churn, graphs;
+static int iters = 50, churn, graphs, global_capture;
 static long launches;
 static long wrong;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -55,7 +60,8 @@ static long graph_worker(long t, CUstream s, float *h, float *back) {
   void *params[] = {&x, &f, &ni};
   CUgraph g;
   CUgraphExec e;
-  CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CK(cuStreamBeginCapture(s, global_capture ? CU_STREAM_CAPTURE_MODE_GLOBAL
+                                            : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   CK(cuMemcpyHtoDAsync(x, h, n * sizeof(float), s));
   CK(cuLaunchKernel(scale, (unsigned)((n + 127) / 128), 1, 1, 128, 1, 1, 0, s, params, NULL));
   CK(cuMemsetD32Async(x + n * sizeof(float), 0x3f800000u + (unsigned)t, 1, s));
@@ -150,7 +156,8 @@ int main(int argc, char **argv) {
   if (argc > 3) iters = atoi(argv[3]);
   if (threads < 1 || threads > 64 || iters < 1) return 2;
   churn = !strcmp(mode, "churn");
-  graphs = !strcmp(mode, "graphs");
+  global_capture = !strcmp(mode, "graphs_global");
+  graphs = global_capture || !strcmp(mode, "graphs");
   launches = (long)threads * iters;
   CUdevice dev;
   CUmodule mod;

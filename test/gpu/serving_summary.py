@@ -134,12 +134,16 @@ for tag, plain in (("torch.kc", "torch.plain"), ("torch.nccl.kc", "torch.nccl.pl
                                                               s.get("checks")))
     else:
         comm = [c for c in of(recs, "check") if "nccl" in c.get("kernel_name", "").lower()]
+        seen = [k["demangled"] for k in of(recs, "kernel") if "nccl" in k.get("demangled", "").lower()]
         reasons = [r.get("reason", "") for r in of(recs, "graph") if not r.get("checkable")]
+        # At world size 1 NCCL may launch no kernel at all (nothing to reduce):
+        # then there is no communication kernel to keep untouched.
         check("%s: no communication kernel re-run; a graph holding one is launched unchanged" % tag,
               "nccl:" in o and not comm and
-              (not nccl_in_graph or any("communication" in x for x in reasons)),
-              "nccl %s; checks of nccl kernels %d; not-checkable graphs %s; graphs %s" %
-              ("in graph" if nccl_in_graph else re.findall(r"nccl: .*", o), len(comm), reasons, g))
+              (not seen or not nccl_in_graph or any("communication" in x for x in reasons)),
+              "nccl %s; NCCL kernels seen %d %s; checks of them %d; not-checkable graphs %s; "
+              "graphs %s" % ("in graph" if nccl_in_graph else re.findall(r"nccl: .*", o),
+                             len(seen), seen[:2], len(comm), reasons, g))
 
 ok = all(r[1] for r in rows)
 lines = ["# kcheck on serving-shaped programs (GPU)", "",

@@ -37,11 +37,13 @@ def test_sixteen_threads_eager_launches(app, tmp_path, options):
 
 
 @pytest.mark.parametrize("options", ["", EVERY + ":graph_sample=1"])
-def test_sixteen_threads_graph_launches(app, tmp_path, options):
-    """Each thread captures (global mode, as PyTorch does) and launches its
-    own graph: a check on one thread must neither invalidate another's
-    capture nor revert or read another's graph launch."""
-    r = run([app("app_shared"), "graphs", "16", "10"], tmp_path, options=options, timeout=300)
+@pytest.mark.parametrize("mode", ["graphs", "graphs_global"])
+def test_sixteen_threads_graph_launches(app, tmp_path, options, mode):
+    """Each thread captures (thread-local mode; and global mode, as PyTorch
+    does by default) and launches its own graph: a check on one thread must
+    neither invalidate another's capture (its copies and syncs run in
+    relaxed mode) nor revert or read another's graph launch."""
+    r = run([app("app_shared"), mode, "16", "10"], tmp_path, options=options, timeout=300)
     assert r.rc == 0, r.err[-3000:]
     wrong, launches = app_result(r.out)
     assert wrong == 0 and launches == 160

@@ -34,7 +34,7 @@ run shared_default "" "$BUILD/test/app_shared" shared 8 30
 # Sixteen threads with their own streams; CUDA graphs replayed node by node
 # while the other threads capture and launch theirs.
 run shared16 "$EVERY" "$BUILD/test/app_shared" shared 16 6
-run graphs16 "graph_sample=1:$EVERY" "$BUILD/test/app_shared" graphs 16 6
+run graphs16 "graph_sample=1:$EVERY" "$BUILD/test/app_shared" graphs_global 16 6
 run graphs_app "graph_sample=1:$EVERY" "$BUILD/test/app_graphs" all
 # Violations on four Python threads at once: the Python-stack lookup.
 FAKECUDA_LIB="$BUILD/fakecuda/libcuda.so.1"

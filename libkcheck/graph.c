@@ -556,6 +556,11 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
     report_skip(e, e->id, launch, why);
     return plain(real, e->exec, st);
   }
+  if (kc_graph_captures_active()) {
+    if (kc_opt.check_lock) kc_world_unlock();
+    report_skip(e, e->id, launch, KC_SKIP_CAPTURING);
+    return plain(real, e->exec, st);
+  }
   double t0 = kc_now_s();
   CUstreamCaptureMode mode;
   int relaxed = kc_capture_mode_relax(&mode);

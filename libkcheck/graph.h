@@ -25,6 +25,9 @@ void kc_on_capture_begin(void);
 void kc_on_capture_end(CUresult r);
 /* Whether a capture may be in progress somewhere in the process. */
 int kc_graph_captures_active(void);
+/* Why a check is skipped while one is. */
+#define KC_SKIP_CAPTURING                                                                          \
+  "a stream capture is in progress (a check's device-wide sync would break it)"
 
 /* An executable graph was instantiated from g (kcheck clones g). */
 void kc_on_graph_instantiate(CUgraphExec exec, CUgraph g);

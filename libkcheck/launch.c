@@ -58,6 +58,16 @@ static CUresult checked_launch(struct kc_launch_info *li) {
     kc_guard_leave();
     return kc_app_launch(li->args);
   }
+  if (kc_graph_captures_active()) {
+    /* A check synchronizes the whole device, which fails during another
+     * thread's stream capture and breaks it (seen on driver 580 even in
+     * relaxed mode). Captures begin only outside checks (fenced). */
+    if (kc_opt.check_lock) kc_world_unlock();
+    kc_guard_enter();
+    kc_report_skip(li, KC_SKIP_CAPTURING);
+    kc_guard_leave();
+    return kc_app_launch(li->args);
+  }
   if (kc_opt.check_lock) {
     /* Another thread may have freed an allocation between the capture and
      * the lock (a false pointer's, or save_all's): resolve the pointers

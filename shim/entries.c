@@ -132,12 +132,16 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     return kc_on_graph_launch(exec, stream, name_is_ptsz(#sym, sizeof #sym - 1), real);            \
   }
 
+/* Fenced: a capture never begins during a check, whose device-wide syncs
+ * would break it (checks wait until no capture is active). */
 #define DEF_CAPTURE_BEGIN(sym, params, args)                                                       \
   KC_EXPORT CUresult sym params {                                                                  \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
     CUresult r = real args;                                                                        \
     if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_capture_begin();                             \
+    KC_FENCE_END();                                                                                \
     return r;                                                                                      \
   }
 #define DEF_BEGIN_CAPTURE_V1(sym)                                                                  \

@@ -914,10 +914,29 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   return CUDA_SUCCESS;
 }
 
+/* A context-wide sync would wait for every stream, a capturing one too:
+ * on the real driver (580) it fails while another thread captures, even
+ * in relaxed mode, and that capture is lost. */
+static CUresult ctx_sync_during_capture(void) {
+  int hit = 0;
+  pthread_mutex_lock(&fk_g.lock);
+  for (int i = 0; i < MAX_CAPTURING; i++) {
+    struct fk_stream *s = capturing[i];
+    if (s && s->cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+        !pthread_equal(s->cap_thread, pthread_self())) {
+      s->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+      hit = 1;
+    }
+  }
+  pthread_mutex_unlock(&fk_g.lock);
+  return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize(void) {
   FK_ENTER("cuCtxSynchronize");
   if (fk_current_ctx() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   CUresult rc = unsafe_during_capture();
+  if (rc == CUDA_SUCCESS) rc = ctx_sync_during_capture();
   if (rc != CUDA_SUCCESS) return rc;
   fk_occupier_release_all();
   return CUDA_SUCCESS;
@@ -928,6 +947,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FK_ENTER("cuCtxSynchronize_v2");
   if (ctx == NULL ? fk_current_ctx() == NULL : !ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   CUresult rc = unsafe_during_capture();
+  if (rc == CUDA_SUCCESS) rc = ctx_sync_during_capture();
   if (rc != CUDA_SUCCESS) return rc;
   fk_occupier_release_all();
   return CUDA_SUCCESS;

@@ -78,6 +78,14 @@ typedef CUresult(*kc_fam_GRAPH_EXEC_NODE_SET) KC_FP_GRAPH_EXEC_NODE_SET;
 #define KC_FP_GRAPH_EXEC_ENABLE (CUgraphExec exec, CUgraphNode node, unsigned enabled)
 #define KC_FA_GRAPH_EXEC_ENABLE (exec, node, enabled)
 typedef CUresult(*kc_fam_GRAPH_EXEC_ENABLE) KC_FP_GRAPH_EXEC_ENABLE;
+/* Ordering calls (streams.c). */
+typedef CUresult (*kc_fam_EVENT_RECORD)(CUevent ev, CUstream stream);
+typedef CUresult (*kc_fam_EVENT_RECORD_FLAGS)(CUevent ev, CUstream stream, unsigned flags);
+typedef CUresult (*kc_fam_STREAM_WAIT_EVENT)(CUstream stream, CUevent ev, unsigned flags);
+typedef CUresult (*kc_fam_STREAM_SYNC)(CUstream stream);
+typedef CUresult (*kc_fam_EVENT_SYNC)(CUevent ev);
+typedef CUresult (*kc_fam_CTX_SYNC)(void);
+typedef CUresult (*kc_fam_CTX_SYNC_V2)(CUcontext ctx);
 typedef CUresult (*kc_fam_MODULE_LOAD)(CUmodule *module, const char *fname);
 typedef CUresult (*kc_fam_MODULE_LOAD_DATA)(CUmodule *module, const void *image);
 typedef CUresult (*kc_fam_MODULE_LOAD_DATA_EX)(CUmodule *module, const void *image, unsigned n,

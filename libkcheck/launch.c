@@ -19,6 +19,7 @@
 #include "report.h"
 #include "shadow.h"
 #include "stack.h"
+#include "streams.h"
 #include "thread_launches.h"
 #include "world.h"
 
@@ -27,11 +28,6 @@ static kc_check_fn check_hook;
 void kc_set_check_hook(kc_check_fn fn) { check_hook = fn; }
 
 int kc_check_hook_installed(void) { return check_hook != NULL; }
-
-json_t *kc_graph_ref_json(const struct kc_graph_ref *g) {
-  return json_pack("{s:I, s:I, s:i, s:i}", "graph", (json_int_t)g->graph, "graph_launch",
-                   (json_int_t)g->launch, "node", g->node, "nodes", g->nodes);
-}
 
 /* The application's launch, inside the world lock (a no-op when this
  * thread already holds it, e.g. inside its own check). */
@@ -193,7 +189,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
 
   int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
   t = kc_prof_lap(KC_PS_prefilter, t);
-  if (!check && !kc_opt.trace) return app_launch_timed(a, t, t_in);
+  if (!check && !kc_opt.trace && !kc_opt.stream_races) return app_launch_timed(a, t, t_in);
 
   struct kc_launch_info li = {0};
   unsigned char params[2048];
@@ -238,10 +234,12 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
    * words kcheck's map does not know (under the world lock, when there is
    * one: checked_launch); a trace record lists pointers too but remembers
    * the words the driver did not know (stale stack bytes recur). */
-  if (ok && ((check && !kc_opt.check_lock) || kc_opt.trace))
+  if (ok && ((check && !kc_opt.check_lock) || kc_opt.trace || kc_opt.stream_races))
     kc_capture_pointers(&li, check ? 0 : 1);
   t = kc_prof_lap(KC_PS_pointers, t);
   kc_guard_leave();
+  /* Ordering against other streams' work, before the launch runs. */
+  if (ok && kc_opt.stream_races) kc_streams_launch(&li);
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
     kc_capture_free(&li);

@@ -102,7 +102,10 @@ CUresult kc_on_launch(const struct kc_launch_args *a);
  * the policy chooses it. a->call_real launches the node. */
 CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_graph_ref *ref);
 /* The `graph` member of records about such a launch. */
-json_t *kc_graph_ref_json(const struct kc_graph_ref *g);
+static inline json_t *kc_graph_ref_json(const struct kc_graph_ref *g) {
+  return json_pack("{s:I, s:I, s:i, s:i}", "graph", (json_int_t)g->graph, "graph_launch",
+                   (json_int_t)g->launch, "node", g->node, "nodes", g->nodes);
+}
 
 /* The check a gate runner performs on a selected launch; it must perform
  * the application's launch itself (a->call_real) exactly once and return

@@ -332,6 +332,16 @@ int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   return 0;
 }
 
+int kc_shadow_region_changed(struct kc_shadow *s, int i) {
+  if (!s->have_post || i < 0 || i >= s->nregions) return -1;
+  const struct kc_region *r = &s->regions[i];
+  uint64_t count = 0, first = ~0ull;
+  if (kc_perturb_compare(r->pre, r->post, r->size / 4, &count, &first) &&
+      host_compare(r->pre, r->post, r->size / 4, &count, &first))
+    return -1;
+  return count != 0;
+}
+
 int kc_shadow_end(struct kc_shadow *s) {
   int rc = 0;
   /* Without a shadow run the memory already is post-state A. A failed copy

@@ -72,6 +72,9 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+/* Whether the application's launch changed region i (pre-state against
+ * post-state A): 1, 0, or -1 when unknown. */
+int kc_shadow_region_changed(struct kc_shadow *s, int i);
 /* Restores post-state A and frees everything. 0 when the application's
  * memory is exactly as its own launch left it. */
 int kc_shadow_end(struct kc_shadow *s);

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "options.h"
 #include "shim.h"
+#include "streams.h"
 #include "world.h"
 
 #define KC_EXPORT __attribute__((visibility("default")))
@@ -230,29 +231,86 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
 #define DEF_GRAPH_EXEC_ENABLE(sym)                                                                 \
   DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_ENABLE, KC_FA_GRAPH_EXEC_ENABLE)
 
+/* ---- ordering calls (libkcheck/streams.c) -------------------------------- */
+
+static int name_is_pt(const char *s, size_t n) {
+  return n > 5 && (!memcmp(s + (n - 5), "_ptsz", 5) || !memcmp(s + (n - 5), "_ptds", 5));
+}
+#define KC_PT(sym) name_is_pt(#sym, sizeof #sym - 1)
+#define KC_TRACKING() (!KC_PASSTHROUGH() && kc_opt.stream_races)
+
+#define DEF_ORDERING(sym, params, args, on_success)                                                \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real args;                                                                        \
+    if (r == CUDA_SUCCESS && KC_TRACKING()) on_success;                                            \
+    return r;                                                                                      \
+  }
+#define DEF_EVENT_RECORD(sym)                                                                      \
+  DEF_ORDERING(sym, (CUevent ev, CUstream s), (ev, s), kc_streams_event_record(ev, s, KC_PT(sym)))
+#define DEF_EVENT_RECORD_FLAGS(sym)                                                                \
+  DEF_ORDERING(sym, (CUevent ev, CUstream s, unsigned f), (ev, s, f),                              \
+               kc_streams_event_record(ev, s, KC_PT(sym)))
+#define DEF_STREAM_WAIT_EVENT(sym)                                                                 \
+  DEF_ORDERING(sym, (CUstream s, CUevent ev, unsigned f), (s, ev, f),                              \
+               kc_streams_wait_event(s, KC_PT(sym), ev))
+/* A query that says complete orders the host after the work as a sync does. */
+#define DEF_STREAM_SYNC(sym)                                                                       \
+  DEF_ORDERING(sym, (CUstream s), (s), kc_streams_stream_synced(s, KC_PT(sym)))
+#define DEF_EVENT_SYNC(sym) DEF_ORDERING(sym, (CUevent ev), (ev), kc_streams_event_synced(ev))
+#define DEF_CTX_SYNC(sym) DEF_ORDERING(sym, (void), (), kc_streams_ctx_synced())
+#define DEF_CTX_SYNC_V2(sym) DEF_ORDERING(sym, (CUcontext c), (c), kc_streams_ctx_synced())
+
 /* ---- copies and memsets (held off during another thread's check) --------- */
 
-#define DEF_FENCED(sym, params, args)                                                              \
+#define DEF_FENCED_T(sym, params, args, track)                                                     \
   KC_EXPORT CUresult sym params {                                                                  \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     KC_FENCE_BEGIN();                                                                              \
     CUresult r = real args;                                                                        \
     KC_FENCE_END();                                                                                \
+    if (r == CUDA_SUCCESS && KC_TRACKING()) track;                                                 \
     return r;                                                                                      \
   }
-#define DEF_COPY(sym) DEF_FENCED(sym, KC_FP_COPY, KC_FA_COPY)
-#define DEF_COPY_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_ASYNC, KC_FA_COPY_ASYNC)
-#define DEF_COPY_HTOD(sym) DEF_FENCED(sym, KC_FP_COPY_HTOD, KC_FA_COPY_HTOD)
-#define DEF_COPY_HTOD_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_HTOD_ASYNC, KC_FA_COPY_HTOD_ASYNC)
-#define DEF_COPY_DTOH(sym) DEF_FENCED(sym, KC_FP_COPY_DTOH, KC_FA_COPY_DTOH)
-#define DEF_COPY_DTOH_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_DTOH_ASYNC, KC_FA_COPY_DTOH_ASYNC)
-#define DEF_MEMSET_D8(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8, KC_FA_MEMSET_D8)
-#define DEF_MEMSET_D16(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16, KC_FA_MEMSET_D16)
-#define DEF_MEMSET_D32(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32, KC_FA_MEMSET_D32)
-#define DEF_MEMSET_D8_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8_ASYNC, KC_FA_MEMSET_D8_ASYNC)
-#define DEF_MEMSET_D16_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16_ASYNC, KC_FA_MEMSET_D16_ASYNC)
-#define DEF_MEMSET_D32_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC)
+#define DEF_FENCED(sym, params, args) DEF_FENCED_T(sym, params, args, (void)0)
+/* What a copy or memset touches, for stream_races (1D entries). */
+#define KC_TRACK(sym, stream, sync, ...)                                                           \
+  do {                                                                                             \
+    struct kc_access acc_[] = {__VA_ARGS__};                                                       \
+    kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, (int)(sizeof acc_ / sizeof acc_[0]));      \
+  } while (0)
+#define DEF_COPY(sym)                                                                              \
+  DEF_FENCED_T(sym, KC_FP_COPY, KC_FA_COPY, KC_TRACK(sym, NULL, 1, {dst, n, 1}, {src, n, 0}))
+#define DEF_COPY_ASYNC(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_COPY_ASYNC, KC_FA_COPY_ASYNC,                                            \
+               KC_TRACK(sym, stream, 0, {dst, n, 1}, {src, n, 0}))
+#define DEF_COPY_HTOD(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_HTOD, KC_FA_COPY_HTOD, KC_TRACK(sym, NULL, 1, {dst, n, 1}))
+#define DEF_COPY_HTOD_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_COPY_HTOD_ASYNC, KC_FA_COPY_HTOD_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {dst, n, 1}))
+#define DEF_COPY_DTOH(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_DTOH, KC_FA_COPY_DTOH, KC_TRACK(sym, NULL, 1, {src, n, 0}))
+#define DEF_COPY_DTOH_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_COPY_DTOH_ASYNC, KC_FA_COPY_DTOH_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {src, n, 0}))
+#define DEF_MEMSET_D8(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D8, KC_FA_MEMSET_D8, KC_TRACK(sym, NULL, 1, {dst, n, 1}))
+#define DEF_MEMSET_D16(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D16, KC_FA_MEMSET_D16, KC_TRACK(sym, NULL, 1, {dst, 2 * n, 1}))
+#define DEF_MEMSET_D32(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D32, KC_FA_MEMSET_D32, KC_TRACK(sym, NULL, 1, {dst, 4 * n, 1}))
+#define DEF_MEMSET_D8_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D8_ASYNC, KC_FA_MEMSET_D8_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {dst, n, 1}))
+#define DEF_MEMSET_D16_ASYNC(sym)                                                                  \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D16_ASYNC, KC_FA_MEMSET_D16_ASYNC,                                \
+               KC_TRACK(sym, stream, 0, {dst, 2 * n, 1}))
+#define DEF_MEMSET_D32_ASYNC(sym)                                                                  \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC,                                \
+               KC_TRACK(sym, stream, 0, {dst, 4 * n, 1}))
 #define DEF_COPY_2D(sym) DEF_FENCED(sym, KC_FP_COPY_2D, KC_FA_COPY_2D)
 #define DEF_COPY_2D_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_2D_ASYNC, KC_FA_COPY_2D_ASYNC)
 #define DEF_COPY_3D(sym) DEF_FENCED(sym, KC_FP_COPY_3D, KC_FA_COPY_3D)

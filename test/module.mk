@@ -118,3 +118,9 @@ $(BUILD)/test/app_graphs: test/apps/app_graphs.c test/apps/apps.h $(FAKECUDA_DIR
 	@mkdir -p $(@D)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
 integration-test: $(BUILD)/test/app_graphs
+
+# Work on several streams, ordered correctly or not (stream_races).
+$(BUILD)/test/app_streams: test/apps/app_streams.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
+integration-test: $(BUILD)/test/app_streams

@@ -36,6 +36,7 @@ run shared_default "" "$BUILD/test/app_shared" shared 8 30
 run shared16 "$EVERY" "$BUILD/test/app_shared" shared 16 6
 run graphs16 "graph_sample=1:$EVERY" "$BUILD/test/app_shared" graphs_global 16 6
 run graphs_app "graph_sample=1:$EVERY" "$BUILD/test/app_graphs" all
+run streams16 "stream_races=1:$EVERY" "$BUILD/test/app_shared" shared 16 6
 # Violations on four Python threads at once: the Python-stack lookup.
 FAKECUDA_LIB="$BUILD/fakecuda/libcuda.so.1"
 export FAKECUDA_LIB

@@ -18,8 +18,10 @@
 #include "log.h"
 #include "options.h"
 #include "perturb.h"
+#include "policy.h"
 #include "prof.h"
 #include "report.h"
+#include "serving.h"
 #include "stack.h"
 #include "staging.h"
 #include "world.h"
@@ -55,6 +57,7 @@ int kc_core_init(int (*layers_init)(void)) {
                   problems == 1 ? "" : "s");
     _exit(1);
   }
+  kc_serving_apply();
   kc_prof_on = kc_opt.profile;
   kc_report_open();
   kc_core_initialized = 1;
@@ -80,6 +83,7 @@ void kc_core_fini(void) {
   kc_staging_release();
   kc_guard_leave();
   kc_prof_finish();
+  kc_serving_finish(kc_policy_check_seconds());
   kc_report_finish();
 }
 

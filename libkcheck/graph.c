@@ -17,6 +17,7 @@
 #include "options.h"
 #include "policy.h"
 #include "report.h"
+#include "serving.h"
 #include "shadow.h"
 #include "world.h"
 
@@ -414,8 +415,8 @@ static const char *choose(const struct gexec *e, long launch) {
   if (!kc_check_hook_installed()) return "no gates";
   if (kc_opt.max_checks >= 0 && atomic_load(&kc_count.checks) >= kc_opt.max_checks)
     return "max_checks reached";
-  if (kc_opt.time_budget < 1.0 && kc_policy_check_seconds() > kc_opt.time_budget * kc_now_s())
-    return "time_budget exhausted";
+  const char *budget = kc_budget_exhausted(kc_policy_check_seconds());
+  if (budget) return budget;
   if (launch > 0 &&
       kc_policy_uniform((uint64_t)e->id << 32 ^ (uint64_t)launch) >= kc_opt.graph_sample)
     return "not sampled (graph_sample)";

@@ -1018,6 +1018,17 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g,
         rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
   return rc;
 }
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  FK_ENTER("cuGraphInstantiateWithParams_ptsz");
+  CUresult rc = instantiate(pe, g);
+  if (params)
+    params->result_out =
+        rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  return rc;
+}
 
 CUresult cuGraphExecDestroy(CUgraphExec he) {
   FK_ENTER("cuGraphExecDestroy");

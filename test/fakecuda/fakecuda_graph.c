@@ -552,3 +552,94 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec he, CUgraph hg, CUgraphExecUpdateResul
   e->copy = copy;
   return CUDA_SUCCESS;
 }
+
+CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *err,
+                           CUgraphExecUpdateResult *res) {
+  FK_ENTER("cuGraphExecUpdate");
+  CUgraphExecUpdateResultInfo info;
+  CUresult rc = cuGraphExecUpdate_v2(e, g, &info);
+  if (err) *err = NULL;
+  if (res) *res = info.result;
+  return rc;
+}
+
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode h,
+                                        const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  FK_ENTER("cuGraphExecKernelNodeSetParams");
+  if (p == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS v2;
+  memset(&v2, 0, sizeof v2);
+  v2.func = p->func;
+  v2.gridDimX = p->gridDimX, v2.gridDimY = p->gridDimY, v2.gridDimZ = p->gridDimZ;
+  v2.blockDimX = p->blockDimX, v2.blockDimY = p->blockDimY, v2.blockDimZ = p->blockDimZ;
+  v2.sharedMemBytes = p->sharedMemBytes;
+  v2.kernelParams = p->kernelParams;
+  v2.extra = p->extra;
+  struct fk_node *n = exec_node(e, h);
+  if (n == NULL || n->kind != FK_NODE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  return set_kernel(n, &v2);
+}
+
+static CUresult exec_event(CUgraphExec e, CUgraphNode h, CUevent ev, int kind) {
+  struct fk_node *n = exec_node(e, h);
+  struct fk_event *x = (struct fk_event *)ev;
+  if (n == NULL || n->kind != kind || x == NULL || x->magic != FK_MAGIC_EVENT)
+    return CUDA_ERROR_INVALID_VALUE;
+  n->event = x;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec e, CUgraphNode h, CUevent ev) {
+  FK_ENTER("cuGraphExecEventRecordNodeSetEvent");
+  return exec_event(e, h, ev, FK_NODE_EVENT_RECORD);
+}
+CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec e, CUgraphNode h, CUevent ev) {
+  FK_ENTER("cuGraphExecEventWaitNodeSetEvent");
+  return exec_event(e, h, ev, FK_NODE_EVENT_WAIT);
+}
+
+/* Not modelled by the stand-in (exported so every hooked entry exists). */
+CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode h, const CUDA_MEMCPY3D *p,
+                                        CUcontext ctx) {
+  FK_ENTER("cuGraphExecMemcpyNodeSetParams");
+  (void)e, (void)h, (void)p, (void)ctx;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode h, CUgraph child) {
+  FK_ENTER("cuGraphExecChildGraphNodeSetParams");
+  (void)e, (void)h, (void)child;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode h, CUgraphNodeParams *p) {
+  FK_ENTER("cuGraphExecNodeSetParams");
+  (void)e, (void)h, (void)p;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode h, unsigned enabled) {
+  FK_ENTER("cuGraphNodeSetEnabled");
+  (void)e, (void)h, (void)enabled;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuGraphKernelNodeGetAttribute(CUgraphNode h, CUkernelNodeAttrID attr,
+                                       CUkernelNodeAttrValue *v) {
+  FK_ENTER("cuGraphKernelNodeGetAttribute");
+  (void)h, (void)attr, (void)v;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+static CUresult capture_to_graph(void) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                     const CUgraphEdgeData *edges, size_t n,
+                                     CUstreamCaptureMode mode) {
+  FK_ENTER("cuStreamBeginCaptureToGraph");
+  (void)s, (void)g, (void)deps, (void)edges, (void)n, (void)mode;
+  return capture_to_graph();
+}
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                          const CUgraphEdgeData *edges, size_t n,
+                                          CUstreamCaptureMode mode);
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                          const CUgraphEdgeData *edges, size_t n,
+                                          CUstreamCaptureMode mode) {
+  FK_ENTER("cuStreamBeginCaptureToGraph_ptsz");
+  (void)s, (void)g, (void)deps, (void)edges, (void)n, (void)mode;
+  return capture_to_graph();
+}

@@ -9,8 +9,8 @@
 
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
-UNIT_OBJS_policy := libkcheck/policy libkcheck/options libkcheck/regex_guard libkcheck/log
-UNIT_OBJS_signature := libkcheck/policy libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_policy := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_signature := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_asserts := libkcheck/log
 UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log

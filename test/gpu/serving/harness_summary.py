@@ -88,7 +88,9 @@ for bug, gate in (("graph_race", "race"), ("missing_wait", "stream_order"),
                                                       hit[0].get("kernel_name", ""))[:160]
                                               if hit else "-"))
         else:
-            row("correct form %s silent" % form, done and not v, "violations %s" % gates)
+            summ = [x for x in r if x.get("type") == "summary"]
+            row("correct form %s silent" % form, done and bool(summ) and not v,
+                "violations %s; checks %s" % (gates, summ[-1].get("checks") if summ else "no report"))
 text = ["# Serving harness on the GPU", "",
         "%s. Produced by test/gpu/serving/run_serving_harness.sh." %
         datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "",

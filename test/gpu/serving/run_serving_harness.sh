@@ -16,8 +16,8 @@ kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)" harness "${
 BUDGET=${KC_HARNESS_BUDGET:-420}
 SECS=${KC_HARNESS_SECONDS:-40}
 H="test/gpu/serving/harness.py"
-KC="$PYTHON $ROOT/python/kcheck/__main__.py --lib $LIB run"
-[ -f "$ROOT/python/kcheck/__main__.py" ] || KC="$PYTHON -m kcheck --lib $LIB run"
+DEV=(--device "${KC_HARNESS_DEVICE:-cuda}") # cpu: a dry run of the plumbing
+KC="$PYTHON -m kcheck --lib $LIB run"
 export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 bench_env | tee "$LOGS/env.txt"
 "$PYTHON" -c 'import torch, triton' >/dev/null 2>&1
@@ -26,14 +26,14 @@ kcrun() { # TAG OPTS ARGS... : harness.py under kcheck run --serving
   local tag=$1 opts=$2
   shift 2
   run_logged $((SECS + 120)) "$tag" env KCHECK_OPTIONS="log_path=$REPS/$tag${opts:+:$opts}" \
-    $KC --serving -- "$PYTHON" "$H" "$@"
+    $KC --serving -- "$PYTHON" "$H" "${DEV[@]}" "$@"
 }
 for r in 1 2; do
-  run_logged $((SECS + 60)) "tput.plain.$r" "$PYTHON" "$H" --seconds "$SECS" --threads 4
+  run_logged $((SECS + 60)) "tput.plain.$r" "$PYTHON" "$H" "${DEV[@]}" --seconds "$SECS" --threads 4
   kcrun "tput.serving.$r" "" --seconds "$SECS" --threads 4
 done
-run_logged 120 bits.plain "$PYTHON" "$H" --requests 24 --threads 1
-kcrun bits.serving "" --requests 24 --threads 1
+run_logged 120 bits.plain "$PYTHON" "$H" "${DEV[@]}" --requests "${KC_HARNESS_REQUESTS:-24}" --threads 1
+kcrun bits.serving "" --requests "${KC_HARNESS_REQUESTS:-24}" --threads 1
 for b in graph_race graph_race_ok; do kcrun "bug.$b" "time_budget=1" --requests 12 --threads 2 --bug "$b"; done
 for b in missing_wait missing_wait_ok record_stream record_stream_ok; do
   kcrun "bug.$b" "stream_races=1:time_budget=1" --requests 12 --threads 2 --bug "$b"

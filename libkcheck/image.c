@@ -106,6 +106,7 @@ void kc_image_loaded(void *handle, int is_library, const void *image, const char
     snprintf(r->info.source, sizeof r->info.source, "memory");
     snprintf(r->info.format, sizeof r->info.format, "%s", fmt);
     if (bytes) {
+      r->info.bytes = bytes;
       r->info.size = size;
       r->info.hash = XXH3_64bits(bytes, size);
     }

@@ -13,6 +13,9 @@ struct kc_image_info {
   size_t size;
   char format[8];   /* "elf", "fatbin", "ptx", "file" */
   char source[256]; /* file name, or "memory" */
+  /* Where the hashed bytes were when loaded (the application's memory, not
+   * owned, maybe freed since): NULL for file loads. */
+  const void *bytes;
 };
 
 /* Records a successful load; image may be NULL when path is given. */

@@ -12,6 +12,7 @@
 #include "gate_util.h"
 #include "perturb.h"
 #include "policy.h"
+#include "report.h"
 
 /* The strategies are perturb.def's rows (kc_strategy_*). */
 static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
@@ -25,6 +26,7 @@ static int make(const char *name, uint64_t seed, struct kc_perturb *p) {
 int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   if (kc_gate_nondeterminism_allowed(ctx)) return 0;
   json_t *strategies = json_object();
+  json_t *strategy_ms = json_object(); /* what each strategy cost: its runs and comparisons */
   json_t *exposed = json_array();
   json_t *first_ev = NULL;
   int runs = 0;
@@ -34,6 +36,7 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
     struct kc_perturb p;
     const char *status = "same";
+    double t0 = kc_now_s();
     for (long i = 0; i < kc_gate_opt.race_runs; i++) {
       /* A fresh seed per launch and run: the scrub pattern left behind by
        * one check must not be what the next application kernel reads. */
@@ -72,9 +75,11 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
       }
     }
     json_object_set_new(strategies, name, json_string(status));
+    json_object_set_new(strategy_ms, name, json_real(1e3 * (kc_now_s() - t0)));
   }
   json_object_set_new(ctx->result, "runs", json_integer(runs));
   json_object_set_new(ctx->result, "strategies", strategies);
+  json_object_set_new(ctx->result, "strategy_ms", strategy_ms);
   if (!first_ev) {
     ctx->out.status = runs ? KC_GS_PASS : KC_GS_NOT_RUN;
     json_decref(exposed);

@@ -257,11 +257,17 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
 
 /* ---- allocations -------------------------------------------------------- */
 
+/* An application allocation that failed for lack of memory is tried once
+ * more after kcheck gave back the staging buffer it keeps between checks. */
+#define KC_RETRY_OOM(r)                                                                            \
+  ((r) == CUDA_ERROR_OUT_OF_MEMORY && !KC_PASSTHROUGH() && kc_on_alloc_failed())
+
 #define DEF_MEM_ALLOC(sym)                                                                         \
   KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t bytes) {                                        \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, bytes);                                                                \
+    if (KC_RETRY_OOM(r)) r = real(dptr, bytes);                                                    \
     if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_PLAIN); \
     return r;                                                                                      \
   }
@@ -272,6 +278,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, pitch, width, height, elem);                                           \
+    if (KC_RETRY_OOM(r)) r = real(dptr, pitch, width, height, elem);                               \
     if (r == CUDA_SUCCESS && dptr && pitch && !KC_PASSTHROUGH())                                   \
       kc_on_alloc(*dptr, *pitch *height, KC_ALLOC_PITCH);                                          \
     return r;                                                                                      \
@@ -304,6 +311,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, bytes, stream);                                                        \
+    if (KC_RETRY_OOM(r)) r = real(dptr, bytes, stream);                                            \
     if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_ASYNC); \
     return r;                                                                                      \
   }
@@ -313,6 +321,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, bytes, pool, stream);                                                  \
+    if (KC_RETRY_OOM(r)) r = real(dptr, bytes, pool, stream);                                      \
     if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_ASYNC); \
     return r;                                                                                      \
   }

@@ -4,6 +4,7 @@ text, --merge, --sarif, --junit, --html, --gen-suppressions, `kcheck
 repro`, one-line errors)."""
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -163,9 +164,9 @@ def test_gen_suppressions_round_trip(app, tmp_path):
 def test_sigterm_writes_the_summary(tmp_path):
     app = repeat_app(tmp_path)
     env = base_env(tmp_path)
-    from conftest import ASAN_RT, LIB, USE_SAN
+    from conftest import ALL_STRATEGIES, ASAN_RT, LIB, USE_SAN
     env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
-    env["KCHECK_OPTIONS"] = "log_path=%s" % (tmp_path / "sig")
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (tmp_path / "sig", ALL_STRATEGIES)
     p = subprocess.Popen([sys.executable, app, "1", "--sleep"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline() == "ready\n"
@@ -183,6 +184,14 @@ def test_report_text_and_status(app, tmp_path):
     clean = run([app("app_linked"), "basic"], tmp_path)
     r = kcheck("report", clean.reports[0])
     assert r.returncode == 0, r.stdout + r.stderr
+    # What the checks cost against their floor, from the check records.
+    cost = kr.check_costs(kr.read_records(clean.reports[0]))
+    checks = [c for c in kr.read_records(clean.reports[0]) if c["type"] == "check"]
+    assert cost["checks"] == len(checks) > 0
+    ratios = sorted(c["cost_ms"] / c["floor_ms"] for c in checks if c.get("floor_ms"))
+    assert cost["median_over_floor"] == ratios[len(ratios) // 2]
+    assert re.search(r"checks cost [0-9.]+ ms in all, median [0-9.]+ ms; cost/floor median "
+                     r"[0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout
     racy = run([app("app_linked"), "races"], tmp_path)
     r = kcheck("report", racy.reports[0])
     assert r.returncode == 1

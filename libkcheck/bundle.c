@@ -131,6 +131,10 @@ static const char *write_bundle(const struct kc_launch_info *li, const struct kc
                                 "param_size", (json_int_t)li->param_size, "launch",
                                 (json_int_t)li->seq));
   if (contracts && *contracts) json_object_set_new(meta, "contracts", json_string(contracts));
+  /* The run's options: the gate's own (race strategies, extra shared
+   * memory, ...) decide whether the finding shows again. */
+  const char *opts = getenv("KCHECK_OPTIONS");
+  json_object_set_new(meta, "options", json_string(opts ? opts : ""));
   char path[4200];
   snprintf(path, sizeof path, "%s/bundle.json", dir);
   return json_dump_file(meta, path, JSON_INDENT(1) | JSON_SORT_KEYS) ? "writing bundle.json failed"

@@ -116,8 +116,15 @@ def run(path, lib, options=(), keep_report=None):
     out = keep_report or os.path.join(meta["_dir"], "replay-report")
     for old in glob.glob(out + ".*.jsonl"):
         os.unlink(old)
-    opts = ["log_path=" + out, "gates=" + meta["gate"], "seed=%d" % meta.get("seed", 0),
-            "check_first=1", "verbosity=0"]
+    # the run's own options (the gate's: strategies, sizes, ...) first, less
+    # those that name files or choose launches; then the replay's
+    drop = ("log_path", "repro_dir", "gates", "seed", "contracts", "launch_skip", "launch_count",
+            "check_first", "kernel_include", "kernel_exclude", "kernel_include_regex",
+            "kernel_exclude_regex", "max_checks", "suppressions", "halt_on_error", "exitcode")
+    opts = [o for o in (meta.get("options") or "").split(":")
+            if o and o.partition("=")[0] not in drop]
+    opts += ["log_path=" + out, "gates=" + meta["gate"], "seed=%d" % meta.get("seed", 0),
+             "check_first=1", "verbosity=0"]
     if meta.get("contracts"):
         opts.append("contracts=" + meta["contracts"])
     opts += list(options)

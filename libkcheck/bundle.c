@@ -1,6 +1,7 @@
 /* libkcheck/bundle.c — writes a finding's replay bundle (bundle.h): a
- * folder with bundle.json (format kcheck.bundle/1), image.bin, params.bin
- * and one buf<i>.bin per allocation the launch reaches. The image is read
+ * folder with bundle.json (format kcheck.bundle/1), image.bin (or the path
+ * of a module loaded from a file), params.bin and one buf<i>.bin per
+ * allocation the launch reaches. The image is read
  * back from where the application loaded it from, with process_vm_readv
  * (a freed image gives an error, never a fault) and kept only when its hash
  * is still the one recorded at load time. */
@@ -36,7 +37,7 @@ static int write_file(const char *dir, const char *name, const void *p, size_t n
  * only when they still hash to what was loaded. NULL with why. */
 static void *image_bytes(const struct kc_image_info *im, const char **why) {
   if (!im->bytes || !im->size) {
-    *why = "the kernel's image was loaded from a file or its bytes are unknown";
+    *why = "the kernel's image bytes are unknown";
     return NULL;
   }
   void *buf = malloc(im->size);
@@ -88,13 +89,15 @@ static const char *write_bundle(const struct kc_launch_info *li, const struct kc
   }
   if (total > kc_opt.repro_budget) return "its input buffers are larger than repro_budget";
   const char *why = NULL;
-  void *image = image_bytes(&im, &why);
-  if (!image) return why;
+  /* A module loaded from a file: the bundle refers to the file. */
+  int by_path = !im.bytes && !strcmp(im.format, "file") && im.source[0] == '/';
+  void *image = by_path ? NULL : image_bytes(&im, &why);
+  if (!image && !by_path) return why;
   if (mkdir(dir, 0777) && errno != EEXIST) {
     free(image);
     return "the bundle folder cannot be created";
   }
-  int bad = write_file(dir, "image.bin", image, im.size);
+  int bad = by_path ? 0 : write_file(dir, "image.bin", image, im.size);
   free(image);
   bad |= write_file(dir, "params.bin", li->param_buf, li->param_size);
   json_t *bufs = json_array(), *layout = json_array();
@@ -122,8 +125,9 @@ static const char *write_bundle(const struct kc_launch_info *li, const struct kc
                       json_pack("{s:s, s:s}", "mangled", k->name, "demangled",
                                 k->demangled ? k->demangled : k->name));
   json_object_set_new(meta, "image",
-                      json_pack("{s:s, s:s, s:o, s:I}", "file", "image.bin", "format", im.format,
-                                "hash", kc_json_hash(im.hash), "size", (json_int_t)im.size));
+                      json_pack("{s:s, s:s, s:o, s:I}", by_path ? "path" : "file",
+                                by_path ? im.source : "image.bin", "format", im.format, "hash",
+                                kc_json_hash(im.hash), "size", (json_int_t)im.size));
   json_object_set_new(meta, "launch",
                       json_pack("{s:[iii], s:[iii], s:i, s:s, s:I, s:I}", "grid", li->grid[0],
                                 li->grid[1], li->grid[2], "block", li->block[0], li->block[1],

@@ -84,10 +84,13 @@ def replay_launch(meta, libcuda="libcuda.so.1"):
     ck("cuDeviceGet", C.byref(dev), 0)
     ck("cuDevicePrimaryCtxRetain", C.byref(ctx), dev)
     ck("cuCtxSetCurrent", ctx)
-    image = _read(meta, meta["image"]["file"])
-    img = C.create_string_buffer(image, len(image) + 1)  # PTX text needs its NUL
     mod, fn = C.c_void_p(), C.c_void_p()
-    ck("cuModuleLoadData", C.byref(mod), img)
+    if meta["image"].get("path"):  # a module the program loaded from a file
+        ck("cuModuleLoad", C.byref(mod), meta["image"]["path"].encode())
+    else:
+        image = _read(meta, meta["image"]["file"])
+        img = C.create_string_buffer(image, len(image) + 1)  # PTX text needs its NUL
+        ck("cuModuleLoadData", C.byref(mod), img)
     ck("cuModuleGetFunction", C.byref(fn), mod, meta["kernel"]["mangled"].encode())
     news = []
     for b in meta["buffers"]:

@@ -71,7 +71,7 @@ $(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c li
 	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
 GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-world test-gpu-checks test-gpu-contracts bench-gpu-checks \
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-world test-gpu-rel test-gpu-checks test-gpu-contracts bench-gpu-checks \
         bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)
 
@@ -113,6 +113,10 @@ test-gpu-contracts:
 test-gpu-world:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_world.sh $(GPU_OUT)
+
+test-gpu-rel:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_rel.sh $(GPU_OUT)
 
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from conftest import FAKECUDA, LIB, ROOT, by_type, run
+from conftest import CTYPES_APP, FAKECUDA, LIB, ROOT, by_type, run
 
 KCHECK = [sys.executable, os.path.join(ROOT, "scripts", "kcheck")]
 CONTRACTS = os.path.join(os.path.dirname(__file__), "data", "contracts_planted.yaml")
@@ -108,3 +108,38 @@ def test_not_a_bundle_is_a_one_line_error(tmp_path):
     k = kcheck("repro", str(tmp_path))
     assert k.returncode != 0 and "Traceback" not in k.stderr, k.stderr
     assert "is not a kcheck.bundle/1 bundle" in k.stderr
+
+
+FILE_APP = r'''
+import ctypes as C, os, sys
+sys.path.insert(0, %r)
+import app_ctypes as A
+d = A.Driver(os.environ.get("FAKECUDA_LIB", "libcuda.so.1"))
+d.cuInit(0)
+dev = C.c_int(); d.cuDeviceGet(C.byref(dev), 0)
+ctx = C.c_void_p(); d.cuDevicePrimaryCtxRetain(C.byref(ctx), dev); d.cuCtxSetCurrent(ctx)
+mod = C.c_void_p(); assert d.lib.cuModuleLoad(C.byref(mod), sys.argv[1].encode()) == 0
+f = C.c_void_p(); d.cuModuleGetFunction(C.byref(f), mod, b"_Z11last_writerPi")
+p = C.c_uint64(); d.cuMemAlloc_v2(C.byref(p), 4)
+A.launch(d, f, 64, 128, p)
+d.cuCtxSynchronize()
+'''
+
+
+def test_module_loaded_from_a_file_is_referred_to_by_path(tmp_path):
+    sys.path.insert(0, os.path.dirname(CTYPES_APP))
+    import app_ctypes
+    ptx = tmp_path / "k.ptx"
+    ptx.write_bytes(app_ctypes.PTX)
+    script = tmp_path / "app.py"
+    script.write_text(FILE_APP % os.path.dirname(CTYPES_APP))
+    r = run([sys.executable, str(script), str(ptx)], tmp_path,
+            options="repro_dir=%s" % (tmp_path / "rb"),
+            env_extra={"FAKECUDA_LIB": os.path.join(FAKECUDA, "libcuda.so.1")})
+    _, bs = bundles(r)
+    assert bs, r.err[-2000:]
+    meta = json.load(open(os.path.join(bs[0], "bundle.json")))
+    assert meta["image"]["path"] == str(ptx) and meta["image"]["format"] == "file"
+    assert not os.path.exists(os.path.join(bs[0], "image.bin"))
+    k = kcheck("repro", bs[0])
+    assert k.returncode == 0, k.stdout + k.stderr

@@ -39,7 +39,7 @@ const struct kc_gate *const kc_gates[] = {&g_race, &g_bounds, NULL};
 
 static int report(const struct kc_gate *g, struct kc_launch_info *li, enum kc_gate_status st,
                   int nviol, json_t **entry) {
-  struct kc_gate_ctx ctx = {li, NULL, NULL, json_object(), {st, 0, {NULL}}};
+  struct kc_gate_ctx ctx = {li, NULL, NULL, json_object(), {st, 0, {NULL}, NULL}};
   for (int i = 0; i < nviol; i++)
     kc_gate_violation(&ctx, json_pack("{s:s, s:{s:i}}", "message", "differs", "evidence", "i", i));
   int repeats = kc_findings_report(g, &ctx);
@@ -104,7 +104,7 @@ int main(void) {
   forget();
 
   /* More violations than a result holds: the first ones are kept. */
-  struct kc_gate_ctx ctx = {&li, NULL, NULL, json_object(), {KC_GS_FAIL, 0, {NULL}}};
+  struct kc_gate_ctx ctx = {&li, NULL, NULL, json_object(), {KC_GS_FAIL, 0, {NULL}, NULL}};
   for (int i = 0; i < KC_GATE_MAX_VIOLATIONS + 4; i++)
     kc_gate_violation(&ctx, json_object());
   CHECK(ctx.out.nviolations == KC_GATE_MAX_VIOLATIONS);

@@ -150,7 +150,9 @@ int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
 }
 
 void kc_findings_prepare(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
-  if (!ctx->out.nviolations || !kc_opt.repro_dir[0] || seen_peek(finding_key(g, ctx))) return;
+  if (!ctx->out.nviolations || !kc_opt.repro_dir || !kc_opt.repro_dir[0] ||
+      seen_peek(finding_key(g, ctx)))
+    return;
   ctx->out.bundle = kc_bundle_write(ctx->li, ctx->shadow, g->id,
                                     g->needs_contract ? kc_contract_opt.contracts : NULL);
 }

@@ -147,7 +147,7 @@ static const char *write_bundle(const struct kc_launch_info *li, const struct kc
 
 json_t *kc_bundle_write(const struct kc_launch_info *li, const struct kc_shadow *sh,
                         const char *gate, const char *contracts) {
-  if (!kc_opt.repro_dir[0]) return NULL;
+  if (!kc_opt.repro_dir || !kc_opt.repro_dir[0]) return NULL;
   if (strlen(kc_opt.repro_dir) > 3000)
     return json_pack("{s:s}", "bundle_skipped", "repro_dir is too long a path");
   char dir[4096];

@@ -10,14 +10,18 @@ import os
 import subprocess
 import sys
 
-from conftest import CTYPES_APP, FAKECUDA, LIB, ROOT, by_type, run
+from conftest import BUILD, CTYPES_APP, FAKECUDA, ROOT, by_type, run
 
 KCHECK = [sys.executable, os.path.join(ROOT, "scripts", "kcheck")]
+# The replay's child preloads the release build (the sanitizer build would
+# need its runtime first in LD_PRELOAD); the bundles come from the build
+# under test.
+REPLAY_LIB = os.path.join(BUILD, "libkcheck.so")
 CONTRACTS = os.path.join(os.path.dirname(__file__), "data", "contracts_planted.yaml")
 
 
 def kcheck(*args):
-    env = dict(os.environ, LD_LIBRARY_PATH=FAKECUDA, KCHECK_LIB=LIB)
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKECUDA, KCHECK_LIB=REPLAY_LIB)
     for k in ("KCHECK_OPTIONS", "LD_PRELOAD"):
         env.pop(k, None)
     return subprocess.run(KCHECK + list(args), env=env, capture_output=True, text=True, timeout=120)

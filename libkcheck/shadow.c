@@ -221,7 +221,8 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   }
   CUstream stream = li->stream;
   unsigned shmem = li->shmem;
-  int rc = kc_perturb_before(p, li, &stream, &shmem, why);
+  CUfunction fn = li->args->f;
+  int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
   if (rc) return rc;
   CUlaunchAttribute attrs[KC_MAX_ATTRS + 1];
   CUlaunchConfig cfg;
@@ -233,7 +234,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
   cfg.attrs = cfg.numAttrs ? attrs : NULL;
   CUresult r = kc_drv.cuLaunchKernelEx
-                   ? kc_drv.cuLaunchKernelEx(&cfg, li->args->f, li->args->params, li->args->extra)
+                   ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
                    : CUDA_ERROR_NOT_SUPPORTED;
   /* A green-context stream belongs to another context: the context-wide
    * sync below does not wait for it. */

@@ -32,6 +32,10 @@ int kc_gate_nondeterminism_run(struct kc_gate_ctx *ctx) {
   kc_rerun_identical(ctx, kc_gate_opt.determinism_runs, &r);
   if (!r.first && !r.error) kc_rerun_strategies(ctx, kc_gate_opt.race_strategies, &r);
   json_object_set_new(ctx->result, "runs", json_integer(r.runs));
+  if (json_object_size(r.status)) {
+    json_object_set_new(ctx->result, "strategies", json_incref(r.status));
+    json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
+  }
   if (r.error) json_object_set_new(ctx->result, "error", json_string(r.error));
   if (!r.first) {
     ctx->out.status = r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;

@@ -20,6 +20,7 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   if (r.error) json_object_set_new(ctx->result, "error", json_string(r.error));
   json_object_set_new(ctx->result, "runs", json_integer(r.runs));
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));
+  json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
   kc_rerun_intra_note(ctx, &r);
   if (!r.first) {
     ctx->out.status = r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;

@@ -10,17 +10,20 @@
 #include "intra.h"
 #include "perturb.h"
 #include "policy.h"
+#include "report.h"
 
 void kc_rerun_init(struct kc_rerun *r) {
   memset(r, 0, sizeof *r);
   r->exposed = json_array();
   r->status = json_object();
+  r->ms = json_object();
 }
 
 void kc_rerun_free(struct kc_rerun *r) {
   json_decref(r->first);
   json_decref(r->exposed);
   json_decref(r->status);
+  json_decref(r->ms);
   memset(r, 0, sizeof *r);
 }
 
@@ -63,6 +66,7 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc
        name = strtok_r(NULL, ",", &save)) {
     const char *status = "same";
     int s = kc_strategy_find(name);
+    double t0 = kc_now_s();
     for (long i = 0; i < kc_gate_opt.race_runs; i++) {
       if (s < 0) {
         status = "unknown strategy";
@@ -96,6 +100,7 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc
       }
     }
     json_object_set_new(r->status, name, json_string(status));
+    json_object_set_new(r->ms, name, json_real(1e3 * (kc_now_s() - t0)));
   }
 }
 
@@ -154,7 +159,12 @@ int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
   enum kc_order_cause cause = kc_order_cause(ctx, &detail);
   *cause_name = kc_order_cause_name(cause);
   int mine = 1;
-  if (cause == KC_CAUSE_ATOMIC && (allowed || (nd && kc_gate_enabled(nd)))) {
+  if (cause == KC_CAUSE_ATOMIC && allowed) {
+    /* What the declaration accepts: the order of atomics. */
+    kc_gate_nondeterminism_allowed(ctx);
+    json_object_set_new(ctx->result, "cause", json_string("atomic-order"));
+    mine = 0;
+  } else if (cause == KC_CAUSE_ATOMIC && nd && kc_gate_enabled(nd)) {
     ctx->out.status = KC_GS_NOT_RUN;
     json_object_set_new(ctx->result, "reason",
                         json_string("the kernel's code has order-dependent atomics: the "

@@ -14,6 +14,7 @@ struct kc_rerun {
   json_t *first;   /* evidence of the first difference (owned), NULL if none */
   json_t *exposed; /* strategies whose run differed (array, owned) */
   json_t *status;  /* per strategy: same / differs / why not run (object, owned) */
+  json_t *ms;      /* per strategy: wall time of its runs, set-up and compare included */
   const char *error; /* a run or comparison failed (then stop) */
 };
 void kc_rerun_init(struct kc_rerun *r);
@@ -40,8 +41,9 @@ enum kc_order_cause {
 enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail);
 /* determinism and race: 1 when this launch is not theirs to judge (status
  * and reason set): a kernel with order-dependent atomics when the
- * nondeterminism gate is on, or a contract's `nondeterminism: allowed` on
- * a kernel whose code kcheck cannot read. A race in a kernel whose code
+ * nondeterminism gate is on or its contract says `nondeterminism: allowed`
+ * (status allowed), or such a contract on a kernel whose code kcheck
+ * cannot read (allowed, marked unverified). A race in a kernel whose code
  * shows no order-dependent atomics is judged whatever the contract says. */
 /* Otherwise 0, and *cause names what a difference would be: "unordered-
  * access" (no order-dependent atomics), "atomic-order" (the nondeterminism

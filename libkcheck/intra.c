@@ -170,6 +170,15 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS]
       *why = "copying the module's variables failed";
       goto out;
     }
+  /* The application may have raised the kernel's dynamic shared memory
+   * limit; the copy needs the same for this launch. */
+  if (li->shmem > 48u * 1024 &&
+      kc_drv.cuFuncSetAttribute(c->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                (int)li->shmem) != CUDA_SUCCESS) {
+    *why = "the copy cannot get the launch's dynamic shared memory";
+    rc = 1;
+    goto out;
+  }
   *fn = c->fn;
   rc = 0;
 out:

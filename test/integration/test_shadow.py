@@ -15,6 +15,8 @@ def checks_by_kernel(recs):
 
 
 RACY = {"last_writer", "neighbor_read", "float_accum", "uninit_shared"}
+# float_accum's code adds with a float atomic: the nondeterminism gate's.
+ATOMIC_ORDER = {"float_accum"}
 CLEAN = {"block_disjoint", "atomic_sum", "shared_reverse"}
 
 
@@ -25,14 +27,16 @@ def test_racy_kernels_flagged_clean_ones_not(app, tmp_path):
     viol = by_type(recs, "violation")
     flagged = {v["kernel_name"].split("(")[0] for v in viol}
     assert flagged == RACY, flagged
-    assert {v["gate"] for v in viol} == {"race"}
+    for v in viol:
+        k = v["kernel_name"].split("(")[0]
+        assert v["gate"] == ("nondeterminism" if k in ATOMIC_ORDER else "race"), v["gate"]
     checks = checks_by_kernel(recs)
     assert RACY | CLEAN <= set(checks)
     for name in CLEAN:
         assert checks[name]["violations"] == 0
         assert checks[name]["gates"]["race"]["status"] == "pass"
         assert checks[name]["gates"]["determinism"]["status"] == "pass"
-    for v in viol:
+    for v in [v for v in viol if v["gate"] == "race"]:
         ev = v["evidence"]
         assert v["exposed_by"] and ev["strategy"] in v["exposed_by"]
         assert ev["differing_words"] > 0 and ev["pointed_to_by"]

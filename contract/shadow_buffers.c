@@ -72,17 +72,50 @@ static int allocation_of(const struct kc_launch_info *li, uint64_t ptr, uint64_t
   return -1;
 }
 
-/* Sets t->tail so the shadow buffer covers what the kernel could touch in
- * the application's launch: a contract (or annotation) that understates a
- * tensor must never make the kernel write past kcheck's buffer. Runs at
- * other shapes (reshaped) have no application allocation to go by: their
- * tail is as large as the extent itself. */
-static int cover(struct kc_contract_sb_tensor *t, const struct kc_launch_info *li, int reshaped,
-                 uint64_t *budget, char *err, size_t n) {
+/* Threads of a launch shape (grid x block), at least 1. */
+static double threads(const unsigned *grid, const unsigned *block) {
+  double t = 1;
+  for (int d = 0; d < 3; d++)
+    t *= (double)(grid[d] ? grid[d] : 1) * (double)(block[d] ? block[d] : 1);
+  return t;
+}
+
+/* Bytes past the pointer a relaunch at another shape gets as its own
+ * memory. There the contract's extent is all kcheck has, and lint cannot
+ * tell whether it understates what the kernel touches at that shape (the
+ * shapes gate's calibration run proves it at the application's shape
+ * only). So the reach is sized from what does not depend on the contract:
+ * the application's allocation behind the pointer (an upper bound of what
+ * the kernel touched in the application's launch) scaled by how many more
+ * threads the relaunch has, twice over for rounding slack (at most
+ * KC_CONTRACT_SB_RESHAPED_MAX), and never less than
+ * KC_CONTRACT_SB_RESHAPED_GUARD past the extent. */
+static uint64_t reshaped_reach(const struct kc_contract_sb_tensor *t,
+                               const struct kc_launch_info *li, const unsigned *grid,
+                               const unsigned *block) {
+  uint64_t want = t->bytes + KC_CONTRACT_SB_RESHAPED_GUARD, base, size;
+  if (want < t->bytes) return t->bytes; /* no room: cover() refuses it */
+  if (t->t->ptr && allocation_of(li, t->t->ptr, &base, &size) == 0) {
+    double ratio = threads(grid, block) / threads(li->grid, li->block);
+    double reach = 2.0 * (double)(base + size - t->t->ptr) * (ratio > 1 ? ratio : 1);
+    if (reach > (double)KC_CONTRACT_SB_RESHAPED_MAX) reach = (double)KC_CONTRACT_SB_RESHAPED_MAX;
+    if ((uint64_t)reach > want) want = (uint64_t)reach;
+  }
+  return want;
+}
+
+/* Sets t->tail so the shadow buffer covers what the kernel could touch:
+ * a contract (or annotation) that understates a tensor must never make the
+ * kernel write past kcheck's buffer. At the application's shape that is
+ * the application's allocation behind the pointer; at other shapes
+ * (reshaped) reshaped_reach. */
+static int cover(struct kc_contract_sb_tensor *t, const struct kc_contract_sb *s,
+                 const struct kc_launch_info *li, uint64_t *budget, char *err, size_t n) {
   t->tail = KC_CONTRACT_SB_GUARD;
   uint64_t ptr = t->t->ptr;
-  if (reshaped) {
-    if (t->bytes > t->tail) t->tail = t->bytes;
+  if (s->reshaped) {
+    uint64_t reach = reshaped_reach(t, li, s->grid, s->block);
+    if (reach > t->bytes && reach - t->bytes > t->tail) t->tail = reach - t->bytes;
   } else if (ptr) {
     uint64_t base, size;
     if (allocation_of(li, ptr, &base, &size)) {
@@ -182,7 +215,7 @@ int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_in
       snprintf(err, n, "tensor '%s' has no usable extent", t->t->v->name);
       return -1;
     }
-    if (cover(t, li, s->reshaped, &budget, err, n)) {
+    if (cover(t, s, li, &budget, err, n)) {
       kc_contract_sb_free(s);
       return -1;
     }

@@ -17,6 +17,12 @@
 /* Bytes of guard zone on each side of a tensor, and the byte they hold. */
 #define KC_CONTRACT_SB_GUARD 256u
 #define KC_CONTRACT_SB_GUARD_BYTE 0xCBu
+/* At other shapes (kc_contract_sb_create_at with new scalars) the guard
+ * after a tensor is sized independently of the contract: at least this
+ * many bytes past the extent, and as far as the application's allocation
+ * scaled by the relaunch's thread count reaches, up to the maximum. */
+#define KC_CONTRACT_SB_RESHAPED_GUARD (64ull << 10)
+#define KC_CONTRACT_SB_RESHAPED_MAX (64ull << 20)
 
 struct kc_contract_sb_tensor {
   const struct kc_contract_tensor_val *t; /* shape, strides, declaration */
@@ -27,7 +33,9 @@ struct kc_contract_sb_tensor {
   /* Guard bytes after the extent: KC_CONTRACT_SB_GUARD, or more where the
    * application's allocation extends further past the pointer than the
    * contract declares, so that everything the kernel could reach in the
-   * application's launch is kcheck's own (guard) memory here. */
+   * application's launch is kcheck's own (guard) memory here; at other
+   * shapes at least KC_CONTRACT_SB_RESHAPED_GUARD, whatever the contract
+   * declares. */
   uint64_t tail;
   CUdeviceptr alloc;      /* KC_CONTRACT_SB_GUARD + bytes + tail */
   CUdeviceptr dev;        /* alloc + KC_CONTRACT_SB_GUARD: what the kernel gets */

@@ -91,12 +91,16 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     KC_ASSERT(added == ctx[i].out.nviolations ||
               (added > KC_GATE_MAX_VIOLATIONS && ctx[i].out.nviolations == KC_GATE_MAX_VIOLATIONS));
   }
+  /* A contract gate's runs use shadow buffers, but a pointer the contract
+   * does not describe still reaches the application's memory. */
+  if (ok && c) kc_shadow_touched(&s);
   int runs = s.runs;
   unsigned long long saved = s.saved_bytes;
   int nregions = s.nregions;
   double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms;
   if (kc_shadow_end(&s))
     KC_INTERNAL_ERROR("restoring the application's memory after a check failed");
+  unsigned long long copied_back = s.copied_back;
   /* Results become records after the application's memory is restored:
    * halt_on_error may exit while reporting. */
   int violations = 0, repeats = 0;
@@ -130,6 +134,9 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     json_object_set_new(rec, "floor_ms", json_real(floor_ms));
     if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
   }
+  /* Bytes copied back into the application's memory (restores before
+   * runs and at the end): only what may have changed is. */
+  if (rec) json_object_set_new(rec, "restored_bytes", json_integer((json_int_t)copied_back));
   /* Violations an earlier check of this signature already reported. */
   if (rec && repeats) json_object_set_new(rec, "repeated_violations", json_integer(repeats));
   /* Why the thread's annotation did not describe this launch. */

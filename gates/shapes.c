@@ -8,9 +8,17 @@
  * with NaN and guard zones around every tensor. A failing verdict or a
  * changed guard zone is a violation; the evidence names the scalars.
  *
+ * A contract that understates a tensor would make these relaunches store
+ * past kcheck's buffers. So the gate first runs once at the application's
+ * own shape with every tensor's guard zone covering the rest of the
+ * application's allocation (calibration): a kernel that writes outside a
+ * declared extent there is reported, and no other shape is run. At other
+ * shapes the guard zones are sized independently of the contract
+ * (shadow_buffers.c: reshaped_reach) and checked after every run.
+ *
  * These are launches the application never made: a kernel that faults at
- * another shape (an access beyond the guard zones) leaves the CUDA context
- * unusable, so this gate is not in the default gate list. */
+ * another shape (an access beyond even those guard zones) leaves the CUDA
+ * context unusable, so this gate is not in the default gate list. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +143,32 @@ static int assign(const struct kc_contract *c, const struct kc_launch_info *li, 
   return admissible(c, li, out) && !repeated(c, taken, out);
 }
 
+/* The calibration run at the application's shape (see the top). 0: the
+ * extents hold; 1: a violation was reported; -1: it could not run (the
+ * result says why). Either of the last two stops the gate. */
+static int calibrate(struct kc_gate_ctx *ctx) {
+  struct kc_contract_sb sb;
+  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xFF)) {
+    ctx->out.status = KC_GS_INCONCLUSIVE; /* the error field says why */
+    return -1;
+  }
+  json_t *guards = kc_trial_guard_damage(&sb);
+  if (guards) {
+    json_t *ev =
+        json_pack("{s:s, s:s, s:o, s:o}", "verdict", "out_of_bounds", "stage", "calibration",
+                  "guard_damage", guards, "exposed_by", kc_exposed_by(&sb, NULL, 0));
+    kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message",
+                                     "at the application's own shape the kernel writes outside a "
+                                     "tensor's declared extent (a kernel bug, or a contract that "
+                                     "understates the tensor): no other shape is run",
+                                     "evidence", ev));
+    ctx->out.status = KC_GS_FAIL;
+    json_object_set_new(ctx->result, "runs", json_integer(1));
+  }
+  kc_contract_sb_free(&sb);
+  return guards ? 1 : 0;
+}
+
 int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->contract;
   if (!c) return 0;
@@ -191,8 +225,10 @@ int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
   }
   for (int i = 0; i < n; i++)
     trials[i] = (struct kc_trial){OC_GEN_CANCEL, KC_TF_NONE, rows[i], MAX_BYTES};
-  int violations = 0;
-  if (!n) {
+  int violations = 0, cal = n ? calibrate(ctx) : 0;
+  if (cal) {
+    violations = cal > 0;
+  } else if (!n) {
     ctx->out.status = KC_GS_INCONCLUSIVE;
     json_object_set_new(ctx->result, "reason",
                         json_string("no other shape satisfies the contract's domain"));

@@ -211,10 +211,7 @@ int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const str
   return kc_judge(c, sb, j) ? 2 : 0;
 }
 
-/* The first tensor of sb with a changed guard byte: evidence in the bounds
- * gate's terms (side, offset of the first changed byte nearest the tensor,
- * changed bytes), or NULL. */
-static json_t *guard_damage(const struct kc_contract_sb *sb) {
+json_t *kc_trial_guard_damage(const struct kc_contract_sb *sb) {
   for (int i = 0; i < sb->n; i++) {
     const struct kc_contract_sb_tensor *t = &sb->t[i];
     const unsigned char *before = t->after, *after = t->after + KC_CONTRACT_SB_GUARD + t->bytes;
@@ -226,11 +223,18 @@ static json_t *guard_damage(const struct kc_contract_sb *sb) {
       if (before[k] != KC_CONTRACT_SB_GUARD_BYTE) changed++, last_before = k;
     if (!changed) continue;
     int past = first_after >= 0;
-    return json_pack("{s:s, s:s, s:i, s:I, s:I}", "tensor", t->t->v->name, "side",
-                     past ? "after_end" : "before_start",
-                     past ? "bytes_past_end" : "bytes_before_start",
-                     (int)(past ? first_after : (long)KC_CONTRACT_SB_GUARD - last_before),
-                     "changed_bytes", (json_int_t)changed, "tensor_bytes", (json_int_t)t->bytes);
+    json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}", "tensor", t->t->v->name, "side",
+                          past ? "after_end" : "before_start",
+                          past ? "bytes_past_end" : "bytes_before_start",
+                          (int)(past ? first_after : (long)KC_CONTRACT_SB_GUARD - last_before),
+                          "changed_bytes", (json_int_t)changed, "tensor_bytes",
+                          (json_int_t)t->bytes, "guard_bytes", (json_int_t)t->tail);
+    /* The last guard byte changed: the stores may have gone further than
+     * kcheck's buffer reaches (said, so nobody reads the count as the
+     * whole overrun). */
+    if (t->tail && after[t->tail - 1] != KC_CONTRACT_SB_GUARD_BYTE)
+      json_object_set_new(o, "reached_guard_end", json_true());
+    return o;
   }
   return NULL;
 }
@@ -296,7 +300,7 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
       json_object_set_new(rec, "class", json_string(oc_verdict_name(j->v.kind)));
     }
     json_array_append_new(list, rec);
-    json_t *guards = tr->scalars ? guard_damage(&sb) : NULL;
+    json_t *guards = tr->scalars ? kc_trial_guard_damage(&sb) : NULL;
     json_t *ev = NULL;
     const char *msg = message;
     if (r == 0 && oc_verdict_is_fail(j->v.kind) && (fail_mask & (1u << j->v.kind))) {

@@ -40,6 +40,11 @@ json_t *kc_exposed_by(const struct kc_contract_sb *sb, const struct kc_trial *tr
  * -1: not run (why in j->err). */
 int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const struct kc_trial *tr,
                  uint64_t seed, struct kc_contract_sb *sb, struct kc_judgment *j);
+/* The first tensor of sb (after a run) with a changed guard byte: evidence
+ * in the bounds gate's terms (side, offset of the first changed byte
+ * nearest the tensor, changed bytes, guard size, reached_guard_end when
+ * the last guard byte changed), or NULL. */
+json_t *kc_trial_guard_damage(const struct kc_contract_sb *sb);
 /* Every failing verdict, as a fail_mask. */
 #define KC_VERDICT_FAILS (1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL)
 /* The trials of the generated-input gates for an oracle op (also what a

@@ -21,6 +21,7 @@
 #include "prof.h"
 #include "report.h"
 #include "stack.h"
+#include "staging.h"
 #include "world.h"
 
 int kc_disabled = 1;
@@ -76,6 +77,7 @@ void kc_core_fini(void) {
   kc_audit_finish();
   kc_guard_enter();
   kc_perturb_fini();
+  kc_staging_release();
   kc_guard_leave();
   kc_prof_finish();
   kc_report_finish();
@@ -102,6 +104,13 @@ void kc_on_alloc(uint64_t base, uint64_t size, int kind) {
 }
 
 void kc_on_free(uint64_t base) { kc_allocmap_remove(base); }
+
+int kc_on_alloc_failed(void) {
+  kc_guard_enter();
+  int freed = kc_staging_release();
+  kc_guard_leave();
+  return freed;
+}
 
 void kc_on_map(uint64_t base, uint64_t size) { kc_allocmap_insert(base, size, KC_ALLOC_VMM); }
 

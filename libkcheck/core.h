@@ -35,6 +35,9 @@ void kc_core_postfork_child(void);
 /* Events from the shim (results already known to be CUDA_SUCCESS). */
 void kc_on_alloc(uint64_t base, uint64_t size, int kind);
 void kc_on_free(uint64_t base);
+/* The application's allocation failed for lack of memory: 1 when kcheck
+ * gave memory back (worth trying again). */
+int kc_on_alloc_failed(void);
 void kc_on_map(uint64_t base, uint64_t size);
 void kc_on_unmap(uint64_t base, uint64_t size);
 void kc_on_image_load(void *handle, int is_library, const void *image, const char *path);

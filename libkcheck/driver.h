@@ -142,6 +142,53 @@ typedef CUresult(*kc_fam_MEMSET_D2D16_ASYNC) KC_FP_MEMSET_D2D16_ASYNC;
 #define KC_FA_MEMSET_D2D32_ASYNC (dst, pitch, v, w, h, stream)
 typedef CUresult(*kc_fam_MEMSET_D2D32_ASYNC) KC_FP_MEMSET_D2D32_ASYNC;
 
+/* Batch copies: cuda.h maps the plain names onto the 13.0 entries (_v2),
+ * but the driver still exports the 12.8 ones (with failIdx) under them. */
+#undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync
+#define KC_FP_COPY_BATCH_V1                                                                        \
+  (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                           \
+   CUmemcpyAttributes * attrs, size_t * attr_idxs, size_t nattrs, size_t * fail_idx,               \
+   CUstream stream)
+#define KC_FA_COPY_BATCH_V1 (dsts, srcs, sizes, count, attrs, attr_idxs, nattrs, fail_idx, stream)
+typedef CUresult(*kc_fam_COPY_BATCH_V1) KC_FP_COPY_BATCH_V1;
+#define KC_FP_COPY_BATCH                                                                           \
+  (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                           \
+   CUmemcpyAttributes * attrs, size_t * attr_idxs, size_t nattrs, CUstream stream)
+#define KC_FA_COPY_BATCH (dsts, srcs, sizes, count, attrs, attr_idxs, nattrs, stream)
+typedef CUresult(*kc_fam_COPY_BATCH) KC_FP_COPY_BATCH;
+#define KC_FP_COPY_3D_BATCH_V1                                                                     \
+  (size_t nops, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail_idx, unsigned long long flags,         \
+   CUstream stream)
+#define KC_FA_COPY_3D_BATCH_V1 (nops, ops, fail_idx, flags, stream)
+typedef CUresult(*kc_fam_COPY_3D_BATCH_V1) KC_FP_COPY_3D_BATCH_V1;
+#define KC_FP_COPY_3D_BATCH                                                                        \
+  (size_t nops, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream stream)
+#define KC_FA_COPY_3D_BATCH (nops, ops, flags, stream)
+typedef CUresult(*kc_fam_COPY_3D_BATCH) KC_FP_COPY_3D_BATCH;
+/* Copies to and from CUDA arrays. */
+#define KC_FP_COPY_DTOA (CUarray dst, size_t doff, CUdeviceptr src, size_t n)
+#define KC_FA_COPY_DTOA (dst, doff, src, n)
+typedef CUresult(*kc_fam_COPY_DTOA) KC_FP_COPY_DTOA;
+#define KC_FP_COPY_ATOD (CUdeviceptr dst, CUarray src, size_t soff, size_t n)
+#define KC_FA_COPY_ATOD (dst, src, soff, n)
+typedef CUresult(*kc_fam_COPY_ATOD) KC_FP_COPY_ATOD;
+#define KC_FP_COPY_HTOA (CUarray dst, size_t doff, const void *src, size_t n)
+#define KC_FA_COPY_HTOA (dst, doff, src, n)
+typedef CUresult(*kc_fam_COPY_HTOA) KC_FP_COPY_HTOA;
+#define KC_FP_COPY_ATOH (void *dst, CUarray src, size_t soff, size_t n)
+#define KC_FA_COPY_ATOH (dst, src, soff, n)
+typedef CUresult(*kc_fam_COPY_ATOH) KC_FP_COPY_ATOH;
+#define KC_FP_COPY_ATOA (CUarray dst, size_t doff, CUarray src, size_t soff, size_t n)
+#define KC_FA_COPY_ATOA (dst, doff, src, soff, n)
+typedef CUresult(*kc_fam_COPY_ATOA) KC_FP_COPY_ATOA;
+#define KC_FP_COPY_HTOA_ASYNC (CUarray dst, size_t doff, const void *src, size_t n, CUstream stream)
+#define KC_FA_COPY_HTOA_ASYNC (dst, doff, src, n, stream)
+typedef CUresult(*kc_fam_COPY_HTOA_ASYNC) KC_FP_COPY_HTOA_ASYNC;
+#define KC_FP_COPY_ATOH_ASYNC (void *dst, CUarray src, size_t soff, size_t n, CUstream stream)
+#define KC_FA_COPY_ATOH_ASYNC (dst, src, soff, n, stream)
+typedef CUresult(*kc_fam_COPY_ATOH_ASYNC) KC_FP_COPY_ATOH_ASYNC;
+
 /* Ids of every row, hooked or not. */
 enum kc_entry {
 #define KC_HOOK(sym, fam) KC_E_##sym,

@@ -97,6 +97,13 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
   uint64_t t_in = kc_prof_now(), t = t_in;
   uint64_t seq = (uint64_t)atomic_fetch_add_explicit(&kc_count.launches, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&kc_count.launches_by_entry[a->entry], 1, memory_order_relaxed);
+  if (kc_prof_on) {
+    if (KC_NEVER(seq == (uint64_t)kc_opt.profile_mark)) {
+      kc_guard_enter();
+      kc_prof_mark();
+      kc_guard_leave();
+    }
+  }
   t = kc_prof_lap(KC_PS_count, t);
   kc_guard_enter();
   struct kc_kernel *k = kc_kernel_get(a->f);

@@ -295,6 +295,35 @@ out:
   return rc;
 }
 
+int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
+                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out) {
+  int rc = -1;
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  if (!d || load_module(d) || !kc_drv.cuMemcpyHtoDAsync_v2 || !kc_drv.cuMemcpyDtoHAsync_v2 ||
+      !kc_drv.cuStreamSynchronize)
+    goto out;
+  for (int i = 0; i < n; i++)
+    out[2 * i] = 0, out[2 * i + 1] = ~0ull;
+  if (kc_drv.cuMemcpyHtoDAsync_v2(slots, out, 16u * (size_t)n, stream) != CUDA_SUCCESS) goto out;
+  for (int i = 0; i < n; i++) {
+    if (!words[i] || a[i] == b[i]) continue;
+    unsigned long long nw = words[i];
+    CUdeviceptr ai = a[i], bi = b[i], oi = slots + 16u * (unsigned)i;
+    void *params[] = {&ai, &bi, &nw, &oi};
+    uint64_t blocks = (words[i] + 255) / 256;
+    unsigned grid = blocks < 8u * (unsigned)d->sms ? (unsigned)blocks : 8u * (unsigned)d->sms;
+    if (launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS) goto out;
+  }
+  if (kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 16u * (size_t)n, stream) != CUDA_SUCCESS ||
+      kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
+    goto out;
+  rc = 0;
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
 void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li) {
   (void)p;
   (void)li;

@@ -21,6 +21,12 @@ void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li);
  * kernel is unavailable (the caller compares on the host). */
 int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *count,
                        uint64_t *first);
+/* The same for n pairs at once, on `stream`: out[2i] the count and
+ * out[2i+1] the first index of pair i. One launch per pair and one copy
+ * back for all (`slots`: 16 bytes per pair of device memory). -1 when the
+ * kernel is unavailable or a call failed. */
+int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
+                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out);
 void kc_perturb_fini(void);
 
 /* The strategies of perturb.def: KC_STRAT_<name>. */

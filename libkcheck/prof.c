@@ -35,9 +35,19 @@ void kc_prof_count_call(enum kc_entry e) {
   atomic_fetch_add_explicit(&calls[e], 1, memory_order_relaxed);
 }
 
+static void emit(const char *at, int table);
+
+void kc_prof_mark(void) {
+  if (kc_prof_on) emit("mark", 0);
+}
+
 void kc_prof_finish(void) {
   if (!kc_prof_on) return;
   kc_prof_on = 0; /* the record below is not a stage of any launch */
+  emit("exit", 1);
+}
+
+static void emit(const char *at, int table) {
   /* What one timer point costs, to read the stages against. */
   uint64_t c0 = kc_prof_clock(), c1 = c0;
   for (int i = 0; i < 1000; i++)
@@ -62,11 +72,11 @@ void kc_prof_finish(void) {
                         json_pack("{s:I, s:f}", "n", (json_int_t)n, "per_launch", (double)n * per));
   }
   kc_report_emit("profile",
-                 json_pack("{s:I, s:f, s:o, s:o, s:I, s:f}", "launches", (json_int_t)launches,
-                           "timer_ns", timer_ns, "stages", stages, "driver_calls", drv,
-                           "driver_calls_total", (json_int_t)total_calls, "driver_calls_per_launch",
-                           (double)total_calls * per));
-  if (kc_verbosity < 1) return;
+                 json_pack("{s:s, s:I, s:f, s:o, s:o, s:I, s:f}", "at", at, "launches",
+                           (json_int_t)launches, "timer_ns", timer_ns, "stages", stages,
+                           "driver_calls", drv, "driver_calls_total", (json_int_t)total_calls,
+                           "driver_calls_per_launch", (double)total_calls * per));
+  if (!table || kc_verbosity < 1) return;
   fprintf(stderr,
           "kcheck: profile over %.0f launches (ns per launch, count, ns per count; one timer "
           "point costs %.0f ns):\n",

@@ -46,7 +46,9 @@ static inline uint64_t kc_prof_lap(enum kc_prof_stage s, uint64_t t0) {
     if (kc_prof_on) kc_prof_count_call(KC_E_##sym);                                                \
   } while (0)
 
-/* Writes the profile record and the stderr table (profile=1 only). */
+/* profile_mark: a `profile` record ("at": "mark") of the totals so far. */
+void kc_prof_mark(void);
+/* Writes the profile record ("at": "exit") and the stderr table (profile=1 only). */
 void kc_prof_finish(void);
 
 #endif

@@ -30,6 +30,7 @@ static _Atomic uint64_t committed, on_disk;
 static _Atomic int crash_fd = -1;
 static pthread_t writer;
 static int writer_running, stopping, write_failed;
+static int writer_idle; /* waiting with nothing to write: no timer until an append */
 
 /* Writes stream bytes [from, to) from the ring. No lock needed: appends
  * never touch unwritten bytes. Async-signal-safe. */
@@ -70,6 +71,14 @@ static void *writer_main(void *arg) {
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   pthread_mutex_lock(&lock);
   while (!stopping) {
+    if (tail == head) {
+      /* Nothing to write: no periodic wake-ups (most runs append nothing
+       * between the start and the end). */
+      writer_idle = 1;
+      pthread_cond_wait(&wake, &lock);
+      writer_idle = 0;
+      continue;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += WRITER_PERIOD_NS;
@@ -170,7 +179,7 @@ int kc_rbuf_append(const void *p, size_t n) {
   atomic_store_explicit(&committed, head, memory_order_release);
   if (!writer_running)
     drain_locked();
-  else if (head - tail > RING / 2)
+  else if (writer_idle || head - tail > RING / 2)
     pthread_cond_signal(&wake);
   pthread_mutex_unlock(&lock);
   return 0;
@@ -214,7 +223,7 @@ void kc_rbuf_forget_child(void) {
   pthread_mutex_init(&lock, NULL);
   pthread_cond_init(&wake, NULL);
   pthread_cond_init(&written, NULL);
-  writer_running = 0;
+  writer_running = writer_idle = 0;
   atomic_store(&crash_fd, -1);
   if (fd >= 0) close(fd);
   fd = -1;

@@ -13,7 +13,9 @@
 #include "options.h"
 #include "own.h"
 #include "perturb.h"
+#include "prof.h"
 #include "report.h"
+#include "staging.h"
 
 /* Synchronizing while another thread captures a stream in global mode would
  * invalidate that capture; relaxed mode makes kcheck's sync legal. */
@@ -36,35 +38,17 @@ static int add_region(struct kc_shadow *s, uint64_t base, uint64_t size, int *ca
     s->regions = n;
     *cap = ncap;
   }
-  s->regions[s->nregions++] = (struct kc_region){base, size, 0, 0};
+  s->regions[s->nregions++] = (struct kc_region){.base = base, .size = size};
   s->saved_bytes += size;
   return 0;
 }
 
-static void free_dev(CUdeviceptr *p) {
-  if (!*p) return;
-  kc_own_remove(*p);
-  kc_drv.cuMemFree_v2(*p);
-  *p = 0;
-}
-
-static int alloc_dev(CUdeviceptr *p, uint64_t size) {
-  if (kc_drv.cuMemAlloc_v2(p, size ? size : 4) != CUDA_SUCCESS) {
-    *p = 0;
-    return -1;
-  }
-  kc_own_add(*p, size ? size : 4);
-  return 0;
-}
-
 static void free_regions(struct kc_shadow *s) {
-  for (int i = 0; i < s->nregions; i++) {
-    free_dev(&s->regions[i].pre);
-    free_dev(&s->regions[i].post);
-  }
   free(s->regions);
   s->regions = NULL;
   s->nregions = 0;
+  if (s->staging) kc_staging_put();
+  s->staging = 0;
 }
 
 static int collect(struct kc_shadow *s, struct kc_launch_info *li) {
@@ -125,132 +109,74 @@ static double timer_ms(struct ev_timer *t) {
   return (double)ms;
 }
 
+#define SLOT_ALIGN 256u
+static uint64_t aligned(uint64_t n) { return (n + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1); }
+
+static CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream st) {
+  return kc_drv.cuMemcpyDtoDAsync_v2 ? kc_drv.cuMemcpyDtoDAsync_v2(dst, src, n, st)
+                                     : kc_drv.cuMemcpyDtoD_v2(dst, src, n);
+}
+
+static CUresult stream_sync(CUstream st) {
+  return kc_drv.cuStreamSynchronize ? kc_drv.cuStreamSynchronize(st) : kc_sync_device();
+}
+
+static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why);
+
 int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
+  uint64_t t = kc_prof_now();
+  int rc = shadow_begin(s, li, why);
+  kc_prof_lap(KC_PS_chk_begin, t);
+  return rc;
+}
+
+static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
   memset(s, 0, sizeof *s);
   s->li = li;
+  s->stream = li->stream;
   s->t_start = kc_now_s();
   s->snapshot_ms = s->kernel_ms = -1;
   if (collect(s, li)) return fail(s, why, "out of host memory");
   /* Two device copies: the pre-state and post-state A. */
   uint64_t need = 2 * s->saved_bytes;
   if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");
+  uint64_t staged = 16u * (uint64_t)s->nregions + SLOT_ALIGN;
+  for (int i = 0; i < s->nregions; i++)
+    staged += 2 * aligned(s->regions[i].size);
+  /* A staging buffer kept from an earlier check is reused when it is large
+   * enough, else given back before a larger one is made. */
+  uint64_t have = kc_staging_size();
   size_t free_b = 0, total_b = 0;
-  if (kc_drv.cuMemGetInfo_v2 && kc_drv.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
-      need + (256u << 20) > free_b)
+  if (staged > have && kc_drv.cuMemGetInfo_v2 &&
+      kc_drv.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
+      staged + (256u << 20) > free_b + have)
     /* Never make the application run out of memory because of a check. */
     return fail(s, why, "not enough free device memory for the snapshot");
   if (kc_sync_device() != CUDA_SUCCESS)
     return fail(s, why, "device synchronization failed before the launch");
+  s->staging = kc_staging_get(staged);
+  if (!s->staging) return fail(s, why, "device memory for the snapshot unavailable");
+  /* Pre-states first, then the comparison slots; post-states are placed
+   * after the application's launch, only for what it changed. */
+  CUdeviceptr at = s->staging;
   for (int i = 0; i < s->nregions; i++) {
-    struct kc_region *r = &s->regions[i];
-    if (alloc_dev(&r->pre, r->size) || alloc_dev(&r->post, r->size))
-      return fail(s, why, "device memory for the snapshot unavailable");
+    s->regions[i].pre = at;
+    at += aligned(s->regions[i].size);
   }
-  /* The copies go to the legacy stream, where the timer's events go too. */
+  s->slots = at;
   struct ev_timer t;
-  timer_start(&t, NULL);
+  timer_start(&t, s->stream);
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
-    if (kc_drv.cuMemcpyDtoD_v2(r->pre, r->base, r->size) != CUDA_SUCCESS) {
+    if (copy_async(r->pre, r->base, r->size, s->stream) != CUDA_SUCCESS) {
       timer_ms(&t);
       return fail(s, why, "saving the pre-state failed");
     }
   }
-  timer_stop(&t, NULL);
-  CUresult sr = kc_sync_device();
+  timer_stop(&t, s->stream);
+  CUresult sr = stream_sync(s->stream);
   s->snapshot_ms = timer_ms(&t);
   if (sr != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
-  return 0;
-}
-
-static int copy_all(struct kc_shadow *s, int to_post) {
-  for (int i = 0; i < s->nregions; i++) {
-    struct kc_region *r = &s->regions[i];
-    CUresult c = to_post ? kc_drv.cuMemcpyDtoD_v2(r->post, r->base, r->size)
-                         : kc_drv.cuMemcpyDtoD_v2(r->base, r->pre, r->size);
-    if (c != CUDA_SUCCESS) return -1;
-  }
-  return kc_sync_device() == CUDA_SUCCESS ? 0 : -1;
-}
-
-CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
-  *ok = 0;
-  struct ev_timer t;
-  timer_start(&t, s->li->stream);
-  CUresult r = kc_app_launch(s->li->args);
-  timer_stop(&t, s->li->stream);
-  if (r != CUDA_SUCCESS) {
-    timer_ms(&t);
-    return r;
-  }
-  CUresult sr = kc_sync_device();
-  s->kernel_ms = timer_ms(&t);
-  if (sr != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
-  if (copy_all(s, 1)) return r;
-  s->have_post = 1;
-  *ok = 1;
-  return r;
-}
-
-/* Launch attributes that tie the launch to the application's stream order or
- * events are dropped; cooperative launches stay cooperative. */
-static int relaunch_attrs(const struct kc_launch_info *li, CUlaunchAttribute *out) {
-  int n = 0;
-  for (int i = 0; i < li->nattrs; i++) {
-    switch (li->attrs[i].id) {
-    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
-    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
-    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: continue;
-    default: out[n++] = li->attrs[i];
-    }
-  }
-  if (li->args->entry == KC_LE_COOPERATIVE && n < KC_MAX_ATTRS + 1) {
-    memset(&out[n], 0, sizeof out[n]);
-    out[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    out[n].value.cooperative = 1;
-    n++;
-  }
-  return n;
-}
-
-int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why) {
-  struct kc_launch_info *li = s->li;
-  if (copy_all(s, 0)) {
-    *why = "restoring the pre-state failed";
-    return -1;
-  }
-  CUstream stream = li->stream;
-  unsigned shmem = li->shmem;
-  CUfunction fn = li->args->f;
-  int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
-  if (rc) return rc;
-  CUlaunchAttribute attrs[KC_MAX_ATTRS + 1];
-  CUlaunchConfig cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.gridDimX = li->grid[0], cfg.gridDimY = li->grid[1], cfg.gridDimZ = li->grid[2];
-  cfg.blockDimX = li->block[0], cfg.blockDimY = li->block[1], cfg.blockDimZ = li->block[2];
-  cfg.sharedMemBytes = shmem;
-  cfg.hStream = stream;
-  cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
-  cfg.attrs = cfg.numAttrs ? attrs : NULL;
-  CUresult r = kc_drv.cuLaunchKernelEx
-                   ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
-                   : CUDA_ERROR_NOT_SUPPORTED;
-  /* A green-context stream belongs to another context: the context-wide
-   * sync below does not wait for it. */
-  CUresult sr = CUDA_SUCCESS;
-  if (stream != li->stream && kc_drv.cuStreamSynchronize) sr = kc_drv.cuStreamSynchronize(stream);
-  CUresult cr = kc_sync_device();
-  kc_perturb_after(p, li);
-  s->runs++;
-  if (r != CUDA_SUCCESS) {
-    *why = "the shadow launch failed";
-    return -1;
-  }
-  if (sr != CUDA_SUCCESS || cr != CUDA_SUCCESS) {
-    *why = "the shadow run faulted";
-    return -1;
-  }
   return 0;
 }
 
@@ -281,64 +207,260 @@ static int host_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *
   return rc;
 }
 
-static int compare_region(const struct kc_region *r, uint64_t *count, uint64_t *first) {
-  uint64_t words = r->size / 4;
-  if (kc_perturb_compare(r->base, r->post, words, count, first) &&
-      host_compare(r->base, r->post, words, count, first))
-    return -1;
-  /* A size that is not a multiple of 4 leaves a few bytes for the host. */
-  unsigned tail = (unsigned)(r->size % 4);
-  if (tail) {
+/* Compares every region's memory with its pre-state (against_pre) or its
+ * post-state A: res[2i] differing words, res[2i+1] the first one. All
+ * regions in one pass on the check's stream (one copy back), else on the
+ * host. Bytes past the last whole word are compared on the host. */
+static int compare_all(struct kc_shadow *s, int against_pre, uint64_t *res) {
+  int n = s->nregions;
+  CUdeviceptr *a = malloc(sizeof *a * (size_t)(n ? n : 1));
+  CUdeviceptr *b = malloc(sizeof *b * (size_t)(n ? n : 1));
+  uint64_t *w = malloc(sizeof *w * (size_t)(n ? n : 1));
+  int rc = (a && b && w) ? 0 : -1;
+  for (int i = 0; !rc && i < n; i++) {
+    a[i] = s->regions[i].base;
+    b[i] = against_pre ? s->regions[i].pre : s->regions[i].post;
+    w[i] = s->regions[i].size / 4;
+  }
+  if (!rc && n && kc_perturb_compare_many(a, b, w, n, s->slots, s->stream, res)) {
+    if (stream_sync(s->stream) != CUDA_SUCCESS) rc = -1;
+    for (int i = 0; !rc && i < n; i++)
+      if (host_compare(a[i], b[i], w[i], &res[2 * i], &res[2 * i + 1])) rc = -1;
+  }
+  for (int i = 0; !rc && i < n; i++) {
+    unsigned tail = (unsigned)(s->regions[i].size % 4);
+    if (!tail) continue;
     unsigned char x[4], y[4];
-    if (kc_drv.cuMemcpyDtoH_v2(x, r->base + 4 * words, tail) != CUDA_SUCCESS ||
-        kc_drv.cuMemcpyDtoH_v2(y, r->post + 4 * words, tail) != CUDA_SUCCESS)
-      return -1;
-    if (memcmp(x, y, tail)) {
-      if (!*count) *first = words;
-      (*count)++;
+    if (kc_drv.cuMemcpyDtoH_v2(x, a[i] + 4 * w[i], tail) != CUDA_SUCCESS ||
+        kc_drv.cuMemcpyDtoH_v2(y, b[i] + 4 * w[i], tail) != CUDA_SUCCESS) {
+      rc = -1;
+      break;
     }
+    if (memcmp(x, y, tail)) {
+      if (!res[2 * i]) res[2 * i + 1] = w[i];
+      res[2 * i]++;
+    }
+  }
+  free(a);
+  free(b);
+  free(w);
+  return rc;
+}
+
+static void all_unknown(struct kc_shadow *s) {
+  for (int i = 0; i < s->nregions; i++)
+    s->regions[i].dirty_pre = s->regions[i].dirty_post = 1;
+}
+
+void kc_shadow_touched(struct kc_shadow *s) { all_unknown(s); }
+
+static CUresult shadow_app_launch(struct kc_shadow *s, int *ok);
+
+CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
+  uint64_t t = kc_prof_now();
+  CUresult r = shadow_app_launch(s, ok);
+  kc_prof_lap(KC_PS_chk_app, t);
+  return r;
+}
+
+static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
+  *ok = 0;
+  struct ev_timer t;
+  timer_start(&t, s->li->stream);
+  CUresult r = kc_app_launch(s->li->args);
+  timer_stop(&t, s->li->stream);
+  if (r != CUDA_SUCCESS) {
+    timer_ms(&t);
+    return r;
+  }
+  CUresult sr = kc_sync_device();
+  s->kernel_ms = timer_ms(&t);
+  if (sr != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
+  /* Post-state A: only what the launch changed needs a copy of its own;
+   * an unchanged allocation's post-state is its pre-state. */
+  uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
+  if (!res) return r;
+  int cmp = compare_all(s, 1, res);
+  CUdeviceptr at = s->slots + 16u * (uint64_t)s->nregions;
+  at = (at + SLOT_ALIGN - 1) & ~(CUdeviceptr)(SLOT_ALIGN - 1);
+  for (int i = 0; i < s->nregions; i++) {
+    struct kc_region *reg = &s->regions[i];
+    reg->changed = cmp || res[2 * i] != 0;
+    reg->dirty_pre = reg->changed;
+    reg->dirty_post = 0;
+    reg->post = reg->pre;
+    if (!reg->changed) continue;
+    reg->post = at;
+    at += aligned(reg->size);
+    if (copy_async(reg->post, reg->base, reg->size, s->stream) != CUDA_SUCCESS) {
+      free(res);
+      return r;
+    }
+  }
+  free(res);
+  if (stream_sync(s->stream) != CUDA_SUCCESS) return r;
+  s->have_post = 1;
+  *ok = 1;
+  return r;
+}
+
+/* Launch attributes that tie the launch to the application's stream order or
+ * events are dropped; cooperative launches stay cooperative. */
+static int relaunch_attrs(const struct kc_launch_info *li, CUlaunchAttribute *out) {
+  int n = 0;
+  for (int i = 0; i < li->nattrs; i++) {
+    switch (li->attrs[i].id) {
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: continue;
+    default: out[n++] = li->attrs[i];
+    }
+  }
+  if (li->args->entry == KC_LE_COOPERATIVE && n < KC_MAX_ATTRS + 1) {
+    memset(&out[n], 0, sizeof out[n]);
+    out[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    out[n].value.cooperative = 1;
+    n++;
+  }
+  return n;
+}
+
+int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why) {
+  struct kc_launch_info *li = s->li;
+  uint64_t t = kc_prof_now();
+  /* Back to the pre-state: only what may differ from it, on the launch's
+   * stream, so the re-run below is ordered after the copies. */
+  for (int i = 0; i < s->nregions; i++) {
+    struct kc_region *r = &s->regions[i];
+    if (!r->dirty_pre) continue;
+    if (copy_async(r->base, r->pre, r->size, s->stream) != CUDA_SUCCESS) {
+      all_unknown(s);
+      *why = "restoring the pre-state failed";
+      return -1;
+    }
+    s->copied_back += r->size;
+    r->dirty_pre = 0;
+    r->dirty_post = r->changed;
+  }
+  CUstream stream = li->stream;
+  unsigned shmem = li->shmem;
+  /* The hammer runs on a stream of its own: it must overlap the re-run,
+   * not the restore. */
+  if (p->hammer && stream_sync(s->stream) != CUDA_SUCCESS) {
+    all_unknown(s);
+    *why = "restoring the pre-state failed";
+    return -1;
+  }
+  t = kc_prof_lap(KC_PS_chk_restore, t);
+  CUfunction fn = li->args->f; /* the intra-block strategies run kcheck's copy */
+  int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
+  t = kc_prof_lap(KC_PS_chk_perturb, t);
+  if (rc) return rc;
+  /* A run on another stream (a green context's) must not start before
+   * the restore is done. */
+  if (stream != s->stream && stream_sync(s->stream) != CUDA_SUCCESS) {
+    kc_perturb_after(p, li);
+    all_unknown(s);
+    *why = "restoring the pre-state failed";
+    return -1;
+  }
+  CUlaunchAttribute attrs[KC_MAX_ATTRS + 1];
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = li->grid[0], cfg.gridDimY = li->grid[1], cfg.gridDimZ = li->grid[2];
+  cfg.blockDimX = li->block[0], cfg.blockDimY = li->block[1], cfg.blockDimZ = li->block[2];
+  cfg.sharedMemBytes = shmem;
+  cfg.hStream = stream;
+  cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
+  cfg.attrs = cfg.numAttrs ? attrs : NULL;
+  CUresult r = kc_drv.cuLaunchKernelEx
+                   ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
+                   : CUDA_ERROR_NOT_SUPPORTED;
+  /* A green-context stream belongs to another context: the context-wide
+   * sync below does not wait for it. */
+  CUresult sr = CUDA_SUCCESS;
+  if (stream != li->stream && kc_drv.cuStreamSynchronize) sr = kc_drv.cuStreamSynchronize(stream);
+  CUresult cr = stream_sync(s->stream);
+  kc_perturb_after(p, li);
+  kc_prof_lap(KC_PS_chk_run, t);
+  all_unknown(s); /* until compared */
+  s->runs++;
+  if (r != CUDA_SUCCESS) {
+    *why = "the shadow launch failed";
+    return -1;
+  }
+  if (sr != CUDA_SUCCESS || cr != CUDA_SUCCESS) {
+    *why = "the shadow run faulted";
+    return -1;
   }
   return 0;
 }
 
+static int shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
+  uint64_t t = kc_prof_now();
+  int rc = shadow_diff(s, d);
+  kc_prof_lap(KC_PS_chk_compare, t);
+  return rc;
+}
+
+static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   memset(d, 0, sizeof *d);
   d->region = -1;
+  uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
+  if (!res) return -1;
+  if (compare_all(s, 0, res)) {
+    free(res);
+    return -1;
+  }
   for (int i = 0; i < s->nregions; i++) {
-    uint64_t count = 0, first = ~0ull;
-    if (compare_region(&s->regions[i], &count, &first)) return -1;
+    struct kc_region *r = &s->regions[i];
+    uint64_t count = res[2 * i], first = res[2 * i + 1];
+    /* Equal to post-state A: equal to the pre-state exactly when the
+     * application's launch did not change it. */
+    r->dirty_post = count != 0;
+    r->dirty_pre = count != 0 || r->changed;
     if (!count) continue;
     d->words += count;
     if (d->region < 0) {
-      const struct kc_region *r = &s->regions[i];
       d->region = i;
       d->offset = 4 * first;
       d->nbytes = r->size - d->offset < 4 ? (int)(r->size - d->offset) : 4;
       if (kc_drv.cuMemcpyDtoH_v2(d->expected, r->post + d->offset, (size_t)d->nbytes) !=
               CUDA_SUCCESS ||
-          kc_drv.cuMemcpyDtoH_v2(d->got, r->base + d->offset, (size_t)d->nbytes) != CUDA_SUCCESS)
+          kc_drv.cuMemcpyDtoH_v2(d->got, r->base + d->offset, (size_t)d->nbytes) != CUDA_SUCCESS) {
+        free(res);
         return -1;
+      }
     }
   }
+  free(res);
   return 0;
 }
 
 int kc_shadow_end(struct kc_shadow *s) {
-  int rc = 0;
-  /* Without a shadow run the memory already is post-state A. A failed copy
-   * is tried once more: leaving a shadow result in the application's memory
-   * is the one failure kcheck must not accept quietly. */
-  if (s->have_post && s->runs)
+  uint64_t t = kc_prof_now();
+  int rc = 0, copied = 0;
+  /* Only what may differ from post-state A is copied back (a region the
+   * last comparison found equal is left alone). A failed copy is tried
+   * once more: leaving a shadow result in the application's memory is the
+   * one failure kcheck must not accept quietly. */
+  if (s->have_post)
     for (int i = 0; i < s->nregions; i++) {
       struct kc_region *r = &s->regions[i];
-      if (kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS &&
+      if (!r->dirty_post) continue;
+      copied = 1;
+      s->copied_back += r->size;
+      if (copy_async(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS &&
           kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS)
         rc = -1;
     }
-  if (s->have_post && s->runs && kc_sync_device() != CUDA_SUCCESS &&
+  if (s->have_post && (copied || s->runs) && kc_sync_device() != CUDA_SUCCESS &&
       kc_sync_device() != CUDA_SUCCESS)
     rc = -1;
   s->restored = rc == 0;
   free_regions(s);
+  kc_prof_lap(KC_PS_chk_end, t);
   return rc;
 }

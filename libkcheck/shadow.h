@@ -28,13 +28,19 @@ struct kc_perturb {
   uint64_t seed;
 };
 
-/* One saved allocation. Both copies stay on the device: restores are
- * device-to-device copies and comparisons run on the device, so a check
- * costs a few passes over the saved bytes at device bandwidth. */
+/* One saved allocation. Both copies stay on the device (in kcheck's
+ * staging buffer): restores are device-to-device copies and comparisons run
+ * on the device, so a check costs a few passes over the saved bytes at
+ * device bandwidth. An allocation the application's launch left unchanged
+ * (an input) has post == pre, and only allocations that may differ from
+ * what a run or the application needs are copied back. */
 struct kc_region {
   uint64_t base, size;
-  CUdeviceptr pre;  /* the pre-state */
-  CUdeviceptr post; /* post-state A (what the application keeps) */
+  CUdeviceptr pre;         /* the pre-state */
+  CUdeviceptr post;        /* post-state A (what the application keeps); == pre when unchanged */
+  unsigned changed : 1;    /* the application's launch changed it (post != pre) */
+  unsigned dirty_pre : 1;  /* the memory may differ from pre */
+  unsigned dirty_post : 1; /* the memory may differ from post */
 };
 
 /* The first difference between the latest shadow run and post-state A. */
@@ -59,6 +65,10 @@ struct kc_shadow {
   /* Device time (events) of saving the pre-state and of the application's
    * launch, for the check's floor; -1 when unknown. */
   double snapshot_ms, kernel_ms;
+  CUstream stream;      /* where the check's copies and comparisons go: the launch's stream */
+  CUdeviceptr staging;  /* kcheck's staging buffer, held for the check */
+  CUdeviceptr slots;    /* comparison results in it, 16 bytes per region */
+  uint64_t copied_back; /* bytes restored, for the record */
 };
 
 /* Syncs and saves the pre-state. 0 on success; else *why says why the launch
@@ -76,6 +86,10 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+/* Something other than kc_shadow_run may have written the application's
+ * memory (a contract gate's runs through a pointer it did not relocate):
+ * kc_shadow_end restores every region. */
+void kc_shadow_touched(struct kc_shadow *s);
 /* Restores post-state A and frees everything. 0 when the application's
  * memory is exactly as its own launch left it. */
 int kc_shadow_end(struct kc_shadow *s);

@@ -50,7 +50,10 @@ static void activate_once(void) {
   kc_core_init(kc_contracts_init);
   if (kc_opt.help) kc_gates_print();
   /* The shim wires the gates into the core: the core knows no gate. */
-  if (kc_gates_init() == 0) kc_set_check_hook(kc_gates_check);
+  if (kc_gates_init() == 0)
+    kc_set_check_hook(kc_gates_check);
+  else
+    kc_opt.check_lock = 0; /* no launch is ever checked: nothing for the lock to hold off */
   load_driver();
   kc_core_driver_ready(kc_shim_libcuda != NULL);
   if (!kc_shim_libcuda) kc_disabled = 1;

@@ -130,7 +130,8 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     return r;                                                                                      \
   }
 
-/* ---- copies and memsets (held off during another thread's check) --------- */
+/* ---- copies and memsets (held off during another thread's check): linear,
+ * pitched, 3D, peer, batch and CUDA-array copies, 1D and 2D memsets ------ */
 
 #define DEF_FENCED(sym, params, args)                                                              \
   KC_EXPORT CUresult sym params {                                                                  \
@@ -170,6 +171,18 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
   DEF_FENCED(sym, KC_FP_MEMSET_D2D16_ASYNC, KC_FA_MEMSET_D2D16_ASYNC)
 #define DEF_MEMSET_D2D32_ASYNC(sym)                                                                \
   DEF_FENCED(sym, KC_FP_MEMSET_D2D32_ASYNC, KC_FA_MEMSET_D2D32_ASYNC)
+
+#define DEF_COPY_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH_V1, KC_FA_COPY_BATCH_V1)
+#define DEF_COPY_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH, KC_FA_COPY_BATCH)
+#define DEF_COPY_3D_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH_V1, KC_FA_COPY_3D_BATCH_V1)
+#define DEF_COPY_3D_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH, KC_FA_COPY_3D_BATCH)
+#define DEF_COPY_DTOA(sym) DEF_FENCED(sym, KC_FP_COPY_DTOA, KC_FA_COPY_DTOA)
+#define DEF_COPY_ATOD(sym) DEF_FENCED(sym, KC_FP_COPY_ATOD, KC_FA_COPY_ATOD)
+#define DEF_COPY_HTOA(sym) DEF_FENCED(sym, KC_FP_COPY_HTOA, KC_FA_COPY_HTOA)
+#define DEF_COPY_ATOH(sym) DEF_FENCED(sym, KC_FP_COPY_ATOH, KC_FA_COPY_ATOH)
+#define DEF_COPY_ATOA(sym) DEF_FENCED(sym, KC_FP_COPY_ATOA, KC_FA_COPY_ATOA)
+#define DEF_COPY_HTOA_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_HTOA_ASYNC, KC_FA_COPY_HTOA_ASYNC)
+#define DEF_COPY_ATOH_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_ATOH_ASYNC, KC_FA_COPY_ATOH_ASYNC)
 
 /* ---- code loading ------------------------------------------------------- */
 
@@ -244,11 +257,17 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
 
 /* ---- allocations -------------------------------------------------------- */
 
+/* An application allocation that failed for lack of memory is tried once
+ * more after kcheck gave back the staging buffer it keeps between checks. */
+#define KC_RETRY_OOM(r)                                                                            \
+  ((r) == CUDA_ERROR_OUT_OF_MEMORY && !KC_PASSTHROUGH() && kc_on_alloc_failed())
+
 #define DEF_MEM_ALLOC(sym)                                                                         \
   KC_EXPORT CUresult sym(CUdeviceptr *dptr, size_t bytes) {                                        \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, bytes);                                                                \
+    if (KC_RETRY_OOM(r)) r = real(dptr, bytes);                                                    \
     if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_PLAIN); \
     return r;                                                                                      \
   }
@@ -259,6 +278,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, pitch, width, height, elem);                                           \
+    if (KC_RETRY_OOM(r)) r = real(dptr, pitch, width, height, elem);                               \
     if (r == CUDA_SUCCESS && dptr && pitch && !KC_PASSTHROUGH())                                   \
       kc_on_alloc(*dptr, *pitch *height, KC_ALLOC_PITCH);                                          \
     return r;                                                                                      \
@@ -291,6 +311,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, bytes, stream);                                                        \
+    if (KC_RETRY_OOM(r)) r = real(dptr, bytes, stream);                                            \
     if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_ASYNC); \
     return r;                                                                                      \
   }
@@ -300,6 +321,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real(dptr, bytes, pool, stream);                                                  \
+    if (KC_RETRY_OOM(r)) r = real(dptr, bytes, pool, stream);                                      \
     if (r == CUDA_SUCCESS && dptr && !KC_PASSTHROUGH()) kc_on_alloc(*dptr, bytes, KC_ALLOC_ASYNC); \
     return r;                                                                                      \
   }

@@ -215,6 +215,14 @@ def cmd_report(args):
             counts[r["type"]] = counts.get(r["type"], 0) + 1
         print("%s: %s" % (rep.path, ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items()))
                           or "empty"))
+        cost = kr.check_costs(rep.records)
+        if cost:
+            print("  checks cost %.1f ms in all, median %.2f ms%s" % (
+                cost["total_ms"], cost["median_ms"],
+                "; cost/floor median %.1f, ten costliest %.1f-%.1f" % (
+                    cost["median_over_floor"], min(cost["top10_over_floor"]),
+                    max(cost["top10_over_floor"])) if cost["median_over_floor"] is not None
+                and cost["top10_over_floor"] else ""))
         for n, text in rep.malformed:
             print("%s:%d: not a JSON record (cut short by a crash?): %s" % (rep.path, n, text))
             status = 1

@@ -150,6 +150,25 @@ def load(paths):
 
 # ------------------------------------------------------------- findings
 
+def check_costs(records):
+    """What the checks of a report cost against their floor ((1 + runs) x the
+    kernel's device time + 2 x the snapshot's, recorded by each check), or
+    None without checks: count, total and median cost in ms, median
+    cost/floor and the cost/floor of the ten costliest checks."""
+    checks = [r for r in records if r.get("type") == "check" and isinstance(r.get("cost_ms"), (int, float))]
+    if not checks:
+        return None
+    costs = sorted(float(c["cost_ms"]) for c in checks)
+    ratios = sorted(float(c["cost_ms"]) / float(c["floor_ms"]) for c in checks
+                    if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0)
+    top = sorted(checks, key=lambda c: -float(c["cost_ms"]))[:10]
+    top_ratios = [float(c["cost_ms"]) / float(c["floor_ms"]) for c in top
+                  if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0]
+    return {"checks": len(checks), "total_ms": sum(costs), "median_ms": costs[len(costs) // 2],
+            "median_over_floor": ratios[len(ratios) // 2] if ratios else None,
+            "with_floor": len(ratios), "top10_over_floor": top_ratios}
+
+
 def finding_key(v):
     """Violations of one (gate, kernel, signature) are one finding."""
     return (v.get("gate"), v.get("kernel_name") or v.get("kernel"), v.get("signature"))

@@ -3,9 +3,10 @@
  *
  *   app_shared shared [T] [ITERS]   T threads own disjoint slices of ONE
  *       allocation (as tensors share a caching-allocator segment); each
- *       iteration copies its slice in (plain or pitched copy), scales it on
- *       the device, memsets a tail word (1D or 2D memset) and copies it
- *       back, and checks every value exactly.
+ *       iteration copies its slice in (plain, pitched, batch or 3D batch
+ *       copy), scales it on the device, memsets a tail word (1D or 2D
+ *       memset) and copies it back (plain, batch, or through a CUDA array),
+ *       and checks every value exactly.
  *   app_shared churn [T] [ITERS]    the same per thread, but each iteration
  *       allocates its own buffer and frees it (for save_all=1, whose checks
  *       snapshot every live allocation).
@@ -45,6 +46,10 @@ static void *worker(void *arg) {
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   float *h = malloc(N * sizeof *h), *back = malloc((N + 1) * sizeof *back);
+  CUarray arr;
+  CUDA_ARRAY_DESCRIPTOR ad = {0};
+  ad.Width = N + 1, ad.Height = 0, ad.Format = CU_AD_FORMAT_FLOAT, ad.NumChannels = 1;
+  CK(cuArrayCreate(&arr, &ad));
   long bad = 0;
   for (int it = 0; it < iters; it++) {
     CUdeviceptr x = shared_buf + (CUdeviceptr)t * (N + PAD) * sizeof(float);
@@ -52,8 +57,21 @@ static void *worker(void *arg) {
     if (churn) CK(cuMemAlloc(&x, (n + 1) * sizeof(float)));
     for (size_t i = 0; i < n; i++)
       h[i] = (float)(t * 4096 + it) + 0.25f * (float)i;
-    if (it % 2) {
+    if (it % 4 == 1) {
       CK(cuMemcpyHtoDAsync(x, h, n * sizeof(float), s));
+    } else if (it % 4 == 2) { /* the batch entries are fenced too */
+      CUdeviceptr dst = x, src = (CUdeviceptr)h;
+      size_t bytes = n * sizeof(float), idx = 0;
+      CUmemcpyAttributes at = {0};
+      at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &at, &idx, 1, s));
+    } else if (it % 4 == 3) {
+      CUDA_MEMCPY3D_BATCH_OP op = {0};
+      op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+      op.src.op.ptr.ptr = (CUdeviceptr)h, op.dst.op.ptr.ptr = x;
+      op.extent.width = n * sizeof(float), op.extent.height = op.extent.depth = 1;
+      op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpy3DBatchAsync(1, &op, 0, s));
     } else { /* the pitched entries are fenced too */
       CUDA_MEMCPY2D c2 = {0};
       c2.srcMemoryType = CU_MEMORYTYPE_HOST, c2.srcHost = h, c2.srcPitch = n * sizeof(float);
@@ -69,7 +87,19 @@ static void *worker(void *arg) {
       CK(cuMemsetD32Async(x + n * sizeof(float), 0x3f800000u + (unsigned)t, 1, s));
     else
       CK(cuMemsetD2D32Async(x + n * sizeof(float), 4, 0x3f800000u + (unsigned)t, 1, 1, s));
-    CK(cuMemcpyDtoHAsync(back, x, (n + 1) * sizeof(float), s));
+    if (it % 3 == 1) { /* through a CUDA array: device -> array -> host */
+      CK(cuStreamSynchronize(s));
+      CK(cuMemcpyDtoA(arr, 0, x, (n + 1) * sizeof(float)));
+      CK(cuMemcpyAtoHAsync(back, arr, 0, (n + 1) * sizeof(float), s));
+    } else if (it % 3 == 2) {
+      CUdeviceptr dst = (CUdeviceptr)back, src = x;
+      size_t bytes = (n + 1) * sizeof(float), idx = 0;
+      CUmemcpyAttributes at = {0};
+      at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &at, &idx, 1, s));
+    } else {
+      CK(cuMemcpyDtoHAsync(back, x, (n + 1) * sizeof(float), s));
+    }
     CK(cuStreamSynchronize(s));
     for (size_t i = 0; i < n; i++)
       bad += back[i] != 2.0f * h[i];
@@ -82,6 +112,7 @@ static void *worker(void *arg) {
   wrong += bad;
   pthread_mutex_unlock(&lock);
   CK(cuStreamDestroy(s));
+  CK(cuArrayDestroy(arr));
   free(h);
   free(back);
   return NULL;

@@ -607,6 +607,29 @@ static void app_steps(struct app *a, int steps) {
   printf("%s: steps %d ok\n", app_name, steps);
 }
 
+/* Memory nearly full (on the stand-in): after a checked launch on 4 MiB
+ * buffers, one allocation of all but 16 MiB of the device. kcheck keeps its staging
+ * buffer between checks; the application must still get its memory. */
+static void app_bigalloc(struct app *a) {
+  size_t bytes = 4u << 20;
+  CUdeviceptr da = app_alloc(bytes), db = app_alloc(bytes), dc = app_alloc(bytes);
+  CK(cuMemsetD8(da, 1, bytes));
+  CK(cuMemsetD8(db, 2, bytes));
+  int n = (int)(bytes / 4);
+  void *args[] = {&da, &db, &dc, &n};
+  CK(cuLaunchKernel(app_func(a, FK_K_VECADD), (unsigned)(n + 127) / 128, 1, 1, 128, 1, 1, 0, NULL,
+                    args, NULL));
+  CK(cuCtxSynchronize());
+  /* The stand-in's device size (FAKECUDA_MEM_GB, 16 by default). */
+  const char *gb = getenv("FAKECUDA_MEM_GB");
+  size_t total_b = (size_t)(gb ? atoi(gb) : 16) << 30;
+  CUdeviceptr big = 0;
+  CUresult r = cuMemAlloc(&big, total_b - 3 * bytes - (16u << 20));
+  EXPECT(r == CUDA_SUCCESS, "the large allocation failed: %s", app_err_name(r));
+  if (r == CUDA_SUCCESS) CK(cuMemFree(big));
+  printf("%s: bigalloc %s\n", app_name, r == CUDA_SUCCESS ? "ok" : "failed");
+}
+
 static int app_run(const char *mode) {
   struct app a;
   memset(&a, 0, sizeof a);
@@ -618,6 +641,8 @@ static int app_run(const char *mode) {
     app_graph(&a);
   } else if (strcmp(mode, "contracts") == 0) {
     app_contracts(&a);
+  } else if (strcmp(mode, "bigalloc") == 0) {
+    app_bigalloc(&a);
   } else if (strcmp(mode, "crash") == 0 || strcmp(mode, "abort") == 0) {
     /* Launches, then a segmentation fault or abort(): the report must keep
      * them. */
@@ -634,9 +659,10 @@ static int app_run(const char *mode) {
     app_graph(&a);
     app_races(&a);
   } else {
-    fprintf(stderr,
-            "%s: unknown mode '%s' (basic, races, contracts, all, crash, abort, steps<N>)\n",
-            app_name, mode);
+    fprintf(
+        stderr,
+        "%s: unknown mode '%s' (basic, races, contracts, bigalloc, all, crash, abort, steps<N>)\n",
+        app_name, mode);
     return 2;
   }
   app_teardown(&a);

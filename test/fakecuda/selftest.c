@@ -119,8 +119,8 @@ static void test_procs(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   T(h != NULL);
   if (h == NULL) return;
-  static const int versions[] = {2000,  3020,  4000,  7000,  9020,  10000, 10010,
-                                 11000, 11030, 11060, 12000, 12040, 12050, 13000};
+  static const int versions[] = {2000,  3020,  4000,  7000,  9020,  10000, 10010, 11000,
+                                 11030, 11060, 12000, 12040, 12050, 12080, 13000};
   for (size_t i = 0; i < sizeof def_names / sizeof def_names[0]; i++) {
     void *sym = dlsym(h, def_names[i]);
     if (sym == NULL) {

@@ -52,12 +52,22 @@ def base_env(tmp_path):
     return env
 
 
-def run(cmd, tmp_path, options="", kcheck=True, env_extra=None, timeout=120):
+# The stand-in re-runs a kernel in the same block order unless a strategy
+# changes it (green, smem), while the default race strategies (scrub,
+# l2flush) were chosen on the H200, where order-dependent kernels already
+# differ under plain repetition. Tests about what happens to findings run
+# every strategy; stock=True runs the default (test_default_strategies).
+ALL_STRATEGIES = "race_strategies=scrub,green,smem,hammer,l2flush"
+
+
+def run(cmd, tmp_path, options="", kcheck=True, env_extra=None, timeout=120, stock=False):
     """Runs cmd (list); with kcheck, its report prefix is tmp_path/kc."""
     env = base_env(tmp_path)
     prefix = str(tmp_path / "kc")
     if kcheck:
         env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+        if not stock and "race_strategies=" not in options:
+            options = ALL_STRATEGIES + (":" + options if options else "")
         opts = "log_path=" + prefix + (":" + options if options else "")
         env["KCHECK_OPTIONS"] = opts
     if env_extra:

@@ -110,3 +110,104 @@ def test_mutated_contracts_never_crash(app, tmp_path):
         assert rc == 0 and "basic ok" in out, "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
         assert "AddressSanitizer" not in err and "runtime error" not in err, \
             "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
+
+
+# ---- the shapes gate: relaunches at other shapes on kcheck's own buffers ----
+
+def vecadd_contract(tmp_path, a="n", c="n", shapes="{n: 4099}"):
+    """vecadd (the application's n is 1000) with the given extents of the
+    input a and the output c, relaunched at the listed shapes."""
+    path = tmp_path / "vecadd.yaml"
+    path.write_text("""contracts:
+  - kernel: {name: _Z6vecaddPKfS0_Pfi}
+    params:
+      - {name: a, tensor: {role: in, format: fp32, shape: [%s]}}
+      - {name: b, tensor: {role: in, format: fp32, shape: [n]}}
+      - {name: c, tensor: {role: out, format: fp32, shape: [%s]}}
+      - {name: n, scalar: i32}
+    op: add
+    profile: fp32
+    shapes: [%s]
+    launch: {grid: ["ceil_div(n, 128)"], block: [128]}
+""" % (a, c, shapes))
+    return str(path)
+
+
+def shapes_run(app, tmp_path, contracts):
+    r = basic(app, tmp_path, contracts, ":gates=shapes:kernel_include=vecadd")
+    assert_host_fine(r)
+    recs = r.only_report()
+    checks = [x["gates"]["shapes"] for x in by_type(recs, "check") if "shapes" in x["gates"]]
+    assert checks, r.err[-2000:]
+    return [v for v in by_type(recs, "violation") if v["gate"] == "shapes"], checks
+
+
+def test_shapes_correct_contract_stays_silent(app, tmp_path):
+    """Right extents, shapes up to 100000 (a hundred times the
+    application's): every trial judged, no guard byte changed."""
+    v, checks = shapes_run(app, tmp_path, vecadd_contract(tmp_path, shapes="{n: 4099}, {n: 100000}"))
+    assert not v, v
+    assert all(c["status"] == "pass" for c in checks), checks
+    trials = checks[0]["trials"]
+    assert {"n": 100000} in [t.get("scalars") for t in trials], trials
+
+
+def test_shapes_calibration_refuses_an_understated_contract(app, tmp_path):
+    """c declared [1] while the kernel writes n: the calibration run at the
+    application's shape sees the stores past the declared extent (in the
+    guard zone covering the application's allocation) and no other shape is
+    run — with the relaunch at n=4099 on a 4-byte buffer the host used to
+    die of SIGSEGV."""
+    v, checks = shapes_run(app, tmp_path, vecadd_contract(tmp_path, c="1"))
+    assert v, checks
+    ev = v[0]["evidence"]
+    assert ev["stage"] == "calibration" and ev["verdict"] == "out_of_bounds", ev
+    assert ev["guard_damage"]["tensor"] == "c" and ev["guard_damage"]["side"] == "after_end"
+    assert ev["exposed_by"]["scalars"] == {"n": 1000}
+    assert "trials" not in checks[0], checks[0]
+
+
+def test_shapes_understated_only_at_other_shapes_is_out_of_bounds(app, tmp_path):
+    """c declared [1000]: right at the application's shape (the calibration
+    passes), a hundred times too small at n=100000. The guard zone after c
+    is sized from the application's allocation and the relaunch's thread
+    count, not from the contract: the 396,000 bytes stored past the declared
+    extent land in it and are reported."""
+    v, _ = shapes_run(app, tmp_path, vecadd_contract(tmp_path, c="1000", shapes="{n: 100000}"))
+    assert v
+    ev = v[0]["evidence"]
+    assert ev["verdict"] == "out_of_bounds" and "stage" not in ev, ev
+    g = ev["guard_damage"]
+    assert g["tensor"] == "c" and g["tensor_bytes"] == 4000 and g["bytes_past_end"] == 0
+    assert g["changed_bytes"] > 300000 and g["guard_bytes"] >= 4 * 100000 - 4000, g
+    assert "reached_guard_end" not in g, g
+    assert ev["exposed_by"]["scalars"] == {"n": 100000}
+
+
+def test_shapes_understated_input_never_reads_outside(app, tmp_path):
+    """a declared [1000] is read up to n=100000 at the other shape: the reads
+    land in its guard zone (no guard byte changes, nothing to report), the
+    host goes on."""
+    v, _ = shapes_run(app, tmp_path, vecadd_contract(tmp_path, a="1000", shapes="{n: 100000}"))
+    assert not [x for x in v if x["evidence"].get("verdict") == "out_of_bounds"], v
+
+
+def test_mutated_contracts_at_other_shapes_never_crash(app, tmp_path):
+    """30 seeded mutants run by the shapes gate (relaunches at shapes the
+    application never made): 0 crashes, the application's results unchanged."""
+    base = open(os.path.join(DATA, "contracts_basic.yaml")).read()
+    rng = random.Random(1614)
+    mutants = [mutate(base, rng) for _ in range(30)]
+
+    def one(i):
+        d = tmp_path / ("s%d" % i)
+        d.mkdir()
+        path = d / "c.yaml"
+        path.write_text(mutants[i])
+        r = basic(app, d, str(path), ":gates=shapes,bounds")
+        return i, r.rc, r.out, r.err
+
+    for i, rc, out, err in sweep(one, range(len(mutants))):
+        assert rc == 0 and "basic ok" in out, "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
+        assert "AddressSanitizer" not in err and "runtime error" not in err, \
+            "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])

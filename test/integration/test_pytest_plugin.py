@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ASAN_RT, LIB, ROOT, USE_SAN, base_env
+from conftest import ALL_STRATEGIES, ASAN_RT, LIB, ROOT, USE_SAN, base_env
 
 APPS_DIR = os.path.join(ROOT, "test", "apps")
 
@@ -55,7 +55,9 @@ def test_clean_after():
 ''' % {"apps": APPS_DIR, "app": os.path.join(APPS_DIR, "app_ctypes.py")}
 
 
-def pytest_under_kcheck(tmp_path, *args, options="check_first=100:clean_limit=-1"):
+# Every strategy: the stand-in keeps block order unless one changes it
+# (conftest.ALL_STRATEGIES), and the subject here is the plugin.
+def pytest_under_kcheck(tmp_path, *args, options="check_first=100:clean_limit=-1:" + ALL_STRATEGIES):
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = base_env(tmp_path)
     env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB

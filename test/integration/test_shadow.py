@@ -51,6 +51,24 @@ def test_racy_kernels_flagged_clean_ones_not(app, tmp_path):
     assert "SUMMARY: kcheck: 4 violations in 7 checks" in r.err
 
 
+def test_default_strategies(app, tmp_path):
+    """The default race strategies are scrub and l2flush (the cheapest at
+    the same measured recall): the read of never-written shared memory is
+    still flagged; the stand-in's order-dependent kernels re-run
+    identically without a block-order strategy, so they are not."""
+    r = run([app("app_linked"), "races"], tmp_path, stock=True)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    for c in by_type(recs, "check"):
+        race = c["gates"]["race"]
+        assert list(race["strategies"]) == ["scrub", "l2flush"]
+        assert set(race["strategy_ms"]) == {"scrub", "l2flush"}
+        assert all(ms >= 0 for ms in race["strategy_ms"].values())
+    by = {v["kernel_name"].split("(")[0]: v for v in by_type(recs, "violation")}
+    assert "scrub" in by["uninit_shared"]["exposed_by"]
+    assert not set(by) & CLEAN
+
+
 def test_application_memory_unchanged_by_checks(app, tmp_path):
     """The application reads back every output (racy ones included) after
     the checks: it must see exactly what it sees without kcheck."""
@@ -236,3 +254,31 @@ def test_check_records_carry_their_floor(app, tmp_path):
         assert abs(c["floor_ms"] - floor) <= 1e-9 * max(1.0, floor)
         if floor > 0:
             assert abs(c["cost_over_floor"] - c["cost_ms"] / floor) <= 1e-6 * c["cost_over_floor"]
+
+
+def test_only_what_may_have_changed_is_restored(app, tmp_path):
+    """vecadd reads a and b and writes c (three allocations): the
+    application's launch leaves a and b unchanged, so each run restores
+    only c, and the end copies back only what the last comparison found
+    different (nothing, for a clean kernel)."""
+    r = run([app("app_linked"), "basic"], tmp_path, options="kernel_include=vecadd")
+    assert r.rc == 0, r.err
+    checks = [c for c in by_type(r.only_report(), "check") if c["kernel_name"].startswith("vecadd")]
+    assert checks
+    for c in checks:
+        assert c["regions"] == 3 and c["violations"] == 0 and c["runs"] >= 2
+        out_bytes = c["saved_bytes"] // 3
+        # Before each run but the first: c holds the previous run's result.
+        assert 0 < c["restored_bytes"] <= c["runs"] * out_bytes, c
+
+
+def test_staging_memory_given_back_when_the_application_needs_it(app, tmp_path):
+    """kcheck keeps its staging buffer between checks; an allocation of the
+    application that fails for lack of memory gets it back and is retried."""
+    env = {"FAKECUDA_MEM_GB": "1"}
+    plain = run([app("app_linked"), "bigalloc"], tmp_path, kcheck=False, env_extra=env)
+    assert plain.rc == 0 and "bigalloc ok" in plain.out, plain.err
+    r = run([app("app_linked"), "bigalloc"], tmp_path, options="gates=determinism", env_extra=env)
+    assert r.rc == 0 and "bigalloc ok" in r.out, r.out + r.err
+    checks = by_type(r.only_report(), "check")
+    assert checks and checks[0]["saved_bytes"] >= 12 << 20

@@ -1,0 +1,89 @@
+/* libkcheck/staging.c — one device buffer for the snapshots of checks,
+ * reused from check to check (see staging.h). */
+#include "staging.h"
+
+#include <pthread.h>
+
+#include "driver.h"
+#include "log.h"
+#include "options.h"
+#include "own.h"
+
+#define ALIGN (2ull << 20) /* sizes rounded to 2 MiB: fewer re-allocations */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static CUdeviceptr buf;
+static uint64_t buf_size;
+static int held;
+
+static void free_buf(void) {
+  if (!buf) return;
+  kc_own_remove(buf);
+  kc_drv.cuMemFree_v2(buf);
+  buf = 0;
+  buf_size = 0;
+}
+
+/* At most 1/32 of the device's memory (and never more than mem_budget) is
+ * kept between checks: the application may need the rest. */
+static uint64_t keep_limit(void) {
+  static uint64_t limit;
+  if (!limit) {
+    size_t free_b = 0, total_b = 0;
+    if (kc_drv.cuMemGetInfo_v2 && kc_drv.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS)
+      limit = total_b / 32;
+    else
+      limit = 256ull << 20;
+    if (limit > kc_opt.mem_budget) limit = kc_opt.mem_budget;
+    if (!limit) limit = 1;
+  }
+  return limit;
+}
+
+CUdeviceptr kc_staging_get(uint64_t bytes) {
+  pthread_mutex_lock(&lock);
+  CUdeviceptr r = 0;
+  if (KC_NEVER(held)) goto out; /* one check at a time (world lock) */
+  if (bytes > buf_size) {
+    free_buf();
+    uint64_t want = (bytes + ALIGN - 1) & ~(ALIGN - 1);
+    if (kc_drv.cuMemAlloc_v2(&buf, want) != CUDA_SUCCESS) {
+      /* The rounding may be what does not fit. */
+      want = bytes;
+      if (kc_drv.cuMemAlloc_v2(&buf, want) != CUDA_SUCCESS) buf = 0;
+    }
+    if (!buf) goto out;
+    buf_size = want;
+    kc_own_add(buf, buf_size);
+  }
+  held = 1;
+  r = buf;
+out:
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+void kc_staging_put(void) {
+  pthread_mutex_lock(&lock);
+  held = 0;
+  if (buf_size > keep_limit()) free_buf();
+  pthread_mutex_unlock(&lock);
+}
+
+uint64_t kc_staging_size(void) {
+  pthread_mutex_lock(&lock);
+  uint64_t n = buf_size;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+int kc_staging_release(void) {
+  pthread_mutex_lock(&lock);
+  int freed = 0;
+  if (buf && !held) {
+    free_buf();
+    freed = 1;
+  }
+  pthread_mutex_unlock(&lock);
+  return freed;
+}

@@ -195,6 +195,7 @@ int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUs
     cfg[KC_CFG_PBAR] = p->intra_pbar;
     cfg[KC_CFG_MASK] = p->intra_mask;
     cfg[KC_CFG_START] = p->intra_start;
+    cfg[KC_CFG_BSTART] = p->intra_bstart;
     return kc_intra_prepare(li, cfg, fn, why);
   }
   if (!p->green_sms && !p->extra_shmem && !p->scrub && !p->hammer && !p->l2flush) return 0;
@@ -380,14 +381,16 @@ void kc_strategy_perturb(enum kc_strategy s, int green_sms, unsigned extra_shmem
   /* Delays in ns (nanosleep takes them as a hint: [0, 2t]). jitter: a
    * quarter of the memory accesses and half of the barriers, up to ~1 us,
    * warps starting up to ~2 us apart. warporder: warps start up to ~16 us
-   * apart and wait up to ~4 us at every barrier; accesses are left alone. */
+   * apart, whole blocks up to ~32 us apart (a block's warps then reach
+   * its neighbours' data in another order), and wait up to ~4 us at every
+   * barrier; accesses are left alone. */
   case KC_STRAT_jitter:
     p->intra = 1, p->intra_pmem = 64, p->intra_pbar = 128, p->intra_mask = 0x3ff,
     p->intra_start = 0x7ff;
     break;
   case KC_STRAT_warporder:
     p->intra = 1, p->intra_pmem = 0, p->intra_pbar = 256, p->intra_mask = 0xfff,
-    p->intra_start = 0x3fff;
+    p->intra_start = 0x3fff, p->intra_bstart = 0x7fff;
     break;
   case KC_STRAT_COUNT: break;
   }

@@ -49,6 +49,7 @@ enum kc_intra_cfg {
   KC_CFG_PBAR,     /* probability (of 256) of a delay before a barrier */
   KC_CFG_MASK,     /* delay in ns: a random number AND this mask */
   KC_CFG_START,    /* warp start delay in ns: a random number AND this mask */
+  KC_CFG_BSTART,   /* block start delay in ns (the same for the block's warps), likewise */
   KC_CFG_WORDS = 8
 };
 /* The module text of a perturbed copy of kernel name: the other kernels

@@ -55,6 +55,15 @@ static const char prologue[] =
     "\tmov.u32 %kcu, %ctaid.y;\n\tadd.u32 %kct, %kct, %kcu;\n\tmov.u32 %kcu, %nctaid.x;\n"
     "\tmul.lo.u32 %kct, %kct, %kcu;\n\tmov.u32 %kcu, %ctaid.x;\n\tadd.u32 %kct, %kct, %kcu;\n"
     "\tmad.lo.u32 %kcs, %kct, 0x85EBCA77, %kcs;\n"
+    /* the block's start delay: a hash of the seed and the block alone */
+    "\tld.global.u32 %kcu, [" KC_PTX_CFG "];\n"
+    "\tmad.lo.u32 %kcu, %kct, 0x9E3779B1, %kcu;\n"
+    "\tshr.u32 %kct, %kcu, 15;\n\txor.b32 %kcu, %kcu, %kct;\n\tmul.lo.u32 %kcu, %kcu, 0x2C1B3C6D;\n"
+    "\tshr.u32 %kct, %kcu, 12;\n\txor.b32 %kcu, %kcu, %kct;\n"
+    "\tld.global.u32 %kct, [" KC_PTX_CFG "+20];\n"
+    "\tand.b32 %kct, %kcu, %kct;\n"
+    "\tsetp.ne.u32 %kcq, %kct, 0;\n"
+    "\t@%kcq nanosleep.u32 %kct;\n"
     /* a 32-bit mix (lowbias32), so neighbouring warps get unrelated states */
     "\tshr.u32 %kct, %kcs, 16;\n\txor.b32 %kcs, %kcs, %kct;\n\tmul.lo.u32 %kcs, %kcs, 0x7FEB352D;\n"
     "\tshr.u32 %kct, %kcs, 15;\n\txor.b32 %kcs, %kcs, %kct;\n\tmul.lo.u32 %kcs, %kcs, 0x846CA68B;\n"

@@ -24,7 +24,7 @@ struct kc_perturb {
   /* >0: run kcheck's perturbed copy of the kernel (libkcheck/intra.h)
    * with these delay parameters (enum kc_intra_cfg; the seed is seed's) */
   int intra;
-  unsigned intra_pmem, intra_pbar, intra_mask, intra_start;
+  unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
   uint64_t seed;
 };
 

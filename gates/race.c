@@ -7,6 +7,8 @@
  * PTX copy of the kernel). All strategies run; the violation names those
  * that exposed it. Kernels whose differences may come from the order of
  * atomics are the nondeterminism gate's (rerun.h). */
+#include <string.h>
+
 #include "gate.h"
 #include "gate_options.h"
 #include "rerun.h"
@@ -28,10 +30,14 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
     return 0;
   }
   ctx->out.status = KC_GS_FAIL;
+  const char *verdict = json_string_value(json_object_get(r.first, "verdict"));
+  int accesses = verdict && !strcmp(verdict, "conflicting_accesses");
   kc_gate_violation(ctx, json_pack("{s:s, s:s, s:O, s:O}", "message",
-                                   "a re-run under a timing perturbation gave different bytes",
-                                   "cause", cause, "exposed_by", r.exposed,
-                                   "evidence", r.first));
+                                   accesses ? "two threads of a block accessed one shared-memory "
+                                              "word in one barrier epoch, at least one writing "
+                                              "(access-level check)"
+                                            : "a re-run under a timing perturbation gave different bytes",
+                                   "cause", cause, "exposed_by", r.exposed, "evidence", r.first));
   kc_rerun_free(&r);
   return 1;
 }

@@ -78,6 +78,7 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc
       struct kc_perturb p;
       kc_strategy_perturb((enum kc_strategy)s, (int)kc_gate_opt.green_sms,
                           (unsigned)kc_gate_opt.extra_shmem, seed, &p);
+      if (p.intra_log) p.intra_log = (unsigned)kc_gate_opt.access_records;
       json_t *ev = NULL;
       const char *why = NULL;
       int d = one_run(ctx, &p, r, &ev, &why);
@@ -85,8 +86,24 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc
         status = why;
         break;
       }
+      if (p.intra_log) {
+        /* the accesses themselves, whatever the bytes say */
+        json_t *cev = NULL;
+        int cr = kc_intra_conflicts(ctx->li, &cev, &why);
+        if (cr < 0) {
+          json_decref(ev);
+          status = why;
+          break;
+        }
+        if (cr > 0 && !d) {
+          d = 2;
+          ev = cev;
+        } else {
+          json_decref(cev);
+        }
+      }
       if (d > 0) {
-        status = "differs";
+        status = d == 2 ? "conflicting accesses" : "differs";
         json_array_append_new(r->exposed, json_string(name));
         if (!r->first) {
           json_object_set_new(ev, "strategy", json_string(name));
@@ -146,8 +163,9 @@ enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail) {
 }
 
 const char *kc_order_cause_name(enum kc_order_cause c) {
-  return c == KC_CAUSE_ATOMIC ? "atomic-order" : c == KC_CAUSE_ACCESS ? "unordered-access"
-                                                                       : "unclassified";
+  return c == KC_CAUSE_ATOMIC   ? "atomic-order"
+         : c == KC_CAUSE_ACCESS ? "unordered-access"
+                                : "unclassified";
 }
 
 int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
@@ -179,7 +197,9 @@ int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
                                     "order from a race"));
     mine = 0;
   }
-  if (!mine) json_object_set_new(ctx->result, "atomics", detail);
-  else json_decref(detail);
+  if (!mine)
+    json_object_set_new(ctx->result, "atomics", detail);
+  else
+    json_decref(detail);
   return !mine;
 }

@@ -10,11 +10,11 @@
 
 /* What a series of re-runs found. */
 struct kc_rerun {
-  int runs;        /* shadow runs made */
-  json_t *first;   /* evidence of the first difference (owned), NULL if none */
-  json_t *exposed; /* strategies whose run differed (array, owned) */
-  json_t *status;  /* per strategy: same / differs / why not run (object, owned) */
-  json_t *ms;      /* per strategy: wall time of its runs, set-up and compare included */
+  int runs;          /* shadow runs made */
+  json_t *first;     /* evidence of the first difference (owned), NULL if none */
+  json_t *exposed;   /* strategies whose run differed (array, owned) */
+  json_t *status;    /* per strategy: same / differs / why not run (object, owned) */
+  json_t *ms;        /* per strategy: wall time of its runs, set-up and compare included */
   const char *error; /* a run or comparison failed (then stop) */
 };
 void kc_rerun_init(struct kc_rerun *r);
@@ -32,9 +32,9 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r);
 
 /* How a difference between runs of this kernel is to be read. */
 enum kc_order_cause {
-  KC_CAUSE_UNKNOWN,    /* the kernel's code is unavailable: cannot tell */
-  KC_CAUSE_ACCESS,     /* no order-dependent atomics: unordered plain accesses (a race) */
-  KC_CAUSE_ATOMIC,     /* the code has order-dependent atomics (atomic-order) */
+  KC_CAUSE_UNKNOWN, /* the kernel's code is unavailable: cannot tell */
+  KC_CAUSE_ACCESS,  /* no order-dependent atomics: unordered plain accesses (a race) */
+  KC_CAUSE_ATOMIC,  /* the code has order-dependent atomics (atomic-order) */
 };
 /* The kernel's cause for a difference; *detail (a JSON object, owned by
  * the caller) says why: the atomics found or the missing code. */

@@ -3,6 +3,7 @@
  * kernel's image is unloaded (a later kernel may get the same handle). */
 #include "intra.h"
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "image.h"
 #include "kernel.h"
 #include "log.h"
+#include "own.h"
 #include "report.h"
 
 #define MAX_VARS 64
@@ -33,6 +35,9 @@ struct copy {
   size_t var_size[MAX_VARS];
   int sites;
   double jit_ms;
+  struct kc_ptx_sites logged; /* the shared-memory accesses the copy can log */
+  CUdeviceptr log;            /* the access log, log_cap records */
+  unsigned log_cap;
   /* the kernel's atomics, for the nondeterminism gate */
   int atomics_state; /* 0 untried, 1 known, 2 unknown */
   struct kc_ptx_atomics atomics;
@@ -82,7 +87,7 @@ static int build(struct copy *c, const struct kc_kernel *k) {
   const char *why = NULL;
   char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, &why) : NULL;
   if (!ptx) return fail(c, why ? why : "the kernel's image is unknown");
-  char (*names)[128] = calloc(MAX_VARS, sizeof *names);
+  char(*names)[128] = calloc(MAX_VARS, sizeof *names);
   int nvars = names ? kc_ptx_module_vars(ptx, names, MAX_VARS) : -1;
   if (nvars < 0) {
     free(ptx);
@@ -91,7 +96,7 @@ static int build(struct copy *c, const struct kc_kernel *k) {
                          : "out of host memory");
   }
   int sites = 0;
-  char *copy = kc_ptx_perturbed_copy(ptx, k->name, &sites, &why);
+  char *copy = kc_ptx_perturbed_copy(ptx, k->name, &sites, &c->logged, &why);
   free(ptx);
   if (!copy) {
     free(names);
@@ -141,8 +146,10 @@ static int build(struct copy *c, const struct kc_kernel *k) {
   return 0;
 }
 
-int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS], CUfunction *fn,
-                     const char **why) {
+int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS],
+                     CUfunction *fn, const char **why) {
+  uint32_t cfg[KC_CFG_WORDS];
+  memcpy(cfg, cfg_in, sizeof cfg);
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
   pthread_mutex_lock(&lock);
@@ -156,6 +163,31 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS]
   if (c->state != 1) {
     *why = c->why;
     goto out;
+  }
+  if (cfg[KC_CFG_LOG]) {
+    /* The access log, allocated at the first run that asks for it. */
+    if (!c->logged.n) {
+      *why = "the kernel has no shared-memory access kcheck can log";
+      goto out;
+    }
+    if (c->log && c->log_cap < cfg[KC_CFG_CAP]) {
+      kc_own_remove(c->log);
+      kc_drv.cuMemFree_v2(c->log);
+      c->log = 0;
+    }
+    if (!c->log) {
+      if (kc_drv.cuMemAlloc_v2(&c->log, (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access)) !=
+          CUDA_SUCCESS) {
+        c->log = 0;
+        *why = "no device memory for the access log";
+        goto out;
+      }
+      kc_own_add(c->log, (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access));
+      c->log_cap = cfg[KC_CFG_CAP];
+    }
+    cfg[KC_CFG_BUF_LO] = (uint32_t)c->log;
+    cfg[KC_CFG_BUF_HI] = (uint32_t)((uint64_t)c->log >> 32);
+    cfg[KC_CFG_COUNT] = 0;
   }
   rc = -1;
   if (kc_drv.cuMemcpyHtoD_v2(c->cfg, cfg, 4 * KC_CFG_WORDS) != CUDA_SUCCESS) {
@@ -246,6 +278,11 @@ void kc_intra_forget_image(void *image) {
     }
     *pc = c->next;
     if (c->mod) kc_drv.cuModuleUnload(c->mod);
+    if (c->log) {
+      kc_own_remove(c->log);
+      kc_drv.cuMemFree_v2(c->log);
+    }
+    kc_ptx_sites_free(&c->logged);
     free(c);
   }
   pthread_mutex_unlock(&lock);
@@ -256,9 +293,115 @@ void kc_intra_fini(void) {
   while (copies) {
     struct copy *c = copies;
     copies = c->next;
-    /* Modules die with their context; unloading at exit could touch a
-     * context the application already destroyed. */
+    /* Modules and the log die with their context; freeing them at exit
+     * could touch a context the application already destroyed. */
+    kc_ptx_sites_free(&c->logged);
     free(c);
   }
   pthread_mutex_unlock(&lock);
+}
+
+/* ------------------------------------------------- access-level check */
+
+/* One word touched by one logged access. */
+struct touch {
+  unsigned word, epoch, who, site;
+};
+
+static int by_word_epoch(const void *a, const void *b) {
+  const struct touch *x = a, *y = b;
+  if (x->word != y->word) return x->word < y->word ? -1 : 1;
+  unsigned ex = x->epoch & 0xffff, ey = y->epoch & 0xffff;
+  return ex < ey ? -1 : ex > ey;
+}
+
+/* Do two accesses of one word in one barrier epoch race? Different
+ * threads, at least one writes, not both atomic, and not ordered by a
+ * __syncwarp of their (common) warp. */
+static int conflict(const struct touch *a, const struct touch *b) {
+  unsigned ta = a->who & 0xffff, tb = b->who & 0xffff;
+  unsigned ka = (a->who >> 16) & 0xf, kb = (b->who >> 16) & 0xf;
+  if (ta == tb) return 0;
+  if (ka == KC_ACC_READ && kb == KC_ACC_READ) return 0;
+  if (ka == KC_ACC_ATOMIC && kb == KC_ACC_ATOMIC) return 0;
+  if (ta / 32 == tb / 32 && (a->epoch >> 16) != (b->epoch >> 16)) return 0;
+  return 1;
+}
+
+static json_t *access_json(const struct copy *c, const struct touch *t) {
+  static const char *const kinds[] = {"read", "write", "atomic"};
+  unsigned tid = t->who & 0xffff, kind = (t->who >> 16) & 0xf;
+  return json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "kind", kinds[kind % 3], "thread", (int)tid,
+                   "warp", (int)(tid / 32), "lane", (int)(tid % 32), "barrier_epoch",
+                   (int)(t->epoch & 0xffff), "instruction",
+                   t->site < (unsigned)c->logged.n ? c->logged.text[t->site] : "?");
+}
+
+int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  *ev = NULL;
+  pthread_mutex_lock(&lock);
+  struct copy *c = NULL;
+  for (struct copy *x = copies; x; x = x->next)
+    if (x->handle == li->k->handle && x->ctx == ctx && x->state == 1) c = x;
+  int rc = -1;
+  uint32_t count = 0;
+  struct kc_access *rec = NULL;
+  struct touch *t = NULL;
+  if (!c || !c->log) {
+    *why = "no access log";
+    goto out;
+  }
+  if (kc_drv.cuMemcpyDtoH_v2(&count, c->cfg + 4 * KC_CFG_COUNT, 4) != CUDA_SUCCESS) {
+    *why = "reading the access log failed";
+    goto out;
+  }
+  if (count > c->log_cap) {
+    *why = "over budget: block 0 made more shared-memory accesses than access_records";
+    rc = -2;
+    goto out;
+  }
+  rec = malloc((count ? count : 1) * sizeof *rec);
+  t = malloc((count ? count : 1) * 4 * sizeof *t);
+  if (!rec || !t) {
+    *why = "out of host memory";
+    goto out;
+  }
+  if (count && kc_drv.cuMemcpyDtoH_v2(rec, c->log, count * sizeof *rec) != CUDA_SUCCESS) {
+    *why = "reading the access log failed";
+    goto out;
+  }
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    unsigned size = (rec[i].who >> 20) & 0xf, first = rec[i].addr / 4;
+    unsigned last = (rec[i].addr + (size ? size : 1) - 1) / 4;
+    for (unsigned w = first; w <= last && w < first + 4; w++)
+      t[n++] = (struct touch){w, rec[i].epoch, rec[i].who, rec[i].site};
+  }
+  qsort(t, n, sizeof *t, by_word_epoch);
+  rc = 0;
+  for (size_t g = 0; g < n && !rc;) {
+    size_t e = g + 1;
+    while (e < n && !by_word_epoch(&t[g], &t[e]))
+      e++;
+    /* a pair in [g, e): bounded, a hot word (a counter all threads hit
+     * atomically) must not cost quadratic time */
+    size_t lim = e - g > 4096 ? g + 4096 : e;
+    for (size_t i = g; i < lim && !rc; i++)
+      for (size_t j = i + 1; j < lim && !rc; j++)
+        if (conflict(&t[i], &t[j])) {
+          *ev = json_pack("{s:s, s:I, s:i, s:i, s:o, s:o}", "verdict", "conflicting_accesses",
+                          "shared_address", (json_int_t)(4 * t[i].word), "block", 0,
+                          "accesses_logged", (int)count, "first", access_json(c, &t[i]),
+                          "second", access_json(c, &t[j]));
+          rc = 1;
+        }
+    g = e;
+  }
+out:
+  pthread_mutex_unlock(&lock);
+  free(rec);
+  free(t);
+  return rc;
 }

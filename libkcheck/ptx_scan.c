@@ -222,11 +222,11 @@ int kc_ptx_module_vars(const char *ptx, char (*names)[128], int max) {
     snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
     char *cm = strstr(buf, "//");
     if (cm) *cm = 0;
-    if (depth == 0 && (strstr(buf, ".texref") || strstr(buf, ".surfref") ||
-                       strstr(buf, ".samplerref")))
+    if (depth == 0 &&
+        (strstr(buf, ".texref") || strstr(buf, ".surfref") || strstr(buf, ".samplerref")))
       return -1;
-    if (depth == 0 && !strstr(buf, ".extern") && !strstr(buf, ".entry") &&
-        !strstr(buf, ".func") && (strstr(buf, ".global ") || strstr(buf, ".const "))) {
+    if (depth == 0 && !strstr(buf, ".extern") && !strstr(buf, ".entry") && !strstr(buf, ".func") &&
+        (strstr(buf, ".global ") || strstr(buf, ".const "))) {
       /* ".visible .global .align 4 .b8 name[16] = {...};": the name is the
        * first token that is neither a directive nor a number */
       char *tok = strtok(buf, " \t;[=");

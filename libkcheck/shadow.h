@@ -25,6 +25,7 @@ struct kc_perturb {
    * with these delay parameters (enum kc_intra_cfg; the seed is seed's) */
   int intra;
   unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
+  unsigned intra_log; /* >0: log block 0's shared-memory accesses, at most this many */
   uint64_t seed;
 };
 

@@ -82,19 +82,19 @@ int main(int argc, char **argv) {
   CHECK(kc_ptx_module_vars(".version 9.0\n.target sm_90\n.global .texref t;\n", names, 8) == -1);
 
   int sites = 0;
-  char *copy = kc_ptx_perturbed_copy(ptx, "_Z9lastblockPKfPfS1_", &sites, &why);
+  char *copy = kc_ptx_perturbed_copy(ptx, "_Z9lastblockPKfPfS1_", &sites, NULL, &why);
   CHECK(copy != NULL);
   if (copy) {
     /* only the kernel asked for, with kcheck's configuration and delays */
     CHECK(strstr(copy, ".entry _Z9lastblockPKfPfS1_") && !strstr(copy, ".entry _Z4fsum") &&
           !strstr(copy, ".entry _Z8worklist"));
-    CHECK(strstr(copy, ".global .align 4 .u32 " KC_PTX_CFG "[8];") != NULL);
+    CHECK(strstr(copy, ".global .align 4 .u32 " KC_PTX_CFG "[16];") != NULL);
     CHECK(sites >= 5 && strstr(copy, "nanosleep.u32"));
     /* the module variables stay (the copy gets the application's values) */
     CHECK(strstr(copy, " done;") && strstr(copy, " scale[16];"));
     /* a copy of a copy is refused: the configuration is already declared */
     int s2;
-    CHECK(kc_ptx_perturbed_copy(copy, "_Z9lastblockPKfPfS1_", &s2, &why) == NULL);
+    CHECK(kc_ptx_perturbed_copy(copy, "_Z9lastblockPKfPfS1_", &s2, NULL, &why) == NULL);
     const char *ptxas = "/usr/local/cuda/bin/ptxas";
     FILE *t = fopen(ptxas, "r");
     if (t) {
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
     }
     free(copy);
   }
-  CHECK(kc_ptx_perturbed_copy(ptx, "no_such_kernel", &sites, &why) == NULL &&
+  CHECK(kc_ptx_perturbed_copy(ptx, "no_such_kernel", &sites, NULL, &why) == NULL &&
         strstr(why, "not defined"));
   free(ptx);
   free(fatbin);

@@ -21,8 +21,8 @@
 
 namespace cg = cooperative_groups;
 
-#define B 256  // threads per block
-#define G 64   // blocks
+#define B 256 // threads per block
+#define G 64  // blocks
 #define N (B * G)
 
 // ------------------------------------------------------------- shared
@@ -32,14 +32,14 @@ __global__ void red_tree_nosync(const float *x, float *out) {
   s[t] = x[blockIdx.x * B + t];
   __syncthreads();
   for (int o = B / 2; o > 0; o >>= 1) {
-    if (t < o) s[t] += s[t + o];  // missing __syncthreads() after each step
+    if (t < o) s[t] += s[t + o]; // missing __syncthreads() after each step
   }
   if (t == 0) out[blockIdx.x] = s[0];
 }
 __global__ void red_tree_nosync_load(const float *x, float *out) {
   __shared__ float s[B];
   int t = threadIdx.x;
-  s[t] = x[blockIdx.x * B + t];  // missing __syncthreads() after the load
+  s[t] = x[blockIdx.x * B + t]; // missing __syncthreads() after the load
   for (int o = B / 2; o > 0; o >>= 1) {
     if (t < o) s[t] += s[t + o];
     __syncthreads();
@@ -67,7 +67,7 @@ __global__ void scan_hs_noread_sync(const int *x, int *out) {
   for (int o = 1; o < B; o <<= 1) {
     int v = t >= o ? s[t - o] : 0;
     __syncthreads();
-    s[t] += v;  // missing __syncthreads() before the next step's read
+    s[t] += v; // missing __syncthreads() before the next step's read
   }
   out[blockIdx.x * B + t] = s[t];
 }
@@ -101,7 +101,7 @@ __global__ void hist_smem_nosync_zero(const int *x, int *out) {
 __global__ void transpose_nosync(const float *x, float *out) {
   __shared__ float s[16][17];
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  int bx = blockIdx.x % 8, by = blockIdx.x / 8;  // 128x128 matrix, 16x16 tiles
+  int bx = blockIdx.x % 8, by = blockIdx.x / 8; // 128x128 matrix, 16x16 tiles
   s[ty][tx] = x[(by * 16 + ty) * 128 + bx * 16 + tx];
   // missing __syncthreads()
   out[(bx * 16 + ty) * 128 + by * 16 + tx] = s[tx][ty];
@@ -123,7 +123,8 @@ __global__ void matmul_tile_nosync_end(const float *a, const float *b, float *c)
     as[ty][tx] = a[row * 64 + k0 + tx];
     bs[ty][tx] = b[(k0 + ty) * 64 + col];
     __syncthreads();
-    for (int k = 0; k < 16; k++) acc += as[ty][k] * bs[k][tx];
+    for (int k = 0; k < 16; k++)
+      acc += as[ty][k] * bs[k][tx];
     // missing __syncthreads(): the next tile overwrites what others still read
   }
   c[row * 64 + col] = acc;
@@ -153,7 +154,8 @@ __global__ void rowmax_bcast_nosync(const float *x, float *out) {
   __syncthreads();
   if (t == 0) {
     float v = s[0];
-    for (int k = 1; k < B; k++) v = fmaxf(v, s[k]);
+    for (int k = 1; k < B; k++)
+      v = fmaxf(v, s[k]);
     m = v;
   }
   // missing __syncthreads() before the broadcast read
@@ -170,7 +172,7 @@ __global__ void warp_red_plain(const float *x, float *out) {
     if (t < o) s[t] += s[t + o];
     __syncthreads();
   }
-  if (t < 32) {  // warp-synchronous tail, neither volatile nor __syncwarp
+  if (t < 32) { // warp-synchronous tail, neither volatile nor __syncwarp
     s[t] += s[t + 32];
     s[t] += s[t + 16];
     s[t] += s[t + 8];
@@ -189,7 +191,7 @@ __global__ void warp_red_volatile(const float *x, float *out) {
     if (t < o) s[t] += s[t + o];
     __syncthreads();
   }
-  if (t < 32) {  // volatile, but no __syncwarp (racy since Volta)
+  if (t < 32) { // volatile, but no __syncwarp (racy since Volta)
     volatile float *v = s;
     v[t] += v[t + 32];
     v[t] += v[t + 16];
@@ -205,7 +207,7 @@ __global__ void warp_scan_nosyncwarp(const int *x, int *out) {
   int t = threadIdx.x, lane = t & 31;
   s[t] = x[blockIdx.x * B + t];
   for (int o = 1; o < 32; o <<= 1) {
-    int v = lane >= o ? s[t - o] : 0;  // no __syncwarp between read and write
+    int v = lane >= o ? s[t - o] : 0; // no __syncwarp between read and write
     s[t] += v;
   }
   out[blockIdx.x * B + t] = s[t];
@@ -220,22 +222,22 @@ __global__ void warp_bcast_nosyncwarp(const int *x, int *out) {
 
 // ------------------------------------------------------- global-intra
 __global__ void glob_rmw_count(int *cnt) {
-  cnt[blockIdx.x] += 1;  // every thread of the block, non-atomic
+  cnt[blockIdx.x] += 1; // every thread of the block, non-atomic
 }
 __global__ void glob_rmw_hist(const int *x, int *h) {
   int v = x[blockIdx.x * B + threadIdx.x] & 15;
-  h[blockIdx.x * 16 + v] += 1;  // non-atomic among the block's threads
+  h[blockIdx.x * 16 + v] += 1; // non-atomic among the block's threads
 }
 __global__ void glob_read_vs_atomic(int *g, int *out) {
   int t = threadIdx.x;
   if (t & 1)
     atomicAdd(&g[blockIdx.x], 1);
   else
-    out[blockIdx.x * B + t] = g[blockIdx.x];  // plain read racing the atomics
+    out[blockIdx.x * B + t] = g[blockIdx.x]; // plain read racing the atomics
 }
 __global__ void glob_max_nonatomic(const int *x, int *out) {
   int v = x[blockIdx.x * B + threadIdx.x];
-  if (v > out[blockIdx.x]) out[blockIdx.x] = v;  // check-then-act race
+  if (v > out[blockIdx.x]) out[blockIdx.x] = v; // check-then-act race
 }
 __global__ void glob_neighbor_intra(int *g, int *out) {
   int i = blockIdx.x * B + threadIdx.x;
@@ -245,7 +247,7 @@ __global__ void glob_neighbor_intra(int *g, int *out) {
 }
 __global__ void glob_inplace_shift(int *a) {
   int i = blockIdx.x * B + threadIdx.x;
-  int v = threadIdx.x > 0 ? a[i - 1] : 0;  // reads what a neighbour overwrites
+  int v = threadIdx.x > 0 ? a[i - 1] : 0; // reads what a neighbour overwrites
   a[i] = v;
 }
 
@@ -268,12 +270,12 @@ __global__ void inter_rmw_sum(const float *x, float *sum) {
     if (t < o) s[t] += s[t + o];
     __syncthreads();
   }
-  if (t == 0) *sum = *sum + s[0];  // non-atomic between blocks
+  if (t == 0) *sum = *sum + s[0]; // non-atomic between blocks
 }
 __global__ void inter_inplace_blur(float *a) {
   int i = blockIdx.x * B + threadIdx.x;
   float l = i > 0 ? a[i - 1] : 0.f, r = i + 1 < N ? a[i + 1] : 0.f;
-  __syncthreads();  // orders the block, not its neighbours
+  __syncthreads(); // orders the block, not its neighbours
   a[i] = (l + a[i] + r) / 3.f;
 }
 
@@ -296,22 +298,24 @@ __global__ void lastblock_nofence(const float *x, float *part, unsigned *count, 
   __syncthreads();
   if (last && t == 0) {
     float v = 0;
-    for (int b = 0; b < gridDim.x; b++) v += ((volatile float *)part)[b];
+    for (int b = 0; b < gridDim.x; b++)
+      v += ((volatile float *)part)[b];
     *out = v;
   }
 }
-__device__ unsigned g_done;  // a module variable: kcheck's copy must see it
+__device__ unsigned g_done; // a module variable: kcheck's copy must see it
 __global__ void lastblock_nofence_module(const float *x, float *part, float *out) {
   int t = threadIdx.x;
   __shared__ bool last;
   if (t == 0) {
     part[blockIdx.x] = x[blockIdx.x * B] * 2.f + 1.f;
-    last = atomicInc(&g_done, gridDim.x - 1) == gridDim.x - 1;  // no __threadfence()
+    last = atomicInc(&g_done, gridDim.x - 1) == gridDim.x - 1; // no __threadfence()
   }
   __syncthreads();
   if (last && t == 0) {
     float v = 0;
-    for (int b = 0; b < gridDim.x; b++) v += ((volatile float *)part)[b];
+    for (int b = 0; b < gridDim.x; b++)
+      v += ((volatile float *)part)[b];
     *out = v;
   }
 }
@@ -321,14 +325,14 @@ __global__ void flag_handoff_nofence(int *data, volatile int *flag, int *out) {
   if (blockIdx.x == 0) {
     data[t] = t * 5 + 1;
     __syncthreads();
-    if (t == 0) *flag = 1;  // missing __threadfence() before the flag
+    if (t == 0) *flag = 1; // missing __threadfence() before the flag
   } else {
     if (t == 0) {
       for (long spin = 0; spin < (1l << 22) && *flag == 0; spin++) {
       }
     }
     __syncthreads();
-    out[blockIdx.x * B + t] = data[t];  // plain load, may be stale
+    out[blockIdx.x * B + t] = data[t]; // plain load, may be stale
   }
 }
 
@@ -336,19 +340,19 @@ __global__ void flag_handoff_nofence(int *data, volatile int *flag, int *out) {
 __global__ void stale_init_once(const int *x, int *out) {
   __shared__ int base;
   int t = threadIdx.x;
-  base = 42;  // every thread writes the same value, unordered
+  base = 42; // every thread writes the same value, unordered
   out[blockIdx.x * B + t] = x[blockIdx.x * B + t] + base;
 }
 __global__ void stale_dup_write(const int *x, int *out) {
   int i = blockIdx.x * B + threadIdx.x;
-  out[i / 2] = x[i / 2] * 3;  // two threads write the same value
+  out[i / 2] = x[i / 2] * 3; // two threads write the same value
 }
 __global__ void stale_max_equal(const int *x, int *out) {
   __shared__ int m;
   int t = threadIdx.x;
   if (t == 0) m = 0;
   __syncthreads();
-  int v = x[blockIdx.x * B + t];  // all values equal: the lost updates write what is there
+  int v = x[blockIdx.x * B + t]; // all values equal: the lost updates write what is there
   if (v > m) m = v;
   __syncthreads();
   if (t == 0) out[blockIdx.x] = m;
@@ -410,7 +414,8 @@ __global__ void clean_transpose(const float *x, float *out) {
 }
 __global__ void clean_warp_shfl(const float *x, float *out) {
   float v = x[blockIdx.x * B + threadIdx.x];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_down_sync(0xffffffffu, v, o);
   if ((threadIdx.x & 31) == 0) out[blockIdx.x * (B / 32) + threadIdx.x / 32] = v;
 }
 __global__ void clean_warp_syncwarp(const float *x, float *out) {
@@ -452,7 +457,8 @@ __global__ void clean_lastblock_fence(const float *x, float *part, unsigned *cou
   __syncthreads();
   if (last && t == 0) {
     float v = 0;
-    for (int b = 0; b < gridDim.x; b++) v += ((volatile float *)part)[b];
+    for (int b = 0; b < gridDim.x; b++)
+      v += ((volatile float *)part)[b];
     *out = v;
   }
 }
@@ -463,7 +469,8 @@ __global__ void clean_coop_gridsync(const float *x, float *part, float *out) {
   grid.sync();
   if (blockIdx.x == 0 && t == 0) {
     float v = 0;
-    for (int b = 0; b < gridDim.x; b++) v += part[b];
+    for (int b = 0; b < gridDim.x; b++)
+      v += part[b];
     *out = v;
   }
 }
@@ -476,7 +483,8 @@ __global__ void clean_matmul_tile(const float *a, const float *b, float *c) {
     as[ty][tx] = a[row * 64 + k0 + tx];
     bs[ty][tx] = b[(k0 + ty) * 64 + col];
     __syncthreads();
-    for (int k = 0; k < 16; k++) acc += as[ty][k] * bs[k][tx];
+    for (int k = 0; k < 16; k++)
+      acc += as[ty][k] * bs[k][tx];
     __syncthreads();
   }
   c[row * 64 + col] = acc;
@@ -509,7 +517,20 @@ struct bufs {
   unsigned *u;
 };
 
-enum kind { K_FX_FO, K_IX_IO, K_I, K_IO_IO, K_MM, K_LAST, K_LASTM, K_FLAG, K_F, K_COOP, K_WL, K_HIST };
+enum kind {
+  K_FX_FO,
+  K_IX_IO,
+  K_I,
+  K_IO_IO,
+  K_MM,
+  K_LAST,
+  K_LASTM,
+  K_FLAG,
+  K_F,
+  K_COOP,
+  K_WL,
+  K_HIST
+};
 struct kcase {
   const char *name, *cls;
   int racy;
@@ -518,7 +539,8 @@ struct kcase {
   int grid;
 };
 
-#define C(n, cls, racy, k, grid) {#n, cls, racy, (const void *)n, k, grid}
+#define C(n, cls, racy, k, grid)                                                                   \
+  { #n, cls, racy, (const void *)n, k, grid }
 static const kcase cases[] = {
     C(red_tree_nosync, "shared", 1, K_FX_FO, G),
     C(red_tree_nosync_load, "shared", 1, K_FX_FO, G),
@@ -581,7 +603,8 @@ static const kcase cases[] = {
 
 static unsigned long long fnv(const void *p, size_t n, unsigned long long h) {
   const unsigned char *b = (const unsigned char *)p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
 
@@ -591,7 +614,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!strcmp(argv[1], "list")) {
-    for (int i = 0; i < NCASES; i++) printf("%s %s %d\n", cases[i].name, cases[i].cls, cases[i].racy);
+    for (int i = 0; i < NCASES; i++)
+      printf("%s %s %d\n", cases[i].name, cases[i].cls, cases[i].racy);
     return 0;
   }
   const kcase *c = NULL;

@@ -15,11 +15,11 @@ import re
 import statistics
 import sys
 
-STRATS = ["identical", "scrub", "green", "smem", "hammer", "l2flush", "jitter", "warporder"]
+STRATS = ["identical", "scrub", "green", "smem", "hammer", "l2flush", "jitter", "warporder", "accesses"]
 # What the default options run: determinism's identical re-runs and the
 # default race_strategies (the corpus runs every strategy, so that each has
 # its column; "default" counts a case found by any of these).
-DEFAULT = {"identical", "scrub", "l2flush", "jitter", "warporder"}
+DEFAULT = {"identical", "scrub", "l2flush", "jitter", "warporder", "accesses"}
 BETWEEN = {"identical", "scrub", "green", "smem", "hammer", "l2flush"}
 
 
@@ -69,7 +69,7 @@ def case(work, name, cls, racy):
         for gid in ("race", "nondeterminism"):
             e = g.get(gid, {})
             for s, st in (e.get("strategies") or {}).items():
-                if st == "differs":
+                if st in ("differs", "conflicting accesses"):
                     exposed.add(s)
             for s, t in (e.get("strategy_ms") or {}).items():
                 ms[s] = t

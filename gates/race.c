@@ -32,12 +32,13 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   ctx->out.status = KC_GS_FAIL;
   const char *verdict = json_string_value(json_object_get(r.first, "verdict"));
   int accesses = verdict && !strcmp(verdict, "conflicting_accesses");
-  kc_gate_violation(ctx, json_pack("{s:s, s:s, s:O, s:O}", "message",
-                                   accesses ? "two threads of a block accessed one shared-memory "
-                                              "word in one barrier epoch, at least one writing "
-                                              "(access-level check)"
-                                            : "a re-run under a timing perturbation gave different bytes",
-                                   "cause", cause, "exposed_by", r.exposed, "evidence", r.first));
+  kc_gate_violation(
+      ctx, json_pack("{s:s, s:s, s:O, s:O}", "message",
+                     accesses ? "two threads of a block accessed one shared-memory "
+                                "word in one barrier epoch, at least one writing "
+                                "(access-level check)"
+                              : "a re-run under a timing perturbation gave different bytes",
+                     "cause", cause, "exposed_by", r.exposed, "evidence", r.first));
   kc_rerun_free(&r);
   return 1;
 }

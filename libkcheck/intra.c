@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "driver.h"
 #include "image.h"
 #include "kernel.h"
@@ -146,8 +147,8 @@ static int build(struct copy *c, const struct kc_kernel *k) {
   return 0;
 }
 
-int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS],
-                     CUfunction *fn, const char **why) {
+int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS], CUfunction *fn,
+                     const char **why) {
   uint32_t cfg[KC_CFG_WORDS];
   memcpy(cfg, cfg_in, sizeof cfg);
   CUcontext ctx = NULL;
@@ -303,32 +304,7 @@ void kc_intra_fini(void) {
 
 /* ------------------------------------------------- access-level check */
 
-/* One word touched by one logged access. */
-struct touch {
-  unsigned word, epoch, who, site;
-};
-
-static int by_word_epoch(const void *a, const void *b) {
-  const struct touch *x = a, *y = b;
-  if (x->word != y->word) return x->word < y->word ? -1 : 1;
-  unsigned ex = x->epoch & 0xffff, ey = y->epoch & 0xffff;
-  return ex < ey ? -1 : ex > ey;
-}
-
-/* Do two accesses of one word in one barrier epoch race? Different
- * threads, at least one writes, not both atomic, and not ordered by a
- * __syncwarp of their (common) warp. */
-static int conflict(const struct touch *a, const struct touch *b) {
-  unsigned ta = a->who & 0xffff, tb = b->who & 0xffff;
-  unsigned ka = (a->who >> 16) & 0xf, kb = (b->who >> 16) & 0xf;
-  if (ta == tb) return 0;
-  if (ka == KC_ACC_READ && kb == KC_ACC_READ) return 0;
-  if (ka == KC_ACC_ATOMIC && kb == KC_ACC_ATOMIC) return 0;
-  if (ta / 32 == tb / 32 && (a->epoch >> 16) != (b->epoch >> 16)) return 0;
-  return 1;
-}
-
-static json_t *access_json(const struct copy *c, const struct touch *t) {
+static json_t *access_json(const struct copy *c, const struct kc_access *t) {
   static const char *const kinds[] = {"read", "write", "atomic"};
   unsigned tid = t->who & 0xffff, kind = (t->who >> 16) & 0xf;
   return json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "kind", kinds[kind % 3], "thread", (int)tid,
@@ -348,7 +324,7 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why)
   int rc = -1;
   uint32_t count = 0;
   struct kc_access *rec = NULL;
-  struct touch *t = NULL;
+  struct kc_access_touch *t = NULL;
   if (!c || !c->log) {
     *why = "no access log";
     goto out;
@@ -372,33 +348,13 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why)
     *why = "reading the access log failed";
     goto out;
   }
-  size_t n = 0;
-  for (uint32_t i = 0; i < count; i++) {
-    unsigned size = (rec[i].who >> 20) & 0xf, first = rec[i].addr / 4;
-    unsigned last = (rec[i].addr + (size ? size : 1) - 1) / 4;
-    for (unsigned w = first; w <= last && w < first + 4; w++)
-      t[n++] = (struct touch){w, rec[i].epoch, rec[i].who, rec[i].site};
-  }
-  qsort(t, n, sizeof *t, by_word_epoch);
-  rc = 0;
-  for (size_t g = 0; g < n && !rc;) {
-    size_t e = g + 1;
-    while (e < n && !by_word_epoch(&t[g], &t[e]))
-      e++;
-    /* a pair in [g, e): bounded, a hot word (a counter all threads hit
-     * atomically) must not cost quadratic time */
-    size_t lim = e - g > 4096 ? g + 4096 : e;
-    for (size_t i = g; i < lim && !rc; i++)
-      for (size_t j = i + 1; j < lim && !rc; j++)
-        if (conflict(&t[i], &t[j])) {
-          *ev = json_pack("{s:s, s:I, s:i, s:i, s:o, s:o}", "verdict", "conflicting_accesses",
-                          "shared_address", (json_int_t)(4 * t[i].word), "block", 0,
-                          "accesses_logged", (int)count, "first", access_json(c, &t[i]),
-                          "second", access_json(c, &t[j]));
-          rc = 1;
-        }
-    g = e;
-  }
+  struct kc_access pair[2];
+  rc = kc_access_conflict(rec, count, t, pair);
+  if (rc > 0)
+    *ev = json_pack("{s:s, s:I, s:i, s:i, s:o, s:o}", "verdict", "conflicting_accesses",
+                    "shared_address", (json_int_t)(pair[0].addr & ~3u), "block", 0,
+                    "accesses_logged", (int)count, "first", access_json(c, &pair[0]), "second",
+                    access_json(c, &pair[1]));
 out:
   pthread_mutex_unlock(&lock);
   free(rec);

@@ -173,11 +173,12 @@ static unsigned access_size(const char *op) {
  * this block and the statement's own predicate holds. 1 when emitted. */
 static int log_site(struct buf *b, const struct line_stmt *st, int site) {
   if (!strstr(st->op, ".shared") || strstr(st->op, "ldmatrix") || strstr(st->op, "cp.")) return 0;
-  int kind = !strncmp(st->op, "ld", 2) ? KC_ACC_READ : !strncmp(st->op, "st.", 3) ? KC_ACC_WRITE
-                                                                                    : KC_ACC_ATOMIC;
+  int kind = !strncmp(st->op, "ld", 2)    ? KC_ACC_READ
+             : !strncmp(st->op, "st.", 3) ? KC_ACC_WRITE
+                                          : KC_ACC_ATOMIC;
   unsigned size = access_size(st->op);
   const char *lb = strchr(st->text, '['), *rb = lb ? strchr(lb, ']') : NULL;
-  if (!size || size > 15 || !lb || !rb) return 0;
+  if (!size || size > 16 || !lb || !rb) return 0;
   char addr[96], base[96], off[32] = "";
   snprintf(addr, sizeof addr, "%.*s", (int)(rb - lb - 1), lb + 1);
   char *plus = strchr(addr, '+');

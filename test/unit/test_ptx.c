@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "check.h"
 #include "ptx.h"
 #include "ptx_source.h"
@@ -31,7 +32,62 @@ static void atomics_of(const char *ptx, const char *name, struct kc_ptx_atomics 
   if (kc_ptx_find_entry(ptx, name, &sp) == 0) kc_ptx_scan_atomics(ptx, &sp, a);
 }
 
+/* who: thread | kind << 16 | size << 20; epoch: barrier | warp barrier << 16 */
+#define ACC(addr, tid, kind, size, ep, wep)                                                        \
+  { addr, (tid) | (kind) << 16 | (size) << 20, (ep) | (wep) << 16, 0 }
+
+static int races(const struct kc_access *rec, size_t n, struct kc_access pair[2]) {
+  struct kc_access_touch *t = malloc(4 * (n ? n : 1) * sizeof *t);
+  int r = kc_access_conflict(rec, n, t, pair);
+  free(t);
+  return r;
+}
+
+static void access_analysis(void) {
+  struct kc_access p[2];
+  /* a tree-reduction step without __syncthreads: thread 0 reads what
+   * thread 64 writes, both in epoch 1 (must fire) */
+  const struct kc_access nosync[] = {ACC(0, 0, KC_ACC_WRITE, 4, 1, 0),
+                                     ACC(256, 0, KC_ACC_READ, 4, 1, 0),
+                                     ACC(256, 64, KC_ACC_WRITE, 4, 1, 0)};
+  CHECK(races(nosync, 3, p) == 1 && p[0].addr == 256 && (p[0].who & 0xffff) != (p[1].who & 0xffff));
+  /* the same with the barrier: epochs 1 and 2 (silent) */
+  const struct kc_access sync[] = {ACC(256, 0, KC_ACC_READ, 4, 1, 0),
+                                   ACC(256, 64, KC_ACC_WRITE, 4, 2, 0)};
+  CHECK(races(sync, 2, p) == 0);
+  /* lanes of one warp: unordered without __syncwarp, ordered with it */
+  const struct kc_access lanes[] = {ACC(64, 1, KC_ACC_READ, 4, 0, 0),
+                                    ACC(64, 17, KC_ACC_WRITE, 4, 0, 0)};
+  CHECK(races(lanes, 2, p) == 1);
+  const struct kc_access lanes_sync[] = {ACC(64, 1, KC_ACC_READ, 4, 0, 1),
+                                         ACC(64, 17, KC_ACC_WRITE, 4, 0, 2)};
+  CHECK(races(lanes_sync, 2, p) == 0);
+  /* ...but __syncwarp epochs do not order two warps */
+  const struct kc_access warps[] = {ACC(64, 1, KC_ACC_READ, 4, 0, 1),
+                                    ACC(64, 40, KC_ACC_WRITE, 4, 0, 2)};
+  CHECK(races(warps, 2, p) == 1);
+  /* atomics among themselves and reads among themselves are fine; a
+   * plain read of an atomically updated word is not */
+  const struct kc_access atomics[] = {
+      ACC(8, 0, KC_ACC_ATOMIC, 4, 1, 0), ACC(8, 33, KC_ACC_ATOMIC, 4, 1, 0),
+      ACC(12, 0, KC_ACC_READ, 4, 1, 0), ACC(12, 99, KC_ACC_READ, 4, 1, 0)};
+  CHECK(races(atomics, 4, p) == 0);
+  const struct kc_access mixed[] = {ACC(8, 0, KC_ACC_ATOMIC, 4, 1, 0),
+                                    ACC(8, 33, KC_ACC_READ, 4, 1, 0)};
+  CHECK(races(mixed, 2, p) == 1);
+  /* a 16-byte vector store overlaps a 4-byte read of its third word */
+  const struct kc_access vec[] = {ACC(32, 0, KC_ACC_WRITE, 16, 0, 0),
+                                  ACC(40, 50, KC_ACC_READ, 4, 0, 0)};
+  CHECK(races(vec, 2, p) == 1 && p[0].addr == 40);
+  /* one thread's own accesses are ordered */
+  const struct kc_access own[] = {ACC(4, 7, KC_ACC_WRITE, 4, 0, 0),
+                                  ACC(4, 7, KC_ACC_READ, 4, 0, 0)};
+  CHECK(races(own, 2, p) == 0);
+  CHECK(races(NULL, 0, p) == 0);
+}
+
 int main(int argc, char **argv) {
+  access_analysis();
   const char *dir = argc > 1 ? argv[1] : "test/unit/data";
   char path[512];
   snprintf(path, sizeof path, "%s/ptx_fixture.fatbin", dir);
@@ -82,7 +138,12 @@ int main(int argc, char **argv) {
   CHECK(kc_ptx_module_vars(".version 9.0\n.target sm_90\n.global .texref t;\n", names, 8) == -1);
 
   int sites = 0;
-  char *copy = kc_ptx_perturbed_copy(ptx, "_Z9lastblockPKfPfS1_", &sites, NULL, &why);
+  struct kc_ptx_sites logged;
+  char *copy = kc_ptx_perturbed_copy(ptx, "_Z9lastblockPKfPfS1_", &sites, &logged, &why);
+  /* the shared flag `last`: written by thread 0, read by all (logged) */
+  CHECK(logged.n >= 2 && strstr(logged.text[0], ".shared"));
+  if (copy) CHECK(strstr(copy, "$Lkc_log_0:") && strstr(copy, "st.global.v4.u32"));
+  kc_ptx_sites_free(&logged);
   CHECK(copy != NULL);
   if (copy) {
     /* only the kernel asked for, with kcheck's configuration and delays */

@@ -586,9 +586,8 @@ static size_t declared_global(const char *image, const char *name) {
   return 0;
 }
 
-CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule h, const char *name) {
-  FK_ENTER("cuModuleGetGlobal_v2");
-  struct fk_module *m = module_of(h);
+static CUresult module_global(struct fk_module *m, CUdeviceptr *dptr, size_t *bytes,
+                              const char *name) {
   if (name == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (m == NULL) return CUDA_ERROR_INVALID_HANDLE;
   for (unsigned i = 0; i < m->nglobals; i++)
@@ -610,6 +609,11 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule h, cons
   if (dptr) *dptr = g->ptr;
   if (bytes) *bytes = size;
   return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule h, const char *name) {
+  FK_ENTER("cuModuleGetGlobal_v2");
+  return module_global(module_of(h), dptr, bytes, name);
 }
 
 CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
@@ -688,6 +692,12 @@ CUresult cuLibraryUnload(CUlibrary h) {
   fk_module_free(l->mod);
   l->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary h, const char *name) {
+  FK_ENTER("cuLibraryGetGlobal");
+  struct fk_library *l = library_of(h);
+  return module_global(l ? l->mod : NULL, dptr, bytes, name);
 }
 
 CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary h, const char *name) {

@@ -83,6 +83,7 @@ static json_t *violation_record(const struct kc_gate *g, const struct kc_gate_ct
   if (rec) {
     json_object_set_new(rec, "gate_contract", json_string(g->contract));
     json_object_set_new(rec, "launch_record", kc_launch_json(li));
+    if (li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   }
   if (rec) json_object_update(rec, details);
   json_decref(details);

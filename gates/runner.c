@@ -12,6 +12,7 @@
 #include "options.h"
 #include "policy.h"
 #include "report.h"
+#include "streams.h"
 #include "trial.h"
 
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
@@ -52,6 +53,23 @@ CUresult kc_gates_check(struct kc_launch_info *li) {
   return r;
 }
 
+/* stream_races: the parameters whose allocation this launch changed, when
+ * no other parameter points into the same allocation (then which one wrote
+ * is unknown). Later launches of the kernel count them as writes. */
+static void learn_writes(struct kc_launch_info *li, struct kc_shadow *s) {
+  uint32_t offs[64];
+  int n = 0;
+  kc_guard_enter();
+  for (int i = 0; i < s->nregions && n < 64; i++) {
+    int sharing = 0, at = -1;
+    for (int p = 0; p < li->nptrs; p++)
+      if (li->ptrs[p].base == s->regions[i].base) sharing++, at = p;
+    if (sharing == 1 && kc_shadow_region_changed(s, i) == 1) offs[n++] = li->ptrs[at].offset;
+  }
+  kc_guard_leave();
+  if (n) kc_streams_learn_writes(li->k, offs, n);
+}
+
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
                           const char *annotation_note, const char *contract_note) {
   const struct kc_gate *run_list[16];
@@ -81,6 +99,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   /* The application's launch runs unguarded, as the application's own. */
   int ok = 0;
   CUresult r = kc_shadow_app_launch(&s, &ok);
+  if (ok && kc_opt.stream_races) learn_writes(li, &s);
   json_t *results = json_object();
   struct kc_gate_ctx ctx[16];
   kc_guard_enter();
@@ -120,6 +139,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     return r;
   }
   atomic_fetch_add(&kc_count.checks, 1);
+  li->checked = 1;
   json_t *rec =
       json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f}", "launch", (json_int_t)li->seq,
                 "kernel", li->k->id, "kernel_name", li->k->demangled, "signature",
@@ -134,6 +154,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     json_object_set_new(rec, "floor_ms", json_real(floor_ms));
     if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
   }
+  /* A kernel node of a graph replayed node by node. */
+  if (rec && li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   /* Bytes copied back into the application's memory (restores before
    * runs and at the end): only what may have changed is. */
   if (rec) json_object_set_new(rec, "restored_bytes", json_integer((json_int_t)copied_back));

@@ -11,6 +11,7 @@
 #include "audit.h"
 #include "driver.h"
 #include "finding.h"
+#include "graph.h"
 #include "guard.h"
 #include "image.h"
 #include "intra.h"
@@ -18,8 +19,10 @@
 #include "log.h"
 #include "options.h"
 #include "perturb.h"
+#include "policy.h"
 #include "prof.h"
 #include "report.h"
+#include "serving.h"
 #include "stack.h"
 #include "staging.h"
 #include "world.h"
@@ -55,6 +58,7 @@ int kc_core_init(int (*layers_init)(void)) {
                   problems == 1 ? "" : "s");
     _exit(1);
   }
+  kc_serving_apply();
   kc_prof_on = kc_opt.profile;
   kc_report_open();
   kc_core_initialized = 1;
@@ -80,6 +84,7 @@ void kc_core_fini(void) {
   kc_staging_release();
   kc_guard_leave();
   kc_prof_finish();
+  kc_serving_finish(kc_policy_check_seconds());
   kc_report_finish();
 }
 
@@ -94,6 +99,7 @@ void kc_core_postfork_child(void) {
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();
   kc_world_postfork_child();
+  kc_graph_postfork_child();
   kc_findings_reset_child();
   kc_report_reopen_child((long)getppid());
 }
@@ -125,8 +131,6 @@ void kc_on_image_unload(void *handle) {
   kc_kernel_forget_image(handle);
   kc_image_unloaded(handle);
 }
-
-void kc_on_graph_launch(void) { atomic_fetch_add(&kc_count.graph_launches, 1); }
 
 void kc_on_unwrapped_entry(const char *symbol) {
   /* Launches through such an entry would be invisible: say so, once each. */

@@ -42,7 +42,6 @@ void kc_on_map(uint64_t base, uint64_t size);
 void kc_on_unmap(uint64_t base, uint64_t size);
 void kc_on_image_load(void *handle, int is_library, const void *image, const char *path);
 void kc_on_image_unload(void *handle);
-void kc_on_graph_launch(void);
 /* A cuGetProcAddress result kcheck could not wrap (unknown variant). */
 void kc_on_unwrapped_entry(const char *symbol);
 

@@ -9,6 +9,11 @@
 /* cuda.h renames cuGetProcAddress to _v2; kcheck needs both real symbols
  * (the runtime asks for the legacy one by name). */
 #undef cuGetProcAddress
+/* The same for graph entries whose legacy and newer forms are both hooked. */
+#undef cuStreamBeginCapture
+#undef cuGraphInstantiate
+#undef cuGraphExecUpdate
+#undef cuGraphExecKernelNodeSetParams
 
 /* One prototype per family of hooked entries; _ptsz variants share it. */
 typedef CUresult (*kc_fam_LAUNCH_KERNEL)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -20,6 +25,67 @@ typedef CUresult (*kc_fam_LAUNCH_COOPERATIVE)(CUfunction f, unsigned gx, unsigne
                                               unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                               CUstream stream, void **params);
 typedef CUresult (*kc_fam_GRAPH_LAUNCH)(CUgraphExec exec, CUstream stream);
+/* Graph entries: KC_FP_/KC_FA_ as for copies (shim/entries.c). */
+#define KC_FP_BEGIN_CAPTURE_V1 (CUstream stream)
+#define KC_FA_BEGIN_CAPTURE_V1 (stream)
+typedef CUresult(*kc_fam_BEGIN_CAPTURE_V1) KC_FP_BEGIN_CAPTURE_V1;
+#define KC_FP_BEGIN_CAPTURE (CUstream stream, CUstreamCaptureMode mode)
+#define KC_FA_BEGIN_CAPTURE (stream, mode)
+typedef CUresult(*kc_fam_BEGIN_CAPTURE) KC_FP_BEGIN_CAPTURE;
+#define KC_FP_BEGIN_CAPTURE_TO_GRAPH                                                               \
+  (CUstream stream, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,    \
+   CUstreamCaptureMode mode)
+#define KC_FA_BEGIN_CAPTURE_TO_GRAPH (stream, g, deps, edges, n, mode)
+typedef CUresult(*kc_fam_BEGIN_CAPTURE_TO_GRAPH) KC_FP_BEGIN_CAPTURE_TO_GRAPH;
+typedef CUresult (*kc_fam_END_CAPTURE)(CUstream stream, CUgraph *graph);
+typedef CUresult (*kc_fam_GRAPH_INSTANTIATE_LOG)(CUgraphExec *exec, CUgraph g, CUgraphNode *err,
+                                                 char *log, size_t log_size);
+typedef CUresult (*kc_fam_GRAPH_INSTANTIATE_FLAGS)(CUgraphExec *exec, CUgraph g,
+                                                   unsigned long long flags);
+typedef CUresult (*kc_fam_GRAPH_INSTANTIATE_PARAMS)(CUgraphExec *exec, CUgraph g,
+                                                    CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+typedef CUresult (*kc_fam_GRAPH_EXEC_DESTROY)(CUgraphExec exec);
+typedef CUresult (*kc_fam_GRAPH_EXEC_UPDATE_V1)(CUgraphExec exec, CUgraph g, CUgraphNode *err,
+                                                CUgraphExecUpdateResult *result);
+typedef CUresult (*kc_fam_GRAPH_EXEC_UPDATE)(CUgraphExec exec, CUgraph g,
+                                             CUgraphExecUpdateResultInfo *info);
+typedef CUresult (*kc_fam_GRAPH_EXEC_KERNEL_SET_V1)(CUgraphExec exec, CUgraphNode node,
+                                                    const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+typedef CUresult (*kc_fam_GRAPH_EXEC_KERNEL_SET)(CUgraphExec exec, CUgraphNode node,
+                                                 const CUDA_KERNEL_NODE_PARAMS *p);
+/* Edits kcheck does not mirror: the graph is then no longer checked. */
+#define KC_FP_GRAPH_EXEC_MEMCPY_SET                                                                \
+  (CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *p, CUcontext ctx)
+#define KC_FA_GRAPH_EXEC_MEMCPY_SET (exec, node, p, ctx)
+typedef CUresult(*kc_fam_GRAPH_EXEC_MEMCPY_SET) KC_FP_GRAPH_EXEC_MEMCPY_SET;
+#define KC_FP_GRAPH_EXEC_MEMSET_SET                                                                \
+  (CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+#define KC_FA_GRAPH_EXEC_MEMSET_SET (exec, node, p, ctx)
+typedef CUresult(*kc_fam_GRAPH_EXEC_MEMSET_SET) KC_FP_GRAPH_EXEC_MEMSET_SET;
+#define KC_FP_GRAPH_EXEC_HOST_SET                                                                  \
+  (CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS *p)
+#define KC_FA_GRAPH_EXEC_HOST_SET (exec, node, p)
+typedef CUresult(*kc_fam_GRAPH_EXEC_HOST_SET) KC_FP_GRAPH_EXEC_HOST_SET;
+#define KC_FP_GRAPH_EXEC_CHILD_SET (CUgraphExec exec, CUgraphNode node, CUgraph child)
+#define KC_FA_GRAPH_EXEC_CHILD_SET (exec, node, child)
+typedef CUresult(*kc_fam_GRAPH_EXEC_CHILD_SET) KC_FP_GRAPH_EXEC_CHILD_SET;
+#define KC_FP_GRAPH_EXEC_EVENT_SET (CUgraphExec exec, CUgraphNode node, CUevent ev)
+#define KC_FA_GRAPH_EXEC_EVENT_SET (exec, node, ev)
+typedef CUresult(*kc_fam_GRAPH_EXEC_EVENT_SET) KC_FP_GRAPH_EXEC_EVENT_SET;
+#define KC_FP_GRAPH_EXEC_NODE_SET (CUgraphExec exec, CUgraphNode node, CUgraphNodeParams * p)
+#define KC_FA_GRAPH_EXEC_NODE_SET (exec, node, p)
+typedef CUresult(*kc_fam_GRAPH_EXEC_NODE_SET) KC_FP_GRAPH_EXEC_NODE_SET;
+#define KC_FP_GRAPH_EXEC_ENABLE (CUgraphExec exec, CUgraphNode node, unsigned enabled)
+#define KC_FA_GRAPH_EXEC_ENABLE (exec, node, enabled)
+typedef CUresult(*kc_fam_GRAPH_EXEC_ENABLE) KC_FP_GRAPH_EXEC_ENABLE;
+/* Ordering calls (streams.c). */
+typedef CUresult (*kc_fam_EVENT_RECORD)(CUevent ev, CUstream stream);
+typedef CUresult (*kc_fam_EVENT_RECORD_FLAGS)(CUevent ev, CUstream stream, unsigned flags);
+typedef CUresult (*kc_fam_STREAM_WAIT_EVENT)(CUstream stream, CUevent ev, unsigned flags);
+typedef CUresult (*kc_fam_STREAM_SYNC)(CUstream stream);
+typedef CUresult (*kc_fam_EVENT_SYNC)(CUevent ev);
+typedef CUresult (*kc_fam_CTX_SYNC)(void);
+typedef CUresult (*kc_fam_CTX_SYNC_V2)(CUcontext ctx);
 typedef CUresult (*kc_fam_MODULE_LOAD)(CUmodule *module, const char *fname);
 typedef CUresult (*kc_fam_MODULE_LOAD_DATA)(CUmodule *module, const void *image);
 typedef CUresult (*kc_fam_MODULE_LOAD_DATA_EX)(CUmodule *module, const void *image, unsigned n,

@@ -260,6 +260,15 @@ static void print_block(json_t *rec, long repeat) {
       (long long)json_integer_value(json_array_get(bl, 1)),
       (long long)json_integer_value(json_array_get(bl, 2)), str(rec, "signature"),
       repeat > 1 ? " (seen before)" : "");
+  json_t *gr = json_object_get(rec, "graph");
+  if (json_is_object(gr))
+    add(b,
+        "kcheck:   graph:      node %lld of %lld of CUDA graph %lld (its launch %lld), replayed "
+        "node by node\n",
+        (long long)json_integer_value(json_object_get(gr, "node")),
+        (long long)json_integer_value(json_object_get(gr, "nodes")),
+        (long long)json_integer_value(json_object_get(gr, "graph")),
+        (long long)json_integer_value(json_object_get(gr, "graph_launch")));
   if (json_object_get(rec, "test")) add(b, "kcheck:   test:       %s\n", str(rec, "test"));
   evidence_words(b, rec);
   if (json_object_get(rec, "contract"))

@@ -27,6 +27,8 @@ struct kc_kernel {
   int layout_tries;
   int eligible;      /* passes the include/exclude filters */
   int communication; /* NCCL-like: never re-run */
+  /* Parameter words (offset / 8) a check saw write memory (streams.c). */
+  _Atomic uint64_t written_words;
 };
 
 /* The kernel record for a launch handle (first sight creates it). Never

@@ -10,19 +10,24 @@
 #include "audit.h"
 #include "core.h"
 #include "driver.h"
+#include "graph.h"
 #include "guard.h"
 #include "log.h"
 #include "options.h"
 #include "policy.h"
 #include "prof.h"
 #include "report.h"
+#include "shadow.h"
 #include "stack.h"
+#include "streams.h"
 #include "thread_launches.h"
 #include "world.h"
 
 static kc_check_fn check_hook;
 
 void kc_set_check_hook(kc_check_fn fn) { check_hook = fn; }
+
+int kc_check_hook_installed(void) { return check_hook != NULL; }
 
 /* The application's launch, inside the world lock (a no-op when this
  * thread already holds it, e.g. inside its own check). */
@@ -49,6 +54,16 @@ static CUresult checked_launch(struct kc_launch_info *li) {
     kc_guard_leave();
     return kc_app_launch(li->args);
   }
+  if (kc_graph_captures_active()) {
+    /* A check synchronizes the whole device, which fails during another
+     * thread's stream capture and breaks it (seen on driver 580 even in
+     * relaxed mode). Captures begin only outside checks (fenced). */
+    if (kc_opt.check_lock) kc_world_unlock();
+    kc_guard_enter();
+    kc_report_skip(li, KC_SKIP_CAPTURING);
+    kc_guard_leave();
+    return kc_app_launch(li->args);
+  }
   if (kc_opt.check_lock) {
     /* Another thread may have freed an allocation between the capture and
      * the lock (a false pointer's, or save_all's): resolve the pointers
@@ -60,7 +75,10 @@ static CUresult checked_launch(struct kc_launch_info *li) {
     kc_capture_pointers(li, 0);
     kc_guard_leave();
   }
+  CUstreamCaptureMode mode;
+  int relaxed = kc_capture_mode_relax(&mode);
   CUresult r = check_hook(li);
+  if (relaxed) kc_capture_mode_restore(mode);
   if (kc_opt.check_lock) kc_world_unlock();
   return r;
 }
@@ -80,6 +98,7 @@ void kc_report_skip(const struct kc_launch_info *li, const char *why) {
   json_t *rec = json_pack("{s:I, s:i, s:s, s:o, s:s}", "launch", (json_int_t)li->seq, "kernel",
                           li->k->id, "kernel_name", li->k->demangled, "signature",
                           kc_json_hash(li->signature), "reason", why);
+  if (rec && li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   kc_prof_lap(KC_PS_skip, t);
   kc_report_emit("skip", rec);
 }
@@ -93,7 +112,67 @@ static CUresult app_launch_timed(const struct kc_launch_args *a, uint64_t t, uin
   return r;
 }
 
+/* A launch on a capturing stream is recorded into a graph, not run: it is
+ * counted as captured and passes through (its kernel node is seen when
+ * the graph is launched). Only asked while some capture is active. */
+static int captured(const struct kc_launch_args *a) {
+  if (!kc_graph_captures_active()) return 0;
+  CUstream s = a->entry == KC_LE_KERNEL_EX && a->config ? a->config->hStream : a->stream;
+  if (a->ptsz && !s) s = CU_STREAM_PER_THREAD;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  kc_guard_enter();
+  int yes = kc_drv.cuStreamIsCapturing && kc_drv.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
+            st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  kc_guard_leave();
+  return yes;
+}
+
+CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_graph_ref *ref) {
+  atomic_fetch_add_explicit(&kc_count.graph_kernels_replayed, 1, memory_order_relaxed);
+  /* The index the next eager launch gets: graph nodes have no index of
+   * their own; the record's `graph` member says where the node is. */
+  uint64_t seq = (uint64_t)atomic_load_explicit(&kc_count.launches, memory_order_relaxed);
+  kc_guard_enter();
+  struct kc_kernel *k = kc_kernel_get(a->f);
+  kc_guard_leave();
+  if (KC_NEVER(!k) || !check_hook || kc_policy_prefilter(k, seq)) return a->call_real(a);
+  struct kc_launch_info li = {0};
+  unsigned char params[2048];
+  li.seq = seq;
+  li.inline_buf = params;
+  li.inline_cap = sizeof params;
+  li.graph = ref;
+  int check = 0;
+  kc_guard_enter();
+  if (kc_capture(&li, k, a) == 0) {
+    check = 1;
+    if (!strcmp(li.param_form, "unknown")) {
+      check = 0;
+      kc_report_skip(&li, "parameter layout unknown");
+    } else {
+      int first = 0;
+      li.signature = kc_policy_signature(&li);
+      const char *why = kc_policy_decide(li.signature, k->id, seq, &first);
+      if (why) {
+        check = 0;
+        if (first) kc_report_skip(&li, why);
+      }
+    }
+    /* The world is held: pointers resolved now stay valid for the check. */
+    if (check) kc_capture_pointers(&li, 0);
+  }
+  kc_guard_leave();
+  CUresult r = check ? check_hook(&li) : a->call_real(a);
+  if (li.checked) atomic_fetch_add(&kc_count.graph_kernel_checks, 1);
+  kc_capture_free(&li);
+  return r;
+}
+
 CUresult kc_on_launch(const struct kc_launch_args *a) {
+  if (captured(a)) {
+    atomic_fetch_add_explicit(&kc_count.captured_launches, 1, memory_order_relaxed);
+    return a->call_real(a);
+  }
   uint64_t t_in = kc_prof_now(), t = t_in;
   uint64_t seq = (uint64_t)atomic_fetch_add_explicit(&kc_count.launches, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&kc_count.launches_by_entry[a->entry], 1, memory_order_relaxed);
@@ -117,7 +196,7 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
 
   int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
   t = kc_prof_lap(KC_PS_prefilter, t);
-  if (!check && !kc_opt.trace) return app_launch_timed(a, t, t_in);
+  if (!check && !kc_opt.trace && !kc_opt.stream_races) return app_launch_timed(a, t, t_in);
 
   struct kc_launch_info li = {0};
   unsigned char params[2048];
@@ -162,10 +241,12 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
    * words kcheck's map does not know (under the world lock, when there is
    * one: checked_launch); a trace record lists pointers too but remembers
    * the words the driver did not know (stale stack bytes recur). */
-  if (ok && ((check && !kc_opt.check_lock) || kc_opt.trace))
+  if (ok && ((check && !kc_opt.check_lock) || kc_opt.trace || kc_opt.stream_races))
     kc_capture_pointers(&li, check ? 0 : 1);
   t = kc_prof_lap(KC_PS_pointers, t);
   kc_guard_leave();
+  /* Ordering against other streams' work, before the launch runs. */
+  if (ok && kc_opt.stream_races) kc_streams_launch(&li);
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
     kc_capture_free(&li);

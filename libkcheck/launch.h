@@ -45,6 +45,14 @@ struct kc_ptr {
 
 #define KC_MAX_ATTRS 16
 
+/* Where a launch replayed from a CUDA graph sits (graph.c). */
+struct kc_graph_ref {
+  long graph;  /* instantiation number of the executable graph */
+  long launch; /* which launch of it */
+  int node;    /* position in the replay plan */
+  int nodes;   /* steps in the plan */
+};
+
 struct kc_launch_info {
   struct kc_kernel *k;
   uint64_t seq; /* launch index in the process (0-based) */
@@ -62,7 +70,9 @@ struct kc_launch_info {
   int nptrs;
   CUlaunchAttribute attrs[KC_MAX_ATTRS];
   int nattrs;
-  uint64_t signature; /* set when the launch is considered for checking */
+  uint64_t signature;               /* set when the launch is considered for checking */
+  const struct kc_graph_ref *graph; /* a kernel node of a replayed graph, else NULL */
+  int checked;                      /* set by the check hook when it ran a check */
 };
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */
@@ -87,11 +97,21 @@ CUresult kc_app_launch(const struct kc_launch_args *a);
 
 /* Called by the shim for every application launch not made by kcheck. */
 CUresult kc_on_launch(const struct kc_launch_args *a);
+/* A kernel node of a graph replayed node by node (graph.c), with the world
+ * already held: counted as a kernel launch inside a graph, and checked when
+ * the policy chooses it. a->call_real launches the node. */
+CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_graph_ref *ref);
+/* The `graph` member of records about such a launch. */
+static inline json_t *kc_graph_ref_json(const struct kc_graph_ref *g) {
+  return json_pack("{s:I, s:I, s:i, s:i}", "graph", (json_int_t)g->graph, "graph_launch",
+                   (json_int_t)g->launch, "node", g->node, "nodes", g->nodes);
+}
 
 /* The check a gate runner performs on a selected launch; it must perform
  * the application's launch itself (a->call_real) exactly once and return
  * its result. Installed by the layer above (gates); NULL: no checking. */
 typedef CUresult (*kc_check_fn)(struct kc_launch_info *li);
 void kc_set_check_hook(kc_check_fn fn);
+int kc_check_hook_installed(void);
 
 #endif

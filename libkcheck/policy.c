@@ -13,6 +13,7 @@
 #include "log.h"
 #include "options.h"
 #include "report.h"
+#include "serving.h"
 
 /* Clean checks per kernel, for kernel_clean_limit. */
 struct kernel_rec {
@@ -156,9 +157,9 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
     return "out of memory in the signature table";
   }
   r->launches++;
-  double wall = kc_opt.time_budget < 1.0 ? kc_now_s() : 0;
-  if (wall > 0 && check_seconds > kc_opt.time_budget * wall)
-    why = "time_budget exhausted", bit = R_TIME;
+  const char *budget = kc_budget_exhausted(check_seconds);
+  if (budget)
+    why = budget, bit = R_TIME;
   else if (r->checks < kc_opt.check_first)
     ; /* checked */
   else if (kc_opt.clean_limit >= 0 && r->clean >= kc_opt.clean_limit)

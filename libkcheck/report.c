@@ -199,7 +199,20 @@ void kc_report_finish(void) {
                 (json_int_t)kernels, "modules", (json_int_t)atomic_load(&kc_count.modules),
                 "checks", (json_int_t)checks, "violations", (json_int_t)viol, "skips",
                 (json_int_t)skips, "internal_errors", (json_int_t)internal);
-  if (sum) kc_findings_summary(sum);
+  if (sum) {
+    /* Coverage of kernels inside CUDA graphs (graph.c). */
+    json_t *gr =
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "instantiated",
+                  (json_int_t)atomic_load(&kc_count.graphs), "launches", (json_int_t)graphs,
+                  "replayed", (json_int_t)atomic_load(&kc_count.graph_replays), "kernel_launches",
+                  (json_int_t)atomic_load(&kc_count.graph_kernel_launches), "kernels_replayed",
+                  (json_int_t)atomic_load(&kc_count.graph_kernels_replayed), "kernels_checked",
+                  (json_int_t)atomic_load(&kc_count.graph_kernel_checks));
+    json_object_set_new(sum, "graphs", gr);
+    json_object_set_new(sum, "captured_launches",
+                        json_integer(atomic_load(&kc_count.captured_launches)));
+    kc_findings_summary(sum);
+  }
   kc_report_emit("summary", sum);
   if (kc_opt.verbosity >= 1 || viol) {
     /* With violations the summary is printed even at verbosity=0. */
@@ -210,6 +223,13 @@ void kc_report_finish(void) {
                   launches, atomic_load(&kc_count.launches_by_entry[0]),
                   atomic_load(&kc_count.launches_by_entry[1]),
                   atomic_load(&kc_count.launches_by_entry[2]), graphs, kernels);
+    if (graphs || atomic_load(&kc_count.graphs))
+      kc_log_printf(lvl,
+                    "CUDA graphs: %ld instantiated, %ld launches (%ld replayed node by node); "
+                    "%ld kernel launches inside graphs, %ld of them checked",
+                    atomic_load(&kc_count.graphs), graphs, atomic_load(&kc_count.graph_replays),
+                    atomic_load(&kc_count.graph_kernel_launches),
+                    atomic_load(&kc_count.graph_kernel_checks));
     kc_log_printf(lvl, "%ld checks, %ld skipped, %ld internal errors", checks, skips, internal);
     kc_findings_print_summary();
     if (kc_report_path()) kc_log_printf(lvl, "report: %s", path);

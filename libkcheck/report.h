@@ -14,10 +14,16 @@
 
 /* Counters for the summary. */
 struct kc_counters {
-  atomic_long launches;             /* application kernel launches seen */
-  atomic_long launches_by_entry[4]; /* by enum kc_launch_entry */
-  atomic_long graph_launches;       /* cuGraphLaunch: counted, never checked */
-  atomic_long kernels;              /* distinct kernels */
+  atomic_long launches;               /* application kernel launches seen */
+  atomic_long launches_by_entry[4];   /* by enum kc_launch_entry */
+  atomic_long graph_launches;         /* cuGraphLaunch (not into a capture) */
+  atomic_long graphs;                 /* executable graphs instantiated */
+  atomic_long graph_replays;          /* graph launches replayed node by node */
+  atomic_long graph_kernel_launches;  /* kernel nodes run by graph launches */
+  atomic_long graph_kernels_replayed; /* of those, run one by one in a replay */
+  atomic_long graph_kernel_checks;    /* of those, checked */
+  atomic_long captured_launches;      /* launches (and graph launches) recorded by a capture */
+  atomic_long kernels;                /* distinct kernels */
   atomic_long checks;
   atomic_long violations;
   atomic_long skips;

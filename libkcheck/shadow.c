@@ -28,6 +28,16 @@ CUresult kc_sync_device(void) {
   return r;
 }
 
+int kc_capture_mode_relax(CUstreamCaptureMode *saved) {
+  *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
+  return kc_drv.cuThreadExchangeStreamCaptureMode &&
+         kc_drv.cuThreadExchangeStreamCaptureMode(saved) == CUDA_SUCCESS;
+}
+
+void kc_capture_mode_restore(CUstreamCaptureMode saved) {
+  kc_drv.cuThreadExchangeStreamCaptureMode(&saved);
+}
+
 static int add_region(struct kc_shadow *s, uint64_t base, uint64_t size, int *cap) {
   for (int i = 0; i < s->nregions; i++)
     if (s->regions[i].base == base) return 0;
@@ -437,6 +447,11 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   }
   free(res);
   return 0;
+}
+
+int kc_shadow_region_changed(struct kc_shadow *s, int i) {
+  if (!s->have_post || i < 0 || i >= s->nregions) return -1;
+  return s->regions[i].changed; /* set when post-state A was saved */
 }
 
 int kc_shadow_end(struct kc_shadow *s) {

@@ -87,6 +87,9 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+/* Whether the application's launch changed region i (pre-state against
+ * post-state A): 1, 0, or -1 when unknown. */
+int kc_shadow_region_changed(struct kc_shadow *s, int i);
 /* Something other than kc_shadow_run may have written the application's
  * memory (a contract gate's runs through a pointer it did not relocate):
  * kc_shadow_end restores every region. */
@@ -99,5 +102,12 @@ int kc_shadow_end(struct kc_shadow *s);
  * thread captures a stream in global mode (a plain sync would invalidate
  * that capture). */
 CUresult kc_sync_device(void);
+
+/* The whole of a check runs in relaxed capture mode on the checking thread:
+ * its snapshot copies, allocations and syncs are "unsafe" calls that would
+ * otherwise invalidate another thread's global-mode capture. Returns 1 when
+ * the mode was changed (*saved then holds the previous one). */
+int kc_capture_mode_relax(CUstreamCaptureMode *saved);
+void kc_capture_mode_restore(CUstreamCaptureMode saved);
 
 #endif

@@ -4,11 +4,13 @@
 
 #include "allocmap.h"
 #include "core.h"
+#include "graph.h"
 #include "guard.h"
 #include "launch.h"
 #include "log.h"
 #include "options.h"
 #include "shim.h"
+#include "streams.h"
 #include "world.h"
 
 #define KC_EXPORT __attribute__((visibility("default")))
@@ -119,41 +121,198 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     return kc_on_launch(&a);                                                                       \
   }
 
+/* ---- graphs (libkcheck/graph.c) ----------------------------------------- */
+
+/* A graph launch: counted, and when chosen replayed node by node with the
+ * kernel nodes checked; the core holds the world lock around it. */
 #define DEF_GRAPH_LAUNCH(sym)                                                                      \
   KC_EXPORT CUresult sym(CUgraphExec exec, CUstream stream) {                                      \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
-    if (!KC_PASSTHROUGH()) kc_on_graph_launch();                                                   \
+    if (KC_PASSTHROUGH()) return real(exec, stream);                                               \
+    return kc_on_graph_launch(exec, stream, name_is_ptsz(#sym, sizeof #sym - 1), real);            \
+  }
+
+/* Fenced: a capture never begins during a check, whose device-wide syncs
+ * would break it (checks wait until no capture is active). */
+#define DEF_CAPTURE_BEGIN(sym, params, args)                                                       \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
     KC_FENCE_BEGIN();                                                                              \
-    CUresult r = real(exec, stream);                                                               \
+    CUresult r = real args;                                                                        \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) kc_on_capture_begin();                             \
+    KC_FENCE_END();                                                                                \
+    return r;                                                                                      \
+  }
+#define DEF_BEGIN_CAPTURE_V1(sym)                                                                  \
+  DEF_CAPTURE_BEGIN(sym, KC_FP_BEGIN_CAPTURE_V1, KC_FA_BEGIN_CAPTURE_V1)
+#define DEF_BEGIN_CAPTURE(sym) DEF_CAPTURE_BEGIN(sym, KC_FP_BEGIN_CAPTURE, KC_FA_BEGIN_CAPTURE)
+#define DEF_BEGIN_CAPTURE_TO_GRAPH(sym)                                                            \
+  DEF_CAPTURE_BEGIN(sym, KC_FP_BEGIN_CAPTURE_TO_GRAPH, KC_FA_BEGIN_CAPTURE_TO_GRAPH)
+
+#define DEF_END_CAPTURE(sym)                                                                       \
+  KC_EXPORT CUresult sym(CUstream stream, CUgraph *graph) {                                        \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real(stream, graph);                                                              \
+    if (!KC_PASSTHROUGH()) kc_on_capture_end(r);                                                   \
+    return r;                                                                                      \
+  }
+
+#define DEF_GRAPH_INSTANTIATE(sym, params, call, exec, g)                                          \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real call;                                                                        \
+    if (r == CUDA_SUCCESS && (exec) && !KC_PASSTHROUGH()) kc_on_graph_instantiate(*(exec), g);     \
+    return r;                                                                                      \
+  }
+#define DEF_GRAPH_INSTANTIATE_LOG(sym)                                                             \
+  DEF_GRAPH_INSTANTIATE(sym, (CUgraphExec * e, CUgraph g, CUgraphNode * err, char *log, size_t n), \
+                        (e, g, err, log, n), e, g)
+#define DEF_GRAPH_INSTANTIATE_FLAGS(sym)                                                           \
+  DEF_GRAPH_INSTANTIATE(sym, (CUgraphExec * e, CUgraph g, unsigned long long flags),               \
+                        (e, g, flags), e, g)
+#define DEF_GRAPH_INSTANTIATE_PARAMS(sym)                                                          \
+  DEF_GRAPH_INSTANTIATE(sym, (CUgraphExec * e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS * p),      \
+                        (e, g, p), e, g)
+
+/* Destruction and edits wait for a check in progress (which may be
+ * replaying this very graph). */
+#define DEF_GRAPH_EXEC_DESTROY(sym)                                                                \
+  KC_EXPORT CUresult sym(CUgraphExec exec) {                                                       \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
+    if (!KC_PASSTHROUGH()) kc_on_graph_exec_destroy(exec);                                         \
+    CUresult r = real(exec);                                                                       \
     KC_FENCE_END();                                                                                \
     return r;                                                                                      \
   }
 
+#define DEF_GRAPH_EDIT_WITH(sym, params, args, exec, on_success)                                   \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    KC_FENCE_BEGIN();                                                                              \
+    CUresult r = real args;                                                                        \
+    if (r == CUDA_SUCCESS && !KC_PASSTHROUGH()) on_success;                                        \
+    KC_FENCE_END();                                                                                \
+    return r;                                                                                      \
+  }
+#define DEF_GRAPH_EXEC_UPDATE_V1(sym)                                                              \
+  DEF_GRAPH_EDIT_WITH(                                                                             \
+      sym, (CUgraphExec e, CUgraph g, CUgraphNode * err, CUgraphExecUpdateResult * res),           \
+      (e, g, err, res), e, kc_on_graph_exec_update(e, g))
+#define DEF_GRAPH_EXEC_UPDATE(sym)                                                                 \
+  DEF_GRAPH_EDIT_WITH(sym, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo * info),         \
+                      (e, g, info), e, kc_on_graph_exec_update(e, g))
+#define DEF_GRAPH_EXEC_KERNEL_SET(sym)                                                             \
+  DEF_GRAPH_EDIT_WITH(sym, (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p),       \
+                      (e, n, p), e, kc_on_graph_exec_kernel_set(e, n, p))
+#define DEF_GRAPH_EXEC_KERNEL_SET_V1(sym)                                                          \
+  DEF_GRAPH_EDIT_WITH(sym, (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p),    \
+                      (e, n, p), e, kc_on_graph_exec_kernel_set_v1(e, n, p))
+#define DEF_GRAPH_EDIT(sym, params, args)                                                          \
+  DEF_GRAPH_EDIT_WITH(sym, params, args, exec, kc_on_graph_exec_edit(exec, #sym))
+#define DEF_GRAPH_EXEC_MEMCPY_SET(sym)                                                             \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_MEMCPY_SET, KC_FA_GRAPH_EXEC_MEMCPY_SET)
+#define DEF_GRAPH_EXEC_MEMSET_SET(sym)                                                             \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_MEMSET_SET, KC_FA_GRAPH_EXEC_MEMSET_SET)
+#define DEF_GRAPH_EXEC_HOST_SET(sym)                                                               \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_HOST_SET, KC_FA_GRAPH_EXEC_HOST_SET)
+#define DEF_GRAPH_EXEC_CHILD_SET(sym)                                                              \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_CHILD_SET, KC_FA_GRAPH_EXEC_CHILD_SET)
+#define DEF_GRAPH_EXEC_EVENT_SET(sym)                                                              \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_EVENT_SET, KC_FA_GRAPH_EXEC_EVENT_SET)
+#define DEF_GRAPH_EXEC_NODE_SET(sym)                                                               \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_NODE_SET, KC_FA_GRAPH_EXEC_NODE_SET)
+#define DEF_GRAPH_EXEC_ENABLE(sym)                                                                 \
+  DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_ENABLE, KC_FA_GRAPH_EXEC_ENABLE)
+
+/* ---- ordering calls (libkcheck/streams.c) -------------------------------- */
+
+static int name_is_pt(const char *s, size_t n) {
+  return n > 5 && (!memcmp(s + (n - 5), "_ptsz", 5) || !memcmp(s + (n - 5), "_ptds", 5));
+}
+#define KC_PT(sym) name_is_pt(#sym, sizeof #sym - 1)
+#define KC_TRACKING() (!KC_PASSTHROUGH() && kc_opt.stream_races)
+
+#define DEF_ORDERING(sym, params, args, on_success)                                                \
+  KC_EXPORT CUresult sym params {                                                                  \
+    KC_ENSURE_READY();                                                                             \
+    KC_REAL_OR_FAIL(sym);                                                                          \
+    CUresult r = real args;                                                                        \
+    if (r == CUDA_SUCCESS && KC_TRACKING()) on_success;                                            \
+    return r;                                                                                      \
+  }
+#define DEF_EVENT_RECORD(sym)                                                                      \
+  DEF_ORDERING(sym, (CUevent ev, CUstream s), (ev, s), kc_streams_event_record(ev, s, KC_PT(sym)))
+#define DEF_EVENT_RECORD_FLAGS(sym)                                                                \
+  DEF_ORDERING(sym, (CUevent ev, CUstream s, unsigned f), (ev, s, f),                              \
+               kc_streams_event_record(ev, s, KC_PT(sym)))
+#define DEF_STREAM_WAIT_EVENT(sym)                                                                 \
+  DEF_ORDERING(sym, (CUstream s, CUevent ev, unsigned f), (s, ev, f),                              \
+               kc_streams_wait_event(s, KC_PT(sym), ev))
+/* A query that says complete orders the host after the work as a sync does. */
+#define DEF_STREAM_SYNC(sym)                                                                       \
+  DEF_ORDERING(sym, (CUstream s), (s), kc_streams_stream_synced(s, KC_PT(sym)))
+#define DEF_EVENT_SYNC(sym) DEF_ORDERING(sym, (CUevent ev), (ev), kc_streams_event_synced(ev))
+#define DEF_CTX_SYNC(sym) DEF_ORDERING(sym, (void), (), kc_streams_ctx_synced())
+#define DEF_CTX_SYNC_V2(sym) DEF_ORDERING(sym, (CUcontext c), (c), kc_streams_ctx_synced())
+
+/* ---- copies and memsets (held off during another thread's check) --------- */
 /* ---- copies and memsets (held off during another thread's check): linear,
  * pitched, 3D, peer, batch and CUDA-array copies, 1D and 2D memsets ------ */
 
-#define DEF_FENCED(sym, params, args)                                                              \
+#define DEF_FENCED_T(sym, params, args, track)                                                     \
   KC_EXPORT CUresult sym params {                                                                  \
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     KC_FENCE_BEGIN();                                                                              \
     CUresult r = real args;                                                                        \
     KC_FENCE_END();                                                                                \
+    if (r == CUDA_SUCCESS && KC_TRACKING()) track;                                                 \
     return r;                                                                                      \
   }
-#define DEF_COPY(sym) DEF_FENCED(sym, KC_FP_COPY, KC_FA_COPY)
-#define DEF_COPY_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_ASYNC, KC_FA_COPY_ASYNC)
-#define DEF_COPY_HTOD(sym) DEF_FENCED(sym, KC_FP_COPY_HTOD, KC_FA_COPY_HTOD)
-#define DEF_COPY_HTOD_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_HTOD_ASYNC, KC_FA_COPY_HTOD_ASYNC)
-#define DEF_COPY_DTOH(sym) DEF_FENCED(sym, KC_FP_COPY_DTOH, KC_FA_COPY_DTOH)
-#define DEF_COPY_DTOH_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_DTOH_ASYNC, KC_FA_COPY_DTOH_ASYNC)
-#define DEF_MEMSET_D8(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8, KC_FA_MEMSET_D8)
-#define DEF_MEMSET_D16(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16, KC_FA_MEMSET_D16)
-#define DEF_MEMSET_D32(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32, KC_FA_MEMSET_D32)
-#define DEF_MEMSET_D8_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D8_ASYNC, KC_FA_MEMSET_D8_ASYNC)
-#define DEF_MEMSET_D16_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D16_ASYNC, KC_FA_MEMSET_D16_ASYNC)
-#define DEF_MEMSET_D32_ASYNC(sym) DEF_FENCED(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC)
+#define DEF_FENCED(sym, params, args) DEF_FENCED_T(sym, params, args, (void)0)
+/* What a copy or memset touches, for stream_races (1D entries). */
+#define KC_TRACK(sym, stream, sync, ...)                                                           \
+  do {                                                                                             \
+    struct kc_access acc_[] = {__VA_ARGS__};                                                       \
+    kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, (int)(sizeof acc_ / sizeof acc_[0]));      \
+  } while (0)
+#define DEF_COPY(sym)                                                                              \
+  DEF_FENCED_T(sym, KC_FP_COPY, KC_FA_COPY, KC_TRACK(sym, NULL, 1, {dst, n, 1}, {src, n, 0}))
+#define DEF_COPY_ASYNC(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_COPY_ASYNC, KC_FA_COPY_ASYNC,                                            \
+               KC_TRACK(sym, stream, 0, {dst, n, 1}, {src, n, 0}))
+#define DEF_COPY_HTOD(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_HTOD, KC_FA_COPY_HTOD, KC_TRACK(sym, NULL, 1, {dst, n, 1}))
+#define DEF_COPY_HTOD_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_COPY_HTOD_ASYNC, KC_FA_COPY_HTOD_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {dst, n, 1}))
+#define DEF_COPY_DTOH(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_DTOH, KC_FA_COPY_DTOH, KC_TRACK(sym, NULL, 1, {src, n, 0}))
+#define DEF_COPY_DTOH_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_COPY_DTOH_ASYNC, KC_FA_COPY_DTOH_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {src, n, 0}))
+#define DEF_MEMSET_D8(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D8, KC_FA_MEMSET_D8, KC_TRACK(sym, NULL, 1, {dst, n, 1}))
+#define DEF_MEMSET_D16(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D16, KC_FA_MEMSET_D16, KC_TRACK(sym, NULL, 1, {dst, 2 * n, 1}))
+#define DEF_MEMSET_D32(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D32, KC_FA_MEMSET_D32, KC_TRACK(sym, NULL, 1, {dst, 4 * n, 1}))
+#define DEF_MEMSET_D8_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D8_ASYNC, KC_FA_MEMSET_D8_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {dst, n, 1}))
+#define DEF_MEMSET_D16_ASYNC(sym)                                                                  \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D16_ASYNC, KC_FA_MEMSET_D16_ASYNC,                                \
+               KC_TRACK(sym, stream, 0, {dst, 2 * n, 1}))
+#define DEF_MEMSET_D32_ASYNC(sym)                                                                  \
+  DEF_FENCED_T(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC,                                \
+               KC_TRACK(sym, stream, 0, {dst, 4 * n, 1}))
 #define DEF_COPY_2D(sym) DEF_FENCED(sym, KC_FP_COPY_2D, KC_FA_COPY_2D)
 #define DEF_COPY_2D_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_2D_ASYNC, KC_FA_COPY_2D_ASYNC)
 #define DEF_COPY_3D(sym) DEF_FENCED(sym, KC_FP_COPY_3D, KC_FA_COPY_3D)

@@ -10,8 +10,8 @@
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx
 UNIT_OBJS_ptx := libkcheck/ptx_source libkcheck/ptx_scan libkcheck/ptx_rewrite libkcheck/access
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
-UNIT_OBJS_policy := libkcheck/policy libkcheck/options libkcheck/regex_guard libkcheck/log
-UNIT_OBJS_signature := libkcheck/policy libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_policy := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_signature := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_asserts := libkcheck/log
 UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log
@@ -103,7 +103,7 @@ integration-test: $(BUILD)/test/app_shared
 # (a few seconds; part of `make test`).
 .PHONY: test-tsan
 test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)/test/app_threads \
-           $(BUILD)/test/app_shared
+           $(BUILD)/test/app_shared $(BUILD)/test/app_graphs
 	BUILD=$(BUILD) sh test/tsan/run.sh
 test-cpu: test-tsan
 
@@ -113,3 +113,15 @@ $(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
 	  -L$(BUILD)/fakecuda -lcuda -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
 integration-test: $(BUILD)/test/app_atexit
+
+# CUDA graphs built by capture and node by node (kcheck's graph replay).
+$(BUILD)/test/app_graphs: test/apps/app_graphs.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
+integration-test: $(BUILD)/test/app_graphs
+
+# Work on several streams, ordered correctly or not (stream_races).
+$(BUILD)/test/app_streams: test/apps/app_streams.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
+integration-test: $(BUILD)/test/app_streams

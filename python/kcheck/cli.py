@@ -1,6 +1,6 @@
 """kcheck front end: run a program under libkcheck.so and read its reports.
 
-  kcheck run [--torch] [-o key=value ...] [--lib PATH] -- CMD ...   run CMD under kcheck
+  kcheck run [--torch] [--serving] [-o key=value ...] [--lib PATH] -- CMD ...   run CMD under kcheck
   kcheck options                                        list KCHECK_OPTIONS
   kcheck gates                                          list the gates
   kcheck report [--merge] [--sarif F] [--junit F] [--html F] [--gen-suppressions] FILE...
@@ -62,6 +62,8 @@ def cmd_run(args):
     lib = find_lib(args.lib)
     env = dict(os.environ)
     opts = [o for o in env.get("KCHECK_OPTIONS", "").split(":") if o]
+    if args.serving:
+        opts.insert(0, "serving=1")  # -o and KCHECK_OPTIONS settings still win
     opts += args.option or []
     if args.torch:
         # the library's constructor puts the binding's boot folder on
@@ -309,6 +311,8 @@ def main(argv=None):
     r.add_argument("-o", "--option", action="append", help="a KCHECK_OPTIONS key=value (repeatable)")
     r.add_argument("--torch", action="store_true",
                    help="check PyTorch programs op by op (the binding, kcheck.torch)")
+    r.add_argument("--serving", action="store_true",
+                   help="audit a running service: time budget per window, sampling (serving=1)")
     r.add_argument("cmd", nargs=argparse.REMAINDER)
     sub.add_parser("options", help="print the option table")
     sub.add_parser("gates", help="list the gates and their contracts")

@@ -10,9 +10,20 @@
  *   app_shared churn [T] [ITERS]    the same per thread, but each iteration
  *       allocates its own buffer and frees it (for save_all=1, whose checks
  *       snapshot every live allocation).
+ *   app_shared graphs [T] [ITERS]   the same per thread as a CUDA graph: each
+ *       thread captures copy in, scale, memset and copy back on its own
+ *       stream once (thread-local capture mode: the other threads keep
+ *       synchronising their streams meanwhile) and launches that graph every
+ *       iteration with new host values (graph replays racing with other
+ *       threads' graph launches).
+ *   app_shared graphs_global [T] [ITERS]   the same with global-mode
+ *       captures, for the CPU stand-in only (the real driver forbids the
+ *       other threads' stream syncs during a global capture; the stand-in
+ *       forbids copies and context syncs, like kcheck's checks make).
  *
- * Prints "app_shared: MODE threads T iters I wrong W"; exit status 1 when a
- * result was wrong. Uses the `scale` kernel (x[i] *= s) of the stand-in, or
+ * Prints "app_shared: MODE threads T iters I wrong W launches L" (L: kernel
+ * launches, or graph launches in graphs mode, the program made); exit
+ * status 1 when a result was wrong. Uses the `scale` kernel (x[i] *= s) of the stand-in, or
  * of kcheck's own test PTX on a GPU (KC_SCALE_PTX=path). */
 #include <cuda.h>
 #include <pthread.h>
@@ -27,7 +38,8 @@ static const char *scale_name = "_Z5scalePffi";
 static CUcontext ctx;
 static CUfunction scale;
 static CUdeviceptr shared_buf;
-static int iters = 50, churn;
+static int iters = 50, churn, graphs, global_capture;
+static long launches;
 static long wrong;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -40,6 +52,40 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     }                                                                                              \
   } while (0)
 
+/* graphs mode: one graph per thread, launched every iteration. */
+static long graph_worker(long t, CUstream s, float *h, float *back) {
+  CUdeviceptr x = shared_buf + (CUdeviceptr)t * (N + PAD) * sizeof(float);
+  size_t n = N;
+  float f = 2.0f;
+  int ni = (int)n;
+  void *params[] = {&x, &f, &ni};
+  CUgraph g;
+  CUgraphExec e;
+  CK(cuStreamBeginCapture(s, global_capture ? CU_STREAM_CAPTURE_MODE_GLOBAL
+                                            : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CK(cuMemcpyHtoDAsync(x, h, n * sizeof(float), s));
+  CK(cuLaunchKernel(scale, (unsigned)((n + 127) / 128), 1, 1, 128, 1, 1, 0, s, params, NULL));
+  CK(cuMemsetD32Async(x + n * sizeof(float), 0x3f800000u + (unsigned)t, 1, s));
+  CK(cuMemcpyDtoHAsync(back, x, (n + 1) * sizeof(float), s));
+  CK(cuStreamEndCapture(s, &g));
+  CK(cuGraphInstantiateWithFlags(&e, g, 0));
+  CK(cuGraphDestroy(g));
+  long bad = 0;
+  for (int it = 0; it < iters; it++) {
+    for (size_t i = 0; i < n; i++)
+      h[i] = (float)(t * 4096 + it) + 0.25f * (float)i;
+    CK(cuGraphLaunch(e, s));
+    CK(cuStreamSynchronize(s));
+    for (size_t i = 0; i < n; i++)
+      bad += back[i] != 2.0f * h[i];
+    unsigned tail;
+    memcpy(&tail, &back[n], 4);
+    bad += tail != 0x3f800000u + (unsigned)t;
+  }
+  CK(cuGraphExecDestroy(e));
+  return bad;
+}
+
 static void *worker(void *arg) {
   long t = (long)arg;
   CK(cuCtxSetCurrent(ctx));
@@ -51,7 +97,9 @@ static void *worker(void *arg) {
   ad.Width = N + 1, ad.Height = 0, ad.Format = CU_AD_FORMAT_FLOAT, ad.NumChannels = 1;
   CK(cuArrayCreate(&arr, &ad));
   long bad = 0;
-  for (int it = 0; it < iters; it++) {
+  for (int it = 0; graphs && it < 1; it++)
+    bad = graph_worker(t, s, h, back);
+  for (int it = 0; !graphs && it < iters; it++) {
     CUdeviceptr x = shared_buf + (CUdeviceptr)t * (N + PAD) * sizeof(float);
     size_t n = N - (size_t)(it % 5); /* a few signatures per thread */
     if (churn) CK(cuMemAlloc(&x, (n + 1) * sizeof(float)));
@@ -139,6 +187,9 @@ int main(int argc, char **argv) {
   if (argc > 3) iters = atoi(argv[3]);
   if (threads < 1 || threads > 64 || iters < 1) return 2;
   churn = !strcmp(mode, "churn");
+  global_capture = !strcmp(mode, "graphs_global");
+  graphs = global_capture || !strcmp(mode, "graphs");
+  launches = (long)threads * iters;
   CUdevice dev;
   CUmodule mod;
   CK(cuInit(0));
@@ -161,6 +212,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < threads; i++)
     pthread_join(t[i], NULL);
   CK(cuMemFree(shared_buf));
-  printf("app_shared: %s threads %d iters %d wrong %ld\n", mode, threads, iters, wrong);
+  printf("app_shared: %s threads %d iters %d wrong %ld launches %ld\n", mode, threads, iters, wrong,
+         launches);
   return wrong ? 1 : 0;
 }

@@ -523,6 +523,12 @@ static int invalidate_unsafe(void) {
   for (int i = 0; i < MAX_CAPTURING; i++) {
     struct fk_stream *s = capturing[i];
     if (s == NULL || s->cap_mode == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
+    /* A thread-local capture of another thread is not this thread's
+     * concern, nor is any other thread's capture to a thread-local caller. */
+    int own = pthread_equal(s->cap_thread, pthread_self());
+    if (!own && (s->cap_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ||
+                 tls_capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+      continue;
     if (s->cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
       s->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
       hit = 1;
@@ -560,17 +566,6 @@ int fk_capturing(CUstream h, struct fk_stream *s, CUresult *err) {
 static CUresult unsafe_during_capture(void) {
   if (tls_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
   return invalidate_unsafe() ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
-}
-
-void fk_graph_add(struct fk_graph *g, const struct fk_node *n) {
-  if (g->nnodes == g->cap) {
-    unsigned cap = g->cap ? 2 * g->cap : 8;
-    struct fk_node *p = realloc(g->nodes, cap * sizeof *p);
-    if (p == NULL) return;
-    g->nodes = p;
-    g->cap = cap;
-  }
-  g->nodes[g->nnodes++] = *n;
 }
 
 static CUresult stream_create(CUstream *ph, struct fk_ctx *ctx, unsigned flags, int prio) {
@@ -794,6 +789,7 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode) {
   }
   s->cap_graph = g;
   s->cap_mode = mode;
+  s->cap_thread = pthread_self();
   s->cap_id = atomic_fetch_add(&next_capture_id, 1) + 1;
   s->cap_status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   return CUDA_SUCCESS;
@@ -817,14 +813,6 @@ CUresult cuStreamBeginCapture_ptsz(CUstream h) {
   return begin_capture(h, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
-static void graph_free(struct fk_graph *g) {
-  for (unsigned i = 0; i < g->nnodes; i++)
-    free(g->nodes[i].args);
-  free(g->nodes);
-  g->nodes = NULL;
-  g->nnodes = g->cap = 0;
-}
-
 static CUresult end_capture(CUstream h, CUgraph *pg) {
   struct fk_stream *s;
   struct fk_ctx *ctx;
@@ -841,7 +829,7 @@ static CUresult end_capture(CUstream h, CUgraph *pg) {
   s->cap_graph = NULL;
   s->cap_status = CU_STREAM_CAPTURE_STATUS_NONE;
   if (bad) {
-    graph_free(g);
+    fk_graph_free(g);
     g->magic = FK_MAGIC_DEAD;
     *pg = NULL;
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -926,10 +914,29 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   return CUDA_SUCCESS;
 }
 
+/* A context-wide sync would wait for every stream, a capturing one too:
+ * on the real driver (580) it fails while another thread captures, even
+ * in relaxed mode, and that capture is lost. */
+static CUresult ctx_sync_during_capture(void) {
+  int hit = 0;
+  pthread_mutex_lock(&fk_g.lock);
+  for (int i = 0; i < MAX_CAPTURING; i++) {
+    struct fk_stream *s = capturing[i];
+    if (s && s->cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+        !pthread_equal(s->cap_thread, pthread_self())) {
+      s->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+      hit = 1;
+    }
+  }
+  pthread_mutex_unlock(&fk_g.lock);
+  return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize(void) {
   FK_ENTER("cuCtxSynchronize");
   if (fk_current_ctx() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   CUresult rc = unsafe_during_capture();
+  if (rc == CUDA_SUCCESS) rc = ctx_sync_during_capture();
   if (rc != CUDA_SUCCESS) return rc;
   fk_occupier_release_all();
   return CUDA_SUCCESS;
@@ -940,6 +947,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FK_ENTER("cuCtxSynchronize_v2");
   if (ctx == NULL ? fk_current_ctx() == NULL : !ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   CUresult rc = unsafe_during_capture();
+  if (rc == CUDA_SUCCESS) rc = ctx_sync_during_capture();
   if (rc != CUDA_SUCCESS) return rc;
   fk_occupier_release_all();
   return CUDA_SUCCESS;
@@ -961,19 +969,8 @@ CUresult cuGraphDestroy(CUgraph hg) {
   FK_ENTER("cuGraphDestroy");
   struct fk_graph *g = (struct fk_graph *)hg;
   if (g == NULL || g->magic != FK_MAGIC_GRAPH) return CUDA_ERROR_INVALID_VALUE;
-  graph_free(g);
+  fk_graph_free(g);
   g->magic = FK_MAGIC_DEAD;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *n) {
-  FK_ENTER("cuGraphGetNodes");
-  struct fk_graph *g = (struct fk_graph *)hg;
-  if (g == NULL || g->magic != FK_MAGIC_GRAPH || n == NULL) return CUDA_ERROR_INVALID_VALUE;
-  if (nodes != NULL)
-    for (size_t i = 0; i < *n && i < g->nnodes; i++)
-      nodes[i] = (CUgraphNode)&g->nodes[i];
-  *n = g->nnodes;
   return CUDA_SUCCESS;
 }
 
@@ -983,18 +980,10 @@ static CUresult instantiate(CUgraphExec *pe, CUgraph hg) {
   struct fk_gexec *e = fk_new(sizeof *e);
   if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = FK_MAGIC_GEXEC;
-  for (unsigned i = 0; i < g->nnodes; i++) {
-    struct fk_node n = g->nodes[i];
-    if (n.args) {
-      n.args = malloc(n.args_size ? n.args_size : 1);
-      if (n.args == NULL) {
-        graph_free(&e->copy);
-        e->magic = FK_MAGIC_DEAD;
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-      memcpy(n.args, g->nodes[i].args, n.args_size);
-    }
-    fk_graph_add(&e->copy, &n);
+  CUresult rc = fk_graph_copy(&e->copy, g);
+  if (rc != CUDA_SUCCESS) {
+    e->magic = FK_MAGIC_DEAD;
+    return rc;
   }
   *pe = (CUgraphExec)e;
   return CUDA_SUCCESS;
@@ -1029,12 +1018,23 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g,
         rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
   return rc;
 }
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  FK_ENTER("cuGraphInstantiateWithParams_ptsz");
+  CUresult rc = instantiate(pe, g);
+  if (params)
+    params->result_out =
+        rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  return rc;
+}
 
 CUresult cuGraphExecDestroy(CUgraphExec he) {
   FK_ENTER("cuGraphExecDestroy");
   struct fk_gexec *e = (struct fk_gexec *)he;
   if (e == NULL || e->magic != FK_MAGIC_GEXEC) return CUDA_ERROR_INVALID_VALUE;
-  graph_free(&e->copy);
+  fk_graph_free(&e->copy);
   e->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
 }
@@ -1048,23 +1048,7 @@ static CUresult graph_launch(CUgraphExec he, CUstream h) {
   if (rc != CUDA_SUCCESS) return rc;
   int rec = fk_capturing(h, s, &rc);
   if (rc != CUDA_SUCCESS) return rc;
-  for (unsigned i = 0; i < e->copy.nnodes; i++) {
-    const struct fk_node *n = &e->copy.nodes[i];
-    if (rec) {
-      /* Captured into another graph: the nodes are copied in. */
-      struct fk_node c = *n;
-      if (n->args) {
-        c.args = malloc(n->args_size ? n->args_size : 1);
-        if (c.args == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-        memcpy(c.args, n->args, n->args_size);
-      }
-      fk_graph_add(s->cap_graph, &c);
-      continue;
-    }
-    rc = fk_run_node(n, ctx);
-    if (rc != CUDA_SUCCESS) return rc;
-  }
-  return CUDA_SUCCESS;
+  return fk_graph_run(&e->copy, ctx, rec ? s->cap_graph : NULL);
 }
 
 CUresult cuGraphLaunch(CUgraphExec e, CUstream h) {
@@ -1113,6 +1097,11 @@ CUresult cuEventCreate(CUevent *ph, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
+void fk_event_mark(struct fk_event *e) {
+  /* +1 so a recorded event never reads as "never recorded". */
+  e->stamp = atomic_fetch_add(&device_clock_ns, 1) + 1;
+}
+
 static struct fk_event *event_of(CUevent h) {
   struct fk_event *e = (struct fk_event *)h;
   return e && e->magic == FK_MAGIC_EVENT ? e : NULL;
@@ -1127,8 +1116,7 @@ static CUresult event_record(CUevent h, CUstream st) {
   if (rc != CUDA_SUCCESS) return rc;
   if (fk_capturing(st, s, &rc)) return CUDA_SUCCESS; /* an event node: nothing to replay */
   if (rc != CUDA_SUCCESS) return rc;
-  /* +1 so a recorded event never reads as "never recorded". */
-  e->stamp = atomic_fetch_add(&device_clock_ns, 1) + 1;
+  fk_event_mark(e);
   return CUDA_SUCCESS;
 }
 CUresult cuEventRecord(CUevent h, CUstream s) {

@@ -88,7 +88,11 @@
  *   - during a GLOBAL or THREAD_LOCAL capture, cuCtxSynchronize, synchronous
  *     copies/memsets and cuStreamSynchronize/Query of the capturing stream
  *     fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the
- *     capture (cuStreamEndCapture then says ..._INVALIDATED); work or
+ *     capture (cuStreamEndCapture then says ..._INVALIDATED) — from any
+ *     thread for a GLOBAL capture, from the capturing thread only for a
+ *     THREAD_LOCAL one, never from a thread in RELAXED mode — except
+ *     cuCtxSynchronize, which fails and breaks every other thread's active
+ *     capture in any mode (as seen on driver 580); work or
  *     cuStreamIsCapturing on the legacy NULL stream gives ..._IMPLICIT;
  *   - launches copy their parameters at launch/capture time;
  *   - CUkernel handles are rejected by cuFunc* queries and CUfunction

@@ -24,6 +24,7 @@
 /* Distinct magics let every entry reject a handle of the wrong kind, the
  * way the real driver rejects a CUkernel passed to cuFuncGetName. */
 enum {
+  FK_MAGIC_NODE = 0x4e4f4445,
   FK_MAGIC_CTX = 0x43545831,
   FK_MAGIC_STREAM = 0x5354524d,
   FK_MAGIC_EVENT = 0x45564e54,
@@ -61,6 +62,7 @@ struct fk_stream {
   /* capture state */
   CUstreamCaptureStatus cap_status;
   CUstreamCaptureMode cap_mode;
+  pthread_t cap_thread; /* the thread that began the capture */
   struct fk_graph *cap_graph;
   unsigned long long cap_id;
 };
@@ -111,12 +113,13 @@ struct fk_kernel {
 };
 
 /* A recorded launch: everything copied at record time. */
+#define FK_MAX_DEPS 16
 struct fk_node {
-  int kind; /* FK_NODE_KERNEL, FK_NODE_MEMSET, FK_NODE_MEMCPY */
+  int kind; /* enum below */
   struct fk_func *func;
   unsigned grid[3], block[3];
   unsigned shmem;
-  unsigned char *args; /* packed parameter bytes */
+  unsigned char *args; /* packed parameter bytes (owned) */
   size_t args_size;
   /* memset/memcpy */
   CUdeviceptr dst, src;
@@ -124,19 +127,56 @@ struct fk_node {
   size_t count;
   const void *host_src;
   void *host_dst;
+  /* explicit construction (fakecuda_graph.c) */
+  unsigned deps[FK_MAX_DEPS]; /* indices of the nodes this one depends on */
+  unsigned ndeps;
+  struct fk_nodeh *h; /* the node's handle in its graph (NULL until asked for) */
+  void **argv;        /* kernelParams view of args (owned, made on request) */
+  CUhostFn host_fn;   /* host node */
+  void *host_data;
+  struct fk_event *event; /* event record / wait node */
+  struct fk_graph *child; /* child graph node: an owned copy */
 };
-enum { FK_NODE_KERNEL = 1, FK_NODE_MEMSET, FK_NODE_MEMCPY };
+enum {
+  FK_NODE_KERNEL = 1,
+  FK_NODE_MEMSET,
+  FK_NODE_MEMCPY,
+  FK_NODE_HOST,
+  FK_NODE_EMPTY,
+  FK_NODE_EVENT_RECORD,
+  FK_NODE_EVENT_WAIT,
+  FK_NODE_CHILD
+};
 
 struct fk_graph {
   unsigned magic;
   unsigned nnodes, cap;
   struct fk_node *nodes;
+  struct fk_graph *origin; /* the graph this one was cloned from (cuGraphNodeFindInClone) */
+};
+
+/* A CUgraphNode: a graph and an index, stable while the graph grows. */
+struct fk_nodeh {
+  unsigned magic;
+  struct fk_graph *g;
+  unsigned index;
 };
 
 struct fk_gexec {
   unsigned magic;
   struct fk_graph copy; /* instantiated copy: later edits of the graph do not reach it */
 };
+
+/* ---- graphs (fakecuda_graph.c) ---- */
+/* Appends a captured node: it depends on the node captured before it. */
+void fk_graph_add(struct fk_graph *g, const struct fk_node *n);
+/* Frees what a graph owns (its nodes' buffers and child graphs). */
+void fk_graph_free(struct fk_graph *g);
+/* Deep copy of src's nodes into the empty graph dst. */
+CUresult fk_graph_copy(struct fk_graph *dst, const struct fk_graph *src);
+/* Runs (or, cap non-NULL: captures into cap) every node in index order, a
+ * topological order: a node can only depend on nodes added before it. */
+CUresult fk_graph_run(const struct fk_graph *g, struct fk_ctx *ctx, struct fk_graph *cap);
 
 /* ---- global state (fakecuda.c) ---- */
 struct fk_state {
@@ -178,7 +218,8 @@ CUresult fk_resolve_stream(CUstream h, struct fk_stream **s, struct fk_ctx **ctx
 /* Whether an op on this stream must be recorded instead of run; sets
  * *err when the op is illegal under an active capture. */
 int fk_capturing(CUstream h, struct fk_stream *s, CUresult *err);
-void fk_graph_add(struct fk_graph *g, const struct fk_node *n);
+/* Records an event now (an event record node, cuEventRecord). */
+void fk_event_mark(struct fk_event *e);
 /* Advances the simulated device clock that events read. */
 void fk_clock_advance(unsigned long long ns);
 /* Runs a copy or memset node. */

@@ -14,7 +14,7 @@
 FAKECUDA_DIR      := $(BUILD)/fakecuda
 FAKECUDA_LIB      := $(FAKECUDA_DIR)/libcuda.so.1
 FAKECUDA_SRCS     := $(addprefix test/fakecuda/,fakecuda.c fakecuda_mem.c fakecuda_copy2d.c fakecuda_array.c fakecuda_launch.c \
-                       fakecuda_kernels.c fakecuda_procs.c)
+                       fakecuda_kernels.c fakecuda_procs.c fakecuda_graph.c)
 FAKECUDA_OBJS     := $(patsubst test/fakecuda/%.c,$(FAKECUDA_DIR)/obj/%.o,$(FAKECUDA_SRCS))
 FAKECUDA_HDRS     := $(wildcard test/fakecuda/*.h test/fakecuda/*.inc)
 FAKECUDA_CFLAGS    = $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -Itest/fakecuda

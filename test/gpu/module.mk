@@ -81,6 +81,12 @@ $(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c li
 	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
 GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
 
+# CUDA graphs through the runtime (kcheck's node-by-node graph checks).
+$(BUILD)/gpu/graphs: test/gpu/graphs.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
+GPU_BINS += $(BUILD)/gpu/graphs
+
 .PHONY: gpu-bins test-gpu bench-gpu test-gpu-world test-gpu-checks test-gpu-contracts bench-gpu-checks \
         bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)

@@ -31,6 +31,12 @@ run threads "$EVERY" "$BUILD/test/app_threads"
 run shared "$EVERY" "$BUILD/test/app_shared" shared 4 8
 run churn "save_all=1:$EVERY" "$BUILD/test/app_shared" churn 4 8
 run shared_default "" "$BUILD/test/app_shared" shared 8 30
+# Sixteen threads with their own streams; CUDA graphs replayed node by node
+# while the other threads capture and launch theirs.
+run shared16 "$EVERY" "$BUILD/test/app_shared" shared 16 6
+run graphs16 "graph_sample=1:$EVERY" "$BUILD/test/app_shared" graphs_global 16 6
+run graphs_app "graph_sample=1:$EVERY" "$BUILD/test/app_graphs" all
+run streams16 "stream_races=1:$EVERY" "$BUILD/test/app_shared" shared 16 6
 # Violations on four Python threads at once: the Python-stack lookup.
 FAKECUDA_LIB="$BUILD/fakecuda/libcuda.so.1"
 export FAKECUDA_LIB

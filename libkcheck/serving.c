@@ -1,0 +1,90 @@
+/* libkcheck/serving.c — the serving profile and the per-window time budget
+ * (see serving.h). */
+#include "serving.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "log.h"
+#include "options.h"
+#include "report.h"
+
+void kc_serving_apply(void) {
+  if (!kc_opt.serving) return;
+  if (kc_opt.time_budget == 1.0) kc_opt.time_budget = 0.05;
+  if (kc_opt.budget_window == 0) kc_opt.budget_window = 60;
+  if (kc_opt.sample == 0) kc_opt.sample = 0.01;
+  if (kc_opt.graph_sample == 0) kc_opt.graph_sample = 0.01;
+  KC_LOG(KC_LOG_INFO,
+         "serving profile: time_budget=%g per budget_window=%gs, sample=%g, graph_sample=%g",
+         kc_opt.time_budget, kc_opt.budget_window, kc_opt.sample, kc_opt.graph_sample);
+}
+
+/* The window in progress: its start and the counters at its start. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static long index_;
+static double w_start, s_start;
+static long c_launches, c_checks, c_graph_kernels, c_graph_checks, c_graph_launches, skipped;
+
+static void snapshot(double now, double check_seconds) {
+  w_start = now;
+  s_start = check_seconds;
+  c_launches = atomic_load(&kc_count.launches);
+  c_checks = atomic_load(&kc_count.checks);
+  c_graph_launches = atomic_load(&kc_count.graph_launches);
+  c_graph_kernels = atomic_load(&kc_count.graph_kernel_launches);
+  c_graph_checks = atomic_load(&kc_count.graph_kernel_checks);
+  skipped = 0;
+}
+
+/* Locked. */
+static void emit(double end, double check_seconds) {
+  double wall = end - w_start, spent = check_seconds - s_start;
+  kc_report_emit(
+      "budget_window",
+      json_pack("{s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "window",
+                (json_int_t)index_, "t_start", w_start, "wall_s", wall, "check_s", spent,
+                "fraction", wall > 0 ? spent / wall : 0.0, "launches",
+                (json_int_t)(atomic_load(&kc_count.launches) - c_launches), "checks",
+                (json_int_t)(atomic_load(&kc_count.checks) - c_checks), "graph_launches",
+                (json_int_t)(atomic_load(&kc_count.graph_launches) - c_graph_launches),
+                "graph_kernel_launches",
+                (json_int_t)(atomic_load(&kc_count.graph_kernel_launches) - c_graph_kernels),
+                "graph_kernels_checked",
+                (json_int_t)(atomic_load(&kc_count.graph_kernel_checks) - c_graph_checks),
+                "skipped_for_budget", (json_int_t)skipped));
+}
+
+const char *kc_budget_exhausted(double check_seconds) {
+  if (kc_opt.time_budget >= 1.0) return NULL;
+  double now = kc_now_s();
+  if (kc_opt.budget_window <= 0) /* the run so far */
+    return check_seconds > kc_opt.time_budget * now ? "time_budget exhausted" : NULL;
+  const char *why = NULL;
+  pthread_mutex_lock(&lock);
+  static int started;
+  if (!started) { /* the first window starts with the process, from zero */
+    started = 1;
+    w_start = s_start = 0;
+    c_launches = c_checks = c_graph_launches = c_graph_kernels = c_graph_checks = skipped = 0;
+  }
+  if (now >= w_start + kc_opt.budget_window) {
+    emit(now, check_seconds);
+    index_++;
+    snapshot(now, check_seconds);
+  }
+  /* A check may overrun what is left; the rest of the window then waits. */
+  if (check_seconds - s_start > kc_opt.time_budget * kc_opt.budget_window) {
+    why = "time_budget exhausted in this budget_window";
+    skipped++;
+  }
+  pthread_mutex_unlock(&lock);
+  return why;
+}
+
+void kc_serving_finish(double check_seconds) {
+  if (kc_opt.time_budget >= 1.0 || kc_opt.budget_window <= 0) return;
+  pthread_mutex_lock(&lock);
+  emit(kc_now_s(), check_seconds);
+  pthread_mutex_unlock(&lock);
+}

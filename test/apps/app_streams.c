@@ -1,0 +1,115 @@
+/* test/apps/app_streams.c — work on several streams, ordered correctly or
+ * not, for kcheck's cross-stream ordering races (stream_races=1). Each mode
+ * has a buggy and a correct form; the program's own results do not show the
+ * bug on the stand-in (it runs everything in issue order), kcheck must.
+ *
+ *   app_streams MODE [fixed]
+ *   copy     an async H2D copy on a copy stream, then a kernel reading the
+ *            buffer on a compute stream; fixed: event record + stream wait
+ *   sync     the same; fixed: cuStreamSynchronize of the copy stream
+ *   query    the same; fixed: poll cuEventQuery until the copy is done
+ *   legacy   a copy on a stream, then a kernel on the legacy default stream;
+ *            buggy: the stream is non-blocking; fixed: a blocking stream
+ *   reuse    a kernel on a side stream reads a buffer, then the main stream
+ *            overwrites it (the record_stream omission: memory reused while
+ *            still in use); fixed: the main stream waits for the side one
+ *   kernels  a kernel writes a buffer on one stream and another reads it on
+ *            a second stream (the write is known from a check of the first
+ *            kernel); fixed: event wait */
+#include "apps.h"
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                             void **extra);
+
+static const char *app_err_name(CUresult r) {
+  const char *s = NULL;
+  return cuGetErrorName(r, &s) == CUDA_SUCCESS && s ? s : "unknown CUresult";
+}
+
+static CUresult app_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                void **extra) {
+  return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+static const char *app_name = "app_streams";
+
+#define N 1024
+
+int main(int argc, char **argv) {
+  (void)app_run;
+  const char *mode = argc > 1 ? argv[1] : "copy";
+  int fixed = argc > 2 && !strcmp(argv[2], "fixed");
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  struct app a;
+  memset(&a, 0, sizeof a);
+  app_setup(&a);
+  static float h[N], back[N];
+  for (int i = 0; i < N; i++)
+    h[i] = (float)i;
+  CUdeviceptr x = app_alloc(sizeof h), y = app_alloc(sizeof h), z = app_alloc(sizeof h);
+  CK(cuMemsetD8(y, 0, sizeof h));
+  int n = N;
+  float two = 2.0f;
+  void *sargs[] = {&x, &two, &n}, *vargs[] = {&x, &y, &z, &n};
+  CUfunction scale = app_func(&a, FK_K_SCALE), vecadd = app_func(&a, FK_K_VECADD);
+  CUstream s1, s2;
+  int blocking = !strcmp(mode, "legacy") && fixed;
+  CK(cuStreamCreate(&s1, blocking ? 0 : CU_STREAM_NON_BLOCKING));
+  CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  CUevent ev;
+  CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  if (!strcmp(mode, "copy") || !strcmp(mode, "sync") || !strcmp(mode, "query") ||
+      !strcmp(mode, "legacy")) {
+    CK(cuMemcpyHtoDAsync(x, h, sizeof h, s1));
+    if (fixed && !strcmp(mode, "copy")) {
+      CK(cuEventRecord(ev, s1));
+      CK(cuStreamWaitEvent(s2, ev, 0));
+    } else if (fixed && !strcmp(mode, "sync")) {
+      CK(cuStreamSynchronize(s1));
+    } else if (fixed && !strcmp(mode, "query")) {
+      CK(cuEventRecord(ev, s1));
+      while (cuEventQuery(ev) != CUDA_SUCCESS)
+        ;
+    }
+    CUstream k = !strcmp(mode, "legacy") ? NULL : s2;
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, k, sargs, NULL));
+  } else if (!strcmp(mode, "reuse")) {
+    CK(cuMemcpyHtoD(x, h, sizeof h));
+    CK(cuLaunchKernel(vecadd, N / 128, 1, 1, 128, 1, 1, 0, s2, vargs, NULL)); /* reads x */
+    if (fixed) {
+      CK(cuEventRecord(ev, s2));
+      CK(cuStreamWaitEvent(s1, ev, 0));
+    }
+    CK(cuMemcpyHtoDAsync(x, back, sizeof back, s1)); /* x's memory, reused */
+  } else if (!strcmp(mode, "kernels")) {
+    int v = 5;
+    void *fargs[] = {&x, &v, &n};
+    for (int it = 0; it < 2; it++) {
+      CK(cuLaunchKernel(app_func(&a, FK_K_FILL), N / 128, 1, 1, 128, 1, 1, 0, s1, fargs, NULL));
+      if (fixed) {
+        CK(cuEventRecord(ev, s1));
+        CK(cuStreamWaitEvent(s2, ev, 0));
+      }
+      CK(cuLaunchKernel(vecadd, N / 128, 1, 1, 128, 1, 1, 0, s2, vargs, NULL));
+      CK(cuStreamSynchronize(s1));
+      CK(cuStreamSynchronize(s2));
+    }
+  } else {
+    fprintf(stderr, "%s: unknown mode '%s'\n", app_name, mode);
+    return 2;
+  }
+  CK(cuCtxSynchronize());
+  CK(cuMemcpyDtoH(back, x, sizeof back));
+  printf("%s: %s %s x checksum %016llx\n", app_name, mode, fixed ? "fixed" : "buggy",
+         (unsigned long long)fnv1a(back, sizeof back));
+  CK(cuEventDestroy(ev));
+  CK(cuStreamDestroy(s1));
+  CK(cuStreamDestroy(s2));
+  CK(cuMemFree(x));
+  CK(cuMemFree(y));
+  CK(cuMemFree(z));
+  app_teardown(&a);
+  return app_failures ? 1 : 0;
+}

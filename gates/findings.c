@@ -9,7 +9,9 @@
  * suppressions, writes it and prints the finding block. */
 #include <stdatomic.h>
 
+#include "bundle.h"
 #include "contract.h"
+#include "contract_options.h"
 #include "core.h"
 #include "finding.h"
 #include "gate.h"
@@ -60,6 +62,26 @@ static int seen_before(uint64_t key) {
   return 0;
 }
 
+/* Whether key was reported before, without recording it. */
+static int seen_peek(uint64_t key) {
+  key |= 1;
+  for (uint64_t i = 0, h = key % SEEN_SLOTS; i < SEEN_SLOTS; i++, h = (h + 1) % SEEN_SLOTS) {
+    uint64_t cur = atomic_load_explicit(&seen[h], memory_order_acquire);
+    if (!cur) return 0;
+    if (cur == key) return 1;
+  }
+  return 0;
+}
+
+/* The (gate, kernel, signature) key of a check's findings of g. */
+static uint64_t finding_key(const struct kc_gate *g, const struct kc_gate_ctx *ctx) {
+  int gate_index = 0;
+  while (kc_gates[gate_index] && kc_gates[gate_index] != g)
+    gate_index++;
+  KC_ASSERT(kc_gates[gate_index] == g);
+  return mix(ctx->li->signature ^ mix((uint64_t)gate_index << 32 | (uint32_t)ctx->li->k->id));
+}
+
 void kc_findings_reset(void) {
   for (unsigned i = 0; i < SEEN_SLOTS; i++)
     atomic_store(&seen[i], 0);
@@ -105,12 +127,7 @@ int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
   json_object_set_new(ctx->result, "status", json_string(kc_gate_status_name(r->status)));
   int repeats = 0;
   if (r->nviolations) {
-    int gate_index = 0;
-    while (kc_gates[gate_index] && kc_gates[gate_index] != g)
-      gate_index++;
-    KC_ASSERT(kc_gates[gate_index] == g);
-    uint64_t key =
-        mix(ctx->li->signature ^ mix((uint64_t)gate_index << 32 | (uint32_t)ctx->li->k->id));
+    uint64_t key = finding_key(g, ctx);
     if (seen_before(key)) {
       repeats = r->nviolations;
       kc_finding_repeat(g->id, ctx->li->k->id, ctx->li->k->demangled, ctx->li->signature, repeats);
@@ -119,11 +136,24 @@ int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
   for (int i = 0; i < r->nviolations; i++) {
     json_t *details = r->violation[i];
     r->violation[i] = NULL;
-    if (repeats)
+    if (repeats) {
       json_decref(details);
-    else
-      kc_findings_emit(violation_record(g, ctx, details));
+    } else {
+      json_t *rec = violation_record(g, ctx, details);
+      if (i == 0 && rec && r->bundle) json_object_update(rec, r->bundle);
+      kc_findings_emit(rec);
+    }
   }
   r->nviolations = 0;
+  json_decref(r->bundle);
+  r->bundle = NULL;
   return repeats;
+}
+
+void kc_findings_prepare(const struct kc_gate *g, struct kc_gate_ctx *ctx) {
+  if (!ctx->out.nviolations || !kc_opt.repro_dir || !kc_opt.repro_dir[0] ||
+      seen_peek(finding_key(g, ctx)))
+    return;
+  ctx->out.bundle = kc_bundle_write(ctx->li, ctx->shadow, g->id,
+                                    g->needs_contract ? kc_contract_opt.contracts : NULL);
 }

@@ -40,6 +40,10 @@ struct kc_gate_result {
   enum kc_gate_status status;
   int nviolations;
   json_t *violation[KC_GATE_MAX_VIOLATIONS];
+  /* The replay bundle of the first violation ("bundle" or
+   * "bundle_skipped"), written by kc_findings_prepare while the check's
+   * pre-state still exists; NULL when none. */
+  json_t *bundle;
 };
 
 struct kc_gate_ctx {
@@ -94,6 +98,9 @@ void kc_gates_print(void);
  * its violations, unless an earlier check reported this (gate, kernel,
  * signature); returns how many were such repeats (gates/findings.c). */
 int kc_findings_report(const struct kc_gate *g, struct kc_gate_ctx *ctx);
+/* Before the check restores the application's memory: writes the replay
+ * bundle (repro_dir) of a new finding of g, for kc_findings_report. */
+void kc_findings_prepare(const struct kc_gate *g, struct kc_gate_ctx *ctx);
 /* Reports one complete violation record (takes it): the one exit of every
  * violation, the runner's and the op-level checks' (gates/op_check.c). */
 void kc_findings_emit(json_t *rec);

@@ -104,7 +104,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   struct kc_gate_ctx ctx[16];
   kc_guard_enter();
   for (int i = 0; ok && i < n; i++) {
-    ctx[i] = (struct kc_gate_ctx){li, &s, c, json_object(), {KC_GS_UNSET, 0, {NULL}}};
+    ctx[i] = (struct kc_gate_ctx){li, &s, c, json_object(), {KC_GS_UNSET, 0, {NULL}, NULL}};
     int added = run_list[i]->run(&ctx[i]);
     /* What a gate returns is what it put in its result (up to the cap). */
     KC_ASSERT(added == ctx[i].out.nviolations ||
@@ -117,6 +117,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   unsigned long long saved = s.saved_bytes;
   int nregions = s.nregions;
   double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms;
+  for (int i = 0; ok && i < n; i++) /* replay bundles need the pre-state */
+    kc_findings_prepare(run_list[i], &ctx[i]);
   if (kc_shadow_end(&s))
     KC_INTERNAL_ERROR("restoring the application's memory after a check failed");
   unsigned long long copied_back = s.copied_back;

@@ -14,6 +14,7 @@
 #include "graph.h"
 #include "guard.h"
 #include "image.h"
+#include "intra.h"
 #include "kernel.h"
 #include "log.h"
 #include "options.h"
@@ -126,6 +127,7 @@ void kc_on_image_load(void *handle, int is_library, const void *image, const cha
 }
 
 void kc_on_image_unload(void *handle) {
+  kc_intra_forget_image(handle);
   kc_kernel_forget_image(handle);
   kc_image_unloaded(handle);
 }

@@ -404,11 +404,37 @@ void kc_findings_summary(json_t *summary) {
   json_object_set_new(summary, "unique_violations", json_integer(unique));
   json_object_set_new(summary, "suppressed", json_integer(suppressed));
   json_object_set_new(summary, "repeats", json_integer(repeats));
+  /* Violations per gate, so that nondeterminism (atomic order) and race
+   * findings are counted apart. */
+  json_t *by = json_object();
+  for (int i = 0; by && i < nkeys; i++) {
+    if (keys[i].suppressed) continue;
+    json_t *c = json_object_get(by, keys[i].gate);
+    json_object_set_new(by, keys[i].gate,
+                        json_integer((c ? json_integer_value(c) : 0) + keys[i].count));
+  }
+  json_object_set_new(summary, "violations_by_gate", by);
   if (locked) pthread_mutex_unlock(&lock);
 }
 
 void kc_findings_print_summary(void) {
   int locked = kc_lock_for_exit(&lock);
+  char line[512] = "";
+  size_t at = 0;
+  for (int i = 0; i < nkeys; i++) {
+    if (keys[i].suppressed) continue;
+    int first = 1;
+    long total = 0;
+    for (int j = 0; j < nkeys; j++) {
+      if (keys[j].suppressed || strcmp(keys[j].gate, keys[i].gate)) continue;
+      if (j < i) first = 0;
+      total += keys[j].count;
+    }
+    if (first && at < sizeof line)
+      at += (size_t)snprintf(line + at, sizeof line - at, "%s%s %ld", at ? ", " : "", keys[i].gate,
+                             total);
+  }
+  if (line[0]) kc_log_printf(KC_LOG_WARN, "violations by gate: %s", line);
   for (int i = 0; i < nkeys; i++)
     if (keys[i].count > 1 && !keys[i].suppressed)
       kc_log_printf(KC_LOG_WARN, "%ld violations of [%s] in %s (signature %s), first at launch %ld",

@@ -11,12 +11,20 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "driver.h"
 #include "log.h"
+#include "ptx_source.h"
 #include "report.h"
 
 struct image_rec {
   void *handle;
   struct kc_image_info info;
+  /* The PTX the intra-block strategies rewrite, copied at load (the
+   * application may free an image it loaded from memory); NULL with
+   * no_ptx saying why. */
+  char *ptx;
+  size_t ptx_len;
+  const char *no_ptx;
   UT_hash_handle hh;
 };
 
@@ -87,12 +95,35 @@ static int hash_file(const char *path, uint64_t *hash, size_t *size) {
   return 0;
 }
 
+/* The compute capability of the current context's device (major * 10 +
+ * minor); 1000 when unknown (then the newest PTX is kept). */
+static int current_cc(void) {
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if (!kc_drv.cuCtxGetDevice || !kc_drv.cuDeviceGetAttribute ||
+      kc_drv.cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+      kc_drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) !=
+          CUDA_SUCCESS ||
+      kc_drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) !=
+          CUDA_SUCCESS)
+    return 1000;
+  return major * 10 + minor;
+}
+
+static void free_rec(struct image_rec *r) {
+  if (!r) return;
+  free(r->ptx);
+  free(r);
+}
+
 void kc_image_loaded(void *handle, int is_library, const void *image, const char *path) {
   struct image_rec *r = calloc(1, sizeof *r);
   if (!r) {
     KC_INTERNAL_ERROR("out of memory recording a module load");
     return;
   }
+  r->no_ptx = "the image was loaded from a file";
+  if (!path && image) r->ptx = kc_ptx_from_image(image, current_cc(), &r->ptx_len, &r->no_ptx);
   r->handle = handle;
   r->info.is_library = is_library;
   if (path) {
@@ -106,6 +137,7 @@ void kc_image_loaded(void *handle, int is_library, const void *image, const char
     snprintf(r->info.source, sizeof r->info.source, "memory");
     snprintf(r->info.format, sizeof r->info.format, "%s", fmt);
     if (bytes) {
+      r->info.bytes = bytes;
       r->info.size = size;
       r->info.hash = XXH3_64bits(bytes, size);
     }
@@ -115,7 +147,7 @@ void kc_image_loaded(void *handle, int is_library, const void *image, const char
   struct image_rec *old = NULL;
   HASH_REPLACE_PTR(by_handle, handle, r, old);
   pthread_mutex_unlock(&lock);
-  free(old);
+  free_rec(old);
   atomic_fetch_add(&kc_count.modules, 1);
   kc_report_emit("image", json_pack("{s:i, s:s, s:s, s:o, s:I, s:s}", "id", r->info.id, "kind",
                                     is_library ? "library" : "module", "format", r->info.format,
@@ -129,7 +161,25 @@ void kc_image_unloaded(void *handle) {
   HASH_FIND_PTR(by_handle, &handle, r);
   if (r) HASH_DEL(by_handle, r);
   pthread_mutex_unlock(&lock);
-  free(r);
+  free_rec(r);
+}
+
+char *kc_image_ptx(void *handle, const char **why) {
+  struct image_rec *r = NULL;
+  char *copy = NULL;
+  pthread_mutex_lock(&lock);
+  HASH_FIND_PTR(by_handle, &handle, r);
+  if (!r) {
+    *why = "the load of the kernel's image was not seen";
+  } else if (!r->ptx) {
+    *why = r->no_ptx ? r->no_ptx : "the image carries no PTX";
+  } else if (!(copy = malloc(r->ptx_len + 1))) {
+    *why = "out of host memory";
+  } else {
+    memcpy(copy, r->ptx, r->ptx_len + 1);
+  }
+  pthread_mutex_unlock(&lock);
+  return copy;
 }
 
 int kc_image_lookup(void *handle, struct kc_image_info *out) {

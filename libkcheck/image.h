@@ -13,11 +13,17 @@ struct kc_image_info {
   size_t size;
   char format[8];   /* "elf", "fatbin", "ptx", "file" */
   char source[256]; /* file name, or "memory" */
+  /* Where the hashed bytes were when loaded (the application's memory, not
+   * owned, maybe freed since): NULL for file loads. */
+  const void *bytes;
 };
 
 /* Records a successful load; image may be NULL when path is given. */
 void kc_image_loaded(void *handle, int is_library, const void *image, const char *path);
 void kc_image_unloaded(void *handle);
+/* A copy of the PTX image handle carries (malloc'd, NUL-terminated), or
+ * NULL with *why (not seen, loaded from a file, SASS only, ...). */
+char *kc_image_ptx(void *handle, const char **why);
 /* 0 when the load of handle was seen. */
 int kc_image_lookup(void *handle, struct kc_image_info *out);
 /* Size of an in-memory image by its header (fatbin wrapper, fatbin, ELF,

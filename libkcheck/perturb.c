@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "intra.h"
 #include "log.h"
 #include "own.h"
 
@@ -185,8 +186,20 @@ static int add_shmem(struct kc_launch_info *li, struct dev_state *d, unsigned ex
 }
 
 int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUstream *stream,
-                      unsigned *shmem, const char **why) {
+                      unsigned *shmem, CUfunction *fn, const char **why) {
   attr_undo.changed = 0;
+  if (p->intra) {
+    uint32_t cfg[KC_CFG_WORDS] = {0};
+    cfg[KC_CFG_SEED] = (uint32_t)(p->seed ^ (p->seed >> 32));
+    cfg[KC_CFG_PMEM] = p->intra_pmem;
+    cfg[KC_CFG_PBAR] = p->intra_pbar;
+    cfg[KC_CFG_MASK] = p->intra_mask;
+    cfg[KC_CFG_START] = p->intra_start;
+    cfg[KC_CFG_BSTART] = p->intra_bstart;
+    cfg[KC_CFG_LOG] = p->intra_log != 0;
+    cfg[KC_CFG_CAP] = p->intra_log;
+    return kc_intra_prepare(li, cfg, fn, why);
+  }
   if (!p->green_sms && !p->extra_shmem && !p->scrub && !p->hammer && !p->l2flush) return 0;
   pthread_mutex_lock(&lock);
   int rc = 0;
@@ -367,6 +380,23 @@ void kc_strategy_perturb(enum kc_strategy s, int green_sms, unsigned extra_shmem
   case KC_STRAT_smem: p->extra_shmem = extra_shmem; break;
   case KC_STRAT_hammer: p->hammer = 1; break;
   case KC_STRAT_l2flush: p->l2flush = 1; break;
+  /* Delays in ns (nanosleep takes them as a hint: [0, 2t]). jitter: a
+   * quarter of the memory accesses and half of the barriers, up to ~1 us,
+   * warps starting up to ~2 us apart. warporder: warps start up to ~16 us
+   * apart, whole blocks up to ~32 us apart (a block's warps then reach
+   * its neighbours' data in another order), and wait up to ~4 us at every
+   * barrier; accesses are left alone. */
+  case KC_STRAT_jitter:
+    p->intra = 1, p->intra_pmem = 64, p->intra_pbar = 128, p->intra_mask = 0x3ff,
+    p->intra_start = 0x7ff;
+    break;
+  /* accesses: no delays; block 0 logs its shared-memory accesses (the
+   * capacity is the access_records option, set by the race gate). */
+  case KC_STRAT_accesses: p->intra = 1, p->intra_log = 1; break;
+  case KC_STRAT_warporder:
+    p->intra = 1, p->intra_pmem = 0, p->intra_pbar = 256, p->intra_mask = 0xfff,
+    p->intra_start = 0x3fff, p->intra_bstart = 0x7fff;
+    break;
   case KC_STRAT_COUNT: break;
   }
 }

@@ -9,10 +9,11 @@
 
 #include "shadow.h"
 
-/* Prepares the run: may change *stream (green context) and *shmem, and
- * launches helper kernels. Returns 0, 1 (not applicable, *why) or -1. */
+/* Prepares the run: may change *stream (green context), *shmem and *fn
+ * (the intra-block strategies' perturbed copy), and launches helper
+ * kernels. Returns 0, 1 (not applicable, *why) or -1. */
 int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUstream *stream,
-                      unsigned *shmem, const char **why);
+                      unsigned *shmem, CUfunction *fn, const char **why);
 /* Undoes what _before changed (function attributes); waits for helpers. */
 void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li);
 /* Device-side comparison of two buffers with kcheck's kc_compare kernel:

@@ -362,7 +362,8 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     return -1;
   }
   t = kc_prof_lap(KC_PS_chk_restore, t);
-  int rc = kc_perturb_before(p, li, &stream, &shmem, why);
+  CUfunction fn = li->args->f; /* the intra-block strategies run kcheck's copy */
+  int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
   t = kc_prof_lap(KC_PS_chk_perturb, t);
   if (rc) return rc;
   /* A run on another stream (a green context's) must not start before
@@ -383,7 +384,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
   cfg.attrs = cfg.numAttrs ? attrs : NULL;
   CUresult r = kc_drv.cuLaunchKernelEx
-                   ? kc_drv.cuLaunchKernelEx(&cfg, li->args->f, li->args->params, li->args->extra)
+                   ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
                    : CUDA_ERROR_NOT_SUPPORTED;
   /* A green-context stream belongs to another context: the context-wide
    * sync below does not wait for it. */

@@ -21,6 +21,11 @@ struct kc_perturb {
   int scrub;            /* fill every SM's shared memory with a seeded pattern first */
   int hammer;           /* concurrent memory traffic from another stream */
   int l2flush;          /* evict L2 right before the run */
+  /* >0: run kcheck's perturbed copy of the kernel (libkcheck/intra.h)
+   * with these delay parameters (enum kc_intra_cfg; the seed is seed's) */
+  int intra;
+  unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
+  unsigned intra_log; /* >0: log block 0's shared-memory accesses, at most this many */
   uint64_t seed;
 };
 

@@ -6,6 +6,7 @@
   kcheck report [--merge] [--sarif F] [--junit F] [--html F] [--gen-suppressions] FILE...
                                                         summarize JSONL reports, export them
   kcheck repro REPORT --violation N [-o DIR]            a bundle that reproduces one violation
+  kcheck repro BUNDLE [-o key=value]...                 replay a finding's bundle (repro_dir) standalone
   kcheck suppressions [NAME]                            path of a shipped suppressions list
   kcheck contract lint FILE|DIR...                      validate contract files
   kcheck gen -g GEN -s SEED -f FMT --shape R,C [...]     regenerate a violation's inputs
@@ -262,7 +263,11 @@ def cmd_report(args):
 
 
 def cmd_repro(args):
-    from kcheck import repro
+    from kcheck import repro, replay
+    if os.path.isfile(os.path.join(args.report, "bundle.json")):
+        status, msg = replay.run(args.report, find_lib(args.lib), args.option or [])
+        print(msg, file=sys.stdout if status == 0 else sys.stderr)
+        return status
     out = repro.bundle(kr.read(args.report), args.violation, args.output)
     print("kcheck: repro bundle in %s (run %s)" % (out, os.path.join(out, "replay")))
     return 0
@@ -334,6 +339,8 @@ def main(argv=None):
     rr.add_argument("report")
     rr.add_argument("--violation", type=int, default=0, help="index of the violation in the report (0)")
     rr.add_argument("-o", "--output", help="bundle directory (default: kcheck-repro-<pid>-<N>)")
+    rr.add_argument("--option", action="append", metavar="KEY=VALUE",
+                    help="with a BUNDLE (a folder written under repro_dir): more KCHECK_OPTIONS")
     cp = sub.add_parser("contract", help="contract files")
     csub = cp.add_subparsers(dest="contract_verb", required=True)
     cl = csub.add_parser("lint", help="validate contract files (FILE:LINE:COL: error: ...)")

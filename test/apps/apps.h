@@ -58,12 +58,16 @@ static const char app_ptx[] =
     ".visible .entry _Z11last_writerPi(.param .u64 out)\n{\n\tret;\n}\n"
     ".visible .entry _Z13neighbor_readPiS_i(.param .u64 buf, .param .u64 out, .param .u32 n)\n"
     "{\n\tret;\n}\n"
+    /* Bodies where kcheck reads them (the nondeterminism gate's atomics;
+     * the stand-in runs its C kernel whatever the body says). */
     ".visible .entry _Z11float_accumPKfPfi(.param .u64 x, .param .u64 sum, .param .u32 n)\n"
-    "{\n\tret;\n}\n"
+    "{\n\t.reg .b64 %rd<2>;\n\t.reg .f32 %f<2>;\n"
+    "\tld.param.u64 %rd1, [sum];\n\tred.global.add.f32 [%rd1], %f1;\n\tret;\n}\n"
     ".visible .entry _Z13uninit_sharedPj(.param .u64 out)\n{\n\tret;\n}\n"
     ".visible .entry _Z14block_disjointPi(.param .u64 out)\n{\n\tret;\n}\n"
     ".visible .entry _Z10atomic_sumPKiPyi(.param .u64 x, .param .u64 sum, .param .u32 n)\n"
-    "{\n\tret;\n}\n"
+    "{\n\t.reg .b64 %rd<3>;\n"
+    "\tld.param.u64 %rd1, [sum];\n\tred.global.add.u64 [%rd1], %rd2;\n\tret;\n}\n"
     ".visible .entry _Z14shared_reversePKiPi(.param .u64 in, .param .u64 out)\n{\n\tret;\n}\n"
     ".visible .entry _Z14tail_unwrittenPKfPfi(.param .u64 a, .param .u64 out, .param .u32 n)\n"
     "{\n\tret;\n}\n"

@@ -80,6 +80,14 @@ struct fk_module {
   unsigned nfuncs;
   struct fk_func **funcs;
   struct fk_library *lib; /* set for a library's module */
+  /* Module-scope variables (".global ... name[n];" lines of the image),
+   * allocated on first cuModuleGetGlobal. */
+  struct fk_global {
+    char name[64];
+    CUdeviceptr ptr;
+    size_t size;
+  } globals[8];
+  unsigned nglobals;
 };
 
 struct fk_func {

@@ -470,6 +470,9 @@ void fk_module_free(struct fk_module *m) {
     m->funcs[i]->magic = FK_MAGIC_DEAD;
   free(m->funcs);
   free(m->image);
+  for (unsigned i = 0; i < m->nglobals; i++)
+    fk_mem_free(m->globals[i].ptr);
+  m->nglobals = 0;
   m->funcs = NULL;
   m->image = NULL;
   m->nfuncs = 0;
@@ -565,12 +568,52 @@ CUresult cuModuleGetFunction(CUfunction *pf, CUmodule h, const char *name) {
   return CUDA_ERROR_NOT_FOUND;
 }
 
+/* The size of module variable name as the image declares it (".global"
+ * or ".const" at the start of a line, then ".u32 name[8];" or ".b8
+ * name[16];"; 4 without a count), 0 when not declared. */
+static size_t declared_global(const char *image, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(image, name); p; p = strstr(p + 1, name)) {
+    if (p == image || p[-1] != ' ' || (p[n] != '[' && p[n] != ';')) continue;
+    const char *line = p;
+    while (line > image && line[-1] != '\n')
+      line--;
+    if (!strstr(line, ".global") || strstr(line, ".global") > p) continue;
+    unsigned long count = p[n] == '[' ? strtoul(p + n + 1, NULL, 10) : 1;
+    size_t elem = strstr(line, ".b8") && strstr(line, ".b8") < p ? 1 : 4;
+    return count * elem;
+  }
+  return 0;
+}
+
+static CUresult module_global(struct fk_module *m, CUdeviceptr *dptr, size_t *bytes,
+                              const char *name) {
+  if (name == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (m == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  for (unsigned i = 0; i < m->nglobals; i++)
+    if (!strcmp(m->globals[i].name, name)) {
+      if (dptr) *dptr = m->globals[i].ptr;
+      if (bytes) *bytes = m->globals[i].size;
+      return CUDA_SUCCESS;
+    }
+  size_t size = m->image ? declared_global(m->image, name) : 0;
+  if (!size || strlen(name) >= sizeof m->globals[0].name ||
+      m->nglobals == sizeof m->globals / sizeof m->globals[0])
+    return CUDA_ERROR_NOT_FOUND;
+  struct fk_global *g = &m->globals[m->nglobals];
+  CUresult rc = fk_mem_alloc(&g->ptr, size, FK_MEM_DEVICE);
+  if (rc != CUDA_SUCCESS) return rc;
+  snprintf(g->name, sizeof g->name, "%s", name);
+  g->size = size;
+  m->nglobals++;
+  if (dptr) *dptr = g->ptr;
+  if (bytes) *bytes = size;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule h, const char *name) {
   FK_ENTER("cuModuleGetGlobal_v2");
-  (void)dptr;
-  (void)bytes;
-  if (name == NULL) return CUDA_ERROR_INVALID_VALUE;
-  return module_of(h) ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;
+  return module_global(module_of(h), dptr, bytes, name);
 }
 
 CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
@@ -649,6 +692,12 @@ CUresult cuLibraryUnload(CUlibrary h) {
   fk_module_free(l->mod);
   l->magic = FK_MAGIC_DEAD;
   return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary h, const char *name) {
+  FK_ENTER("cuLibraryGetGlobal");
+  struct fk_library *l = library_of(h);
+  return module_global(l ? l->mod : NULL, dptr, bytes, name);
 }
 
 CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary h, const char *name) {

@@ -7,6 +7,8 @@
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
 #   make test-gpu-checks   test/gpu/run_gpu_checks.sh (determinism/race gates
 #                          on planted races, torch ops, training; $(GPU_OUT))
+#   make test-gpu-races  test/gpu/races/run_corpus.sh (the planted race
+#                          corpus beside compute-sanitizer racecheck; $(GPU_OUT))
 #   make test-gpu-contracts  test/gpu/run_gpu_contracts.sh (contract gates on
 #                          planted bugs and correct CUDA and Triton kernels;
 #                          $(GPU_OUT))
@@ -53,6 +55,14 @@ $(BUILD)/gpu/races: test/gpu/races.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
 
+# The planted race corpus (test/gpu/races/run_corpus.sh): line info for
+# racecheck's and kcheck's evidence; PTX embedded (nvcc's default for
+# -arch=sm_90), which the intra-block strategies rewrite.
+$(BUILD)/gpu/corpus: test/gpu/races/corpus.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -lineinfo -arch=sm_90 -cudart static $< -o $@ $(GPU_LDLIBS)
+GPU_BINS += $(BUILD)/gpu/corpus
+
 # Planted contract bugs and correct kernels (static cudart, like races).
 $(BUILD)/gpu/contract_bugs: test/gpu/contract_bugs.cu
 	@mkdir -p $(@D)
@@ -77,7 +87,7 @@ $(BUILD)/gpu/graphs: test/gpu/graphs.cu
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
 GPU_BINS += $(BUILD)/gpu/graphs
 
-.PHONY: gpu-bins test-gpu bench-gpu test-gpu-world test-gpu-checks test-gpu-contracts bench-gpu-checks \
+.PHONY: gpu-bins test-gpu bench-gpu test-gpu-world test-gpu-rel test-gpu-checks test-gpu-contracts bench-gpu-checks \
         bench-gpu-targets bench-gpu-profile
 gpu-bins: $(GPU_BINS)
 
@@ -112,6 +122,11 @@ test-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_checks.sh $(GPU_OUT)
 
+.PHONY: test-gpu-races
+test-gpu-races:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/races/run_corpus.sh $(GPU_OUT)
+
 test-gpu-contracts:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh $(GPU_OUT)
@@ -119,6 +134,10 @@ test-gpu-contracts:
 test-gpu-world:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_world.sh $(GPU_OUT)
+
+test-gpu-rel:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_rel.sh $(GPU_OUT)
 
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

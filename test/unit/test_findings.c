@@ -5,7 +5,9 @@
  * (later ones are counted as repeats), and a forked child starting over. */
 #include <string.h>
 
+#include "bundle.h"
 #include "check.h"
+#include "contract_options.h"
 #include "core.h"
 #include "finding.h"
 #include "gate.h"
@@ -33,15 +35,25 @@ json_t *kc_launch_json(const struct kc_launch_info *li) {
   (void)li;
   return json_object();
 }
+/* Replay bundles (libkcheck/bundle.c): counted, and a marker for the record. */
+struct kc_contract_options kc_contract_opt;
+static int bundles_written;
+json_t *kc_bundle_write(const struct kc_launch_info *li, const struct kc_shadow *sh,
+                        const char *gate, const char *contracts) {
+  (void)li, (void)sh, (void)contracts;
+  bundles_written++;
+  return json_pack("{s:s}", "bundle", gate);
+}
 static const struct kc_gate g_race = {"race", "error", 0, "re-runs agree", NULL};
 static const struct kc_gate g_bounds = {"bounds", "error", 1, "guards intact", NULL};
 const struct kc_gate *const kc_gates[] = {&g_race, &g_bounds, NULL};
 
 static int report(const struct kc_gate *g, struct kc_launch_info *li, enum kc_gate_status st,
                   int nviol, json_t **entry) {
-  struct kc_gate_ctx ctx = {li, NULL, NULL, json_object(), {st, 0, {NULL}}};
+  struct kc_gate_ctx ctx = {li, NULL, NULL, json_object(), {st, 0, {NULL}, NULL}};
   for (int i = 0; i < nviol; i++)
     kc_gate_violation(&ctx, json_pack("{s:s, s:{s:i}}", "message", "differs", "evidence", "i", i));
+  kc_findings_prepare(g, &ctx); /* what the runner does before restoring memory */
   int repeats = kc_findings_report(g, &ctx);
   if (entry)
     *entry = ctx.result;
@@ -104,13 +116,29 @@ int main(void) {
   forget();
 
   /* More violations than a result holds: the first ones are kept. */
-  struct kc_gate_ctx ctx = {&li, NULL, NULL, json_object(), {KC_GS_FAIL, 0, {NULL}}};
+  struct kc_gate_ctx ctx = {&li, NULL, NULL, json_object(), {KC_GS_FAIL, 0, {NULL}, NULL}};
   for (int i = 0; i < KC_GATE_MAX_VIOLATIONS + 4; i++)
     kc_gate_violation(&ctx, json_object());
   CHECK(ctx.out.nviolations == KC_GATE_MAX_VIOLATIONS);
   li.signature = 0x999;
   CHECK(kc_findings_report(&g_race, &ctx) == 0 && nreported == KC_GATE_MAX_VIOLATIONS);
   json_decref(ctx.result);
+  forget();
+
+  /* repro_dir: one bundle per new finding, on its first record only; none
+   * for a repeat, none without the option. */
+  CHECK(bundles_written == 0);
+  kc_opt.repro_dir = "bundles";
+  li.signature = 0x777;
+  CHECK(report(&g_bounds, &li, KC_GS_FAIL, 2, NULL) == 0 && nreported == 2);
+  CHECK(bundles_written == 1);
+  CHECK(json_is_string(json_object_get(reported[0], "bundle")));
+  CHECK(!json_object_get(reported[1], "bundle"));
+  CHECK(report(&g_bounds, &li, KC_GS_FAIL, 1, NULL) == 1 && bundles_written == 1);
+  forget();
+  kc_opt.repro_dir = "";
+  li.signature = 0x778;
+  CHECK(report(&g_bounds, &li, KC_GS_FAIL, 1, NULL) == 0 && bundles_written == 1);
   forget();
   return CHECK_DONE("findings");
 }

@@ -1,0 +1,205 @@
+/* gates/rerun.c — re-runs compared with the application's run, and the
+ * classification of differences (rerun.h). */
+#include "rerun.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "gate_options.h"
+#include "gate_util.h"
+#include "intra.h"
+#include "perturb.h"
+#include "policy.h"
+#include "report.h"
+
+void kc_rerun_init(struct kc_rerun *r) {
+  memset(r, 0, sizeof *r);
+  r->exposed = json_array();
+  r->status = json_object();
+  r->ms = json_object();
+}
+
+void kc_rerun_free(struct kc_rerun *r) {
+  json_decref(r->first);
+  json_decref(r->exposed);
+  json_decref(r->status);
+  json_decref(r->ms);
+  memset(r, 0, sizeof *r);
+}
+
+/* One run under p compared with post-state A: 1 differs, 0 same, -1 the
+ * run was not made (*why; *error when it failed). */
+static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct kc_rerun *r,
+                   json_t **ev, const char **why) {
+  int rc = kc_shadow_run(ctx->shadow, p, why);
+  if (rc) {
+    if (!*why) *why = "failed";
+    if (rc < 0) r->error = *why;
+    return -1;
+  }
+  r->runs++;
+  long diff = kc_compare_with_post(ctx->shadow, ev);
+  if (diff < 0) {
+    *why = r->error = "comparing the results failed";
+    return -1;
+  }
+  return diff > 0;
+}
+
+void kc_rerun_identical(struct kc_gate_ctx *ctx, long n, struct kc_rerun *r) {
+  static const struct kc_perturb identical = {.name = "identical"};
+  for (long i = 0; i < n && !r->first && !r->error; i++) {
+    json_t *ev = NULL;
+    const char *why = NULL;
+    if (one_run(ctx, &identical, r, &ev, &why) > 0) {
+      json_object_set_new(ev, "runs", json_integer(r->runs));
+      r->first = ev;
+    }
+  }
+}
+
+void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc_rerun *r) {
+  char list[256];
+  snprintf(list, sizeof list, "%s", list_in);
+  char *save = NULL;
+  for (char *name = strtok_r(list, ",", &save); name && !r->error;
+       name = strtok_r(NULL, ",", &save)) {
+    const char *status = "same";
+    int s = kc_strategy_find(name);
+    double t0 = kc_now_s();
+    for (long i = 0; i < kc_gate_opt.race_runs; i++) {
+      if (s < 0) {
+        status = "unknown strategy";
+        break;
+      }
+      /* A fresh seed per launch and run: the scrub pattern left behind by
+       * one check must not be what the next application kernel reads. */
+      uint64_t seed = kc_policy_uniform(ctx->li->seq * 64 + (uint64_t)r->runs) * 0x1p53;
+      struct kc_perturb p;
+      kc_strategy_perturb((enum kc_strategy)s, (int)kc_gate_opt.green_sms,
+                          (unsigned)kc_gate_opt.extra_shmem, seed, &p);
+      if (p.intra_log) p.intra_log = (unsigned)kc_gate_opt.access_records;
+      json_t *ev = NULL;
+      const char *why = NULL;
+      int d = one_run(ctx, &p, r, &ev, &why);
+      if (d < 0) {
+        status = why;
+        break;
+      }
+      if (p.intra_log) {
+        /* the accesses themselves, whatever the bytes say */
+        json_t *cev = NULL;
+        int cr = kc_intra_conflicts(ctx->li, &cev, &why);
+        if (cr < 0) {
+          json_decref(ev);
+          status = why;
+          break;
+        }
+        if (cr > 0 && !d) {
+          d = 2;
+          ev = cev;
+        } else {
+          json_decref(cev);
+        }
+      }
+      if (d > 0) {
+        status = d == 2 ? "conflicting accesses" : "differs";
+        json_array_append_new(r->exposed, json_string(name));
+        if (!r->first) {
+          json_object_set_new(ev, "strategy", json_string(name));
+          json_object_set_new(ev, "run", json_integer(i + 1));
+          json_object_set_new(ev, "seed", json_integer((json_int_t)p.seed));
+          r->first = ev;
+        } else {
+          json_decref(ev);
+        }
+        break;
+      }
+    }
+    json_object_set_new(r->status, name, json_string(status));
+    json_object_set_new(r->ms, name, json_real(1e3 * (kc_now_s() - t0)));
+  }
+}
+
+void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
+  /* The first intra-block strategy in the list tells whether the route
+   * applied: its status is its reason when it did not. */
+  const char *key;
+  json_t *v;
+  json_object_foreach(r->status, key, v) {
+    int s = kc_strategy_find(key);
+    struct kc_perturb p;
+    if (s < 0) continue;
+    kc_strategy_perturb((enum kc_strategy)s, 0, 0, 0, &p);
+    if (!p.intra) continue;
+    const char *st = json_string_value(v);
+    int sites = 0;
+    double jit_ms = 0;
+    if (st && (!strcmp(st, "same") || !strcmp(st, "differs")) &&
+        kc_intra_info(ctx->li, &sites, &jit_ms) == 0) {
+      json_object_set_new(ctx->result, "intra_block", json_string("perturbed"));
+      json_object_set_new(ctx->result, "intra_sites", json_integer(sites));
+      json_object_set_new(ctx->result, "intra_jit_ms", json_real(jit_ms));
+    } else {
+      json_object_set_new(ctx->result, "intra_block", json_string(st ? st : "not run"));
+    }
+    return;
+  }
+}
+
+/* ------------------------------------------------------ classification */
+
+enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail) {
+  struct kc_ptx_atomics a;
+  const char *why = NULL;
+  if (kc_intra_atomics(ctx->li->k, &a, &why)) {
+    *detail = json_pack("{s:s}", "code", why ? why : "unavailable");
+    return KC_CAUSE_UNKNOWN;
+  }
+  *detail = json_pack("{s:i, s:i, s:i}", "float_atomic_adds", a.float_adds, "slot_atomics",
+                      a.slot_atomics, "other_atomics", a.other_atomics);
+  if (a.first[0]) json_object_set_new(*detail, "first", json_string(a.first));
+  return a.float_adds || a.slot_atomics ? KC_CAUSE_ATOMIC : KC_CAUSE_ACCESS;
+}
+
+const char *kc_order_cause_name(enum kc_order_cause c) {
+  return c == KC_CAUSE_ATOMIC   ? "atomic-order"
+         : c == KC_CAUSE_ACCESS ? "unordered-access"
+                                : "unclassified";
+}
+
+int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
+  const struct kc_gate *nd = NULL;
+  for (int i = 0; kc_gates[i]; i++)
+    if (!strcmp(kc_gates[i]->id, "nondeterminism")) nd = kc_gates[i];
+  int allowed = ctx->contract && ctx->contract->nondeterminism_allowed;
+  json_t *detail = NULL;
+  enum kc_order_cause cause = kc_order_cause(ctx, &detail);
+  *cause_name = kc_order_cause_name(cause);
+  int mine = 1;
+  if (cause == KC_CAUSE_ATOMIC && allowed) {
+    /* What the declaration accepts: the order of atomics. */
+    kc_gate_nondeterminism_allowed(ctx);
+    json_object_set_new(ctx->result, "cause", json_string("atomic-order"));
+    mine = 0;
+  } else if (cause == KC_CAUSE_ATOMIC && nd && kc_gate_enabled(nd)) {
+    ctx->out.status = KC_GS_NOT_RUN;
+    json_object_set_new(ctx->result, "reason",
+                        json_string("the kernel's code has order-dependent atomics: the "
+                                    "nondeterminism gate judges its differences"));
+    mine = 0;
+  } else if (cause == KC_CAUSE_UNKNOWN && allowed) {
+    /* Nothing tells atomic order from a race here: the declaration is
+     * taken, and the record says it was not verified. */
+    kc_gate_nondeterminism_allowed(ctx);
+    json_object_set_new(ctx->result, "verified",
+                        json_string("no: the kernel's code is unavailable to tell atomic "
+                                    "order from a race"));
+    mine = 0;
+  }
+  if (!mine)
+    json_object_set_new(ctx->result, "atomics", detail);
+  else
+    json_decref(detail);
+  return !mine;
+}

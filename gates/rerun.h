@@ -1,0 +1,55 @@
+/* gates/rerun.h — re-runs of a launch compared with the application's run,
+ * shared by the determinism, race and nondeterminism gates, and the
+ * classification that tells the last one's findings from races. */
+#ifndef KC_RERUN_H
+#define KC_RERUN_H
+
+#include <jansson.h>
+
+#include "gate.h"
+
+/* What a series of re-runs found. */
+struct kc_rerun {
+  int runs;          /* shadow runs made */
+  json_t *first;     /* evidence of the first difference (owned), NULL if none */
+  json_t *exposed;   /* strategies whose run differed (array, owned) */
+  json_t *status;    /* per strategy: same / differs / why not run (object, owned) */
+  json_t *ms;        /* per strategy: wall time of its runs, set-up and compare included */
+  const char *error; /* a run or comparison failed (then stop) */
+};
+void kc_rerun_init(struct kc_rerun *r);
+void kc_rerun_free(struct kc_rerun *r);
+/* n identical re-runs, stopping at the first difference. */
+void kc_rerun_identical(struct kc_gate_ctx *ctx, long n, struct kc_rerun *r);
+/* race_runs re-runs under each strategy of the ','-separated list; every
+ * strategy runs (each one's status is recorded), the first difference is
+ * kept. */
+void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list, struct kc_rerun *r);
+/* Adds to the race gate's result whether the intra-block strategies could
+ * perturb the kernel: "intra_block": "perturbed" with the copy's delay
+ * sites and JIT time, or the reason the route could not. */
+void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r);
+
+/* How a difference between runs of this kernel is to be read. */
+enum kc_order_cause {
+  KC_CAUSE_UNKNOWN, /* the kernel's code is unavailable: cannot tell */
+  KC_CAUSE_ACCESS,  /* no order-dependent atomics: unordered plain accesses (a race) */
+  KC_CAUSE_ATOMIC,  /* the code has order-dependent atomics (atomic-order) */
+};
+/* The kernel's cause for a difference; *detail (a JSON object, owned by
+ * the caller) says why: the atomics found or the missing code. */
+enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail);
+/* determinism and race: 1 when this launch is not theirs to judge (status
+ * and reason set): a kernel with order-dependent atomics when the
+ * nondeterminism gate is on or its contract says `nondeterminism: allowed`
+ * (status allowed), or such a contract on a kernel whose code kcheck
+ * cannot read (allowed, marked unverified). A race in a kernel whose code
+ * shows no order-dependent atomics is judged whatever the contract says. */
+/* Otherwise 0, and *cause names what a difference would be: "unordered-
+ * access" (no order-dependent atomics), "atomic-order" (the nondeterminism
+ * gate is off) or "unclassified" (no code to read). */
+int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause);
+/* The name of a cause, as violations carry it. */
+const char *kc_order_cause_name(enum kc_order_cause c);
+
+#endif

@@ -570,6 +570,27 @@ def test_budget_defers_generated_inputs_not_the_application_check(tmp_path):
         ["matmul", "mul", "softmax", "sum", "tanh"], s
 
 
+def test_exit_budget_bounds_the_checks_left_at_exit(tmp_path):
+    # torch_budget=0 leaves four generated-input parts for the exit; with
+    # torch_exit_budget=0 none runs, and the summary counts and names them
+    p, recs = run_py(tmp_path, LOOP_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=0:torch_exit_budget=0")
+    assert p.returncode == 0, p.stderr
+    s = of(recs, "torch_summary")[0]
+    assert s["generated_part_deferred"] == 4, s
+    assert not [c for c in of(recs, "op_check") if c.get("part") == "generated"]
+    left = s["exit_not_run"]
+    assert left["generated_parts"] == 4, s
+    assert sum(left["ops"].values()) == 4, s
+    # the default budget (10 s) runs them all: nothing left
+    d = tmp_path / "default"
+    d.mkdir()
+    p, recs = run_py(d, LOOP_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0")
+    s = of(recs, "torch_summary")[0]
+    assert s["exit_not_run"] == {"generated_parts": 0, "judgments": 0, "ops": {}}, s
+    assert len([c for c in of(recs, "op_check") if c.get("part") == "generated"]) == 4
+
+
 def test_large_generated_inputs_repeat_the_generators_first_rows(tmp_path):
     code = (
         "import ctypes, torch\n"

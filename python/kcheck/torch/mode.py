@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -255,6 +255,10 @@ class KcheckMode(TorchDispatchMode):
         elif workers == 0:
             workers = max(1, min(8, (os.cpu_count() or 2) // 2))
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="kcheck") if workers else None
+        self.futures = set()  # judgments queued or running on the pool
+        # what the exit left undone within torch_exit_budget (drain_at_exit)
+        self.exit_not_run = {"generated_parts": 0, "judgments": 0, "ops": {}}
+        self.drained = False
         # checks waiting for or on a worker, and their host bytes; beyond
         # the limits new signatures are deferred, never waited for
         self.inflight, self.pending_bytes = 0, 0
@@ -516,7 +520,7 @@ class KcheckMode(TorchDispatchMode):
                                        "reason": "no shape variants for this op"}
         return trial_jobs
 
-    def run_later(self, until_budget=True):
+    def run_later(self, until_budget=True, deadline=None):
         """The generated-input parts left by torch_budget, at a safe point
         (no op running, the program's thread): while budget is left, or
         all of them (at exit). Their ops are kcheck's own: no mode sees
@@ -529,6 +533,8 @@ class KcheckMode(TorchDispatchMode):
         while self.later:
             if until_budget and self._over_budget():
                 return
+            if deadline is not None and time.perf_counter() >= deadline:
+                return  # torch_exit_budget spent: the rest is counted as not run
             func, entry, op, settings, skey, (args, kwargs), ctx = self.later.pop(0)
             t = time.perf_counter()
             try:
@@ -627,7 +633,9 @@ class KcheckMode(TorchDispatchMode):
             task()
             return
         try:
-            self.pool.submit(task)
+            f = self.pool.submit(task)
+            self.futures.add(f)
+            f.add_done_callback(self.futures.discard)
         except RuntimeError:  # at exit the pool takes no new work (interpreter shutdown)
             task()
 
@@ -940,6 +948,7 @@ class KcheckMode(TorchDispatchMode):
         rec["signatures_deferred_unchecked"] = len(self.waiting)
         rec["deferred_unchecked_ops"] = dict(sorted(waiting.items(), key=lambda kv: -kv[1])[:16])
         rec["torch_budget"] = self.budget
+        rec["exit_not_run"] = self.exit_not_run
         rec["program_thread_check_s"] = round(self.main_s, 6)
         rec["since_install_s"] = round(time.perf_counter() - self.t_install, 6)
         return rec
@@ -974,6 +983,10 @@ def install():
     _MODE = KcheckMode(lib, devices)
     _MODE.__enter__()
     atexit.register(_finish)
+    try:  # before concurrent.futures' own exit hook (they run in reverse order)
+        threading._register_atexit(_drain_at_exit)
+    except (AttributeError, RuntimeError):
+        pass  # _finish drains instead
     try:  # steady state is decided at optimizer steps (global hook, PyTorch >= 2.0)
         from torch.optim.optimizer import register_optimizer_step_post_hook
         register_optimizer_step_post_hook(lambda opt, args, kwargs: _MODE.on_step())
@@ -982,14 +995,50 @@ def install():
     return _MODE
 
 
+def _drain_at_exit():
+    """The checks still waiting when the program exits, within
+    torch_exit_budget seconds: deferred generated-input parts first, then
+    the judgments queued on the workers. What is left is never run, and is
+    counted and named in the summary (exit_not_run), so an exit never
+    waits on an unbounded queue. Runs from threading's exit hooks, before
+    concurrent.futures joins the workers (which would run every queued
+    judgment first), and from atexit when that hook was not available."""
+    m = _MODE
+    if m is None or m.drained:
+        return
+    m.drained = True
+    try:
+        budget = float(_api.option("torch_exit_budget", "10") or 10)
+    except ValueError:
+        budget = 10.0
+    t = time.perf_counter()
+    deadline = None if budget < 0 else t + budget
+    try:
+        m.run_later(until_budget=False, deadline=deadline)
+        m.stats.add_cost("exit_generated", time.perf_counter() - t)
+        left = m.exit_not_run
+        for item in m.later:
+            left["generated_parts"] += 1
+            left["ops"][item[1].name] = left["ops"].get(item[1].name, 0) + 1
+        m.later = []
+        futs = list(m.futures)
+        if futs:
+            wait(futs, timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
+        for f in list(m.futures):
+            if f.cancel():  # still queued: never started
+                left["judgments"] += 1
+                with m.stats.lock:
+                    m.inflight -= 1
+    except Exception:
+        pass
+
+
 def _finish():
     m = _MODE
     if m is None:
         return
     try:
-        t = time.perf_counter()
-        m.run_later(until_budget=False)  # the generated-input parts still waiting
-        m.stats.add_cost("exit_generated", time.perf_counter() - t)
+        _drain_at_exit()
         if m.pool is not None:
             m.pool.shutdown(wait=True)  # every pending judgment lands in the report
         m.summary()

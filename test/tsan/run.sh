@@ -12,12 +12,13 @@ BUILD=${BUILD:-build}
 RT=$(${CC:-cc} -print-file-name=libtsan.so)
 LIB="$BUILD/tsan/libkcheck.so"
 EVERY="check_first=1000000:clean_limit=-1:kernel_clean_limit=-1:time_budget=1"
+SUPP=$(cd "$(dirname "$0")" && pwd)/tsan.supp
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/kcheck-tsan.XXXXXX")
 fail=0
 run() { # name options app args...
   name=$1 opts=$2
   shift 2
-  if TSAN_OPTIONS="halt_on_error=1:exitcode=66:report_signal_unsafe=0" \
+  if TSAN_OPTIONS="halt_on_error=1:exitcode=66:report_signal_unsafe=0:suppressions=$SUPP" \
      KCHECK_OPTIONS="log_path=$OUT/$name:$opts" LD_PRELOAD="$RT $LIB" \
      LD_LIBRARY_PATH="$BUILD/fakecuda" timeout 300 "$@" >"$OUT/$name.log" 2>&1; then
     echo "test-tsan: ok   $name"

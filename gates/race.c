@@ -34,9 +34,10 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   int accesses = verdict && !strcmp(verdict, "conflicting_accesses");
   kc_gate_violation(
       ctx, json_pack("{s:s, s:s, s:O, s:O}", "message",
-                     accesses ? "two threads of a block accessed one shared-memory "
-                                "word in one barrier epoch, at least one writing "
-                                "(access-level check)"
+                     accesses ? "two threads accessed one memory word with nothing "
+                                "ordering them (no barrier between them in one block, "
+                                "no fence-and-flag hand-off between blocks), at least "
+                                "one writing (access-level check)"
                               : "a re-run under a timing perturbation gave different bytes",
                      "cause", cause, "exposed_by", r.exposed, "evidence", r.first));
   kc_rerun_free(&r);

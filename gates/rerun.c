@@ -89,12 +89,30 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc
       if (p.intra_log) {
         /* the accesses themselves, whatever the bytes say */
         json_t *cev = NULL;
-        int cr = kc_intra_conflicts(ctx->li, &cev, &why);
+        unsigned retry = 0;
+        int cr = kc_intra_conflicts(ctx->li, &cev, &retry, &why);
+        if (cr == -2 && retry && !p.intra_stride) {
+          /* over the log's capacity: once more, logging fewer blocks */
+          p.intra_stride = retry;
+          json_decref(ev);
+          ev = NULL;
+          d = one_run(ctx, &p, r, &ev, &why);
+          if (d < 0) {
+            status = why;
+            break;
+          }
+          char sampled[48];
+          snprintf(sampled, sizeof sampled, "1 block in %u", retry);
+          json_object_set_new(ctx->result, "accesses_blocks_logged", json_string(sampled));
+          cr = kc_intra_conflicts(ctx->li, &cev, &retry, &why);
+        }
         if (cr < 0) {
           json_decref(ev);
           status = why;
           break;
         }
+        /* kept in the entry whatever exposed the race first */
+        if (cr > 0) json_object_set(ctx->result, "access_conflict", cev);
         if (cr > 0 && !d) {
           d = 2;
           ev = cev;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "allocmap.h"
 #include "driver.h"
 #include "image.h"
 #include "kernel.h"
@@ -34,11 +35,13 @@ struct copy {
   int nvars;
   CUdeviceptr var_src[MAX_VARS], var_dst[MAX_VARS];
   size_t var_size[MAX_VARS];
+  char (*var_name)[128]; /* the variables' names (evidence) */
   int sites;
   double jit_ms;
-  struct kc_ptx_sites logged; /* the shared-memory accesses the copy can log */
+  struct kc_ptx_sites logged; /* the accesses and fences the copy can log */
   CUdeviceptr log;            /* the access log, log_cap records */
   unsigned log_cap;
+  unsigned stride; /* the last logged run's block stride */
   /* the kernel's atomics, for the nondeterminism gate */
   int atomics_state; /* 0 untried, 1 known, 2 unknown */
   struct kc_ptx_atomics atomics;
@@ -139,8 +142,12 @@ static int build(struct copy *c, const struct kc_kernel *k) {
     c->var_size[i] = ssrc < sdst ? ssrc : sdst;
     total += c->var_size[i];
   }
-  free(names);
-  if (total > MAX_VAR_BYTES) return fail(c, "the module's variables are too large to copy");
+  c->var_name = names;
+  if (total > MAX_VAR_BYTES) {
+    free(c->var_name);
+    c->var_name = NULL;
+    return fail(c, "the module's variables are too large to copy");
+  }
   c->nvars = nvars;
   c->sites = sites;
   c->state = 1;
@@ -168,7 +175,7 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WOR
   if (cfg[KC_CFG_LOG]) {
     /* The access log, allocated at the first run that asks for it. */
     if (!c->logged.n) {
-      *why = "the kernel has no shared-memory access kcheck can log";
+      *why = "the kernel has no memory access kcheck can log";
       goto out;
     }
     if (c->log && c->log_cap < cfg[KC_CFG_CAP]) {
@@ -189,6 +196,8 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WOR
     cfg[KC_CFG_BUF_LO] = (uint32_t)c->log;
     cfg[KC_CFG_BUF_HI] = (uint32_t)((uint64_t)c->log >> 32);
     cfg[KC_CFG_COUNT] = 0;
+    if (!cfg[KC_CFG_STRIDE]) cfg[KC_CFG_STRIDE] = 1;
+    c->stride = cfg[KC_CFG_STRIDE];
   }
   rc = -1;
   if (kc_drv.cuMemcpyHtoD_v2(c->cfg, cfg, 4 * KC_CFG_WORDS) != CUDA_SUCCESS) {
@@ -284,6 +293,7 @@ void kc_intra_forget_image(void *image) {
       kc_drv.cuMemFree_v2(c->log);
     }
     kc_ptx_sites_free(&c->logged);
+    free(c->var_name);
     free(c);
   }
   pthread_mutex_unlock(&lock);
@@ -297,6 +307,7 @@ void kc_intra_fini(void) {
     /* Modules and the log die with their context; freeing them at exit
      * could touch a context the application already destroyed. */
     kc_ptx_sites_free(&c->logged);
+    free(c->var_name);
     free(c);
   }
   pthread_mutex_unlock(&lock);
@@ -304,19 +315,66 @@ void kc_intra_fini(void) {
 
 /* ------------------------------------------------- access-level check */
 
-static json_t *access_json(const struct copy *c, const struct kc_access *t) {
-  static const char *const kinds[] = {"read", "write", "atomic"};
+static json_t *xyz(unsigned linear, const unsigned dim[3]) {
+  unsigned x = dim[0] ? dim[0] : 1, y = dim[1] ? dim[1] : 1;
+  return json_pack("[i, i, i]", (int)(linear % x), (int)(linear / x % y), (int)(linear / x / y));
+}
+
+static json_t *access_json(const struct copy *c, const struct kc_launch_info *li,
+                           const struct kc_access *t) {
+  static const char *const kinds[] = {"read",        "write",        "atomic",
+                                      "strong read", "strong write", "fence"};
   unsigned tid = t->who & 0xffff, kind = (t->who >> 16) & 0xf;
-  return json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "kind", kinds[kind % 3], "thread", (int)tid,
+  return json_pack("{s:s, s:i, s:o, s:i, s:o, s:i, s:i, s:i, s:s}", "kind",
+                   kinds[kind < 6 ? kind : 0], "block", (int)t->block, "block_xyz",
+                   xyz(t->block, li->grid), "thread", (int)tid, "thread_xyz", xyz(tid, li->block),
                    "warp", (int)(tid / 32), "lane", (int)(tid % 32), "barrier_epoch",
                    (int)(t->epoch & 0xffff), "instruction",
                    t->site < (unsigned)c->logged.n ? c->logged.text[t->site] : "?");
 }
 
-int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why) {
+/* What a global address belongs to: its allocation, the kernel parameter
+ * whose pointer reaches it (the nearest one below it in that allocation),
+ * or one of the module's variables. */
+static void attribute(const struct copy *c, const struct kc_launch_info *li, uint64_t addr,
+                      json_t *ev) {
+  struct kc_alloc a;
+  if (kc_allocmap_find(addr, &a) == 0) {
+    char base[32];
+    snprintf(base, sizeof base, "0x%llx", (unsigned long long)a.base);
+    json_object_set_new(ev, "allocation",
+                        json_pack("{s:s, s:I, s:I}", "base", base, "size", (json_int_t)a.size,
+                                  "offset", (json_int_t)(addr - a.base)));
+  }
+  const struct kc_ptr *best = NULL;
+  for (int i = 0; i < li->nptrs; i++) {
+    const struct kc_ptr *p = &li->ptrs[i];
+    if (addr >= p->base && addr < p->base + p->size && p->value <= addr &&
+        (!best || p->value > best->value))
+      best = p;
+  }
+  if (best) {
+    int index = -1;
+    for (int i = 0; li->k->param_offset && i < li->k->nparams; i++)
+      if (li->k->param_offset[i] == best->offset) index = i;
+    json_object_set_new(ev, "parameter",
+                        json_pack("{s:i, s:i, s:I}", "index", index, "param_offset",
+                                  (int)best->offset, "pointer_offset",
+                                  (json_int_t)(addr - best->value)));
+  }
+  for (int i = 0; i < c->nvars && c->var_name; i++)
+    if (addr >= c->var_dst[i] && addr < c->var_dst[i] + c->var_size[i])
+      json_object_set_new(ev, "module_variable",
+                          json_pack("{s:s, s:I}", "name", c->var_name[i], "offset",
+                                    (json_int_t)(addr - c->var_dst[i])));
+}
+
+int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_stride,
+                       const char **why) {
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
   *ev = NULL;
+  *retry_stride = 0;
   pthread_mutex_lock(&lock);
   struct copy *c = NULL;
   for (struct copy *x = copies; x; x = x->next)
@@ -324,7 +382,6 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why)
   int rc = -1;
   uint32_t count = 0;
   struct kc_access *rec = NULL;
-  struct kc_access_touch *t = NULL;
   if (!c || !c->log) {
     *why = "no access log";
     goto out;
@@ -333,14 +390,18 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why)
     *why = "reading the access log failed";
     goto out;
   }
+  uint64_t blocks = (uint64_t)li->grid[0] * li->grid[1] * li->grid[2];
   if (count > c->log_cap) {
-    *why = "over budget: block 0 made more shared-memory accesses than access_records";
+    /* Fewer blocks next time: enough to fit, with room for blocks that
+     * do more than the average. */
+    uint64_t s = (uint64_t)c->stride * (2 * ((uint64_t)count / c->log_cap + 1));
+    if (s < blocks) *retry_stride = (unsigned)s;
+    *why = "over budget: the logged blocks made more accesses than access_records";
     rc = -2;
     goto out;
   }
   rec = malloc((count ? count : 1) * sizeof *rec);
-  t = malloc((count ? count : 1) * 4 * sizeof *t);
-  if (!rec || !t) {
+  if (!rec) {
     *why = "out of host memory";
     goto out;
   }
@@ -348,16 +409,36 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, const char **why)
     *why = "reading the access log failed";
     goto out;
   }
-  struct kc_access pair[2];
-  rc = kc_access_conflict(rec, count, t, pair);
-  if (rc > 0)
-    *ev = json_pack("{s:s, s:I, s:i, s:i, s:o, s:o}", "verdict", "conflicting_accesses",
-                    "shared_address", (json_int_t)(pair[0].addr & ~3u), "block", 0,
-                    "accesses_logged", (int)count, "first", access_json(c, &pair[0]), "second",
-                    access_json(c, &pair[1]));
+  struct kc_access_result res;
+  int cross = c->logged.calls == 0;
+  rc = kc_access_analyze(rec, count, cross, &res);
+  if (rc < 0) {
+    *why = "out of host memory";
+    goto out;
+  }
+  if (rc > 0) {
+    const struct kc_access *a = &res.pair[0];
+    int global = (a->who & KC_ACC_GLOBAL) != 0;
+    char addr[32];
+    snprintf(addr, sizeof addr, "0x%llx", a->addr);
+    char sampled[64];
+    snprintf(sampled, sizeof sampled, c->stride > 1 ? "1 block in %u" : "every block", c->stride);
+    *ev = json_pack("{s:s, s:s, s:s, s:I, s:i, s:s, s:I, s:o, s:o}", "verdict",
+                    "conflicting_accesses", "space", global ? "global" : "shared", "address", addr,
+                    "racing_words", (json_int_t)res.racing_words, "accesses_logged", (int)count,
+                    "blocks_logged", sampled, "release_points", (json_int_t)res.release_points,
+                    "first", access_json(c, li, &res.pair[0]), "second",
+                    access_json(c, li, &res.pair[1]));
+    if (!cross)
+      json_object_set_new(*ev, "between_blocks",
+                          json_string("not judged: the kernel calls functions whose accesses "
+                                      "and fences are not logged"));
+    if (res.truncated)
+      json_object_set_new(*ev, "truncated", json_string("the pair budget ran out"));
+    if (global) attribute(c, li, a->addr, *ev);
+  }
 out:
   pthread_mutex_unlock(&lock);
   free(rec);
-  free(t);
   return rc;
 }

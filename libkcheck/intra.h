@@ -24,13 +24,15 @@ int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms);
 /* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
  * its PTX is unavailable (*why). Cached per kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);
-/* After a run with KC_CFG_LOG: the first pair of block 0's shared-memory
- * accesses to one word, by different threads, at least one a plain write,
- * in one barrier epoch (and, in one warp, one __syncwarp epoch). 1 with
- * *ev (the word, both accesses: kind, thread, warp, lane, epoch, PTX
- * statement and source line), 0 none, -2 over the log's capacity (*why:
- * a recorded skip), -1 no log (*why). */
-int kc_intra_conflicts(struct kc_launch_info *li, struct json_t **ev, const char **why);
+/* After a run with KC_CFG_LOG: the racing accesses of the log
+ * (access.h). 1 with *ev (the word's space and address, for global memory
+ * its allocation, the kernel parameter or module variable that reaches
+ * it; both accesses: kind, block, thread, warp, lane, barrier epoch, PTX
+ * statement and source line; how many words race), 0 none, -2 over the
+ * log's capacity (*why: a recorded skip; *retry_stride, when not 0: a
+ * block stride whose run may fit), -1 no log (*why). */
+int kc_intra_conflicts(struct kc_launch_info *li, struct json_t **ev, unsigned *retry_stride,
+                       const char **why);
 /* Drops the copies of the kernels of an image being unloaded. */
 void kc_intra_forget_image(void *image);
 void kc_intra_fini(void);

@@ -205,6 +205,7 @@ int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUs
     cfg[KC_CFG_BSTART] = p->intra_bstart;
     cfg[KC_CFG_LOG] = p->intra_log != 0;
     cfg[KC_CFG_CAP] = p->intra_log;
+    cfg[KC_CFG_STRIDE] = p->intra_stride ? p->intra_stride : 1;
     return kc_intra_prepare(li, cfg, fn, why);
   }
   if (!p->green_sms && !p->extra_shmem && !p->scrub && !p->hammer && !p->l2flush) return 0;
@@ -397,8 +398,9 @@ void kc_strategy_perturb(enum kc_strategy s, int green_sms, unsigned extra_shmem
     p->intra = 1, p->intra_pmem = 64, p->intra_pbar = 128, p->intra_mask = 0x3ff,
     p->intra_start = 0x7ff;
     break;
-  /* accesses: no delays; block 0 logs its shared-memory accesses (the
-   * capacity is the access_records option, set by the race gate). */
+  /* accesses: no delays; every block logs its shared- and global-memory
+   * accesses and fences (the capacity is the access_records option, set
+   * by the race gate; over it, a run of fewer blocks). */
   case KC_STRAT_accesses: p->intra = 1, p->intra_log = 1; break;
   case KC_STRAT_warporder:
     p->intra = 1, p->intra_pmem = 0, p->intra_pbar = 256, p->intra_mask = 0xfff,

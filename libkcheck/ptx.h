@@ -50,31 +50,50 @@ enum kc_intra_cfg {
   KC_CFG_MASK,   /* delay in ns: a random number AND this mask */
   KC_CFG_START,  /* warp start delay in ns: a random number AND this mask */
   KC_CFG_BSTART, /* block start delay in ns (the same for the block's warps), likewise */
-  KC_CFG_LOG,    /* 1: block 0 logs its shared-memory accesses (access-level check) */
+  KC_CFG_LOG,    /* 1: the sampled blocks log their memory accesses (access-level check) */
   KC_CFG_BUF_LO, /* the log: KC_CFG_CAP records (struct kc_access) */
   KC_CFG_BUF_HI,
   KC_CFG_CAP,
-  KC_CFG_COUNT, /* records the run wanted to write (may exceed the capacity) */
+  KC_CFG_COUNT,  /* records the run wanted to write (may exceed the capacity) */
+  KC_CFG_STRIDE, /* blocks whose linear index is a multiple of this log (>= 1) */
   KC_CFG_WORDS = 16
 };
-/* One logged access: shared-window byte address; thread (linear in the
- * block) | kind << 16 | size << 20; barrier epoch (bar.sync count) | warp
- * epoch (bar.warp.sync count) << 16; site (index into kc_ptx_sites). */
+/* One logged event (32 bytes): a shared- or global-memory access, or a
+ * fence of GPU or system scope. addr: the byte address (shared: the
+ * block's shared window; global: the global address); who: thread (linear
+ * in the block) | kind << 16 | size << 20 | KC_ACC_GLOBAL; epoch: barrier
+ * epoch (bar.sync count) | warp epoch (bar.warp.sync count) << 16; block:
+ * linear block index; site: index into kc_ptx_sites; seq: the thread's
+ * own event count (program order). */
 struct kc_access {
-  unsigned addr, who, epoch, site;
+  unsigned long long addr;
+  unsigned who, epoch, block, site, seq, spare;
 };
-enum { KC_ACC_READ, KC_ACC_WRITE, KC_ACC_ATOMIC };
-/* The logged sites of a copy: their statement and source line. */
+/* Kinds. Strong reads and writes (volatile, relaxed, acquire, release)
+ * do not race with each other or with atomics (PTX memory model: morally
+ * strong); they still race with plain accesses. A fence record orders
+ * nothing by itself: a fence followed by an atomic or strong write is a
+ * release (access.c). */
+enum { KC_ACC_READ, KC_ACC_WRITE, KC_ACC_ATOMIC, KC_ACC_SREAD, KC_ACC_SWRITE, KC_ACC_FENCE };
+#define KC_ACC_GLOBAL (1u << 25)
+/* The logged sites of a copy: their statement and source line; calls:
+ * call instructions in the kernel's body (what a callee does is not
+ * logged, so orderings between blocks are not judged). */
 struct kc_ptx_sites {
   int n;
   char **text;
+  int calls;
 };
 void kc_ptx_sites_free(struct kc_ptx_sites *s);
 /* The module text of a perturbed copy of kernel name: the other kernels
  * removed, KC_PTX_CFG declared, a seeded per-warp state at entry and a
  * delay before every shared/global/generic load, store and atomic and
- * every barrier; and, before every shared-memory access, a record into the
- * configured log when KC_CFG_LOG is set (block 0 only). sites: how many
+ * every barrier; and, before every shared, global or generic (resolved at
+ * run time to shared or global) load, store and atomic and every GPU- or
+ * system-scope fence, a record into the configured log when KC_CFG_LOG is
+ * set (the blocks KC_CFG_STRIDE samples). A thread's repeat of its last
+ * logged access (same site and address, no barrier or fence between: a
+ * spin loop) is not logged again. sites: how many
  * delays were inserted; logged: the logged sites (may be NULL). Returns a
  * malloc'd text, or NULL with *why. */
 char *kc_ptx_perturbed_copy(const char *ptx, const char *name, int *sites,

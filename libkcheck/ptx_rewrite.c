@@ -46,7 +46,13 @@ static const char prologue[] =
     "\t.reg .b32 %kcid, %kcep, %kcwe, %kcn, %kca, %kccp;\n"
     "\t.reg .b64 %kcbf, %kcof;\n"
     "\t.reg .pred %kclg, %kcq2;\n"
+    /* block index, the thread's event count, its last logged site and
+     * address (a spin loop is logged once), the access's space bit and
+     * address */
+    "\t.reg .b32 %kcbk, %kcsq, %kcls, %kcsp;\n"
+    "\t.reg .b64 %kcga, %kcla;\n"
     "\tmov.u32 %kcep, 0;\n\tmov.u32 %kcwe, 0;\n"
+    "\tmov.u32 %kcsq, 0;\n\tmov.u32 %kcls, 0xffffffff;\n\tmov.u64 %kcla, 0;\n"
     "\tld.global.u32 %kcs, [" KC_PTX_CFG "];\n"
     "\tld.global.u32 %kcpm, [" KC_PTX_CFG "+4];\n"
     "\tld.global.u32 %kcpb, [" KC_PTX_CFG "+8];\n"
@@ -63,7 +69,12 @@ static const char prologue[] =
     "\tmov.u32 %kcu, %ctaid.y;\n\tadd.u32 %kct, %kct, %kcu;\n\tmov.u32 %kcu, %nctaid.x;\n"
     "\tmul.lo.u32 %kct, %kct, %kcu;\n\tmov.u32 %kcu, %ctaid.x;\n\tadd.u32 %kct, %kct, %kcu;\n"
     "\tmad.lo.u32 %kcs, %kct, 0x85EBCA77, %kcs;\n"
-    "\tsetp.eq.u32 %kclg, %kct, 0;\n"
+    /* logging: on, and the block one the stride samples */
+    "\tmov.u32 %kcbk, %kct;\n"
+    "\tld.global.u32 %kcu, [" KC_PTX_CFG "+44];\n"
+    "\tmax.u32 %kcu, %kcu, 1;\n"
+    "\trem.u32 %kcu, %kct, %kcu;\n"
+    "\tsetp.eq.u32 %kclg, %kcu, 0;\n"
     "\tld.global.u32 %kcu, [" KC_PTX_CFG "+24];\n"
     "\tsetp.ne.and.u32 %kclg, %kcu, 0, %kclg;\n"
     "\tld.global.u32 %kcu, [" KC_PTX_CFG "+28];\n"
@@ -120,6 +131,11 @@ static int classify(const char *line, const char *eol) {
   memcpy(o, op, n);
   o[n] = 0;
   if (!strncmp(o, "bar.", 4) || !strncmp(o, "barrier.", 8) || !strcmp(o, "bar")) return 2;
+  /* fences of GPU or system scope (__threadfence, __threadfence_system,
+   * cuda::atomic_thread_fence): they order accesses between blocks */
+  if (!strcmp(o, "membar.gl") || !strcmp(o, "membar.sys") ||
+      (!strncmp(o, "fence.", 6) && !strstr(o, "proxy") && (strstr(o, ".gpu") || strstr(o, ".sys"))))
+    return 3;
   int mem = !strncmp(o, "ld.", 3) || !strncmp(o, "ldu.", 4) || !strncmp(o, "st.", 3) ||
             !strncmp(o, "atom.", 5) || !strncmp(o, "red.", 4) || !strncmp(o, "ldmatrix", 8);
   if (!mem) return 0;
@@ -169,14 +185,73 @@ static unsigned access_size(const char *op) {
   return size * vec;
 }
 
-/* A record of a shared-memory access into the log, when logging is on in
- * this block and the statement's own predicate holds. 1 when emitted. */
+/* The record of one event into the log: address in %kcga, space bit in
+ * %kcsp; bits: kind << 16 | size << 20. Ends with the site's label. */
+static void record(struct buf *b, int site, unsigned bits) {
+  char l[1024];
+  snprintf(l, sizeof l,
+           "\tatom.global.add.u32 %%kcn, [" KC_PTX_CFG "+40], 1;\n"
+           "\tadd.u32 %%kcsq, %%kcsq, 1;\n"
+           "\tsetp.ge.u32 %%kcq2, %%kcn, %%kccp;\n"
+           "\t@%%kcq2 bra $Lkc_log_%d;\n"
+           "\tmul.wide.u32 %%kcof, %%kcn, 32;\n"
+           "\tadd.s64 %%kcof, %%kcbf, %%kcof;\n"
+           "\tor.b32 %%kcn, %%kcid, %u;\n"
+           "\tor.b32 %%kcn, %%kcn, %%kcsp;\n"
+           "\tshl.b32 %%kct, %%kcwe, 16;\n"
+           "\tor.b32 %%kct, %%kct, %%kcep;\n"
+           "\tmov.b64 {%%kca, %%kcu}, %%kcga;\n"
+           "\tst.global.v4.u32 [%%kcof], {%%kca, %%kcu, %%kcn, %%kct};\n"
+           "\tmov.u32 %%kcu, %d;\n"
+           "\tmov.u32 %%kct, 0;\n"
+           "\tst.global.v4.u32 [%%kcof+16], {%%kcbk, %%kcu, %%kcsq, %%kct};\n"
+           "$Lkc_log_%d:\n",
+           site, bits, site, site);
+  puts_(b, l);
+}
+
+/* Skips to the site's label unless this block logs and the statement's own
+ * predicate holds. */
+static void log_guard(struct buf *b, const struct line_stmt *st, int site) {
+  char l[256];
+  snprintf(l, sizeof l, "\t@!%%kclg bra $Lkc_log_%d;\n", site);
+  puts_(b, l);
+  if (st->pred[0]) {
+    snprintf(l, sizeof l, "\t@%s%s bra $Lkc_log_%d;\n", st->pred[0] == '!' ? "" : "!",
+             st->pred[0] == '!' ? st->pred + 1 : st->pred, site);
+    puts_(b, l);
+  }
+}
+
+/* A fence record (a release when an atomic or strong write follows). */
+static void log_fence(struct buf *b, const struct line_stmt *st, int site) {
+  char l[128];
+  log_guard(b, st, site);
+  snprintf(l, sizeof l, "\tmov.u64 %%kcga, 0;\n\tmov.u32 %%kcsp, %u;\n", KC_ACC_GLOBAL);
+  puts_(b, l);
+  record(b, site, (unsigned)KC_ACC_FENCE << 16);
+}
+
+static int has(const char *op, const char *part) { return strstr(op, part) != NULL; }
+
+/* The record of a shared, global or generic access, when logging is on in
+ * this block and the statement's own predicate holds. Returns how many
+ * sites it used (a release atomic or store: its fence, then itself), 0
+ * when the statement is not logged. */
 static int log_site(struct buf *b, const struct line_stmt *st, int site) {
-  if (!strstr(st->op, ".shared") || strstr(st->op, "ldmatrix") || strstr(st->op, "cp.")) return 0;
-  int kind = !strncmp(st->op, "ld", 2)    ? KC_ACC_READ
-             : !strncmp(st->op, "st.", 3) ? KC_ACC_WRITE
-                                          : KC_ACC_ATOMIC;
-  unsigned size = access_size(st->op);
+  const char *op = st->op;
+  if (has(op, "ldmatrix") || has(op, "stmatrix") || !strncmp(op, "cp.", 3) || has(op, ".async") ||
+      has(op, "::cluster") || has(op, ".param") || has(op, ".local") || has(op, ".const") ||
+      has(op, ".tex") || has(op, ".surf") || has(op, "prefetch"))
+    return 0;
+  int space = has(op, ".shared") ? 0 : has(op, ".global") ? 1 : 2; /* 2: generic */
+  int strong = has(op, ".volatile") || has(op, ".relaxed") || has(op, ".acquire") ||
+               has(op, ".release") || has(op, ".acq_rel");
+  int release = has(op, ".release") || has(op, ".acq_rel");
+  int kind = !strncmp(op, "ld", 2)    ? (strong ? KC_ACC_SREAD : KC_ACC_READ)
+             : !strncmp(op, "st.", 3) ? (strong ? KC_ACC_SWRITE : KC_ACC_WRITE)
+                                      : KC_ACC_ATOMIC;
+  unsigned size = access_size(op);
   const char *lb = strchr(st->text, '['), *rb = lb ? strchr(lb, ']') : NULL;
   if (!size || size > 16 || !lb || !rb) return 0;
   char addr[96], base[96], off[32] = "";
@@ -186,45 +261,62 @@ static int log_site(struct buf *b, const struct line_stmt *st, int site) {
     snprintf(off, sizeof off, "%s", plus + 1);
     *plus = 0;
   }
-  snprintf(base, sizeof base, "%s", addr);
+  char *bs = addr;
+  while (isspace((unsigned char)*bs))
+    bs++;
+  snprintf(base, sizeof base, "%s", bs);
   for (char *p = base + strlen(base); p > base && isspace((unsigned char)p[-1]);)
     *--p = 0;
-  char l[512];
-  snprintf(l, sizeof l, "\t@!%%kclg bra $Lkc_log_%d;\n", site);
-  puts_(b, l);
-  if (st->pred[0]) {
-    snprintf(l, sizeof l, "\t@%s%s bra $Lkc_log_%d;\n", st->pred[0] == '!' ? "" : "!",
-             st->pred[0] == '!' ? st->pred + 1 : st->pred, site);
-    puts_(b, l);
+  int reg = base[0] == '%', wide = !strncmp(base, "%rd", 3);
+  if (!base[0] || isdigit((unsigned char)base[0]) || (space == 2 && !reg)) return 0;
+  int used = 0;
+  if (release && space != 0) {
+    log_fence(b, st, site);
+    used++, site++;
   }
-  if (!strncmp(base, "%rd", 3))
-    snprintf(l, sizeof l, "\tcvt.u32.u64 %%kca, %s;\n", base);
-  else
-    snprintf(l, sizeof l, "\tmov.u32 %%kca, %s;\n", base);
+  char l[512];
+  log_guard(b, st, site);
+  if (space == 0 && !wide) { /* a 32-bit shared-window address */
+    snprintf(l, sizeof l, "\tmov.u32 %%kca, %s;\n\tcvt.u64.u32 %%kcga, %%kca;\n", base);
+  } else if (reg && !wide) {
+    snprintf(l, sizeof l, "\tcvt.u64.u32 %%kcga, %s;\n", base);
+  } else {
+    snprintf(l, sizeof l, "\tmov.u64 %%kcga, %s;\n", base);
+  }
   puts_(b, l);
   if (off[0]) {
-    snprintf(l, sizeof l, "\tadd.s32 %%kca, %%kca, %s;\n", off);
+    snprintf(l, sizeof l, "\tadd.s64 %%kcga, %%kcga, %s;\n", off);
     puts_(b, l);
   }
-  snprintf(l, sizeof l,
-           "\tatom.global.add.u32 %%kcn, [" KC_PTX_CFG "+40], 1;\n"
-           "\tsetp.ge.u32 %%kcq2, %%kcn, %%kccp;\n"
-           "\t@%%kcq2 bra $Lkc_log_%d;\n"
-           "\tmul.wide.u32 %%kcof, %%kcn, 16;\n"
-           "\tadd.s64 %%kcof, %%kcbf, %%kcof;\n"
-           "\tor.b32 %%kcn, %%kcid, %u;\n"
-           "\tshl.b32 %%kct, %%kcwe, 16;\n"
-           "\tor.b32 %%kct, %%kct, %%kcep;\n"
-           "\tmov.u32 %%kcu, %d;\n"
-           "\tst.global.v4.u32 [%%kcof], {%%kca, %%kcn, %%kct, %%kcu};\n"
-           "$Lkc_log_%d:\n",
-           site, (unsigned)kind << 16 | size << 20, site, site);
+  if (space == 2) { /* generic: global, shared (to its window) or neither (not logged) */
+    snprintf(l, sizeof l,
+             "\tisspacep.global %%kcq2, %%kcga;\n"
+             "\tselp.u32 %%kcsp, %u, 0, %%kcq2;\n"
+             "\t@%%kcq2 bra $Lkc_sp_%d;\n"
+             "\tisspacep.shared %%kcq2, %%kcga;\n"
+             "\t@!%%kcq2 bra $Lkc_log_%d;\n"
+             "\tcvta.to.shared.u64 %%kcga, %%kcga;\n"
+             "$Lkc_sp_%d:\n",
+             KC_ACC_GLOBAL, site, site, site);
+  } else {
+    snprintf(l, sizeof l, "\tmov.u32 %%kcsp, %u;\n", space ? KC_ACC_GLOBAL : 0);
+  }
   puts_(b, l);
-  return 1;
+  snprintf(l, sizeof l,
+           "\tsetp.eq.u32 %%kcq2, %%kcls, %d;\n"
+           "\tsetp.eq.and.u64 %%kcq2, %%kcla, %%kcga, %%kcq2;\n"
+           "\t@%%kcq2 bra $Lkc_log_%d;\n"
+           "\tmov.u32 %%kcls, %d;\n"
+           "\tmov.u64 %%kcla, %%kcga;\n",
+           site, site, site);
+  puts_(b, l);
+  record(b, site, (unsigned)kind << 16 | size << 20);
+  return used + 1;
 }
 
 /* After a barrier: the thread's epoch moves on (bar.warp.sync: the warp's). */
 static void epoch_step(struct buf *b, const struct line_stmt *st) {
+  puts_(b, "\tmov.u32 %kcls, 0xffffffff;\n");
   if (!strncmp(st->op, "bar.warp.sync", 13))
     puts_(b, "\tadd.u32 %kcwe, %kcwe, 1;\n");
   else if (!strncmp(st->op, "bar.sync", 8) || !strncmp(st->op, "barrier.sync", 12) ||
@@ -296,16 +388,20 @@ static char *instrument(const char *body, const char *end, struct buf *b, int *s
     }
     int k = in_call ? 0 : classify(line, eol);
     struct line_stmt st;
-    if (k && parse_line(line, eol, &st)) {
+    if (parse_line(line, eol, &st) && !strncmp(st.op, "call", 4) && logged) logged->calls++;
+    if (k == 3 && parse_line(line, eol, &st)) {
+      log_fence(b, &st, nlog++);
+      add_site(logged, &st, files, file, lineno);
+    } else if (k && parse_line(line, eol, &st)) {
       site(b, k == 2);
       (*sites)++;
-      if (k == 1 && log_site(b, &st, nlog)) {
-        nlog++;
+      int used = k == 1 ? log_site(b, &st, nlog) : 0;
+      for (int i = 0; i < used; i++)
         add_site(logged, &st, files, file, lineno);
-      }
+      nlog += used;
     }
     put(b, line, (size_t)(eol - line));
-    if (k == 2 && parse_line(line, eol, &st)) epoch_step(b, &st);
+    if ((k == 2 || k == 3) && parse_line(line, eol, &st)) epoch_step(b, &st);
     line = eol;
   }
   return b->p;

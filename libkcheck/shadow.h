@@ -25,7 +25,8 @@ struct kc_perturb {
    * with these delay parameters (enum kc_intra_cfg; the seed is seed's) */
   int intra;
   unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
-  unsigned intra_log; /* >0: log block 0's shared-memory accesses, at most this many */
+  unsigned intra_log;    /* >0: log memory accesses and fences, at most this many */
+  unsigned intra_stride; /* with intra_log: only blocks whose index is a multiple (0: all) */
   uint64_t seed;
 };
 

@@ -7,8 +7,9 @@
 -include test/gpu/module.mk
 -include test/fuzz/module.mk
 
-UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx
-UNIT_OBJS_ptx := libkcheck/ptx_source libkcheck/ptx_scan libkcheck/ptx_rewrite libkcheck/access
+UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access
+UNIT_OBJS_ptx := libkcheck/ptx_source libkcheck/ptx_scan libkcheck/ptx_rewrite
+UNIT_OBJS_access := libkcheck/access
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
 UNIT_OBJS_policy := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_signature := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log

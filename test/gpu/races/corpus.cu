@@ -336,6 +336,17 @@ __global__ void flag_handoff_nofence(int *data, volatile int *flag, int *out) {
   }
 }
 
+// A missing barrier on shared memory reached through a generic pointer (the
+// compiler cannot tell the space: generic loads and stores).
+__global__ void generic_nosync(const int *x, int *out, int which) {
+  __shared__ int s[B];
+  int t = threadIdx.x;
+  int *p = which ? s : out + blockIdx.x * B; // which = 1: shared
+  p[t] = x[blockIdx.x * B + t] * 2;
+  // missing __syncthreads()
+  out[blockIdx.x * B + t] = p[(t + 1) % B];
+}
+
 // -------------------------------------------------------- stale-equal
 __global__ void stale_init_once(const int *x, int *out) {
   __shared__ int base;
@@ -462,6 +473,27 @@ __global__ void clean_lastblock_fence(const float *x, float *part, unsigned *cou
     *out = v;
   }
 }
+__global__ void clean_flag_handoff_fence(int *data, volatile int *flag, int *out) {
+  // flag_handoff_nofence with the fences: the producer's before the flag,
+  // the consumer's after seeing it
+  int t = threadIdx.x;
+  if (blockIdx.x == 0) {
+    data[t] = t * 5 + 1;
+    __syncthreads();
+    if (t == 0) {
+      __threadfence();
+      *flag = 1;
+    }
+  } else {
+    if (t == 0) {
+      for (long spin = 0; spin < (1l << 22) && *flag == 0; spin++) {
+      }
+      __threadfence();
+    }
+    __syncthreads();
+    out[blockIdx.x * B + t] = data[t];
+  }
+}
 __global__ void clean_coop_gridsync(const float *x, float *part, float *out) {
   cg::grid_group grid = cg::this_grid();
   int t = threadIdx.x;
@@ -529,7 +561,8 @@ enum kind {
   K_F,
   K_COOP,
   K_WL,
-  K_HIST
+  K_HIST,
+  K_GEN
 };
 struct kcase {
   const char *name, *cls;
@@ -571,6 +604,7 @@ static const kcase cases[] = {
     C(lastblock_nofence, "fence", 1, K_LAST, G),
     C(lastblock_nofence_module, "fence", 1, K_LASTM, G),
     C(flag_handoff_nofence, "fence", 1, K_FLAG, 8),
+    C(generic_nosync, "shared", 1, K_GEN, G),
     C(stale_init_once, "stale-equal", 1, K_IX_IO, G),
     C(stale_dup_write, "stale-equal", 1, K_IX_IO, G),
     C(stale_max_equal, "stale-equal", 1, K_IX_IO, G),
@@ -583,6 +617,7 @@ static const kcase cases[] = {
     C(clean_warp_shfl, "clean", 0, K_FX_FO, G),
     C(clean_warp_syncwarp, "clean", 0, K_FX_FO, G),
     C(clean_lastblock_fence, "clean", 0, K_LAST, G),
+    C(clean_flag_handoff_fence, "clean", 0, K_FLAG, 8),
     C(clean_coop_gridsync, "clean", 0, K_COOP, G),
     C(clean_matmul_tile, "clean", 0, K_MM, 16),
     C(clean_reverse, "clean", 0, K_IX_IO, G),
@@ -655,6 +690,7 @@ int main(int argc, char **argv) {
   if (c->k == K_I) CK(cudaMemcpy(b.oi, hi, ib, cudaMemcpyHostToDevice));
   if (c->k == K_F) CK(cudaMemcpy(b.of, hf, fb, cudaMemcpyHostToDevice));
   void *args[4];
+  int one = 1;
   switch (c->k) {
   case K_FX_FO: args[0] = &b.xf, args[1] = &b.of; break;
   case K_IX_IO: args[0] = &b.xi, args[1] = &b.oi; break;
@@ -668,6 +704,7 @@ int main(int argc, char **argv) {
   case K_COOP: args[0] = &b.xf, args[1] = &b.f3, args[2] = &b.of; break;
   case K_WL: args[0] = &b.xi, args[1] = &b.oi, args[2] = &b.u; break;
   case K_HIST: args[0] = &b.xi, args[1] = &b.xf, args[2] = &b.of; break;
+  case K_GEN: args[0] = &b.xi, args[1] = &b.oi, args[2] = &one; break;
   }
   if (c->k == K_COOP)
     CK(cudaLaunchCooperativeKernel(c->fn, dim3(c->grid), dim3(B), args, 0, 0));

@@ -73,6 +73,15 @@ def case(work, name, cls, racy):
                     exposed.add(s)
             for s, t in (e.get("strategy_ms") or {}).items():
                 ms[s] = t
+            if gid == "race" and "access_conflict" in e:
+                a = e["access_conflict"]
+                c["access_conflict"] = {
+                    k: a.get(k) for k in ("space", "address", "racing_words", "accesses_logged",
+                                          "blocks_logged", "allocation", "parameter",
+                                          "module_variable")}
+                for k in ("first", "second"):
+                    x = a.get(k, {})
+                    c["access_conflict"][k] = {f: x.get(f) for f in ("kind", "block", "thread", "barrier_epoch", "instruction")}
             if gid == "race" and "intra_block" in e:
                 intra = e["intra_block"]
                 c["intra_sites"] = e.get("intra_sites")
@@ -167,6 +176,23 @@ def main():
         same = c["plain_hash"] == c["kcheck_hash"]
         L.append(f"| {c['name']} | {c['class']} | {verdict} | {','.join(c['exposed'])} | "
                  f"{c['intra_block']} | {c['racecheck']} | {'yes' if same else 'differs'} |")
+    ac = [c for c in cases if "access_conflict" in c]
+    if ac:
+        L += ["", "## Access-level evidence (the accesses strategy's first racing pair)", "",
+              "| case | space | racing words | logged | first | second | reaches it |", "|---|---|---|---|---|---|---|"]
+
+        def side(x):
+            return (f"{x['kind']} b{x['block']} t{x['thread']} e{x['barrier_epoch']}: "
+                    f"`{(x['instruction'] or '').replace('|', '/')}`")
+
+        for c in ac:
+            a = c["access_conflict"]
+            p = a.get("parameter")
+            mv = a.get("module_variable")
+            reach = (f"param {p['index']} +{p['pointer_offset']}" if p else
+                     f"variable {mv['name']} +{mv['offset']}" if mv else "-")
+            L.append(f"| {c['name']} | {a['space']} | {a['racing_words']} | {a['accesses_logged']} "
+                     f"({a['blocks_logged']}) | {side(a['first'])} | {side(a['second'])} | {reach} |")
     al = [c for c in cases if "allowed_pass" in c]
     if al:
         L += ["", "## With `nondeterminism: allowed` (corpus_contracts.yaml)", "",

@@ -371,7 +371,7 @@ void kc_ptx_sites_free(struct kc_ptx_sites *s) {
 static char *instrument(const char *body, const char *end, struct buf *b, int *sites,
                         struct kc_ptx_sites *logged, const struct files *files) {
   int file = 0, lineno = 0, nlog = 0;
-  int in_call = 0; /* inside a call sequence's braces: left alone */
+  int in_call = 0; /* brace depth inside the body */
   puts_(b, prologue);
   for (const char *line = body; line < end;) {
     const char *eol = memchr(line, '\n', (size_t)(end - line));
@@ -379,14 +379,21 @@ static char *instrument(const char *body, const char *end, struct buf *b, int *s
     const char *q = line;
     while (q < eol && isspace((unsigned char)*q))
       q++;
-    if (q < eol && *q == '{') in_call++;
-    if (q < eol && *q == '}' && in_call) in_call--;
+    /* braces open a scope (a call sequence, inline asm's own registers):
+     * a line inside one or holding one is left alone, since code put
+     * before it could not name the scope's registers */
+    int opens = 0, closes = 0;
+    for (const char *c = q; c < eol && !(c[0] == '/' && c + 1 < eol && c[1] == '/'); c++)
+      opens += *c == '{', closes += *c == '}';
+    int braced = in_call > 0 || opens || closes;
+    in_call += opens - closes;
+    if (in_call < 0) in_call = 0;
     if (!strncmp(q, ".loc", 4)) { /* .loc FILE LINE COLUMN */
       char *e1 = NULL;
       file = (int)strtol(q + 4, &e1, 10);
       lineno = e1 ? (int)strtol(e1, NULL, 10) : 0;
     }
-    int k = in_call ? 0 : classify(line, eol);
+    int k = braced ? 0 : classify(line, eol);
     struct line_stmt st;
     if (parse_line(line, eol, &st) && !strncmp(st.op, "call", 4) && logged) logged->calls++;
     if (k == 3 && parse_line(line, eol, &st)) {

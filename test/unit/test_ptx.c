@@ -60,6 +60,12 @@ static const char generic_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64
                                   "\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n"
                                   "\tld.param.u64 %rd1, [gen_param_0];\n"
                                   "\tld.u32 %r1, [%rd1+4];\n"
+                                  /* an inline-asm scope closed on a
+                                   * statement's line: what follows is
+                                   * still instrumented */
+                                  "\t{ .reg .b64 %tmp;\n"
+                                  "\t  cvt.u64.u32 \t%tmp, %r1;\n"
+                                  "\t  cvta.shared.u64 \t%rd2, %tmp; }\n"
                                   "\tst.u32 [%rd1], %r1;\n"
                                   "\tmembar.gl;\n"
                                   "\tatom.add.release.gpu.u32 %r2,[%rd1],%r1;\n"

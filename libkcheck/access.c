@@ -186,7 +186,14 @@ int kc_access_analyze(const struct kc_access *rec, size_t n, int cross_block,
                       struct kc_access_result *out) {
   memset(out, 0, sizeof *out);
   struct ctx c = {{0}, {0}};
-  struct touch *t = malloc(4 * (n ? n : 1) * sizeof *t);
+  /* one touch per word an access covers (most cover one) */
+  size_t words = 1;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t a = rec[i].addr, sz = size_of(rec[i].who) ? size_of(rec[i].who) : 1;
+    uint64_t w = (a + sz - 1) / 4 - a / 4 + 1;
+    words += kind_of(rec[i].who) == KC_ACC_FENCE ? 0 : w < 4 ? w : 4;
+  }
+  struct touch *t = malloc(words * sizeof *t);
   if (!t || collect(rec, n, &c, &out->release_points)) {
     free(t);
     free(c.rel.p);

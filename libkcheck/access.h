@@ -34,7 +34,8 @@ struct kc_access_result {
  *     side (CUDA's own last-block-done sample has none), which keeps the
  *     check silent on it; which value the read saw is not known, so an
  *     acquire that came too early still orders (missed races, never false
- *     ones). Orderings through a third block are not followed.
+ *     ones). Orderings through a third block are not followed (such a pair
+ *     is reported).
  * 1 with *out filled, 0 none (out's counters still set), -1 out of host
  * memory. */
 int kc_access_analyze(const struct kc_access *rec, size_t n, int cross_block,

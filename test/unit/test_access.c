@@ -11,8 +11,12 @@
 
 #define G KC_ACC_GLOBAL
 /* addr, block, thread, kind, size, barrier epoch, warp epoch, seq; g: G or 0 */
-#define A(addr, blk, tid, kind, size, ep, wep, seq, g)                                             \
-  { addr, (tid) | (kind) << 16 | (size) << 20 | (g), (ep) | (wep) << 16, blk, 0, seq, 0 }
+static struct kc_access acc(unsigned long long addr, unsigned blk, unsigned tid, unsigned kind,
+                            unsigned size, unsigned ep, unsigned wep, unsigned seq, unsigned g) {
+  return (struct kc_access){addr, tid | kind << 16 | size << 20 | g, ep | wep << 16, blk, 0, seq,
+                            0};
+}
+#define A(...) acc(__VA_ARGS__)
 #define R KC_ACC_READ
 #define W KC_ACC_WRITE
 #define AT KC_ACC_ATOMIC
@@ -117,12 +121,12 @@ static void last_block(int fence, int cross) {
   size_t n = 0;
   for (unsigned b = 0; b < 4; b++) {
     unsigned seq = 1;
-    rec[n++] = (struct kc_access)A(PART + 4 * b, b, 0, W, 4, 1, 0, seq++, G);
-    if (fence) rec[n++] = (struct kc_access)A(0, b, 0, F, 0, 1, 0, seq++, G);
-    rec[n++] = (struct kc_access)A(COUNT, b, 0, AT, 4, 1, 0, seq++, G);
+    rec[n++] = A(PART + 4 * b, b, 0, W, 4, 1, 0, seq++, G);
+    if (fence) rec[n++] = A(0, b, 0, F, 0, 1, 0, seq++, G);
+    rec[n++] = A(COUNT, b, 0, AT, 4, 1, 0, seq++, G);
     if (b == 3) /* the last block, after its barrier */
       for (unsigned p = 0; p < 4; p++)
-        rec[n++] = (struct kc_access)A(PART + 4 * p, b, 0, SR, 4, 2, 0, seq++, G);
+        rec[n++] = A(PART + 4 * p, b, 0, SR, 4, 2, 0, seq++, G);
   }
   CHECK(n <= 32);
   int r = races_x(rec, n, cross);
@@ -145,15 +149,15 @@ static int handoff(int fence, int consumer_epoch, int release_late) {
   size_t n = 0;
   unsigned seq0 = 1;
   for (unsigned t = 0; t < 4; t++)
-    rec[n++] = (struct kc_access)A(DATA + 4 * t, 0, t, W, 4, 0, 0, t ? 1 : seq0++, G);
-  if (fence) rec[n++] = (struct kc_access)A(0, 0, 0, F, 0, 1, 0, seq0++, G);
-  rec[n++] = (struct kc_access)A(FLAG, 0, 0, SW, 4, 1, 0, seq0++, G);
+    rec[n++] = A(DATA + 4 * t, 0, t, W, 4, 0, 0, t ? 1 : seq0++, G);
+  if (fence) rec[n++] = A(0, 0, 0, F, 0, 1, 0, seq0++, G);
+  rec[n++] = A(FLAG, 0, 0, SW, 4, 1, 0, seq0++, G);
   if (release_late) /* written after the flag: no fence covers it */
-    rec[n++] = (struct kc_access)A(DATA + 16, 0, 0, W, 4, 1, 0, seq0++, G);
-  rec[n++] = (struct kc_access)A(FLAG, 1, 0, SR, 4, 0, 0, 1, G);
+    rec[n++] = A(DATA + 16, 0, 0, W, 4, 1, 0, seq0++, G);
+  rec[n++] = A(FLAG, 1, 0, SR, 4, 0, 0, 1, G);
   for (unsigned t = 0; t < 4; t++)
-    rec[n++] = (struct kc_access)A(DATA + 4 * t, 1, t, R, 4, (unsigned)consumer_epoch, 0, 2, G);
-  if (release_late) rec[n++] = (struct kc_access)A(DATA + 16, 1, 0, R, 4, 1, 0, 3, G);
+    rec[n++] = A(DATA + 4 * t, 1, t, R, 4, (unsigned)consumer_epoch, 0, 2, G);
+  if (release_late) rec[n++] = A(DATA + 16, 1, 0, R, 4, 1, 0, 3, G);
   return races(rec, n);
 }
 

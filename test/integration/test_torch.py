@@ -570,6 +570,42 @@ def test_budget_defers_generated_inputs_not_the_application_check(tmp_path):
         ["matmul", "mul", "softmax", "sum", "tanh"], s
 
 
+STEADY_PROG = """
+import time, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(16, 32)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(8, 16)
+for i in range(6):
+    opt.zero_grad()
+    torch.tanh(m(x)).softmax(-1).mul(3.0).sum().backward()
+    opt.step()
+    time.sleep(0.3)   # the program's own time, which the steady budget is a share of
+print("done")
+"""
+
+
+def test_steady_budget_bounds_generated_parts_after_the_first_steps(tmp_path):
+    # torch_budget=0 defers every generated-input part but the first check's;
+    # from steady state (step 2: no new signature) they run at optimizer
+    # steps only within torch_steady_budget of the time since then
+    def later(d, steady):
+        p, recs = run_py(d, STEADY_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0:"
+                         "torch_steady_budget=%s" % steady)
+        assert p.returncode == 0, p.stderr
+        s = of(recs, "torch_summary")[0]
+        parts = [c for c in of(recs, "op_check") if c.get("part") == "generated"]
+        assert len(parts) == s["generated_part_deferred"] >= 2, s
+        return [c["run_at"] for c in parts]
+    assert set(later(tmp_path, 0)) == {"exit"}  # none on the program's thread in steady state
+    d = tmp_path / "share"
+    d.mkdir()
+    at = later(d, 1)
+    steps = [int(a.split()[-1]) for a in at if a != "exit"]
+    assert steps, at
+    assert min(steps) >= 2, at  # never in the first steps (torch_budget=0)
+
+
 def test_exit_budget_bounds_the_checks_left_at_exit(tmp_path):
     # torch_budget=0 leaves four generated-input parts for the exit; with
     # torch_exit_budget=0 none runs, and the summary counts and names them

@@ -264,6 +264,12 @@ class KcheckMode(TorchDispatchMode):
         self.inflight, self.pending_bytes = 0, 0
         self.max_inflight = 64 * max(1, workers)
         self.budget = float(_api.option("torch_budget", "0.5") or 0.5)
+        # from steady state on (the first watched step that met no new
+        # signature), the program thread's share is torch_steady_budget
+        self.steady_budget = float(_api.option("torch_steady_budget", "0.02") or 0)
+        self.t_steady = None  # when steady state was first reached
+        self.steady_s = 0.0  # program-thread seconds spent in checks since then
+        self.parts_s, self.parts_n = 0.0, 0  # generated-input parts run later: their cost
         self.main_s = 0.0  # program-thread seconds spent in checks
         self.t_install = time.perf_counter()
         self.t_clock = None  # the budget's clock: from the first check
@@ -312,6 +318,8 @@ class KcheckMode(TorchDispatchMode):
         st.steps += 1
         if self.watching:
             st.watched_steps += 1
+            if self.new_keys == 0 and self.t_steady is None:
+                self.t_steady = time.perf_counter()
             if self.new_keys == 0 and self.watch_every > 1 and self._on_top():
                 self.__exit__(None, None, None)
                 self.watching, self.off_steps = False, 0
@@ -384,7 +392,7 @@ class KcheckMode(TorchDispatchMode):
             return self._check(func, entry, plan, settings, skey, args, kwargs, now)
         finally:
             dt = time.perf_counter() - t
-            self.main_s += dt
+            self._spent(dt)
             st.add_cost("checked_call", dt)
 
     def _deferred(self):
@@ -394,17 +402,34 @@ class KcheckMode(TorchDispatchMode):
             return "deferred: judgments pending"
         return None
 
-    def _over_budget(self):
-        """Has the program's thread spent its share (torch_budget) of the
-        time since the first check on checks? (From the first check, not
-        from the binding's install: the program's start-up, model building
-        and CUDA initialisation must not buy checks in the first step.)"""
+    def _spent(self, dt):
+        self.main_s += dt
+        if self.t_steady is not None:
+            self.steady_s += dt
+
+    def _over_budget(self, est=0.0):
+        """Has the program's thread spent its share of the time on checks?
+        The first steps (until steady state): torch_budget of the time
+        since the first check (from the first check, not from the
+        binding's install: the program's start-up, model building and CUDA
+        initialisation must not buy checks in the first step). From steady
+        state on: torch_steady_budget of the time since then, counting the
+        estimated cost est of the work about to start, so that one
+        generated-input part (~0.1-0.3 s on the H200) runs only once the
+        program has run long enough to pay for it; what the program's run
+        does not pay for runs at its exit (torch_exit_budget)."""
         if self.budget >= 1:
             return False
         now = time.perf_counter()
         if self.t_clock is None:
             self.t_clock = now
+        if self.t_steady is not None:
+            return self.steady_s + est >= self.steady_budget * (now - self.t_steady)
         return self.main_s > self.budget * (now - self.t_clock)
+
+    def _part_estimate(self):
+        """The mean cost of the generated-input parts run so far (0 before the first)."""
+        return self.parts_s / self.parts_n if self.parts_n else 0.0
 
     def _reason(self, entry, args, kwargs):
         if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
@@ -531,7 +556,7 @@ class KcheckMode(TorchDispatchMode):
                              torch.compiler.is_compiling()):
             return  # never inside a CUDA graph capture or a compiled region
         while self.later:
-            if until_budget and self._over_budget():
+            if until_budget and self._over_budget(self._part_estimate()):
                 return
             if deadline is not None and time.perf_counter() >= deadline:
                 return  # torch_exit_budget spent: the rest is counted as not run
@@ -546,12 +571,15 @@ class KcheckMode(TorchDispatchMode):
                                                  ctx)
                     for g in entry.not_applicable:
                         gates.pop(g, None)
-                self._submit(entry, None, skey, None, trial_jobs, gates, ctx, t, later=True)
+                when = ("after optimizer step %d" % self.stats.steps) if until_budget else "exit"
+                self._submit(entry, None, skey, None, trial_jobs, gates, ctx, t, later=when)
             except Exception as e:  # never the program's problem
                 self._internal(entry, e)
             finally:
                 dt = time.perf_counter() - t
-                self.main_s += dt
+                self._spent(dt)
+                self.parts_s += dt
+                self.parts_n += 1
                 self.stats.add_cost("later_generated", dt)
 
     def _internal(self, entry, e):
@@ -568,7 +596,8 @@ class KcheckMode(TorchDispatchMode):
         trials in order until one is a violation; then the op_check record
         and the policy's bookkeeping. later: the generated-input part of a
         signature checked before (its own op_check record, part
-        "generated"; the policy counted the signature then)."""
+        "generated", run_at saying when it ran; the policy counted the
+        signature then)."""
         prep = time.perf_counter() - t0
 
         def task():
@@ -609,6 +638,7 @@ class KcheckMode(TorchDispatchMode):
                        "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
                 if later:
                     rec["part"] = "generated"
+                    rec["run_at"] = later
                     self.lib.kcheck_record(b"op_check", json.dumps(rec).encode())
                     return
                 self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
@@ -1042,5 +1072,5 @@ def _finish():
         if m.pool is not None:
             m.pool.shutdown(wait=True)  # every pending judgment lands in the report
         m.summary()
-    except Exception:
-        pass
+    except Exception as e:  # never the program's problem, but said
+        sys.stderr.write("kcheck: torch: summary not written: %s: %s\n" % (type(e).__name__, e))

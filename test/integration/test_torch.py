@@ -525,6 +525,35 @@ def test_steady_state_watches_one_step_in_n(tmp_path):
     assert of(recs, "torch_summary")[0]["watched_steps"] == 12
 
 
+BACKOFF_PROG = """
+import sys, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(16, 16)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(50):
+    x = torch.randn(8 if i < int(sys.argv[1]) else 4, 16)   # from step argv[1] on: a new shape
+    opt.zero_grad(); m(x).square().mean().backward(); opt.step()
+"""
+
+
+def test_steady_state_watch_interval_doubles_until_a_new_signature(tmp_path):
+    opts = "torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_watch_every=5"
+    # steps 1-2 meet new signatures, 3 nothing: then watched 8, 18, 38 (the
+    # interval 5, 10, 20, then 40)
+    p, recs = run_py(tmp_path, BACKOFF_PROG, options=opts, args=["1000"])
+    assert p.returncode == 0, p.stderr
+    assert of(recs, "torch_summary")[0]["watched_steps"] == 6
+    # a new shape from step 31 on is met at the next watched step (38):
+    # 38 and 39 meet new signatures (as steps 1 and 2 did), 40 nothing,
+    # then 45: the interval is back to 5
+    d = tmp_path / "new"
+    d.mkdir()
+    p, recs = run_py(d, BACKOFF_PROG, options=opts, args=["30"])
+    assert p.returncode == 0, p.stderr
+    assert of(recs, "torch_summary")[0]["watched_steps"] == 9
+    assert any("Size([4, 16])" in c["key"] for c in of(recs, "op_check")), "the new shape checked"
+
+
 LOOP_PROG = """
 import torch
 torch.manual_seed(0)

@@ -48,6 +48,12 @@ _PER_VALUE = "scalar operand"
 # are deferred (the copies of inputs and outputs they judge). Judgments
 # still pending at exit are finished before the report is closed.
 _PENDING_BYTES = 1 << 30
+# The longest steady-state interval between watched steps, in units of
+# torch_watch_every (see on_step).
+_WATCH_CAP = 8
+# The cost assumed for a generated-input part before any has been timed
+# (on the H200 bench they took 0.1-0.3 s each).
+_FIRST_PART_GUESS = 0.1
 
 
 class Stats:
@@ -248,6 +254,10 @@ class KcheckMode(TorchDispatchMode):
         self.gates = _gates(_api.option("gates", ""))
         self.watch_every = int(_api.option("torch_watch_every", "20") or 20)
         self.watching, self.new_keys, self.off_steps = True, 0, 0
+        # steps between watched steps in steady state: torch_watch_every,
+        # doubled after each watched step that met nothing new, up to
+        # _WATCH_CAP times it; back to torch_watch_every at a new signature
+        self.gap, self.off_len = self.watch_every, self.watch_every - 1
         # the judgments run beside the program (ctypes drops the GIL)
         workers = int(_api.option("torch_workers", "0") or 0)
         if workers < 0:
@@ -313,19 +323,27 @@ class KcheckMode(TorchDispatchMode):
         """After each optimizer step (a safe point outside any op, on the
         thread that runs the loop): a step that met no new signature sends
         the binding to steady state, where it watches one step in
-        torch_watch_every; a watched step with a new signature keeps it on."""
+        torch_watch_every, then one in twice as many after each watched
+        step that met nothing new (up to _WATCH_CAP times torch_watch_every:
+        a loop whose signatures never change pays for a few watched steps
+        only); a watched step with a new signature keeps it on and brings
+        the interval back to torch_watch_every."""
         st = self.stats
         st.steps += 1
         if self.watching:
             st.watched_steps += 1
             if self.new_keys == 0 and self.t_steady is None:
                 self.t_steady = time.perf_counter()
-            if self.new_keys == 0 and self.watch_every > 1 and self._on_top():
+            if self.new_keys:
+                self.gap = self.watch_every
+            elif self.watch_every > 1 and self._on_top():
                 self.__exit__(None, None, None)
                 self.watching, self.off_steps = False, 0
+                self.off_len = self.gap - 1
+                self.gap = min(2 * self.gap, _WATCH_CAP * self.watch_every)
         else:
             self.off_steps += 1
-            if self.off_steps >= self.watch_every - 1:
+            if self.off_steps >= self.off_len:
                 self.__enter__()
                 self.watching = True
         self.new_keys = 0
@@ -428,8 +446,9 @@ class KcheckMode(TorchDispatchMode):
         return self.main_s > self.budget * (now - self.t_clock)
 
     def _part_estimate(self):
-        """The mean cost of the generated-input parts run so far (0 before the first)."""
-        return self.parts_s / self.parts_n if self.parts_n else 0.0
+        """The mean cost of the generated-input parts run so far, inline or
+        later (_FIRST_PART_GUESS before the first)."""
+        return self.parts_s / self.parts_n if self.parts_n else _FIRST_PART_GUESS
 
     def _reason(self, entry, args, kwargs):
         if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
@@ -501,8 +520,11 @@ class KcheckMode(TorchDispatchMode):
                         gates[gate] = {"status": "not_applicable",
                                        "reason": entry.not_applicable[gate]}
                 if generated_now:
+                    tg = time.perf_counter()
                     trial_jobs = self._generated(func, entry, plan.op, settings, args, kwargs,
                                                  gates, ctx)
+                    self.parts_s += time.perf_counter() - tg
+                    self.parts_n += 1
                 elif any(g not in gates for g in wanted):
                     for g in wanted:
                         gates.setdefault(g, {"status": "deferred",

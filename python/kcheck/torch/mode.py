@@ -572,6 +572,8 @@ class KcheckMode(TorchDispatchMode):
         (no op running, the program's thread): while budget is left, or
         all of them (at exit). Their ops are kcheck's own: no mode sees
         them."""
+        if until_budget and self.later and self._over_budget(self._part_estimate()):
+            return  # the common case in steady state, at every optimizer step: kept cheap
         from torch.utils._python_dispatch import _disable_current_modes
         if until_budget and ((torch.cuda.is_initialized() and
                               torch.cuda.is_current_stream_capturing()) or

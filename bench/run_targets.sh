@@ -392,7 +392,7 @@ mapfile -t dreps < <(reports_of default_r1)
   echo
   echo "## the ten costliest checks of the default run (round 1) against their floor"
   echo
-  echo "floor = (1 + runs) x kernel_ms + 2 x snapshot_ms, both measured by the check with device events"
+  echo "floor = (1 + runs) x kernel_ms (device events) + 2 x saved bytes / the device's copy bandwidth + (1 + runs) x a launch-and-wait round trip (both measured once per process: summary own_kernels; terms in each check's floor_terms)"
   [ -f "$LOGS/profile.json" ] || echo "(no plain torch.profiler run: KC_T_FLOOR=1 adds it)"
   echo
   "${SUMM[@]}" costs --profile "$LOGS/profile.json" --top 10 "${dreps[@]}" 2>&1 | grep -v '^(no profile' || true

@@ -74,8 +74,8 @@ struct kc_shadow {
    * once: a run on the check's stream then leaves its wait to the
    * comparison's (one round trip to the device per run, not two). */
   int defer_sync;
-  int run_pending;   /* a run not waited for yet */
-  int run_faulted;   /* the last run faulted (seen by the comparison's wait) */
+  int run_pending; /* a run not waited for yet */
+  int run_faulted; /* the last run faulted (seen by the comparison's wait) */
 };
 
 /* Syncs and saves the pre-state. 0 on success; else *why says why the launch

@@ -406,7 +406,7 @@ static int report_now(json_t *rec) {
  * follow on a thread of kcheck's own, in order, with the repeats of later
  * checks queued behind the record they repeat. The exit (and a fatal
  * signal, without symbols) writes what is still queued before the
- * summary. halt_on_error reports at once. */
+ * summary. halt_on_error and a forked child report at once. */
 struct pending {
   struct pending *next;
   json_t *rec; /* a violation record, or NULL for a repeat: */
@@ -421,6 +421,15 @@ static int q_busy;       /* the worker is reporting one it took */
 static int worker_state; /* 0 not started, 1 running, -1 unavailable */
 /* Queued or being reported: polled by a signal handler, which takes no lock. */
 static atomic_int outstanding;
+/* A forked child reports at once: such children often end with _exit
+ * (multiprocessing's fork workers, os._exit), which runs no exit drain. */
+static int forked_child;
+static void mark_forked(void) { forked_child = 1; }
+/* At load, not at activation: a process may fork before its first CUDA
+ * call (then kcheck activates in the child as in a fresh process). */
+__attribute__((constructor)) static void findings_atfork(void) {
+  pthread_atfork(NULL, NULL, mark_forked);
+}
 static pthread_t worker;
 
 static void run_pending(struct pending *p) {
@@ -459,7 +468,7 @@ static void *worker_main(void *arg) {
 /* Queues p (1), or 0 when it must be reported now (halt_on_error, no
  * worker). */
 static int enqueue(struct pending *p) {
-  if (kc_opt.halt_on_error) return 0;
+  if (kc_opt.halt_on_error || forked_child) return 0;
   pthread_mutex_lock(&q_lock);
   if (worker_state == 0) {
     pthread_attr_t a;
@@ -617,6 +626,7 @@ void kc_findings_reset_child(void) {
   q_head = q_tail = NULL;
   q_busy = 0;
   worker_state = 0;
+  forked_child = 1;
   atomic_store(&outstanding, 0);
   nkeys = 0;
   printed = suppressed = unique = repeats = 0;

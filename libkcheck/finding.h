@@ -13,7 +13,9 @@ int kc_findings_init(void);
  * as a violation, 0 when a suppression matched (written as a `suppressed`
  * record). The stack and test id are taken at once; the rest may follow
  * on kcheck's findings thread (then 1: a suppression is only known
- * there); halt_on_error reports at once. */
+ * there); halt_on_error and a forked child report at once. A process
+ * that ends with _exit while its findings thread is still naming frames
+ * loses those findings. */
 int kc_finding_report(json_t *rec);
 /* Reports every finding still queued, before the summary; in_signal (a
  * fatal signal): writes them as they are, without waiting. */

@@ -11,11 +11,13 @@
 # Reported per configuration: first steps (1-3) ms/step, steady (steps 4..)
 # ms/step, the whole run's wall time (process start to exit), checks, skip
 # records, launch records, and whether FINAL_LOSS is bitwise the plain one.
-# Then: profile=1 of a default run with all five race strategies
-# (profile_mark: the first steps' checks by stage and the steady state
-# apart; each strategy's cost from the check records) and of trace=1;
+# Then: profile=1 of a default run (profile_mark: the first steps' checks
+# by stage and the steady state apart) and of trace=1 (the same mark); a
+# run with every race strategy (each one's cost from the check records);
 # build/gpu/launch_overhead per config; the checks against their own
-# floors; compute-sanitizer racecheck on a small configuration
+# floors (terms, how kcheck's kernels loaded, the device costs measured);
+# the planted races with the default and with every strategy (what each
+# strategy exposed); compute-sanitizer racecheck on a small configuration
 # (KC_T_SMALL) that it can finish, with its plain run. KC_T_ANCHORS=all
 # adds memcheck and TORCH_CUDA_SANITIZER=1 at the full size, KC_T_FLOOR=1
 # a plain torch.profiler run. KC_BUDGET (165 s) bounds the whole. Writes
@@ -32,7 +34,7 @@ FIRST=3
 read -r -a MODEL <<<"${KC_T_MODEL:---layers 6 --d-model 512 --seq 256 --batch 16}"
 read -r -a SMALL <<<"${KC_T_SMALL:---layers 1 --d-model 64 --heads 2 --seq 32 --batch 2 --vocab 100}"
 MARK=${KC_T_MARK:-3000} # launches: after the first steps' checks (~420 a step)
-ALL5=race_strategies=scrub,green,smem,hammer,l2flush
+ALL8=race_strategies=scrub,green,smem,hammer,l2flush,jitter,warporder,accesses
 T=("$PYTHON" bench/transformer_step.py "${MODEL[@]}")
 SUMM=("$PYTHON" "$ROOT/test/gpu/kc_summarize.py")
 errors=0
@@ -81,10 +83,11 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
-echo "=== profile=1 (default with all five race strategies, mark at launch $MARK; trace=1)"
-one prof_all5 "profile=1:profile_mark=$MARK:$ALL5" 120 "${T[@]}" --steps "$STEPS" || true
+echo "=== profile=1 (default options, mark at launch $MARK; trace=1, same mark); every race strategy"
+one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
+one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
+one strat_all8 "$ALL8" 120 "${T[@]}" --steps 5 || true
 one trace2_r1 "$(opts_of trace2)" 60 "${T[@]}" --steps 8 || errors=$((errors + 1))
-one prof_trace gates=none:trace=1:profile=1 120 "${T[@]}" --steps "$STEPS" || true
 
 echo "=== launch_overhead"
 for c in plain none default trace1; do
@@ -94,7 +97,7 @@ done
 echo "=== planted races (build/gpu/races all): what the gates still find, clean kernels bitwise"
 one races_plain - 30 "$BUILD/gpu/races" all || true
 one races_default "" 30 "$BUILD/gpu/races" all || true
-one races_all5 "$ALL5" 30 "$BUILD/gpu/races" all || true
+one races_all8 "$ALL8" 30 "$BUILD/gpu/races" all || true
 
 echo "=== anchors"
 SAN=$(command -v compute-sanitizer || echo "$CUDA_HOME/bin/compute-sanitizer")
@@ -195,26 +198,45 @@ def profs(n):
         if r.get("type") == "profile":
             out[r.get("at", "exit")] = r
     return out
-pa, t = profs("prof_all5"), profs("prof_trace").get("exit")
-a, b = pa.get("exit"), pa.get("mark")
-if a and b:
+pd, pt = profs("prof_default"), profs("prof_trace")
+def steady(p, s):
+    a, b = p.get("exit"), p.get("mark")
+    if not a:
+        return None
+    if not b:
+        return a["stages"][s]["ns_per_launch"] if s in a["stages"] else None
     dl = a["launches"] - b["launches"]
-    print(f"\n## profile=1: ns per launch by stage\n\ndefault (all five race strategies) steady = "
-          f"(exit record - mark record at launch {b['launches']}) / the {dl} launches between; "
-          f"trace=1 over all {t['launches'] if t else '-'} launches.\n")
-    print("| stage | default, steady | gates=none:trace=1 |")
-    print("|---|---:|---:|")
+    return (a["stages"][s]["ns"] - b["stages"][s]["ns"]) / dl if dl > 0 and s in a["stages"] else None
+def allrun(p, s):
+    a = p.get("exit")
+    return a["stages"][s]["ns_per_launch"] if a and s in a["stages"] else None
+a, b = pd.get("exit"), pd.get("mark")
+if a:
+    ta, tb = pt.get("exit"), pt.get("mark")
+    print(f"\n## profile=1: ns per launch by stage\n\nsteady = (exit record - mark record at launch "
+          f"{b['launches'] if b else '-'}) / the launches between (the first steps' first sights and "
+          f"checks left out); whole = the exit record over every launch.\n")
+    print("| stage | default, steady | default, whole run | gates=none:trace=1, steady | trace=1, whole run |")
+    print("|---|---:|---:|---:|---:|")
     for s in a["stages"]:
         if s.startswith("chk_"):
             continue
-        v = (a["stages"][s]["ns"] - b["stages"][s]["ns"]) / dl if dl > 0 else 0
-        tv = f"{t['stages'][s]['ns_per_launch']:.0f}" if t and s in t["stages"] else "-"
-        print(f"| {s} | {v:.0f} | {tv} |")
-    dv = (a["driver_calls_total"] - b["driver_calls_total"]) / dl if dl > 0 else 0
-    print(f"| driver calls per launch | {dv:.3f} | {t['driver_calls_per_launch'] if t else float('nan'):.3f} |")
-    ck = [r for r in records("prof_all5") if r.get("type") == "check"]
-    print(f"\n## where a check's time goes (prof_all5: {len(ck)} checks, all five strategies, "
-          f"first steps; host time of each stage)\n")
+        vals = [steady(pd, s), allrun(pd, s), steady(pt, s), allrun(pt, s)]
+        print(f"| {s} | " + " | ".join("-" if v is None else f"{v:.0f}" for v in vals) + " |")
+    def dcalls(p):
+        a, b = p.get("exit"), p.get("mark")
+        if not a:
+            return None
+        if not b:
+            return a["driver_calls_per_launch"]
+        dl = a["launches"] - b["launches"]
+        return (a["driver_calls_total"] - b["driver_calls_total"]) / dl if dl > 0 else None
+    dv = [dcalls(pd), pd["exit"]["driver_calls_per_launch"], dcalls(pt),
+          pt["exit"]["driver_calls_per_launch"] if pt.get("exit") else None]
+    print("| driver calls per launch | " + " | ".join("-" if v is None else f"{v:.3f}" for v in dv) + " |")
+    ck = [r for r in records("prof_default") if r.get("type") == "check"]
+    print(f"\n## where a check's time goes (prof_default: {len(ck)} checks, default options; host time "
+          "of each stage; a run's wait is in chk_compare when the comparison waits for it)\n")
     print("| stage | ms in all | count | us each |")
     print("|---|---:|---:|---:|")
     for s in a["stages"]:
@@ -222,24 +244,30 @@ if a and b:
             continue
         st = a["stages"][s]
         print(f"| {s} | {st['ns'] / 1e6:.1f} | {st['n']} | {st['ns_per_n'] / 1e3:.1f} |")
-    tot, cnt = {}, {}
-    det = []
-    for c in ck:
-        race = (c.get("gates") or {}).get("race") or {}
-        for k, v in (race.get("strategy_ms") or {}).items():
-            tot[k] = tot.get(k, 0.0) + v
-            cnt[k] = cnt.get(k, 0) + 1
-    if tot:
-        print("\n## what each race strategy cost (prof_all5 check records: its run, perturbation and comparison)\n")
-        print("| strategy | ms in all | checks | ms per check |")
-        print("|---|---:|---:|---:|")
-        for k in tot:
-            print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} |")
-    fs = steps_of("prof_all5")
+    fs = steps_of("prof_default")
     if fs:
-        print(f"\nprof_all5 first steps (1-{first}) mean {statistics.fmean(fs[:first]):.2f} ms/step "
+        print(f"\nprof_default first steps (1-{first}) mean {statistics.fmean(fs[:first]):.2f} ms/step "
               f"(ratio {statistics.fmean(fs[:first]) / P['first']:.3f} to plain; profile=1 on), "
               f"against the default's {f(rows['default']['first'])}.")
+# every strategy's cost on the training step (check records of strat_all8)
+ck = [r for r in records("strat_all8") if r.get("type") == "check"]
+tot, cnt, stat = {}, {}, {}
+for c in ck:
+    race = (c.get("gates") or {}).get("race") or {}
+    for k, v in (race.get("strategy_ms") or {}).items():
+        tot[k] = tot.get(k, 0.0) + v
+        cnt[k] = cnt.get(k, 0) + 1
+    for k, v in (race.get("strategies") or {}).items():
+        stat.setdefault(k, {}).setdefault(v, 0)
+        stat[k][v] += 1
+if tot:
+    print(f"\n## what each race strategy cost on the training step (strat_all8: {len(ck)} checks, 5 steps, "
+          "every strategy; wall time of its run(s) inside the check: set-up, run, comparison)\n")
+    print("| strategy | ms in all | checks | ms per check | statuses |")
+    print("|---|---:|---:|---:|---|")
+    for k in tot:
+        sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
+        print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
 # the default runs' checks against their own floors
 for n in [f"default_r{r}" for r in range(1, rounds + 1)]:
     ck = [r for r in records(n) if r.get("type") == "check"]
@@ -253,6 +281,18 @@ for n in [f"default_r{r}" for r in range(1, rounds + 1)]:
     runs = sum(c.get("runs", 0) for c in ck)
     full = sum(c.get("saved_bytes", 0) * (c.get("runs", 0) + 1) for c in ck)
     cs = sorted(c["cost_ms"] for c in ck)
+    summ = [r for r in records(n) if r.get("type") == "summary"]
+    ok = (summ[0].get("own_kernels") if summ else None) or {}
+    terms = [c.get("floor_terms") or {} for c in ck]
+    tm = {t: statistics.median([x.get(t, 0) for x in terms]) for t in ("kernels_ms", "copies_ms", "syncs_ms")} if terms else {}
+    first_ck = min(ck, key=lambda c: c["launch"])
+    fin = [c for c in ck if c.get("violations")]
+    print(f"\n{n}: kcheck's kernels loaded as {ok.get('form', '?')} in {ok.get('load_ms', -1):.1f} ms; "
+          f"device copy {ok.get('copy_gbps', 0):.0f} GB/s, launch+wait round trip {ok.get('sync_us', 0):.1f} us; "
+          f"floor terms (median ms): kernels {tm.get('kernels_ms', 0):.3f}, copies {tm.get('copies_ms', 0):.3f}, "
+          f"waits {tm.get('syncs_ms', 0):.3f}; the process's first check (launch {first_ck['launch']}) "
+          f"{first_ck['cost_ms']:.2f} ms; checks with findings: "
+          + (", ".join(f"{c['cost_ms']:.2f} ms ({c['violations']} violations)" for c in fin) or "none"))
     print(f"\n{n}: {len(ck)} checks, cost ms median {cs[len(cs) // 2]:.3f}, total {sum(cs):.1f}; "
           f"cost/floor median {rat[len(rat) // 2] if rat else float('nan'):.1f} (of {len(rat)}), "
           f"ten costliest {min(trat) if trat else float('nan'):.1f}-{max(trat) if trat else float('nan'):.1f}; "
@@ -287,7 +327,7 @@ if rp:
     print("\n## planted races (build/gpu/races all, one process each)\n")
     print("| options | checks | flagged (gate: kernels) | clean kernels: output bitwise = plain, verify=ok |")
     print("|---|---|---|---|")
-    for n, lab in [("races_default", "default (scrub,l2flush)"), ("races_all5", "all five strategies")]:
+    for n, lab in [("races_default", "default options"), ("races_all8", "every strategy")]:
         recs = records(n)
         fl = {}
         for v in recs:
@@ -299,6 +339,26 @@ if rp:
         print(f"| {lab} | {sum(1 for r in recs if r.get('type') == 'check')} | "
               + "; ".join(f"{g}: {', '.join(sorted(ks))}" for g, ks in sorted(fl.items())) +
               f" | {same}/{len(clean)} |")
+    # which strategy exposed which planted race (every strategy's run)
+    ex, ms = {}, {}
+    for c in records("races_all8"):
+        if c.get("type") != "check":
+            continue
+        kn = (c.get("kernel_name") or "?").split("(")[0]
+        race = (c.get("gates") or {}).get("race") or {}
+        for k, v in (race.get("strategies") or {}).items():
+            ex.setdefault(k, set())
+            ms.setdefault(k, []).append((race.get("strategy_ms") or {}).get(k, 0))
+            if v in ("differs", "conflicting accesses"):
+                ex[k].add(kn)
+        if (c.get("gates") or {}).get("determinism", {}).get("status") == "fail":
+            ex.setdefault("identical (determinism)", set()).add(kn)
+    if ex:
+        print("\n| strategy (races_all8) | planted kernels it exposed | median ms per check |")
+        print("|---|---|---:|")
+        for k, ks in ex.items():
+            print(f"| {k} | {len(ks)}: {', '.join(sorted(ks))} | "
+                  f"{statistics.median(ms[k]) if ms.get(k) else float('nan'):.3f} |")
 
 print("\n## anchors (same device call)\n")
 sp = steps_of("small_plain")
@@ -332,7 +392,7 @@ mapfile -t dreps < <(reports_of default_r1)
   echo
   echo "## the ten costliest checks of the default run (round 1) against their floor"
   echo
-  echo "floor = (1 + runs) x kernel_ms + 2 x snapshot_ms, both measured by the check with device events"
+  echo "floor = (1 + runs) x kernel_ms (device events) + 2 x saved bytes / the device's copy bandwidth + (1 + runs) x a launch-and-wait round trip (both measured once per process: summary own_kernels; terms in each check's floor_terms)"
   [ -f "$LOGS/profile.json" ] || echo "(no plain torch.profiler run: KC_T_FLOOR=1 adds it)"
   echo
   "${SUMM[@]}" costs --profile "$LOGS/profile.json" --top 10 "${dreps[@]}" 2>&1 | grep -v '^(no profile' || true

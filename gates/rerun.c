@@ -31,6 +31,8 @@ void kc_rerun_free(struct kc_rerun *r) {
  * run was not made (*why; *error when it failed). */
 static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct kc_rerun *r,
                    json_t **ev, const char **why) {
+  /* The comparison follows at once: the run may leave its wait to it. */
+  ctx->shadow->defer_sync = 1;
   int rc = kc_shadow_run(ctx->shadow, p, why);
   if (rc) {
     if (!*why) *why = "failed";
@@ -40,7 +42,8 @@ static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct k
   r->runs++;
   long diff = kc_compare_with_post(ctx->shadow, ev);
   if (diff < 0) {
-    *why = r->error = "comparing the results failed";
+    *why = r->error =
+        ctx->shadow->run_faulted ? "the shadow run faulted" : "comparing the results failed";
     return -1;
   }
   return diff > 0;

@@ -10,6 +10,7 @@
 #include "guard.h"
 #include "log.h"
 #include "options.h"
+#include "perturb.h"
 #include "policy.h"
 #include "report.h"
 #include "streams.h"
@@ -147,13 +148,26 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
                 "kernel", li->k->id, "kernel_name", li->k->demangled, "signature",
                 kc_json_hash(li->signature), "gates", results, "violations", violations, "runs",
                 runs, "regions", nregions, "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost);
-  /* The floor: the kernel's runs and one save and one restore of the
-   * reachable memory, all at the device times this check measured. */
+  /* The floor: the kernel's runs (device time of the application's launch,
+   * events), one save and one restore of the reachable memory at the
+   * device's copy bandwidth, and one wait for each kernel run, both
+   * measured once per device; without those, two snapshots' device time
+   * and no waits. */
   if (rec && kernel_ms >= 0 && snapshot_ms >= 0) {
-    double floor_ms = (1 + runs) * kernel_ms + 2 * snapshot_ms;
+    double copy_ms_per_byte = 0, sync_ms = 0;
+    kc_guard_enter();
+    int measured = kc_perturb_device_costs(li->stream, &copy_ms_per_byte, &sync_ms) == 0;
+    kc_guard_leave();
+    double kernels = (1 + runs) * kernel_ms;
+    double copies = measured ? 2 * (double)saved * copy_ms_per_byte : 2 * snapshot_ms;
+    double syncs = measured ? (1 + runs) * sync_ms : 0;
+    double floor_ms = kernels + copies + syncs;
     json_object_set_new(rec, "kernel_ms", json_real(kernel_ms));
     json_object_set_new(rec, "snapshot_ms", json_real(snapshot_ms));
     json_object_set_new(rec, "floor_ms", json_real(floor_ms));
+    json_object_set_new(rec, "floor_terms",
+                        json_pack("{s:f, s:f, s:f, s:b}", "kernels_ms", kernels, "copies_ms",
+                                  copies, "syncs_ms", syncs, "measured_device", measured));
     if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
   }
   /* A kernel node of a graph replayed node by node. */

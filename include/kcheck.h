@@ -65,6 +65,11 @@ int kcheck_annotation_describe(char *buf, unsigned long n);
 void kcheck_set_test(const char *id);
 /* The path of this process's report, or NULL when it writes none. */
 const char *kcheck_report_path(void);
+/* Every violation found so far reported (findings are symbolised on a
+ * thread of kcheck's own) and every record so far written to the report
+ * file, before it returns; the pytest plugin calls it before it reads a
+ * test's violations. */
+void kcheck_flush(void);
 
 /* ---- generated inputs (version 3) ---- */
 

@@ -25,6 +25,10 @@ KC_EXPORT void kcheck_set_test(const char *id) {
 }
 
 KC_EXPORT const char *kcheck_report_path(void) { return kc_report_path(); }
+KC_EXPORT void kcheck_flush(void) {
+  kc_findings_drain(0);
+  kc_report_flush();
+}
 KC_EXPORT int kcheck_option(const char *name, char *buf, unsigned long n) {
   if (!name) return -1;
   if (kc_core_activate) kc_core_activate(); /* the options are parsed on activation */

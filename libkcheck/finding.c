@@ -7,10 +7,13 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guard.h"
@@ -338,10 +341,8 @@ static long count_key(json_t *rec, int is_suppressed) {
   return ++k->count;
 }
 
-void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
-                       unsigned long long signature, int n) {
-  char sig[24];
-  snprintf(sig, sizeof sig, "%016llx", signature);
+static void repeat_now(const char *gate, long kernel, const char *kernel_name, const char *sig,
+                       int n) {
   pthread_mutex_lock(&lock);
   int made;
   struct key *k = find_key(gate, kernel, sig, kernel_name, -1, &made);
@@ -353,17 +354,16 @@ void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
   pthread_mutex_unlock(&lock);
 }
 
-int kc_finding_report(json_t *rec) {
-  if (!rec) return 0;
+/* Symbolises rec's stack, applies the suppressions, counts, writes and
+ * prints it. Takes rec. */
+static int report_now(json_t *rec) {
   kc_guard_enter();
-  if (!json_object_get(rec, "stack")) json_object_set_new(rec, "stack", kc_stack_json(3));
   json_t *stack = json_object_get(rec, "stack");
   json_t *host = json_object_get(stack, "host");
   if (host) json_object_set_new(stack, "host", kc_symbolize_host(host));
   kc_guard_leave();
 
   pthread_mutex_lock(&lock);
-  if (test_id[0]) json_object_set_new(rec, "test", json_string(test_id));
   const char *rule = kc_suppress_match(rec);
   if (rule) {
     suppressed++;
@@ -397,6 +397,177 @@ int kc_finding_report(json_t *rec) {
                   kc_opt.print_limit);
   kc_report_emit("violation", rec);
   return 1;
+}
+
+/* ---- deferred findings: a check takes the stack (module and offset of
+ * each frame, microseconds) and the test id where the violation happened;
+ * naming the frames (symbol tables, DWARF lines: 100-260 ms at a finding
+ * in a PyTorch process), suppressions, the record and the finding block
+ * follow on a thread of kcheck's own, in order, with the repeats of later
+ * checks queued behind the record they repeat. The exit (and a fatal
+ * signal, without symbols) writes what is still queued before the
+ * summary. halt_on_error and a forked child report at once. */
+struct pending {
+  struct pending *next;
+  json_t *rec; /* a violation record, or NULL for a repeat: */
+  char gate[32], sig[24], kernel_name[160];
+  long kernel;
+  int n;
+};
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_wake = PTHREAD_COND_INITIALIZER, q_idle = PTHREAD_COND_INITIALIZER;
+static struct pending *q_head, *q_tail;
+static int q_busy;       /* the worker is reporting one it took */
+static int worker_state; /* 0 not started, 1 running, -1 unavailable */
+/* Queued or being reported: polled by a signal handler, which takes no lock. */
+static atomic_int outstanding;
+/* A forked child reports at once: such children often end with _exit
+ * (multiprocessing's fork workers, os._exit), which runs no exit drain. */
+static int forked_child;
+static void mark_forked(void) { forked_child = 1; }
+/* At load, not at activation: a process may fork before its first CUDA
+ * call (then kcheck activates in the child as in a fresh process). */
+__attribute__((constructor)) static void findings_atfork(void) {
+  pthread_atfork(NULL, NULL, mark_forked);
+}
+static pthread_t worker;
+
+static void run_pending(struct pending *p) {
+  if (p->rec)
+    report_now(p->rec);
+  else
+    repeat_now(p->gate, p->kernel, p->kernel_name, p->sig, p->n);
+  free(p);
+}
+
+static void *worker_main(void *arg) {
+  (void)arg;
+  sigset_t all; /* never an application thread to signals */
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  kc_guard_enter(); /* whatever it calls is kcheck's own */
+  pthread_mutex_lock(&q_lock);
+  for (;;) {
+    while (!q_head) {
+      q_busy = 0;
+      pthread_cond_broadcast(&q_idle);
+      pthread_cond_wait(&q_wake, &q_lock);
+    }
+    struct pending *p = q_head;
+    q_head = p->next;
+    if (!q_head) q_tail = NULL;
+    q_busy = 1;
+    pthread_mutex_unlock(&q_lock);
+    run_pending(p);
+    atomic_fetch_sub(&outstanding, 1);
+    pthread_mutex_lock(&q_lock);
+  }
+  return NULL;
+}
+
+/* Queues p (1), or 0 when it must be reported now (halt_on_error, no
+ * worker). */
+static int enqueue(struct pending *p) {
+  if (kc_opt.halt_on_error || forked_child) return 0;
+  pthread_mutex_lock(&q_lock);
+  if (worker_state == 0) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    worker_state = pthread_create(&worker, &a, worker_main, NULL) ? -1 : 1;
+    pthread_attr_destroy(&a);
+  }
+  int queued = worker_state == 1;
+  if (queued) {
+    p->next = NULL;
+    if (q_tail)
+      q_tail->next = p;
+    else
+      q_head = p;
+    q_tail = p;
+    q_busy = 1;
+    atomic_fetch_add(&outstanding, 1);
+    pthread_cond_signal(&q_wake);
+  }
+  pthread_mutex_unlock(&q_lock);
+  return queued;
+}
+
+void kc_findings_drain(int in_signal) {
+  if (in_signal) {
+    /* The worker blocks every signal, so it goes on while the handler
+     * runs: up to 2 s for it to finish (polled, no lock); what it did not
+     * get to is written here, its frames as module and offset. */
+    for (int i = 0; i < 2000 && atomic_load(&outstanding) > 0; i++) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+    if (pthread_mutex_trylock(&q_lock)) return;
+    struct pending *p = q_head;
+    q_head = q_tail = NULL;
+    pthread_mutex_unlock(&q_lock);
+    while (p) {
+      struct pending *next = p->next;
+      atomic_fetch_sub(&outstanding, 1);
+      if (p->rec) {
+        atomic_fetch_add(&kc_count.violations, 1);
+        kc_report_emit("violation", p->rec);
+      }
+      free(p);
+      p = next;
+    }
+    return;
+  }
+  /* Bounded: a worker held up (a lock of a thread that is gone) must not
+   * hold up the exit; what it did not get to is written as it is. */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  pthread_mutex_lock(&q_lock);
+  int late = 0;
+  while (!late && (q_head || (worker_state == 1 && q_busy)))
+    late = pthread_cond_timedwait(&q_idle, &q_lock, &until) != 0;
+  pthread_mutex_unlock(&q_lock);
+  if (late) {
+    KC_INTERNAL_ERROR("findings still being reported at exit: written without symbols");
+    kc_findings_drain(1);
+  }
+}
+
+void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
+                       unsigned long long signature, int n) {
+  char sig[24];
+  snprintf(sig, sizeof sig, "%016llx", signature);
+  struct pending *p = calloc(1, sizeof *p);
+  if (p) {
+    snprintf(p->gate, sizeof p->gate, "%s", gate);
+    snprintf(p->sig, sizeof p->sig, "%s", sig);
+    snprintf(p->kernel_name, sizeof p->kernel_name, "%s", kernel_name ? kernel_name : "");
+    p->kernel = kernel;
+    p->n = n;
+    if (enqueue(p)) return;
+    free(p);
+  }
+  repeat_now(gate, kernel, kernel_name, sig, n);
+}
+
+int kc_finding_report(json_t *rec) {
+  if (!rec) return 0;
+  /* Where it happened, now: the launching thread's frames and the test. */
+  kc_guard_enter();
+  if (!json_object_get(rec, "stack")) json_object_set_new(rec, "stack", kc_stack_json_fast(3));
+  kc_guard_leave();
+  pthread_mutex_lock(&lock);
+  if (test_id[0] && !json_object_get(rec, "test"))
+    json_object_set_new(rec, "test", json_string(test_id));
+  pthread_mutex_unlock(&lock);
+  struct pending *p = calloc(1, sizeof *p);
+  if (p) {
+    p->rec = rec;
+    if (enqueue(p)) return 1; /* counted as a violation unless suppressed */
+    free(p);
+  }
+  return report_now(rec);
 }
 
 void kc_findings_summary(json_t *summary) {
@@ -448,6 +619,15 @@ void kc_findings_print_summary(void) {
 
 void kc_findings_reset_child(void) {
   pthread_mutex_init(&lock, NULL);
+  /* The parent's queue and worker: the child reports its own. */
+  pthread_mutex_init(&q_lock, NULL);
+  pthread_cond_init(&q_wake, NULL);
+  pthread_cond_init(&q_idle, NULL);
+  q_head = q_tail = NULL;
+  q_busy = 0;
+  worker_state = 0;
+  forked_child = 1;
+  atomic_store(&outstanding, 0);
   nkeys = 0;
   printed = suppressed = unique = repeats = 0;
 }

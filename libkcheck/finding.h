@@ -11,8 +11,15 @@
 int kc_findings_init(void);
 /* Takes ownership of rec (a violation record). Returns 1 when it counts
  * as a violation, 0 when a suppression matched (written as a `suppressed`
- * record). */
+ * record). The stack and test id are taken at once; the rest may follow
+ * on kcheck's findings thread (then 1: a suppression is only known
+ * there); halt_on_error and a forked child report at once. A process
+ * that ends with _exit while its findings thread is still naming frames
+ * loses those findings. */
 int kc_finding_report(json_t *rec);
+/* Reports every finding still queued, before the summary; in_signal (a
+ * fatal signal): writes them as they are, without waiting. */
+void kc_findings_drain(int in_signal);
 /* The test the process is running now (pytest plugin, KCHECK_TEST); ""
  * or NULL: none. Every later violation record carries it as "test". */
 void kc_finding_set_test(const char *id);

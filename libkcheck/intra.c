@@ -228,6 +228,27 @@ out:
   return rc;
 }
 
+int kc_intra_usable(struct kc_launch_info *li, int log, const char **why) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  pthread_mutex_lock(&lock);
+  struct copy *c = find(li->k->handle, li->k->image_handle, ctx);
+  int rc = 1;
+  if (!c) {
+    *why = "out of host memory";
+  } else {
+    if (c->state == 0) build(c, li->k);
+    if (c->state != 1)
+      *why = c->why;
+    else if (log && !c->logged.n)
+      *why = "the kernel has no shared-memory access kcheck can log";
+    else
+      rc = 0;
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
 int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms) {
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);

@@ -18,6 +18,11 @@ struct json_t;
  * no PTX, JIT failure, ...); -1 on a driver failure (*why). */
 int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS], CUfunction *fn,
                      const char **why);
+/* Whether li's kernel can be perturbed (its copy built, JIT-compiled at
+ * the first ask): 0, or 1 with *why as kc_intra_prepare would say it (log:
+ * the run asks for the access log). Writes nothing on the device: a
+ * check asks before restoring memory for a run that cannot be made. */
+int kc_intra_usable(struct kc_launch_info *li, int log, const char **why);
 /* What the copy of li's kernel is (after a prepare): inserted delay sites
  * and the JIT's time in ms; 0, or -1 when there is no copy. */
 int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms);

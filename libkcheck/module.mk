@@ -2,7 +2,7 @@
 # and build/san/libkcheck.so (ASan+UBSan, used by `make test`).
 
 KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard contract/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) \
-           $(BUILD)/gen/perturb_ptx.c
+           $(BUILD)/gen/perturb_ptx.c $(BUILD)/gen/perturb_fatbin.c
 KC_ASM  := shim/dl_trampoline.S
 # The layering, enforced by include paths: each folder compiles with only
 # the folders it may use (a header of any other is "not found"):
@@ -67,18 +67,34 @@ $(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d: ;
 .PRECIOUS: $(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d
 -include $(foreach v,obj san/obj tsan/obj,$(patsubst %.c,$(BUILD)/$(v)/%.d,$(KC_SRCS)))
 
-# kcheck's own perturbation kernels: PTX committed next to the CUDA source
-# (so building needs no nvcc), embedded as a C string.
+# kcheck's own perturbation kernels, committed next to the CUDA source (so
+# building needs no nvcc) and embedded: a fatbin with SASS for the common
+# architectures (loading it costs no JIT: the process's first check paid
+# ~80 ms JIT-compiling the PTX on the H200) and PTX text, loaded when the
+# fatbin is refused (another architecture, the CPU stand-in).
 $(BUILD)/gen/perturb_ptx.c: libkcheck/kernels/perturb_kernels.ptx
 	@mkdir -p $(@D)
 	{ echo '/* generated from $< */'; echo 'extern const char kc_perturb_ptx[];'; \
 	  echo 'const char kc_perturb_ptx[] ='; \
 	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } > $@
+$(BUILD)/gen/perturb_fatbin.c: libkcheck/kernels/perturb_kernels.fatbin
+	@mkdir -p $(@D)
+	{ echo '/* generated from $< */'; echo 'extern const unsigned char kc_perturb_fatbin[];'; \
+	  echo 'extern const unsigned long kc_perturb_fatbin_size;'; \
+	  echo '__attribute__((aligned(64))) const unsigned char kc_perturb_fatbin[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ *$$//; s/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
+	  echo 'const unsigned long kc_perturb_fatbin_size = sizeof kc_perturb_fatbin;'; } > $@
 $(BUILD)/obj/$(BUILD)/gen/%.o $(BUILD)/san/obj/$(BUILD)/gen/%.o: KC_NOSAN += -Wno-overlength-strings
 
+# Regenerates both with nvcc: SASS for sm_80/86/89/90/100/120, and PTX for
+# compute_80 inside the fatbin (JIT-compiled on any newer architecture).
+KC_KERNEL_ARCHS := 80 86 89 90 100 120
 .PHONY: ptx
 ptx:
 	$(CUDA_HOME)/bin/nvcc -ptx -arch=compute_90 -o libkcheck/kernels/perturb_kernels.ptx \
+	  libkcheck/kernels/perturb_kernels.cu
+	$(CUDA_HOME)/bin/nvcc -fatbin $(foreach a,$(KC_KERNEL_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	  -gencode arch=compute_80,code=compute_80 -o libkcheck/kernels/perturb_kernels.fatbin \
 	  libkcheck/kernels/perturb_kernels.cu
 
 # install: the library and the libraries it carries into lib/kcheck (rpath

@@ -1,5 +1,6 @@
-/* libkcheck/perturb.c — perturbation mechanisms. kcheck's kernels come from
- * its own PTX (kernels/perturb_kernels.cu), loaded once per context; green
+/* libkcheck/perturb.c — perturbation mechanisms. kcheck's kernels
+ * (kernels/perturb_kernels.cu) come from its own fatbin (SASS, no JIT) or,
+ * where the driver refuses it, its PTX, loaded once per context; green
  * contexts and helper buffers are made once per device and kept. */
 #include "perturb.h"
 
@@ -11,8 +12,11 @@
 #include "intra.h"
 #include "log.h"
 #include "own.h"
+#include "report.h"
 
 extern const char kc_perturb_ptx[];
+extern const unsigned char kc_perturb_fatbin[];
+extern const unsigned long kc_perturb_fatbin_size;
 
 #define MAX_DEV 16
 
@@ -29,6 +33,9 @@ struct dev_state {
   CUstream side; /* for the hammer */
   CUdeviceptr hammer_buf, flush_buf;
   size_t hammer_words, flush_words;
+  /* kc_perturb_device_costs: measured once (1), failed (-1). */
+  int costs_state;
+  double copy_ms_per_byte, sync_ms;
 };
 static struct dev_state devs[MAX_DEV];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,14 +68,29 @@ static struct dev_state *state(void) {
   return d;
 }
 
+/* How kcheck's kernels were last loaded, for the summary record. */
+static const char *module_form = "not loaded";
+static double module_load_ms = -1;
+
 static int load_module(struct dev_state *d) {
   if (d->tried_module) return d->module ? 0 : -1;
   d->tried_module = 1;
-  if (kc_drv.cuModuleLoadData(&d->module, kc_perturb_ptx) != CUDA_SUCCESS) {
-    d->module = NULL;
-    KC_INTERNAL_ERROR("loading kcheck's perturbation kernels failed");
-    return -1;
+  double t0 = kc_now_s();
+  /* The fatbin's SASS loads without JIT; its own PTX (compute_80) is
+   * JIT-compiled by the driver on a newer architecture; the PTX text is
+   * the fallback where the fatbin is refused. */
+  module_form = "fatbin";
+  if (!kc_perturb_fatbin_size ||
+      kc_drv.cuModuleLoadData(&d->module, kc_perturb_fatbin) != CUDA_SUCCESS) {
+    module_form = "ptx";
+    if (kc_drv.cuModuleLoadData(&d->module, kc_perturb_ptx) != CUDA_SUCCESS) {
+      d->module = NULL;
+      module_form = "failed";
+      KC_INTERNAL_ERROR("loading kcheck's perturbation kernels failed");
+      return -1;
+    }
   }
+  module_load_ms = 1e3 * (kc_now_s() - t0);
   if (kc_drv.cuModuleGetFunction(&d->scrub, d->module, "kc_scrub_shared") != CUDA_SUCCESS ||
       kc_drv.cuModuleGetFunction(&d->hammer, d->module, "kc_hammer") != CUDA_SUCCESS ||
       kc_drv.cuModuleGetFunction(&d->flush, d->module, "kc_flush_l2") != CUDA_SUCCESS ||
@@ -343,6 +365,96 @@ void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li) {
                               attr_undo.old_max_dyn);
     attr_undo.changed = 0;
   }
+}
+
+static double median5(double *v) {
+  for (int i = 1; i < 5; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+  return v[2];
+}
+
+/* A 32 MiB device-to-device copy timed with events (best of three) and the
+ * host's round trip of an empty launch of kcheck's own kernel and its wait
+ * (median of five). */
+static int measure_costs(struct dev_state *d, CUstream s) {
+  enum { BYTES = 32 << 20 };
+  if (load_module(d) || !kc_drv.cuEventCreate || !kc_drv.cuEventElapsedTime_v2 ||
+      !kc_drv.cuMemcpyDtoDAsync_v2 || !kc_drv.cuStreamSynchronize)
+    return -1;
+  if (!d->compare_out) {
+    size_t w;
+    if (ensure_buf(&d->compare_out, &w, 16)) return -1;
+  }
+  CUdeviceptr buf = 0;
+  CUevent e[2] = {NULL, NULL};
+  int rc = -1;
+  if (kc_drv.cuMemAlloc_v2(&buf, 2 * (size_t)BYTES) != CUDA_SUCCESS) return -1;
+  if (kc_drv.cuEventCreate(&e[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+      kc_drv.cuEventCreate(&e[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+    goto out;
+  double best = -1;
+  for (int i = 0; i < 3; i++) {
+    float ms = -1;
+    if (kc_drv.cuEventRecord(e[0], s) != CUDA_SUCCESS ||
+        kc_drv.cuMemcpyDtoDAsync_v2(buf + BYTES, buf, BYTES, s) != CUDA_SUCCESS ||
+        kc_drv.cuEventRecord(e[1], s) != CUDA_SUCCESS ||
+        kc_drv.cuStreamSynchronize(s) != CUDA_SUCCESS ||
+        kc_drv.cuEventElapsedTime_v2(&ms, e[0], e[1]) != CUDA_SUCCESS)
+      goto out;
+    if (ms > 0 && (best < 0 || ms < best)) best = ms;
+  }
+  double rt[5];
+  for (int i = 0; i < 5; i++) {
+    CUdeviceptr none = 0;
+    unsigned long long zero = 0;
+    void *params[] = {&none, &none, &zero, &d->compare_out};
+    double t0 = kc_now_s();
+    if (launch(d->compare, 1, 32, 0, s, params) != CUDA_SUCCESS ||
+        kc_drv.cuStreamSynchronize(s) != CUDA_SUCCESS)
+      goto out;
+    rt[i] = 1e3 * (kc_now_s() - t0);
+  }
+  if (best <= 0) goto out;
+  d->copy_ms_per_byte = best / BYTES;
+  d->sync_ms = median5(rt);
+  rc = 0;
+out:
+  for (int i = 0; i < 2; i++)
+    if (e[i]) kc_drv.cuEventDestroy_v2(e[i]);
+  kc_drv.cuMemFree_v2(buf);
+  return rc;
+}
+
+int kc_perturb_device_costs(CUstream s, double *copy_ms_per_byte, double *sync_ms) {
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  int rc = -1;
+  if (d && !d->costs_state) d->costs_state = measure_costs(d, s) ? -1 : 1;
+  if (d && d->costs_state == 1) {
+    *copy_ms_per_byte = d->copy_ms_per_byte;
+    *sync_ms = d->sync_ms;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+json_t *kc_perturb_summary_json(void) {
+  /* The summary may be written from a signal handler: never wait. */
+  if (pthread_mutex_trylock(&lock)) return json_pack("{s:s}", "form", "unknown (busy)");
+  json_t *o = json_pack("{s:s, s:f}", "form", module_form, "load_ms", module_load_ms);
+  for (int i = 0; o && i < MAX_DEV; i++)
+    if (devs[i].costs_state == 1) {
+      json_object_set_new(o, "copy_gbps", json_real(1e-6 / devs[i].copy_ms_per_byte));
+      json_object_set_new(o, "sync_us", json_real(1e3 * devs[i].sync_ms));
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  return o;
 }
 
 void kc_perturb_fini(void) {

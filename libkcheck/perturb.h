@@ -27,6 +27,13 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
  * kernel is unavailable or a call failed. */
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
                             int n, CUdeviceptr slots, CUstream stream, uint64_t *out);
+/* The device's costs for a check's floor, measured once per device on
+ * stream s (the device idle): milliseconds per byte of a device-to-device
+ * copy and the round trip of a launch and its wait. -1 when unmeasured. */
+int kc_perturb_device_costs(CUstream s, double *copy_ms_per_byte, double *sync_ms);
+/* {form: fatbin|ptx|failed|not loaded, load_ms, copy_gbps, sync_us}: how
+ * kcheck's kernels were loaded and the measured costs, for the summary. */
+struct json_t *kc_perturb_summary_json(void);
 void kc_perturb_fini(void);
 
 /* The strategies of perturb.def: KC_STRAT_<name>. */

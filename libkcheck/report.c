@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "launch.h"
 #include "log.h"
 #include "options.h"
+#include "perturb.h"
 #include "prof.h"
 #include "report_buf.h"
 #include "version.h"
@@ -117,10 +119,40 @@ void kc_report_reopen_child(long parent_pid) {
 
 /* The record's head: type and seq first so records read well with head
  * and grep. Called with the lock held. */
+static char *put_dec(char *p, uint64_t v, int width) {
+  char b[24];
+  int i = sizeof b;
+  do
+    b[--i] = (char)('0' + v % 10);
+  while ((v /= 10) || (int)sizeof b - i < width);
+  memcpy(p, b + i, sizeof b - (size_t)i);
+  return p + (sizeof b - (size_t)i);
+}
+
+/* By hand, not snprintf: trace=1 writes a head per launch, and formatting
+ * a double costs more than the rest of the head. t is seconds since the
+ * report opened, nanosecond digits. */
 static int emit_head(char *buf, size_t cap, const char *type) {
-  int n =
-      snprintf(buf, cap, "{\"type\":\"%s\",\"seq\":%ld,\"t\":%.9f", type, record_seq++, kc_now_s());
-  return n < 0 || (size_t)n >= cap ? -1 : n;
+  size_t tn = strlen(type);
+  if (cap < tn + 80) return -1;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  int64_t ns = (int64_t)(t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec);
+  if (ns < 0) ns = 0;
+  char *p = buf;
+  memcpy(p, "{\"type\":\"", 9);
+  p += 9;
+  memcpy(p, type, tn);
+  p += tn;
+  memcpy(p, "\",\"seq\":", 8);
+  p += 8;
+  p = put_dec(p, (uint64_t)record_seq++, 1);
+  memcpy(p, ",\"t\":", 5);
+  p += 5;
+  p = put_dec(p, (uint64_t)ns / 1000000000u, 1);
+  *p++ = '.';
+  p = put_dec(p, (uint64_t)ns % 1000000000u, 9);
+  return (int)(p - buf);
 }
 
 void kc_report_emit_raw(const char *type, const char *body, size_t n) {
@@ -180,6 +212,8 @@ void kc_report_finish_signal(int sig) {
 }
 
 void kc_report_finish(void) {
+  /* Findings still being symbolised go before the summary that counts them. */
+  if (!finished) kc_findings_drain(in_signal);
   int locked = kc_lock_for_exit(&lock);
   int again = finished;
   finished = 1;
@@ -212,6 +246,9 @@ void kc_report_finish(void) {
     json_object_set_new(sum, "captured_launches",
                         json_integer(atomic_load(&kc_count.captured_launches)));
     kc_findings_summary(sum);
+    /* How kcheck's own kernels were loaded, and the device costs behind
+     * the checks' floors. */
+    json_object_set_new(sum, "own_kernels", kc_perturb_summary_json());
   }
   kc_report_emit("summary", sum);
   if (kc_opt.verbosity >= 1 || viol) {

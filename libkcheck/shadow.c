@@ -9,6 +9,7 @@
 
 #include "allocmap.h"
 #include "driver.h"
+#include "intra.h"
 #include "log.h"
 #include "options.h"
 #include "own.h"
@@ -338,6 +339,18 @@ static int relaunch_attrs(const struct kc_launch_info *li, CUlaunchAttribute *ou
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why) {
   struct kc_launch_info *li = s->li;
   uint64_t t = kc_prof_now();
+  int defer = s->defer_sync;
+  s->defer_sync = 0;
+  if (s->run_pending) {
+    s->run_pending = 0;
+    if (stream_sync(s->stream) != CUDA_SUCCESS) {
+      *why = "the shadow run faulted";
+      return -1;
+    }
+  }
+  /* A kernel the intra-block route cannot perturb costs no restore: the
+   * memory stays as the last comparison left it. */
+  if (p->intra && kc_intra_usable(li, p->intra_log != 0, why)) return 1;
   /* Back to the pre-state: only what may differ from it, on the launch's
    * stream, so the re-run below is ordered after the copies. */
   for (int i = 0; i < s->nregions; i++) {
@@ -386,6 +399,18 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   CUresult r = kc_drv.cuLaunchKernelEx
                    ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
                    : CUDA_ERROR_NOT_SUPPORTED;
+  /* On the check's stream, with nothing to undo or wait for after it (no
+   * helper stream, function attribute or access log): the comparison that
+   * follows is ordered after the run and its wait is the run's. */
+  if (defer && r == CUDA_SUCCESS && stream == s->stream && !p->hammer && !p->extra_shmem &&
+      !p->green_sms && !p->intra) {
+    kc_perturb_after(p, li);
+    kc_prof_lap(KC_PS_chk_run, t);
+    all_unknown(s);
+    s->runs++;
+    s->run_pending = 1;
+    return 0;
+  }
   /* A green-context stream belongs to another context: the context-wide
    * sync below does not wait for it. */
   CUresult sr = CUDA_SUCCESS;
@@ -418,9 +443,12 @@ int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
 static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   memset(d, 0, sizeof *d);
   d->region = -1;
+  int pending = s->run_pending;
+  s->run_pending = 0;
   uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
-  if (!res) return -1;
-  if (compare_all(s, 0, res)) {
+  if (!res || compare_all(s, 0, res)) {
+    /* The comparison's wait was the run's too: a fault there is the run's. */
+    if (pending && stream_sync(s->stream) != CUDA_SUCCESS) s->run_faulted = 1;
     free(res);
     return -1;
   }

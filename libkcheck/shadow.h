@@ -71,6 +71,12 @@ struct kc_shadow {
   CUdeviceptr staging;  /* kcheck's staging buffer, held for the check */
   CUdeviceptr slots;    /* comparison results in it, 16 bytes per region */
   uint64_t copied_back; /* bytes restored, for the record */
+  /* Set by the caller before kc_shadow_run when kc_shadow_diff follows at
+   * once: a run on the check's stream then leaves its wait to the
+   * comparison's (one round trip to the device per run, not two). */
+  int defer_sync;
+  int run_pending; /* a run not waited for yet */
+  int run_faulted; /* the last run faulted (seen by the comparison's wait) */
 };
 
 /* Syncs and saves the pre-state. 0 on success; else *why says why the launch

@@ -51,21 +51,32 @@ json_t *kc_symbolize_host(json_t *host) {
     const char *module = json_string_value(json_object_get(fr, "module"));
     if (kc_frame_is_own(module)) continue;
     json_t *copy = json_deep_copy(fr);
-    /* C++ host functions read as the user wrote them. */
+    const char *ips = json_string_value(json_object_get(fr, "ip"));
+    uint64_t ip = ips ? strtoull(ips, NULL, 16) : 0;
+    /* Return addresses point after the call: look up the call itself. */
+    Dwarf_Addr pc = (Dwarf_Addr)(ip - 1);
+    Dwfl_Module *m = dwfl && ip ? dwfl_addrmodule(dwfl, pc) : NULL;
     const char *sym = json_string_value(json_object_get(fr, "symbol"));
+    if (m && (!sym || !sym[0])) {
+      /* Frames taken without names (the finding's capture takes module
+       * and offset only): named from the module's symbol table here. */
+      GElf_Off off = 0;
+      GElf_Sym esym;
+      const char *name = dwfl_module_addrinfo(m, pc, &off, &esym, NULL, NULL, NULL);
+      if (name) {
+        json_object_set_new(copy, "symbol", json_string(name));
+        sym = json_string_value(json_object_get(copy, "symbol"));
+      }
+    }
+    /* C++ host functions read as the user wrote them. */
     if (sym && sym[0] == '_' && sym[1] == 'Z') {
       int status = 0;
       char *d = __cxa_demangle(sym, NULL, NULL, &status);
       if (d && !status) json_object_set_new(copy, "symbol", json_string(d));
       free(d);
     }
-    const char *ips = json_string_value(json_object_get(fr, "ip"));
-    uint64_t ip = ips ? strtoull(ips, NULL, 16) : 0;
-    if (dwfl && ip) {
-      /* Return addresses point after the call: look up the call itself. */
-      Dwarf_Addr pc = (Dwarf_Addr)(ip - 1);
-      Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
-      Dwfl_Line *line = m ? dwfl_module_getsrc(m, pc) : NULL;
+    if (m) {
+      Dwfl_Line *line = dwfl_module_getsrc(m, pc);
       int lineno = 0;
       const char *src = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
       if (src && lineno > 0) {

@@ -155,6 +155,11 @@ class _Session:
     def _of_test(self, nodeid):
         if self.reports is None:
             return []
+        # Findings still being symbolised on kcheck's thread, and records
+        # in its ring, reach the report file first.
+        flush = getattr(self.lib, "kcheck_flush", None)
+        if flush is not None:
+            flush()
         self.pending += self.reports.new_violations()
         mine = [v for v in self.pending if v.get("test") == nodeid]
         self.pending = [v for v in self.pending if v.get("test") != nodeid]

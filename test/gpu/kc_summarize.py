@@ -175,6 +175,10 @@ def cmd_costs(a):
         print(f"(no profile: {e}; kernel time taken as 0)")
     kern = prof.get("kernels") or {}
     bw = float(prof.get("copy_bytes_per_s") or 0)
+    # kcheck measures the device's copy bandwidth itself (summary own_kernels)
+    for r in recs:
+        if not bw and r.get("type") == "summary" and (r.get("own_kernels") or {}).get("copy_gbps"):
+            bw = float(r["own_kernels"]["copy_gbps"]) * 1e9
     squash = {"".join(k.split()): v for k, v in kern.items()}
     def kernel_ms(name):
         k = kern.get(name) or squash.get("".join(name.split()))

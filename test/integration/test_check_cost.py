@@ -1,0 +1,73 @@
+"""What a check costs against its floor, on the CPU stand-in: the floor's
+terms in each check record, the device costs behind them and how kcheck's
+own kernels were loaded (summary), a strategy that cannot run on a kernel
+costing no restore, and the fatbin of kcheck's kernels (SASS for the
+common architectures, PTX kept)."""
+import os
+import struct
+
+from conftest import ROOT, by_type, run
+
+
+def checks_by_kernel(recs):
+    return {c["kernel_name"].split("(")[0]: c for c in by_type(recs, "check")}
+
+
+def test_floor_terms_and_device_costs(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=race:race_strategies=scrub")
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    own = by_type(recs, "summary")[0]["own_kernels"]
+    # the stand-in refuses the fatbin (no SASS runs on a CPU): the PTX is loaded
+    assert own["form"] == "ptx" and own["load_ms"] >= 0, own
+    assert own["copy_gbps"] > 0 and own["sync_us"] > 0, own
+    for c in by_type(recs, "check"):
+        t = c["floor_terms"]
+        assert t["measured_device"] is True
+        assert abs(t["kernels_ms"] - (1 + c["runs"]) * c["kernel_ms"]) < 1e-9
+        # 2 x saved bytes at the measured bandwidth; one wait per kernel run
+        assert abs(t["copies_ms"] - 2 * c["saved_bytes"] / (own["copy_gbps"] * 1e6)) <= 1e-6 * max(
+            1.0, t["copies_ms"])
+        assert abs(t["syncs_ms"] - (1 + c["runs"]) * own["sync_us"] / 1e3) < 1e-9
+        assert abs(c["floor_ms"] - (t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"])) < 1e-9
+        assert abs(c["cost_over_floor"] - c["cost_ms"] / c["floor_ms"]) < 1e-6 * c["cost_over_floor"]
+
+
+def test_strategy_that_cannot_run_costs_no_restore(app, tmp_path):
+    """accesses cannot run on atomic_sum (no shared-memory access to log):
+    the check restores nothing for it, so it copies back exactly what the
+    same check without it does."""
+    alone = run([app("app_linked"), "races"], tmp_path,
+                options="gates=race:race_strategies=scrub")
+    assert alone.rc == 0, alone.err
+    a = checks_by_kernel(alone.only_report())["atomic_sum"]
+    more = run([app("app_linked"), "races"], tmp_path,
+               options="gates=race:race_strategies=scrub,accesses")
+    assert more.rc == 0, more.err
+    b = checks_by_kernel(more.only_report())["atomic_sum"]
+    assert b["gates"]["race"]["strategies"]["accesses"] == \
+        "the kernel has no shared-memory access kcheck can log"
+    assert a["runs"] == b["runs"] and a["restored_bytes"] > 0
+    assert b["restored_bytes"] == a["restored_bytes"], (a["restored_bytes"], b["restored_bytes"])
+
+
+def fatbin_entries(blob):
+    """(kind, arch) of each entry: kind 1 PTX, 2 ELF (SASS)."""
+    magic, _version, hsize, fsize = struct.unpack_from("<IHHQ", blob, 0)
+    assert magic == 0xBA55ED50, hex(magic)
+    out, at, end = [], hsize, hsize + fsize
+    while at < end:
+        kind, _u, ehsize, payload = struct.unpack_from("<HHIQ", blob, at)
+        arch = struct.unpack_from("<I", blob, at + 28)[0]
+        out.append((kind, arch))
+        at += ehsize + payload
+    return out
+
+
+def test_own_kernels_fatbin_has_sass_and_ptx():
+    with open(os.path.join(ROOT, "libkcheck", "kernels", "perturb_kernels.fatbin"), "rb") as f:
+        entries = fatbin_entries(f.read())
+    sass = {a for k, a in entries if k == 2}
+    ptx = {a for k, a in entries if k == 1}
+    assert {80, 86, 89, 90, 100, 120} <= sass, entries
+    assert 80 in ptx, entries  # JIT-compiled where no SASS matches

@@ -19,6 +19,7 @@
 #include "report.h"
 #include "serving.h"
 #include "shadow.h"
+#include "uninit.h"
 #include "world.h"
 
 /* One node of the replay plan, with what the replay needs of it. */
@@ -39,6 +40,7 @@ struct gexec {
   int nplan, kernels;
   char why[192]; /* why it is not replayed; "" when it can be */
   long launches;
+  int replayed;         /* since its last change: what its nodes reach was touched (graph_uninit) */
   const char *reported; /* last reason a graph_skip record was written for */
   UT_hash_handle hh;
 };
@@ -230,6 +232,7 @@ static void entry_clear(struct gexec *e) {
   free(e->plan), free(e->orig), free(e->mine);
   e->clone = NULL, e->plan = NULL, e->orig = e->mine = NULL;
   e->nplan = e->kernels = 0;
+  e->replayed = 0;
   e->nmap = 0;
   e->why[0] = 0;
 }
@@ -337,6 +340,7 @@ void kc_on_graph_exec_kernel_set(CUgraphExec exec, CUgraphNode node,
         set_why(e, "it contains a communication kernel (%s): never re-run or delayed",
                 k->demangled);
       e->launches = 0;
+      e->replayed = 0;
     }
   }
   pthread_mutex_unlock(&lock);
@@ -540,8 +544,14 @@ static CUresult run_step(const struct step *s, struct prep *p, CUstream st,
     /* The launch path, unguarded: the node's launch is the application's. */
     return kc_on_graph_kernel(&a, ref);
   }
-  case CU_GRAPH_NODE_TYPE_MEMCPY: r = kc_drv.cuMemcpy3DAsync_v2(&p->c, st); break;
-  case CU_GRAPH_NODE_TYPE_MEMSET: r = run_memset(&p->m, st); break;
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    r = kc_drv.cuMemcpy3DAsync_v2(&p->c, st);
+    if (kc_opt.graph_uninit) kc_uninit_touch_addr(p->c.dstDevice);
+    break;
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    r = run_memset(&p->m, st);
+    if (kc_opt.graph_uninit) kc_uninit_touch_addr(p->m.dst);
+    break;
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD: r = kc_drv.cuEventRecord(p->ev, st); break;
   case CU_GRAPH_NODE_TYPE_WAIT_EVENT: r = kc_drv.cuStreamWaitEvent(st, p->ev, 0); break;
   default: r = CUDA_ERROR_NOT_SUPPORTED; break;
@@ -581,6 +591,9 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
     return plain(real, e->exec, st);
   }
   atomic_fetch_add(&kc_count.graph_replays, 1);
+  pthread_mutex_lock(&lock);
+  e->replayed = 1;
+  pthread_mutex_unlock(&lock);
   struct kc_graph_ref ref = {e->id, launch, 0, e->nplan};
   CUresult r = CUDA_SUCCESS;
   long checks_before = atomic_load(&kc_count.graph_kernel_checks);
@@ -632,9 +645,12 @@ CUresult kc_on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, kc_fam_
   long launch = e ? e->launches++ : 0, id = e ? e->id : -1;
   int kernels = e ? e->kernels : 0;
   const char *why = e ? choose(e, launch) : "the graph was instantiated before kcheck saw it";
+  int unseen = !e || !e->replayed;
   pthread_mutex_unlock(&lock);
   atomic_fetch_add(&kc_count.graph_kernel_launches, kernels);
   if (why) {
+    /* What a graph never replayed writes is unknown to graph_uninit. */
+    if (kc_opt.graph_uninit && unseen) kc_uninit_touch_all();
     report_skip(e, id, launch, why);
     return plain(real, exec, stream);
   }

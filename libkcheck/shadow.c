@@ -362,6 +362,21 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     return -1;
   }
   t = kc_prof_lap(KC_PS_chk_restore, t);
+  for (int i = 0; i < p->npoison; i++) {
+    struct kc_region *r = &s->regions[p->poison[i]];
+    CUresult pr = kc_drv.cuMemsetD32Async
+                      ? kc_drv.cuMemsetD32Async(r->base, p->poison_word, r->size / 4, s->stream)
+                      : CUDA_ERROR_NOT_SUPPORTED;
+    if (pr == CUDA_SUCCESS && r->size % 4)
+      pr = kc_drv.cuMemsetD8Async(r->base + r->size / 4 * 4, (unsigned char)p->poison_word,
+                                  r->size % 4, s->stream);
+    r->dirty_pre = r->dirty_post = 1;
+    if (pr != CUDA_SUCCESS) {
+      all_unknown(s);
+      *why = "poison-filling an allocation failed";
+      return -1;
+    }
+  }
   CUfunction fn = li->args->f; /* the intra-block strategies run kcheck's copy */
   int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
   t = kc_prof_lap(KC_PS_chk_perturb, t);
@@ -446,6 +461,17 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
     }
   }
   free(res);
+  return 0;
+}
+
+int kc_shadow_region_reset(struct kc_shadow *s, int i) {
+  if (!s->have_post || i < 0 || i >= s->nregions) return -1;
+  struct kc_region *r = &s->regions[i];
+  if (copy_async(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS) {
+    all_unknown(s);
+    return -1;
+  }
+  s->copied_back += r->size;
   return 0;
 }
 

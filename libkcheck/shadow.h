@@ -26,6 +26,11 @@ struct kc_perturb {
   int intra;
   unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
   unsigned intra_log; /* >0: log block 0's shared-memory accesses, at most this many */
+  /* >0: fill these regions (indices into the check's regions) with
+   * poison_word after the restore (the uninit gate) */
+  int npoison;
+  const int *poison;
+  uint32_t poison_word;
   uint64_t seed;
 };
 
@@ -87,6 +92,9 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+/* Puts post-state A back into region i (before a diff that must leave it
+ * out: a region a run poisoned). 0 on success. */
+int kc_shadow_region_reset(struct kc_shadow *s, int i);
 /* Whether the application's launch changed region i (pre-state against
  * post-state A): 1, 0, or -1 when unknown. */
 int kc_shadow_region_changed(struct kc_shadow *s, int i);

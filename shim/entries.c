@@ -11,6 +11,7 @@
 #include "options.h"
 #include "shim.h"
 #include "streams.h"
+#include "uninit.h"
 #include "world.h"
 
 #define KC_EXPORT __attribute__((visibility("default")))
@@ -238,6 +239,8 @@ static int name_is_pt(const char *s, size_t n) {
 }
 #define KC_PT(sym) name_is_pt(#sym, sizeof #sym - 1)
 #define KC_TRACKING() (!KC_PASSTHROUGH() && kc_opt.stream_races)
+/* Copies and memsets also feed graph_uninit's touched allocations. */
+#define KC_TRACK_WRITES() (!KC_PASSTHROUGH() && (kc_opt.stream_races || kc_opt.graph_uninit))
 
 #define DEF_ORDERING(sym, params, args, on_success)                                                \
   KC_EXPORT CUresult sym params {                                                                  \
@@ -273,15 +276,20 @@ static int name_is_pt(const char *s, size_t n) {
     KC_FENCE_BEGIN();                                                                              \
     CUresult r = real args;                                                                        \
     KC_FENCE_END();                                                                                \
-    if (r == CUDA_SUCCESS && KC_TRACKING()) track;                                                 \
+    if (r == CUDA_SUCCESS && KC_TRACK_WRITES()) track;                                             \
     return r;                                                                                      \
   }
-#define DEF_FENCED(sym, params, args) DEF_FENCED_T(sym, params, args, (void)0)
+/* What these write is not attributed: for graph_uninit they touch everything. */
+#define DEF_FENCED(sym, params, args)                                                              \
+  DEF_FENCED_T(sym, params, args, if (kc_opt.graph_uninit) kc_uninit_touch_all())
 /* What a copy or memset touches, for stream_races (1D entries). */
 #define KC_TRACK(sym, stream, sync, ...)                                                           \
   do {                                                                                             \
     struct kc_access acc_[] = {__VA_ARGS__};                                                       \
-    kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, (int)(sizeof acc_ / sizeof acc_[0]));      \
+    int nacc_ = (int)(sizeof acc_ / sizeof acc_[0]);                                               \
+    for (int i_ = 0; kc_opt.graph_uninit && i_ < nacc_; i_++)                                      \
+      if (acc_[i_].write) kc_uninit_touch_addr(acc_[i_].addr);                                     \
+    if (kc_opt.stream_races) kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);           \
   } while (0)
 #define DEF_COPY(sym)                                                                              \
   DEF_FENCED_T(sym, KC_FP_COPY, KC_FA_COPY, KC_TRACK(sym, NULL, 1, {dst, n, 1}, {src, n, 0}))

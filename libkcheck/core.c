@@ -104,6 +104,7 @@ void kc_core_postfork_child(void) {
   kc_uninit_postfork_child();
   kc_findings_reset_child();
   kc_report_reopen_child((long)getppid());
+  kc_signals_postfork_child();
 }
 
 void kc_on_alloc(uint64_t base, uint64_t size, int kind) {

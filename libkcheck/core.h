@@ -27,6 +27,8 @@ void kc_core_driver_ready(int have_driver);
 void kc_core_fini(void);
 /* SIGTERM/SIGINT handlers that write the summary (signals.c). */
 void kc_signals_install(void);
+/* In a fork's child: a new watcher thread for those handlers. */
+void kc_signals_postfork_child(void);
 /* fork handlers (pthread_atfork). */
 void kc_core_prefork(void);
 void kc_core_postfork_parent(void);

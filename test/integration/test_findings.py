@@ -48,6 +48,15 @@ p = C.c_uint64(); d.cuMemAlloc_v2(C.byref(p), 4)
 for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3):
     A.launch(d, f, 64, 128, p)
 d.cuCtxSynchronize()
+if "--fork" in sys.argv:
+    pid = os.fork()
+    if pid:
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.write("child %%d\n" %% os.waitstatus_to_exitcode(status)); sys.stdout.flush()
+        sys.exit(0)
+    sys.stdout.write("ready %%d\n" %% os.getpid()); sys.stdout.flush()
+    time.sleep(60)
+    os._exit(0)
 if "--sleep" in sys.argv:
     sys.stdout.write("ready\n"); sys.stdout.flush()
     time.sleep(60)
@@ -177,6 +186,29 @@ def test_sigterm_writes_the_summary(tmp_path):
     assert "SUMMARY: kcheck: 1 violation" in err
     rep = kr.read(str(next(tmp_path.glob("sig.*.jsonl"))))
     assert rep.finished and rep.summary["violations"] == 1
+    assert "signal %d: writing the summary" % signal.SIGTERM in err
+
+
+def test_sigterm_in_a_forked_child_writes_its_summary(tmp_path):
+    # The summary is written by a watcher thread (the handler itself only
+    # hands the signal over); a fork's child gets a watcher of its own.
+    app = repeat_app(tmp_path)
+    env = base_env(tmp_path)
+    from conftest import ASAN_RT, LIB, USE_SAN
+    env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+    env["KCHECK_OPTIONS"] = "log_path=%s" % (tmp_path / "fk")
+    p = subprocess.Popen([sys.executable, app, "1", "--fork"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("ready "), line
+    child = int(line.split()[1])
+    os.kill(child, signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0 and out == "child %d\n" % -signal.SIGTERM, (out, err)
+    reports = {kr.read(str(f)).run.get("pid"): kr.read(str(f)) for f in tmp_path.glob("fk.*.jsonl")}
+    assert child in reports, sorted(reports)
+    assert reports[child].finished and reports[child].summary["violations"] == 0
+    assert reports[child].run.get("parent_pid") == p.pid
 
 
 # ------------------------------------------------------------- kcheck report

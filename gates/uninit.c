@@ -33,9 +33,11 @@ static int error(struct kc_gate_ctx *ctx, const char *why) {
 int kc_gate_uninit_run(struct kc_gate_ctx *ctx) {
   struct kc_shadow *s = ctx->shadow;
   int idx[MAXPOISON], n = 0;
+  struct kc_poison poison[MAXPOISON];
   json_t *untouched = json_array();
   for (int i = 0; i < s->nregions && n < MAXPOISON; i++) {
     if (kc_shadow_region_changed(s, i) != 0 || !kc_uninit_untouched(s->regions[i].base)) continue;
+    poison[n] = (struct kc_poison){i, 0, s->regions[i].size};
     idx[n++] = i;
     char a[24];
     snprintf(a, sizeof a, "0x%llx", (unsigned long long)s->regions[i].base);
@@ -65,7 +67,7 @@ int kc_gate_uninit_run(struct kc_gate_ctx *ctx) {
                         json_string("an identical re-run already differs (not reproducible)"));
     return 0;
   }
-  struct kc_perturb p = {.name = "poison", .npoison = n, .poison = idx, .poison_word = POISON};
+  struct kc_perturb p = {.name = "poison", .npoison = n, .poison = poison, .poison_word = POISON};
   if (kc_shadow_run(s, &p, &why) < 0) {
     json_decref(untouched);
     return error(ctx, why ? why : "the poisoned run failed");

@@ -257,6 +257,15 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
   kc_guard_leave();
   /* Ordering against other streams' work, before the launch runs. */
   if (ok && kc_opt.stream_races) kc_streams_launch(&li);
+  /* A new race with an earlier write: this launch is checked, so the
+   * stream_delay gate can show what the race changes (once per pair). */
+  if (ok && li.delay.n && !check && check_hook && strcmp(li.param_form, "unknown") &&
+      !stream_capturing(li.stream)) {
+    kc_guard_enter();
+    li.signature = kc_policy_signature(&li);
+    kc_guard_leave();
+    check = 1;
+  }
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
     kc_capture_free(&li);

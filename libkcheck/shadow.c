@@ -363,13 +363,20 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   }
   t = kc_prof_lap(KC_PS_chk_restore, t);
   for (int i = 0; i < p->npoison; i++) {
-    struct kc_region *r = &s->regions[p->poison[i]];
-    CUresult pr = kc_drv.cuMemsetD32Async
-                      ? kc_drv.cuMemsetD32Async(r->base, p->poison_word, r->size / 4, s->stream)
-                      : CUDA_ERROR_NOT_SUPPORTED;
-    if (pr == CUDA_SUCCESS && r->size % 4)
-      pr = kc_drv.cuMemsetD8Async(r->base + r->size / 4 * 4, (unsigned char)p->poison_word,
-                                  r->size % 4, s->stream);
+    const struct kc_poison *q = &p->poison[i];
+    if (q->region < 0 || q->region >= s->nregions) continue;
+    struct kc_region *r = &s->regions[q->region];
+    uint64_t off = q->offset < r->size ? q->offset : r->size;
+    uint64_t n = q->size < r->size - off ? q->size : r->size - off;
+    CUdeviceptr at = r->base + off;
+    CUresult pr = CUDA_SUCCESS;
+    if (!n) continue;
+    if (!kc_drv.cuMemsetD32Async || !kc_drv.cuMemsetD8Async)
+      pr = CUDA_ERROR_NOT_SUPPORTED;
+    else if (at % 4 == 0 && n % 4 == 0)
+      pr = kc_drv.cuMemsetD32Async(at, p->poison_word, n / 4, s->stream);
+    else
+      pr = kc_drv.cuMemsetD8Async(at, (unsigned char)p->poison_word, n, s->stream);
     r->dirty_pre = r->dirty_post = 1;
     if (pr != CUDA_SUCCESS) {
       all_unknown(s);

@@ -13,6 +13,12 @@
 
 #include "launch.h"
 
+/* Bytes of one of the check's regions a run fills first (kc_perturb). */
+struct kc_poison {
+  int region;
+  uint64_t offset, size;
+};
+
 /* A timing perturbation for one re-run; all zero = an identical re-run. */
 struct kc_perturb {
   const char *name;     /* strategy name, for evidence */
@@ -26,10 +32,10 @@ struct kc_perturb {
   int intra;
   unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
   unsigned intra_log; /* >0: log block 0's shared-memory accesses, at most this many */
-  /* >0: fill these regions (indices into the check's regions) with
-   * poison_word after the restore (the uninit gate) */
+  /* >0: fill these bytes with poison_word (its low byte where the range
+   * is not 4-aligned) after the restore: the uninit and stream_delay gates */
   int npoison;
-  const int *poison;
+  const struct kc_poison *poison;
   uint32_t poison_word;
   uint64_t seed;
 };

@@ -95,6 +95,11 @@ for bug, want, in_graph in (("graph_race", ("race", "determinism"), True),
         done = "RESULT harness" in read(os.path.join(logs, "bug.%s.out" % form))
         summ = [x for x in r if x.get("type") == "summary"]
         hit = [x for x in v if x["gate"] in want and (x.get("graph") or not in_graph)]
+        if form == bug and bug == "missing_wait":
+            dl = [x for x in v if x["gate"] == "stream_delay"]
+            row("missing_wait's race shown as a changed result [stream_delay] (reported)",
+                bool(dl), "%d stream_delay findings; first: %s" % (
+                    len(dl), dl[0].get("message", "")[:200] if dl else "-"), required=False)
         if form == bug:
             row("planted %s found [%s]" % (bug, "/".join(want)), done and bool(hit),
                 "violations %s; first: %s" % (gates, ("%s: %s" % (

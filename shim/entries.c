@@ -289,7 +289,9 @@ static int name_is_pt(const char *s, size_t n) {
     int nacc_ = (int)(sizeof acc_ / sizeof acc_[0]);                                               \
     for (int i_ = 0; kc_opt.graph_uninit && i_ < nacc_; i_++)                                      \
       if (acc_[i_].write) kc_uninit_touch_addr(acc_[i_].addr);                                     \
-    if (kc_opt.stream_races) kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);           \
+    /* Recorded into a capture, it runs later as a graph node (tracked then). */                \
+    if (kc_opt.stream_races && !kc_graph_stream_capturing(stream, KC_PT(sym)))                     \
+      kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);                                  \
   } while (0)
 #define DEF_COPY(sym)                                                                              \
   DEF_FENCED_T(sym, KC_FP_COPY, KC_FA_COPY, KC_TRACK(sym, NULL, 1, {dst, n, 1}, {src, n, 0}))
@@ -331,7 +333,8 @@ static void track_pitched(const char *sym, int pt, CUstream st, int sync, int ds
   if (dst_dev && dst) acc[n++] = (struct kc_access){dst, span, 1};
   if (src_dev && src) acc[n++] = (struct kc_access){src, span, 0};
   if (kc_opt.graph_uninit && dst_dev && dst) kc_uninit_touch_addr(dst);
-  if (kc_opt.stream_races && n) kc_streams_op(st, pt, sync, sym, acc, n);
+  if (kc_opt.stream_races && n && !kc_graph_stream_capturing(st, pt))
+    kc_streams_op(st, pt, sync, sym, acc, n);
 }
 #define KC_TRACK_2D(sym, p, st, sync)                                                              \
   track_pitched(#sym, KC_PT(sym), st, sync, on_device((p)->dstMemoryType),                         \

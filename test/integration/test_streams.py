@@ -7,12 +7,12 @@ import pytest
 
 from conftest import by_type, run
 
-MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d"]
+MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph"]
 # (first, second) operation of each buggy mode
 SIDES = {"copy": ("cuMemcpyHtoDAsync", "scale"), "sync": ("cuMemcpyHtoDAsync", "scale"),
          "query": ("cuMemcpyHtoDAsync", "scale"), "legacy": ("cuMemcpyHtoDAsync", "scale"),
          "reuse": ("vecadd", "cuMemcpyHtoDAsync"), "kernels": ("fill_i32", "vecadd"),
-         "copy2d": ("cuMemcpy2DAsync", "scale")}
+         "copy2d": ("cuMemcpy2DAsync", "scale"), "graph": ("cuGraphLaunch", "scale")}
 
 
 def first_op(mode):

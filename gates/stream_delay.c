@@ -40,8 +40,8 @@ int kc_gate_stream_delay_run(struct kc_gate_ctx *ctx) {
       zero[n] = (struct kc_poison){i, off, d->size[k] > 1 ? d->size[k] : r->size - off};
       char a[24];
       snprintf(a, sizeof a, "0x%llx", (unsigned long long)d->addr[k]);
-      json_array_append_new(ranges, json_pack("{s:s, s:I}", "address", a, "size",
-                                              (json_int_t)zero[n].size));
+      json_array_append_new(
+          ranges, json_pack("{s:s, s:I}", "address", a, "size", (json_int_t)zero[n].size));
       n++;
       break;
     }
@@ -92,12 +92,13 @@ int kc_gate_stream_delay_run(struct kc_gate_ctx *ctx) {
            "zeroed), this launch's result changed: the stream_order race changes results",
            d->what, d->stream);
   if (ev) {
-    json_object_set_new(ev, "delayed",
-                        json_pack("{s:s, s:i, s:o}", "op", d->what, "stream", d->stream, "ranges",
-                                  ranges));
+    json_object_set_new(
+        ev, "delayed",
+        json_pack("{s:s, s:i, s:o}", "op", d->what, "stream", d->stream, "ranges", ranges));
   } else {
     json_decref(ranges);
   }
-  kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message", msg, "evidence", ev ? ev : json_object()));
+  kc_gate_violation(ctx,
+                    json_pack("{s:s, s:o}", "message", msg, "evidence", ev ? ev : json_object()));
   return 1;
 }

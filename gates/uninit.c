@@ -87,8 +87,10 @@ int kc_gate_uninit_run(struct kc_gate_ctx *ctx) {
     return 0;
   }
   ctx->out.status = KC_GS_FAIL;
-  if (ev) json_object_set_new(ev, "untouched", untouched);
-  else json_decref(untouched);
+  if (ev)
+    json_object_set_new(ev, "untouched", untouched);
+  else
+    json_decref(untouched);
   kc_gate_violation(
       ctx, json_pack("{s:s, s:o}", "message",
                      "with the memory nothing has written since it was allocated poison-filled, "

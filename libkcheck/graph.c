@@ -268,8 +268,9 @@ static void collect_accesses(struct gexec *e) {
       memset(&cfg, 0, sizeof cfg);
       cfg.gridDimX = p.gridDimX, cfg.gridDimY = p.gridDimY, cfg.gridDimZ = p.gridDimZ;
       cfg.blockDimX = p.blockDimX, cfg.blockDimY = p.blockDimY, cfg.blockDimZ = p.blockDimZ;
-      struct kc_launch_args a = {KC_LE_KERNEL_EX, 0,    node_function(&p), {0}, {0}, 0, NULL,
-                                 p.kernelParams,  p.extra, &cfg,         no_call, NULL};
+      struct kc_launch_args a = {
+          KC_LE_KERNEL_EX, 0,    node_function(&p), {0}, {0}, 0, NULL, p.kernelParams,
+          p.extra,         &cfg, no_call,           NULL};
       struct kc_launch_info li = {0};
       unsigned char buf[2048];
       li.inline_buf = buf;
@@ -286,8 +287,10 @@ static void collect_accesses(struct gexec *e) {
       CUDA_MEMSET_NODE_PARAMS m;
       if (kc_drv.cuGraphMemsetNodeGetParams &&
           kc_drv.cuGraphMemsetNodeGetParams(n, &m) == CUDA_SUCCESS)
-        add_access(e, m.dst, (uint64_t)m.pitch * (m.height ? m.height - 1 : 0) +
-                             (uint64_t)m.width * m.elementSize, 1, NULL, 0);
+        add_access(e, m.dst,
+                   (uint64_t)m.pitch * (m.height ? m.height - 1 : 0) +
+                       (uint64_t)m.width * m.elementSize,
+                   1, NULL, 0);
       break;
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY: {
@@ -295,7 +298,8 @@ static void collect_accesses(struct gexec *e) {
       if (!kc_drv.cuGraphMemcpyNodeGetParams ||
           kc_drv.cuGraphMemcpyNodeGetParams(n, &c) != CUDA_SUCCESS)
         break;
-      uint64_t span = (uint64_t)c.WidthInBytes * (c.Height ? c.Height : 1) * (c.Depth ? c.Depth : 1);
+      uint64_t span =
+          (uint64_t)c.WidthInBytes * (c.Height ? c.Height : 1) * (c.Depth ? c.Depth : 1);
       if (c.dstMemoryType == CU_MEMORYTYPE_DEVICE || c.dstMemoryType == CU_MEMORYTYPE_UNIFIED)
         add_access(e, c.dstDevice, span, 1, NULL, 0);
       if (c.srcMemoryType == CU_MEMORYTYPE_DEVICE || c.srcMemoryType == CU_MEMORYTYPE_UNIFIED)

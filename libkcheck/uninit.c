@@ -60,7 +60,7 @@ void kc_uninit_touch_all(void) {
   }
   pthread_mutex_lock(&lock);
   if (top > all_upto) all_upto = top;
-  struct touched *t, *tmp;
+  struct touched *t = NULL, *tmp = NULL;
   HASH_ITER(hh, set, t, tmp) {
     if (t->gen <= all_upto) {
       HASH_DEL(set, t);

@@ -289,7 +289,7 @@ static int name_is_pt(const char *s, size_t n) {
     int nacc_ = (int)(sizeof acc_ / sizeof acc_[0]);                                               \
     for (int i_ = 0; kc_opt.graph_uninit && i_ < nacc_; i_++)                                      \
       if (acc_[i_].write) kc_uninit_touch_addr(acc_[i_].addr);                                     \
-    /* Recorded into a capture, it runs later as a graph node (tracked then). */                \
+    /* Recorded into a capture, it runs later as a graph node (tracked then). */                   \
     if (kc_opt.stream_races && !kc_graph_stream_capturing(stream, KC_PT(sym)))                     \
       kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);                                  \
   } while (0)
@@ -325,7 +325,9 @@ static int name_is_pt(const char *s, size_t n) {
                KC_TRACK(sym, stream, 0, {dst, 4 * n, 1}))
 /* Pitched copies: each device side's first byte and span (addresses are
  * compared by their start, like the 1D entries'). */
-static int on_device(CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED; }
+static int on_device(CUmemorytype t) {
+  return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
+}
 static void track_pitched(const char *sym, int pt, CUstream st, int sync, int dst_dev,
                           CUdeviceptr dst, int src_dev, CUdeviceptr src, uint64_t span) {
   struct kc_access acc[2];
@@ -350,7 +352,8 @@ static void track_pitched(const char *sym, int pt, CUstream st, int sync, int ds
                 (p)->srcDevice + ((p)->srcZ * (p)->srcHeight + (p)->srcY) * (p)->srcPitch +        \
                     (p)->srcXInBytes,                                                              \
                 (uint64_t)(p)->dstPitch * (p)->dstHeight * ((p)->Depth ? (p)->Depth - 1 : 0) +     \
-                    (uint64_t)(p)->dstPitch * ((p)->Height ? (p)->Height - 1 : 0) + (p)->WidthInBytes)
+                    (uint64_t)(p)->dstPitch * ((p)->Height ? (p)->Height - 1 : 0) +                \
+                    (p)->WidthInBytes)
 #define DEF_COPY_2D(sym)                                                                           \
   DEF_FENCED_T(sym, KC_FP_COPY_2D, KC_FA_COPY_2D, if (p) KC_TRACK_2D(sym, p, NULL, 1))
 #define DEF_COPY_2D_ASYNC(sym)                                                                     \

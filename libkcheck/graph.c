@@ -766,6 +766,9 @@ CUresult kc_on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, kc_fam_
   int kernels = e ? e->kernels : 0;
   const char *why = e ? choose(e, launch) : "the graph was instantiated before kcheck saw it";
   int unseen = !e || !e->replayed;
+  /* Launched unchanged, its nodes' fixed pointers all reach allocations
+   * that exist now: touching everything once covers its later launches. */
+  if (why && e && kc_opt.graph_uninit) e->replayed = 1;
   pthread_mutex_unlock(&lock);
   if (acc) {
     /* The launch as one operation of its stream, before it runs. */

@@ -60,6 +60,29 @@ def summary(logdir, config):
     return None
 
 
+def blocks(logdir, config):
+    """The live blocks bench/transformer_step.py --memory-out wrote, or None."""
+    try:
+        with open(os.path.join(logdir, "bench_%s.mem.json" % config)) as f:
+            return [tuple(b) for b in json.load(f)]
+    except (OSError, ValueError):
+        return None
+
+
+def diff(a, b):
+    """The elements of multiset a not in multiset b."""
+    left = {}
+    for x in b:
+        left[x] = left.get(x, 0) + 1
+    out = []
+    for x in a:
+        if left.get(x, 0):
+            left[x] -= 1
+        else:
+            out.append(list(x))
+    return out
+
+
 def mean(xs):
     return statistics.fmean(xs) if xs else float("nan")
 
@@ -100,6 +123,14 @@ def main():
         except OSError:
             mem = []
         print("- %s: %s" % (c, mem[-1] if mem else "(none)"))
+    plain_blocks = blocks(logdir, "plain")
+    for c in configs:
+        other = blocks(logdir, c)
+        if c == "plain" or plain_blocks is None or other is None:
+            continue
+        extra, missing = diff(other, plain_blocks), diff(plain_blocks, other)
+        print("- %s live blocks vs plain ([size, requested, pool]): %d more %s, %d fewer %s" % (
+            c, len(extra), extra[:6], len(missing), missing[:6]))
     for c, s in sums.items():
         print()
         print("%s: %d ops seen in %d optimizer steps (%d watched), %d covered, %d signatures "

@@ -13,8 +13,10 @@ Prints
   STEADY_MS_PER_STEP <ms>       mean of steps 6..N
   STEADY_MEDIAN_MS <ms>         median of steps 6..N
   FINAL_LOSS <float.hex()>
-  MEMORY allocated=.. reserved=.. max_allocated=.. max_reserved=..  (CUDA)
-With --profile-out FILE it instead runs --steps steps plain under
+  MEMORY allocated=.. reserved=.. max_allocated=.. max_reserved=.. requested=..
+         max_requested=.. blocks=.. segments=..  (CUDA: torch.cuda.memory_stats())
+With --memory-out FILE it also writes the caching allocator's live blocks
+at the end ([size, requested size, pool], sorted). With --profile-out FILE it instead runs --steps steps plain under
 torch.profiler (after 3 warm-up steps) and writes JSON: the mean device time
 of each kernel by name, and the device-to-device copy bandwidth of a large
 torch copy (copy_bytes_per_s = bytes copied / time).
@@ -129,6 +131,8 @@ def main():
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (default fp32)")
     ap.add_argument("--device", default="cuda", help="cuda (default), or cpu for the binding's "
                     "CPU tests (torch_devices=cuda,cpu)")
+    ap.add_argument("--memory-out", help="write the live CUDA blocks at the end (size, requested "
+                    "size, pool) as JSON")
     ap.add_argument("--profile-out", help="profile kernels and copy bandwidth into this JSON file")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -160,8 +164,22 @@ def main():
     print(f"FINAL_LOSS {float(loss.item()).hex()}")
     if dev.type == "cuda":  # the program's view of the caching allocator
         c = torch.cuda
+        ms = c.memory_stats()
+        # requested: the bytes the live tensors asked for (allocated is the
+        # caching allocator's blocks, which depend on the allocation history)
         print(f"MEMORY allocated={c.memory_allocated()} reserved={c.memory_reserved()} "
-              f"max_allocated={c.max_memory_allocated()} max_reserved={c.max_memory_reserved()}")
+              f"max_allocated={c.max_memory_allocated()} max_reserved={c.max_memory_reserved()} "
+              f"requested={ms.get('requested_bytes.all.current')} "
+              f"max_requested={ms.get('requested_bytes.all.peak')} "
+              f"blocks={ms.get('allocation.all.current')} segments={ms.get('segment.all.current')}")
+    if dev.type == "cuda" and args.memory_out:  # every live block: what differs from plain
+        blocks = []
+        for seg in torch.cuda.memory_snapshot():
+            for b in seg.get("blocks", []):
+                if b.get("state") == "active_allocated":
+                    blocks.append([b.get("size"), b.get("requested_size"), seg.get("segment_type")])
+        with open(args.memory_out, "w", encoding="utf-8") as f:
+            json.dump(sorted(blocks), f)
     name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu"
     print(f"VERSIONS torch={torch.__version__} device={name}", flush=True)
     return 0

@@ -525,6 +525,35 @@ def test_steady_state_watches_one_step_in_n(tmp_path):
     assert of(recs, "torch_summary")[0]["watched_steps"] == 12
 
 
+BACKOFF_PROG = """
+import sys, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(16, 16)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(50):
+    x = torch.randn(8 if i < int(sys.argv[1]) else 4, 16)   # from step argv[1] on: a new shape
+    opt.zero_grad(); m(x).square().mean().backward(); opt.step()
+"""
+
+
+def test_steady_state_watch_interval_doubles_until_a_new_signature(tmp_path):
+    opts = "torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_watch_every=5"
+    # steps 1-2 meet new signatures, 3 nothing: then watched 8, 18, 38 (the
+    # interval 5, 10, 20, then 40)
+    p, recs = run_py(tmp_path, BACKOFF_PROG, options=opts, args=["1000"])
+    assert p.returncode == 0, p.stderr
+    assert of(recs, "torch_summary")[0]["watched_steps"] == 6
+    # a new shape from step 31 on is met at the next watched step (38):
+    # 38 and 39 meet new signatures (as steps 1 and 2 did), 40 nothing,
+    # then 45: the interval is back to 5
+    d = tmp_path / "new"
+    d.mkdir()
+    p, recs = run_py(d, BACKOFF_PROG, options=opts, args=["30"])
+    assert p.returncode == 0, p.stderr
+    assert of(recs, "torch_summary")[0]["watched_steps"] == 9
+    assert any("Size([4, 16])" in c["key"] for c in of(recs, "op_check")), "the new shape checked"
+
+
 LOOP_PROG = """
 import torch
 torch.manual_seed(0)
@@ -568,6 +597,42 @@ def test_budget_defers_generated_inputs_not_the_application_check(tmp_path):
     assert not [c for c in of(recs, "op_check") if "part" in c]
     assert sorted(c["oracle_op"] for c in of(recs, "op_check")) == \
         ["matmul", "mul", "softmax", "sum", "tanh"], s
+
+
+STEADY_PROG = """
+import time, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(16, 32)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(8, 16)
+for i in range(6):
+    opt.zero_grad()
+    torch.tanh(m(x)).softmax(-1).mul(3.0).sum().backward()
+    opt.step()
+    time.sleep(0.3)   # the program's own time, which the steady budget is a share of
+print("done")
+"""
+
+
+def test_steady_budget_bounds_generated_parts_after_the_first_steps(tmp_path):
+    # torch_budget=0 defers every generated-input part but the first check's;
+    # from steady state (step 2: no new signature) they run at optimizer
+    # steps only within torch_steady_budget of the time since then
+    def later(d, steady):
+        p, recs = run_py(d, STEADY_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=0:"
+                         "torch_steady_budget=%s" % steady)
+        assert p.returncode == 0, p.stderr
+        s = of(recs, "torch_summary")[0]
+        parts = [c for c in of(recs, "op_check") if c.get("part") == "generated"]
+        assert len(parts) == s["generated_part_deferred"] >= 2, s
+        return [c["run_at"] for c in parts]
+    assert set(later(tmp_path, 0)) == {"exit"}  # none on the program's thread in steady state
+    d = tmp_path / "share"
+    d.mkdir()
+    at = later(d, 1)
+    steps = [int(a.split()[-1]) for a in at if a != "exit"]
+    assert steps, at
+    assert min(steps) >= 2, at  # never in the first steps (torch_budget=0)
 
 
 def test_exit_budget_bounds_the_checks_left_at_exit(tmp_path):

@@ -48,6 +48,12 @@ _PER_VALUE = "scalar operand"
 # are deferred (the copies of inputs and outputs they judge). Judgments
 # still pending at exit are finished before the report is closed.
 _PENDING_BYTES = 1 << 30
+# The longest steady-state interval between watched steps, in units of
+# torch_watch_every (see on_step).
+_WATCH_CAP = 8
+# The cost assumed for a generated-input part before any has been timed
+# (on the H200 bench they took 0.1-0.3 s each).
+_FIRST_PART_GUESS = 0.1
 
 
 class Stats:
@@ -248,6 +254,10 @@ class KcheckMode(TorchDispatchMode):
         self.gates = _gates(_api.option("gates", ""))
         self.watch_every = int(_api.option("torch_watch_every", "20") or 20)
         self.watching, self.new_keys, self.off_steps = True, 0, 0
+        # steps between watched steps in steady state: torch_watch_every,
+        # doubled after each watched step that met nothing new, up to
+        # _WATCH_CAP times it; back to torch_watch_every at a new signature
+        self.gap, self.off_len = self.watch_every, self.watch_every - 1
         # the judgments run beside the program (ctypes drops the GIL)
         workers = int(_api.option("torch_workers", "0") or 0)
         if workers < 0:
@@ -264,6 +274,12 @@ class KcheckMode(TorchDispatchMode):
         self.inflight, self.pending_bytes = 0, 0
         self.max_inflight = 64 * max(1, workers)
         self.budget = float(_api.option("torch_budget", "0.5") or 0.5)
+        # from steady state on (the first watched step that met no new
+        # signature), the program thread's share is torch_steady_budget
+        self.steady_budget = float(_api.option("torch_steady_budget", "0.02") or 0)
+        self.t_steady = None  # when steady state was first reached
+        self.steady_s = 0.0  # program-thread seconds spent in checks since then
+        self.parts_s, self.parts_n = 0.0, 0  # generated-input parts run later: their cost
         self.main_s = 0.0  # program-thread seconds spent in checks
         self.t_install = time.perf_counter()
         self.t_clock = None  # the budget's clock: from the first check
@@ -307,17 +323,27 @@ class KcheckMode(TorchDispatchMode):
         """After each optimizer step (a safe point outside any op, on the
         thread that runs the loop): a step that met no new signature sends
         the binding to steady state, where it watches one step in
-        torch_watch_every; a watched step with a new signature keeps it on."""
+        torch_watch_every, then one in twice as many after each watched
+        step that met nothing new (up to _WATCH_CAP times torch_watch_every:
+        a loop whose signatures never change pays for a few watched steps
+        only); a watched step with a new signature keeps it on and brings
+        the interval back to torch_watch_every."""
         st = self.stats
         st.steps += 1
         if self.watching:
             st.watched_steps += 1
-            if self.new_keys == 0 and self.watch_every > 1 and self._on_top():
+            if self.new_keys == 0 and self.t_steady is None:
+                self.t_steady = time.perf_counter()
+            if self.new_keys:
+                self.gap = self.watch_every
+            elif self.watch_every > 1 and self._on_top():
                 self.__exit__(None, None, None)
                 self.watching, self.off_steps = False, 0
+                self.off_len = self.gap - 1
+                self.gap = min(2 * self.gap, _WATCH_CAP * self.watch_every)
         else:
             self.off_steps += 1
-            if self.off_steps >= self.watch_every - 1:
+            if self.off_steps >= self.off_len:
                 self.__enter__()
                 self.watching = True
         self.new_keys = 0
@@ -384,7 +410,7 @@ class KcheckMode(TorchDispatchMode):
             return self._check(func, entry, plan, settings, skey, args, kwargs, now)
         finally:
             dt = time.perf_counter() - t
-            self.main_s += dt
+            self._spent(dt)
             st.add_cost("checked_call", dt)
 
     def _deferred(self):
@@ -394,17 +420,35 @@ class KcheckMode(TorchDispatchMode):
             return "deferred: judgments pending"
         return None
 
-    def _over_budget(self):
-        """Has the program's thread spent its share (torch_budget) of the
-        time since the first check on checks? (From the first check, not
-        from the binding's install: the program's start-up, model building
-        and CUDA initialisation must not buy checks in the first step.)"""
+    def _spent(self, dt):
+        self.main_s += dt
+        if self.t_steady is not None:
+            self.steady_s += dt
+
+    def _over_budget(self, est=0.0):
+        """Has the program's thread spent its share of the time on checks?
+        The first steps (until steady state): torch_budget of the time
+        since the first check (from the first check, not from the
+        binding's install: the program's start-up, model building and CUDA
+        initialisation must not buy checks in the first step). From steady
+        state on: torch_steady_budget of the time since then, counting the
+        estimated cost est of the work about to start, so that one
+        generated-input part (~0.1-0.3 s on the H200) runs only once the
+        program has run long enough to pay for it; what the program's run
+        does not pay for runs at its exit (torch_exit_budget)."""
         if self.budget >= 1:
             return False
         now = time.perf_counter()
         if self.t_clock is None:
             self.t_clock = now
+        if self.t_steady is not None:
+            return self.steady_s + est >= self.steady_budget * (now - self.t_steady)
         return self.main_s > self.budget * (now - self.t_clock)
+
+    def _part_estimate(self):
+        """The mean cost of the generated-input parts run so far, inline or
+        later (_FIRST_PART_GUESS before the first)."""
+        return self.parts_s / self.parts_n if self.parts_n else _FIRST_PART_GUESS
 
     def _reason(self, entry, args, kwargs):
         if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
@@ -476,8 +520,11 @@ class KcheckMode(TorchDispatchMode):
                         gates[gate] = {"status": "not_applicable",
                                        "reason": entry.not_applicable[gate]}
                 if generated_now:
+                    tg = time.perf_counter()
                     trial_jobs = self._generated(func, entry, plan.op, settings, args, kwargs,
                                                  gates, ctx)
+                    self.parts_s += time.perf_counter() - tg
+                    self.parts_n += 1
                 elif any(g not in gates for g in wanted):
                     for g in wanted:
                         gates.setdefault(g, {"status": "deferred",
@@ -525,13 +572,15 @@ class KcheckMode(TorchDispatchMode):
         (no op running, the program's thread): while budget is left, or
         all of them (at exit). Their ops are kcheck's own: no mode sees
         them."""
+        if until_budget and self.later and self._over_budget(self._part_estimate()):
+            return  # the common case in steady state, at every optimizer step: kept cheap
         from torch.utils._python_dispatch import _disable_current_modes
         if until_budget and ((torch.cuda.is_initialized() and
                               torch.cuda.is_current_stream_capturing()) or
                              torch.compiler.is_compiling()):
             return  # never inside a CUDA graph capture or a compiled region
         while self.later:
-            if until_budget and self._over_budget():
+            if until_budget and self._over_budget(self._part_estimate()):
                 return
             if deadline is not None and time.perf_counter() >= deadline:
                 return  # torch_exit_budget spent: the rest is counted as not run
@@ -546,12 +595,15 @@ class KcheckMode(TorchDispatchMode):
                                                  ctx)
                     for g in entry.not_applicable:
                         gates.pop(g, None)
-                self._submit(entry, None, skey, None, trial_jobs, gates, ctx, t, later=True)
+                when = ("after optimizer step %d" % self.stats.steps) if until_budget else "exit"
+                self._submit(entry, None, skey, None, trial_jobs, gates, ctx, t, later=when)
             except Exception as e:  # never the program's problem
                 self._internal(entry, e)
             finally:
                 dt = time.perf_counter() - t
-                self.main_s += dt
+                self._spent(dt)
+                self.parts_s += dt
+                self.parts_n += 1
                 self.stats.add_cost("later_generated", dt)
 
     def _internal(self, entry, e):
@@ -568,7 +620,8 @@ class KcheckMode(TorchDispatchMode):
         trials in order until one is a violation; then the op_check record
         and the policy's bookkeeping. later: the generated-input part of a
         signature checked before (its own op_check record, part
-        "generated"; the policy counted the signature then)."""
+        "generated", run_at saying when it ran; the policy counted the
+        signature then)."""
         prep = time.perf_counter() - t0
 
         def task():
@@ -609,6 +662,7 @@ class KcheckMode(TorchDispatchMode):
                        "stack": {"python": ctx.get("stack", {}).get("python", [])[-3:]}}
                 if later:
                     rec["part"] = "generated"
+                    rec["run_at"] = later
                     self.lib.kcheck_record(b"op_check", json.dumps(rec).encode())
                     return
                 self.lib.kcheck_op_done(entry.name.encode(), skey.encode(), int(clean), dt,
@@ -1042,5 +1096,5 @@ def _finish():
         if m.pool is not None:
             m.pool.shutdown(wait=True)  # every pending judgment lands in the report
         m.summary()
-    except Exception:
-        pass
+    except Exception as e:  # never the program's problem, but said
+        sys.stderr.write("kcheck: torch: summary not written: %s: %s\n" % (type(e).__name__, e))

@@ -82,6 +82,11 @@ struct kc_gate {
 #include "gates.def"
 #undef KC_GATE
 
+/* uninit runs only on kernel nodes of replayed graphs under graph_uninit. */
+int kc_gate_uninit_applies(const struct kc_launch_info *li);
+/* stream_delay only on launches that race with a new unordered write. */
+int kc_gate_stream_delay_applies(const struct kc_launch_info *li);
+
 /* All gates, in registry order, NULL-terminated. */
 extern const struct kc_gate *const kc_gates[];
 

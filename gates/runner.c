@@ -79,7 +79,9 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
    * buffers of their own, so they share this check (and its pre-state, the
    * source of their inputs) without needing anything else from it. */
   for (int i = 0; kc_gates[i] && n < 16; i++)
-    if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || c))
+    if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || c) &&
+        (kc_gates[i] != &kc_gate_uninit || kc_gate_uninit_applies(li)) &&
+        (kc_gates[i] != &kc_gate_stream_delay || kc_gate_stream_delay_applies(li)))
       run_list[n++] = kc_gates[i];
   if (!n) {
     /* nothing left to run: the contract's refusal is the record */

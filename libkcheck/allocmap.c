@@ -13,6 +13,7 @@
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct kc_alloc *items;
 static size_t count, cap;
+static uint64_t gens; /* allocations inserted so far */
 
 void kc_allocmap_reset_lock(void) { pthread_rwlock_init(&lock, NULL); }
 
@@ -61,7 +62,7 @@ void kc_allocmap_insert(uint64_t base, uint64_t size, int kind) {
   }
   size_t i = upper(base);
   memmove(items + i + 1, items + i, (count - i) * sizeof *items);
-  items[i] = (struct kc_alloc){base, size, kind};
+  items[i] = (struct kc_alloc){base, size, kind, ++gens};
   count++;
   /* Sorted and disjoint, which every lookup relies on. */
   KC_ASSERT(i == 0 || items[i - 1].base + items[i - 1].size <= base);
@@ -109,7 +110,7 @@ size_t kc_allocmap_find_many(const uint64_t *addr, size_t n, struct kc_alloc *ou
       out[k] = items[i - 1];
       found++;
     } else {
-      out[k] = (struct kc_alloc){0, 0, 0};
+      out[k] = (struct kc_alloc){0, 0, 0, 0};
     }
   }
   pthread_rwlock_unlock(&lock);

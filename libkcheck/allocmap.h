@@ -17,7 +17,8 @@ enum kc_alloc_kind {
 struct kc_alloc {
   uint64_t base;
   uint64_t size;
-  int kind; /* enum kc_alloc_kind */
+  int kind;     /* enum kc_alloc_kind */
+  uint64_t gen; /* which allocation: numbered from 1 as inserted (addresses are reused) */
 };
 
 void kc_allocmap_insert(uint64_t base, uint64_t size, int kind);

@@ -25,6 +25,7 @@
 #include "serving.h"
 #include "stack.h"
 #include "staging.h"
+#include "uninit.h"
 #include "world.h"
 
 int kc_disabled = 1;
@@ -100,6 +101,7 @@ void kc_core_postfork_child(void) {
   kc_kernel_reset_lock();
   kc_world_postfork_child();
   kc_graph_postfork_child();
+  kc_uninit_postfork_child();
   kc_findings_reset_child();
   kc_report_reopen_child((long)getppid());
   kc_signals_postfork_child();

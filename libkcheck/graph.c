@@ -19,6 +19,8 @@
 #include "report.h"
 #include "serving.h"
 #include "shadow.h"
+#include "streams.h"
+#include "uninit.h"
 #include "world.h"
 
 /* One node of the replay plan, with what the replay needs of it. */
@@ -39,6 +41,15 @@ struct gexec {
   int nplan, kernels;
   char why[192]; /* why it is not replayed; "" when it can be */
   long launches;
+  /* What a launch of it touches, for stream_races: every kernel node's
+   * pointer parameters (reads, or writes once a check learned them: the
+   * kernel and parameter offset say which), memset and memcpy nodes'
+   * device sides. Read at instantiation (the nodes' parameters are fixed). */
+  struct kc_access *acc;
+  const struct kc_kernel **acc_k; /* NULL: not a kernel's parameter */
+  uint32_t *acc_off;
+  int nacc, acc_cap;
+  int replayed;         /* since its last change: what its nodes reach was touched (graph_uninit) */
   const char *reported; /* last reason a graph_skip record was written for */
   UT_hash_handle hh;
 };
@@ -218,6 +229,88 @@ done:
   return rc;
 }
 
+static void add_access(struct gexec *e, uint64_t addr, uint64_t size, int write,
+                       const struct kc_kernel *k, uint32_t off) {
+  if (!addr || e->nacc >= 4096) return;
+  if (e->nacc == e->acc_cap) {
+    int ncap = e->acc_cap ? 2 * e->acc_cap : 32;
+    struct kc_access *a = realloc(e->acc, (size_t)ncap * sizeof *a);
+    if (a) e->acc = a;
+    const struct kc_kernel **kk = realloc(e->acc_k, (size_t)ncap * sizeof *kk);
+    if (kk) e->acc_k = kk;
+    uint32_t *o = realloc(e->acc_off, (size_t)ncap * sizeof *o);
+    if (o) e->acc_off = o;
+    if (!a || !kk || !o) return;
+    e->acc_cap = ncap;
+  }
+  e->acc[e->nacc] = (struct kc_access){addr, size, write};
+  e->acc_k[e->nacc] = k;
+  e->acc_off[e->nacc++] = off;
+}
+
+static CUresult no_call(const struct kc_launch_args *a) {
+  (void)a;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The accesses of e's plan (guarded; stream_races only). */
+static void collect_accesses(struct gexec *e) {
+  for (int i = 0; i < e->nplan; i++) {
+    CUgraphNode n = e->plan[i].node;
+    switch (e->plan[i].type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+      CUDA_KERNEL_NODE_PARAMS p;
+      memset(&p, 0, sizeof p);
+      if (kc_drv.cuGraphKernelNodeGetParams_v2(n, &p) != CUDA_SUCCESS) break;
+      struct kc_kernel *k = kc_kernel_get(node_function(&p));
+      if (!k) break;
+      CUlaunchConfig cfg;
+      memset(&cfg, 0, sizeof cfg);
+      cfg.gridDimX = p.gridDimX, cfg.gridDimY = p.gridDimY, cfg.gridDimZ = p.gridDimZ;
+      cfg.blockDimX = p.blockDimX, cfg.blockDimY = p.blockDimY, cfg.blockDimZ = p.blockDimZ;
+      struct kc_launch_args a = {
+          KC_LE_KERNEL_EX, 0,    node_function(&p), {0}, {0}, 0, NULL, p.kernelParams,
+          p.extra,         &cfg, no_call,           NULL};
+      struct kc_launch_info li = {0};
+      unsigned char buf[2048];
+      li.inline_buf = buf;
+      li.inline_cap = sizeof buf;
+      if (kc_capture(&li, k, &a) == 0 && strcmp(li.param_form, "unknown")) {
+        kc_capture_pointers(&li, 1);
+        for (int j = 0; j < li.nptrs; j++)
+          add_access(e, li.ptrs[j].value, 1, 0, k, li.ptrs[j].offset);
+      }
+      kc_capture_free(&li);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      CUDA_MEMSET_NODE_PARAMS m;
+      if (kc_drv.cuGraphMemsetNodeGetParams &&
+          kc_drv.cuGraphMemsetNodeGetParams(n, &m) == CUDA_SUCCESS)
+        add_access(e, m.dst,
+                   (uint64_t)m.pitch * (m.height ? m.height - 1 : 0) +
+                       (uint64_t)m.width * m.elementSize,
+                   1, NULL, 0);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+      CUDA_MEMCPY3D c;
+      if (!kc_drv.cuGraphMemcpyNodeGetParams ||
+          kc_drv.cuGraphMemcpyNodeGetParams(n, &c) != CUDA_SUCCESS)
+        break;
+      uint64_t span =
+          (uint64_t)c.WidthInBytes * (c.Height ? c.Height : 1) * (c.Depth ? c.Depth : 1);
+      if (c.dstMemoryType == CU_MEMORYTYPE_DEVICE || c.dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+        add_access(e, c.dstDevice, span, 1, NULL, 0);
+      if (c.srcMemoryType == CU_MEMORYTYPE_DEVICE || c.srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+        add_access(e, c.srcDevice, span, 0, NULL, 0);
+      break;
+    }
+    default: break;
+    }
+  }
+}
+
 static int have_graph_calls(void) {
   return kc_drv.cuGraphClone && kc_drv.cuGraphDestroy && kc_drv.cuGraphGetNodes &&
          kc_drv.cuGraphNodeGetType && kc_drv.cuGraphNodeGetDependencies_v2 &&
@@ -228,8 +321,12 @@ static int have_graph_calls(void) {
 static void entry_clear(struct gexec *e) {
   if (e->clone) kc_drv.cuGraphDestroy(e->clone);
   free(e->plan), free(e->orig), free(e->mine);
+  free(e->acc), free(e->acc_k), free(e->acc_off);
+  e->acc = NULL, e->acc_k = NULL, e->acc_off = NULL;
+  e->nacc = e->acc_cap = 0;
   e->clone = NULL, e->plan = NULL, e->orig = e->mine = NULL;
   e->nplan = e->kernels = 0;
+  e->replayed = 0;
   e->nmap = 0;
   e->why[0] = 0;
 }
@@ -258,6 +355,20 @@ static void entry_build(struct gexec *e, CUgraph g) {
   }
   int cap = 0;
   if (flatten(e, e->clone, 0, &cap)) set_why(e, "%s", "reading the graph's nodes failed");
+  if (kc_opt.stream_races) collect_accesses(e);
+}
+
+/* Locked: a copy of what a launch of e touches, for stream_races, with the
+ * writes checks have learned since; NULL when nothing. */
+static struct kc_access *launch_accesses(const struct gexec *e, int *n) {
+  *n = e->nacc;
+  struct kc_access *acc = *n ? malloc((size_t)*n * sizeof *acc) : NULL;
+  if (!acc) return NULL;
+  memcpy(acc, e->acc, (size_t)*n * sizeof *acc);
+  for (int i = 0; i < *n; i++)
+    if (e->acc_k[i] && e->acc_off[i] % 8 == 0 && e->acc_off[i] / 8 < 64)
+      acc[i].write = (atomic_load(&e->acc_k[i]->written_words) >> (e->acc_off[i] / 8)) & 1;
+  return acc;
 }
 
 static json_t *graph_json(const struct gexec *e) {
@@ -337,6 +448,7 @@ void kc_on_graph_exec_kernel_set(CUgraphExec exec, CUgraphNode node,
         set_why(e, "it contains a communication kernel (%s): never re-run or delayed",
                 k->demangled);
       e->launches = 0;
+      e->replayed = 0;
     }
   }
   pthread_mutex_unlock(&lock);
@@ -397,6 +509,16 @@ static void report_skip(struct gexec *e, long id, long launch, const char *why) 
   kc_report_emit("graph_skip", json_pack("{s:I, s:I, s:s}", "graph", (json_int_t)id, "graph_launch",
                                          (json_int_t)launch, "reason", why));
   kc_guard_leave();
+}
+
+int kc_graph_stream_capturing(CUstream s, int ptsz) {
+  if (!kc_graph_captures_active()) return 0;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!kc_drv.cuStreamIsCapturing) return 0;
+  kc_guard_enter();
+  CUresult r = kc_drv.cuStreamIsCapturing(ptsz && !s ? CU_STREAM_PER_THREAD : s, &st);
+  kc_guard_leave();
+  return r == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
 static int stream_capturing(CUstream s) {
@@ -540,8 +662,14 @@ static CUresult run_step(const struct step *s, struct prep *p, CUstream st,
     /* The launch path, unguarded: the node's launch is the application's. */
     return kc_on_graph_kernel(&a, ref);
   }
-  case CU_GRAPH_NODE_TYPE_MEMCPY: r = kc_drv.cuMemcpy3DAsync_v2(&p->c, st); break;
-  case CU_GRAPH_NODE_TYPE_MEMSET: r = run_memset(&p->m, st); break;
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    r = kc_drv.cuMemcpy3DAsync_v2(&p->c, st);
+    if (kc_opt.graph_uninit) kc_uninit_touch_addr(p->c.dstDevice);
+    break;
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    r = run_memset(&p->m, st);
+    if (kc_opt.graph_uninit) kc_uninit_touch_addr(p->m.dst);
+    break;
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD: r = kc_drv.cuEventRecord(p->ev, st); break;
   case CU_GRAPH_NODE_TYPE_WAIT_EVENT: r = kc_drv.cuStreamWaitEvent(st, p->ev, 0); break;
   default: r = CUDA_ERROR_NOT_SUPPORTED; break;
@@ -581,6 +709,9 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
     return plain(real, e->exec, st);
   }
   atomic_fetch_add(&kc_count.graph_replays, 1);
+  pthread_mutex_lock(&lock);
+  e->replayed = 1;
+  pthread_mutex_unlock(&lock);
   struct kc_graph_ref ref = {e->id, launch, 0, e->nplan};
   CUresult r = CUDA_SUCCESS;
   long checks_before = atomic_load(&kc_count.graph_kernel_checks);
@@ -629,12 +760,27 @@ CUresult kc_on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, kc_fam_
   pthread_mutex_lock(&lock);
   struct gexec *e = NULL;
   HASH_FIND_PTR(table, &exec, e);
+  int nacc = 0;
+  struct kc_access *acc = e && kc_opt.stream_races ? launch_accesses(e, &nacc) : NULL;
   long launch = e ? e->launches++ : 0, id = e ? e->id : -1;
   int kernels = e ? e->kernels : 0;
   const char *why = e ? choose(e, launch) : "the graph was instantiated before kcheck saw it";
+  int unseen = !e || !e->replayed;
+  /* Launched unchanged, its nodes' fixed pointers all reach allocations
+   * that exist now: touching everything once covers its later launches. */
+  if (why && e && kc_opt.graph_uninit) e->replayed = 1;
   pthread_mutex_unlock(&lock);
+  if (acc) {
+    /* The launch as one operation of its stream, before it runs. */
+    char what[48];
+    snprintf(what, sizeof what, "cuGraphLaunch (CUDA graph %ld)", id);
+    kc_streams_op(stream, ptsz, 0, what, acc, nacc);
+    free(acc);
+  }
   atomic_fetch_add(&kc_count.graph_kernel_launches, kernels);
   if (why) {
+    /* What a graph never replayed writes is unknown to graph_uninit. */
+    if (kc_opt.graph_uninit && unseen) kc_uninit_touch_all();
     report_skip(e, id, launch, why);
     return plain(real, exec, stream);
   }

@@ -25,6 +25,8 @@ void kc_on_capture_begin(void);
 void kc_on_capture_end(CUresult r);
 /* Whether a capture may be in progress somewhere in the process. */
 int kc_graph_captures_active(void);
+/* Whether stream s is being captured (cheap while no capture is active). */
+int kc_graph_stream_capturing(CUstream s, int ptsz);
 /* Why a check is skipped while one is. */
 #define KC_SKIP_CAPTURING                                                                          \
   "a stream capture is in progress (a check's device-wide sync would break it)"

@@ -21,6 +21,7 @@
 #include "stack.h"
 #include "streams.h"
 #include "thread_launches.h"
+#include "uninit.h"
 #include "world.h"
 
 static kc_check_fn check_hook;
@@ -159,11 +160,17 @@ CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_grap
       }
     }
     /* The world is held: pointers resolved now stay valid for the check. */
-    if (check) kc_capture_pointers(&li, 0);
+    if (check || kc_opt.graph_uninit) kc_capture_pointers(&li, check ? 0 : 1);
   }
   kc_guard_leave();
   CUresult r = check ? check_hook(&li) : a->call_real(a);
   if (li.checked) atomic_fetch_add(&kc_count.graph_kernel_checks, 1);
+  /* After its own check: the node touched what it reaches from now on. */
+  if (kc_opt.graph_uninit) {
+    kc_guard_enter();
+    kc_uninit_touch_launch(&li);
+    kc_guard_leave();
+  }
   kc_capture_free(&li);
   return r;
 }
@@ -196,7 +203,8 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
 
   int check = check_hook && kc_policy_prefilter(k, seq) == NULL;
   t = kc_prof_lap(KC_PS_prefilter, t);
-  if (!check && !kc_opt.trace && !kc_opt.stream_races) return app_launch_timed(a, t, t_in);
+  if (!check && !kc_opt.trace && !kc_opt.stream_races && !kc_opt.graph_uninit)
+    return app_launch_timed(a, t, t_in);
 
   struct kc_launch_info li = {0};
   unsigned char params[2048];
@@ -241,12 +249,23 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
    * words kcheck's map does not know (under the world lock, when there is
    * one: checked_launch); a trace record lists pointers too but remembers
    * the words the driver did not know (stale stack bytes recur). */
-  if (ok && ((check && !kc_opt.check_lock) || kc_opt.trace || kc_opt.stream_races))
+  if (ok &&
+      ((check && !kc_opt.check_lock) || kc_opt.trace || kc_opt.stream_races || kc_opt.graph_uninit))
     kc_capture_pointers(&li, check ? 0 : 1);
   t = kc_prof_lap(KC_PS_pointers, t);
+  if (ok && kc_opt.graph_uninit) kc_uninit_touch_launch(&li);
   kc_guard_leave();
   /* Ordering against other streams' work, before the launch runs. */
   if (ok && kc_opt.stream_races) kc_streams_launch(&li);
+  /* A new race with an earlier write: this launch is checked, so the
+   * stream_delay gate can show what the race changes (once per pair). */
+  if (ok && li.delay.n && !check && check_hook && strcmp(li.param_form, "unknown") &&
+      !stream_capturing(li.stream)) {
+    kc_guard_enter();
+    li.signature = kc_policy_signature(&li);
+    kc_guard_leave();
+    check = 1;
+  }
   if (!ok) {
     KC_INTERNAL_ERROR("could not capture a launch of %s", k->name);
     kc_capture_free(&li);

@@ -53,6 +53,17 @@ struct kc_graph_ref {
   int nodes;   /* steps in the plan */
 };
 
+/* Writes on another stream that a launch reads or overwrites with no
+ * ordering between them (stream_races, streams.c), for the stream_delay
+ * gate's re-run "as if the earlier write had not landed yet". */
+#define KC_MAX_DELAY 4
+struct kc_delay {
+  int n;
+  uint64_t addr[KC_MAX_DELAY], size[KC_MAX_DELAY]; /* size 1: a kernel's write, extent unknown */
+  char what[96];                                   /* the first write's operation */
+  int stream;                                      /* its stream (streams.c's index) */
+};
+
 struct kc_launch_info {
   struct kc_kernel *k;
   uint64_t seq; /* launch index in the process (0-based) */
@@ -73,6 +84,7 @@ struct kc_launch_info {
   uint64_t signature;               /* set when the launch is considered for checking */
   const struct kc_graph_ref *graph; /* a kernel node of a replayed graph, else NULL */
   int checked;                      /* set by the check hook when it ran a check */
+  struct kc_delay delay;            /* new unordered writes it races with (stream_races) */
 };
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */

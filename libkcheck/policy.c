@@ -53,6 +53,7 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
     return "after launch_count";
   if (kc_opt.max_checks >= 0 && atomic_load(&kc_count.checks) >= kc_opt.max_checks)
     return "max_checks reached";
+  if (kc_opt.time_budget < 1.0 && kc_opt.budget_window > 0) return kc_budget_spent_fast();
   return NULL;
 }
 

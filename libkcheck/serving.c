@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "log.h"
 #include "options.h"
@@ -18,6 +19,27 @@ void kc_serving_apply(void) {
   KC_LOG(KC_LOG_INFO,
          "serving profile: time_budget=%g per budget_window=%gs, sample=%g, graph_sample=%g",
          kc_opt.time_budget, kc_opt.budget_window, kc_opt.sample, kc_opt.graph_sample);
+}
+
+/* The end of the window in progress once its budget is spent (seconds,
+ * as bits; 0: not spent), and the launches turned away before capture. */
+static atomic_uint_fast64_t spent_until;
+static atomic_long fast_skips;
+
+static uint64_t bits_of(double d) {
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+const char *kc_budget_spent_fast(void) {
+  uint64_t b = atomic_load_explicit(&spent_until, memory_order_relaxed);
+  if (!b) return NULL;
+  double until;
+  memcpy(&until, &b, sizeof until);
+  if (kc_now_s() >= until) return NULL; /* the next window: kc_budget_exhausted decides */
+  atomic_fetch_add_explicit(&fast_skips, 1, memory_order_relaxed);
+  return "time_budget exhausted in this budget_window";
 }
 
 /* The window in progress: its start and the counters at its start. */
@@ -35,6 +57,8 @@ static void snapshot(double now, double check_seconds) {
   c_graph_kernels = atomic_load(&kc_count.graph_kernel_launches);
   c_graph_checks = atomic_load(&kc_count.graph_kernel_checks);
   skipped = 0;
+  atomic_store(&fast_skips, 0);
+  atomic_store(&spent_until, 0);
 }
 
 /* Locked. */
@@ -52,7 +76,7 @@ static void emit(double end, double check_seconds) {
                 (json_int_t)(atomic_load(&kc_count.graph_kernel_launches) - c_graph_kernels),
                 "graph_kernels_checked",
                 (json_int_t)(atomic_load(&kc_count.graph_kernel_checks) - c_graph_checks),
-                "skipped_for_budget", (json_int_t)skipped));
+                "skipped_for_budget", (json_int_t)(skipped + atomic_load(&fast_skips))));
 }
 
 const char *kc_budget_exhausted(double check_seconds) {
@@ -77,6 +101,7 @@ const char *kc_budget_exhausted(double check_seconds) {
   if (check_seconds - s_start > kc_opt.time_budget * kc_opt.budget_window) {
     why = "time_budget exhausted in this budget_window";
     skipped++;
+    atomic_store(&spent_until, bits_of(w_start + kc_opt.budget_window));
   }
   pthread_mutex_unlock(&lock);
   return why;

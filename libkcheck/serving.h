@@ -14,6 +14,10 @@ void kc_serving_apply(void);
 /* NULL while checks may run now, else why not. check_seconds: the total
  * spent checking so far (policy.c). Closes finished windows (records). */
 const char *kc_budget_exhausted(double check_seconds);
+/* Before a launch is even captured: non-NULL while the window in progress
+ * is known to be spent (a lock-free read), so a service's launches pay
+ * nothing for a check that could not run until the next window. */
+const char *kc_budget_spent_fast(void);
 /* Writes the record of the window in progress (at exit). */
 void kc_serving_finish(double check_seconds);
 

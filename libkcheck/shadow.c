@@ -375,6 +375,28 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     return -1;
   }
   t = kc_prof_lap(KC_PS_chk_restore, t);
+  for (int i = 0; i < p->npoison; i++) {
+    const struct kc_poison *q = &p->poison[i];
+    if (q->region < 0 || q->region >= s->nregions) continue;
+    struct kc_region *r = &s->regions[q->region];
+    uint64_t off = q->offset < r->size ? q->offset : r->size;
+    uint64_t n = q->size < r->size - off ? q->size : r->size - off;
+    CUdeviceptr at = r->base + off;
+    CUresult pr = CUDA_SUCCESS;
+    if (!n) continue;
+    if (!kc_drv.cuMemsetD32Async || !kc_drv.cuMemsetD8Async)
+      pr = CUDA_ERROR_NOT_SUPPORTED;
+    else if (at % 4 == 0 && n % 4 == 0)
+      pr = kc_drv.cuMemsetD32Async(at, p->poison_word, n / 4, s->stream);
+    else
+      pr = kc_drv.cuMemsetD8Async(at, (unsigned char)p->poison_word, n, s->stream);
+    r->dirty_pre = r->dirty_post = 1;
+    if (pr != CUDA_SUCCESS) {
+      all_unknown(s);
+      *why = "poison-filling an allocation failed";
+      return -1;
+    }
+  }
   CUfunction fn = li->args->f; /* the intra-block strategies run kcheck's copy */
   int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
   t = kc_prof_lap(KC_PS_chk_perturb, t);
@@ -474,6 +496,17 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
     }
   }
   free(res);
+  return 0;
+}
+
+int kc_shadow_region_reset(struct kc_shadow *s, int i) {
+  if (!s->have_post || i < 0 || i >= s->nregions) return -1;
+  struct kc_region *r = &s->regions[i];
+  if (copy_async(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS) {
+    all_unknown(s);
+    return -1;
+  }
+  s->copied_back += r->size;
   return 0;
 }
 

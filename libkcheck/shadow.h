@@ -13,6 +13,12 @@
 
 #include "launch.h"
 
+/* Bytes of one of the check's regions a run fills first (kc_perturb). */
+struct kc_poison {
+  int region;
+  uint64_t offset, size;
+};
+
 /* A timing perturbation for one re-run; all zero = an identical re-run. */
 struct kc_perturb {
   const char *name;     /* strategy name, for evidence */
@@ -27,6 +33,11 @@ struct kc_perturb {
   unsigned intra_pmem, intra_pbar, intra_mask, intra_start, intra_bstart;
   unsigned intra_log;    /* >0: log memory accesses and fences, at most this many */
   unsigned intra_stride; /* with intra_log: only blocks whose index is a multiple (0: all) */
+  /* >0: fill these bytes with poison_word (its low byte where the range
+   * is not 4-aligned) after the restore: the uninit and stream_delay gates */
+  int npoison;
+  const struct kc_poison *poison;
+  uint32_t poison_word;
   uint64_t seed;
 };
 
@@ -94,6 +105,9 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+/* Puts post-state A back into region i (before a diff that must leave it
+ * out: a region a run poisoned). 0 on success. */
+int kc_shadow_region_reset(struct kc_shadow *s, int i);
 /* Whether the application's launch changed region i (pre-state against
  * post-state A): 1, 0, or -1 when unknown. */
 int kc_shadow_region_changed(struct kc_shadow *s, int i);

@@ -216,8 +216,42 @@ static void report(struct race *x, const struct kc_launch_info *li) {
   if (rec) kc_report_violation(rec);
 }
 
+/* Pairs of operations (hash of both names) whose race was handed to a
+ * launch's check already: a race that recurs every step is re-run once. */
+#define MAXDELAYED 256
+static uint64_t delayed[MAXDELAYED];
+static int ndelayed;
+
+static uint64_t pair_hash(const struct race *x) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = x->first.what; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h = (h ^ 0xff) * 1099511628211ull;
+  for (const char *p = x->second.what; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+/* Locked: the launch's new races with an earlier write, into li->delay. */
+static void note_delays(const struct race *races, int n, struct kc_launch_info *li) {
+  for (int r = 0; r < n && li->delay.n < KC_MAX_DELAY; r++) {
+    const struct race *x = &races[r];
+    if (!x->first_write) continue;
+    uint64_t h = pair_hash(x);
+    int seen = 0;
+    for (int j = 0; j < ndelayed && !seen; j++)
+      seen = delayed[j] == h;
+    if (seen || ndelayed == MAXDELAYED) continue;
+    delayed[ndelayed++] = h;
+    li->delay.addr[li->delay.n] = x->addr;
+    li->delay.size[li->delay.n++] = x->first.size;
+    snprintf(li->delay.what, sizeof li->delay.what, "%s", x->first.what);
+    li->delay.stream = x->first.s;
+  }
+}
+
 static void op(int i, const char *what, const struct kc_access *acc, int nacc,
-               const struct kc_launch_info *li, int sync) {
+               struct kc_launch_info *li, int sync) {
   kc_guard_enter();
   json_t *stack = nacc ? kc_stack_json_fast(3) : NULL;
   kc_guard_leave();
@@ -230,6 +264,7 @@ static void op(int i, const char *what, const struct kc_access *acc, int nacc,
   for (int a = 0; a < nacc; a++)
     access_one(&acc[a], &now, races, &n);
   if (sync) join(&host, &vc[i]);
+  if (li && n) note_delays(races, n, li);
   pthread_mutex_unlock(&lock);
   if (stack) json_decref(stack);
   for (int r = 0; r < n; r++) {
@@ -239,7 +274,7 @@ static void op(int i, const char *what, const struct kc_access *acc, int nacc,
   }
 }
 
-void kc_streams_launch(const struct kc_launch_info *li) {
+void kc_streams_launch(struct kc_launch_info *li) {
   struct kc_access acc[64];
   int n = 0;
   uint64_t written = atomic_load(&li->k->written_words);

@@ -31,8 +31,11 @@ struct kc_access {
   int write;
 };
 
-/* A kernel launch about to run (pointers resolved). */
-void kc_streams_launch(const struct kc_launch_info *li);
+/* A kernel launch about to run (pointers resolved). Sets li->delay to the
+ * unordered earlier writes it races with, the first time each pair of
+ * operations races (a check of the launch then shows the result "as if
+ * the write had not landed yet": gates/stream_delay.c). */
+void kc_streams_launch(struct kc_launch_info *li);
 /* A copy or memset on stream s (sync: a synchronous call the host waits
  * for); what names the entry. */
 void kc_streams_op(CUstream s, int ptsz, int sync, const char *what, const struct kc_access *acc,

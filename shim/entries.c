@@ -11,6 +11,7 @@
 #include "options.h"
 #include "shim.h"
 #include "streams.h"
+#include "uninit.h"
 #include "world.h"
 
 #define KC_EXPORT __attribute__((visibility("default")))
@@ -238,6 +239,8 @@ static int name_is_pt(const char *s, size_t n) {
 }
 #define KC_PT(sym) name_is_pt(#sym, sizeof #sym - 1)
 #define KC_TRACKING() (!KC_PASSTHROUGH() && kc_opt.stream_races)
+/* Copies and memsets also feed graph_uninit's touched allocations. */
+#define KC_TRACK_WRITES() (!KC_PASSTHROUGH() && (kc_opt.stream_races || kc_opt.graph_uninit))
 
 #define DEF_ORDERING(sym, params, args, on_success)                                                \
   KC_EXPORT CUresult sym params {                                                                  \
@@ -273,15 +276,22 @@ static int name_is_pt(const char *s, size_t n) {
     KC_FENCE_BEGIN();                                                                              \
     CUresult r = real args;                                                                        \
     KC_FENCE_END();                                                                                \
-    if (r == CUDA_SUCCESS && KC_TRACKING()) track;                                                 \
+    if (r == CUDA_SUCCESS && KC_TRACK_WRITES()) track;                                             \
     return r;                                                                                      \
   }
-#define DEF_FENCED(sym, params, args) DEF_FENCED_T(sym, params, args, (void)0)
+/* What these write is not attributed: for graph_uninit they touch everything. */
+#define DEF_FENCED(sym, params, args)                                                              \
+  DEF_FENCED_T(sym, params, args, if (kc_opt.graph_uninit) kc_uninit_touch_all())
 /* What a copy or memset touches, for stream_races (1D entries). */
 #define KC_TRACK(sym, stream, sync, ...)                                                           \
   do {                                                                                             \
     struct kc_access acc_[] = {__VA_ARGS__};                                                       \
-    kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, (int)(sizeof acc_ / sizeof acc_[0]));      \
+    int nacc_ = (int)(sizeof acc_ / sizeof acc_[0]);                                               \
+    for (int i_ = 0; kc_opt.graph_uninit && i_ < nacc_; i_++)                                      \
+      if (acc_[i_].write) kc_uninit_touch_addr(acc_[i_].addr);                                     \
+    /* Recorded into a capture, it runs later as a graph node (tracked then). */                   \
+    if (kc_opt.stream_races && !kc_graph_stream_capturing(stream, KC_PT(sym)))                     \
+      kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);                                  \
   } while (0)
 #define DEF_COPY(sym)                                                                              \
   DEF_FENCED_T(sym, KC_FP_COPY, KC_FA_COPY, KC_TRACK(sym, NULL, 1, {dst, n, 1}, {src, n, 0}))
@@ -313,10 +323,45 @@ static int name_is_pt(const char *s, size_t n) {
 #define DEF_MEMSET_D32_ASYNC(sym)                                                                  \
   DEF_FENCED_T(sym, KC_FP_MEMSET_D32_ASYNC, KC_FA_MEMSET_D32_ASYNC,                                \
                KC_TRACK(sym, stream, 0, {dst, 4 * n, 1}))
-#define DEF_COPY_2D(sym) DEF_FENCED(sym, KC_FP_COPY_2D, KC_FA_COPY_2D)
-#define DEF_COPY_2D_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_2D_ASYNC, KC_FA_COPY_2D_ASYNC)
-#define DEF_COPY_3D(sym) DEF_FENCED(sym, KC_FP_COPY_3D, KC_FA_COPY_3D)
-#define DEF_COPY_3D_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_3D_ASYNC, KC_FA_COPY_3D_ASYNC)
+/* Pitched copies: each device side's first byte and span (addresses are
+ * compared by their start, like the 1D entries'). */
+static int on_device(CUmemorytype t) {
+  return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
+}
+static void track_pitched(const char *sym, int pt, CUstream st, int sync, int dst_dev,
+                          CUdeviceptr dst, int src_dev, CUdeviceptr src, uint64_t span) {
+  struct kc_access acc[2];
+  int n = 0;
+  if (dst_dev && dst) acc[n++] = (struct kc_access){dst, span, 1};
+  if (src_dev && src) acc[n++] = (struct kc_access){src, span, 0};
+  if (kc_opt.graph_uninit && dst_dev && dst) kc_uninit_touch_addr(dst);
+  if (kc_opt.stream_races && n && !kc_graph_stream_capturing(st, pt))
+    kc_streams_op(st, pt, sync, sym, acc, n);
+}
+#define KC_TRACK_2D(sym, p, st, sync)                                                              \
+  track_pitched(#sym, KC_PT(sym), st, sync, on_device((p)->dstMemoryType),                         \
+                (p)->dstDevice + (p)->dstY * (p)->dstPitch + (p)->dstXInBytes,                     \
+                on_device((p)->srcMemoryType),                                                     \
+                (p)->srcDevice + (p)->srcY * (p)->srcPitch + (p)->srcXInBytes,                     \
+                (uint64_t)(p)->dstPitch * ((p)->Height ? (p)->Height - 1 : 0) + (p)->WidthInBytes)
+#define KC_TRACK_3D(sym, p, st, sync)                                                              \
+  track_pitched(#sym, KC_PT(sym), st, sync, on_device((p)->dstMemoryType),                         \
+                (p)->dstDevice + ((p)->dstZ * (p)->dstHeight + (p)->dstY) * (p)->dstPitch +        \
+                    (p)->dstXInBytes,                                                              \
+                on_device((p)->srcMemoryType),                                                     \
+                (p)->srcDevice + ((p)->srcZ * (p)->srcHeight + (p)->srcY) * (p)->srcPitch +        \
+                    (p)->srcXInBytes,                                                              \
+                (uint64_t)(p)->dstPitch * (p)->dstHeight * ((p)->Depth ? (p)->Depth - 1 : 0) +     \
+                    (uint64_t)(p)->dstPitch * ((p)->Height ? (p)->Height - 1 : 0) +                \
+                    (p)->WidthInBytes)
+#define DEF_COPY_2D(sym)                                                                           \
+  DEF_FENCED_T(sym, KC_FP_COPY_2D, KC_FA_COPY_2D, if (p) KC_TRACK_2D(sym, p, NULL, 1))
+#define DEF_COPY_2D_ASYNC(sym)                                                                     \
+  DEF_FENCED_T(sym, KC_FP_COPY_2D_ASYNC, KC_FA_COPY_2D_ASYNC, if (p) KC_TRACK_2D(sym, p, stream, 0))
+#define DEF_COPY_3D(sym)                                                                           \
+  DEF_FENCED_T(sym, KC_FP_COPY_3D, KC_FA_COPY_3D, if (p) KC_TRACK_3D(sym, p, NULL, 1))
+#define DEF_COPY_3D_ASYNC(sym)                                                                     \
+  DEF_FENCED_T(sym, KC_FP_COPY_3D_ASYNC, KC_FA_COPY_3D_ASYNC, if (p) KC_TRACK_3D(sym, p, stream, 0))
 #define DEF_COPY_3D_PEER(sym) DEF_FENCED(sym, KC_FP_COPY_3D_PEER, KC_FA_COPY_3D_PEER)
 #define DEF_COPY_3D_PEER_ASYNC(sym)                                                                \
   DEF_FENCED(sym, KC_FP_COPY_3D_PEER_ASYNC, KC_FA_COPY_3D_PEER_ASYNC)

@@ -16,6 +16,11 @@
  *                        between launches, and an edit kcheck does not mirror
  *   app_graphs nccl      a communication kernel (name contains "nccl") inside
  *                        a graph and eagerly: prints how often it really ran
+ *   app_graphs uninit    a captured vecadd that reads an allocation nothing
+ *                        ever wrote (graph_uninit finds it)
+ *   app_graphs uninit_ok the same with that allocation written first: by an
+ *                        eager memset, by a memset node and by a fill node
+ *                        of the graph (silent)
  *   app_graphs all       all of the above */
 #include "apps.h"
 
@@ -249,6 +254,44 @@ static void mode_update(struct app *a) {
   CK(cuMemFree(p));
 }
 
+/* ---- uninit / uninit_ok ------------------------------------------------ */
+
+static void mode_uninit(struct app *a, int ok) {
+  const char *mode = ok ? "uninit_ok" : "uninit";
+  CUdeviceptr x = app_alloc(N * 4), y = app_alloc(N * 4), z = app_alloc(N * 4);
+  CUdeviceptr u = app_alloc(N * 4), v = app_alloc(N * 4), w = app_alloc(N * 4);
+  CK(cuMemsetD32(y, 0x3f800000u, N));         /* 1.0f */
+  if (ok) CK(cuMemsetD32(x, 0x40000000u, N)); /* 2.0f: the bug's missing initialisation */
+  int n = N, fv = 5;
+  void *vargs[] = {&x, &y, &z, &n}, *uargs[] = {&u, &y, &w, &n}, *fargs[] = {&v, &fv, &n};
+  void *wargs[] = {&v, &y, &w, &n};
+  CUgraph g;
+  CK(cuStreamBeginCapture(a->stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CK(cuLaunchKernel(app_kernel(a, FK_K_VECADD), N / BLK, 1, 1, BLK, 1, 1, 0, a->stream, vargs,
+                    NULL)); /* z = x + y: x never written in the bug */
+  if (ok) {
+    /* Written inside the graph before they are read: a memset node, a kernel node. */
+    CK(cuMemsetD32Async(u, 0x3f800000u, N, a->stream));
+    CK(cuLaunchKernel(app_kernel(a, FK_K_VECADD), N / BLK, 1, 1, BLK, 1, 1, 0, a->stream, uargs,
+                      NULL));
+    CK(cuLaunchKernel(app_func(a, FK_K_FILL), N / BLK, 1, 1, BLK, 1, 1, 0, a->stream, fargs, NULL));
+    CK(cuLaunchKernel(app_kernel(a, FK_K_VECADD), N / BLK, 1, 1, BLK, 1, 1, 0, a->stream, wargs,
+                      NULL));
+  }
+  CK(cuStreamEndCapture(a->stream, &g));
+  CUgraphExec e = instantiate(g);
+  CK(cuGraphDestroy(g));
+  for (int l = 0; l < 2; l++)
+    CK(cuGraphLaunch(e, a->stream));
+  CK(cuStreamSynchronize(a->stream));
+  print_buf(mode, "z", z, N * 4);
+  if (ok) print_buf(mode, "w", w, N * 4);
+  CK(cuGraphExecDestroy(e));
+  CUdeviceptr all[] = {x, y, z, u, v, w};
+  for (int i = 0; i < 6; i++)
+    CK(cuMemFree(all[i]));
+}
+
 /* ---- nccl -------------------------------------------------------------- */
 
 /* A stand-in for a collective: counts its real executions. */
@@ -320,6 +363,8 @@ int main(int argc, char **argv) {
   if (all || !strcmp(mode, "host")) known = 1, mode_host(&a);
   if (all || !strcmp(mode, "update")) known = 1, mode_update(&a);
   if (all || !strcmp(mode, "nccl")) known = 1, mode_nccl(&a);
+  if (all || !strcmp(mode, "uninit")) known = 1, mode_uninit(&a, 0);
+  if (all || !strcmp(mode, "uninit_ok")) known = 1, mode_uninit(&a, 1);
   if (!known) {
     fprintf(stderr, "%s: unknown mode '%s'\n", app_name, mode);
     return 2;

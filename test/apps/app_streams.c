@@ -13,6 +13,11 @@
  *   reuse    a kernel on a side stream reads a buffer, then the main stream
  *            overwrites it (the record_stream omission: memory reused while
  *            still in use); fixed: the main stream waits for the side one
+ *   copy2d   as copy, the buffer written by a pitched H2D cuMemcpy2DAsync
+ *            (32 rows of 128 bytes); fixed: event record + stream wait
+ *   graph    a CUDA graph (captured on the copy stream: a memset of the
+ *            buffer) launched on the copy stream, then a kernel reading the
+ *            buffer on the compute stream; fixed: event record + stream wait
  *   kernels  a kernel writes a buffer on one stream and another reads it on
  *            a second stream (the write is known from a check of the first
  *            kernel); fixed: event wait */
@@ -75,6 +80,39 @@ int main(int argc, char **argv) {
     }
     CUstream k = !strcmp(mode, "legacy") ? NULL : s2;
     CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, k, sargs, NULL));
+  } else if (!strcmp(mode, "copy2d")) {
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = h;
+    c.srcPitch = 128;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = x;
+    c.dstPitch = 128;
+    c.WidthInBytes = 128;
+    c.Height = sizeof h / 128;
+    CK(cuMemcpy2DAsync(&c, s1));
+    if (fixed) {
+      CK(cuEventRecord(ev, s1));
+      CK(cuStreamWaitEvent(s2, ev, 0));
+    }
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
+  } else if (!strcmp(mode, "graph")) {
+    CUgraph g;
+    CUgraphExec ge;
+    CK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CK(cuMemsetD32Async(x, 0x40000000u, N, s1)); /* 2.0f: recorded, not run */
+    CK(cuStreamEndCapture(s1, &g));
+    CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    CK(cuGraphLaunch(ge, s1));
+    if (fixed) {
+      CK(cuEventRecord(ev, s1));
+      CK(cuStreamWaitEvent(s2, ev, 0));
+    }
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
+    CK(cuStreamSynchronize(s2));
+    CK(cuGraphExecDestroy(ge));
+    CK(cuGraphDestroy(g));
   } else if (!strcmp(mode, "reuse")) {
     CK(cuMemcpyHtoD(x, h, sizeof h));
     CK(cuLaunchKernel(vecadd, N / 128, 1, 1, 128, 1, 1, 0, s2, vargs, NULL)); /* reads x */

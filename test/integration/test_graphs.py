@@ -125,3 +125,49 @@ def test_communication_kernels_are_never_rerun(app, tmp_path, options):
     assert not g["checkable"] and "communication kernel" in g["reason"]
     assert not [c for c in by_type(recs, "check") if "nccl" in c["kernel_name"]]
     assert summary(recs)["graphs"]["replayed"] == 0
+
+
+UNINIT = "graph_uninit=1"
+
+
+def test_graph_node_reading_never_written_memory_is_found(app, tmp_path):
+    """A kernel node whose input nothing ever wrote (graph_uninit=1): the
+    uninit gate's poisoned run changes its output; the application's result
+    is the plain run's."""
+    plain = run([app("app_graphs"), "uninit"], tmp_path, kcheck=False)
+    r = run([app("app_graphs"), "uninit"], tmp_path, options=UNINIT)
+    assert r.rc == 0, r.err[-3000:]
+    assert lines(r.out) == lines(plain.out) and lines(r.out)
+    recs = r.only_report()
+    viol = by_type(recs, "violation")
+    assert [(v["gate"], v["kernel_name"]) for v in viol] == [
+        ("uninit", "vecadd(float const*, float const*, float*, int)")], r.err[-3000:]
+    assert viol[0]["graph"]["node"] == 0
+    ev = viol[0]["evidence"]
+    assert len(ev["untouched"]) == 1 and ev["untouched"][0]["size"] == 4096
+    # The difference is in the output z, not in the poisoned input.
+    assert ev["allocation"]["base"] != ev["untouched"][0]["allocation"]
+    assert summary(recs)["internal_errors"] == 0
+
+
+def test_uninit_gate_needs_graph_uninit(app, tmp_path):
+    r = run([app("app_graphs"), "uninit"], tmp_path)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    assert not by_type(recs, "violation")
+    assert all("uninit" not in c["gates"] for c in by_type(recs, "check"))
+
+
+@pytest.mark.parametrize("options", [UNINIT, UNINIT + ":" + EVERY + ":graph_sample=1"])
+def test_memory_written_before_the_graph_reads_it_is_silent(app, tmp_path, options):
+    """Written by an eager memset, by a memset node and by a kernel node of
+    the graph before a node reads it: no uninit finding, every node judged."""
+    r = run([app("app_graphs"), "uninit_ok"], tmp_path, options=options)
+    assert r.rc == 0, r.err[-3000:]
+    recs = r.only_report()
+    assert not by_type(recs, "violation"), r.err[-3000:]
+    checks = by_type(recs, "check")
+    assert checks and all(c["gates"]["uninit"]["status"] == "pass" for c in checks)
+    if "graph_sample=1" in options:
+        assert len(checks) == 8  # four kernel nodes, two launches
+

@@ -7,11 +7,16 @@ import pytest
 
 from conftest import by_type, run
 
-MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels"]
+MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph"]
 # (first, second) operation of each buggy mode
 SIDES = {"copy": ("cuMemcpyHtoDAsync", "scale"), "sync": ("cuMemcpyHtoDAsync", "scale"),
          "query": ("cuMemcpyHtoDAsync", "scale"), "legacy": ("cuMemcpyHtoDAsync", "scale"),
-         "reuse": ("vecadd", "cuMemcpyHtoDAsync"), "kernels": ("fill_i32", "vecadd")}
+         "reuse": ("vecadd", "cuMemcpyHtoDAsync"), "kernels": ("fill_i32", "vecadd"),
+         "copy2d": ("cuMemcpy2DAsync", "scale"), "graph": ("cuGraphLaunch", "scale")}
+
+
+def first_op(mode):
+    return SIDES[mode][0]
 
 
 def checksum(out):
@@ -25,7 +30,15 @@ def test_unordered_access_is_reported(app, tmp_path, mode):
     assert r.rc == 0, r.err[-3000:]
     assert checksum(r.out) == checksum(plain.out)
     viol = by_type(r.only_report(), "violation")
-    assert [v["gate"] for v in viol] == ["stream_order"], r.err[-3000:]
+    # A kernel that reads the unordered write is also re-run as if the
+    # write had not landed: its changed result is a stream_delay finding.
+    delayed = ["stream_delay"] if mode != "reuse" else []
+    assert [v["gate"] for v in viol] == ["stream_order"] + delayed, r.err[-3000:]
+    if delayed:
+        d = viol[1]["evidence"]["delayed"]
+        assert d["op"].startswith(first_op(mode)) and d["stream"] == viol[0]["evidence"]["first"][
+            "stream"] and d["ranges"][0]["size"] == 4096
+        assert viol[1]["kernel_name"].startswith(SIDES[mode][1])
     ev = viol[0]["evidence"]
     first, second = SIDES[mode]
     assert ev["first"]["op"].startswith(first) and ev["second"]["op"].startswith(second), ev
@@ -52,3 +65,28 @@ def test_graphs_and_threads_stay_silent_with_tracking(app, tmp_path):
             timeout=300)
     assert r.rc == 0, r.err[-3000:]
     assert not by_type(r.only_report(), "violation")
+
+
+def test_stream_delay_needs_a_kernel_that_reads_the_write(app, tmp_path):
+    """reuse: the later operation is a copy (nothing to re-run): the race is
+    reported, no stream_delay re-run is made; the fixed forms force no check."""
+    r = run([app("app_streams"), "reuse"], tmp_path, options="stream_races=1")
+    recs = r.only_report()
+    assert all("stream_delay" not in c["gates"] for c in by_type(recs, "check"))
+    f = run([app("app_streams"), "copy", "fixed"], tmp_path,
+            options="stream_races=1:check_first=0")
+    assert not by_type(f.only_report(), "check")
+
+
+def test_stream_delay_off_without_stream_races(app, tmp_path):
+    r = run([app("app_streams"), "copy"], tmp_path)
+    assert all("stream_delay" not in c["gates"] for c in by_type(r.only_report(), "check"))
+
+
+def test_a_new_race_forces_the_check_that_shows_it(app, tmp_path):
+    """With check_first=0 the policy checks nothing; the launch that races
+    is checked anyway (once per pair of operations) for stream_delay."""
+    r = run([app("app_streams"), "copy"], tmp_path, options="stream_races=1:check_first=0")
+    recs = r.only_report()
+    assert [v["gate"] for v in by_type(recs, "violation")] == ["stream_order", "stream_delay"]
+    assert len(by_type(recs, "check")) == 1

@@ -115,7 +115,16 @@ int main(void) {
   kc_policy_record(0x500, 11, 0, 1.0); /* 3.5 s: over, the rest of it waits */
   why = kc_policy_decide(0x500, 11, 9102, &first);
   CHECK(why && strstr(why, "budget_window"));
+  /* Spent: launches are turned away before capture until the window ends. */
+  struct kc_kernel kk;
+  memset(&kk, 0, sizeof kk);
+  kk.eligible = 1;
+  fake_now = 2050.0;
+  why = kc_policy_prefilter(&kk, 9102);
+  CHECK(why && strstr(why, "budget_window"));
   fake_now = 2071.0; /* the next window */
+  CHECK(kc_policy_prefilter(&kk, 9103) == NULL);
   CHECK(checked(0x500, 11, 9103));
+  CHECK(kc_policy_prefilter(&kk, 9104) == NULL);
   return CHECK_DONE("policy");
 }

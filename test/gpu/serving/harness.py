@@ -6,9 +6,14 @@ requests leave, waiting ones join at every step). Prints tokens/s and a
 sha256 over every generated token (greedy decoding: bitwise reproducible).
 
 Planted bugs (--bug NAME, each with a correct form when NAME ends in _ok):
-  graph_race       a Triton kernel whose programs all store to the same
+  graph_race       a Triton kernel whose 2048 programs all store to the same
                    slots (last writer wins), launched only inside the
-                   captured decode graph
+                   captured decode graph (graph_race_ok: each program
+                   stores to its own slots)
+  graph_uninit     a Triton kernel inside the decode graph copies from a
+                   buffer nothing ever wrote (its own cudaMalloc segment,
+                   allocated first) into a scratch buffer
+                   (graph_uninit_ok: the buffer is filled eagerly first)
   missing_wait     the prompt is copied host->device on a copy stream and
                    read by the prefill on the compute stream without
                    wait_stream (missing_wait_ok: with it)
@@ -66,7 +71,10 @@ class Model(torch.nn.Module):
         return self.head(self.lnf(x))[:, -1].argmax(-1)
 
 
-def racy_kernel():
+def triton_kernels():
+    """(racy, ok, copy): racy(x, out) lets every program of x.numel()/64
+    store to out[0:64]; ok(x, out) stores program p to out[64p:64p+64];
+    copy(x, out) copies out.numel() values of x."""
     import triton
     import triton.language as tl
 
@@ -77,27 +85,58 @@ def racy_kernel():
         v = tl.load(x_ptr + pid * BLOCK + offs)
         tl.store(out_ptr + offs, v)  # every program stores to the same slots
 
-    def run(x, out):
-        last_writer[(x.numel() // 64,)](x, out, BLOCK=64)
-    return run
+    @triton.jit
+    def own_slots(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+    @triton.jit
+    def copy_block(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+    return (lambda x, out: last_writer[(x.numel() // 64,)](x, out, BLOCK=64),
+            lambda x, out: own_slots[(x.numel() // 64,)](x, out, BLOCK=64),
+            lambda x, out: copy_block[(out.numel() // 64,)](x, out, BLOCK=64))
 
 
 class Server:
     def __init__(self, dev, bug, slots=16):
         torch.manual_seed(0)
         self.dev, self.bug = dev, bug
+        self.cuda = dev == "cuda"
+        if self.cuda and bug.startswith("graph_uninit"):
+            # First and >= 10 MB: a cudaMalloc segment of its own, which
+            # nothing else shares (the caching allocator splits smaller
+            # requests out of 20 MB segments).
+            self.junk = torch.empty(3 << 20, device=dev)
+            if bug == "graph_uninit_ok":
+                self.junk.fill_(1.0)
         self.model = Model().to(dev).eval()
         hd = D // HEADS
         self.kc = torch.zeros(LAYERS, slots, HEADS, MAXLEN, hd, device=dev)
         self.vc = torch.zeros_like(self.kc)
         self.free_slots = list(range(slots))
         self.graphs = {}
-        self.cuda = dev == "cuda"
         if self.cuda:
             self.copy_stream = torch.cuda.Stream()
             self.side_stream = torch.cuda.Stream()
-            self.racy = racy_kernel() if bug == "graph_race" else None
-            self.scratch = torch.zeros(64, device=dev)
+            self.in_graph = None
+            if bug.startswith("graph_"):
+                racy, ok, copy = triton_kernels()
+                n = 2048 * 64
+                src = torch.arange(n, dtype=torch.float32, device=dev)
+                out = torch.zeros(n if bug == "graph_race_ok" else 4096, device=dev)
+                # Compiled eagerly at another grid (another signature: the
+                # node inside the graph is still checked the first time).
+                k = {"graph_race": racy, "graph_race_ok": ok}.get(bug, copy)
+                k(src[:128], out[:128] if bug != "graph_race" else out[:64])
+                if bug.startswith("graph_race"):
+                    self.in_graph = lambda: k(src, out)
+                else:
+                    self.in_graph = lambda: k(self.junk, out)
+                torch.cuda.synchronize()
             self.capture()
 
     def capture(self):
@@ -114,8 +153,8 @@ class Server:
             g = torch.cuda.CUDAGraph()
             with torch.no_grad(), torch.cuda.graph(g):
                 st["out"] = self.model(st["tok"], st["pos"], self.kc, self.vc, st["slots"])
-                if self.racy:
-                    self.racy(self.kc[0, 0].reshape(-1)[:64 * 32], self.scratch)
+                if self.in_graph:
+                    self.in_graph()
             self.graphs[b] = (g, st)
         self.kc.zero_()
         self.vc.zero_()

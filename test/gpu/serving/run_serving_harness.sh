@@ -1,43 +1,80 @@
 #!/usr/bin/env bash
 # test/gpu/serving/run_serving_harness.sh — the serving harness on a GPU:
-#   1. throughput: tokens/s of harness.py plain and under `kcheck run
-#      --serving` (4 request threads, continuous batching, decode from CUDA
-#      graphs), alternated A/B twice in this one call, ratio of medians;
-#   2. results: one request thread, a fixed set of requests, plain vs
-#      kcheck --serving: the tokens' sha256 must be equal;
-#   3. planted bugs, each with its correct form: graph_race (default
-#      options: the first replay of each decode graph is checked), and
-#      missing_wait / record_stream (stream_races=1).
-# usage: bash test/gpu/serving/run_serving_harness.sh [OUTDIR]  (BUILD, PYTHON, KC_HARNESS_SECONDS)
+#   1. throughput, alone on the GPU: tokens/s of harness.py plain and under
+#      `kcheck run --serving` (4 request threads, continuous batching, decode
+#      from CUDA graphs), alternated A/B twice, ratio of medians; then one
+#      run with the opt-in trackers (stream_races=1, graph_uninit=1) for
+#      their cost;
+#   2. in parallel (each its own process): results (one request thread, a
+#      fixed set of requests, plain vs --serving: the tokens' sha256 must be
+#      equal); planted bugs, each with its correct form: graph_race and
+#      graph_uninit inside the decode graph, missing_wait and record_stream
+#      between streams (stream_races=1); PyTorch's own correct multi-stream
+#      use (multistream.py) silent under stream_races=1 with the same
+#      checksum as a plain run.
+# usage: bash test/gpu/serving/run_serving_harness.sh [OUTDIR]
+#   (BUILD, PYTHON, KC_HARNESS_SECONDS (15), KC_HARNESS_WINDOW (budget_window
+#   of the throughput runs, 5 s: a 15 s run sees three windows),
+#   KC_HARNESS_BUDGET (s), KC_HARNESS_REPEAT (A/B pairs, 2), KC_HARNESS_TRACKING
+#   (0: no tracking run), KC_HARNESS_BUGS (the planted bugs run, all by
+#   default), KC_HARNESS_CHECKS (0: no bits/multistream runs),
+#   KC_HARNESS_DEVICE=cpu: a dry run of the plumbing)
+# The correctness runs use time_budget=0.99 (under --serving an explicit
+# time_budget=1 reads as the default and becomes 0.05).
 # Writes OUTDIR/harness.md and OUTDIR/harness-logs.tar.gz; exit 1 on a failure.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 kc_gpu_init "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)" harness "${1:-}"
-BUDGET=${KC_HARNESS_BUDGET:-420}
-SECS=${KC_HARNESS_SECONDS:-40}
+BUDGET=${KC_HARNESS_BUDGET:-260}
+SECS=${KC_HARNESS_SECONDS:-15}
+WIN=${KC_HARNESS_WINDOW:-5}
 H="test/gpu/serving/harness.py"
+M="test/gpu/serving/multistream.py"
 DEV=(--device "${KC_HARNESS_DEVICE:-cuda}") # cpu: a dry run of the plumbing
 KC="$PYTHON -m kcheck --lib $LIB run"
 export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 bench_env | tee "$LOGS/env.txt"
+echo "seconds per throughput run: $SECS; budget_window of the serving runs: $WIN s" >>"$LOGS/env.txt"
 "$PYTHON" -c 'import torch, triton' >/dev/null 2>&1
 
-kcrun() { # TAG OPTS ARGS... : harness.py under kcheck run --serving
-  local tag=$1 opts=$2
-  shift 2
-  run_logged $((SECS + 120)) "$tag" env KCHECK_OPTIONS="log_path=$REPS/$tag${opts:+:$opts}" \
-    $KC --serving -- "$PYTHON" "$H" "${DEV[@]}" "$@"
+kcrun() { # TAG TIMEOUT OPTS PROGRAM ARGS... : under kcheck run --serving
+  local tag=$1 tmo=$2 opts=$3
+  shift 3
+  run_logged "$tmo" "$tag" env KCHECK_OPTIONS="log_path=$REPS/$tag${opts:+:$opts}" \
+    $KC --serving -- "$PYTHON" "$@"
 }
-for r in 1 2; do
-  run_logged $((SECS + 60)) "tput.plain.$r" "$PYTHON" "$H" "${DEV[@]}" --seconds "$SECS" --threads 4
-  kcrun "tput.serving.$r" "" --seconds "$SECS" --threads 4
+T=(--seconds "$SECS" --threads 4)
+for r in $(seq 1 "${KC_HARNESS_REPEAT:-2}"); do
+  run_logged $((SECS + 60)) "tput.plain.$r" "$PYTHON" "$H" "${DEV[@]}" "${T[@]}"
+  kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN" "$H" "${DEV[@]}" "${T[@]}"
 done
-run_logged 120 bits.plain "$PYTHON" "$H" "${DEV[@]}" --requests "${KC_HARNESS_REQUESTS:-24}" --threads 1
-kcrun bits.serving "" --requests "${KC_HARNESS_REQUESTS:-24}" --threads 1
-for b in graph_race graph_race_ok; do kcrun "bug.$b" "time_budget=1" --requests 12 --threads 2 --bug "$b"; done
-for b in missing_wait missing_wait_ok record_stream record_stream_ok; do
-  kcrun "bug.$b" "stream_races=1:time_budget=1" --requests 12 --threads 2 --bug "$b"
+if [ "${KC_HARNESS_TRACKING:-1}" = 1 ]; then
+  kcrun tput.tracking $((SECS + 90)) "budget_window=$WIN:stream_races=1:graph_uninit=1" \
+    "$H" "${DEV[@]}" "${T[@]}"
+fi
+
+# The rest in parallel: correctness, not speed.
+P=${KC_HARNESS_PARALLEL_TIMEOUT:-150}
+REQ=(--requests "${KC_HARNESS_REQUESTS:-24}" --threads 1)
+B=(--requests 10 --threads 2)
+CHECKS=${KC_HARNESS_CHECKS:-1}
+if [ "$CHECKS" = 1 ]; then
+  run_logged "$P" bits.plain "$PYTHON" "$H" "${DEV[@]}" "${REQ[@]}" &
+  kcrun bits.serving "$P" "" "$H" "${DEV[@]}" "${REQ[@]}" &
+fi
+ALL="graph_race graph_race_ok graph_uninit graph_uninit_ok missing_wait missing_wait_ok"
+for b in ${KC_HARNESS_BUGS:-$ALL record_stream record_stream_ok}; do
+  case $b in
+  graph_*) o="time_budget=0.99:graph_uninit=1" ;;
+  *) o="stream_races=1:time_budget=0.99" ;;
+  esac
+  kcrun "bug.$b" "$P" "$o" "$H" "${DEV[@]}" "${B[@]}" --bug "$b" &
 done
+if [ "${KC_HARNESS_DEVICE:-cuda}" = cuda ] && [ "$CHECKS" = 1 ]; then
+  run_logged "$P" multistream.plain "$PYTHON" "$M" &
+  kcrun multistream.kc "$P" "stream_races=1:time_budget=0.99" "$M" &
+fi
+wait
 "$PYTHON" "$ROOT/test/gpu/serving/harness_summary.py" "$LOGS" "$REPS" "$OUTDIR/harness.md"
 rc=$?
 tar -C "$WORK" -czf "$OUTDIR/harness-logs.tar.gz" logs reports 2>/dev/null

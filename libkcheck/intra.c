@@ -241,7 +241,7 @@ int kc_intra_usable(struct kc_launch_info *li, int log, const char **why) {
     if (c->state != 1)
       *why = c->why;
     else if (log && !c->logged.n)
-      *why = "the kernel has no shared-memory access kcheck can log";
+      *why = "the kernel has no memory access kcheck can log";
     else
       rc = 0;
   }

@@ -34,19 +34,19 @@ def test_floor_terms_and_device_costs(app, tmp_path):
 
 
 def test_strategy_that_cannot_run_costs_no_restore(app, tmp_path):
-    """accesses cannot run on atomic_sum (no shared-memory access to log):
+    """accesses cannot run on block_disjoint (its PTX has no memory access to log):
     the check restores nothing for it, so it copies back exactly what the
     same check without it does."""
     alone = run([app("app_linked"), "races"], tmp_path,
                 options="gates=race:race_strategies=scrub")
     assert alone.rc == 0, alone.err
-    a = checks_by_kernel(alone.only_report())["atomic_sum"]
+    a = checks_by_kernel(alone.only_report())["block_disjoint"]
     more = run([app("app_linked"), "races"], tmp_path,
                options="gates=race:race_strategies=scrub,accesses")
     assert more.rc == 0, more.err
-    b = checks_by_kernel(more.only_report())["atomic_sum"]
+    b = checks_by_kernel(more.only_report())["block_disjoint"]
     assert b["gates"]["race"]["strategies"]["accesses"] == \
-        "the kernel has no shared-memory access kcheck can log"
+        "the kernel has no memory access kcheck can log"
     assert a["runs"] == b["runs"] and a["restored_bytes"] > 0
     assert b["restored_bytes"] == a["restored_bytes"], (a["restored_bytes"], b["restored_bytes"])
 

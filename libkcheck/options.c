@@ -79,6 +79,9 @@ static const struct kc_opt_row *row_at(size_t k) {
 
 /* Strings owned by the options (values are copied out of the spec). */
 static char *owned[MAX_ROWS];
+/* Rows a KCHECK_OPTIONS setting gave a value (not their default): a
+ * profile (serving) fills in only what the user left alone. */
+static unsigned char given[MAX_ROWS];
 
 size_t kc_edit_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -234,6 +237,7 @@ static int set_value(const struct kc_opt_row *r, const char *text, size_t idx) {
 }
 
 static void set_defaults(void) {
+  memset(given, 0, sizeof given);
   for (size_t i = 0; i < nrows; i++)
     if (set_value(row_at(i), row_at(i)->def, i))
       KC_INTERNAL_ERROR("bad default for %s", row_at(i)->name);
@@ -292,7 +296,9 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
       continue;
     }
     /* A bad value leaves the old one in place. */
-    if (set_value(row_at(i), val, i)) {
+    if (set_value(row_at(i), val, i) == 0) {
+      given[i] = 1;
+    } else {
       char want[160], cur[64];
       describe(row_at(i), want, sizeof want);
       current_text(row_at(i), cur, sizeof cur);
@@ -303,6 +309,12 @@ int kc_options_parse(const char *spec, const char *source, int reset) {
   }
   free(copy);
   return problems;
+}
+
+int kc_option_given(const void *field) {
+  for (size_t i = 0; i < nrows; i++)
+    if (row_at(i)->field == field) return given[i];
+  return 0;
 }
 
 /* Environment variables kcheck reads; any other KCHECK_* is a typo. */

@@ -58,6 +58,9 @@ int kc_options_parse(const char *spec, const char *source, int reset);
 /* Reads KCHECK_OPTIONS and checks for mistyped KCHECK_* variables. Returns
  * the number of problems (fatal when strict=1: the caller exits). */
 int kc_options_init(void);
+/* 1 when a setting gave the option whose field this is a value (even one
+ * equal to its default), 0 when it holds its default. */
+int kc_option_given(const void *field);
 /* Prints the option table (help=1). */
 void kc_options_print_help(FILE *out);
 /* Options as "key=value" pairs into a JSON object (for the run record). */

@@ -12,10 +12,11 @@
 
 void kc_serving_apply(void) {
   if (!kc_opt.serving) return;
-  if (kc_opt.time_budget == 1.0) kc_opt.time_budget = 0.05;
-  if (kc_opt.budget_window == 0) kc_opt.budget_window = 60;
-  if (kc_opt.sample == 0) kc_opt.sample = 0.01;
-  if (kc_opt.graph_sample == 0) kc_opt.graph_sample = 0.01;
+  /* Only what no setting gave: an explicit time_budget=1 means no budget. */
+  if (!kc_option_given(&kc_opt.time_budget)) kc_opt.time_budget = 0.05;
+  if (!kc_option_given(&kc_opt.budget_window)) kc_opt.budget_window = 60;
+  if (!kc_option_given(&kc_opt.sample)) kc_opt.sample = 0.01;
+  if (!kc_option_given(&kc_opt.graph_sample)) kc_opt.graph_sample = 0.01;
   KC_LOG(KC_LOG_INFO,
          "serving profile: time_budget=%g per budget_window=%gs, sample=%g, graph_sample=%g",
          kc_opt.time_budget, kc_opt.budget_window, kc_opt.sample, kc_opt.graph_sample);

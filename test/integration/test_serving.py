@@ -43,6 +43,13 @@ def test_profile_defaults_and_explicit_settings(app, tmp_path):
     assert (o["time_budget"], o["sample"]) == (0.2, 0.5)
     # One window record at exit for a run shorter than a window.
     assert len(by_type(r.only_report(), "budget_window")) == 1
+    # A value equal to the plain default is still the user's: time_budget=1
+    # under the profile means no budget, sample=0 every launch.
+    r = run([app("app_linked"), "basic"], tmp_path,
+            options="serving=1:time_budget=1:sample=0:budget_window=0")
+    o = by_type(r.only_report(), "run")[0]["options"]
+    assert (o["time_budget"], o["sample"], o["budget_window"], o["graph_sample"]) == \
+        (1, 0, 0, 0.01)
 
 
 def test_kcheck_run_serving(app, tmp_path):

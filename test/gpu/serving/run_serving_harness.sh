@@ -19,8 +19,8 @@
 #   (0: no tracking run), KC_HARNESS_BUGS (the planted bugs run, all by
 #   default), KC_HARNESS_CHECKS (0: no bits/multistream runs),
 #   KC_HARNESS_DEVICE=cpu: a dry run of the plumbing)
-# The correctness runs use time_budget=0.99 (under --serving an explicit
-# time_budget=1 reads as the default and becomes 0.05).
+# The correctness runs use time_budget=0.99 (before 2026-12-01 an explicit
+# time_budget=1 under --serving read as the default, 0.05).
 # Writes OUTDIR/harness.md and OUTDIR/harness-logs.tar.gz; exit 1 on a failure.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"

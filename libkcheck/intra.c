@@ -154,30 +154,39 @@ static int build(struct copy *c, const struct kc_kernel *k) {
   return 0;
 }
 
-int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS], CUfunction *fn,
-                     const char **why) {
-  uint32_t cfg[KC_CFG_WORDS];
-  memcpy(cfg, cfg_in, sizeof cfg);
+/* The kernel's copy in the current context, built at first use, when the
+ * route applies to it (and, with log, when it has accesses to log); else
+ * NULL and why. Called with the lock held. */
+static struct copy *usable_locked(struct kc_launch_info *li, int log, const char **why) {
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
-  pthread_mutex_lock(&lock);
   struct copy *c = find(li->k->handle, li->k->image_handle, ctx);
-  int rc = 1;
   if (!c) {
     *why = "out of host memory";
-    goto out;
+    return NULL;
   }
   if (c->state == 0) build(c, li->k);
   if (c->state != 1) {
     *why = c->why;
-    goto out;
+    return NULL;
   }
+  if (log && !c->logged.n) {
+    *why = "the kernel has no memory access kcheck can log";
+    return NULL;
+  }
+  return c;
+}
+
+int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS], CUfunction *fn,
+                     const char **why) {
+  uint32_t cfg[KC_CFG_WORDS];
+  memcpy(cfg, cfg_in, sizeof cfg);
+  pthread_mutex_lock(&lock);
+  int rc = 1;
+  struct copy *c = usable_locked(li, cfg[KC_CFG_LOG] != 0, why);
+  if (!c) goto out;
   if (cfg[KC_CFG_LOG]) {
     /* The access log, allocated at the first run that asks for it. */
-    if (!c->logged.n) {
-      *why = "the kernel has no memory access kcheck can log";
-      goto out;
-    }
     if (c->log && c->log_cap < cfg[KC_CFG_CAP]) {
       kc_own_remove(c->log);
       kc_drv.cuMemFree_v2(c->log);
@@ -229,22 +238,8 @@ out:
 }
 
 int kc_intra_usable(struct kc_launch_info *li, int log, const char **why) {
-  CUcontext ctx = NULL;
-  kc_drv.cuCtxGetCurrent(&ctx);
   pthread_mutex_lock(&lock);
-  struct copy *c = find(li->k->handle, li->k->image_handle, ctx);
-  int rc = 1;
-  if (!c) {
-    *why = "out of host memory";
-  } else {
-    if (c->state == 0) build(c, li->k);
-    if (c->state != 1)
-      *why = c->why;
-    else if (log && !c->logged.n)
-      *why = "the kernel has no memory access kcheck can log";
-    else
-      rc = 0;
-  }
+  int rc = usable_locked(li, log, why) ? 0 : 1;
   pthread_mutex_unlock(&lock);
   return rc;
 }

@@ -25,6 +25,7 @@ struct dev_state {
   int tried_module;
   CUmodule module;
   CUfunction scrub, hammer, flush, compare;
+  CUfunction compare_table; /* NULL: one kc_compare launch per region */
   CUdeviceptr compare_out;
   int sms, l2, smem_optin;
   int green_sms;
@@ -99,6 +100,8 @@ static int load_module(struct dev_state *d) {
     KC_INTERNAL_ERROR("kcheck's perturbation kernels are incomplete");
     return -1;
   }
+  if (kc_drv.cuModuleGetFunction(&d->compare_table, d->module, "kc_compare_table") != CUDA_SUCCESS)
+    d->compare_table = NULL;
   /* The scrub covers the largest shared memory a block can have. */
   kc_drv.cuFuncSetAttribute(d->scrub, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             d->smem_optin);
@@ -328,6 +331,44 @@ out:
   return rc;
 }
 
+/* kc_compare_table's parameter (kernels/perturb_kernels.cu): up to
+ * CMP_MAX regions a launch, cut into chunks of CMP_CHUNK words. */
+#define CMP_MAX 64
+#define CMP_CHUNK 16384ull
+struct cmp_table {
+  unsigned long long a[CMP_MAX], b[CMP_MAX], words[CMP_MAX];
+  unsigned long long start[CMP_MAX + 1];
+  unsigned long long n;
+};
+
+/* Every region in as few launches as CMP_MAX allows (one for a check's
+ * usual few dozen): a launch per region cost each small one a launch and
+ * left the SMs idle between them. */
+static int compare_table(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
+                         const uint64_t *words, int n, CUdeviceptr slots, CUstream stream) {
+  static struct cmp_table t; /* under `lock`, like every caller here; 2 KiB */
+  for (int first = 0; first < n; first += CMP_MAX) {
+    memset(&t, 0, sizeof t);
+    /* Region first + r is the launch's region r, its result slot too; a
+     * region compared with itself (or empty) has no chunk. */
+    for (int i = first; i < n && t.n < CMP_MAX; i++) {
+      unsigned r = (unsigned)t.n++;
+      int skip = !words[i] || a[i] == b[i];
+      t.a[r] = a[i];
+      t.b[r] = b[i];
+      t.words[r] = skip ? 0 : words[i];
+      t.start[r + 1] = t.start[r] + (t.words[r] + CMP_CHUNK - 1) / CMP_CHUNK;
+    }
+    uint64_t chunks = t.start[t.n];
+    if (!chunks) continue;
+    CUdeviceptr o = slots + 16u * (unsigned)first;
+    unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
+    void *params[] = {&t, &o};
+    if (launch(d->compare_table, grid, 256, 0, stream, params) != CUDA_SUCCESS) return -1;
+  }
+  return 0;
+}
+
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
                             int n, CUdeviceptr slots, CUstream stream, uint64_t *out) {
   int rc = -1;
@@ -339,14 +380,18 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
   for (int i = 0; i < n; i++)
     out[2 * i] = 0, out[2 * i + 1] = ~0ull;
   if (kc_drv.cuMemcpyHtoDAsync_v2(slots, out, 16u * (size_t)n, stream) != CUDA_SUCCESS) goto out;
-  for (int i = 0; i < n; i++) {
-    if (!words[i] || a[i] == b[i]) continue;
-    unsigned long long nw = words[i];
-    CUdeviceptr ai = a[i], bi = b[i], oi = slots + 16u * (unsigned)i;
-    void *params[] = {&ai, &bi, &nw, &oi};
-    uint64_t blocks = (words[i] + 255) / 256;
-    unsigned grid = blocks < 8u * (unsigned)d->sms ? (unsigned)blocks : 8u * (unsigned)d->sms;
-    if (launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS) goto out;
+  if (d->compare_table) {
+    if (compare_table(d, a, b, words, n, slots, stream)) goto out;
+  } else {
+    for (int i = 0; i < n; i++) {
+      if (!words[i] || a[i] == b[i]) continue;
+      unsigned long long nw = words[i];
+      CUdeviceptr ai = a[i], bi = b[i], oi = slots + 16u * (unsigned)i;
+      void *params[] = {&ai, &bi, &nw, &oi};
+      uint64_t blocks = (words[i] + 255) / 256;
+      unsigned grid = blocks < 8u * (unsigned)d->sms ? (unsigned)blocks : 8u * (unsigned)d->sms;
+      if (launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS) goto out;
+    }
   }
   if (kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 16u * (size_t)n, stream) != CUDA_SUCCESS ||
       kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)

@@ -52,6 +52,66 @@ extern "C" __global__ void kc_flush_l2(unsigned int *buf, unsigned long long wor
     buf[i] = (unsigned int)i;
 }
 
+// The differences one block found, summed into out[0] (count) and out[1]
+// (first index) with one pair of atomics for the whole block: one per
+// thread serialised on a single address, and a pass over a region the
+// launch rewrote cost more than the copy of it. blockDim.x is a multiple of
+// 32 (kcheck launches 256); every thread of the block calls this.
+__device__ static void block_report(unsigned long long count, unsigned long long first,
+                                    unsigned long long *out) {
+  if (!__syncthreads_or(count != 0)) return;
+  __shared__ unsigned long long s_count[32], s_first[32];
+  for (int o = 16; o; o >>= 1) {
+    count += __shfl_down_sync(0xffffffffu, count, o);
+    unsigned long long f = __shfl_down_sync(0xffffffffu, first, o);
+    if (f < first) first = f;
+  }
+  unsigned warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  if (threadIdx.x % 32 == 0) s_count[warp] = count, s_first[warp] = first;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (unsigned w = 1; w < warps; w++) {
+      count += s_count[w];
+      if (s_first[w] < first) first = s_first[w];
+    }
+    if (count) {
+      atomicAdd(&out[0], count);
+      atomicMin(&out[1], first);
+    }
+  }
+  __syncthreads(); // s_count/s_first are reused by the block's next call
+}
+
+// Compares words [lo, hi) of a and b; adds to *count, lowers *first.
+__device__ static void compare_range(const unsigned int *a, const unsigned int *b,
+                                     unsigned long long lo, unsigned long long hi,
+                                     unsigned long long tid, unsigned long long stride,
+                                     unsigned long long *count, unsigned long long *first) {
+  unsigned long long i = lo + tid;
+  // 16-byte loads where both buffers allow them (allocations and kcheck's
+  // staging slots are 256-byte aligned): the comparison runs at copy
+  // bandwidth, not at the rate of 4-byte loads.
+  if (((unsigned long long)a | (unsigned long long)b) % 16 == 0 && lo % 4 == 0) {
+    const uint4 *a4 = (const uint4 *)a, *b4 = (const uint4 *)b;
+    unsigned long long qhi = hi / 4;
+    for (unsigned long long q = lo / 4 + tid; q < qhi; q += stride) {
+      uint4 x = a4[q], y = b4[q];
+      unsigned int d[4] = {x.x != y.x, x.y != y.y, x.z != y.z, x.w != y.w};
+      for (int k = 0; k < 4; k++)
+        if (d[k]) {
+          (*count)++;
+          if (4 * q + k < *first) *first = 4 * q + k;
+        }
+    }
+    i = (qhi * 4 > lo ? qhi * 4 : lo) + tid;
+  }
+  for (; i < hi; i += stride)
+    if (a[i] != b[i]) {
+      (*count)++;
+      if (i < *first) *first = i;
+    }
+}
+
 // Compares two device buffers word by word: out[0] counts differing 32-bit
 // words, out[1] holds the smallest differing word index (initialized to
 // ~0 by the caller). Lets a check compare on the device and copy back only
@@ -60,31 +120,36 @@ extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int 
                                       unsigned long long words, unsigned long long *out) {
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-  unsigned long long count = 0, first = ~0ull, i = tid;
-  // 16-byte loads where both buffers allow them (allocations and kcheck's
-  // staging slots are 256-byte aligned): the comparison runs at copy
-  // bandwidth, not at the rate of 4-byte loads.
-  if (((unsigned long long)a | (unsigned long long)b) % 16 == 0) {
-    const uint4 *a4 = (const uint4 *)a, *b4 = (const uint4 *)b;
-    unsigned long long quads = words / 4;
-    for (unsigned long long q = tid; q < quads; q += stride) {
-      uint4 x = a4[q], y = b4[q];
-      unsigned int d[4] = {x.x != y.x, x.y != y.y, x.z != y.z, x.w != y.w};
-      for (int k = 0; k < 4; k++)
-        if (d[k]) {
-          count++;
-          if (4 * q + k < first) first = 4 * q + k;
-        }
-    }
-    i = 4 * quads + tid;
-  }
-  for (; i < words; i += stride)
-    if (a[i] != b[i]) {
-      count++;
-      if (i < first) first = i;
-    }
-  if (count) {
-    atomicAdd(&out[0], count);
-    atomicMin(&out[1], first);
+  unsigned long long count = 0, first = ~0ull;
+  compare_range(a, b, 0, words, tid, stride, &count, &first);
+  block_report(count, first, out);
+}
+
+// Every region of a check in one launch: region r compares a[r] with b[r]
+// over words[r] 32-bit words into out[2r] (count) and out[2r+1] (first
+// index, initialized to ~0 by the caller). Regions are cut into chunks of
+// KC_CMP_CHUNK words; start[r] is region r's first chunk (start[n] all of
+// them); each block takes chunks in turn, so small regions cost no launch
+// of their own and large ones spread over every SM.
+#define KC_CMP_MAX 64
+#define KC_CMP_CHUNK 16384ull
+struct kc_cmp_table {
+  unsigned long long a[KC_CMP_MAX], b[KC_CMP_MAX], words[KC_CMP_MAX];
+  unsigned long long start[KC_CMP_MAX + 1];
+  unsigned long long n;
+};
+
+extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigned long long *out) {
+  unsigned long long chunks = t.start[t.n];
+  unsigned r = 0;
+  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    while (r + 1 < t.n && t.start[r + 1] <= c)
+      r++;
+    unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
+    if (hi > t.words[r]) hi = t.words[r];
+    unsigned long long count = 0, first = ~0ull;
+    compare_range((const unsigned int *)t.a[r], (const unsigned int *)t.b[r], lo, hi, threadIdx.x,
+                  blockDim.x, &count, &first);
+    block_report(count, first, &out[2 * r]);
   }
 }

@@ -63,6 +63,12 @@
  *                                         unsigned long long *out);
  *     out[0] += number of differing words, out[1] = min(out[1], first index).
  *
+ *   extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t,
+ *                                               unsigned long long *out);
+ *     kc_compare for each of t.n (<= 64) regions: a[r] against b[r] over
+ *     words[r] words into out[2r] and out[2r+1]; start[] (chunks) is the
+ *     GPU's work split and is ignored here.
+ *
  * ENVIRONMENT
  *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)
  *   FAKECUDA_ORDER_SEED=N     block-order seed (default 0)
@@ -211,6 +217,8 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_HAMMER "kc_hammer"
 #define FK_K_FLUSH_L2 "kc_flush_l2"
 #define FK_K_COMPARE "kc_compare"
+#define FK_K_COMPARE_TABLE "kc_compare_table"
+#define FK_CMP_MAX 64 /* regions in one kc_compare_table launch */
 
 /* The TensorIterator-like struct parameter of FK_K_TI_ADD: out[i] =
  * a[i] + alpha * b[i] for float; pointers at offsets 16, 528 and 1032, the

@@ -466,6 +466,28 @@ static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
     }
 }
 
+/* kc_compare_table's parameter, as kernels/perturb_kernels.cu declares it. */
+struct fk_cmp_table {
+  unsigned long long a[FK_CMP_MAX], b[FK_CMP_MAX], words[FK_CMP_MAX];
+  unsigned long long start[FK_CMP_MAX + 1];
+  unsigned long long n;
+};
+
+static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) {
+  const struct fk_cmp_table *t = params[0];
+  unsigned long long *out = P(1, unsigned long long *);
+  if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
+  for (unsigned long long r = 0; r < t->n; r++) {
+    const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
+    const unsigned *b = (const unsigned *)(uintptr_t)t->b[r];
+    for (unsigned long long i = 0; i < t->words[r]; i++)
+      if (a[i] != b[i]) {
+        out[2 * r]++;
+        if (i < out[2 * r + 1]) out[2 * r + 1] = i;
+      }
+  }
+}
+
 /* ----------------------------------------------------------- registry */
 
 static const struct fk_kernel_def builtin[] = {
@@ -500,6 +522,7 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
     {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
+    {FK_K_COMPARE_TABLE, k_compare_table, 2, {sizeof(struct fk_cmp_table), 8}, {8, 8}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

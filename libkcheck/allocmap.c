@@ -5,6 +5,7 @@
 #include "allocmap.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,14 @@ static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct kc_alloc *items;
 static size_t count, cap;
 static uint64_t gens; /* allocations inserted so far */
+/* Bumped by every change of the map (insert, remove, unmap): whoever
+ * remembers what the map or the driver said about an address (the trace
+ * records' cache of words in no allocation) forgets it when this moves. */
+static _Atomic uint64_t epoch;
+
+uint64_t kc_allocmap_epoch(void) { return atomic_load_explicit(&epoch, memory_order_acquire); }
+
+static void changed_locked(void) { atomic_fetch_add_explicit(&epoch, 1, memory_order_release); }
 
 void kc_allocmap_reset_lock(void) { pthread_rwlock_init(&lock, NULL); }
 
@@ -40,6 +49,7 @@ static void remove_overlaps_locked(uint64_t base, uint64_t size) {
   if (j > i) {
     memmove(items + i, items + j, (count - j) * sizeof *items);
     count -= j - i;
+    changed_locked();
   }
 }
 
@@ -64,6 +74,7 @@ void kc_allocmap_insert(uint64_t base, uint64_t size, int kind) {
   memmove(items + i + 1, items + i, (count - i) * sizeof *items);
   items[i] = (struct kc_alloc){base, size, kind, ++gens};
   count++;
+  changed_locked();
   /* Sorted and disjoint, which every lookup relies on. */
   KC_ASSERT(i == 0 || items[i - 1].base + items[i - 1].size <= base);
   KC_ASSERT(i + 1 == count || base + size <= items[i + 1].base);
@@ -77,6 +88,7 @@ int kc_allocmap_remove(uint64_t base) {
   if (i > 0 && items[i - 1].base == base) {
     memmove(items + i - 1, items + i, (count - i) * sizeof *items);
     count--;
+    changed_locked();
     rc = 0;
   }
   pthread_rwlock_unlock(&lock);
@@ -104,8 +116,13 @@ int kc_allocmap_find(uint64_t addr, struct kc_alloc *out) {
 size_t kc_allocmap_find_many(const uint64_t *addr, size_t n, struct kc_alloc *out) {
   size_t found = 0;
   pthread_rwlock_rdlock(&lock);
+  /* Most words of a parameter struct (sizes, strides, flags, floats) lie
+   * outside every allocation: one comparison with the span of the map
+   * rejects them before any search. */
+  uint64_t lo = count ? items[0].base : 0;
+  uint64_t span = count ? items[count - 1].base + items[count - 1].size - lo : 0;
   for (size_t k = 0; k < n; k++) {
-    size_t i = count ? upper(addr[k]) : 0;
+    size_t i = addr[k] - lo < span ? upper(addr[k]) : 0;
     if (i > 0 && addr[k] - items[i - 1].base < items[i - 1].size) {
       out[k] = items[i - 1];
       found++;

@@ -32,6 +32,8 @@ int kc_allocmap_find(uint64_t addr, struct kc_alloc *out);
  * in no allocation. Returns how many were found. */
 size_t kc_allocmap_find_many(const uint64_t *addr, size_t n, struct kc_alloc *out);
 size_t kc_allocmap_count(void);
+/* Moves on every change of the map (insert, remove, unmap). */
+uint64_t kc_allocmap_epoch(void);
 /* Copies up to max allocations (all live ones, for save_all snapshots). */
 size_t kc_allocmap_snapshot(struct kc_alloc *out, size_t max);
 void kc_allocmap_reset_lock(void);

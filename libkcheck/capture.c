@@ -4,6 +4,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "allocmap.h"
 #include "driver.h"
@@ -90,18 +93,28 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
 /* Words the driver said are in no allocation, for trace records: parameter
  * structs carry the same stale stack and heap words launch after launch, and
  * each driver query costs microseconds. Direct-mapped, racy by design (a
- * lost or torn slot only costs a query). Never consulted for checks. */
-#define NOT_DEVICE_SLOTS 4096
+ * lost or torn slot only costs a query). Never consulted for checks. A slot
+ * holds the word (below 2^47, kc_addr_like) and, above it, the allocation
+ * map's epoch when the driver was asked: any allocation, free or VMM
+ * (un)map since makes the entry stale, so an address that becomes device
+ * memory is asked about again. */
+#define NOT_DEVICE_SLOTS 16384
+#define NOT_DEVICE_TAG_SHIFT 47
 static _Atomic uint64_t not_device[NOT_DEVICE_SLOTS];
 
 static unsigned not_device_slot(uint64_t w) {
-  return (unsigned)((w * 0x9e3779b97f4a7c15ull) >> 52) & (NOT_DEVICE_SLOTS - 1);
+  return (unsigned)((w * 0x9e3779b97f4a7c15ull) >> 50) & (NOT_DEVICE_SLOTS - 1);
+}
+
+static uint64_t not_device_entry(uint64_t w, uint64_t epoch) {
+  return w | (epoch << NOT_DEVICE_TAG_SHIFT);
 }
 
 void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
   size_t nwords = li->param_size / 8;
   if (!nwords) return;
-  li->ptrs = calloc(nwords, sizeof *li->ptrs);
+  /* Every entry below nptrs is written whole; nothing reads past it. */
+  li->ptrs = malloc(nwords * sizeof *li->ptrs);
   uint64_t wstack[512];
   struct kc_alloc astack[512];
   uint64_t *words = nwords <= 512 ? wstack : malloc(nwords * sizeof *words);
@@ -109,6 +122,7 @@ void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
   if (!li->ptrs || !words || !found) goto out;
   for (size_t i = 0; i < nwords; i++)
     memcpy(&words[i], li->param_buf + 8 * i, 8);
+  uint64_t epoch = remember_misses ? kc_allocmap_epoch() : 0;
   kc_allocmap_find_many(words, nwords, found);
   for (size_t i = 0; i < nwords; i++) {
     uint64_t w = words[i];
@@ -127,7 +141,8 @@ void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
     size_t size = 0;
     if (!kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
     unsigned slot = not_device_slot(w);
-    if (remember_misses && atomic_load_explicit(&not_device[slot], memory_order_relaxed) == w)
+    uint64_t entry = not_device_entry(w, epoch);
+    if (remember_misses && atomic_load_explicit(&not_device[slot], memory_order_relaxed) == entry)
       continue;
     KC_PROF_CALL(cuMemGetAddressRange_v2);
     if (kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size) {
@@ -135,7 +150,9 @@ void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
       li->nptrs++;
     } else if (remember_misses) {
-      atomic_store_explicit(&not_device[slot], w, memory_order_relaxed);
+      /* Tagged with the epoch read before the map lookup: a change of the
+       * map since then leaves this entry stale at once. */
+      atomic_store_explicit(&not_device[slot], entry, memory_order_relaxed);
     }
   }
 out:
@@ -199,6 +216,32 @@ static void put_addr(struct out *o, uint64_t v) {
   PUTS(o, "\"");
 }
 
+/* Lower-case hex of n bytes at dst (2n characters); returns the end. A
+ * trace record carries its launch's parameter bytes (up to 4 KiB, PyTorch's
+ * multi-tensor structs are 3 KiB), so this runs at 16 bytes a step where
+ * SSE2 is there (every x86-64). */
+static char *put_hex(char *dst, const unsigned char *src, size_t n) {
+  size_t i = 0;
+#ifdef __SSE2__
+  const __m128i mask = _mm_set1_epi8(0x0f), nine = _mm_set1_epi8(9);
+  const __m128i zero = _mm_set1_epi8('0'), gap = _mm_set1_epi8('a' - '0' - 10);
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask), lo = _mm_and_si128(v, mask);
+    __m128i a = _mm_unpacklo_epi8(hi, lo), b = _mm_unpackhi_epi8(hi, lo);
+    a = _mm_add_epi8(_mm_add_epi8(a, zero), _mm_and_si128(_mm_cmpgt_epi8(a, nine), gap));
+    b = _mm_add_epi8(_mm_add_epi8(b, zero), _mm_and_si128(_mm_cmpgt_epi8(b, nine), gap));
+    _mm_storeu_si128((__m128i *)(void *)(dst + 2 * i), a);
+    _mm_storeu_si128((__m128i *)(void *)(dst + 2 * i + 16), b);
+  }
+#endif
+  for (; i < n; i++) {
+    dst[2 * i] = hexd[src[i] >> 4];
+    dst[2 * i + 1] = hexd[src[i] & 15];
+  }
+  return dst + 2 * n;
+}
+
 static void put_dims(struct out *o, const unsigned d[3]) {
   PUTS(o, "[");
   put_u64(o, d[0]);
@@ -240,10 +283,7 @@ static size_t format_launch(const struct kc_launch_info *li, char *buf, size_t c
   PUTS(&o, ",\"param_bytes\":");
   if (li->param_buf && li->param_size <= 4096 && (size_t)(o.end - o.p) > 2 * li->param_size + 2) {
     *o.p++ = '"';
-    for (size_t i = 0; i < li->param_size; i++) {
-      *o.p++ = hexd[li->param_buf[i] >> 4];
-      *o.p++ = hexd[li->param_buf[i] & 15];
-    }
+    o.p = put_hex(o.p, li->param_buf, li->param_size);
     *o.p++ = '"';
   } else {
     PUTS(&o, "null");

@@ -151,31 +151,36 @@ int kc_rbuf_open(int f) {
   return 0;
 }
 
-int kc_rbuf_append(const void *p, size_t n) {
-  const char *s = p;
+int kc_rbuf_appendv(const struct kc_rbuf_part *parts, int nparts) {
   pthread_mutex_lock(&lock);
   if (fd < 0) {
     pthread_mutex_unlock(&lock);
     return -1;
   }
-  while (n) {
-    uint64_t space = RING - (head - tail);
-    if (!space) {
-      if (writer_running) {
-        pthread_cond_signal(&wake);
-        pthread_cond_wait(&written, &lock);
-      } else {
-        drain_locked();
+  for (int j = 0; j < nparts; j++) {
+    const char *s = parts[j].p;
+    size_t n = parts[j].n;
+    while (n) {
+      uint64_t space = RING - (head - tail);
+      if (!space) {
+        if (writer_running) {
+          pthread_cond_signal(&wake);
+          pthread_cond_wait(&written, &lock);
+        } else {
+          drain_locked();
+        }
+        continue;
       }
-      continue;
+      size_t at = (size_t)(head % RING), k = n;
+      if (k > space) k = (size_t)space;
+      if (k > RING - at) k = RING - at;
+      memcpy(ring + at, s, k);
+      head += k;
+      s += k, n -= k;
     }
-    size_t at = (size_t)(head % RING), k = n;
-    if (k > space) k = (size_t)space;
-    if (k > RING - at) k = RING - at;
-    memcpy(ring + at, s, k);
-    head += k;
-    s += k, n -= k;
   }
+  /* Committed once, after the last part: a crash handler writes whole
+   * records only (unless one is larger than the ring). */
   atomic_store_explicit(&committed, head, memory_order_release);
   if (!writer_running)
     drain_locked();
@@ -183,6 +188,11 @@ int kc_rbuf_append(const void *p, size_t n) {
     pthread_cond_signal(&wake);
   pthread_mutex_unlock(&lock);
   return 0;
+}
+
+int kc_rbuf_append(const void *p, size_t n) {
+  struct kc_rbuf_part part = {p, n};
+  return kc_rbuf_appendv(&part, 1);
 }
 
 int kc_rbuf_flush(void) {

@@ -15,6 +15,12 @@ int kc_rbuf_open(int fd);
  * threads are serialised by the caller (the report lock), so a record's
  * parts stay together. 0 on success. */
 int kc_rbuf_append(const void *p, size_t n);
+/* Appends several parts (one record) under one lock, committed together. */
+struct kc_rbuf_part {
+  const void *p;
+  size_t n;
+};
+int kc_rbuf_appendv(const struct kc_rbuf_part *parts, int nparts);
 /* Writes everything appended so far to the file and waits for it. */
 int kc_rbuf_flush(void);
 /* Flushes, stops the writer thread and closes the file. */

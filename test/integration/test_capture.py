@@ -85,6 +85,12 @@ def test_pointers_found_inside_struct_parameters(app, tmp_path):
     for p in ti["pointers"]:
         assert int(p["base"], 16) <= int(p["value"], 16) < int(p["base"], 16) + p["alloc_size"]
         assert p["resolved_by"] == "map"
+    # the parameter bytes, hex-encoded 16 at a time and then byte by byte
+    # (1048 = 65 x 16 + 8): every pointer word is in them where it was found
+    raw = bytes.fromhex(ti["param_bytes"])
+    assert len(raw) == 1048 and ti["param_bytes"] == raw.hex()
+    for p in ti["pointers"]:
+        assert int.from_bytes(raw[p["offset"]:p["offset"] + 8], "little") == int(p["value"], 16)
     arr = [l for n, ls in seen.items() if "vectorized_elementwise_kernel" in n for l in ls][0]
     assert [p["offset"] for p in arr["pointers"]] == [16, 24, 32]
     va = [l for l in seen["_Z6vecaddPKfS0_Pfi"] if l["param_form"] == "params"][0]

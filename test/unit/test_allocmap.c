@@ -1,6 +1,8 @@
 /* test/unit/test_allocmap.c — the allocation interval map: lookups inside,
  * at the edges and between allocations; removal; overlap replacement;
- * growth; the snapshot's order; zero sizes and range removal. */
+ * growth; the snapshot's order; zero sizes and range removal; find_many
+ * below, inside and above the map's span; the epoch that moves on every
+ * change and only then. */
 #include <stdint.h>
 
 #include "allocmap.h"
@@ -61,5 +63,33 @@ int main(void) {
    * whole mappings). */
   kc_allocmap_remove_range(0x30100, 0x10);
   CHECK(kc_allocmap_find(0x30000, &a) != 0 && kc_allocmap_count() == before - 1);
+  /* find_many: words below the first allocation, above the last, between
+   * two and inside both ends; the span test must not reject an edge. */
+  uint64_t lo = 0x10080, hi = 0x100000000ull + 4999 * 0x200;
+  uint64_t w[] = {0, 0xffff, lo - 1, lo, lo + 0xff, lo + 0x100, hi, hi + 0xff, hi + 0x100,
+                  ~0ull, 0x100000000ull + 0x180};
+  struct kc_alloc f[sizeof w / sizeof w[0]];
+  CHECK(kc_allocmap_find_many(w, sizeof w / sizeof w[0], f) == 4);
+  CHECK(!f[0].size && !f[1].size && !f[2].size && f[3].base == lo && f[4].base == lo);
+  CHECK(!f[5].size && f[6].base == hi && f[7].base == hi && !f[8].size && !f[9].size);
+  CHECK(!f[10].size);
+  /* The epoch: moved by insert, remove and a range removal that removed
+   * something; not by lookups or a removal that found nothing. */
+  uint64_t e = kc_allocmap_epoch();
+  kc_allocmap_find(lo, &a);
+  kc_allocmap_find_many(w, 2, f);
+  CHECK(kc_allocmap_epoch() == e);
+  kc_allocmap_insert(0x60000, 0x100, KC_ALLOC_PLAIN);
+  CHECK(kc_allocmap_epoch() != e);
+  e = kc_allocmap_epoch();
+  CHECK(kc_allocmap_remove(0x60010) != 0 && kc_allocmap_epoch() == e);
+  CHECK(kc_allocmap_remove(0x60000) == 0 && kc_allocmap_epoch() != e);
+  e = kc_allocmap_epoch();
+  kc_allocmap_remove_range(0x70000, 0x100);
+  CHECK(kc_allocmap_epoch() == e);
+  kc_allocmap_insert(0x70000, 0x100, KC_ALLOC_VMM);
+  e = kc_allocmap_epoch();
+  kc_allocmap_remove_range(0x70000, 0x100);
+  CHECK(kc_allocmap_epoch() != e);
   return CHECK_DONE("allocmap");
 }

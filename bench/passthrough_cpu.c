@@ -5,8 +5,15 @@
  *
  *   passthrough_cpu [N] [K]   K modules of the kernel (default 1), launched
  *                             in turn: K distinct kernels, as a training
- *                             step cycles through dozens. */
+ *                             step cycles through dozens.
+ *   passthrough_cpu N K ti    the stand-in's TensorIterator-like kernel
+ *                             instead (one 1048-byte struct parameter, n = 0:
+ *                             no work): three pointers among sizes, strides
+ *                             and stale words that look like addresses, as
+ *                             PyTorch's structs carry, for the pointer
+ *                             resolution and the trace=1 record's cost. */
 #include <cuda.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -30,6 +37,7 @@ int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 2000000;
   int nk = argc > 2 ? atoi(argv[2]) : 1;
   if (nk < 1 || nk > 256) nk = 1;
+  int ti = argc > 3 && argv[3][0] == 't';
   CUdevice dev;
   CUcontext ctx;
   CUmodule mod;
@@ -39,20 +47,33 @@ int main(int argc, char **argv) {
   CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
+  const char *name = ti ? "_Z13ti_add_kernel8TIParams" : "_Z8fill_i32Piii";
+  char image[128];
+  snprintf(image, sizeof image, ".entry %s\n", name);
   for (int k = 0; k < nk; k++) {
-    CK(cuModuleLoadData(&mod, ".entry _Z8fill_i32Piii\n"));
-    CK(cuModuleGetFunction(&fns[k], mod, "_Z8fill_i32Piii"));
+    CK(cuModuleLoadData(&mod, image));
+    CK(cuModuleGetFunction(&fns[k], mod, name));
   }
   CK(cuMemAlloc(&out, 64));
   int value = 7, count = 0;
   void *params[] = {&out, &value, &count};
+  /* The struct: n = 0 at 0, pointers at 16, 528, 1032; between them sizes
+   * (small), int pairs (k, k + 1) and host-stack-like words. */
+  static uint64_t tip[131];
+  for (int w = 0; w < 131; w++)
+    tip[w] = w % 3 == 0 ? (uint64_t)w : w % 3 == 1 ? ((uint64_t)(w + 1) << 32) | (uint64_t)w
+                                                    : 0x7ffc00001000ull + 64u * (uint64_t)w;
+  tip[0] = 0;
+  tip[2] = tip[66] = tip[129] = out;
+  void *tparams[] = {tip};
+  void **args = ti ? tparams : params;
   for (int i = 0; i < 1000 * nk; i++)
-    CK(cuLaunchKernel(fns[i % nk], 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CK(cuLaunchKernel(fns[i % nk], 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = now();
     for (long i = 0; i < n; i++)
-      CK(cuLaunchKernel(fns[i % nk], 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+      CK(cuLaunchKernel(fns[i % nk], 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
     double t = now() - t0;
     if (t < best) best = t;
   }

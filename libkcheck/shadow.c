@@ -89,34 +89,52 @@ static int fail(struct kc_shadow *s, const char **why, const char *msg) {
 }
 
 /* Device-event timing of one stretch of a stream's work, for the check's
- * floor. Any failure only leaves the time unknown. */
+ * floor. Any failure only leaves the time unknown. A check times one
+ * stretch at a time (the save, then the application's launch), so each
+ * thread keeps one pair of events for its context instead of creating and
+ * destroying two per stretch (four driver calls). */
 struct ev_timer {
   CUevent e[2];
-  int n; /* events created */
   int ok;
 };
+
+static __thread struct {
+  CUcontext ctx;
+  CUevent e[2];
+  int n; /* events created for ctx */
+} ev_pool;
 
 static void timer_start(struct ev_timer *t, CUstream st) {
   memset(t, 0, sizeof *t);
   if (!kc_drv.cuEventCreate || !kc_drv.cuEventRecord || !kc_drv.cuEventElapsedTime_v2 ||
-      !kc_drv.cuEventDestroy_v2)
+      !kc_drv.cuEventDestroy_v2 || !kc_drv.cuCtxGetCurrent)
     return;
-  for (; t->n < 2; t->n++)
-    if (kc_drv.cuEventCreate(&t->e[t->n], CU_EVENT_DEFAULT) != CUDA_SUCCESS) return;
+  CUcontext ctx = NULL;
+  if (kc_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return;
+  if (ev_pool.ctx != ctx) {
+    /* Events belong to a context: another one needs its own. */
+    for (int i = 0; i < ev_pool.n; i++)
+      kc_drv.cuEventDestroy_v2(ev_pool.e[i]);
+    ev_pool.n = 0;
+    ev_pool.ctx = ctx;
+  }
+  for (; ev_pool.n < 2; ev_pool.n++)
+    if (kc_drv.cuEventCreate(&ev_pool.e[ev_pool.n], CU_EVENT_DEFAULT) != CUDA_SUCCESS) return;
+  t->e[0] = ev_pool.e[0];
+  t->e[1] = ev_pool.e[1];
   t->ok = kc_drv.cuEventRecord(t->e[0], st) == CUDA_SUCCESS;
+  if (!t->ok) ev_pool.n = 0, ev_pool.ctx = NULL; /* e.g. a destroyed context's: made anew */
 }
 
 static void timer_stop(struct ev_timer *t, CUstream st) {
   if (t->ok) t->ok = kc_drv.cuEventRecord(t->e[1], st) == CUDA_SUCCESS;
 }
 
-/* After a sync: the time in ms (-1 unknown); frees the events. */
+/* After the stream's wait: the time in ms (-1 unknown). */
 static double timer_ms(struct ev_timer *t) {
   float ms = -1;
   if (!t->ok || kc_drv.cuEventElapsedTime_v2(&ms, t->e[0], t->e[1]) != CUDA_SUCCESS) ms = -1;
-  for (int i = 0; i < t->n; i++)
-    kc_drv.cuEventDestroy_v2(t->e[i]);
-  t->n = t->ok = 0;
+  t->ok = 0;
   return (double)ms;
 }
 
@@ -284,14 +302,20 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
     timer_ms(&t);
     return r;
   }
-  CUresult sr = kc_sync_device();
-  s->kernel_ms = timer_ms(&t);
-  if (sr != CUDA_SUCCESS) return r; /* the kernel faulted: nothing to compare */
   /* Post-state A: only what the launch changed needs a copy of its own;
-   * an unchanged allocation's post-state is its pre-state. */
+   * an unchanged allocation's post-state is its pre-state. The comparison
+   * is queued behind the launch on its stream (the world is held: nothing
+   * else runs), so its wait is the launch's; a fault of the kernel fails
+   * that wait, and the device-wide sync then says so. */
   uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
+  int cmp = res ? compare_all(s, 1, res) : -1;
+  if (cmp && kc_sync_device() != CUDA_SUCCESS) {
+    timer_ms(&t);
+    free(res);
+    return r; /* the kernel faulted: nothing to compare */
+  }
+  s->kernel_ms = timer_ms(&t);
   if (!res) return r;
-  int cmp = compare_all(s, 1, res);
   CUdeviceptr at = s->slots + 16u * (uint64_t)s->nregions;
   at = (at + SLOT_ALIGN - 1) & ~(CUdeviceptr)(SLOT_ALIGN - 1);
   for (int i = 0; i < s->nregions; i++) {
@@ -309,7 +333,9 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
     }
   }
   free(res);
-  if (stream_sync(s->stream) != CUDA_SUCCESS) return r;
+  /* No wait for the copies: whatever reads post-state A next (a run's
+   * restore, a comparison, the end's restore) is queued behind them on
+   * the same stream, and every host read of it follows a wait there. */
   s->have_post = 1;
   *ok = 1;
   return r;

@@ -61,8 +61,9 @@ int main(int argc, char **argv) {
    * (small), int pairs (k, k + 1) and host-stack-like words. */
   static uint64_t tip[131];
   for (int w = 0; w < 131; w++)
-    tip[w] = w % 3 == 0 ? (uint64_t)w : w % 3 == 1 ? ((uint64_t)(w + 1) << 32) | (uint64_t)w
-                                                    : 0x7ffc00001000ull + 64u * (uint64_t)w;
+    tip[w] = w % 3 == 0   ? (uint64_t)w
+             : w % 3 == 1 ? ((uint64_t)(w + 1) << 32) | (uint64_t)w
+                          : 0x7ffc00001000ull + 64u * (uint64_t)w;
   tip[0] = 0;
   tip[2] = tip[66] = tip[129] = out;
   void *tparams[] = {tip};

@@ -163,8 +163,8 @@ void kc_report_emit_raw(const char *type, const char *body, size_t n) {
     int hn = emit_head(h, sizeof h, type);
     int empty = n < 2 || (n == 2 && body[0] == '{');
     /* body is "{...}": its members follow the head's. */
-    struct kc_rbuf_part parts[4] = {{h, hn > 0 ? (size_t)hn : 0}, {",", 1}, {body + 1, n - 1},
-                                    {"\n", 1}};
+    struct kc_rbuf_part parts[4] = {
+        {h, hn > 0 ? (size_t)hn : 0}, {",", 1}, {body + 1, n - 1}, {"\n", 1}};
     if (empty) parts[1] = (struct kc_rbuf_part){"}", 1}, parts[2].n = 0;
     if (hn < 0 || kc_rbuf_appendv(parts, 4))
       KC_INTERNAL_ERROR("writing the report %s failed", path);

@@ -11,7 +11,8 @@ extern "C" __global__ void kc_scrub_shared(unsigned long long seed) {
   unsigned int bytes, smid;
   asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  unsigned long long x = seed ^ (0x9e3779b97f4a7c15ull * (smid + 1)) ^ ((unsigned long long)blockIdx.x << 32);
+  unsigned long long x =
+      seed ^ (0x9e3779b97f4a7c15ull * (smid + 1)) ^ ((unsigned long long)blockIdx.x << 32);
   for (unsigned int i = threadIdx.x; i < bytes / 4; i += blockDim.x) {
     unsigned long long z = x + 0xbf58476d1ce4e5b9ull * (i + 1);
     z ^= z >> 31;
@@ -39,8 +40,8 @@ extern "C" __global__ void kc_hammer(unsigned int *buf, unsigned long long words
                                      unsigned long long iters) {
   unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long it = 0; it < iters; it++)
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
-         i += stride)
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < words; i += stride)
       buf[i] = buf[i] * 1664525u + 1013904223u;
 }
 

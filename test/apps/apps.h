@@ -65,6 +65,7 @@ static const char app_ptx[] =
     "\tld.param.u64 %rd1, [sum];\n\tred.global.add.f32 [%rd1], %f1;\n\tret;\n}\n"
     ".visible .entry _Z13uninit_sharedPj(.param .u64 out)\n{\n\tret;\n}\n"
     ".visible .entry _Z14block_disjointPi(.param .u64 out)\n{\n\tret;\n}\n"
+    ".visible .entry _Z9multi_ptr11MultiParams(.param .align 8 .b8 p[600])\n{\n\tret;\n}\n"
     ".visible .entry _Z10atomic_sumPKiPyi(.param .u64 x, .param .u64 sum, .param .u32 n)\n"
     "{\n\t.reg .b64 %rd<3>;\n"
     "\tld.param.u64 %rd1, [sum];\n\tred.global.add.u64 [%rd1], %rd2;\n\tret;\n}\n"
@@ -630,6 +631,42 @@ static void app_bigalloc(struct app *a) {
   printf("%s: bigalloc %s\n", app_name, r == CUDA_SUCCESS ? "ok" : "failed");
 }
 
+/* One launch reaching 70 allocations (more than one comparison launch
+ * takes): even tensors written from odd ones; "many_racy" adds a last
+ * writer in the last tensor, which only the second launch compares. */
+static void app_many(struct app *a, int racy) {
+  enum { COUNT = 70, NEL = 256 };
+  static struct fk_multi_params p;
+  static float h[NEL];
+  memset(&p, 0, sizeof p);
+  p.n = NEL, p.count = COUNT, p.racy = (unsigned long long)racy;
+  for (int i = 0; i < COUNT; i++) {
+    CUdeviceptr d = app_alloc(NEL * sizeof(float));
+    for (int j = 0; j < NEL; j++)
+      h[j] = (float)(i * 1000 + j);
+    CK(cuMemcpyHtoD(d, h, sizeof h));
+    p.t[i] = (float *)(uintptr_t)d;
+  }
+  void *args[] = {&p};
+  CK(cuLaunchKernel(app_func(a, FK_K_MULTI_PTR), 8, 1, 1, 32, 1, 1, 0, a->stream, args, NULL));
+  CK(cuStreamSynchronize(a->stream));
+  int bad = 0;
+  for (int i = 0; i < COUNT; i++) {
+    CK(cuMemcpyDtoH(h, (CUdeviceptr)(uintptr_t)p.t[i], sizeof h));
+    for (int j = 0; j < NEL; j++) {
+      int written = i % 2 == 0 && i + 1 < COUNT - racy;
+      float want = written ? 2.0f * (float)((i + 1) * 1000 + j) : (float)(i * 1000 + j);
+      if (racy && i == COUNT - 1 && j == 0) {
+        bad += !(h[0] >= 0 && h[0] < 8);
+        continue;
+      }
+      bad += h[j] != want;
+    }
+  }
+  EXPECT(bad == 0, "many: %d wrong element(s)", bad);
+  printf("%s: many%s %d tensors\n", app_name, racy ? "_racy" : "", COUNT);
+}
+
 static int app_run(const char *mode) {
   struct app a;
   memset(&a, 0, sizeof a);
@@ -641,6 +678,8 @@ static int app_run(const char *mode) {
     app_graph(&a);
   } else if (strcmp(mode, "contracts") == 0) {
     app_contracts(&a);
+  } else if (strcmp(mode, "many") == 0 || strcmp(mode, "many_racy") == 0) {
+    app_many(&a, mode[4] == '_');
   } else if (strcmp(mode, "bigalloc") == 0) {
     app_bigalloc(&a);
   } else if (strcmp(mode, "crash") == 0 || strcmp(mode, "abort") == 0) {
@@ -662,7 +701,8 @@ static int app_run(const char *mode) {
   } else {
     fprintf(
         stderr,
-        "%s: unknown mode '%s' (basic, races, contracts, bigalloc, all, crash, abort, steps<N>)\n",
+        "%s: unknown mode '%s' (basic, races, contracts, many, many_racy, bigalloc, all, crash, "
+        "abort, steps<N>)\n",
         app_name, mode);
     return 2;
   }

@@ -182,11 +182,12 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_TI_ADD "_Z13ti_add_kernel8TIParams" /* (struct fk_ti_params p), 1048 bytes */
 #define FK_K_VEC_ELEM                                                                              \
   "_ZN2fk29vectorized_elementwise_kernelILi4ENS_6MulAddIfEESt5arrayIPcLm3EEEEviT0_T1_"
-#define FK_K_LAST_WRITER "_Z11last_writerPi"     /* (int *out)                          racy */
-#define FK_K_NEIGHBOR "_Z13neighbor_readPiS_i"   /* (int *buf, int *out, int n)        racy */
-#define FK_K_FLOAT_ACCUM "_Z11float_accumPKfPfi" /* (const float *x, float *sum, int n) racy */
-#define FK_K_UNINIT_SHARED "_Z13uninit_sharedPj" /* (unsigned *out)                   racy */
-#define FK_K_DISJOINT "_Z14block_disjointPi"     /* (int *out)                          clean */
+#define FK_K_LAST_WRITER "_Z11last_writerPi"       /* (int *out)                          racy */
+#define FK_K_NEIGHBOR "_Z13neighbor_readPiS_i"     /* (int *buf, int *out, int n)        racy */
+#define FK_K_FLOAT_ACCUM "_Z11float_accumPKfPfi"   /* (const float *x, float *sum, int n) racy */
+#define FK_K_UNINIT_SHARED "_Z13uninit_sharedPj"   /* (unsigned *out)                   racy */
+#define FK_K_MULTI_PTR "_Z9multi_ptr11MultiParams" /* (struct fk_multi_params) below */
+#define FK_K_DISJOINT "_Z14block_disjointPi"       /* (int *out)                          clean */
 /* (const int *x, unsigned long long *sum, int n)                             clean */
 #define FK_K_ATOMIC_SUM "_Z10atomic_sumPKiPyi"
 #define FK_K_SHARED_REV "_Z14shared_reversePKiPi" /* (const int *in, int *out)           clean */
@@ -219,6 +220,18 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_COMPARE "kc_compare"
 #define FK_K_COMPARE_TABLE "kc_compare_table"
 #define FK_CMP_MAX 64 /* regions in one kc_compare_table launch */
+
+/* The struct parameter of FK_K_MULTI_PTR, like PyTorch's multi-tensor
+ * kernels' (dozens of tensors, each its own allocation here): block 0 sets
+ * t[i][j] = 2 * t[i + 1][j] for every even i with i + 1 < count and j < n;
+ * when racy is non-zero, t[count - 1] is left out of that (neither read
+ * nor written by it) and every block writes its index to t[count - 1][0]
+ * (the last writer wins: order-dependent). count <= FK_MULTI_MAX. */
+#define FK_MULTI_MAX 72
+struct fk_multi_params {
+  unsigned long long n, count, racy;
+  float *t[FK_MULTI_MAX];
+};
 
 /* The TensorIterator-like struct parameter of FK_K_TI_ADD: out[i] =
  * a[i] + alpha * b[i] for float; pointers at offsets 16, 528 and 1032, the

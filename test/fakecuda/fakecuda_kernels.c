@@ -81,6 +81,17 @@ static void k_last_writer(const struct fk_launch_ctx *c, void *const *params) {
   out[0] = (int)block_lin(c);
 }
 
+static void k_multi_ptr(const struct fk_launch_ctx *c, void *const *params) {
+  const struct fk_multi_params *p = params[0];
+  unsigned long long count = p->count < FK_MULTI_MAX ? p->count : FK_MULTI_MAX;
+  unsigned long long pairs_end = p->racy && count ? count - 1 : count; /* the racy one unread */
+  if (block_lin(c) == 0)
+    for (unsigned long long i = 0; i + 1 < pairs_end; i += 2)
+      for (unsigned long long j = 0; j < p->n; j++)
+        p->t[i][j] = 2.0f * p->t[i + 1][j];
+  if (p->racy && count) p->t[count - 1][0] = (float)block_lin(c);
+}
+
 /* Block b publishes buf[b] = b + 1 and reads its neighbour's slot without
  * any synchronisation: out[b] is 0 or b + 2 depending on who ran first. */
 static void k_neighbor(const struct fk_launch_ctx *c, void *const *params) {
@@ -501,6 +512,7 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_FLOAT_ACCUM, k_float_accum, 3, {8, 8, 4}, {0}, 0, 1},
     {FK_K_UNINIT_SHARED, k_uninit_shared, 1, {8}, {0}, 1024, 1},
     {FK_K_DISJOINT, k_disjoint, 1, {8}, {0}, 0, 0},
+    {FK_K_MULTI_PTR, k_multi_ptr, 1, {sizeof(struct fk_multi_params)}, {8}, 0, 1},
     {FK_K_ATOMIC_SUM, k_atomic_sum, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_SHARED_REV, k_shared_rev, 2, {8, 8}, {0}, 0, 0},
     {FK_K_TAIL_UNWRITTEN, k_tail_unwritten, 3, {8, 8, 4}, {0}, 0, 0},

@@ -299,3 +299,29 @@ def test_staging_memory_given_back_when_the_application_needs_it(app, tmp_path):
     assert r.rc == 0 and "bigalloc ok" in r.out, r.out + r.err
     checks = by_type(r.only_report(), "check")
     assert checks and checks[0]["saved_bytes"] >= 12 << 20
+
+
+def test_launch_reaching_more_regions_than_one_comparison_takes(app, tmp_path):
+    """70 allocations reached by one launch: the comparison takes them in
+    two launches of kc_compare_table (64 regions at most each), so what
+    the launch changed and what a re-run changed are found in either; the
+    application's tensors end as its own launch left them (the app checks
+    all 70), and a last writer in the 70th tensor, which only the second
+    comparison launch sees, is flagged there."""
+    r = run([app("app_linked"), "many"], tmp_path)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    ck = checks_by_kernel(recs)["multi_ptr"]
+    assert ck["regions"] == 70 and ck["violations"] == 0, ck
+    # only the 35 written tensors (1 KiB each) are ever restored
+    assert ck["restored_bytes"] > 0 and ck["restored_bytes"] % (35 * 1024) == 0, ck
+    assert not by_type(recs, "violation")
+    r = run([app("app_linked"), "many_racy"], tmp_path)
+    assert r.rc == 0, r.err
+    viol = [v for v in by_type(r.only_report(), "violation") if v["kernel_name"].startswith("multi_ptr")]
+    assert viol, r.only_report()
+    for v in viol:
+        ev = v["evidence"]
+        assert [p["param_offset"] for p in ev["pointed_to_by"]] == [24 + 8 * 69], ev
+        # word 0 (the byte of its half that differs: fp16 reading)
+        assert ev["offset"] in (0, 2) and ev["differing_words"] == 1, ev

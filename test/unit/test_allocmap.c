@@ -66,8 +66,17 @@ int main(void) {
   /* find_many: words below the first allocation, above the last, between
    * two and inside both ends; the span test must not reject an edge. */
   uint64_t lo = 0x10080, hi = 0x100000000ull + 4999 * 0x200;
-  uint64_t w[] = {0, 0xffff, lo - 1, lo, lo + 0xff, lo + 0x100, hi, hi + 0xff, hi + 0x100,
-                  ~0ull, 0x100000000ull + 0x180};
+  uint64_t w[] = {0,
+                  0xffff,
+                  lo - 1,
+                  lo,
+                  lo + 0xff,
+                  lo + 0x100,
+                  hi,
+                  hi + 0xff,
+                  hi + 0x100,
+                  ~0ull,
+                  0x100000000ull + 0x180};
   struct kc_alloc f[sizeof w / sizeof w[0]];
   CHECK(kc_allocmap_find_many(w, sizeof w / sizeof w[0], f) == 4);
   CHECK(!f[0].size && !f[1].size && !f[2].size && f[3].base == lo && f[4].base == lo);

@@ -11,7 +11,10 @@
  *                             no work): three pointers among sizes, strides
  *                             and stale words that look like addresses, as
  *                             PyTorch's structs carry, for the pointer
- *                             resolution and the trace=1 record's cost. */
+ *                             resolution and the trace=1 record's cost.
+ *   passthrough_cpu N K mt    the stand-in's multi_ptr kernel (a 600-byte
+ *                             struct of 72 tensor pointers, as PyTorch's
+ *                             multi-tensor kernels pass, n = 0: no work). */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +40,7 @@ int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 2000000;
   int nk = argc > 2 ? atoi(argv[2]) : 1;
   if (nk < 1 || nk > 256) nk = 1;
-  int ti = argc > 3 && argv[3][0] == 't';
+  int ti = argc > 3 && argv[3][0] == 't', mt = argc > 3 && argv[3][0] == 'm';
   CUdevice dev;
   CUcontext ctx;
   CUmodule mod;
@@ -47,7 +50,9 @@ int main(int argc, char **argv) {
   CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
-  const char *name = ti ? "_Z13ti_add_kernel8TIParams" : "_Z8fill_i32Piii";
+  const char *name = ti   ? "_Z13ti_add_kernel8TIParams"
+                     : mt ? "_Z9multi_ptr11MultiParams"
+                          : "_Z8fill_i32Piii";
   char image[128];
   snprintf(image, sizeof image, ".entry %s\n", name);
   for (int k = 0; k < nk; k++) {
@@ -67,7 +72,13 @@ int main(int argc, char **argv) {
   tip[0] = 0;
   tip[2] = tip[66] = tip[129] = out;
   void *tparams[] = {tip};
-  void **args = ti ? tparams : params;
+  /* multi_ptr: n = 0, count = 72, racy = 0, then 72 pointers of their own */
+  static uint64_t mtp[75];
+  mtp[1] = 72;
+  for (int w = 0; w < 72; w++)
+    CK(cuMemAlloc((CUdeviceptr *)&mtp[3 + w], 4096));
+  void *mparams[] = {mtp};
+  void **args = ti ? tparams : mt ? mparams : params;
   for (int i = 0; i < 1000 * nk; i++)
     CK(cuLaunchKernel(fns[i % nk], 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
   double best = 1e30;

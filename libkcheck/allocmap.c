@@ -121,9 +121,15 @@ size_t kc_allocmap_find_many(const uint64_t *addr, size_t n, struct kc_alloc *ou
    * rejects them before any search. */
   uint64_t lo = count ? items[0].base : 0;
   uint64_t span = count ? items[count - 1].base + items[count - 1].size - lo : 0;
+  size_t last = 0; /* 1 + the last hit: a struct's tensors share segments */
   for (size_t k = 0; k < n; k++) {
-    size_t i = addr[k] - lo < span ? upper(addr[k]) : 0;
+    size_t i = 0;
+    if (last && addr[k] - items[last - 1].base < items[last - 1].size)
+      i = last;
+    else if (addr[k] - lo < span)
+      i = upper(addr[k]);
     if (i > 0 && addr[k] - items[i - 1].base < items[i - 1].size) {
+      last = i;
       out[k] = items[i - 1];
       found++;
     } else {

@@ -11,13 +11,14 @@
 # Reported per configuration: first steps (1-3) ms/step, steady (steps 4..)
 # ms/step, the whole run's wall time (process start to exit), checks, skip
 # records, launch records, and whether FINAL_LOSS is bitwise the plain one.
-# Then: profile=1 of a default run (profile_mark: the first steps' checks
-# by stage and the steady state apart) and of trace=1 (the same mark); a
-# run with every race strategy (each one's cost from the check records);
-# build/gpu/launch_overhead per config; the checks against their own
-# floors (terms, how kcheck's kernels loaded, the device costs measured);
-# the planted races with the default and with every strategy (what each
-# strategy exposed); compute-sanitizer racecheck on a small configuration
+# Then (in this order): build/gpu/launch_overhead per config; the planted
+# races with the default and with every strategy (what each strategy
+# exposed); profile=1 of a default run (profile_mark: the first steps'
+# checks by stage and the steady state apart) and of trace=1 (the same
+# mark); a run with every race strategy (each one's cost from the check
+# records); the checks against their own floors (terms, how kcheck's
+# kernels loaded, the device costs measured); compute-sanitizer racecheck
+# on a small configuration
 # (KC_T_SMALL) that it can finish, with its plain run. KC_T_ANCHORS=all
 # adds memcheck and TORCH_CUDA_SANITIZER=1 at the full size, KC_T_FLOOR=1
 # a plain torch.profiler run. KC_T_SKIP (words: strat_all8, trace2,
@@ -85,13 +86,8 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
-echo "=== profile=1 (default options, mark at launch $MARK; trace=1, same mark); every race strategy"
-one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
-one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
-skipped() { case " ${KC_T_SKIP:-} " in *" $1 "*) echo "  $1: left out (KC_T_SKIP)" ;; *) return 1 ;; esac; }
-skipped strat_all8 || one strat_all8 "$ALL8" 120 "${T[@]}" --steps 5 || true
-skipped trace2 || one trace2_r1 "$(opts_of trace2)" 60 "${T[@]}" --steps 8 || errors=$((errors + 1))
-
+# The launch microbenchmark and the planted races take seconds: first,
+# so a budget that runs out leaves out the longer runs after them.
 echo "=== launch_overhead"
 for c in plain none default trace1; do
   one "lo_$c" "$(opts_of "$c")" 60 "$BUILD/gpu/launch_overhead" 50000 2 || true
@@ -101,6 +97,13 @@ echo "=== planted races (build/gpu/races all): what the gates still find, clean 
 one races_plain - 30 "$BUILD/gpu/races" all || true
 one races_default "" 30 "$BUILD/gpu/races" all || true
 one races_all8 "$ALL8" 30 "$BUILD/gpu/races" all || true
+
+echo "=== profile=1 (default options, mark at launch $MARK; trace=1, same mark); every race strategy"
+one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
+one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
+skipped() { case " ${KC_T_SKIP:-} " in *" $1 "*) echo "  $1: left out (KC_T_SKIP)" ;; *) return 1 ;; esac; }
+skipped strat_all8 || one strat_all8 "$ALL8" 120 "${T[@]}" --steps 5 || true
+skipped trace2 || one trace2_r1 "$(opts_of trace2)" 60 "${T[@]}" --steps 8 || errors=$((errors + 1))
 
 echo "=== anchors"
 SAN=$(command -v compute-sanitizer || echo "$CUDA_HOME/bin/compute-sanitizer")

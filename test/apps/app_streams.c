@@ -20,7 +20,14 @@
  *            buffer on the compute stream; fixed: event record + stream wait
  *   kernels  a kernel writes a buffer on one stream and another reads it on
  *            a second stream (the write is known from a check of the first
- *            kernel); fixed: event wait */
+ *            kernel); fixed: event wait
+ *   batch    as copy, the buffer written by a batch copy (cuMemcpyBatchAsync);
+ *            fixed: event record + stream wait
+ *   batch3d  as copy, the buffer written by a 3D batch copy; fixed: the same
+ *   array    a device-to-array copy (it runs on the legacy stream and the
+ *            host does not wait for it), then an async array-to-host copy
+ *            on a non-blocking stream; fixed: the legacy stream is
+ *            synchronised in between */
 #include "apps.h"
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -134,6 +141,40 @@ int main(int argc, char **argv) {
       CK(cuStreamSynchronize(s1));
       CK(cuStreamSynchronize(s2));
     }
+  } else if (!strcmp(mode, "batch") || !strcmp(mode, "batch3d")) {
+    if (mode[5]) {
+      CUDA_MEMCPY3D_BATCH_OP op;
+      memset(&op, 0, sizeof op);
+      op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+      op.src.op.ptr.ptr = (CUdeviceptr)h, op.dst.op.ptr.ptr = x;
+      op.extent.width = sizeof h, op.extent.height = op.extent.depth = 1;
+      op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpy3DBatchAsync(1, &op, 0, s1));
+    } else {
+      CUdeviceptr dst = x, src = (CUdeviceptr)h;
+      size_t bytes = sizeof h, idx = 0;
+      CUmemcpyAttributes at;
+      memset(&at, 0, sizeof at);
+      at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &at, &idx, 1, s1));
+    }
+    if (fixed) {
+      CK(cuEventRecord(ev, s1));
+      CK(cuStreamWaitEvent(s2, ev, 0));
+    }
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
+  } else if (!strcmp(mode, "array")) {
+    CUarray arr;
+    CUDA_ARRAY_DESCRIPTOR ad;
+    memset(&ad, 0, sizeof ad);
+    ad.Width = N, ad.Format = CU_AD_FORMAT_FLOAT, ad.NumChannels = 1;
+    CK(cuArrayCreate(&arr, &ad));
+    CK(cuMemcpyHtoD(x, h, sizeof h));
+    CK(cuMemcpyDtoA(arr, 0, x, sizeof h));
+    if (fixed) CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    CK(cuMemcpyAtoHAsync(back, arr, 0, sizeof back, s2));
+    CK(cuStreamSynchronize(s2));
+    CK(cuArrayDestroy(arr));
   } else {
     fprintf(stderr, "%s: unknown mode '%s'\n", app_name, mode);
     return 2;

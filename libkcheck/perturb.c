@@ -22,7 +22,6 @@ extern const unsigned long kc_perturb_fatbin_size;
 
 struct dev_state {
   CUcontext ctx;
-  int tried_module;
   CUmodule module;
   CUfunction scrub, hammer, flush, compare;
   CUfunction compare_table; /* NULL: one kc_compare launch per region */
@@ -34,6 +33,7 @@ struct dev_state {
   CUstream side; /* for the hammer */
   CUdeviceptr hammer_buf, flush_buf;
   size_t hammer_words, flush_words;
+  int tried_module;
   /* kc_perturb_device_costs: measured once (1), failed (-1). */
   int costs_state;
   double copy_ms_per_byte, sync_ms;

@@ -7,6 +7,9 @@
 #ifndef KC_SERVING_H
 #define KC_SERVING_H
 
+#include <stdint.h>
+#include <time.h>
+
 /* serving=1: defaults for a service, applied where an option still has its
  * built-in default (time_budget 0.05, budget_window 60, sample 0.01,
  * graph_sample 0.01). Called once after the options are parsed. */
@@ -20,5 +23,63 @@ const char *kc_budget_exhausted(double check_seconds);
 const char *kc_budget_spent_fast(void);
 /* Writes the record of the window in progress (at exit). */
 void kc_serving_finish(double check_seconds);
+
+/* kcheck's own time on the application's threads outside checks and graph
+ * replays (which record their cost themselves): the launch path's capture,
+ * signature and policy, graph-launch bookkeeping, the stream model and the
+ * touched-allocation tracking, records written on the way. It counts
+ * against time_budget with the checks, so the budget bounds everything
+ * kcheck takes from a service's threads, not only its checks. Measured
+ * only while a budget applies (time_budget < 1): two clock reads around a
+ * span, nested spans counted once, paused around the application's own
+ * driver call and around checks. Per thread, handed to a process total
+ * every KC_COST_FLUSH_NS. */
+struct kc_cost_tls {
+  int depth, paused;
+  uint64_t t0, pending;
+};
+extern __thread struct kc_cost_tls kc_cost_tls __attribute__((tls_model("initial-exec")));
+extern int kc_cost_on; /* a budget applies (set by kc_serving_apply) */
+#define KC_COST_FLUSH_NS 20000u
+void kc_cost_flush(uint64_t ns);
+/* The process total so far, seconds. */
+double kc_cost_seconds(void);
+
+static inline uint64_t kc_cost_clock(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+static inline void kc_cost_charge(uint64_t ns) {
+  struct kc_cost_tls *c = &kc_cost_tls;
+  c->pending += ns;
+  if (c->pending >= KC_COST_FLUSH_NS) {
+    kc_cost_flush(c->pending);
+    c->pending = 0;
+  }
+}
+/* A span of kcheck's own work on this thread begins / ends. */
+static inline void kc_cost_enter(void) {
+  if (!kc_cost_on) return;
+  struct kc_cost_tls *c = &kc_cost_tls;
+  if (c->depth++ == 0 && !c->paused) c->t0 = kc_cost_clock();
+}
+static inline void kc_cost_leave(void) {
+  if (!kc_cost_on) return;
+  struct kc_cost_tls *c = &kc_cost_tls;
+  if (--c->depth == 0 && !c->paused) kc_cost_charge(kc_cost_clock() - c->t0);
+}
+/* Around time that is not kcheck's (the application's driver call) or
+ * that is counted elsewhere (a check, a graph replay). */
+static inline void kc_cost_pause(void) {
+  if (!kc_cost_on) return;
+  struct kc_cost_tls *c = &kc_cost_tls;
+  if (c->paused++ == 0 && c->depth) kc_cost_charge(kc_cost_clock() - c->t0);
+}
+static inline void kc_cost_resume(void) {
+  if (!kc_cost_on) return;
+  struct kc_cost_tls *c = &kc_cost_tls;
+  if (--c->paused == 0 && c->depth) c->t0 = kc_cost_clock();
+}
 
 #endif

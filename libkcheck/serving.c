@@ -24,7 +24,7 @@ void kc_serving_apply(void) {
   kc_cost_on = kc_opt.time_budget < 1.0;
   if (!kc_opt.serving) return;
   /* Only what no setting gave: an explicit time_budget=1 means no budget. */
-  if (!kc_option_given(&kc_opt.time_budget)) kc_opt.time_budget = 0.05;
+  if (!kc_option_given(&kc_opt.time_budget)) kc_opt.time_budget = 0.03;
   if (!kc_option_given(&kc_opt.budget_window)) kc_opt.budget_window = 60;
   if (!kc_option_given(&kc_opt.sample)) kc_opt.sample = 0.01;
   if (!kc_option_given(&kc_opt.graph_sample)) kc_opt.graph_sample = 0.01;

@@ -1,6 +1,7 @@
 /* libkcheck/serving.h — the serving profile (serving=1, `kcheck run
  * --serving`) and the time budget per window. A service must keep serving
- * while it is audited: checks may take at most time_budget of every
+ * while it is audited: checks, together with kcheck's other time on the
+ * application's threads (below), may take at most time_budget of every
  * budget_window seconds (not of the run so far, which a long-running
  * process would bank), sampling spreads them over eager and graph launches,
  * and a `budget_window` record per window says what was checked in it. */
@@ -11,7 +12,7 @@
 #include <time.h>
 
 /* serving=1: defaults for a service, applied where an option still has its
- * built-in default (time_budget 0.05, budget_window 60, sample 0.01,
+ * built-in default (time_budget 0.03, budget_window 60, sample 0.01,
  * graph_sample 0.01). Called once after the options are parsed. */
 void kc_serving_apply(void);
 /* NULL while checks may run now, else why not. check_seconds: the total

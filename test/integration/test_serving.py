@@ -42,7 +42,7 @@ def test_profile_defaults_and_explicit_settings(app, tmp_path):
     r = run([app("app_linked"), "basic"], tmp_path, options="serving=1")
     o = by_type(r.only_report(), "run")[0]["options"]
     assert (o["time_budget"], o["budget_window"], o["sample"], o["graph_sample"]) == \
-        (0.05, 60, 0.01, 0.01)
+        (0.03, 60, 0.01, 0.01)
     r = run([app("app_linked"), "basic"], tmp_path, options="serving=1:time_budget=0.2:sample=0.5")
     o = by_type(r.only_report(), "run")[0]["options"]
     assert (o["time_budget"], o["sample"]) == (0.2, 0.5)
@@ -69,4 +69,4 @@ def test_kcheck_run_serving(app, tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     rep = [f for f in os.listdir(tmp_path) if f.startswith("kc.")]
     recs = [json.loads(l) for l in open(tmp_path / rep[0])]
-    assert recs[0]["options"]["serving"] == 1 and recs[0]["options"]["time_budget"] == 0.05
+    assert recs[0]["options"]["serving"] == 1 and recs[0]["options"]["time_budget"] == 0.03

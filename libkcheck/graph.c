@@ -486,20 +486,17 @@ void kc_graph_postfork_child(void) {
 
 /* The application's graph launch, unchanged (fenced like its other work). */
 static CUresult plain(kc_fam_GRAPH_LAUNCH real, CUgraphExec exec, CUstream stream) {
-  kc_cost_pause(); /* the application's own launch */
+  kc_cost_stop(); /* the application's own launch */
   if (kc_opt.check_lock) kc_world_enter();
   CUresult r = real(exec, stream);
   if (kc_opt.check_lock) kc_world_leave();
-  kc_cost_resume();
   return r;
 }
 
 /* Into a capture: nothing runs, the driver records it. */
 static CUresult plain_unfenced(kc_fam_GRAPH_LAUNCH real, CUgraphExec exec, CUstream stream) {
-  kc_cost_pause();
-  CUresult r = real(exec, stream);
-  kc_cost_resume();
-  return r;
+  kc_cost_stop();
+  return real(exec, stream);
 }
 
 static void report_skip(struct gexec *e, long id, long launch, const char *why) {
@@ -809,8 +806,6 @@ static CUresult on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz,
   }
   /* The per-thread default stream of a _ptsz launch, named explicitly: the
    * replay's entries are the legacy ones. */
-  kc_cost_pause();
-  CUresult r = replay(e, launch, ptsz && !stream ? CU_STREAM_PER_THREAD : stream, real);
-  kc_cost_resume();
-  return r;
+  kc_cost_stop(); /* a replay records its own cost */
+  return replay(e, launch, ptsz && !stream ? CU_STREAM_PER_THREAD : stream, real);
 }

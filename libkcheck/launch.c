@@ -34,7 +34,7 @@ int kc_check_hook_installed(void) { return check_hook != NULL; }
 /* The application's launch, inside the world lock (a no-op when this
  * thread already holds it, e.g. inside its own check). */
 CUresult kc_app_launch(const struct kc_launch_args *a) {
-  kc_cost_pause(); /* the application's own time, also while it waits for a check */
+  kc_cost_stop(); /* the application's own time, also while it waits for a check */
   if (kc_opt.check_lock) kc_world_enter();
   CUresult r;
   if (!kc_audit_active) {
@@ -45,7 +45,6 @@ CUresult kc_app_launch(const struct kc_launch_args *a) {
     kc_audit_expect_end();
   }
   if (kc_opt.check_lock) kc_world_leave();
-  kc_cost_resume();
   return r;
 }
 
@@ -81,9 +80,8 @@ static CUresult checked_launch(struct kc_launch_info *li) {
   }
   CUstreamCaptureMode mode;
   int relaxed = kc_capture_mode_relax(&mode);
-  kc_cost_pause(); /* a check records its own cost */
+  kc_cost_stop(); /* a check records its own cost */
   CUresult r = check_hook(li);
-  kc_cost_resume();
   if (relaxed) kc_capture_mode_restore(mode);
   if (kc_opt.check_lock) kc_world_unlock();
   return r;
@@ -196,10 +194,8 @@ CUresult kc_on_launch(const struct kc_launch_args *a) {
 static CUresult on_launch(const struct kc_launch_args *a) {
   if (captured(a)) {
     atomic_fetch_add_explicit(&kc_count.captured_launches, 1, memory_order_relaxed);
-    kc_cost_pause();
-    CUresult r = a->call_real(a);
-    kc_cost_resume();
-    return r;
+    kc_cost_stop();
+    return a->call_real(a);
   }
   uint64_t t_in = kc_prof_now(), t = t_in;
   uint64_t seq = (uint64_t)atomic_fetch_add_explicit(&kc_count.launches, 1, memory_order_relaxed);

@@ -81,6 +81,17 @@ static void snapshot(double now, double check_seconds, double cost) {
  * time on the application's threads; fraction: both, of the window. */
 static void emit(double end, double check_seconds, double cost) {
   double wall = end - w_start, spent = check_seconds + cost - s_start, over = cost - o_start;
+  static int warned;
+  if (!warned && index_ > 0 && wall > 0 && over > kc_opt.time_budget * wall) {
+    /* The budget can refuse checks, captures and replays, not the pass-
+     * through of every launch: such a window checks nothing. */
+    warned = 1;
+    KC_LOG(KC_LOG_WARN,
+           "budget_window %ld: kcheck's own time outside checks took %.1f%% of it, more than "
+           "time_budget (%g), so nothing was checked in it (see overhead_s in the budget_window "
+           "records)",
+           index_, 100.0 * over / wall, kc_opt.time_budget);
+  }
   kc_report_emit(
       "budget_window",
       json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "window",

@@ -31,12 +31,14 @@ void kc_serving_finish(double check_seconds);
  * touched-allocation tracking, records written on the way. It counts
  * against time_budget with the checks, so the budget bounds everything
  * kcheck takes from a service's threads, not only its checks. Measured
- * only while a budget applies (time_budget < 1): two clock reads around a
- * span, nested spans counted once, paused around the application's own
- * driver call and around checks. Per thread, handed to a process total
- * every KC_COST_FLUSH_NS. */
+ * only while a budget applies (time_budget < 1): a span's clock is read
+ * when it begins and when kcheck hands over to the application's own
+ * driver call, a check or a graph replay (kc_cost_stop: the little that
+ * follows goes untimed, so a launch costs two clock reads), nested spans
+ * count once. Per thread, handed to a process total every
+ * KC_COST_FLUSH_NS. */
 struct kc_cost_tls {
-  int depth, paused;
+  int depth, open; /* open: the outermost span is still timed */
   uint64_t t0, pending;
 };
 extern __thread struct kc_cost_tls kc_cost_tls __attribute__((tls_model("initial-exec")));
@@ -63,24 +65,26 @@ static inline void kc_cost_charge(uint64_t ns) {
 static inline void kc_cost_enter(void) {
   if (!kc_cost_on) return;
   struct kc_cost_tls *c = &kc_cost_tls;
-  if (c->depth++ == 0 && !c->paused) c->t0 = kc_cost_clock();
+  if (c->depth++) return;
+  c->open = 1;
+  c->t0 = kc_cost_clock();
 }
 static inline void kc_cost_leave(void) {
   if (!kc_cost_on) return;
   struct kc_cost_tls *c = &kc_cost_tls;
-  if (--c->depth == 0 && !c->paused) kc_cost_charge(kc_cost_clock() - c->t0);
+  if (--c->depth) return;
+  if (c->open) kc_cost_charge(kc_cost_clock() - c->t0);
+  c->open = 0;
 }
-/* Around time that is not kcheck's (the application's driver call) or
- * that is counted elsewhere (a check, a graph replay). */
-static inline void kc_cost_pause(void) {
+/* The span in progress hands over to time that is not kcheck's (the
+ * application's driver call) or that is counted elsewhere (a check, a
+ * graph replay): nothing more of it is timed. */
+static inline void kc_cost_stop(void) {
   if (!kc_cost_on) return;
   struct kc_cost_tls *c = &kc_cost_tls;
-  if (c->paused++ == 0 && c->depth) kc_cost_charge(kc_cost_clock() - c->t0);
-}
-static inline void kc_cost_resume(void) {
-  if (!kc_cost_on) return;
-  struct kc_cost_tls *c = &kc_cost_tls;
-  if (--c->paused == 0 && c->depth) c->t0 = kc_cost_clock();
+  if (!c->depth || !c->open) return;
+  kc_cost_charge(kc_cost_clock() - c->t0);
+  c->open = 0;
 }
 
 #endif

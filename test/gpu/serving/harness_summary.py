@@ -95,9 +95,9 @@ for tag in ["tput.serving.%d" % i for i in pairs()] + ["tput.variant.%d" % i for
     wins = [w for w in r if w.get("type") == "budget_window"]
     s = ([x for x in r if x.get("type") == "summary"] or [{}])[-1]
     g = s.get("graphs", {})
-    # Whole windows only (the first holds start-up, the last is cut short).
-    full = [w for w in wins if w["window"] > 0 and w["wall_s"] >= 0.95 * max(
-        x["wall_s"] for x in wins)] or wins
+    # Whole windows of the serving loop: not the first (start-up: imports,
+    # graph capture) nor the last (cut short at exit).
+    full = wins[1:-1] if len(wins) > 2 else wins
     per_min = lambda k: 60.0 * sum(w[k] for w in full) / max(sum(w["wall_s"] for w in full), 1e-9)
     row("%s: coverage and budget per window" % tag,
         bool(wins) and s.get("internal_errors", 1) == 0,

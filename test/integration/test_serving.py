@@ -15,7 +15,8 @@ EVERY = "check_first=1000000:clean_limit=-1:kernel_clean_limit=-1"
 def test_budget_holds_in_every_window(app, tmp_path):
     budget, window = 0.05, 0.05
     r = run([app("app_linked"), "steps3000"], tmp_path,
-            options="serving=1:budget_window=%g:%s" % (window, EVERY), timeout=300)
+            options="serving=1:time_budget=%g:budget_window=%g:%s" % (budget, window, EVERY),
+            timeout=300)
     assert r.rc == 0, r.err[-3000:]
     recs = r.only_report()
     wins = by_type(recs, "budget_window")

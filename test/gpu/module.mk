@@ -139,6 +139,13 @@ test-gpu-rel:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_rel.sh $(GPU_OUT)
 
+# The whole validation of one commit in one call (gates in two lanes, then
+# the benchmarks alone): test/gpu/run_gpu_validation.sh.
+.PHONY: test-gpu-validation
+test-gpu-validation:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_validation.sh $(GPU_OUT)
+
 bench-gpu-checks:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash bench/run_check_bench.sh $(GPU_OUT)

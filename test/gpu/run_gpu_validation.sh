@@ -1,0 +1,70 @@
+#!/bin/bash
+# test/gpu/run_gpu_validation.sh — the whole GPU validation of one commit in
+# one call, for a device whose time is counted: the gate checks in two lanes
+# side by side (nothing there is timed), then the benchmarks one after the
+# other, alone on the GPU (their ratios are to plain runs in the same call).
+#
+# usage: run_gpu_validation.sh [OUTDIR]   (BUILD=... as the other scripts)
+#   PHASES="gates bench" (default both); GATES_BUDGET=250, BENCH_BUDGET=330
+#   seconds. Each part's own table lands in OUTDIR/<part>/; OUTDIR/rc.txt has
+#   one line per part: name, exit status, seconds. Then OUTDIR/tables.tgz
+#   (the tables and logs, small) and OUTDIR/all.tgz (everything).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUTDIR=${1:-${OUT:-$ROOT/gpu-out}/validation}
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+PHASES=${PHASES:-gates bench}
+export PYTHONUNBUFFERED=1
+: >"$OUTDIR/rc.txt"
+
+part() { # name timeout cmd... -> OUTDIR/name.log, a line in rc.txt
+  local n=$1 t=$2 s
+  shift 2
+  if [ "$t" -lt 20 ]; then
+    echo "$n left-out 0s (budget spent)" | tee -a "$OUTDIR/rc.txt"
+    return
+  fi
+  s=$(date +%s)
+  timeout -k 5 "$t" "$@" >"$OUTDIR/$n.log" 2>&1
+  echo "$n rc=$? $(($(date +%s) - s))s" | tee -a "$OUTDIR/rc.txt"
+}
+
+{
+  nvidia-smi -L
+  git -C "$ROOT" rev-parse HEAD 2>/dev/null || cat "$ROOT/COMMIT" 2>/dev/null
+  date -u
+} >"$OUTDIR/env.txt" 2>&1
+
+case " $PHASES " in *" gates "*)
+  T0=$(date +%s)
+  left() { echo $((${GATES_BUDGET:-250} - ($(date +%s) - T0))); }
+  (
+    part found 120 env KC_TRAIN_STEPS=20 bash test/gpu/run_gpu_tests.sh "$OUTDIR/found"
+    part checks $(($(left) - 5)) env KC_RECALL_BUDGET=0 KC_BUDGET=$(($(left) - 15)) \
+      bash test/gpu/run_gpu_checks.sh "$OUTDIR/checks"
+  ) &
+  (
+    part races 90 bash test/gpu/races/run_corpus.sh "$OUTDIR/races"
+    part rel $(($(left) > 60 ? 60 : $(left))) bash test/gpu/run_gpu_rel.sh "$OUTDIR/rel"
+    part serving $(($(left) > 55 ? 55 : $(left))) bash test/gpu/run_gpu_serving.sh "$OUTDIR/serving"
+  ) &
+  wait
+  ;;
+esac
+
+case " $PHASES " in *" bench "*)
+  T1=$(date +%s)
+  bleft() { echo $((${BENCH_BUDGET:-330} - ($(date +%s) - T1))); }
+  part torch $(($(bleft) > 170 ? 170 : $(bleft))) env KC_TORCH_PARTS="train bench activation" \
+    KC_TORCH_MODES=fp32 KC_ACT=compile KC_BENCH_STEPS=150 KC_BENCH_CONFIGS="plain default torch" \
+    KC_TIMEOUT=80 KC_BUDGET=150 bash test/gpu/run_gpu_torch.sh "$OUTDIR/torch"
+  part targets $(($(bleft) > 165 ? 165 : $(bleft))) env KC_BUDGET=150 \
+    bash bench/run_targets.sh "$OUTDIR/targets"
+  ;;
+esac
+
+cd "$OUTDIR" && find . -name "*.md" -o -name "*.txt" -o -name "*.log" -o -name "*.json" |
+  tar czf tables.tgz -T - && tar czf all.tgz --exclude=./all.tgz --exclude=./tables.tgz .
+! grep -q "rc=[1-9]" "$OUTDIR/rc.txt"

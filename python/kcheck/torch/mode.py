@@ -312,7 +312,11 @@ class KcheckMode(TorchDispatchMode):
             cell[0] += 1
             return func(*args, **kwargs)
         self.new_keys += 1
-        return self._slow(func, entry, key, args, kwargs)
+        t = time.perf_counter()
+        try:
+            return self._slow(func, entry, key, args, kwargs)
+        finally:  # a new signature's whole cost on this thread (checked_call included)
+            st.add_cost("new_signature", time.perf_counter() - t)
 
     def _done(self, key, entry):
         """The key will not be checked again (its first pass-through was
@@ -728,7 +732,9 @@ class KcheckMode(TorchDispatchMode):
         why = _tensor_reason(out, self.devices)
         if why:
             return None, {"_result": {"status": "skipped", "reason": "output " + why}}
-        oh = judge.HostTensor("out", out)
+        st = self.stats
+        with st.timed("in_job:out_copy"):  # inside the caller's phase (copy_output, trials:*)
+            oh = judge.HostTensor("out", out)
         kernels, nk = [], 0
         if mark is not None:
             names = ctypes.create_string_buffer(8192)
@@ -740,11 +746,14 @@ class KcheckMode(TorchDispatchMode):
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:
             attrs["p_format"] = in_fmt
-        if plan.op == "matmul" and not all(bool(torch.isfinite(h.flat).all()) for h in inputs
-                                           if isinstance(h, judge.HostTensor)):
-            # the Freivalds screen sums whole rows: an infinite input (a -inf
-            # mask in C) makes it NaN; every sampled element is still judged
-            attrs["screen"] = 0
+        if plan.op == "matmul":
+            with st.timed("in_job:finite_scan"):
+                finite = all(bool(torch.isfinite(h.flat).all()) for h in inputs
+                             if isinstance(h, judge.HostTensor))
+            if not finite:
+                # the Freivalds screen sums whole rows: an infinite input (a
+                # -inf mask in C) makes it NaN; every sampled element is still judged
+                attrs["screen"] = 0
         hosts = []
         for h in inputs:
             if isinstance(h, tuple):
@@ -753,7 +762,8 @@ class KcheckMode(TorchDispatchMode):
         if ctx0 is not None:  # the application's call this check stands for
             stack, thread = ctx0["stack"]["python"], ctx0["python_thread"]
         else:
-            stack, thread = _user_stack()
+            with st.timed("in_job:stack"):
+                stack, thread = _user_stack()
         ctx = {"op": entry.name, "aten_op": entry.name.split(".")[0],
                "overload": entry.name.split(".", 1)[1] if "." in entry.name else "default",
                "oracle_op": plan.op, "profile": prof, "settings": settings,
@@ -786,7 +796,8 @@ class KcheckMode(TorchDispatchMode):
                 continue
             if name in entry.written or entry.inplace or entry.has_out:
                 continue
-            after, _, _ = judge.host(v)
+            with self.stats.timed("in_immutability:copy"):
+                after, _, _ = judge.host(v)
             a, b = h.flat.view(torch.uint8), after.view(torch.uint8)
             if a.numel() != b.numel() or not torch.equal(a, b):
                 diff = (a != b).nonzero()

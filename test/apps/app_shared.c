@@ -138,6 +138,9 @@ static void *worker(void *arg) {
     if (it % 3 == 1) { /* through a CUDA array: device -> array -> host */
       CK(cuStreamSynchronize(s));
       CK(cuMemcpyDtoA(arr, 0, x, (n + 1) * sizeof(float)));
+      /* A device-to-array copy returns before it is done and runs on the
+       * legacy stream, which a non-blocking stream does not wait for. */
+      CK(cuStreamSynchronize(CU_STREAM_LEGACY));
       CK(cuMemcpyAtoHAsync(back, arr, 0, (n + 1) * sizeof(float), s));
     } else if (it % 3 == 2) {
       CUdeviceptr dst = (CUdeviceptr)back, src = x;
@@ -149,11 +152,15 @@ static void *worker(void *arg) {
       CK(cuMemcpyDtoHAsync(back, x, (n + 1) * sizeof(float), s));
     }
     CK(cuStreamSynchronize(s));
+    long was = bad;
     for (size_t i = 0; i < n; i++)
       bad += back[i] != 2.0f * h[i];
     unsigned tail;
     memcpy(&tail, &back[n], 4);
     bad += tail != 0x3f800000u + (unsigned)t;
+    if (bad != was) /* which copies the wrong iteration used */
+      fprintf(stderr, "app_shared: thread %ld iter %d: %ld wrong (in %d back %d), first %g want %g\n",
+              t, it, bad - was, it % 4, it % 3, (double)back[0], (double)(2.0f * h[0]));
     if (churn) CK(cuMemFree(x));
   }
   pthread_mutex_lock(&lock);

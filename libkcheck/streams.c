@@ -182,11 +182,13 @@ static json_t *side_json(const struct rec *r, int write) {
 
 static void report(struct race *x, const struct kc_launch_info *li) {
   char msg[512];
+  int array = (x->addr & KC_ACCESS_ARRAY) != 0;
+  unsigned long long where = (unsigned long long)(x->addr & ~KC_ACCESS_ARRAY);
   snprintf(msg, sizeof msg,
-           "%s on stream %d and %s on stream %d touch address 0x%llx (%s / %s) with no ordering "
+           "%s on stream %d and %s on stream %d touch %s 0x%llx (%s / %s) with no ordering "
            "between them (no event wait, stream or device synchronisation)",
-           x->first.what, x->first.s, x->second.what, x->second.s, (unsigned long long)x->addr,
-           x->first_write ? "write" : "read", x->second_write ? "write" : "read");
+           x->first.what, x->first.s, x->second.what, x->second.s, array ? "CUDA array" : "address",
+           where, x->first_write ? "write" : "read", x->second_write ? "write" : "read");
   /* De-duplicated by (gate, both sides' names). */
   uint64_t h = 1469598103934665603ull;
   for (const char *p = x->first.what; *p; p++)
@@ -204,11 +206,12 @@ static void report(struct race *x, const struct kc_launch_info *li) {
       "ordered by an event wait or a synchronisation");
   if (rec) {
     char addr[24];
-    snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)x->addr);
+    snprintf(addr, sizeof addr, "0x%llx", where);
     json_object_set_new(rec, "evidence",
-                        json_pack("{s:o, s:o, s:s}", "first", side_json(&x->first, x->first_write),
-                                  "second", side_json(&x->second, x->second_write), "address",
-                                  addr));
+                        json_pack("{s:o, s:o, s:s, s:s}", "first",
+                                  side_json(&x->first, x->first_write), "second",
+                                  side_json(&x->second, x->second_write), "address", addr, "memory",
+                                  array ? "cuda_array" : "linear"));
     if (x->second.stack) json_object_set(rec, "stack", x->second.stack);
   }
   rec_clear(&x->first);

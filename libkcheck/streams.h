@@ -25,6 +25,11 @@
 
 #include "launch.h"
 
+/* A CUDA array is one object to the model, keyed by its handle with this
+ * bit set (device addresses and host handles stay below 2^63). */
+#define KC_ACCESS_ARRAY (1ull << 63)
+#define KC_ARRAY_KEY(a) ((uint64_t)(uintptr_t)(a) | KC_ACCESS_ARRAY)
+
 /* One memory access of an operation. */
 struct kc_access {
   uint64_t addr, size; /* size 1 for a kernel's pointer (extent unknown) */

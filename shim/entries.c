@@ -288,7 +288,8 @@ static int name_is_pt(const char *s, size_t n) {
     struct kc_access acc_[] = {__VA_ARGS__};                                                       \
     int nacc_ = (int)(sizeof acc_ / sizeof acc_[0]);                                               \
     for (int i_ = 0; kc_opt.graph_uninit && i_ < nacc_; i_++)                                      \
-      if (acc_[i_].write) kc_uninit_touch_addr(acc_[i_].addr);                                     \
+      if (acc_[i_].write && !(acc_[i_].addr & KC_ACCESS_ARRAY))                                    \
+        kc_uninit_touch_addr(acc_[i_].addr);                                                       \
     /* Recorded into a capture, it runs later as a graph node (tracked then). */                   \
     if (kc_opt.stream_races && !kc_graph_stream_capturing(stream, KC_PT(sym)))                     \
       kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);                                  \
@@ -380,13 +381,31 @@ static void track_pitched(const char *sym, int pt, CUstream st, int sync, int ds
 #define DEF_COPY_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH, KC_FA_COPY_BATCH)
 #define DEF_COPY_3D_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH_V1, KC_FA_COPY_3D_BATCH_V1)
 #define DEF_COPY_3D_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH, KC_FA_COPY_3D_BATCH)
-#define DEF_COPY_DTOA(sym) DEF_FENCED(sym, KC_FP_COPY_DTOA, KC_FA_COPY_DTOA)
-#define DEF_COPY_ATOD(sym) DEF_FENCED(sym, KC_FP_COPY_ATOD, KC_FA_COPY_ATOD)
-#define DEF_COPY_HTOA(sym) DEF_FENCED(sym, KC_FP_COPY_HTOA, KC_FA_COPY_HTOA)
-#define DEF_COPY_ATOH(sym) DEF_FENCED(sym, KC_FP_COPY_ATOH, KC_FA_COPY_ATOH)
-#define DEF_COPY_ATOA(sym) DEF_FENCED(sym, KC_FP_COPY_ATOA, KC_FA_COPY_ATOA)
-#define DEF_COPY_HTOA_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_HTOA_ASYNC, KC_FA_COPY_HTOA_ASYNC)
-#define DEF_COPY_ATOH_ASYNC(sym) DEF_FENCED(sym, KC_FP_COPY_ATOH_ASYNC, KC_FA_COPY_ATOH_ASYNC)
+/* CUDA-array copies: an array is one object (KC_ARRAY_KEY). The entries
+ * without a stream run on the default stream; of those, the ones with a
+ * host side (HtoA, AtoH) return once done, the device-to-device ones
+ * (DtoA, AtoD, AtoA) before: the host does not wait for them. */
+#define DEF_COPY_DTOA(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_DTOA, KC_FA_COPY_DTOA,                                              \
+               KC_TRACK(sym, NULL, 0, {KC_ARRAY_KEY(dst), n, 1}, {src, n, 0}))
+#define DEF_COPY_ATOD(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_ATOD, KC_FA_COPY_ATOD,                                              \
+               KC_TRACK(sym, NULL, 0, {dst, n, 1}, {KC_ARRAY_KEY(src), n, 0}))
+#define DEF_COPY_HTOA(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_HTOA, KC_FA_COPY_HTOA,                                              \
+               KC_TRACK(sym, NULL, 1, {KC_ARRAY_KEY(dst), n, 1}))
+#define DEF_COPY_ATOH(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_ATOH, KC_FA_COPY_ATOH,                                              \
+               KC_TRACK(sym, NULL, 1, {KC_ARRAY_KEY(src), n, 0}))
+#define DEF_COPY_ATOA(sym)                                                                         \
+  DEF_FENCED_T(sym, KC_FP_COPY_ATOA, KC_FA_COPY_ATOA,                                              \
+               KC_TRACK(sym, NULL, 0, {KC_ARRAY_KEY(dst), n, 1}, {KC_ARRAY_KEY(src), n, 0}))
+#define DEF_COPY_HTOA_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_COPY_HTOA_ASYNC, KC_FA_COPY_HTOA_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {KC_ARRAY_KEY(dst), n, 1}))
+#define DEF_COPY_ATOH_ASYNC(sym)                                                                   \
+  DEF_FENCED_T(sym, KC_FP_COPY_ATOH_ASYNC, KC_FA_COPY_ATOH_ASYNC,                                  \
+               KC_TRACK(sym, stream, 0, {KC_ARRAY_KEY(src), n, 0}))
 
 /* ---- code loading ------------------------------------------------------- */
 

@@ -7,6 +7,9 @@
  *       copy), scales it on the device, memsets a tail word (1D or 2D
  *       memset) and copies it back (plain, batch, or through a CUDA array),
  *       and checks every value exactly.
+ *   app_shared unordered [T] [ITERS]  shared, but the CUDA-array read-back
+ *       does not wait for the device-to-array copy: the ordering bug that
+ *       stream_races=1 must report (under GPU load its values can be wrong).
  *   app_shared churn [T] [ITERS]    the same per thread, but each iteration
  *       allocates its own buffer and frees it (for save_all=1, whose checks
  *       snapshot every live allocation).
@@ -38,7 +41,7 @@ static const char *scale_name = "_Z5scalePffi";
 static CUcontext ctx;
 static CUfunction scale;
 static CUdeviceptr shared_buf;
-static int iters = 50, churn, graphs, global_capture;
+static int iters = 50, churn, graphs, global_capture, unordered;
 static long launches;
 static long wrong;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -140,7 +143,7 @@ static void *worker(void *arg) {
       CK(cuMemcpyDtoA(arr, 0, x, (n + 1) * sizeof(float)));
       /* A device-to-array copy returns before it is done and runs on the
        * legacy stream, which a non-blocking stream does not wait for. */
-      CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+      if (!unordered) CK(cuStreamSynchronize(CU_STREAM_LEGACY));
       CK(cuMemcpyAtoHAsync(back, arr, 0, (n + 1) * sizeof(float), s));
     } else if (it % 3 == 2) {
       CUdeviceptr dst = (CUdeviceptr)back, src = x;
@@ -159,8 +162,9 @@ static void *worker(void *arg) {
     memcpy(&tail, &back[n], 4);
     bad += tail != 0x3f800000u + (unsigned)t;
     if (bad != was) /* which copies the wrong iteration used */
-      fprintf(stderr, "app_shared: thread %ld iter %d: %ld wrong (in %d back %d), first %g want %g\n",
-              t, it, bad - was, it % 4, it % 3, (double)back[0], (double)(2.0f * h[0]));
+      fprintf(stderr,
+              "app_shared: thread %ld iter %d: %ld wrong (in %d back %d), first %g want %g\n", t,
+              it, bad - was, it % 4, it % 3, (double)back[0], (double)(2.0f * h[0]));
     if (churn) CK(cuMemFree(x));
   }
   pthread_mutex_lock(&lock);
@@ -194,6 +198,7 @@ int main(int argc, char **argv) {
   if (argc > 3) iters = atoi(argv[3]);
   if (threads < 1 || threads > 64 || iters < 1) return 2;
   churn = !strcmp(mode, "churn");
+  unordered = !strcmp(mode, "unordered");
   global_capture = !strcmp(mode, "graphs_global");
   graphs = global_capture || !strcmp(mode, "graphs");
   launches = (long)threads * iters;

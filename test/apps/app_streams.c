@@ -20,7 +20,11 @@
  *            buffer on the compute stream; fixed: event record + stream wait
  *   kernels  a kernel writes a buffer on one stream and another reads it on
  *            a second stream (the write is known from a check of the first
- *            kernel); fixed: event wait */
+ *            kernel); fixed: event wait
+ *   array    a device-to-array copy (it runs on the legacy stream and the
+ *            host does not wait for it), then an async array-to-host copy
+ *            on a non-blocking stream; fixed: the legacy stream is
+ *            synchronised in between */
 #include "apps.h"
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -134,6 +138,18 @@ int main(int argc, char **argv) {
       CK(cuStreamSynchronize(s1));
       CK(cuStreamSynchronize(s2));
     }
+  } else if (!strcmp(mode, "array")) {
+    CUarray arr;
+    CUDA_ARRAY_DESCRIPTOR ad;
+    memset(&ad, 0, sizeof ad);
+    ad.Width = N, ad.Format = CU_AD_FORMAT_FLOAT, ad.NumChannels = 1;
+    CK(cuArrayCreate(&arr, &ad));
+    CK(cuMemcpyHtoD(x, h, sizeof h));
+    CK(cuMemcpyDtoA(arr, 0, x, sizeof h));
+    if (fixed) CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    CK(cuMemcpyAtoHAsync(back, arr, 0, sizeof back, s2));
+    CK(cuStreamSynchronize(s2));
+    CK(cuArrayDestroy(arr));
   } else {
     fprintf(stderr, "%s: unknown mode '%s'\n", app_name, mode);
     return 2;

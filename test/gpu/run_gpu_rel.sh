@@ -10,6 +10,10 @@
 #   2. app_shared (batch, 3D batch and CUDA-array copies among the plain
 #      ones, under the world lock): 10 runs shared and 10 churn save_all,
 #      every launch checked: 0 wrong results, 0 violations.
+#   2b. the same program's CUDA-array read-back left unordered with the
+#      device-to-array copy (app_shared unordered) under stream_races=1:
+#      a stream_order violation naming both copies; the correct program
+#      (app_shared shared) under stream_races=1: none.
 #   3. replay bundles: racy_last_writer (build/gpu/races) and oob_tail_write
 #      (contracts_gpu.yaml, gate bounds) with repro_dir; `kcheck repro
 #      BUNDLE` must reproduce each without the program.
@@ -97,6 +101,25 @@ for mode in "shared :" "churn :save_all=1:"; do
   done
   [ "$bad" = 0 ] && [ "$viol" = 0 ] && [ "$checks" -ge 10 ] && s=PASS || s=FAIL
   record "world $1 (batch/array copies)" $s "10 runs: $bad wrong or failed, $viol violations, $checks checks"
+done
+
+echo "=== 2b. the array read-back's ordering under stream_races=1"
+for mode in unordered shared; do
+  rc=0
+  KCHECK_OPTIONS="log_path=$REPS/order_$mode:stream_races=1:verbosity=0" LD_PRELOAD="$LIB" \
+    run_logged 30 "order_$mode" "$APP" "$mode" 2 8 || rc=$?
+  reps=$(reports_of "order_$mode" | tr '\n' ' ')
+  n=0 both=0
+  if [ -n "$reps" ]; then
+    n=$(count "$reps" violation stream_order)
+    both=$(grep -h '"stream_order"' $reps | grep -c 'cuMemcpyDtoA.*cuMemcpyAtoHAsync')
+  fi
+  if [ "$mode" = unordered ]; then
+    [ "$n" -ge 1 ] && [ "$both" -ge 1 ] && s=PASS || s=FAIL
+  else
+    [ "$rc" = 0 ] && [ -n "$reps" ] && [ "$n" = 0 ] && s=PASS || s=FAIL
+  fi
+  record "stream order $mode array read-back" $s "exit $rc, stream_order violations $n (DtoA then AtoHAsync: $both)"
 done
 
 echo "=== 3. replay bundles without the program"

@@ -7,12 +7,15 @@ import pytest
 
 from conftest import by_type, run
 
-MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph"]
+MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph", "array"]
 # (first, second) operation of each buggy mode
 SIDES = {"copy": ("cuMemcpyHtoDAsync", "scale"), "sync": ("cuMemcpyHtoDAsync", "scale"),
          "query": ("cuMemcpyHtoDAsync", "scale"), "legacy": ("cuMemcpyHtoDAsync", "scale"),
          "reuse": ("vecadd", "cuMemcpyHtoDAsync"), "kernels": ("fill_i32", "vecadd"),
-         "copy2d": ("cuMemcpy2DAsync", "scale"), "graph": ("cuGraphLaunch", "scale")}
+         "copy2d": ("cuMemcpy2DAsync", "scale"), "graph": ("cuGraphLaunch", "scale"),
+         "array": ("cuMemcpyDtoA", "cuMemcpyAtoHAsync")}
+# The later operation of these is a copy: nothing to re-run as stream_delay.
+COPY_SECOND = ("reuse", "array")
 
 
 def first_op(mode):
@@ -32,7 +35,7 @@ def test_unordered_access_is_reported(app, tmp_path, mode):
     viol = by_type(r.only_report(), "violation")
     # A kernel that reads the unordered write is also re-run as if the
     # write had not landed: its changed result is a stream_delay finding.
-    delayed = ["stream_delay"] if mode != "reuse" else []
+    delayed = ["stream_delay"] if mode not in COPY_SECOND else []
     assert [v["gate"] for v in viol] == ["stream_order"] + delayed, r.err[-3000:]
     if delayed:
         d = viol[1]["evidence"]["delayed"]
@@ -65,6 +68,20 @@ def test_graphs_and_threads_stay_silent_with_tracking(app, tmp_path):
             timeout=300)
     assert r.rc == 0, r.err[-3000:]
     assert not by_type(r.only_report(), "violation")
+
+
+def test_threads_with_an_unordered_array_read_back_are_reported(app, tmp_path):
+    """app_shared unordered: each thread's device-to-array copy (default
+    stream, the host does not wait) is read back on its non-blocking stream
+    with no ordering; the correct form is the silent test above."""
+    r = run([app("app_shared"), "unordered", "4", "4"], tmp_path, options="stream_races=1")
+    assert r.rc == 0, r.err[-3000:]
+    viol = by_type(r.only_report(), "violation")
+    assert viol and all(v["gate"] == "stream_order" for v in viol), r.err[-3000:]
+    arrays = [v["evidence"] for v in viol if v["evidence"]["memory"] == "cuda_array"]
+    assert arrays, viol
+    assert all(e["first"]["op"].startswith("cuMemcpyDtoA") and
+               e["second"]["op"].startswith("cuMemcpyAtoHAsync") for e in arrays), arrays
 
 
 def test_stream_delay_needs_a_kernel_that_reads_the_write(app, tmp_path):

@@ -30,7 +30,7 @@ include libkcheck/module.mk
 include test/module.mk
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+	clang-format -i $$(git ls-files '*.c' '*.h')
 
 lint:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')

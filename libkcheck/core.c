@@ -2,6 +2,7 @@
  * non-launch events the shim reports (allocations, code loads). */
 #include "core.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,10 @@ void (*kc_core_activate)(void);
 int kc_core_initialized;
 __thread int kc_guard_depth __attribute__((tls_model("initial-exec")));
 
+/* Set once the exit writing began (kc_core_fini or kc_core_exit_flush). */
+static atomic_int fini_started;
+static pid_t owner_pid;
+
 static void at_exit(void) { kc_core_fini(); }
 
 /* exitcode=N: the exit status tells CI that violations exist (like the
@@ -63,6 +68,7 @@ int kc_core_init(int (*layers_init)(void)) {
   kc_prof_on = kc_opt.profile;
   kc_report_open();
   kc_core_initialized = 1;
+  owner_pid = getpid();
   atexit(at_exit);
   kc_signals_install();
   kc_disabled = 0;
@@ -79,6 +85,7 @@ void kc_core_driver_ready(int have_driver) {
 
 void kc_core_fini(void) {
   if (kc_disabled) return;
+  atomic_store(&fini_started, 1);
   kc_audit_finish();
   kc_guard_enter();
   kc_perturb_fini();
@@ -89,6 +96,18 @@ void kc_core_fini(void) {
   kc_report_finish();
 }
 
+void kc_core_exit_flush(void) {
+  if (kc_disabled || atomic_exchange(&fini_started, 1)) return;
+  kc_prof_finish();
+  kc_serving_finish(kc_policy_check_seconds());
+  kc_report_finish();
+}
+
+int kc_core_exit_wanted(void) {
+  return !kc_disabled && kc_core_initialized && !kc_guard_depth && !atomic_load(&fini_started) &&
+         getpid() == owner_pid;
+}
+
 void kc_core_prefork(void) { kc_report_lock(); }
 
 void kc_core_postfork_parent(void) { kc_report_unlock(); }
@@ -96,6 +115,7 @@ void kc_core_postfork_parent(void) { kc_report_unlock(); }
 void kc_core_postfork_child(void) {
   /* Only this thread exists in the child: reset locks others may have held,
    * and give the child a report of its own. */
+  owner_pid = getpid();
   kc_report_reset_lock();
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();

@@ -25,8 +25,18 @@ int kc_core_init(int (*layers_init)(void));
 /* Called once the real driver table is filled. */
 void kc_core_driver_ready(int have_driver);
 void kc_core_fini(void);
+/* What _exit still writes (atexit does not run): queued findings, the
+ * summary; the device and CUPTI are left alone (a forked child may not
+ * touch them). Once, and not after kc_core_fini. */
+void kc_core_exit_flush(void);
+/* Whether an _exit of this thread should flush first: kcheck active, not
+ * finished, not inside kcheck, and this is the process kcheck set up (a
+ * vfork child shares the parent's memory and must touch nothing). */
+int kc_core_exit_wanted(void);
 /* SIGTERM/SIGINT handlers that write the summary (signals.c). */
 void kc_signals_install(void);
+/* kc_core_exit_flush on the watcher thread, waited for a bounded time. */
+void kc_signals_exit_flush(void);
 /* In a fork's child: a new watcher thread for those handlers. */
 void kc_signals_postfork_child(void);
 /* fork handlers (pthread_atfork). */

@@ -10,7 +10,12 @@
  * and poll are async-signal-safe), waits for it a bounded time, then dies.
  * The watcher runs with every signal blocked, so the handler never runs on
  * it. If the watcher could not be started, the handler writes the summary
- * itself, as the best it can do. */
+ * itself, as the best it can do.
+ *
+ * _exit and _Exit (shim/exit_hook.c) go the same way, for the same reason:
+ * they skip atexit, and they are often called from a signal handler of the
+ * application's own. The watcher is started whether or not a handler was
+ * installed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,7 +42,10 @@ static void *watcher_main(void *arg) {
     ssize_t n = read(req[0], &sig, sizeof sig);
     if (n < 0 && errno == EINTR) continue;
     if (n != (ssize_t)sizeof sig) return NULL;
-    kc_report_finish_signal(sig); /* once; later calls return at once */
+    if (sig)
+      kc_report_finish_signal(sig); /* once; later calls return at once */
+    else
+      kc_core_exit_flush();
     if (write(done[1], "x", 1) < 0) return NULL;
   }
 }
@@ -86,13 +94,24 @@ static void on_signal(int sig) {
   raise(sig);
 }
 
+void kc_signals_exit_flush(void) {
+  if (atomic_load(&watcher_ready) &&
+      write(req[1], &(int){0}, sizeof(int)) == (ssize_t)sizeof(int)) {
+    struct pollfd p = {.fd = done[0], .events = POLLIN};
+    while (poll(&p, 1, KC_SIGNAL_WAIT_MS) < 0 && errno == EINTR) {
+    }
+    return;
+  }
+  kc_core_exit_flush();
+}
+
 void kc_signals_install(void) {
   static const int sigs[] = {SIGTERM, SIGINT};
+  if (!atomic_exchange(&installed, 1)) start_watcher();
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
     struct sigaction old;
     if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
       continue;
-    if (!atomic_exchange(&installed, 1)) start_watcher();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

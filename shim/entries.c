@@ -1,5 +1,6 @@
 /* shim/entries.c — one exported wrapper per KC_HOOK row of driver.def,
  * generated per family. The fast path is: guard or inactive → real call. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "allocmap.h"
@@ -377,10 +378,68 @@ static void track_pitched(const char *sym, int pt, CUstream st, int sync, int ds
 #define DEF_MEMSET_D2D32_ASYNC(sym)                                                                \
   DEF_FENCED(sym, KC_FP_MEMSET_D2D32_ASYNC, KC_FA_MEMSET_D2D32_ASYNC)
 
-#define DEF_COPY_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH_V1, KC_FA_COPY_BATCH_V1)
-#define DEF_COPY_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_BATCH, KC_FA_COPY_BATCH)
-#define DEF_COPY_3D_BATCH_V1(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH_V1, KC_FA_COPY_3D_BATCH_V1)
-#define DEF_COPY_3D_BATCH(sym) DEF_FENCED(sym, KC_FP_COPY_3D_BATCH, KC_FA_COPY_3D_BATCH)
+/* Batch copies: one operation of the stream, with each entry's device
+ * sides (an address inside a device allocation, or a CUDA array). */
+static int in_device_memory(CUdeviceptr p) {
+  struct kc_alloc a;
+  return p && kc_allocmap_find(p, &a) == 0;
+}
+static void track_batch(const char *sym, int pt, CUstream st, struct kc_access *acc, int n) {
+  for (int i = 0; kc_opt.graph_uninit && i < n; i++)
+    if (acc[i].write && !(acc[i].addr & KC_ACCESS_ARRAY)) kc_uninit_touch_addr(acc[i].addr);
+  if (kc_opt.stream_races && n && !kc_graph_stream_capturing(st, pt))
+    kc_streams_op(st, pt, 0, sym, acc, n);
+}
+#define KC_BATCH_MAX 1024 /* entries tracked per batch; the rest only lose reports */
+static void track_batch_1d(const char *sym, int pt, CUstream st, const CUdeviceptr *dsts,
+                           const CUdeviceptr *srcs, const size_t *sizes, size_t count) {
+  size_t m = count < KC_BATCH_MAX ? count : KC_BATCH_MAX;
+  struct kc_access *acc = dsts && srcs && sizes ? malloc(2 * (m ? m : 1) * sizeof *acc) : NULL;
+  if (!acc) return;
+  int n = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (in_device_memory(dsts[i])) acc[n++] = (struct kc_access){dsts[i], sizes[i], 1};
+    if (in_device_memory(srcs[i])) acc[n++] = (struct kc_access){srcs[i], sizes[i], 0};
+  }
+  track_batch(sym, pt, st, acc, n);
+  free(acc);
+}
+static int operand(const CUmemcpy3DOperand *o, uint64_t span, int write, struct kc_access *out) {
+  if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY && o->op.array.array) {
+    *out = (struct kc_access){KC_ARRAY_KEY(o->op.array.array), span, write};
+    return 1;
+  }
+  if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER || !in_device_memory(o->op.ptr.ptr)) return 0;
+  *out = (struct kc_access){o->op.ptr.ptr, span, write};
+  return 1;
+}
+static void track_batch_3d(const char *sym, int pt, CUstream st, const CUDA_MEMCPY3D_BATCH_OP *ops,
+                           size_t nops) {
+  size_t m = nops < KC_BATCH_MAX ? nops : KC_BATCH_MAX;
+  struct kc_access *acc = ops ? malloc(2 * (m ? m : 1) * sizeof *acc) : NULL;
+  if (!acc) return;
+  int n = 0;
+  for (size_t i = 0; i < m; i++) {
+    /* Elements, not bytes: only the start is compared; the span is a hint. */
+    uint64_t span = (uint64_t)ops[i].extent.width * ops[i].extent.height * ops[i].extent.depth;
+    n += operand(&ops[i].dst, span, 1, &acc[n]);
+    n += operand(&ops[i].src, span, 0, &acc[n]);
+  }
+  track_batch(sym, pt, st, acc, n);
+  free(acc);
+}
+#define DEF_COPY_BATCH_V1(sym)                                                                     \
+  DEF_FENCED_T(sym, KC_FP_COPY_BATCH_V1, KC_FA_COPY_BATCH_V1,                                      \
+               track_batch_1d(#sym, KC_PT(sym), stream, dsts, srcs, sizes, count))
+#define DEF_COPY_BATCH(sym)                                                                        \
+  DEF_FENCED_T(sym, KC_FP_COPY_BATCH, KC_FA_COPY_BATCH,                                            \
+               track_batch_1d(#sym, KC_PT(sym), stream, dsts, srcs, sizes, count))
+#define DEF_COPY_3D_BATCH_V1(sym)                                                                  \
+  DEF_FENCED_T(sym, KC_FP_COPY_3D_BATCH_V1, KC_FA_COPY_3D_BATCH_V1,                                \
+               track_batch_3d(#sym, KC_PT(sym), stream, ops, nops))
+#define DEF_COPY_3D_BATCH(sym)                                                                     \
+  DEF_FENCED_T(sym, KC_FP_COPY_3D_BATCH, KC_FA_COPY_3D_BATCH,                                      \
+               track_batch_3d(#sym, KC_PT(sym), stream, ops, nops))
 /* CUDA-array copies: an array is one object (KC_ARRAY_KEY). The entries
  * without a stream run on the default stream; of those, the ones with a
  * host side (HtoA, AtoH) return once done, the device-to-device ones

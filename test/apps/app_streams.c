@@ -21,6 +21,9 @@
  *   kernels  a kernel writes a buffer on one stream and another reads it on
  *            a second stream (the write is known from a check of the first
  *            kernel); fixed: event wait
+ *   batch    as copy, the buffer written by a batch copy (cuMemcpyBatchAsync);
+ *            fixed: event record + stream wait
+ *   batch3d  as copy, the buffer written by a 3D batch copy; fixed: the same
  *   array    a device-to-array copy (it runs on the legacy stream and the
  *            host does not wait for it), then an async array-to-host copy
  *            on a non-blocking stream; fixed: the legacy stream is
@@ -138,6 +141,28 @@ int main(int argc, char **argv) {
       CK(cuStreamSynchronize(s1));
       CK(cuStreamSynchronize(s2));
     }
+  } else if (!strcmp(mode, "batch") || !strcmp(mode, "batch3d")) {
+    if (mode[5]) {
+      CUDA_MEMCPY3D_BATCH_OP op;
+      memset(&op, 0, sizeof op);
+      op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+      op.src.op.ptr.ptr = (CUdeviceptr)h, op.dst.op.ptr.ptr = x;
+      op.extent.width = sizeof h, op.extent.height = op.extent.depth = 1;
+      op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpy3DBatchAsync(1, &op, 0, s1));
+    } else {
+      CUdeviceptr dst = x, src = (CUdeviceptr)h;
+      size_t bytes = sizeof h, idx = 0;
+      CUmemcpyAttributes at;
+      memset(&at, 0, sizeof at);
+      at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      CK(cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &at, &idx, 1, s1));
+    }
+    if (fixed) {
+      CK(cuEventRecord(ev, s1));
+      CK(cuStreamWaitEvent(s2, ev, 0));
+    }
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
   } else if (!strcmp(mode, "array")) {
     CUarray arr;
     CUDA_ARRAY_DESCRIPTOR ad;

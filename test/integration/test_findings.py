@@ -60,6 +60,20 @@ if "--fork" in sys.argv:
 if "--sleep" in sys.argv:
     sys.stdout.write("ready\n"); sys.stdout.flush()
     time.sleep(60)
+if "--spawn-missing" in sys.argv:
+    import subprocess
+    try:  # the child (vfork where Python can) ends with _exit(255)
+        subprocess.run(["/nonexistent/kcheck-test-program"])
+    except FileNotFoundError:
+        sys.stdout.write("spawn failed\n"); sys.stdout.flush()
+    A.launch(d, f, 64, 128, p)  # after it: counted in the one summary
+    d.cuCtxSynchronize()
+if "--os-exit" in sys.argv:
+    if "--in-child" in sys.argv and os.fork():
+        _, status = os.waitpid(-1, 0)
+        sys.stdout.write("child %%d\n" %% os.waitstatus_to_exitcode(status)); sys.stdout.flush()
+        sys.exit(0)
+    os._exit(3)
 ''' % os.path.join(ROOT, "test", "apps")
 
 
@@ -209,6 +223,56 @@ def test_sigterm_in_a_forked_child_writes_its_summary(tmp_path):
     assert child in reports, sorted(reports)
     assert reports[child].finished and reports[child].summary["violations"] == 0
     assert reports[child].run.get("parent_pid") == p.pid
+
+
+def preloaded(tmp_path, name, options=""):
+    env = base_env(tmp_path)
+    from conftest import ASAN_RT, LIB, USE_SAN
+    env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+    env["KCHECK_OPTIONS"] = "log_path=%s%s" % (tmp_path / name, options)
+    return env
+
+
+def test_os_exit_keeps_the_findings_and_the_summary(tmp_path):
+    # _exit skips atexit: kcheck's _exit writes the queued finding (named on
+    # the findings thread) and the summary first, then exits with the status.
+    from conftest import ALL_STRATEGIES
+    env = preloaded(tmp_path, "ox", ":" + ALL_STRATEGIES)
+    p = subprocess.run([sys.executable, repeat_app(tmp_path), "1", "--os-exit"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p.stderr[-3000:]
+    assert "SUMMARY: kcheck: 1 violation" in p.stderr
+    assert "violation in last_writer(int*) [race]" in p.stderr, p.stderr[-3000:]
+    rep = kr.read(str(next(tmp_path.glob("ox.*.jsonl"))))
+    assert rep.finished and rep.summary["violations"] == 1
+    (v,) = [r for r in rep.records if r.get("type") == "violation"]
+    # named with file and line, which only the findings thread does
+    assert any(f.get("line") for f in v["stack"]["host"]), v["stack"]
+
+
+def test_os_exit_in_a_forked_child_writes_its_summary(tmp_path):
+    env = preloaded(tmp_path, "oc")
+    p = subprocess.run([sys.executable, repeat_app(tmp_path), "1", "--os-exit", "--in-child"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "child 3\n", (p.stdout, p.stderr[-3000:])
+    reports = [kr.read(str(f)) for f in tmp_path.glob("oc.*.jsonl")]
+    assert len(reports) == 2 and all(r.finished for r in reports), [r.run for r in reports]
+    assert sorted(bool(r.run.get("parent_pid")) for r in reports) == [False, True]
+
+
+def test_a_spawned_child_that_fails_to_exec_touches_nothing(tmp_path):
+    # Python's subprocess may vfork: the child shares the parent's memory and
+    # ends with _exit(255) when exec fails; kcheck must pass that through.
+    from conftest import ALL_STRATEGIES
+    env = preloaded(tmp_path, "sp", ":" + ALL_STRATEGIES)
+    p = subprocess.run([sys.executable, repeat_app(tmp_path), "1", "--spawn-missing"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "spawn failed" in p.stdout, p.stderr[-3000:]
+    (f,) = tmp_path.glob("sp.*.jsonl")
+    rep = kr.read(str(f))
+    assert rep.finished and rep.summary["violations"] == 1
+    assert sum(1 for r in rep.records if r.get("type") == "summary") == 1
+    assert rep.summary["launches"] == 2, rep.summary
 
 
 # ------------------------------------------------------------- kcheck report

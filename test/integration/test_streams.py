@@ -7,13 +7,15 @@ import pytest
 
 from conftest import by_type, run
 
-MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph", "array"]
+MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph", "array", "batch",
+         "batch3d"]
 # (first, second) operation of each buggy mode
 SIDES = {"copy": ("cuMemcpyHtoDAsync", "scale"), "sync": ("cuMemcpyHtoDAsync", "scale"),
          "query": ("cuMemcpyHtoDAsync", "scale"), "legacy": ("cuMemcpyHtoDAsync", "scale"),
          "reuse": ("vecadd", "cuMemcpyHtoDAsync"), "kernels": ("fill_i32", "vecadd"),
          "copy2d": ("cuMemcpy2DAsync", "scale"), "graph": ("cuGraphLaunch", "scale"),
-         "array": ("cuMemcpyDtoA", "cuMemcpyAtoHAsync")}
+         "array": ("cuMemcpyDtoA", "cuMemcpyAtoHAsync"), "batch": ("cuMemcpyBatchAsync", "scale"),
+         "batch3d": ("cuMemcpy3DBatchAsync", "scale")}
 # The later operation of these is a copy: nothing to re-run as stream_delay.
 COPY_SECOND = ("reuse", "array")
 

@@ -47,6 +47,28 @@ def walls(logdir):
     return w
 
 
+def tagged(path, tag):
+    """The lines of path that start with tag (the tag removed)."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(tag + " "):
+                    out.append(line[len(tag) + 1:].strip())
+    except OSError:
+        pass
+    return out
+
+
+def late(path):
+    """LATE_MEDIAN_MS's fields as {name: ms}, and the steps they cover."""
+    for line in tagged(path, "LATE_MEDIAN_MS"):
+        kv = dict(m.groups() for m in re.finditer(r"(\w+)=([0-9.]+)", line))
+        m = re.search(r"\(steps ([0-9-]+)\)", line)
+        return {k: float(v) for k, v in kv.items()}, m.group(1) if m else "?"
+    return None, None
+
+
 def summary(logdir, config):
     for p in glob.glob(os.path.join(logdir, "bench_%s.*.jsonl" % config)):
         with open(p) as f:
@@ -113,6 +135,38 @@ def main():
         print("| %s | %.1f | %.2fx | %.2f | %.2fx | %.2f | %.2fx | %.1f | %s |" % (
             c, mean(t[:5]), mean(t[:5]) / p5, mean(t[5:]), mean(t[5:]) / ps, sum(t) / 1e3,
             sum(t) / pall, wall, last))
+    lp, span = late(os.path.join(logdir, "bench_plain.out"))
+    if lp:
+        print()
+        print("Late steps (%s; the first checks long done), medians in ms: the step, its host "
+              "phases, the CPU time of the program's thread and of the whole process in it:" % span)
+        print()
+        print("| configuration | step | ratio | forward | backward | optimizer + sync | "
+              "program thread CPU | process CPU |")
+        print("|---|---|---|---|---|---|---|---|")
+        for c in configs:
+            lc, _ = late(os.path.join(logdir, "bench_%s.out" % c))
+            if not lc:
+                continue
+            print("| %s | %.2f | %.2fx | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+                c, lc["step"], lc["step"] / lp["step"], lc["forward"], lc["backward"],
+                lc["optimizer"], lc["thread_cpu"], lc["process_cpu"]))
+        print()
+        for c in configs:
+            th = tagged(os.path.join(logdir, "bench_%s.out" % c), "THREAD_CPU_MS")
+            if th:
+                print("- %s, busiest threads in those steps (CPU ms of wall ms, thread): %s" % (
+                    c, "; ".join(" ".join(t.split()[:4]) for t in th[:6])))
+        for c in configs:
+            pp = tagged(os.path.join(logdir, "bench_%s.out" % c), "PYPROF")
+            tot = tagged(os.path.join(logdir, "bench_%s.out" % c), "PYPROF_TOTAL_MS_PER_STEP")
+            if pp:
+                print()
+                print("%s under cProfile after the timed steps (%s ms a step; own time per step, "
+                      "calls per step):" % (c, tot[0] if tot else "?"))
+                print()
+                for line in pp[:10]:
+                    print("    " + line)
     print()
     print("torch.cuda memory at the end (the program's view: allocated, reserved, peaks):")
     print()

@@ -8,10 +8,15 @@ or bf16 autocast (--bf16). Inputs are made on the CPU (seeded) and copied to
 the GPU once. Every step is synchronised and timed on its own.
 
 Prints
-  STEP <i> <ms>                 for each step (1-based), flushed as it goes
+  STEP <i> <ms> <forward> <backward> <optimizer> <thread cpu> <process cpu>
+                                for each step (1-based), flushed as it goes: host ms
+                                of the step and its phases, CPU ms of the program's
+                                thread and of the whole process in the step
   FIRST_SIGHT_MS_PER_STEP <ms>  mean of steps 1..5
   STEADY_MS_PER_STEP <ms>       mean of steps 6..N
   STEADY_MEDIAN_MS <ms>         median of steps 6..N
+  LATE_MEDIAN_MS ...            medians of steps N/3+1..N (the first checks long done)
+  THREAD_CPU_MS <ms> of <ms> <thread> <tid>   CPU time of the busiest threads in those steps
   FINAL_LOSS <float.hex()>
   MEMORY allocated=.. reserved=.. max_allocated=.. max_reserved=.. requested=..
          max_requested=.. blocks=.. segments=..  (CUDA: torch.cuda.memory_stats())
@@ -23,6 +28,7 @@ torch copy (copy_bytes_per_s = bytes copied / time).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -58,7 +64,10 @@ def build(args, dev):
     return model, opt, data
 
 
-def step(model, opt, data, i, bf16):
+def step(model, opt, data, i, bf16, marks=None):
+    """One training step; marks (a list) gets the perf_counter() after the
+    forward and after the backward (host time: the step is launch-bound,
+    so where the host time goes is where the step's time goes)."""
     batch = data[i % data.shape[0]]
     x, y = batch[:, :-1], batch[:, 1:]
     opt.zero_grad(set_to_none=True)
@@ -66,9 +75,47 @@ def step(model, opt, data, i, bf16):
         logits = model(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
                                                  y.reshape(-1))
+    if marks is not None:
+        marks.append(time.perf_counter())
     loss.backward()
+    if marks is not None:
+        marks.append(time.perf_counter())
     opt.step()
     return loss
+
+
+def thread_cpu():
+    """{thread id: nanoseconds on a CPU} of this process's threads (Linux
+    schedstat; {} where it cannot be read)."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def thread_names():
+    """{thread id: name}: Python's names for its threads, else the kernel's
+    comm (C threads: CUDA's, the autograd engine's, OpenMP's, kcheck's)."""
+    import threading
+    names = {}
+    for tid in thread_cpu():
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                names[tid] = f.read().strip()
+        except OSError:
+            names[tid] = "?"
+    for t in threading.enumerate():
+        if t.native_id in names:
+            names[t.native_id] = "py:" + t.name
+    return names
 
 
 def copy_bandwidth(dev):
@@ -119,6 +166,33 @@ def profile(args, dev, out_path):
     return 0
 
 
+def pyprof(args, model, opt, data, sync):
+    """args.pyprof untimed steps under cProfile: the functions (Python and
+    builtins such as torch's C functions) by own time, as PYPROF lines
+    (ms per step, calls per step)."""
+    import cProfile
+    import io
+    import pstats
+    prof = cProfile.Profile()
+    sync()
+    prof.enable()
+    for i in range(args.pyprof):
+        step(model, opt, data, args.steps + i, args.bf16)
+        sync()
+    prof.disable()
+    st = pstats.Stats(prof)
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])
+    n = args.pyprof
+    print(f"PYPROF_TOTAL_MS_PER_STEP {1e3 * st.total_tt / n:.3f}")
+    for (file, line, name), (cc, nc, tt, ct, _) in rows[:40]:
+        print(f"PYPROF {1e3 * tt / n:.3f} ms {nc / n:.1f} calls {name} {file}:{line}")
+    if args.pyprof_out:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(200)
+        with open(args.pyprof_out, "w", encoding="utf-8") as f:
+            f.write(buf.getvalue())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=30)
@@ -134,6 +208,14 @@ def main():
     ap.add_argument("--memory-out", help="write the live CUDA blocks at the end (size, requested "
                     "size, pool) as JSON")
     ap.add_argument("--profile-out", help="profile kernels and copy bandwidth into this JSON file")
+    ap.add_argument("--pyprof", type=int, default=0, metavar="N",
+                    help="after the timed steps, N more steps under cProfile (not timed, not in "
+                    "the means); the functions with the most own time are printed as PYPROF lines")
+    ap.add_argument("--kcheck-mode-off", action="store_true",
+                    help="under kcheck's PyTorch binding: take its dispatch mode off before the "
+                    "model is built (the binding installed, its mode never on: what installing "
+                    "it costs)")
+    ap.add_argument("--pyprof-out", help="with --pyprof: also write the full pstats table here")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("CUDA is not available", file=sys.stderr)
@@ -145,22 +227,55 @@ def main():
     if args.profile_out:
         return profile(args, dev, args.profile_out)
 
+    if args.kcheck_mode_off:
+        from kcheck.torch import mode as kmode
+        if kmode._MODE is not None and kmode._MODE._on_top():
+            kmode._MODE.__exit__(None, None, None)  # on_step never pushes it again
     model, opt, data = build(args, dev)
     times = []
+    # per step, ms: forward (zero_grad included), backward, optimizer + sync
+    # (host time), then the CPU time of the program's thread and of the
+    # whole process (every thread) during the step
+    phases = []
+    late_from = max(5, args.steps // 3)  # after the first third: the first checks long done
+    cpu_at = None
     loss = None
     for i in range(args.steps):
+        if i == late_from:
+            cpu_at = (time.perf_counter(), thread_cpu())
         sync()
-        t0 = time.perf_counter()
-        loss = step(model, opt, data, i, args.bf16)
+        marks = [time.perf_counter()]
+        c0, p0 = time.thread_time(), time.process_time()
+        loss = step(model, opt, data, i, args.bf16, marks)
         sync()
-        ms = 1e3 * (time.perf_counter() - t0)
+        marks.append(time.perf_counter())
+        c1, p1 = time.thread_time(), time.process_time()
+        ms = 1e3 * (marks[-1] - marks[0])
         times.append(ms)
-        print(f"STEP {i + 1} {ms:.3f}", flush=True)
+        phases.append([1e3 * (b - a) for a, b in zip(marks, marks[1:])] +
+                      [1e3 * (c1 - c0), 1e3 * (p1 - p0)])
+        print(f"STEP {i + 1} {ms:.3f} " + " ".join(f"{p:.3f}" for p in phases[-1]), flush=True)
     first, steady = times[:5], times[5:]
     print(f"FIRST_SIGHT_MS_PER_STEP {statistics.fmean(first):.3f}")
     if steady:
         print(f"STEADY_MS_PER_STEP {statistics.fmean(steady):.3f}")
         print(f"STEADY_MEDIAN_MS {statistics.median(steady):.3f}")
+        late = phases[late_from:]
+        lt = times[late_from:]
+        med = [statistics.median(p[k] for p in late) for k in range(5)]
+        print("LATE_MEDIAN_MS step=%.3f forward=%.3f backward=%.3f optimizer=%.3f "
+              "thread_cpu=%.3f process_cpu=%.3f (steps %d-%d)" % (
+                  statistics.median(lt), *med, late_from + 1, len(phases)))
+        if cpu_at is not None:  # which threads ran during the late steps
+            wall = time.perf_counter() - cpu_at[0]
+            now, names = thread_cpu(), thread_names()
+            used = sorted(((now[t] - cpu_at[1].get(t, 0)) / 1e6, t) for t in now)[::-1]
+            for ms_, tid in used[:8]:
+                if ms_ >= 1:
+                    print(f"THREAD_CPU_MS {ms_:.1f} of {1e3 * wall:.0f} {names.get(tid, '?')} {tid}")
+            print(f"THREADS {len(now)}")
+    if args.pyprof:
+        pyprof(args, model, opt, data, sync)
     print(f"FINAL_LOSS {float(loss.item()).hex()}")
     if dev.type == "cuda":  # the program's view of the caching allocator
         c = torch.cuda

@@ -102,6 +102,23 @@ struct op_in {
   const char *name[8];
 };
 
+/* Has t a NaN or an infinity anywhere in its span (offsets 0 to the
+ * largest its layout reaches: the binding's host copies start at the
+ * span's start)? Elements in the gaps of a strided span count too: they
+ * can only leave the screen out needlessly, which costs time, never a
+ * verdict. */
+static int any_nonfinite(const struct oc_tensor *t) {
+  int64_t last = 0;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->shape[d] == 0) return 0;
+    if (t->stride[d] < 0) return 1; /* not a span from offset 0: leave the screen out */
+    last += (t->shape[d] - 1) * t->stride[d];
+  }
+  for (int64_t off = 0; off <= last; off++)
+    if (!isfinite(oc_tensor_at(t, off))) return 1;
+  return 0;
+}
+
 /* The oracle's verdict on out = op(in) under profile p, through
  * gates/judge.c's dispatch (the ops.def table, as for contracts). The
  * binding's sampling of generated-input trials (judge.py) arrives as the
@@ -113,6 +130,12 @@ static int judge(const char *op, const char *attrs, const struct op_in *in,
   oc_options_default(&o);
   o.seed = (uint64_t)kc_opt.seed;
   o.screen = (int)num(attrs, "screen", o.screen);
+  /* A matmul's Freivalds screen sums whole rows: one infinite input (a
+   * -inf attention mask in C) makes them NaN, so the screen is left out
+   * and every sampled element is judged. Scanned here, on the binding's
+   * worker thread, rather than on the program's thread before the op. */
+  for (int i = 0; o.screen && !strcmp(op, "matmul") && i < in->n; i++)
+    if (any_nonfinite(&in->t[i])) o.screen = 0;
   o.fraction = num(attrs, "fraction", o.fraction);
   o.full_below = (int64_t)num(attrs, "full_below", (double)o.full_below);
   struct kc_judge_tensors a = {op, attrs, in->n, in->t, in->name, out, p, &o};

@@ -486,10 +486,17 @@ void kc_graph_postfork_child(void) {
 
 /* The application's graph launch, unchanged (fenced like its other work). */
 static CUresult plain(kc_fam_GRAPH_LAUNCH real, CUgraphExec exec, CUstream stream) {
+  kc_cost_stop(); /* the application's own launch */
   if (kc_opt.check_lock) kc_world_enter();
   CUresult r = real(exec, stream);
   if (kc_opt.check_lock) kc_world_leave();
   return r;
+}
+
+/* Into a capture: nothing runs, the driver records it. */
+static CUresult plain_unfenced(kc_fam_GRAPH_LAUNCH real, CUgraphExec exec, CUstream stream) {
+  kc_cost_stop();
+  return real(exec, stream);
 }
 
 static void report_skip(struct gexec *e, long id, long launch, const char *why) {
@@ -681,6 +688,7 @@ static CUresult run_step(const struct step *s, struct prep *p, CUstream st,
  * application's graph launch returns. */
 static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_LAUNCH real) {
   const char *why = NULL;
+  double t0 = kc_now_s(); /* waiting for other threads' driver calls counts too */
   if (kc_opt.check_lock && kc_world_lock((unsigned)kc_opt.check_lock_ms, &why)) {
     report_skip(e, e->id, launch, why);
     return plain(real, e->exec, st);
@@ -690,7 +698,6 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
     report_skip(e, e->id, launch, KC_SKIP_CAPTURING);
     return plain(real, e->exec, st);
   }
-  double t0 = kc_now_s();
   CUstreamCaptureMode mode;
   int relaxed = kc_capture_mode_relax(&mode);
   kc_guard_enter();
@@ -749,12 +756,25 @@ static CUresult replay(struct gexec *e, long launch, CUstream st, kc_fam_GRAPH_L
   return r;
 }
 
+static CUresult on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz,
+                                kc_fam_GRAPH_LAUNCH real);
+
+/* kcheck's time on a graph launch counts against time_budget (serving.h);
+ * a replay records its own. */
 CUresult kc_on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, kc_fam_GRAPH_LAUNCH real) {
+  kc_cost_enter();
+  CUresult r = on_graph_launch(exec, stream, ptsz, real);
+  kc_cost_leave();
+  return r;
+}
+
+static CUresult on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz,
+                                kc_fam_GRAPH_LAUNCH real) {
   /* Launched into a capture: recorded as a child graph, nothing runs now. */
   if (kc_graph_captures_active() &&
       stream_capturing(ptsz && !stream ? CU_STREAM_PER_THREAD : stream)) {
     atomic_fetch_add(&kc_count.captured_launches, 1);
-    return real(exec, stream);
+    return plain_unfenced(real, exec, stream);
   }
   atomic_fetch_add(&kc_count.graph_launches, 1);
   pthread_mutex_lock(&lock);
@@ -786,5 +806,6 @@ CUresult kc_on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, kc_fam_
   }
   /* The per-thread default stream of a _ptsz launch, named explicitly: the
    * replay's entries are the legacy ones. */
+  kc_cost_stop(); /* a replay records its own cost */
   return replay(e, launch, ptsz && !stream ? CU_STREAM_PER_THREAD : stream, real);
 }

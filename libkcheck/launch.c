@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "prof.h"
 #include "report.h"
+#include "serving.h"
 #include "shadow.h"
 #include "stack.h"
 #include "streams.h"
@@ -33,6 +34,7 @@ int kc_check_hook_installed(void) { return check_hook != NULL; }
 /* The application's launch, inside the world lock (a no-op when this
  * thread already holds it, e.g. inside its own check). */
 CUresult kc_app_launch(const struct kc_launch_args *a) {
+  kc_cost_stop(); /* the application's own time, also while it waits for a check */
   if (kc_opt.check_lock) kc_world_enter();
   CUresult r;
   if (!kc_audit_active) {
@@ -78,6 +80,7 @@ static CUresult checked_launch(struct kc_launch_info *li) {
   }
   CUstreamCaptureMode mode;
   int relaxed = kc_capture_mode_relax(&mode);
+  kc_cost_stop(); /* a check records its own cost */
   CUresult r = check_hook(li);
   if (relaxed) kc_capture_mode_restore(mode);
   if (kc_opt.check_lock) kc_world_unlock();
@@ -163,6 +166,8 @@ CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_grap
     if (check || kc_opt.graph_uninit) kc_capture_pointers(&li, check ? 0 : 1);
   }
   kc_guard_leave();
+  /* Only inside a replay, which records its whole cost (kcheck's time of
+   * its nodes included): nothing here is charged again. */
   CUresult r = check ? check_hook(&li) : a->call_real(a);
   if (li.checked) atomic_fetch_add(&kc_count.graph_kernel_checks, 1);
   /* After its own check: the node touched what it reaches from now on. */
@@ -175,9 +180,21 @@ CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_grap
   return r;
 }
 
+/* kcheck's time on this launch counts against time_budget (serving.h):
+ * everything here but the application's own call and a check. */
+static CUresult on_launch(const struct kc_launch_args *a);
+
 CUresult kc_on_launch(const struct kc_launch_args *a) {
+  kc_cost_enter();
+  CUresult r = on_launch(a);
+  kc_cost_leave();
+  return r;
+}
+
+static CUresult on_launch(const struct kc_launch_args *a) {
   if (captured(a)) {
     atomic_fetch_add_explicit(&kc_count.captured_launches, 1, memory_order_relaxed);
+    kc_cost_stop();
     return a->call_real(a);
   }
   uint64_t t_in = kc_prof_now(), t = t_in;

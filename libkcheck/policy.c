@@ -4,6 +4,7 @@
 #include "policy.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -35,6 +36,16 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sig_rec *sigs;
 static double check_seconds;
 
+/* Kernels checked clean kernel_clean_limit times, a bit per id, read
+ * without the lock by the prefilter: set once, never cleared. */
+#define SATURATED_IDS 65536
+static _Atomic uint64_t saturated[SATURATED_IDS / 64], announced[SATURATED_IDS / 64];
+
+static int saturated_id(int id) {
+  return id >= 0 && id < SATURATED_IDS &&
+         (atomic_load_explicit(&saturated[id / 64], memory_order_relaxed) >> (id % 64) & 1);
+}
+
 double kc_policy_uniform(uint64_t seq) {
   /* splitmix64: well-mixed, so consecutive launches sample independently. */
   /* Unsigned: seed = LONG_MAX must not overflow. */
@@ -53,7 +64,24 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
     return "after launch_count";
   if (kc_opt.max_checks >= 0 && atomic_load(&kc_count.checks) >= kc_opt.max_checks)
     return "max_checks reached";
-  if (kc_opt.time_budget < 1.0 && kc_opt.budget_window > 0) return kc_budget_spent_fast();
+  if (kc_opt.time_budget < 1.0 && kc_opt.budget_window > 0) {
+    const char *spent = kc_budget_spent_fast();
+    if (spent) return spent;
+  }
+  /* A kernel checked clean kernel_clean_limit times: kc_policy_decide
+   * turns away every launch of it that the seeded draw does not sample,
+   * whatever its signature (a new one: kernel_saturated; a known one past
+   * check_first: the sample), so such a launch needs no capture, hash or
+   * lock. A service's steady state is mostly these. The first one goes
+   * on to kc_policy_decide all the same, which writes the kernel's skip
+   * record (once per kernel). */
+  if (kc_opt.kernel_clean_limit >= 0 && saturated_id(k->id) &&
+      kc_policy_uniform(seq) >= kc_opt.sample) {
+    uint64_t bit = 1ull << (k->id % 64);
+    if (!(atomic_fetch_or_explicit(&announced[k->id / 64], bit, memory_order_relaxed) & bit))
+      return NULL;
+    return "not sampled (kernel already checked clean kernel_clean_limit times)";
+  }
   return NULL;
 }
 
@@ -182,6 +210,9 @@ void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds) {
   if (r && clean) r->clean++;
   struct kernel_rec *k = clean ? kernel_rec(kernel_id) : NULL;
   if (k) k->clean++;
+  if (k && kc_opt.kernel_clean_limit >= 0 && k->clean >= kc_opt.kernel_clean_limit && k->id >= 0 &&
+      k->id < SATURATED_IDS)
+    atomic_fetch_or_explicit(&saturated[k->id / 64], 1ull << (k->id % 64), memory_order_relaxed);
   check_seconds += seconds;
   pthread_mutex_unlock(&lock);
 }

@@ -10,6 +10,7 @@
 #include "launch.h"
 #include "log.h"
 #include "options.h"
+#include "serving.h"
 #include "shim.h"
 #include "streams.h"
 #include "uninit.h"
@@ -248,7 +249,11 @@ static int name_is_pt(const char *s, size_t n) {
     KC_ENSURE_READY();                                                                             \
     KC_REAL_OR_FAIL(sym);                                                                          \
     CUresult r = real args;                                                                        \
-    if (r == CUDA_SUCCESS && KC_TRACKING()) on_success;                                            \
+    if (r == CUDA_SUCCESS && KC_TRACKING()) {                                                      \
+      kc_cost_enter(); /* the stream model's time counts against time_budget */                    \
+      on_success;                                                                                  \
+      kc_cost_leave();                                                                             \
+    }                                                                                              \
     return r;                                                                                      \
   }
 #define DEF_EVENT_RECORD(sym)                                                                      \
@@ -277,7 +282,11 @@ static int name_is_pt(const char *s, size_t n) {
     KC_FENCE_BEGIN();                                                                              \
     CUresult r = real args;                                                                        \
     KC_FENCE_END();                                                                                \
-    if (r == CUDA_SUCCESS && KC_TRACK_WRITES()) track;                                             \
+    if (r == CUDA_SUCCESS && KC_TRACK_WRITES()) {                                                  \
+      kc_cost_enter(); /* tracking's time counts against time_budget */                            \
+      track;                                                                                       \
+      kc_cost_leave();                                                                             \
+    }                                                                                              \
     return r;                                                                                      \
   }
 /* What these write is not attributed: for graph_uninit they touch everything. */

@@ -84,6 +84,10 @@ $(BUILD)/bench/passthrough_cpu: bench/passthrough_cpu.c $(FAKECUDA_LIB)
 bench-passthrough-cpu: $(BUILD)/bench/passthrough_cpu $(BUILD)/libkcheck.so
 	BUILD=$(BUILD) bench/run_passthrough_cpu.sh
 bench-cpu: bench-passthrough-cpu
+# The serving profile's cost per eager and per graph launch (bench/run_serving_cpu.sh).
+$(BUILD)/bench/serving_cpu: bench/serving_cpu.c $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< -L$(BUILD)/fakecuda -lcuda
 
 # Several threads launching at once (kcheck's locks and per-thread state).
 $(BUILD)/test/app_threads: test/apps/app_threads.c $(FAKECUDA_LIB)

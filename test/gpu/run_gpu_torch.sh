@@ -25,6 +25,14 @@
 #     the binding's time went (cost_s).
 #     torch_w50 (torch_watch_every=50), torch_oldbudget (torch_steady_budget=0.5:
 #     the first steps' share kept in steady state, as before that option).
+#     To split the steady-state cost: torch_none (--torch, gates=none: the
+#     mode and its watch interval, no check), torch_nomode (the binding
+#     installed, its mode taken off before the model is built), torch_inline
+#     (torch_workers=-1: judgments on the program's thread, no worker
+#     threads), torch_w1 (one worker). Each run prints the medians of its
+#     late steps (host phases, CPU time of the program's thread and of the
+#     process) and the busiest threads; KC_BENCH_PYPROF=N adds N untimed
+#     steps under cProfile. KC_BENCH_OPTS: options for every kcheck run.
 # Environment: KC_TORCH_PARTS, KC_TORCH_MODES, KC_TORCH_STEPS (4),
 # KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_BENCH_ROUNDS (1: each round in its
 # own logs/r<N>, with its own table, after every other part),
@@ -129,23 +137,34 @@ bench_round() { # dir: every configuration once; logs, reports and the table in 
   mkdir -p "$LOGS" "$WORK"
   for c in $BENCH_CONFIGS; do
     B=(bench/transformer_step.py --layers 6 --d-model 512 --heads 8 --steps "${KC_BENCH_STEPS:-25}"
-      --memory-out "$LOGS/bench_$c.mem.json")
+      --memory-out "$LOGS/bench_$c.mem.json" --pyprof "${KC_BENCH_PYPROF:-0}")
+    # KC_BENCH_OPTS: kcheck options for every configuration but plain
+    # (e.g. "-o torch_exit_budget=0"; a configuration's own options win)
+    local BO=(${KC_BENCH_OPTS:-})
     case $c in
     plain) run bench_plain "$PYTHON" "${B[@]}" ;;
-    none) run bench_none "${KC[@]}" run -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
-    default) run bench_default "${KC[@]}" run -o "log_path=$WORK/bench_default" -- "$PYTHON" "${B[@]}" ;;
-    torch_dispatch) run bench_torch_dispatch "${KC[@]}" run --torch -o gates=none -o torch_watch_every=1 \
+    none) run bench_none "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
+    default) run bench_default "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o "log_path=$WORK/bench_default" -- "$PYTHON" "${B[@]}" ;;
+    torch_dispatch) run bench_torch_dispatch "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=none -o torch_watch_every=1 \
       -o "log_path=$WORK/bench_torch_dispatch" -- "$PYTHON" "${B[@]}" ;;
-    torch_nobudget) run bench_torch_nobudget "${KC[@]}" run --torch -o torch_budget=1 \
+    torch_nobudget) run bench_torch_nobudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_budget=1 \
       -o "log_path=$WORK/bench_torch_nobudget" -- "$PYTHON" "${B[@]}" ;;
-    torch_oracle) run bench_torch_oracle "${KC[@]}" run --torch -o gates=oracle \
+    torch_oracle) run bench_torch_oracle "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=oracle \
       -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
-    torch) run bench_torch "${KC[@]}" run --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
-    torch_all) run bench_torch_all "${KC[@]}" run --torch -o torch_watch_every=1 \
+    torch) run bench_torch "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
+    torch_all) run bench_torch_all "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_watch_every=1 \
       -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
-    torch_w50) run bench_torch_w50 "${KC[@]}" run --torch -o torch_watch_every=50 \
+    torch_w50) run bench_torch_w50 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_watch_every=50 \
       -o "log_path=$WORK/bench_torch_w50" -- "$PYTHON" "${B[@]}" ;;
-    torch_oldbudget) run bench_torch_oldbudget "${KC[@]}" run --torch -o torch_steady_budget=0.5 \
+    torch_none) run bench_torch_none "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=none \
+      -o "log_path=$WORK/bench_torch_none" -- "$PYTHON" "${B[@]}" ;;
+    torch_nomode) run bench_torch_nomode "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch \
+      -o "log_path=$WORK/bench_torch_nomode" -- "$PYTHON" "${B[@]}" --kcheck-mode-off ;;
+    torch_inline) run bench_torch_inline "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=-1 \
+      -o "log_path=$WORK/bench_torch_inline" -- "$PYTHON" "${B[@]}" ;;
+    torch_w1) run bench_torch_w1 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=1 \
+      -o "log_path=$WORK/bench_torch_w1" -- "$PYTHON" "${B[@]}" ;;
+    torch_oldbudget) run bench_torch_oldbudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_steady_budget=0.5 \
       -o "log_path=$WORK/bench_torch_oldbudget" -- "$PYTHON" "${B[@]}" ;;
     esac
   done

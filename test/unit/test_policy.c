@@ -10,6 +10,7 @@
 #include "options.h"
 #include "policy.h"
 #include "report.h"
+#include "serving.h"
 
 /* What policy.c takes from report.c: the counters and the clock. */
 struct kc_counters kc_count;
@@ -126,5 +127,57 @@ int main(void) {
   CHECK(kc_policy_prefilter(&kk, 9103) == NULL);
   CHECK(checked(0x500, 11, 9103));
   CHECK(kc_policy_prefilter(&kk, 9104) == NULL);
+
+  /* kcheck's time outside checks (serving.h) counts against the window's
+   * budget with the checks: 3.5 s of it in a 3 s budget stops checks. */
+  fake_now = 3000.0; /* a new window */
+  CHECK(checked(0x600, 12, 9200));
+  kc_cost_flush(3500000000ull);
+  CHECK(fabs(kc_cost_seconds() - 3.5) < 1e-9);
+  why = kc_policy_decide(0x600, 12, 9201, &first);
+  CHECK(why && strstr(why, "budget_window"));
+
+  /* A kernel checked clean kernel_clean_limit times is turned away by the
+   * prefilter (before capture) exactly where kc_policy_decide would turn
+   * it away whatever the signature: the launches the draw does not sample. */
+  CHECK(kc_options_parse("check_first=1:clean_limit=-1:kernel_clean_limit=2:sample=0.1:"
+                         "time_budget=1:budget_window=0",
+                         "test", 0) == 0);
+  struct kc_kernel ks;
+  memset(&ks, 0, sizeof ks);
+  ks.id = 20, ks.eligible = 1;
+  int none = 1;
+  for (uint64_t seq = 20000; seq < 20100; seq++)
+    none &= kc_policy_prefilter(&ks, seq) == NULL;
+  CHECK(none); /* not yet saturated */
+  kc_policy_record(0x700, 20, 1, 0.0);
+  CHECK(kc_policy_prefilter(&ks, 20000) == NULL); /* one clean check of two */
+  kc_policy_record(0x701, 20, 1, 0.0);
+  /* The first launch it would refuse goes on to decide (the kernel's skip
+   * record); the later ones are refused before capture. */
+  uint64_t first_refused = 20500;
+  while (kc_policy_uniform(first_refused) < kc_opt.sample)
+    first_refused++;
+  CHECK(kc_policy_prefilter(&ks, first_refused) == NULL);
+  CHECK(!checked(0x20000, 20, first_refused));
+  int passed = 0, agree = 1;
+  for (uint64_t seq = 21000; seq < 22000; seq++) {
+    const char *pre = kc_policy_prefilter(&ks, seq);
+    passed += pre == NULL;
+    /* a new signature each time and a known one: decide refuses both */
+    if (pre) agree &= !checked(0x10000 + seq, 20, seq) && !checked(0x700, 20, seq);
+  }
+  CHECK(agree);
+  CHECK(passed > 50 && passed < 150);
+  uint64_t refused = 21000;
+  while (!kc_policy_prefilter(&ks, refused))
+    refused++;
+  CHECK(strstr(kc_policy_prefilter(&ks, refused), "not sampled"));
+  /* kernel_clean_limit=-1: the limit is off, so is the prefilter's use of it. */
+  CHECK(kc_options_parse("kernel_clean_limit=-1", "test", 0) == 0);
+  passed = 0;
+  for (uint64_t seq = 21000; seq < 21100; seq++)
+    passed += kc_policy_prefilter(&ks, seq) == NULL;
+  CHECK(passed == 100);
   return CHECK_DONE("policy");
 }

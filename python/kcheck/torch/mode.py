@@ -192,6 +192,13 @@ def _cpu_scalar(t):
     return t.dim() == 0 and t.device.type == "cpu"
 
 
+def _libc_memcmp():
+    f = ctypes.CDLL(None).memcmp  # the process's libc; ctypes releases the GIL around it
+    f.restype, f.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return f
+
+
+_memcmp = _libc_memcmp()
 _Tensor = torch.Tensor
 _PLAIN = (int, float, bool, str, type(None))
 _TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
@@ -312,7 +319,11 @@ class KcheckMode(TorchDispatchMode):
             cell[0] += 1
             return func(*args, **kwargs)
         self.new_keys += 1
-        return self._slow(func, entry, key, args, kwargs)
+        t = time.perf_counter()
+        try:
+            return self._slow(func, entry, key, args, kwargs)
+        finally:  # a new signature's whole cost on this thread (checked_call included)
+            st.add_cost("new_signature", time.perf_counter() - t)
 
     def _done(self, key, entry):
         """The key will not be checked again (its first pass-through was
@@ -403,7 +414,7 @@ class KcheckMode(TorchDispatchMode):
                 self._done(key, entry)
             return func(*args, **kwargs)
         t = time.perf_counter()
-        now = not self._over_budget()
+        now = not self._over_budget(self._part_estimate())
         if not now:
             st.generated_deferred += 1
         try:
@@ -426,15 +437,16 @@ class KcheckMode(TorchDispatchMode):
             self.steady_s += dt
 
     def _over_budget(self, est=0.0):
-        """Has the program's thread spent its share of the time on checks?
-        The first steps (until steady state): torch_budget of the time
-        since the first check (from the first check, not from the
-        binding's install: the program's start-up, model building and CUDA
-        initialisation must not buy checks in the first step). From steady
-        state on: torch_steady_budget of the time since then, counting the
-        estimated cost est of the work about to start, so that one
-        generated-input part (~0.1-0.3 s on the H200) runs only once the
-        program has run long enough to pay for it; what the program's run
+        """Has the program's thread spent its share of the time on checks,
+        counting the estimated cost est of the work about to start (so that
+        one generated-input part, ~0.1-0.3 s on the H200, runs only once the
+        program has run long enough to pay for it)? The first steps (until
+        steady state): torch_budget of the time since the first check (from
+        the first check, not from the binding's install: the program's
+        start-up, model building and CUDA initialisation must not buy
+        checks in the first step; nor does the first check itself, whose
+        generated-input part waits like the others). From steady state on:
+        torch_steady_budget of the time since then. What the program's run
         does not pay for runs at its exit (torch_exit_budget)."""
         if self.budget >= 1:
             return False
@@ -443,7 +455,7 @@ class KcheckMode(TorchDispatchMode):
             self.t_clock = now
         if self.t_steady is not None:
             return self.steady_s + est >= self.steady_budget * (now - self.t_steady)
-        return self.main_s > self.budget * (now - self.t_clock)
+        return self.main_s + est > self.budget * (now - self.t_clock)
 
     def _part_estimate(self):
         """The mean cost of the generated-input parts run so far, inline or
@@ -508,9 +520,11 @@ class KcheckMode(TorchDispatchMode):
             with st.timed("copy_output"):
                 jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
             gates = {}
+            imm = None
             if "immutability" in self.gates:
-                with st.timed("immutability"):
-                    gates["immutability"] = self._immutability(entry, plan, inputs, ctx)
+                with st.timed("immutability"):  # the copies only: compared on the worker
+                    imm = self._immutability_copies(entry, plan, inputs)
+                gates["immutability"] = None  # (its place in the record)
             trial_jobs = {}
             if jobs is not None:
                 wanted = [g for g in trials.GATES + ("coverage", "bounds", "shapes")
@@ -533,7 +547,7 @@ class KcheckMode(TorchDispatchMode):
                                        trials.specs(args, kwargs, self.devices), ctx))
             else:
                 gates["oracle"] = ctx.get("_result")
-            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0)
+            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm)
         except Exception as e:  # never the program's problem: count, say once
             self._internal(entry, e)
         return res
@@ -615,18 +629,23 @@ class KcheckMode(TorchDispatchMode):
             sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further ones "
                              "counted)\n" % (entry.name, type(e).__name__, e))
 
-    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False):
+    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False, imm=None):
         """Runs the judgments on a worker: the oracle's, then each gate's
         trials in order until one is a violation; then the op_check record
         and the policy's bookkeeping. later: the generated-input part of a
         signature checked before (its own op_check record, part
         "generated", run_at saying when it ran; the policy counted the
-        signature then)."""
+        signature then). imm: the immutability gate's copies, compared
+        first."""
         prep = time.perf_counter() - t0
 
         def task():
             try:
                 t1 = time.perf_counter()
+                if imm is not None:
+                    t = time.perf_counter()
+                    gates["immutability"] = self._immutability(imm, ctx)
+                    self.stats.add_cost("judge:immutability", time.perf_counter() - t)
                 if job is not None:
                     t = time.perf_counter()
                     status, res = job.run()
@@ -679,7 +698,8 @@ class KcheckMode(TorchDispatchMode):
 
         jobs = ([job] if job is not None else []) + [j for tl in trial_jobs.values()
                                                      for _, j in tl if j is not None]
-        nbytes = sum(j.nbytes() for j in jobs)
+        nbytes = sum(j.nbytes() for j in jobs) + sum(
+            a.numel() * a.element_size() for _, _, a in imm or ())
         with self.stats.lock:
             self.inflight += 1
             self.pending_bytes += nbytes
@@ -728,7 +748,9 @@ class KcheckMode(TorchDispatchMode):
         why = _tensor_reason(out, self.devices)
         if why:
             return None, {"_result": {"status": "skipped", "reason": "output " + why}}
-        oh = judge.HostTensor("out", out)
+        st = self.stats
+        with st.timed("in_job:out_copy"):  # inside the caller's phase (copy_output, trials:*)
+            oh = judge.HostTensor("out", out)
         kernels, nk = [], 0
         if mark is not None:
             names = ctypes.create_string_buffer(8192)
@@ -740,11 +762,8 @@ class KcheckMode(TorchDispatchMode):
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:
             attrs["p_format"] = in_fmt
-        if plan.op == "matmul" and not all(bool(torch.isfinite(h.flat).all()) for h in inputs
-                                           if isinstance(h, judge.HostTensor)):
-            # the Freivalds screen sums whole rows: an infinite input (a -inf
-            # mask in C) makes it NaN; every sampled element is still judged
-            attrs["screen"] = 0
+        # (a matmul with an infinite input is judged without the Freivalds
+        # screen: libkcheck scans the inputs on the worker, kcheck_op_judge)
         hosts = []
         for h in inputs:
             if isinstance(h, tuple):
@@ -753,7 +772,8 @@ class KcheckMode(TorchDispatchMode):
         if ctx0 is not None:  # the application's call this check stands for
             stack, thread = ctx0["stack"]["python"], ctx0["python_thread"]
         else:
-            stack, thread = _user_stack()
+            with st.timed("in_job:stack"):
+                stack, thread = _user_stack()
         ctx = {"op": entry.name, "aten_op": entry.name.split(".")[0],
                "overload": entry.name.split(".", 1)[1] if "." in entry.name else "default",
                "oracle_op": plan.op, "profile": prof, "settings": settings,
@@ -777,22 +797,33 @@ class KcheckMode(TorchDispatchMode):
         return judge.Job(self.lib, gate, mask, plan, hosts, oh, prof, attrs, ctx, cap, save,
                          sampling), ctx
 
-    def _immutability(self, entry, plan, inputs, ctx):
-        """Inputs the op does not declare written, compared bytewise before
-        and after the application's call."""
-        changed = []
+    def _immutability_copies(self, entry, plan, inputs):
+        """Host copies, right after the application's call, of the inputs
+        the op does not declare written: [(name, before, after)] for
+        _immutability, which compares them on a worker."""
+        pairs = []
         for (name, v), h in zip(plan.inputs, inputs):
             if not isinstance(v, torch.Tensor) or not isinstance(h, judge.HostTensor):
                 continue
             if name in entry.written or entry.inplace or entry.has_out:
                 continue
             after, _, _ = judge.host(v)
-            a, b = h.flat.view(torch.uint8), after.view(torch.uint8)
-            if a.numel() != b.numel() or not torch.equal(a, b):
-                diff = (a != b).nonzero()
-                first = int(diff[0]) if diff.numel() else 0
-                changed.append({"tensor": name, "first_byte": first,
-                                "bytes_changed": int(diff.numel())})
+            pairs.append((name, h.flat, after))
+        return pairs
+
+    def _immutability(self, pairs, ctx):
+        """The inputs' bytes before and after the application's call
+        compared (memcmp, the GIL released: on kcheck's worker, beside the
+        program); a changed input is a violation."""
+        changed = []
+        for name, before, after in pairs:
+            a, b = before.view(torch.uint8), after.view(torch.uint8)
+            if a.numel() == b.numel() and (not a.numel() or _memcmp(a.data_ptr(), b.data_ptr(),
+                                                                     a.numel()) == 0):
+                continue
+            diff = (a != b).nonzero() if a.numel() == b.numel() else torch.zeros(1, 1)
+            changed.append({"tensor": name, "first_byte": int(diff[0]) if diff.numel() else 0,
+                            "bytes_changed": int(diff.numel())})
         if not changed:
             return {"status": "pass"}
         rec = {k: v for k, v in ctx.items() if not k.startswith("_")}

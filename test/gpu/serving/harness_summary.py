@@ -51,8 +51,16 @@ def row(name, good, detail, required=True):
 
 
 ran = lambda tag: os.path.exists(os.path.join(logs, tag + ".out"))
-plain = [v for v in (tps("tput.plain.%d" % i) for i in (1, 2)) if v]
-serv = [v for v in (tps("tput.serving.%d" % i) for i in (1, 2)) if v]
+def pairs():
+    """The A/B pairs that ran, in order (KC_HARNESS_REPEAT of them)."""
+    n = 1
+    while ran("tput.plain.%d" % n):
+        n += 1
+    return range(1, n)
+
+
+plain = [v for v in (tps("tput.plain.%d" % i) for i in pairs()) if v]
+serv = [v for v in (tps("tput.serving.%d" % i) for i in pairs()) if v]
 if plain and serv:
     ratio = statistics.median(serv) / statistics.median(plain)
     row("throughput under --serving (goal >= 0.95 of plain)", ratio >= 0.95,
@@ -60,26 +68,51 @@ if plain and serv:
         required=False)
 elif ran("tput.plain.1"):
     row("throughput runs", False, "missing results: plain %s serving %s" % (plain, serv))
-trk = tps("tput.tracking")
-if plain and trk:
-    row("throughput under --serving with stream_races=1:graph_uninit=1 (reported)", True,
-        "%.1f tokens/s, %.3f of the plain median" % (trk, trk / statistics.median(plain)),
-        required=False)
-for i in (1, 2, "tracking"):
-    tag = "tput.serving.%d" % i if i != "tracking" else "tput.tracking"
+var = [v for v in (tps("tput.variant.%d" % i) for i in pairs()) if v]
+if plain and var:
+    row("throughput under --serving -o %s (reported)" % os.environ.get("KC_HARNESS_VARIANT", "?"),
+        True,
+        "%s tokens/s, ratio of medians %.3f" % (var, statistics.median(var) /
+                                                statistics.median(plain)), required=False)
+if len(plain) >= 2 and len(serv) >= 2:
+    # Each pair's own ratio: the spread says how much of the difference is noise.
+    each = [s / p for p, s in zip(plain, serv)]
+    row("throughput per pair (reported)", True,
+        "serving/plain per pair %s; plain spread %.3f (max/min)" % (
+            [round(x, 3) for x in each], max(plain) / min(plain)), required=False)
+for tag, what in (("tput.tracking", "--serving with stream_races=1:graph_uninit=1"),
+                  ("tput.floor", "--serving with max_checks=0 (kcheck's floor)")):
+    v = tps(tag)
+    if plain and v:
+        row("throughput under %s (reported)" % what, True,
+            "%.1f tokens/s, %.3f of the plain median" % (v, v / statistics.median(plain)),
+            required=False)
+for tag in ["tput.serving.%d" % i for i in pairs()] + ["tput.variant.%d" % i for i in pairs()] + \
+        ["tput.floor", "tput.tracking"]:
     if not ran(tag):
         continue
     r = recs(tag)
     wins = [w for w in r if w.get("type") == "budget_window"]
     s = ([x for x in r if x.get("type") == "summary"] or [{}])[-1]
     g = s.get("graphs", {})
+    # Whole windows of the serving loop: not the first (start-up: imports,
+    # graph capture) nor the last (cut short at exit).
+    full = wins[1:-1] if len(wins) > 2 else wins
+    per_min = lambda k: 60.0 * sum(w[k] for w in full) / max(sum(w["wall_s"] for w in full), 1e-9)
     row("%s: coverage and budget per window" % tag,
         bool(wins) and s.get("internal_errors", 1) == 0,
-        "windows (index, wall_s, fraction of it checking, checks, graph kernels checked, skipped"
-        " for the budget) %s; checks %s of %s eager launches; kernel launches inside graphs %s,"
+        "windows (index, wall_s, fraction of it spent by kcheck, of which outside checks, checks,"
+        " graph kernels checked, skipped for the budget) %s; per minute (whole windows): %.0f"
+        " checks, %.0f graph kernels checked, %.0f graph launches replayed of %.0f, %.0f eager"
+        " launches; checks %s of %s eager launches; kernel launches inside graphs %s,"
         " checked %s; graph launches %s, replayed %s; violations %s" % (
-            [(w["window"], round(w["wall_s"], 1), round(w["fraction"], 3), w["checks"],
-              w["graph_kernels_checked"], w["skipped_for_budget"]) for w in wins], s.get("checks"),
+            [(w["window"], round(w["wall_s"], 1), round(w["fraction"], 3),
+              round(w.get("overhead_s", 0) / max(w["wall_s"], 1e-9), 4), w["checks"],
+              w["graph_kernels_checked"], w["skipped_for_budget"]) for w in wins],
+            per_min("checks"), per_min("graph_kernels_checked"),
+            60.0 * sum(w.get("graph_replays", 0) for w in full) /
+            max(sum(w["wall_s"] for w in full), 1e-9), per_min("graph_launches"),
+            per_min("launches"), s.get("checks"),
             s.get("launches"), g.get("kernel_launches"), g.get("kernels_checked"),
             g.get("launches"), g.get("replayed"),
             sorted({x["gate"] for x in r if x.get("type") == "violation"})))

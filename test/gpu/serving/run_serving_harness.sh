@@ -15,9 +15,13 @@
 # usage: bash test/gpu/serving/run_serving_harness.sh [OUTDIR]
 #   (BUILD, PYTHON, KC_HARNESS_SECONDS (15), KC_HARNESS_WINDOW (budget_window
 #   of the throughput runs, 5 s: a 15 s run sees three windows),
-#   KC_HARNESS_BUDGET (s), KC_HARNESS_REPEAT (A/B pairs, 2), KC_HARNESS_TRACKING
-#   (0: no tracking run), KC_HARNESS_BUGS (the planted bugs run, all by
-#   default), KC_HARNESS_CHECKS (0: no bits/multistream runs),
+#   KC_HARNESS_BUDGET (s), KC_HARNESS_REPEAT (A/B pairs, 2; medians over all),
+#   KC_HARNESS_VARIANT (options: a third run in each pair, --serving with
+#   them, e.g. time_budget=0.03), KC_HARNESS_FLOOR (1: one more run under
+#   --serving with max_checks=0,
+#   kcheck's cost with no check), KC_HARNESS_TRACKING (0: no tracking run),
+#   KC_HARNESS_BUGS (the planted bugs run, all by default; none: no bug
+#   runs), KC_HARNESS_CHECKS (0: no bits/multistream runs),
 #   KC_HARNESS_DEVICE=cpu: a dry run of the plumbing)
 # The correctness runs use time_budget=0.99 (before 2026-12-01 an explicit
 # time_budget=1 under --serving read as the default, 0.05).
@@ -47,7 +51,15 @@ T=(--seconds "$SECS" --threads 4)
 for r in $(seq 1 "${KC_HARNESS_REPEAT:-2}"); do
   run_logged $((SECS + 60)) "tput.plain.$r" "$PYTHON" "$H" "${DEV[@]}" "${T[@]}"
   kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN" "$H" "${DEV[@]}" "${T[@]}"
+  if [ -n "${KC_HARNESS_VARIANT:-}" ]; then
+    kcrun "tput.variant.$r" $((SECS + 90)) "budget_window=$WIN:$KC_HARNESS_VARIANT" "$H" \
+      "${DEV[@]}" "${T[@]}"
+  fi
 done
+if [ "${KC_HARNESS_FLOOR:-0}" = 1 ]; then
+  # kcheck's floor under the profile: every launch seen, none checked.
+  kcrun tput.floor $((SECS + 90)) "budget_window=$WIN:max_checks=0" "$H" "${DEV[@]}" "${T[@]}"
+fi
 if [ "${KC_HARNESS_TRACKING:-1}" = 1 ]; then
   kcrun tput.tracking $((SECS + 90)) "budget_window=$WIN:stream_races=1:graph_uninit=1" \
     "$H" "${DEV[@]}" "${T[@]}"
@@ -63,7 +75,9 @@ if [ "$CHECKS" = 1 ]; then
   kcrun bits.serving "$P" "" "$H" "${DEV[@]}" "${REQ[@]}" &
 fi
 ALL="graph_race graph_race_ok graph_uninit graph_uninit_ok missing_wait missing_wait_ok"
-for b in ${KC_HARNESS_BUGS:-$ALL record_stream record_stream_ok}; do
+BUGS=${KC_HARNESS_BUGS:-$ALL record_stream record_stream_ok}
+[ "$BUGS" = none ] && BUGS=""
+for b in $BUGS; do
   case $b in
   graph_*) o="time_budget=0.99:graph_uninit=1" ;;
   *) o="stream_races=1:time_budget=0.99" ;;
@@ -75,7 +89,7 @@ if [ "${KC_HARNESS_DEVICE:-cuda}" = cuda ] && [ "$CHECKS" = 1 ]; then
   kcrun multistream.kc "$P" "stream_races=1:time_budget=0.99" "$M" &
 fi
 wait
-"$PYTHON" "$ROOT/test/gpu/serving/harness_summary.py" "$LOGS" "$REPS" "$OUTDIR/harness.md"
+KC_HARNESS_VARIANT="${KC_HARNESS_VARIANT:-}" "$PYTHON" "$ROOT/test/gpu/serving/harness_summary.py" "$LOGS" "$REPS" "$OUTDIR/harness.md"
 rc=$?
 tar -C "$WORK" -czf "$OUTDIR/harness-logs.tar.gz" logs reports 2>/dev/null
 cat "$OUTDIR/harness.md"

@@ -689,6 +689,18 @@ def test_exit_budget_bounds_the_checks_left_at_exit(tmp_path):
     assert len([c for c in of(recs, "op_check") if c.get("part") == "generated"]) == 5
 
 
+def test_os_exit_keeps_the_binding_summary_and_its_judgments(tmp_path):
+    # os._exit skips atexit: the binding's wrapper writes its summary and the
+    # queued checks first (the C _exit then writes libkcheck's summary)
+    prog = LOOP_PROG.replace('print("done")', 'print("done", flush=True)\nimport os\nos._exit(4)')
+    p, recs = run_py(tmp_path, prog, options="torch=1:torch_devices=cuda,cpu:torch_budget=0")
+    assert p.returncode == 4, p.stderr
+    s = of(recs, "torch_summary")[0]
+    assert s["exit_not_run"] == {"generated_parts": 0, "judgments": 0, "ops": {}}, s
+    assert len([c for c in of(recs, "op_check") if c.get("part") == "generated"]) == 5
+    assert len(of(recs, "torch_summary")) == 1 and of(recs, "summary")
+
+
 def test_large_generated_inputs_repeat_the_generators_first_rows(tmp_path):
     code = (
         "import ctypes, torch\n"

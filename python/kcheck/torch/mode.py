@@ -276,6 +276,7 @@ class KcheckMode(TorchDispatchMode):
         # what the exit left undone within torch_exit_budget (drain_at_exit)
         self.exit_not_run = {"generated_parts": 0, "judgments": 0, "ops": {}}
         self.drained = False
+        self.finished = False  # the summary written (atexit or os._exit)
         # checks waiting for or on a worker, and their host bytes; beyond
         # the limits new signatures are deferred, never waited for
         self.inflight, self.pending_bytes = 0, 0
@@ -1068,6 +1069,7 @@ def install():
     _MODE = KcheckMode(lib, devices)
     _MODE.__enter__()
     atexit.register(_finish)
+    _wrap_os_exit()
     try:  # before concurrent.futures' own exit hook (they run in reverse order)
         threading._register_atexit(_drain_at_exit)
     except (AttributeError, RuntimeError):
@@ -1078,6 +1080,25 @@ def install():
     except ImportError:
         pass
     return _MODE
+
+
+_OS_EXIT = os._exit
+
+
+def _wrap_os_exit():
+    """os._exit skips atexit: the binding's summary and the judgments still
+    queued (within torch_exit_budget) go first, in the process that
+    installed it (a forked child has none of its worker threads), then the
+    real os._exit, whose C _exit writes libkcheck's part."""
+    pid = os.getpid()
+
+    def _exit(status):
+        if os.getpid() == pid:
+            _finish()
+        _OS_EXIT(status)
+
+    _exit.__doc__ = _OS_EXIT.__doc__
+    os._exit = _exit
 
 
 def _drain_at_exit():
@@ -1120,8 +1141,9 @@ def _drain_at_exit():
 
 def _finish():
     m = _MODE
-    if m is None:
+    if m is None or m.finished:
         return
+    m.finished = True
     try:
         _drain_at_exit()
         if m.pool is not None:

@@ -83,6 +83,13 @@ void kc_core_driver_ready(int have_driver) {
   if (kc_opt.cupti_audit) kc_audit_start();
 }
 
+/* The profile, the last budget window and the summary (findings first). */
+static void write_exit_records(void) {
+  kc_prof_finish();
+  kc_serving_finish(kc_policy_check_seconds());
+  kc_report_finish();
+}
+
 void kc_core_fini(void) {
   if (kc_disabled) return;
   atomic_store(&fini_started, 1);
@@ -91,16 +98,12 @@ void kc_core_fini(void) {
   kc_perturb_fini();
   kc_staging_release();
   kc_guard_leave();
-  kc_prof_finish();
-  kc_serving_finish(kc_policy_check_seconds());
-  kc_report_finish();
+  write_exit_records();
 }
 
 void kc_core_exit_flush(void) {
   if (kc_disabled || atomic_exchange(&fini_started, 1)) return;
-  kc_prof_finish();
-  kc_serving_finish(kc_policy_check_seconds());
-  kc_report_finish();
+  write_exit_records();
 }
 
 int kc_core_exit_wanted(void) {

@@ -20,18 +20,20 @@ double kc_cost_seconds(void) {
   return 1e-9 * (double)atomic_load_explicit(&cost_ns, memory_order_relaxed);
 }
 
-void kc_serving_apply(void) {
-  kc_cost_on = kc_opt.time_budget < 1.0;
-  if (!kc_opt.serving) return;
+static void apply_profile(void) {
   /* Only what no setting gave: an explicit time_budget=1 means no budget. */
   if (!kc_option_given(&kc_opt.time_budget)) kc_opt.time_budget = 0.03;
   if (!kc_option_given(&kc_opt.budget_window)) kc_opt.budget_window = 60;
   if (!kc_option_given(&kc_opt.sample)) kc_opt.sample = 0.01;
   if (!kc_option_given(&kc_opt.graph_sample)) kc_opt.graph_sample = 0.01;
-  kc_cost_on = kc_opt.time_budget < 1.0;
   KC_LOG(KC_LOG_INFO,
          "serving profile: time_budget=%g per budget_window=%gs, sample=%g, graph_sample=%g",
          kc_opt.time_budget, kc_opt.budget_window, kc_opt.sample, kc_opt.graph_sample);
+}
+
+void kc_serving_apply(void) {
+  if (kc_opt.serving) apply_profile();
+  kc_cost_on = kc_opt.time_budget < 1.0;
 }
 
 /* The end of the window in progress once its budget is spent (seconds,

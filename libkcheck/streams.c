@@ -172,6 +172,14 @@ static void access_one(const struct kc_access *a, const struct rec *now, struct 
   if (slot->stack) json_incref(slot->stack);
 }
 
+#define FNV_BASIS 1469598103934665603ull
+#define FNV_PRIME 1099511628211ull
+static uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * FNV_PRIME;
+  return h;
+}
+
 static json_t *side_json(const struct rec *r, int write) {
   json_t *j = json_pack("{s:s, s:i, s:I, s:s, s:I}", "op", r->what, "stream", r->s, "launch",
                         (json_int_t)r->seq, "access", write ? "write" : "read or write", "size",
@@ -190,11 +198,7 @@ static void report(struct race *x, const struct kc_launch_info *li) {
            x->first.what, x->first.s, x->second.what, x->second.s, array ? "CUDA array" : "address",
            where, x->first_write ? "write" : "read", x->second_write ? "write" : "read");
   /* De-duplicated by (gate, both sides' names). */
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = x->first.what; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  for (const char *p = x->second.what; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  uint64_t h = fnv1a(fnv1a(FNV_BASIS, x->first.what), x->second.what);
   json_t *rec = json_pack(
       "{s:s, s:s, s:i, s:s, s:I, s:o, s:[iii], s:[iii], s:i, s:I, s:s, s:s}", "gate",
       "stream_order", "severity", "error", "kernel", li ? li->k->id : -1, "kernel_name",
@@ -226,13 +230,8 @@ static uint64_t delayed[MAXDELAYED];
 static int ndelayed;
 
 static uint64_t pair_hash(const struct race *x) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = x->first.what; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  h = (h ^ 0xff) * 1099511628211ull;
-  for (const char *p = x->second.what; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h;
+  uint64_t h = (fnv1a(FNV_BASIS, x->first.what) ^ 0xff) * FNV_PRIME;
+  return fnv1a(h, x->second.what);
 }
 
 /* Locked: the launch's new races with an earlier write, into li->delay. */

@@ -16,8 +16,6 @@
 #include "uninit.h"
 #include "world.h"
 
-#define KC_EXPORT __attribute__((visibility("default")))
-
 /* Activation on first use; kcheck's own calls (guarded) never activate. */
 #define KC_ENSURE_READY()                                                                          \
   do {                                                                                             \
@@ -292,17 +290,21 @@ static int name_is_pt(const char *s, size_t n) {
 /* What these write is not attributed: for graph_uninit they touch everything. */
 #define DEF_FENCED(sym, params, args)                                                              \
   DEF_FENCED_T(sym, params, args, if (kc_opt.graph_uninit) kc_uninit_touch_all())
-/* What a copy or memset touches, for stream_races (1D entries). */
+/* What a copy or memset touches: its device writes count as touched for
+ * graph_uninit, and it is an operation of its stream for stream_races
+ * (recorded into a capture, it runs later as a graph node: tracked then). */
+static void track_ops(const char *sym, int pt, CUstream st, int sync, const struct kc_access *acc,
+                      int n) {
+  for (int i = 0; kc_opt.graph_uninit && i < n; i++)
+    if (acc[i].write && !(acc[i].addr & KC_ACCESS_ARRAY)) kc_uninit_touch_addr(acc[i].addr);
+  if (kc_opt.stream_races && n && !kc_graph_stream_capturing(st, pt))
+    kc_streams_op(st, pt, sync, sym, acc, n);
+}
+/* 1D entries: the accesses listed. */
 #define KC_TRACK(sym, stream, sync, ...)                                                           \
   do {                                                                                             \
     struct kc_access acc_[] = {__VA_ARGS__};                                                       \
-    int nacc_ = (int)(sizeof acc_ / sizeof acc_[0]);                                               \
-    for (int i_ = 0; kc_opt.graph_uninit && i_ < nacc_; i_++)                                      \
-      if (acc_[i_].write && !(acc_[i_].addr & KC_ACCESS_ARRAY))                                    \
-        kc_uninit_touch_addr(acc_[i_].addr);                                                       \
-    /* Recorded into a capture, it runs later as a graph node (tracked then). */                   \
-    if (kc_opt.stream_races && !kc_graph_stream_capturing(stream, KC_PT(sym)))                     \
-      kc_streams_op(stream, KC_PT(sym), sync, #sym, acc_, nacc_);                                  \
+    track_ops(#sym, KC_PT(sym), stream, sync, acc_, (int)(sizeof acc_ / sizeof acc_[0]));          \
   } while (0)
 #define DEF_COPY(sym)                                                                              \
   DEF_FENCED_T(sym, KC_FP_COPY, KC_FA_COPY, KC_TRACK(sym, NULL, 1, {dst, n, 1}, {src, n, 0}))
@@ -345,9 +347,7 @@ static void track_pitched(const char *sym, int pt, CUstream st, int sync, int ds
   int n = 0;
   if (dst_dev && dst) acc[n++] = (struct kc_access){dst, span, 1};
   if (src_dev && src) acc[n++] = (struct kc_access){src, span, 0};
-  if (kc_opt.graph_uninit && dst_dev && dst) kc_uninit_touch_addr(dst);
-  if (kc_opt.stream_races && n && !kc_graph_stream_capturing(st, pt))
-    kc_streams_op(st, pt, sync, sym, acc, n);
+  track_ops(sym, pt, st, sync, acc, n);
 }
 #define KC_TRACK_2D(sym, p, st, sync)                                                              \
   track_pitched(#sym, KC_PT(sym), st, sync, on_device((p)->dstMemoryType),                         \
@@ -393,12 +393,6 @@ static int in_device_memory(CUdeviceptr p) {
   struct kc_alloc a;
   return p && kc_allocmap_find(p, &a) == 0;
 }
-static void track_batch(const char *sym, int pt, CUstream st, struct kc_access *acc, int n) {
-  for (int i = 0; kc_opt.graph_uninit && i < n; i++)
-    if (acc[i].write && !(acc[i].addr & KC_ACCESS_ARRAY)) kc_uninit_touch_addr(acc[i].addr);
-  if (kc_opt.stream_races && n && !kc_graph_stream_capturing(st, pt))
-    kc_streams_op(st, pt, 0, sym, acc, n);
-}
 #define KC_BATCH_MAX 1024 /* entries tracked per batch; the rest only lose reports */
 static void track_batch_1d(const char *sym, int pt, CUstream st, const CUdeviceptr *dsts,
                            const CUdeviceptr *srcs, const size_t *sizes, size_t count) {
@@ -410,7 +404,7 @@ static void track_batch_1d(const char *sym, int pt, CUstream st, const CUdevicep
     if (in_device_memory(dsts[i])) acc[n++] = (struct kc_access){dsts[i], sizes[i], 1};
     if (in_device_memory(srcs[i])) acc[n++] = (struct kc_access){srcs[i], sizes[i], 0};
   }
-  track_batch(sym, pt, st, acc, n);
+  track_ops(sym, pt, st, 0, acc, n);
   free(acc);
 }
 static int operand(const CUmemcpy3DOperand *o, uint64_t span, int write, struct kc_access *out) {
@@ -434,7 +428,7 @@ static void track_batch_3d(const char *sym, int pt, CUstream st, const CUDA_MEMC
     n += operand(&ops[i].dst, span, 1, &acc[n]);
     n += operand(&ops[i].src, span, 0, &acc[n]);
   }
-  track_batch(sym, pt, st, acc, n);
+  track_ops(sym, pt, st, 0, acc, n);
   free(acc);
 }
 #define DEF_COPY_BATCH_V1(sym)                                                                     \

@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "core.h"
-
-#define KC_EXPORT __attribute__((visibility("default")))
+#include "shim.h"
 
 KC_EXPORT void _exit(int status) {
   if (kc_core_exit_wanted()) kc_signals_exit_flush();

@@ -7,6 +7,9 @@
 
 #include "driver.h"
 
+/* The symbols the shim interposes (exports.map.in lists which). */
+#define KC_EXPORT __attribute__((visibility("default")))
+
 /* Real glibc dlsym/dlvsym, found in libc's own symbol table. */
 extern void *(*kc_real_dlsym)(void *, const char *);
 extern void *(*kc_real_dlvsym)(void *, const char *, const char *);

@@ -49,6 +49,12 @@ static const char *app_name = "app_streams";
 
 #define N 1024
 
+/* The correct forms' ordering: `later` waits for what `earlier` has queued. */
+static void order_after(CUstream later, CUstream earlier, CUevent ev) {
+  CK(cuEventRecord(ev, earlier));
+  CK(cuStreamWaitEvent(later, ev, 0));
+}
+
 int main(int argc, char **argv) {
   (void)app_run;
   const char *mode = argc > 1 ? argv[1] : "copy";
@@ -76,8 +82,7 @@ int main(int argc, char **argv) {
       !strcmp(mode, "legacy")) {
     CK(cuMemcpyHtoDAsync(x, h, sizeof h, s1));
     if (fixed && !strcmp(mode, "copy")) {
-      CK(cuEventRecord(ev, s1));
-      CK(cuStreamWaitEvent(s2, ev, 0));
+      order_after(s2, s1, ev);
     } else if (fixed && !strcmp(mode, "sync")) {
       CK(cuStreamSynchronize(s1));
     } else if (fixed && !strcmp(mode, "query")) {
@@ -99,10 +104,7 @@ int main(int argc, char **argv) {
     c.WidthInBytes = 128;
     c.Height = sizeof h / 128;
     CK(cuMemcpy2DAsync(&c, s1));
-    if (fixed) {
-      CK(cuEventRecord(ev, s1));
-      CK(cuStreamWaitEvent(s2, ev, 0));
-    }
+    if (fixed) order_after(s2, s1, ev);
     CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
   } else if (!strcmp(mode, "graph")) {
     CUgraph g;
@@ -112,10 +114,7 @@ int main(int argc, char **argv) {
     CK(cuStreamEndCapture(s1, &g));
     CK(cuGraphInstantiateWithFlags(&ge, g, 0));
     CK(cuGraphLaunch(ge, s1));
-    if (fixed) {
-      CK(cuEventRecord(ev, s1));
-      CK(cuStreamWaitEvent(s2, ev, 0));
-    }
+    if (fixed) order_after(s2, s1, ev);
     CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
     CK(cuStreamSynchronize(s2));
     CK(cuGraphExecDestroy(ge));
@@ -123,20 +122,14 @@ int main(int argc, char **argv) {
   } else if (!strcmp(mode, "reuse")) {
     CK(cuMemcpyHtoD(x, h, sizeof h));
     CK(cuLaunchKernel(vecadd, N / 128, 1, 1, 128, 1, 1, 0, s2, vargs, NULL)); /* reads x */
-    if (fixed) {
-      CK(cuEventRecord(ev, s2));
-      CK(cuStreamWaitEvent(s1, ev, 0));
-    }
+    if (fixed) order_after(s1, s2, ev);
     CK(cuMemcpyHtoDAsync(x, back, sizeof back, s1)); /* x's memory, reused */
   } else if (!strcmp(mode, "kernels")) {
     int v = 5;
     void *fargs[] = {&x, &v, &n};
     for (int it = 0; it < 2; it++) {
       CK(cuLaunchKernel(app_func(&a, FK_K_FILL), N / 128, 1, 1, 128, 1, 1, 0, s1, fargs, NULL));
-      if (fixed) {
-        CK(cuEventRecord(ev, s1));
-        CK(cuStreamWaitEvent(s2, ev, 0));
-      }
+      if (fixed) order_after(s2, s1, ev);
       CK(cuLaunchKernel(vecadd, N / 128, 1, 1, 128, 1, 1, 0, s2, vargs, NULL));
       CK(cuStreamSynchronize(s1));
       CK(cuStreamSynchronize(s2));
@@ -158,10 +151,7 @@ int main(int argc, char **argv) {
       at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
       CK(cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &at, &idx, 1, s1));
     }
-    if (fixed) {
-      CK(cuEventRecord(ev, s1));
-      CK(cuStreamWaitEvent(s2, ev, 0));
-    }
+    if (fixed) order_after(s2, s1, ev);
     CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s2, sargs, NULL));
   } else if (!strcmp(mode, "array")) {
     CUarray arr;

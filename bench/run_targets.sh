@@ -314,6 +314,37 @@ for n in [f"default_r{r}" for r in range(1, rounds + 1)]:
           f"checks saving >= 100 MiB: {len(big)}, cost/floor median "
           f"{statistics.median(big) if big else float('nan'):.1f}; 90th percentile of all "
           f"{rat[int(0.9 * (len(rat) - 1))] if rat else float('nan'):.1f}")
+# trace=1: where the launch records' bytes and pointers are (round 1): the
+# records' cost is per byte and per pointer, so a few kernels with large
+# parameter structs (multi-tensor apply) can carry most of it
+tr = records("trace1_r1")
+if tr:
+    names = {r.get("id"): (r.get("demangled") or r.get("name") or "?") for r in tr
+             if r.get("type") == "kernel"}
+    by = {}
+    nl = 0
+    for r in tr:
+        if r.get("type") != "launch":
+            continue
+        nl += 1
+        b = by.setdefault(r.get("kernel"), [0, 0, 0, 0, 0, 0])
+        ptrs = r.get("pointers") or []
+        b[0] += 1
+        b[1] += len(json.dumps(r, separators=(",", ":")))
+        b[2] += len(ptrs)
+        b[3] += sum(1 for x in ptrs if x.get("resolved_by") == "driver")
+        b[4] += r.get("param_size") or 0
+        b[5] += len({x.get("base") for x in ptrs})
+    tb = sum(b[1] for b in by.values()) or 1
+    tp = sum(b[2] for b in by.values())
+    print(f"\n## trace=1 launch records (round 1): {nl} records, {tb / 2**20:.1f} MiB, "
+          f"{tp} pointers ({sum(b[3] for b in by.values())} resolved by the driver), "
+          f"{len(by)} kernels\n")
+    print("| kernel | records | share of bytes | bytes each | param bytes each | pointers each | distinct allocations each | by the driver |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for k, b in sorted(by.items(), key=lambda kv: -kv[1][1])[:10]:
+        print(f"| {names.get(k, k)[:70].replace('|', '/')} | {b[0]} | {b[1] / tb:.1%} | {b[1] / b[0]:.0f} | "
+              f"{b[4] / b[0]:.0f} | {b[2] / b[0]:.1f} | {b[5] / b[0]:.1f} | {b[3]} |")
 lo = {}
 for c in ["plain", "none", "default", "trace1"]:
     try:

@@ -323,6 +323,37 @@ def test_policy_options_apply(tmp_path):
     assert "the oracle gate is not enabled" in of(recs, "torch_summary")[0]["passed_through"]
 
 
+NICE_PROG = """
+import os, threading, time, torch
+a = torch.rand(32, 64); b = torch.rand(64, 16)
+c = a @ b
+time.sleep(0.5)  # the judgment's worker started
+def nice(tid):
+    with open("/proc/self/task/%d/stat" % tid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+print("MAIN", nice(threading.get_native_id()))
+for t in threading.enumerate():
+    if t.name.startswith("kcheck"):
+        print("WORKER", nice(t.native_id))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+@pytest.mark.parametrize("nice", [None, 0, 5])
+def test_judgment_threads_run_below_the_program(tmp_path, nice):
+    opts = "torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_workers=2"
+    if nice is not None:
+        opts += ":torch_worker_nice=%d" % nice
+    p, recs = run_py(tmp_path, NICE_PROG, options=opts)
+    assert p.returncode == 0, p.stderr
+    main = [int(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("MAIN")]
+    workers = [int(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("WORKER")]
+    assert main and workers, p.stdout
+    want = min(19, main[0] + (10 if nice is None else nice))
+    assert workers == [want] * len(workers), (main, workers)
+    assert [c["op"] for c in of(recs, "op_check")] == ["aten::mm.default"]
+
+
 def test_cpu_tensors_pass_through_by_default(tmp_path):
     p, recs = run_py(tmp_path, OPS_PROG, options="torch=1")
     assert not of(recs, "op_check")

@@ -229,6 +229,19 @@ _ALL_GATES = ("determinism", "race", "coverage", "immutability", "bounds", "orac
               "precision", "extremes", "shapes")
 
 
+def _lower_priority(nice):
+    """A judgment thread's start: its nice value raised by `nice` (on Linux
+    setpriority of a thread id acts on that thread alone), so that the
+    program's own threads come first where CPUs are short."""
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:
+        pass  # a sandbox may refuse it: the judgments run at the program's priority
+
+
 def _gates(spec):
     """The enabled gates of the gates option (as the C side reads it)."""
     names = {g for g in spec.split(",") if g}
@@ -271,7 +284,10 @@ class KcheckMode(TorchDispatchMode):
             workers = 0
         elif workers == 0:
             workers = max(1, min(8, (os.cpu_count() or 2) // 2))
-        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="kcheck") if workers else None
+        nice = int(_api.option("torch_worker_nice", "10") or 0)
+        self.pool = (ThreadPoolExecutor(workers, thread_name_prefix="kcheck",
+                                        initializer=_lower_priority, initargs=(nice,))
+                     if workers else None)
         self.futures = set()  # judgments queued or running on the pool
         # what the exit left undone within torch_exit_budget (drain_at_exit)
         self.exit_not_run = {"generated_parts": 0, "judgments": 0, "ops": {}}

@@ -240,6 +240,18 @@ if a:
     dv = [dcalls(pd), pd["exit"]["driver_calls_per_launch"], dcalls(pt),
           pt["exit"]["driver_calls_per_launch"] if pt.get("exit") else None]
     print("| driver calls per launch | " + " | ".join("-" if v is None else f"{v:.3f}" for v in dv) + " |")
+    # how parameter words were resolved (profile record "counts"), per launch
+    def count(p, c, whole):
+        a, b = p.get("exit"), p.get("mark")
+        if not a or c not in a.get("counts", {}):
+            return None
+        if whole or not b:
+            return a["counts"][c] / a["launches"] if a["launches"] else None
+        dl = a["launches"] - b["launches"]
+        return (a["counts"][c] - b["counts"].get(c, 0)) / dl if dl > 0 else None
+    for c in (a.get("counts") or {}):
+        cv = [count(pd, c, False), count(pd, c, True), count(pt, c, False), count(pt, c, True)]
+        print(f"| words: {c} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in cv) + " |")
     ck = [r for r in records("prof_default") if r.get("type") == "check"]
     print(f"\n## where a check's time goes (prof_default: {len(ck)} checks, default options; host time "
           "of each stage; a run's wait is in chk_compare when the comparison waits for it)\n")

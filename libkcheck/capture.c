@@ -92,22 +92,50 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
 
 /* Words the driver said are in no allocation, for trace records: parameter
  * structs carry the same stale stack and heap words launch after launch, and
- * each driver query costs microseconds. Direct-mapped, racy by design (a
- * lost or torn slot only costs a query). Never consulted for checks. A slot
- * holds the word (below 2^47, kc_addr_like) and, above it, the allocation
- * map's epoch when the driver was asked: any allocation, free or VMM
- * (un)map since makes the entry stale, so an address that becomes device
- * memory is asked about again. */
-#define NOT_DEVICE_SLOTS 16384
+ * each driver query costs microseconds. PyTorch's multi-tensor structs hold
+ * hundreds of int pairs (block_to_chunk) that look like addresses, a
+ * training step a few thousand distinct ones: a direct-mapped table lost
+ * a tenth of them to collisions every step, so it is set-associative
+ * (NOT_DEVICE_WAYS entries a set, a stale or empty one replaced first). Racy
+ * by design (a lost or torn entry only costs a query). Never consulted for
+ * checks. An entry holds the word (below 2^47, kc_addr_like) and, above it,
+ * the allocation map's epoch when the driver was asked: any allocation,
+ * free or VMM (un)map since makes the entry stale, so an address that
+ * becomes device memory is asked about again. */
+#define NOT_DEVICE_WAYS 4
+#define NOT_DEVICE_SETS 8192
 #define NOT_DEVICE_TAG_SHIFT 47
-static _Atomic uint64_t not_device[NOT_DEVICE_SLOTS];
+static _Atomic uint64_t not_device[NOT_DEVICE_SETS * NOT_DEVICE_WAYS];
 
-static unsigned not_device_slot(uint64_t w) {
-  return (unsigned)((w * 0x9e3779b97f4a7c15ull) >> 50) & (NOT_DEVICE_SLOTS - 1);
+static _Atomic uint64_t *not_device_set(uint64_t w) {
+  uint64_t h = (w * 0x9e3779b97f4a7c15ull) >> 40;
+  return &not_device[(h & (NOT_DEVICE_SETS - 1)) * NOT_DEVICE_WAYS];
 }
 
 static uint64_t not_device_entry(uint64_t w, uint64_t epoch) {
   return w | (epoch << NOT_DEVICE_TAG_SHIFT);
+}
+
+static int not_device_known(uint64_t w, uint64_t epoch) {
+  _Atomic uint64_t *set = not_device_set(w);
+  uint64_t e = not_device_entry(w, epoch);
+  for (int i = 0; i < NOT_DEVICE_WAYS; i++)
+    if (atomic_load_explicit(&set[i], memory_order_relaxed) == e) return 1;
+  return 0;
+}
+
+static void not_device_remember(uint64_t w, uint64_t epoch) {
+  _Atomic uint64_t *set = not_device_set(w);
+  uint64_t tag = not_device_entry(0, epoch);
+  int victim = (int)((w >> 3) & (NOT_DEVICE_WAYS - 1));
+  for (int i = 0; i < NOT_DEVICE_WAYS; i++) {
+    uint64_t cur = atomic_load_explicit(&set[i], memory_order_relaxed);
+    if (!cur || (cur & ~((1ull << NOT_DEVICE_TAG_SHIFT) - 1)) != tag) {
+      victim = i; /* empty, or from an earlier epoch of the map */
+      break;
+    }
+  }
+  atomic_store_explicit(&set[victim], not_device_entry(w, epoch), memory_order_relaxed);
 }
 
 void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
@@ -124,14 +152,17 @@ void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
     memcpy(&words[i], li->param_buf + 8 * i, 8);
   uint64_t epoch = remember_misses ? kc_allocmap_epoch() : 0;
   kc_allocmap_find_many(words, nwords, found);
+  uint64_t looked = 0, in_map = 0, by_driver = 0, not_dev = 0, remembered = 0;
   for (size_t i = 0; i < nwords; i++) {
     uint64_t w = words[i];
     /* Small integers (sizes, strides, flags) are never device addresses. */
     if (w < 0x10000) continue;
+    looked++;
     struct kc_ptr *p = &li->ptrs[li->nptrs];
     if (found[i].size) {
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, found[i].base, found[i].size, 0};
       li->nptrs++;
+      in_map++;
       continue;
     }
     /* Fallback for memory allocated before kcheck was loaded or through an
@@ -140,21 +171,28 @@ void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
     CUdeviceptr base = 0;
     size_t size = 0;
     if (!kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
-    unsigned slot = not_device_slot(w);
-    uint64_t entry = not_device_entry(w, epoch);
-    if (remember_misses && atomic_load_explicit(&not_device[slot], memory_order_relaxed) == entry)
+    if (remember_misses && not_device_known(w, epoch)) {
+      remembered++;
       continue;
+    }
     KC_PROF_CALL(cuMemGetAddressRange_v2);
     if (kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)w) == CUDA_SUCCESS && size) {
       if (kc_own_contains(base)) continue;
       *p = (struct kc_ptr){(uint32_t)(8 * i), w, base, size, 1};
       li->nptrs++;
-    } else if (remember_misses) {
+      by_driver++;
+    } else {
+      not_dev++;
       /* Tagged with the epoch read before the map lookup: a change of the
        * map since then leaves this entry stale at once. */
-      atomic_store_explicit(&not_device[slot], entry, memory_order_relaxed);
+      if (remember_misses) not_device_remember(w, epoch);
     }
   }
+  kc_prof_count(KC_PC_ptr_words, looked);
+  kc_prof_count(KC_PC_ptr_map, in_map);
+  kc_prof_count(KC_PC_ptr_driver, by_driver);
+  kc_prof_count(KC_PC_ptr_not_device, not_dev);
+  kc_prof_count(KC_PC_ptr_remembered, remembered);
 out:
   if (words != wstack) free(words);
   if (found != astack) free(found);

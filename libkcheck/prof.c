@@ -14,6 +14,7 @@ int kc_prof_on;
 static atomic_ullong stage_ns[KC_PS_COUNT];
 static atomic_ullong stage_n[KC_PS_COUNT];
 static atomic_ullong calls[KC_E_COUNT];
+static atomic_ullong counts[KC_PC_COUNT];
 
 static const char *const stage_names[KC_PS_COUNT] = {
 #define KC_PROF_STAGE(id, desc) #id,
@@ -25,6 +26,20 @@ static const char *const stage_desc[KC_PS_COUNT] = {
 #include "prof.def"
 #undef KC_PROF_STAGE
 };
+static const char *const counter_names[KC_PC_COUNT] = {
+#define KC_PROF_COUNTER(id, desc) #id,
+#include "prof_count.def"
+#undef KC_PROF_COUNTER
+};
+static const char *const counter_desc[KC_PC_COUNT] = {
+#define KC_PROF_COUNTER(id, desc) desc,
+#include "prof_count.def"
+#undef KC_PROF_COUNTER
+};
+
+void kc_prof_add_count(enum kc_prof_counter c, uint64_t n) {
+  atomic_fetch_add_explicit(&counts[c], n, memory_order_relaxed);
+}
 
 void kc_prof_add_ns(enum kc_prof_stage s, uint64_t ns) {
   atomic_fetch_add_explicit(&stage_ns[s], ns, memory_order_relaxed);
@@ -55,7 +70,7 @@ static void emit(const char *at, int table) {
   double timer_ns = (double)(c1 - c0) / 1000.0;
   double launches = (double)atomic_load(&kc_count.launches);
   double per = launches > 0 ? 1.0 / launches : 0.0;
-  json_t *stages = json_object(), *drv = json_object();
+  json_t *stages = json_object(), *drv = json_object(), *cnt = json_object();
   unsigned long long total_calls = 0;
   for (int s = 0; s < KC_PS_COUNT; s++) {
     unsigned long long ns = atomic_load(&stage_ns[s]), n = atomic_load(&stage_n[s]);
@@ -71,11 +86,13 @@ static void emit(const char *at, int table) {
     json_object_set_new(drv, kc_entry_names[e],
                         json_pack("{s:I, s:f}", "n", (json_int_t)n, "per_launch", (double)n * per));
   }
+  for (int c = 0; c < KC_PC_COUNT; c++)
+    json_object_set_new(cnt, counter_names[c], json_integer((json_int_t)atomic_load(&counts[c])));
   kc_report_emit("profile",
-                 json_pack("{s:s, s:I, s:f, s:o, s:o, s:I, s:f}", "at", at, "launches",
+                 json_pack("{s:s, s:I, s:f, s:o, s:o, s:I, s:f, s:o}", "at", at, "launches",
                            (json_int_t)launches, "timer_ns", timer_ns, "stages", stages,
                            "driver_calls", drv, "driver_calls_total", (json_int_t)total_calls,
-                           "driver_calls_per_launch", (double)total_calls * per));
+                           "driver_calls_per_launch", (double)total_calls * per, "counts", cnt));
   if (!table || kc_verbosity < 1) return;
   fprintf(stderr,
           "kcheck: profile over %.0f launches (ns per launch, count, ns per count; one timer "
@@ -93,5 +110,11 @@ static void emit(const char *at, int table) {
     unsigned long long n = atomic_load(&calls[e]);
     if (n)
       fprintf(stderr, "kcheck:     %-28s %10llu %8.3f\n", kc_entry_names[e], n, (double)n * per);
+  }
+  for (int c = 0; c < KC_PC_COUNT; c++) {
+    unsigned long long n = atomic_load(&counts[c]);
+    if (n)
+      fprintf(stderr, "kcheck:   %-15s %12llu %8.3f per launch  %s\n", counter_names[c], n,
+              (double)n * per, counter_desc[c]);
   }
 }

@@ -17,6 +17,13 @@ enum kc_prof_stage {
   KC_PS_COUNT
 };
 
+enum kc_prof_counter {
+#define KC_PROF_COUNTER(id, desc) KC_PC_##id,
+#include "prof_count.def"
+#undef KC_PROF_COUNTER
+  KC_PC_COUNT
+};
+
 /* Set from the profile option at start-up. */
 extern int kc_prof_on;
 
@@ -31,6 +38,12 @@ static inline uint64_t kc_prof_now(void) { return kc_prof_on ? kc_prof_clock() :
 
 void kc_prof_add_ns(enum kc_prof_stage s, uint64_t ns);
 void kc_prof_count_call(enum kc_entry e);
+void kc_prof_add_count(enum kc_prof_counter c, uint64_t n);
+
+/* Adds n to counter c when profiling. */
+static inline void kc_prof_count(enum kc_prof_counter c, uint64_t n) {
+  if (kc_prof_on && n) kc_prof_add_count(c, n);
+}
 
 /* Adds the time since t0 to stage s and returns the new start. */
 static inline uint64_t kc_prof_lap(enum kc_prof_stage s, uint64_t t0) {

@@ -3,11 +3,15 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate] [--lib PATH]
+usage: app_ctypes.py [basic|races|annotate|junk] [--lib PATH]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
 does not describe.
+junk: a TensorIterator-like struct (ti_add_kernel, 1048 bytes, n = 0: no
+work) launched in JUNK_VARIANTS variants, JUNK_ROUNDS rounds: three real
+pointers among int pairs that look like addresses, different in every
+variant, as PyTorch's multi-tensor structs carry (block_to_chunk).
 The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
 LD_LIBRARY_PATH). Exit status 0 only when every result is right.
 """
@@ -22,6 +26,10 @@ PTX = b"""//
 .version 8.5
 .target sm_90
 .address_size 64
+.visible .entry _Z13ti_add_kernel8TIParams(.param .align 8 .b8 p[1048])
+{
+\tret;
+}
 .visible .entry _Z6vecaddPKfS0_Pfi(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n)
 {
 \tret;
@@ -180,6 +188,32 @@ def annotate(d, func, alloc):
     return failures
 
 
+JUNK_VARIANTS, JUNK_ROUNDS = 32, 4
+
+
+def junk(d, func, alloc):
+    """JUNK_VARIANTS x JUNK_ROUNDS launches of ti_add_kernel with n = 0."""
+    ti = func(b"_Z13ti_add_kernel8TIParams")
+    out, a, b = alloc(64), alloc(64), alloc(64)
+    structs = []
+    for v in range(JUNK_VARIANTS):
+        words = (C.c_uint64 * 131)()
+        for w in range(3, 130):
+            k = 1000 * v + w
+            words[w] = ((k + 1) << 32) | k  # an int pair: (k, k + 1)
+        words[0] = 0  # n = 0, flags = 0
+        words[2], words[66], words[129] = out.value, a.value, b.value
+        words[130] = 4
+        structs.append(words)
+    for _ in range(JUNK_ROUNDS):
+        for words in structs:
+            arr = (C.c_void_p * 1)(C.cast(words, C.c_void_p))
+            d.cuLaunchKernel(ti, 1, 1, 1, 1, 1, 1, 0, None, arr, None)
+    d.cuCtxSynchronize()
+    print("%s: junk launches %d" % (NAME, JUNK_VARIANTS * JUNK_ROUNDS))
+    return 0
+
+
 def main():
     argv = sys.argv[1:]
     mode, path = "basic", os.environ.get("FAKECUDA_LIB", "libcuda.so.1")
@@ -189,8 +223,8 @@ def main():
             path = argv.pop(0)
         else:
             mode = a
-    if mode not in ("basic", "races", "annotate"):
-        sys.stderr.write("%s: unknown mode %r (basic, races, annotate)\n" % (NAME, mode))
+    if mode not in ("basic", "races", "annotate", "junk"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk)\n" % (NAME, mode))
         return 2
     d = Driver(path)
     d.cuInit(0)
@@ -236,6 +270,8 @@ def main():
             d.cuMemFree_v2(p)
     elif mode == "annotate":
         failures += annotate(d, func, alloc)
+    elif mode == "junk":
+        failures += junk(d, func, alloc)
     else:
         B, T = 64, 128
         dout, dd = alloc(4), alloc(4 * B * T)

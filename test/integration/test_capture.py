@@ -99,6 +99,37 @@ def test_pointers_found_inside_struct_parameters(app, tmp_path):
     assert all(p["offset"] != 24 for p in va["pointers"])
 
 
+def test_words_that_look_like_addresses_are_asked_about_once(tmp_path):
+    """trace=1 resolves every parameter word that could be a pointer; a word
+    the driver said is no device memory is remembered until the allocation
+    map changes. 32 structs of 125 distinct int pairs (4000 words), launched
+    in 4 rounds: the driver is asked about each word in the first round and
+    about none after (a direct-mapped table of 16384 lost ~20% of them to
+    collisions every round)."""
+    variants, rounds, junk = 32, 4, 125
+    r = run([sys.executable, CTYPES_APP, "junk", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
+            options="trace=1:gates=none:profile=1:profile_mark=%d" % variants,
+            stock=True)
+    assert r.rc == 0, r.err
+    assert "junk launches %d" % (variants * rounds) in r.out
+    recs = r.only_report()
+    prof = {p["at"]: p for p in by_type(recs, "profile")}
+
+    def queries(p):
+        return p["driver_calls"].get("cuMemGetAddressRange_v2", {}).get("n", 0)
+
+    first, end = prof["mark"], prof["exit"]
+    assert queries(first) == first["counts"]["ptr_not_device"] == variants * junk
+    assert first["counts"]["ptr_map"] == 3 * variants
+    steady = {k: end["counts"][k] - first["counts"][k] for k in end["counts"]}
+    assert queries(end) - queries(first) == 0
+    assert steady["ptr_remembered"] == (rounds - 1) * variants * junk
+    assert steady["ptr_map"] == 3 * (rounds - 1) * variants
+    ti = [l for l in by_type(recs, "launch") if l["param_size"] == 1048]
+    assert len(ti) == variants * rounds
+    assert all([p["offset"] for p in l["pointers"]] == [16, 528, 1032] for l in ti)
+
+
 def test_linked_app_through_exported_symbols(app, tmp_path):
     plain = run([app("app_linked"), "basic"], tmp_path, kcheck=False)
     r = run([app("app_linked"), "basic"], tmp_path, options="trace=1")

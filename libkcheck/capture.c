@@ -222,13 +222,38 @@ static void put(struct out *o, const char *s, size_t n) {
 }
 #define PUTS(o, lit) put((o), (lit), sizeof(lit) - 1)
 
-static void put_u64(struct out *o, uint64_t v) {
+/* Two decimal digits a step: a record's numbers are most of its tokens. */
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                  "31323334353637383940414243444546474849505152535455565758596061"
+                                  "62636465666768697071727374757677787980818283848586878889909192"
+                                  "93949596979899";
+
+/* Decimal v at d, unchecked (at most 20 characters); returns the end. */
+static char *fmt_u64(char *d, uint64_t v) {
   char b[24];
   int i = sizeof b;
-  do
-    b[--i] = (char)('0' + v % 10);
-  while (v /= 10);
-  put(o, b + i, sizeof b - (size_t)i);
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    b[--i] = digit_pairs[2 * r + 1];
+    b[--i] = digit_pairs[2 * r];
+  }
+  if (v >= 10) {
+    b[--i] = digit_pairs[2 * v + 1];
+    b[--i] = digit_pairs[2 * v];
+  } else {
+    b[--i] = (char)('0' + v);
+  }
+  memcpy(d, b + i, sizeof b - (size_t)i);
+  return d + (sizeof b - (size_t)i);
+}
+
+static void put_u64(struct out *o, uint64_t v) {
+  if (o->end - o->p < 20) {
+    o->p = o->end;
+    return;
+  }
+  o->p = fmt_u64(o->p, v);
 }
 
 static void put_i64(struct out *o, int64_t v) {
@@ -242,16 +267,46 @@ static void put_i64(struct out *o, int64_t v) {
 
 static const char hexd[] = "0123456789abcdef";
 
-/* "0x..." as kc_json_addr writes it. */
+/* "0x..." (quoted) as kc_json_addr writes it, at d, unchecked (at most 20
+ * characters); returns the end. */
+static char *fmt_addr(char *d, uint64_t v) {
+  int digits = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+  d[0] = '"';
+  d[1] = '0';
+  d[2] = 'x';
+  for (int i = digits - 1; i >= 0; i--, v >>= 4)
+    d[3 + i] = hexd[v & 15];
+  d[3 + digits] = '"';
+  return d + 4 + digits;
+}
+
 static void put_addr(struct out *o, uint64_t v) {
-  char b[20];
-  int i = sizeof b;
-  do
-    b[--i] = hexd[v & 15];
-  while (v >>= 4);
-  PUTS(o, "\"0x");
-  put(o, b + i, sizeof b - (size_t)i);
-  PUTS(o, "\"");
+  if (o->end - o->p < 20) {
+    o->p = o->end;
+    return;
+  }
+  o->p = fmt_addr(o->p, v);
+}
+
+#define LIT(d, lit) (memcpy((d), (lit), sizeof(lit) - 1), (d) + sizeof(lit) - 1)
+
+/* One element of a launch record's "pointers", unchecked: at most
+ * KC_PTR_TEXT_MAX characters. A multi-tensor struct holds over a hundred,
+ * so this writes straight into the buffer, one bounds check a pointer. */
+#define KC_PTR_TEXT_MAX 200
+static char *fmt_ptr(char *d, const struct kc_ptr *p) {
+  d = LIT(d, "{\"offset\":");
+  d = fmt_u64(d, p->offset);
+  d = LIT(d, ",\"value\":");
+  d = fmt_addr(d, p->value);
+  d = LIT(d, ",\"base\":");
+  d = fmt_addr(d, p->base);
+  d = LIT(d, ",\"alloc_size\":");
+  d = fmt_u64(d, p->size);
+  d = LIT(d, ",\"alloc_offset\":");
+  d = fmt_u64(d, p->value - p->base);
+  if (p->from_driver) return LIT(d, ",\"resolved_by\":\"driver\"}");
+  return LIT(d, ",\"resolved_by\":\"map\"}");
 }
 
 /* Lower-case hex of n bytes at dst (2n characters); returns the end. A
@@ -328,22 +383,12 @@ static size_t format_launch(const struct kc_launch_info *li, char *buf, size_t c
   }
   PUTS(&o, ",\"pointers\":[");
   for (int i = 0; i < li->nptrs; i++) {
-    const struct kc_ptr *p = &li->ptrs[i];
-    if (i) PUTS(&o, ",");
-    PUTS(&o, "{\"offset\":");
-    put_u64(&o, p->offset);
-    PUTS(&o, ",\"value\":");
-    put_addr(&o, p->value);
-    PUTS(&o, ",\"base\":");
-    put_addr(&o, p->base);
-    PUTS(&o, ",\"alloc_size\":");
-    put_u64(&o, p->size);
-    PUTS(&o, ",\"alloc_offset\":");
-    put_u64(&o, p->value - p->base);
-    if (p->from_driver)
-      PUTS(&o, ",\"resolved_by\":\"driver\"}");
-    else
-      PUTS(&o, ",\"resolved_by\":\"map\"}");
+    if (o.end - o.p < KC_PTR_TEXT_MAX + 1) {
+      o.p = o.end; /* overflow: the caller sees a full buffer */
+      break;
+    }
+    if (i) *o.p++ = ',';
+    o.p = fmt_ptr(o.p, &li->ptrs[i]);
   }
   PUTS(&o, "],\"attributes\":[");
   for (int i = 0; i < li->nattrs; i++) {

@@ -12,6 +12,7 @@
 #include "options.h"
 #include "perturb.h"
 #include "policy.h"
+#include "prof.h"
 #include "report.h"
 #include "streams.h"
 #include "trial.h"
@@ -130,7 +131,9 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   int violations = 0, repeats = 0;
   for (int i = 0; ok && i < n; i++) {
     violations += ctx[i].out.nviolations;
+    uint64_t tf = ctx[i].out.nviolations ? kc_prof_now() : 0;
     repeats += kc_findings_report(run_list[i], &ctx[i]);
+    if (tf) kc_prof_lap(KC_PS_chk_findings, tf);
     json_object_set_new(results, run_list[i]->id, ctx[i].result);
   }
   kc_guard_leave();

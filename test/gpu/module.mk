@@ -139,7 +139,7 @@ test-gpu-rel:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_rel.sh $(GPU_OUT)
 
-# The whole validation of one commit in one call (gates in two lanes, then
+# The whole validation of one commit (gates in two lanes, then
 # the benchmarks alone): test/gpu/run_gpu_validation.sh.
 .PHONY: test-gpu-validation
 test-gpu-validation:

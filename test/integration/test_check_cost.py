@@ -1,12 +1,14 @@
 """What a check costs against its floor, on the CPU stand-in: the floor's
 terms in each check record, the device costs behind them and how kcheck's
 own kernels were loaded (summary), a strategy that cannot run on a kernel
-costing no restore, and the fatbin of kcheck's kernels (SASS for the
-common architectures, PTX kept)."""
+costing no restore, the fatbin of kcheck's kernels (SASS for the
+common architectures, PTX kept), and profile=1's stages of a check."""
 import os
+import re
 import struct
+import sys
 
-from conftest import ROOT, by_type, run
+from conftest import CTYPES_APP, FAKECUDA, ROOT, by_type, run
 
 
 def checks_by_kernel(recs):
@@ -71,3 +73,41 @@ def test_own_kernels_fatbin_has_sass_and_ptx():
     ptx = {a for k, a in entries if k == 1}
     assert {80, 86, 89, 90, 100, 120} <= sass, entries
     assert 80 in ptx, entries  # JIT-compiled where no SASS matches
+
+
+def prof_stages():
+    with open(os.path.join(ROOT, "libkcheck", "prof.def")) as f:
+        return re.findall(r"^KC_PROF_STAGE\((\w+),", f.read(), re.M)
+
+
+def test_profile_times_every_stage_and_the_findings_of_a_check(tmp_path):
+    """profile=1: the exit record names every stage of prof.def; each check
+    counts one chk_begin, and chk_findings counts the gates that reported
+    violations (annotate: launches that break their contracts, each found
+    by several gates), none in a program without findings."""
+    lib = FAKECUDA + "/libcuda.so.1"
+    found = run([sys.executable, CTYPES_APP, "annotate", "--lib", lib], tmp_path,
+                options="profile=1:print_limit=0", stock=True)
+    assert found.rc == 0, found.err
+    recs = found.only_report()
+    prof = [p for p in by_type(recs, "profile") if p["at"] == "exit"]
+    assert len(prof) == 1
+    st = prof[0]["stages"]
+    assert set(st) == set(prof_stages())
+    checks = by_type(recs, "check")
+    assert st["chk_begin"]["n"] == len(checks) > 0
+    with_findings = sum(1 for c in checks for g in c["gates"].values() if g.get("status") == "fail")
+    assert with_findings > 0
+    assert st["chk_findings"]["n"] == with_findings
+    assert st["chk_findings"]["ns"] > 0
+    assert prof[0]["launches"] == by_type(recs, "summary")[-1]["launches"]
+    d = tmp_path / "clean"
+    d.mkdir()
+    clean = run([sys.executable, CTYPES_APP, "basic", "--lib", lib], d, options="profile=1",
+                stock=True)
+    assert clean.rc == 0, clean.err
+    recs = clean.only_report()
+    st = [p for p in by_type(recs, "profile") if p["at"] == "exit"][0]["stages"]
+    assert not by_type(recs, "violation")
+    assert st["chk_begin"]["n"] == len(by_type(recs, "check")) > 0
+    assert st["chk_findings"]["n"] == 0

@@ -326,6 +326,16 @@ for n in [f"default_r{r}" for r in range(1, rounds + 1)]:
           f"checks saving >= 100 MiB: {len(big)}, cost/floor median "
           f"{statistics.median(big) if big else float('nan'):.1f}; 90th percentile of all "
           f"{rat[int(0.9 * (len(rat) - 1))] if rat else float('nan'):.1f}")
+    # the part of cost_ms spent waiting for the application's queued work
+    # before the pre-state is saved (wait_ms; not in the floor), apart
+    ws = sorted(c["wait_ms"] for c in ck if c.get("wait_ms") is not None)
+    wrat = sorted((c["cost_ms"] - c["wait_ms"]) / c["floor_ms"] for c in ck
+                  if c.get("floor_ms") and c.get("wait_ms") is not None)
+    if ws:
+        print(f"\n{n}: waiting for the application's queued work before the pre-state (wait_ms): "
+              f"median {ws[len(ws) // 2]:.3f} ms, total {sum(ws):.1f} ms; cost less that wait over "
+              f"the floor: median {wrat[len(wrat) // 2]:.1f}, 90th percentile "
+              f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f} (reported beside cost/floor, not instead)")
 # trace=1: where the launch records' bytes and pointers are (round 1): the
 # records' cost is per byte and per pointer, so a few kernels with large
 # parameter structs (multi-tensor apply) can carry most of it

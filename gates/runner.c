@@ -120,7 +120,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   int runs = s.runs;
   unsigned long long saved = s.saved_bytes;
   int nregions = s.nregions;
-  double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms;
+  double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms, wait_ms = s.wait_ms;
   for (int i = 0; ok && i < n; i++) /* replay bundles need the pre-state */
     kc_findings_prepare(run_list[i], &ctx[i]);
   if (kc_shadow_end(&s))
@@ -148,11 +148,11 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   }
   atomic_fetch_add(&kc_count.checks, 1);
   li->checked = 1;
-  json_t *rec =
-      json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f}", "launch", (json_int_t)li->seq,
-                "kernel", li->k->id, "kernel_name", li->k->demangled, "signature",
-                kc_json_hash(li->signature), "gates", results, "violations", violations, "runs",
-                runs, "regions", nregions, "saved_bytes", (json_int_t)saved, "cost_ms", 1e3 * cost);
+  json_t *rec = json_pack("{s:I, s:i, s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:f, s:f}", "launch",
+                          (json_int_t)li->seq, "kernel", li->k->id, "kernel_name", li->k->demangled,
+                          "signature", kc_json_hash(li->signature), "gates", results, "violations",
+                          violations, "runs", runs, "regions", nregions, "saved_bytes",
+                          (json_int_t)saved, "cost_ms", 1e3 * cost, "wait_ms", wait_ms);
   /* The floor: the kernel's runs (device time of the application's launch,
    * events), one save and one restore of the reachable memory at the
    * device's copy bandwidth, and one wait for each kernel run, both

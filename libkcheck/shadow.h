@@ -78,6 +78,10 @@ struct kc_shadow {
   /* Device time (events) of saving the pre-state and of the application's
    * launch, for the check's floor; -1 when unknown. */
   double snapshot_ms, kernel_ms;
+  /* Host time of the device synchronisation before the pre-state is saved:
+   * the application's work queued before this launch (and other streams'),
+   * which a check waits for. Part of cost_ms, not of the floor. */
+  double wait_ms;
   CUstream stream;      /* where the check's copies and comparisons go: the launch's stream */
   CUdeviceptr staging;  /* kcheck's staging buffer, held for the check */
   CUdeviceptr slots;    /* comparison results in it, 16 bytes per region */

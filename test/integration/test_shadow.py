@@ -264,6 +264,7 @@ def test_check_records_carry_their_floor(app, tmp_path):
     assert checks
     for c in checks:
         assert c["kernel_ms"] >= 0 and c["snapshot_ms"] >= 0
+        assert 0 <= c["wait_ms"] <= c["cost_ms"]
         t = c["floor_terms"]
         assert abs(t["kernels_ms"] - (1 + c["runs"]) * c["kernel_ms"]) <= 1e-9
         floor = t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"]

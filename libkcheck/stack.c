@@ -14,6 +14,7 @@
 
 #include "options.h"
 #include "report.h"
+#include "symbolize.h"
 #include "world.h"
 
 #define MAX_FRAMES 64
@@ -151,48 +152,82 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
   py.decref(s);
 }
 
-static json_t *python_stack(const char **why) {
-  if (!py_available()) return NULL;
+/* Takes the GIL for walking this thread's frames where that is allowed;
+ * returns 0 (why set where it helps) when the frames cannot be walked. */
+static int py_enter(const char **why, int *ensured, int *state) {
+  *ensured = 0;
+  if (!py_available()) return 0;
   /* Frames are only safe to walk with the GIL held by this thread. A Python
    * thread that released it around this call (ctypes, extensions) can take it
    * back when python_stack=2; threads without a Python thread state (autograd
    * workers, pure C++) have no Python frames. */
-  int ensured = 0, state = 0;
-  if (!py.gil_check()) {
-    if (!py.this_thread_state()) return NULL;
-    if (kc_opt.python_stack < 2) {
-      *why = "the launching thread released the GIL (python_stack=2 takes it back outside checks)";
-      return NULL;
-    }
-    /* Inside a check every other application thread may be waiting on
-     * kcheck while holding the GIL: taking it would deadlock. */
-    if (kc_world_exclusive_here()) {
-      *why = "the launching thread released the GIL, and inside a check it is not taken back "
-             "(another thread holding it may wait on kcheck)";
-      return NULL;
-    }
-    state = py.gil_ensure();
-    ensured = 1;
+  if (py.gil_check()) return 1;
+  if (!py.this_thread_state()) return 0;
+  if (kc_opt.python_stack < 2) {
+    *why = "the launching thread released the GIL (python_stack=2 takes it back outside checks)";
+    return 0;
   }
-  json_t *frames = json_array();
+  /* Inside a check every other application thread may be waiting on
+   * kcheck while holding the GIL: taking it would deadlock. */
+  if (kc_world_exclusive_here()) {
+    *why = "the launching thread released the GIL, and inside a check it is not taken back "
+           "(another thread holding it may wait on kcheck)";
+    return 0;
+  }
+  *state = py.gil_ensure();
+  *ensured = 1;
+  return 1;
+}
+
+static void py_leave(int ensured, int state) {
+  if (ensured) py.gil_release(state);
+}
+
+/* Calls visit(frame, code, arg) for each frame, innermost first, up to
+ * MAX_FRAMES; GIL held. */
+static void py_walk(void (*visit)(void *, void *, void *), void *arg) {
   void *f = py.get_frame();
   int owned = 0;
   for (int depth = 0; f && depth < MAX_FRAMES; depth++) {
     void *code = py.frame_code(f);
-    char file[512], func[256];
-    code_string(code, "co_filename", file, sizeof file);
-    code_string(code, "co_name", func, sizeof func);
+    visit(f, code, arg);
     py.decref(code);
-    json_array_append_new(frames, json_pack("{s:s, s:i, s:s}", "file", file, "line",
-                                            py.frame_line(f), "function", func));
     void *back = py.frame_back(f);
     if (owned) py.decref(f);
     f = back;
     owned = 1;
   }
   if (f && owned) py.decref(f);
-  if (ensured) py.gil_release(state);
+}
+
+static void frame_to_json(void *f, void *code, void *arg) {
+  char file[512], func[256];
+  code_string(code, "co_filename", file, sizeof file);
+  code_string(code, "co_name", func, sizeof func);
+  json_array_append_new((json_t *)arg, json_pack("{s:s, s:i, s:s}", "file", file, "line",
+                                                 py.frame_line(f), "function", func));
+}
+
+static json_t *python_stack(const char **why) {
+  int ensured, state = 0;
+  if (!py_enter(why, &ensured, &state)) return NULL;
+  json_t *frames = json_array();
+  py_walk(frame_to_json, frames);
+  py_leave(ensured, state);
   return frames;
+}
+
+static uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+static void frame_to_key(void *f, void *code, void *arg) {
+  uint64_t *h = arg;
+  *h = mix64(*h ^ (uint64_t)(uintptr_t)code) ^ (uint64_t)(unsigned)py.frame_line(f);
+  *h = mix64(*h + 0x9e3779b97f4a7c15ull);
 }
 
 /* Not inlined, so that skip counts the same frames at every optimisation
@@ -211,3 +246,63 @@ __attribute__((noinline)) static json_t *stack_json(int skip, int symbols) {
 json_t *kc_stack_json(int skip) { return stack_json(skip, 1); }
 
 json_t *kc_stack_json_fast(int skip) { return stack_json(skip, 0); }
+
+/* Stacks of tracked operations by key: direct-mapped, a few MiB at most. A
+ * thread that finds the table busy takes its stack whole; a forked child
+ * starts with it free. */
+#define REUSE_SLOTS 512
+static struct {
+  uint64_t key;
+  json_t *stack;
+} reuse[REUSE_SLOTS];
+static atomic_flag reuse_busy = ATOMIC_FLAG_INIT;
+
+static void reuse_child(void) { atomic_flag_clear(&reuse_busy); }
+__attribute__((constructor)) static void reuse_atfork(void) {
+  pthread_atfork(NULL, NULL, reuse_child);
+}
+
+/* The key of this thread's Python frames and salt; 0 when there are none
+ * to key on. */
+static uint64_t python_key(uint64_t salt) {
+  const char *why = NULL;
+  int ensured, state = 0;
+  if (!py_enter(&why, &ensured, &state)) return 0;
+  uint64_t h = mix64(salt ^ 0x5bd1e995u), start = h;
+  py_walk(frame_to_key, &h);
+  py_leave(ensured, state);
+  return h == start ? 0 : (h | 1);
+}
+
+__attribute__((noinline)) json_t *kc_stack_json_reused(int skip, uint64_t salt) {
+  uint64_t key = kc_opt.python_stack ? python_key(salt) : 0;
+  unsigned slot = (unsigned)(key % REUSE_SLOTS);
+  if (key && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
+    json_t *hit = reuse[slot].key == key ? json_incref(reuse[slot].stack) : NULL;
+    atomic_flag_clear_explicit(&reuse_busy, memory_order_release);
+    if (hit) return hit;
+  }
+  /* this function and stack_json's own frame are the two skip counts */
+  json_t *st = stack_json(skip + 1, 0);
+  if (!key || !st) return st;
+  json_t *kept = json_deep_copy(st);
+  if (kept) json_object_set_new(kept, "reused", json_true());
+  if (kept && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
+    json_t *old = reuse[slot].stack;
+    reuse[slot].key = key;
+    reuse[slot].stack = kept;
+    kept = old;
+    atomic_flag_clear_explicit(&reuse_busy, memory_order_release);
+  }
+  if (kept) json_decref(kept);
+  return st;
+}
+
+json_t *kc_stack_copy_without_own(json_t *stack) {
+  json_t *c = json_deep_copy(stack);
+  json_t *host = c ? json_object_get(c, "host") : NULL;
+  for (size_t i = json_array_size(host); i-- > 0;)
+    if (kc_frame_is_own(json_string_value(json_object_get(json_array_get(host, i), "module"))))
+      json_array_remove(host, i);
+  return c;
+}

@@ -184,7 +184,7 @@ static json_t *side_json(const struct rec *r, int write) {
   json_t *j = json_pack("{s:s, s:i, s:I, s:s, s:I}", "op", r->what, "stream", r->s, "launch",
                         (json_int_t)r->seq, "access", write ? "write" : "read or write", "size",
                         (json_int_t)r->size);
-  if (j && r->stack) json_object_set(j, "stack", r->stack);
+  if (j && r->stack) json_object_set_new(j, "stack", kc_stack_copy_without_own(r->stack));
   return j;
 }
 
@@ -216,7 +216,10 @@ static void report(struct race *x, const struct kc_launch_info *li) {
                                   side_json(&x->first, x->first_write), "second",
                                   side_json(&x->second, x->second_write), "address", addr, "memory",
                                   array ? "cuda_array" : "linear"));
-    if (x->second.stack) json_object_set(rec, "stack", x->second.stack);
+    /* a copy: reporting names the record's host frames in place, and the
+     * tracked stack may be shared (kc_stack_json_reused) */
+    if (x->second.stack)
+      json_object_set_new(rec, "stack", kc_stack_copy_without_own(x->second.stack));
   }
   rec_clear(&x->first);
   rec_clear(&x->second);
@@ -255,7 +258,9 @@ static void note_delays(const struct race *races, int n, struct kc_launch_info *
 static void op(int i, const char *what, const struct kc_access *acc, int nacc,
                struct kc_launch_info *li, int sync) {
   kc_guard_enter();
-  json_t *stack = nacc ? kc_stack_json_fast(3) : NULL;
+  /* every tracked operation keeps a stack for the race it may be part of:
+   * reused from an earlier one with the same name, stream and Python frames */
+  json_t *stack = nacc ? kc_stack_json_reused(3, fnv1a(FNV_BASIS, what) ^ (uint64_t)i) : NULL;
   kc_guard_leave();
   struct race races[MAXRACES];
   int n = 0;

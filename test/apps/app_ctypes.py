@@ -3,7 +3,7 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate|junk] [--lib PATH]
+usage: app_ctypes.py [basic|races|annotate|junk|streams] [--lib PATH]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
@@ -12,6 +12,10 @@ junk: a TensorIterator-like struct (ti_add_kernel, 1048 bytes, n = 0: no
 work) launched in JUNK_VARIANTS variants, JUNK_ROUNDS rounds: three real
 pointers among int pairs that look like addresses, different in every
 variant, as PyTorch's multi-tensor structs carry (block_to_chunk).
+streams: on two non-blocking streams, scale(x) on the first then
+vecadd(x, x, y) on the second, from the same lines in STREAM_ROUNDS
+rounds; the rounds are ordered by a context synchronisation between the
+two launches except the last, where the second reads x unordered.
 The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
 LD_LIBRARY_PATH). Exit status 0 only when every result is right.
 """
@@ -85,6 +89,9 @@ class Driver:
             "cuMemsetD32_v2": [u64, u32, C.c_size_t],
             "cuLaunchKernel": [vp, u32, u32, u32, u32, u32, u32, u32, vp,
                                C.POINTER(vp), C.POINTER(vp)],
+            "cuStreamCreate": [C.POINTER(vp), u32],
+            "cuStreamSynchronize": [vp],
+            "cuStreamDestroy_v2": [vp],
         }
         for name, args in sig.items():
             fn = getattr(self.lib, name)
@@ -104,10 +111,10 @@ class Driver:
         return call
 
 
-def launch(d, func, grid, block, *args):
+def launch(d, func, grid, block, *args, stream=None):
     """args: ctypes objects, one per kernel parameter."""
     arr = (C.c_void_p * len(args))(*[C.cast(C.byref(a), C.c_void_p) for a in args])
-    d.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, None, arr, None)
+    d.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, stream, arr, None)
 
 
 class Annotations:
@@ -188,6 +195,32 @@ def annotate(d, func, alloc):
     return failures
 
 
+STREAM_ROUNDS = int(os.environ.get("APP_CTYPES_ROUNDS", "4"))
+
+
+def streams(d, func, alloc):
+    s1, s2 = C.c_void_p(), C.c_void_p()
+    d.cuStreamCreate(C.byref(s1), 1)  # CU_STREAM_NON_BLOCKING
+    d.cuStreamCreate(C.byref(s2), 1)
+    x, y = alloc(4 * N), alloc(4 * N)
+    host = (C.c_float * N)(*[float(i) for i in range(N)])
+    d.cuMemcpyHtoD_v2(x, host, 4 * N)
+    scale, vecadd = func(b"_Z5scalePffi"), func(b"_Z6vecaddPKfS0_Pfi")
+    for r in range(STREAM_ROUNDS):
+        launch(d, scale, (N + 127) // 128, 128, x, C.c_float(2.0), C.c_int(N), stream=s1)
+        if r < STREAM_ROUNDS - 1:
+            d.cuCtxSynchronize()
+        launch(d, vecadd, (N + 127) // 128, 128, x, x, y, C.c_int(N), stream=s2)
+        d.cuCtxSynchronize()
+    d.cuMemcpyDtoH_v2(host, y, 4 * N)
+    print("%s: streams y[10] %r" % (NAME, host[10]))
+    for s in (s1, s2):
+        d.cuStreamDestroy_v2(s)
+    # y = 2 x, x = i * 2^rounds (in fp32: infinite past 2^127)
+    want = float("inf") if STREAM_ROUNDS > 120 else 20.0 * 2.0 ** STREAM_ROUNDS
+    return int(host[10] != want)
+
+
 JUNK_VARIANTS, JUNK_ROUNDS = 32, 4
 
 
@@ -223,8 +256,8 @@ def main():
             path = argv.pop(0)
         else:
             mode = a
-    if mode not in ("basic", "races", "annotate", "junk"):
-        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk)\n" % (NAME, mode))
+    if mode not in ("basic", "races", "annotate", "junk", "streams"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams)\n" % (NAME, mode))
         return 2
     d = Driver(path)
     d.cuInit(0)
@@ -272,6 +305,8 @@ def main():
         failures += annotate(d, func, alloc)
     elif mode == "junk":
         failures += junk(d, func, alloc)
+    elif mode == "streams":
+        failures += streams(d, func, alloc)
     else:
         B, T = 64, 128
         dout, dd = alloc(4), alloc(4 * B * T)

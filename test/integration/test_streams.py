@@ -2,10 +2,14 @@
 (test/apps/app_streams.c): each buggy form gives exactly one stream_order
 violation naming both operations and their streams; each correct form
 (event wait, stream sync, event query, blocking stream with the legacy
-stream) gives none; results are unchanged; off by default."""
+stream) gives none; results are unchanged; off by default. A Python
+program's tracked operations reuse the stack of an earlier operation with
+the same name, stream and Python frames (app_ctypes.py streams)."""
+import sys
+
 import pytest
 
-from conftest import by_type, run
+from conftest import CTYPES_APP, FAKECUDA, by_type, run
 
 MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph", "array", "batch",
          "batch3d"]
@@ -109,3 +113,40 @@ def test_a_new_race_forces_the_check_that_shows_it(app, tmp_path):
     recs = r.only_report()
     assert [v["gate"] for v in by_type(recs, "violation")] == ["stream_order", "stream_delay"]
     assert len(by_type(recs, "check")) == 1
+
+
+def ctypes_launch_lines():
+    """The source lines of the streams mode's two launches."""
+    with open(CTYPES_APP) as f:
+        lines = f.read().splitlines()
+    return [i + 1 for i, l in enumerate(lines)
+            if l.strip().startswith(("launch(d, scale,", "launch(d, vecadd,")) and "stream=" in l]
+
+
+@pytest.mark.parametrize("python_stack", [2, 0])
+def test_tracked_stacks_of_a_python_program(tmp_path, python_stack):
+    """The race is in the last of 4 rounds launched from the same lines:
+    with Python frames to key on (python_stack=2 takes the GIL back from
+    ctypes), both sides' stacks are those kept from the first round
+    (marked reused) and name the right lines; without (python_stack=0) each
+    operation's stack is taken whole. kcheck's own frames are never in the
+    evidence."""
+    r = run([sys.executable, CTYPES_APP, "streams", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
+            options="stream_races=1:python_stack=%d" % python_stack, stock=True)
+    assert r.rc == 0, r.err
+    assert "streams ok" in r.out
+    recs = r.only_report()
+    v = [x for x in by_type(recs, "violation") if x["gate"] == "stream_order"]
+    assert v, [x["gate"] for x in by_type(recs, "violation")]
+    scale_line, vecadd_line = ctypes_launch_lines()
+    for x in v:
+        ev = x["evidence"]
+        assert ev["first"]["op"].startswith("scale") and ev["second"]["op"].startswith("vecadd")
+        for side, line in (("first", scale_line), ("second", vecadd_line)):
+            st = ev[side]["stack"]
+            assert st["host"] and not any("libkcheck" in f["module"] for f in st["host"]), st
+            if python_stack:
+                assert st.get("reused") is True
+                assert [f["line"] for f in st["python"] if f["function"] == "streams"] == [line]
+            else:
+                assert "reused" not in st and "python" not in st

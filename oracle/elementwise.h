@@ -50,6 +50,12 @@ int oc_op_arity(enum oc_op op); /* 1 or 2 (ops.def); 0 for an invalid op */
 uint64_t oc_op_encode(enum oc_op op, enum oc_format f, enum oc_overflow ovf, double x, double y);
 /* The same result as a double (its exact value). */
 double oc_op_round(enum oc_op op, enum oc_format f, enum oc_overflow ovf, double x, double y);
+/* The double path before the Ziv loop (on by default): a result the double
+ * form and its error bound decide is not evaluated in MPFR. Off: every
+ * result from the Ziv loop (tests compare the two). hits: results the
+ * double path decided since the process started. */
+void oc_ew_set_double_first(int on);
+unsigned long oc_ew_double_first_hits(void);
 
 /* Table of a unary op over every bit pattern of an 8- or 16-bit format in:
  * entry i = oc_op_encode(op, out, ovf, oc_decode(in, i), 0). Built on first

@@ -236,6 +236,54 @@ static void test_libm_band(void) {
          band_decided);
 }
 
+/* The double path before the Ziv loop gives exactly the Ziv loop's codes,
+ * and decides almost every fp32 result (an op whose double form never
+ * decided anything would pass the first check alone). */
+static void test_double_first(void) {
+  int before = failures;
+  const enum oc_op ops[] = {OC_OP_DIV,      OC_OP_SQRT,     OC_OP_RSQRT,   OC_OP_EXP,
+                            OC_OP_LOG,      OC_OP_TANH,     OC_OP_SIGMOID, OC_OP_SILU,
+                            OC_OP_GELU_ERF, OC_OP_GELU_TANH};
+  long n = 0, differ = 0;
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+    unsigned long hits0 = oc_ew_double_first_hits();
+    long fp32 = 0;
+    for (int k = 0; k < 4000; k++) {
+      /* fp32 inputs over 2^-30 .. 2^30 of both signs, some near 0 and at
+       * the ops' tails (|x| up to 40 for the activations) */
+      double x =
+          (double)(float)(ldexp(unif() + 0.5, (int)(rnd64() % 60) - 30) * ((rnd64() & 1) ? -1 : 1));
+      if (k % 4 == 0) x = (double)(float)(80 * unif() - 40);
+      double y = (double)(float)ldexp(unif() + 0.5, (int)(rnd64() % 40) - 20);
+      for (size_t i = 0; i < NF; i++) {
+        enum oc_format f = fmts[i];
+        oc_ew_set_double_first(1);
+        uint64_t a = oc_op_encode(ops[o], f, OC_OVF_IEEE, x, y);
+        uint64_t s = oc_op_encode(ops[o], f, OC_OVF_SATURATE, x, y);
+        oc_ew_set_double_first(0);
+        uint64_t b = oc_op_encode(ops[o], f, OC_OVF_IEEE, x, y);
+        uint64_t t = oc_op_encode(ops[o], f, OC_OVF_SATURATE, x, y);
+        n += 2;
+        if (a != b || s != t) {
+          if (differ++ < 5)
+            CHECK(0, "%s(%a, %a) in %s: double path %llx/%llx, Ziv loop %llx/%llx",
+                  oc_op_name(ops[o]), x, y, oc_format_info(f)->name, (unsigned long long)a,
+                  (unsigned long long)s, (unsigned long long)b, (unsigned long long)t);
+        }
+        fp32 += f == OC_FP32;
+      }
+    }
+    oc_ew_set_double_first(1);
+    unsigned long hits = oc_ew_double_first_hits() - hits0;
+    /* each input: fp32 and the narrower formats decided, fp64 never */
+    CHECK(hits >= (unsigned long)fp32, "%s: the double path decided %lu results of %ld in fp32",
+          oc_op_name(ops[o]), hits, fp32);
+  }
+  CHECK(differ == 0, "%ld of %ld results differ between the double path and the Ziv loop", differ,
+        n);
+  printf("%s double first: %ld results equal to the Ziv loop's\n", STATUS(before), n);
+}
+
 /* Correctly rounded results of monotone functions are monotone; odd
  * functions are odd; sqrt(x*x) = |x| exactly. Over every fp16 input. */
 static void test_identities(void) {
@@ -454,6 +502,7 @@ int main(void) {
   test_exact_cases();
   test_specials();
   test_libm_band();
+  test_double_first();
   test_identities();
   test_tables();
   test_budgets();

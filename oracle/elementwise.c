@@ -193,6 +193,8 @@ static int libm_trusted(enum libm_fn fn) {
   return ok;
 }
 
+int oc_libm_exp_log_trusted(void) { return libm_trusted(LIBM_EXP) && libm_trusted(LIBM_LOG); }
+
 /* The op in double: *v and its bound in ulps of *v; 0 when there is none
  * (the op has no double form, the library is not trusted, or the value is
  * not a normal double). */

@@ -236,6 +236,12 @@ int oc_reference_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axi
                         const struct oc_profile *p, double *ref, double *bound);
 int oc_reference_softmax(enum oc_softmax_kind kind, const struct oc_tensor *x, int axis,
                          const struct oc_profile *p, double *ref, double *bound);
+/* Softmax rows in double first (on by default; a row whose enclosure is not
+ * negligible against its bounds is redone in MPFR). Off: every row in
+ * MPFR (tests compare the two). Counts: rows computed in double since the
+ * process started, and of those the rows redone in MPFR. */
+void oc_softmax_set_double(int on);
+void oc_softmax_double_counts(unsigned long *in_double, unsigned long *redone);
 
 /* ---------------------------------------------------------------- generators */
 #include "adversarial.h"

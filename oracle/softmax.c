@@ -1,15 +1,29 @@
 /* oracle/softmax.c — softmax, log_softmax and logsumexp along one axis,
- * checked in full. Reference in MPFR (80 bits, its own error folded into
- * the enclosure); bound per ORACLE.md §2 for the two-pass class, plus the
- * rescaling terms of the online (flash-style) class. */
+ * checked in full. Reference in double with its error folded into the
+ * enclosure, or in MPFR (80 bits, likewise) for a row whose double
+ * enclosure is not negligible against its bounds; bound per ORACLE.md §2
+ * for the two-pass class, plus the rescaling terms of the online
+ * (flash-style) class. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bounds.h"
+#include "elementwise.h"
 #include "verdict.h"
 
 #define PREC 80
+/* The C library's exp and log trusted to this many ulps (elementwise.c
+ * measures them against MPFR before trusting them at all). */
+#define LIBM_ULPS 16
+/* A row's double enclosure is used when every radius is below this
+ * fraction of the element's bound (else the row is redone in MPFR). */
+#define NEGLIGIBLE 0x1p-20
+
+static _Atomic int double_off;
+
+void oc_softmax_set_double(int on) { atomic_store(&double_off, !on); }
 
 struct smx {
   enum oc_softmax_kind kind;
@@ -58,6 +72,75 @@ static double smx_bound(const struct oc_profile *p, const struct oc_elem *e, con
   return oc_out_bound(p, yabs, b);
 }
 
+static _Atomic unsigned long rows_double, rows_redone;
+
+void oc_softmax_double_counts(unsigned long *in_double, unsigned long *redone) {
+  *in_double = atomic_load(&rows_double);
+  *redone = atomic_load(&rows_redone);
+}
+
+/* sum_j y_j eps_j of the bound, with the y_j's relative error rel. */
+static double row_meps(const struct oc_profile *p, const double *xs, const double *ys, int64_t n,
+                       double m, double rel) {
+  double meps = 0;
+  for (int64_t k = 0; k < n; k++)
+    if (xs[k] > -INFINITY)
+      meps = oc_add_up(meps, oc_mul_up(oc_mul_up(ys[k], 1 + rel), oc_softmax_eps(p, xs[k] - m)));
+  return meps;
+}
+
+/* A row in double: ys the softmax values, yv/rv each output's value and
+ * enclosure radius, *logS. Errors (u = 2^-53, first order, then 1% more):
+ * t_k = x_k - m rounds once (|t_k| u); exp(t_k) within LIBM_ULPS ulps
+ * (2 LIBM_ULPS u relative), so every term carries e_t = (T + 2 LIBM_ULPS)
+ * u, T = max |t_k|; recursive summation of n non-negative terms adds
+ * (n - 1) u: S carries e_S = e_t + n u; y_k = e_k / S carries e_t + e_S +
+ * u. log S: log(S(1 + r)) = log S + log(1 + r), |log(1 + r)| <= 1.01 |r|,
+ * and the library's LIBM_ULPS ulps; then one rounding of t_k - log S or
+ * m + log S. A term below 2^-1000 (relative errors stop holding there) is
+ * counted absolutely. Returns 0 where the double form does not apply. */
+static int row_double(enum oc_softmax_kind kind, const double *xs, int64_t n, double m, double *ys,
+                      double *yv, double *rv, double *logS, double *rely) {
+  const double u = 0x1p-53, L = LIBM_ULPS;
+  double sum = 0, T = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (xs[k] == -INFINITY) {
+      ys[k] = 0;
+      continue;
+    }
+    double tk = xs[k] - m, ek = exp(tk);
+    if (ek >= 0x1p-1000) T = fmax(T, fabs(tk)); /* else below 2^-999 either way */
+    ys[k] = ek;
+    sum += ek;
+  }
+  /* S >= 1 (the maximum's term): terms below 2^-1000 add n 2^-1000 to its
+   * relative error, and each softmax output gets 2^-998 absolute */
+  double et = 1.01 * (T + 2 * L) * u, eS = 1.01 * (et + (double)n * u + (double)n * 0x1p-1000);
+  double ey = 1.01 * (et + eS + u);
+  double lS = log(sum), elog = 1.01 * (1.01 * eS + 2 * L * u * fabs(lS));
+  for (int64_t k = 0; k < n; k++)
+    ys[k] /= sum;
+  int same = kind != OC_LOGSUMEXP;
+  for (int64_t k = 0; k < (same ? n : 1); k++) {
+    double tk = same ? xs[k] - m : 0;
+    if (kind == OC_SOFTMAX) {
+      yv[k] = ys[k];
+      rv[k] = oc_add_up(oc_mul_up(ys[k], ey), 0x1p-998);
+    } else if (kind == OC_LOG_SOFTMAX) {
+      yv[k] = tk - lS;
+      rv[k] = oc_mul_up(1.01, oc_add_up(oc_add_up(oc_mul_up(u, fabs(tk)), elog),
+                                        oc_mul_up(u, oc_add_up(fabs(tk), fabs(lS)))));
+    } else {
+      yv[k] = m + lS;
+      rv[k] = oc_mul_up(1.01, oc_add_up(elog, oc_mul_up(u, oc_add_up(fabs(m), fabs(lS)))));
+    }
+  }
+  *logS = lS;
+  *rely = ey;
+  atomic_fetch_add(&rows_double, 1);
+  return 1;
+}
+
 static const char *const smx_names[] = {"softmax", "log_softmax", "logsumexp"};
 
 static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axis,
@@ -88,14 +171,20 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
   struct oc_verdict vd;
   oc_check_init(&c, smx_names[kind], p, o, v ? v : &vd, same ? rw.nrows * n : rw.nrows, out->rank,
                 smx_bound, &sm);
-  double *xs = malloc((size_t)(n ? n : 1) * sizeof *xs),
-         *ys = malloc((size_t)(n ? n : 1) * sizeof *ys);
-  mpfr_t *e = malloc((size_t)(n ? n : 1) * sizeof *e);
+  size_t nn = (size_t)(n ? n : 1);
+  double *xs = malloc(nn * sizeof *xs), *ys = malloc(nn * sizeof *ys),
+         *yv = malloc(nn * sizeof *yv), *rv = malloc(nn * sizeof *rv);
+  struct oc_elem *elbuf = malloc(nn * sizeof *elbuf);
+  mpfr_t *e = malloc(nn * sizeof *e);
   mpfr_t S, t, lg;
-  if (!xs || !ys || !e) {
-    free(xs), free(ys), free(e);
+  if (!xs || !ys || !yv || !rv || !elbuf || !e) {
+    free(xs), free(ys), free(yv), free(rv), free(elbuf), free(e);
     return -1;
   }
+  /* fp64 outputs need MPFR's enclosure: a double one is as wide as their bound */
+  int dbl_on = !atomic_load(&double_off) && p->out != OC_FP64 && oc_libm_exp_log_trusted();
+  int dbl = dbl_on;
+  long dbl_missed = 0;
   for (int64_t k = 0; k < n; k++)
     mpfr_init2(e[k], PREC);
   mpfr_inits2(PREC, S, t, lg, (mpfr_ptr)0);
@@ -120,58 +209,83 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
     int special = nan || pinf || allninf || n == 0;
     double range = special ? 0 : m - mn, logS = 0;
     if (!special) {
-      mpfr_set_zero(S, 1);
-      for (int64_t k = 0; k < n; k++) {
-        mpfr_set_d(t, xs[k], MPFR_RNDN);
-        mpfr_sub_d(t, t, m, MPFR_RNDN);
-        mpfr_exp(e[k], t, MPFR_RNDN);
-        mpfr_add(S, S, e[k], MPFR_RNDN);
-      }
-      mpfr_log(lg, S, MPFR_RNDN);
-      logS = mpfr_get_d(lg, MPFR_RNDN);
+      /* yv/rv: each output's value and the radius of its enclosure */
+      int done = 0;
       double meps = 0;
-      for (int64_t k = 0; k < n; k++) {
-        mpfr_div(t, e[k], S, MPFR_RNDN);
-        ys[k] = mpfr_get_d(t, MPFR_RNDN);
-        if (xs[k] > -INFINITY)
-          meps = oc_add_up(meps, oc_mul_up(oc_mul_up(ys[k], 1 + rr), oc_softmax_eps(p, xs[k] - m)));
+      if (dbl) {
+        double rely = 0;
+        done = row_double(kind, xs, n, m, ys, yv, rv, &logS, &rely);
+        if (done) meps = row_meps(p, xs, ys, n, m, rely);
+      }
+      if (!done) {
+        mpfr_set_zero(S, 1);
+        for (int64_t k = 0; k < n; k++) {
+          mpfr_set_d(t, xs[k], MPFR_RNDN);
+          mpfr_sub_d(t, t, m, MPFR_RNDN);
+          mpfr_exp(e[k], t, MPFR_RNDN);
+          mpfr_add(S, S, e[k], MPFR_RNDN);
+        }
+        mpfr_log(lg, S, MPFR_RNDN);
+        logS = mpfr_get_d(lg, MPFR_RNDN);
+        for (int64_t k = 0; k < n; k++) {
+          mpfr_div(t, e[k], S, MPFR_RNDN);
+          ys[k] = mpfr_get_d(t, MPFR_RNDN);
+        }
+        meps = row_meps(p, xs, ys, n, m, rr);
+        for (int64_t k = 0; k < (same ? n : 1); k++) {
+          double t_k = same ? xs[k] - m : 0;
+          if (kind == OC_SOFTMAX) {
+            yv[k] = ys[k];
+            rv[k] = oc_add_up(oc_mul_up(ys[k], rr), 1e-300);
+          } else if (kind == OC_LOG_SOFTMAX) {
+            yv[k] = t_k - logS;
+            rv[k] = oc_mul_up(oc_add_up(fabs(t_k), fabs(logS)), rr);
+          } else {
+            yv[k] = m + logS;
+            rv[k] = oc_mul_up(oc_add_up(fabs(m), fabs(logS)), rr);
+          }
+        }
+      }
+      struct oc_elem *els = elbuf;
+      for (int64_t k = 0; k < (same ? n : 1); k++) {
+        struct oc_elem *el = &els[k];
+        memset(el, 0, sizeof *el);
+        double t_k = same ? xs[k] - m : 0;
+        el->lo = oc_down(yv[k] - rv[k]);
+        el->hi = oc_up(yv[k] + rv[k]);
+        if (kind == OC_LOG_SOFTMAX && xs[k] == -INFINITY) el->lo = el->hi = -INFINITY;
+        if (kind == OC_SOFTMAX && xs[k] == -INFINITY) el->lo = el->hi = 0;
+        el->in[0] = xs[k] > -INFINITY ? oc_softmax_eps(p, t_k) : 0;
+        el->in[1] = meps;
+        el->in[2] = (double)n;
+        el->in[3] = range;
+        el->in[4] = fabs(t_k);
+        el->in[5] = fabs(logS);
+        el->bound = isinf(el->lo) ? 0 : smx_bound(p, el, &sm);
+        el->prob = INFINITY;
+        /* the double enclosure must vanish against the bound, else MPFR */
+        if (done && !isinf(el->lo) && !(rv[k] <= NEGLIGIBLE * el->bound)) {
+          done = 0, dbl_missed++;
+          break;
+        }
+      }
+      if (dbl && !done) {
+        row--; /* the same row again, in MPFR */
+        dbl = 0;
+        continue;
       }
       for (int64_t k = 0; k < (same ? n : 1); k++) {
-        struct oc_elem el;
-        memset(&el, 0, sizeof el);
-        double y, rad;
-        double t_k = same ? xs[k] - m : 0;
-        if (kind == OC_SOFTMAX) {
-          y = ys[k];
-          rad = oc_add_up(oc_mul_up(y, rr), 1e-300);
-        } else if (kind == OC_LOG_SOFTMAX) {
-          y = t_k - logS;
-          rad = oc_mul_up(oc_add_up(fabs(t_k), fabs(logS)), rr);
-        } else {
-          y = m + logS;
-          rad = oc_mul_up(oc_add_up(fabs(m), fabs(logS)), rr);
-        }
-        el.lo = oc_down(y - rad);
-        el.hi = oc_up(y + rad);
-        if (kind == OC_LOG_SOFTMAX && xs[k] == -INFINITY) el.lo = el.hi = -INFINITY;
-        if (kind == OC_SOFTMAX && xs[k] == -INFINITY) el.lo = el.hi = 0;
-        el.in[0] = xs[k] > -INFINITY ? oc_softmax_eps(p, t_k) : 0;
-        el.in[1] = meps;
-        el.in[2] = (double)n;
-        el.in[3] = range;
-        el.in[4] = fabs(t_k);
-        el.in[5] = fabs(logS);
-        el.bound = isinf(el.lo) ? 0 : smx_bound(p, &el, &sm);
-        el.prob = INFINITY;
+        struct oc_elem *el = &els[k];
         int64_t at = row * (same ? n : 1) + k;
-        if (ref) ref[at] = y;
-        if (bnd) bnd[at] = el.bound;
+        if (ref) ref[at] = yv[k];
+        if (bnd) bnd[at] = el->bound;
         if (v) {
-          el.k = oc_tensor_at(out, oo + (same ? k * out->stride[rw.axis] : 0));
+          el->k = oc_tensor_at(out, oo + (same ? k * out->stride[rw.axis] : 0));
           oc_rows_out_index(&rw, xidx, k, oidx);
-          oc_check_elem(&c, &el, oidx);
+          oc_check_elem(&c, el, oidx);
         }
       }
+      dbl = dbl_on;
     } else {
       for (int64_t k = 0; k < (same ? n : 1); k++) {
         struct oc_elem el;
@@ -201,7 +315,8 @@ static int smx_run(enum oc_softmax_kind kind, const struct oc_tensor *x, int axi
   for (int64_t k = 0; k < n; k++)
     mpfr_clear(e[k]);
   mpfr_clears(S, t, lg, (mpfr_ptr)0);
-  free(xs), free(ys), free(e);
+  free(xs), free(ys), free(yv), free(rv), free(elbuf), free(e);
+  atomic_fetch_add(&rows_redone, (unsigned long)dbl_missed);
   return 0;
 }
 

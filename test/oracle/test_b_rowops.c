@@ -210,6 +210,85 @@ static void softmaxes(void) {
          before);
 }
 
+/* Softmax rows in double against the same rows in MPFR: references within
+ * 2^-20 of the bound of each other (the double path's enclosure is that
+ * narrow where it is used), identical verdicts for a correct and a broken
+ * kernel, most fp32 rows decided in double, no fp64 row. */
+static void softmax_double_path(void) {
+  int before = t_fail;
+  static const enum oc_gen gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS,
+                                     OC_GEN_SPECIALS};
+  unsigned long d0, r0, d1, r1;
+  oc_softmax_double_counts(&d0, &r0);
+  long rows = 0;
+  for (int kind = 0; kind < 3; kind++)
+    for (int gi = 0; gi < 4; gi++)
+      for (int64_t n = 8; n <= 4096; n *= 8) {
+        void *buf;
+        double *x;
+        struct oc_tensor X, O;
+        make(gens[gi], OC_FP32, R, n, 11 + (uint64_t)gi, &buf, &x, &X);
+        int same = kind != OC_LOGSUMEXP;
+        int64_t no = R * (same ? n : 1);
+        float *y = malloc((size_t)no * sizeof *y);
+        double *ra = malloc((size_t)no * sizeof *ra), *rb = malloc((size_t)no * sizeof *rb);
+        double *ba = malloc((size_t)no * sizeof *ba), *bb = malloc((size_t)no * sizeof *bb);
+        t_tensor2(&O, y, OC_FP32, R, same ? n : 1);
+        if (!same) O.rank = 1;
+        struct oc_profile p;
+        oc_profile_parse("fp32", &p);
+        oc_softmax_set_double(1);
+        oc_reference_softmax((enum oc_softmax_kind)kind, &X, 1, &p, ra, ba);
+        oc_softmax_set_double(0);
+        oc_reference_softmax((enum oc_softmax_kind)kind, &X, 1, &p, rb, bb);
+        int far = 0;
+        for (int64_t i = 0; i < no; i++) {
+          int both_nan = ra[i] != ra[i] && rb[i] != rb[i];
+          if (!both_nan && !(ra[i] == rb[i] || fabs(ra[i] - rb[i]) <= 0x1p-19 * bb[i])) far++;
+          if (!both_nan && ba[i] != bb[i] && !(fabs(ba[i] - bb[i]) <= 1e-9 * bb[i])) far++;
+        }
+        EXPECT(far == 0, "kind=%d gen=%s n=%lld: %d references or bounds apart", kind,
+               oc_gen_name(gens[gi]), (long long)n, far);
+        for (int broken = 0; broken < 2; broken++) {
+          for (int r = 0; r < R; r++)
+            sim_softmax(0, (enum oc_softmax_kind)kind, x + r * n, n, y + r * (same ? n : 1));
+          if (broken) y[no / 2] = nextafterf(nextafterf(y[no / 2], INFINITY), INFINITY) * 1.001f;
+          struct oc_verdict va, vb;
+          oc_softmax_set_double(1);
+          oc_check_softmax((enum oc_softmax_kind)kind, &X, 1, &O, &p, NULL, &va);
+          oc_softmax_set_double(0);
+          oc_check_softmax((enum oc_softmax_kind)kind, &X, 1, &O, &p, NULL, &vb);
+          EXPECT(va.kind == vb.kind && va.n_fail == vb.n_fail,
+                 "kind=%d gen=%s n=%lld broken=%d: double %s (%lld), MPFR %s (%lld)", kind,
+                 oc_gen_name(gens[gi]), (long long)n, broken, oc_verdict_name(va.kind),
+                 (long long)va.n_fail, oc_verdict_name(vb.kind), (long long)vb.n_fail);
+        }
+        rows += 3 * R;
+        free(buf), free(x), free(y), free(ra), free(rb), free(ba), free(bb);
+      }
+  oc_softmax_set_double(1);
+  oc_softmax_double_counts(&d1, &r1);
+  EXPECT(d1 - d0 - (r1 - r0) >= (unsigned long)rows / 2,
+         "%lu of %ld fp32 rows decided in double (%lu redone in MPFR)", d1 - d0 - (r1 - r0), rows,
+         r1 - r0);
+  /* fp64 outputs: MPFR only */
+  {
+    void *buf;
+    double *x;
+    struct oc_tensor X;
+    make(OC_GEN_UNIFORM, OC_FP32, R, 64, 5, &buf, &x, &X);
+    double *ra = malloc((size_t)(R * 64) * sizeof *ra);
+    struct oc_profile p;
+    oc_profile_parse("fp64", &p);
+    oc_softmax_double_counts(&d0, &r0);
+    oc_reference_softmax(OC_SOFTMAX, &X, 1, &p, ra, NULL);
+    oc_softmax_double_counts(&d1, &r1);
+    EXPECT(d1 == d0, "fp64 rows computed in double: %lu", d1 - d0);
+    free(buf), free(x), free(ra);
+  }
+  t_line("softmax family: rows in double agree with MPFR (references, bounds, verdicts)", before);
+}
+
 /* LayerNorm sims in fp32: 0 two-pass, 1 Welford, 2 one-pass E[x^2]-mu^2. */
 static void sim_ln(int how, const double *x, int64_t n, double eps, float *y) {
   float mu = 0, var = 0;
@@ -337,6 +416,7 @@ int main(void) {
   max_nan();
   reductions();
   softmaxes();
+  softmax_double_path();
   norms();
   norms_subnormal();
   return t_done("test_b_rowops");

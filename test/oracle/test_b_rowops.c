@@ -168,17 +168,19 @@ static void sim_softmax(int how, enum oc_softmax_kind kind, const double *x, int
   if (kind == OC_LOGSUMEXP) y[0] = m == INFINITY ? m : m + logf(s); /* PyTorch: +Inf row -> +Inf */
 }
 
+/* The softmax tests' input generators. */
+static const enum oc_gen smx_gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS,
+                                       OC_GEN_SPECIALS};
+
 static void softmaxes(void) {
   int before = t_fail;
-  static const enum oc_gen gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS,
-                                     OC_GEN_SPECIALS};
   for (int kind = 0; kind < 3; kind++)
     for (int gi = 0; gi < 4; gi++)
       for (int64_t n = 8; n <= 4096; n *= 8) {
         void *buf;
         double *x;
         struct oc_tensor X, O;
-        make(gens[gi], OC_FP32, R, n, 3, &buf, &x, &X);
+        make(smx_gens[gi], OC_FP32, R, n, 3, &buf, &x, &X);
         float *y = malloc((size_t)(R * n) * sizeof *y);
         int same = kind != OC_LOGSUMEXP;
         t_tensor2(&O, y, OC_FP32, R, same ? n : 1);
@@ -190,7 +192,7 @@ static void softmaxes(void) {
             sim_softmax(how, (enum oc_softmax_kind)kind, x + r * n, n, y + r * (same ? n : 1));
           struct oc_verdict v;
           oc_check_softmax((enum oc_softmax_kind)kind, &X, 1, &O, &p, NULL, &v);
-          if (how == 1 && gens[gi] == OC_GEN_LARGE_LOGITS) {
+          if (how == 1 && smx_gens[gi] == OC_GEN_LARGE_LOGITS) {
             EXPECT(v.kind == OC_FAIL_SPECIAL || v.kind == OC_FAIL_VALUE ||
                        v.kind == OC_FAIL_PRECISION,
                    "no max subtraction kind=%d n=%lld: %s", kind, (long long)n,
@@ -198,7 +200,7 @@ static void softmaxes(void) {
             if (n == 512 && kind == 0) t_print_verdict(&v);
           } else if (how != 1) {
             EXPECT(!oc_verdict_is_fail(v.kind) && v.kind != OC_INCONCLUSIVE,
-                   "how=%d kind=%d gen=%s n=%lld: %s", how, kind, oc_gen_name(gens[gi]),
+                   "how=%d kind=%d gen=%s n=%lld: %s", how, kind, oc_gen_name(smx_gens[gi]),
                    (long long)n, oc_verdict_name(v.kind));
             if (oc_verdict_is_fail(v.kind) || v.kind == OC_INCONCLUSIVE) t_print_verdict(&v);
           }
@@ -216,8 +218,6 @@ static void softmaxes(void) {
  * kernel, most fp32 rows decided in double, no fp64 row. */
 static void softmax_double_path(void) {
   int before = t_fail;
-  static const enum oc_gen gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS,
-                                     OC_GEN_SPECIALS};
   unsigned long d0, r0, d1, r1;
   oc_softmax_double_counts(&d0, &r0);
   long rows = 0;
@@ -227,7 +227,7 @@ static void softmax_double_path(void) {
         void *buf;
         double *x;
         struct oc_tensor X, O;
-        make(gens[gi], OC_FP32, R, n, 11 + (uint64_t)gi, &buf, &x, &X);
+        make(smx_gens[gi], OC_FP32, R, n, 11 + (uint64_t)gi, &buf, &x, &X);
         int same = kind != OC_LOGSUMEXP;
         int64_t no = R * (same ? n : 1);
         float *y = malloc((size_t)no * sizeof *y);
@@ -248,7 +248,7 @@ static void softmax_double_path(void) {
           if (!both_nan && ba[i] != bb[i] && !(fabs(ba[i] - bb[i]) <= 1e-9 * bb[i])) far++;
         }
         EXPECT(far == 0, "kind=%d gen=%s n=%lld: %d references or bounds apart", kind,
-               oc_gen_name(gens[gi]), (long long)n, far);
+               oc_gen_name(smx_gens[gi]), (long long)n, far);
         for (int broken = 0; broken < 2; broken++) {
           for (int r = 0; r < R; r++)
             sim_softmax(0, (enum oc_softmax_kind)kind, x + r * n, n, y + r * (same ? n : 1));
@@ -260,7 +260,7 @@ static void softmax_double_path(void) {
           oc_check_softmax((enum oc_softmax_kind)kind, &X, 1, &O, &p, NULL, &vb);
           EXPECT(va.kind == vb.kind && va.n_fail == vb.n_fail,
                  "kind=%d gen=%s n=%lld broken=%d: double %s (%lld), MPFR %s (%lld)", kind,
-                 oc_gen_name(gens[gi]), (long long)n, broken, oc_verdict_name(va.kind),
+                 oc_gen_name(smx_gens[gi]), (long long)n, broken, oc_verdict_name(va.kind),
                  (long long)va.n_fail, oc_verdict_name(vb.kind), (long long)vb.n_fail);
         }
         rows += 3 * R;

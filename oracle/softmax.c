@@ -117,6 +117,7 @@ static int row_double(enum oc_softmax_kind kind, const double *xs, int64_t n, do
    * relative error, and each softmax output gets 2^-998 absolute */
   double et = 1.01 * (T + 2 * L) * u, eS = 1.01 * (et + (double)n * u + (double)n * 0x1p-1000);
   double ey = 1.01 * (et + eS + u);
+  if (!(sum >= 1)) return 0; /* the maximum's term is exp(0) = 1 */
   double lS = log(sum), elog = 1.01 * (1.01 * eS + 2 * L * u * fabs(lS));
   for (int64_t k = 0; k < n; k++)
     ys[k] /= sum;

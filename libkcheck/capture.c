@@ -93,9 +93,9 @@ int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_l
 /* Words the driver said are in no allocation, for trace records: parameter
  * structs carry the same stale stack and heap words launch after launch, and
  * each driver query costs microseconds. PyTorch's multi-tensor structs hold
- * hundreds of int pairs (block_to_chunk) that look like addresses, a
- * training step a few thousand distinct ones: a direct-mapped table lost
- * a tenth of them to collisions every step, so it is set-associative
+ * hundreds of int pairs (block_to_chunk) that look like addresses: a
+ * direct-mapped table of this size lost ~23% of 4000 distinct ones to
+ * collisions every round (test_capture.py), so it is set-associative
  * (NOT_DEVICE_WAYS entries a set, a stale or empty one replaced first). Racy
  * by design (a lost or torn entry only costs a query). Never consulted for
  * checks. An entry holds the word (below 2^47, kc_addr_like) and, above it,

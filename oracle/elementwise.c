@@ -128,7 +128,7 @@ static long eval(mpfr_ptr r, const void *vc) {
  * LIBM_ULPS is 16. The library's error is also measured once per function
  * against MPFR (libm_trusted): one more than LIBM_ULPS / 2 off anywhere in
  * the sample turns the double path off for the ops that use it. */
-#define LIBM_ULPS 16
+#define LIBM_ULPS OC_LIBM_ULPS
 #define CALIBRATION_POINTS 512
 
 enum libm_fn { LIBM_EXP, LIBM_LOG, LIBM_TANH, LIBM_ERFC, LIBM_NONE, LIBM_COUNT };
@@ -167,28 +167,27 @@ static double calibration_point(enum libm_fn fn, unsigned i) {
 }
 
 static int libm_trusted(enum libm_fn fn) {
+  if (fn == LIBM_NONE) return 1;
   int st = atomic_load_explicit(&libm_state[fn], memory_order_acquire);
   if (st) return st > 0;
   int ok = 1;
-  if (fn != LIBM_NONE) {
-    mpfr_t v, r, d;
-    mpfr_inits2(160, v, r, d, (mpfr_ptr)0);
-    for (unsigned i = 0; ok && i < CALIBRATION_POINTS; i++) {
-      double arg = calibration_point(fn, i), got = libm_call(fn, arg);
-      mpfr_set_d(v, arg, MPFR_RNDN);
-      libm_mpfr(fn, r, v);
-      double want = mpfr_get_d(r, MPFR_RNDN);
-      if (!isfinite(got) || !isnormal(want)) {
-        ok = isfinite(got) || !isfinite(want);
-        continue;
-      }
-      /* |got - exact| in ulps of the exact value's binade */
-      mpfr_sub_d(d, r, got, MPFR_RNDN);
-      double ulps = fabs(mpfr_get_d(d, MPFR_RNDN)) / ldexp(1.0, ilogb(want) - 52);
-      ok = ulps <= LIBM_ULPS / 2;
+  mpfr_t v, r, d;
+  mpfr_inits2(160, v, r, d, (mpfr_ptr)0);
+  for (unsigned i = 0; ok && i < CALIBRATION_POINTS; i++) {
+    double arg = calibration_point(fn, i), got = libm_call(fn, arg);
+    mpfr_set_d(v, arg, MPFR_RNDN);
+    libm_mpfr(fn, r, v);
+    double want = mpfr_get_d(r, MPFR_RNDN);
+    if (!isfinite(got) || !isnormal(want)) {
+      ok = isfinite(got) || !isfinite(want);
+      continue;
     }
-    mpfr_clears(v, r, d, (mpfr_ptr)0);
+    /* |got - exact| in ulps of the exact value's binade */
+    mpfr_sub_d(d, r, got, MPFR_RNDN);
+    double ulps = fabs(mpfr_get_d(d, MPFR_RNDN)) / ldexp(1.0, ilogb(want) - 52);
+    ok = ulps <= LIBM_ULPS / 2;
   }
+  mpfr_clears(v, r, d, (mpfr_ptr)0);
   atomic_store_explicit(&libm_state[fn], ok ? 1 : -1, memory_order_release);
   return ok;
 }
@@ -220,7 +219,7 @@ static int double_form(enum oc_op op, double x, double y, double *v, double *kul
   }
   default: return 0;
   }
-  if (!isnormal(r) || (fn != LIBM_NONE && !libm_trusted(fn))) return 0;
+  if (!isnormal(r) || !libm_trusted(fn)) return 0;
   *v = r;
   *kulps = k;
   return 1;

@@ -157,6 +157,9 @@ def main():
             if th:
                 print("- %s, busiest threads in those steps (CPU ms of wall ms, thread): %s" % (
                     c, "; ".join(" ".join(t.split()[:4]) for t in th[:6])))
+            for tag in ("THREAD_SCHED", "LATE_PROCESS"):  # waiting for a CPU, faults, GC
+                for t in tagged(os.path.join(logdir, "bench_%s.out" % c), tag)[:3]:
+                    print("  - %s %s" % (c, t))
         for c in configs:
             pp = tagged(os.path.join(logdir, "bench_%s.out" % c), "PYPROF")
             tot = tagged(os.path.join(logdir, "bench_%s.out" % c), "PYPROF_TOTAL_MS_PER_STEP")

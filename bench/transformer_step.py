@@ -101,6 +101,56 @@ def thread_cpu():
     return out
 
 
+def thread_sched():
+    """{thread id: (ns waiting on a run queue, timeslices, last CPU,
+    involuntary switches)} (Linux schedstat, stat and status; {} where they
+    cannot be read): whether a busy thread waited for a CPU."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                _, wait, slices = (int(x) for x in f.read().split()[:3])
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+            nivcsw = 0
+            with open(f"/proc/self/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("nonvoluntary_ctxt_switches"):
+                        nivcsw = int(line.split()[1])
+            out[int(tid)] = (wait, slices, cpu, nivcsw)
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def process_usage():
+    """(user s, system s, minor faults, major faults) of the whole process."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return (r.ru_utime, r.ru_stime, r.ru_minflt, r.ru_majflt)
+
+
+class GcClock:
+    """Python's garbage collections and the time they take (gc.callbacks)."""
+
+    def __init__(self):
+        import gc
+        self.n, self.s, self.t0 = [0, 0, 0], 0.0, None
+        gc.callbacks.append(self)
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self.t0 = time.perf_counter()
+        elif self.t0 is not None:
+            self.n[info["generation"]] += 1
+            self.s += time.perf_counter() - self.t0
+            self.t0 = None
+
+
 def thread_names():
     """{thread id: name}: Python's names for its threads, else the kernel's
     comm (C threads: CUDA's, the autograd engine's, OpenMP's, kcheck's)."""
@@ -239,10 +289,12 @@ def main():
     phases = []
     late_from = max(5, args.steps // 3)  # after the first third: the first checks long done
     cpu_at = None
+    gcc = GcClock()
     loss = None
     for i in range(args.steps):
         if i == late_from:
-            cpu_at = (time.perf_counter(), thread_cpu())
+            cpu_at = (time.perf_counter(), thread_cpu(), thread_sched(), process_usage(),
+                      list(gcc.n), gcc.s)
         sync()
         marks = [time.perf_counter()]
         c0, p0 = time.thread_time(), time.process_time()
@@ -270,10 +322,24 @@ def main():
             wall = time.perf_counter() - cpu_at[0]
             now, names = thread_cpu(), thread_names()
             used = sorted(((now[t] - cpu_at[1].get(t, 0)) / 1e6, t) for t in now)[::-1]
+            sched = thread_sched()
             for ms_, tid in used[:8]:
                 if ms_ >= 1:
                     print(f"THREAD_CPU_MS {ms_:.1f} of {1e3 * wall:.0f} {names.get(tid, '?')} {tid}")
+                    a, b = cpu_at[2].get(tid, (0, 0, 0, 0)), sched.get(tid)
+                    if b:  # waiting for a CPU (run queue), slices, involuntary switches, last CPU
+                        print(f"THREAD_SCHED {names.get(tid, '?')} {tid} runqueue_wait_ms "
+                              f"{(b[0] - a[0]) / 1e6:.1f} slices {b[1] - a[1]} involuntary "
+                              f"{b[3] - a[3]} last_cpu {b[2]}")
             print(f"THREADS {len(now)}")
+            u = process_usage()
+            n = len(phases) - late_from
+            print("LATE_PROCESS user_ms=%.3f system_ms=%.3f minor_faults=%.1f major_faults=%.1f "
+                  "gc_collections=%s gc_ms=%.3f (per step)" % (
+                      1e3 * (u[0] - cpu_at[3][0]) / n, 1e3 * (u[1] - cpu_at[3][1]) / n,
+                      (u[2] - cpu_at[3][2]) / n, (u[3] - cpu_at[3][3]) / n,
+                      "/".join(str(b - a) for a, b in zip(cpu_at[4], gcc.n)),
+                      1e3 * (gcc.s - cpu_at[5]) / n))
     if args.pyprof:
         pyprof(args, model, opt, data, sync)
     print(f"FINAL_LOSS {float(loss.item()).hex()}")

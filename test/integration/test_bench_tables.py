@@ -1,0 +1,69 @@
+"""The benchmarks' table makers read bench/transformer_step.py's output as it
+is printed now: a table of dashes from a format the reader no longer knows
+hid a whole device call's targets once (STEP lines gained their phases)."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TABLE = os.path.join(ROOT, "bench", "targets_table.py")
+
+
+def step_lines(ms_of_step, n=12):
+    """STEP lines as transformer_step.py prints them: index, ms, forward,
+    backward, optimizer, thread CPU, process CPU."""
+    out = []
+    for i in range(n):
+        ms = ms_of_step(i)
+        out.append("STEP %d %.3f %.3f %.3f %.3f %.3f %.3f" % (i + 1, ms, ms / 3, ms / 2, ms / 6, ms, ms))
+    return "\n".join(out) + "\nFINAL_LOSS 0x1.8p+0\n"
+
+
+def make_logs(tmp_path, fmt=step_lines):
+    logs, reps = tmp_path / "logs", tmp_path / "reports"
+    logs.mkdir()
+    reps.mkdir()
+    (logs / "env.txt").write_text("date: test\n")
+    # plain 10 ms a step after the first three, default 12 ms, none 10.1, trace=1 11
+    steady = {"plain": 10.0, "none": 10.1, "default": 12.0, "trace1": 11.0}
+    for c, ms in steady.items():
+        (logs / ("%s_r1.out" % c)).write_text(fmt(lambda i, ms=ms: 100.0 if i < 3 else ms))
+    with open(reps / "default_r1.1.jsonl", "w") as f:
+        f.write(json.dumps({"type": "check", "kernel": "k", "launch": 7, "runs": 4, "cost_ms": 1.0,
+                            "wait_ms": 0.1, "floor_ms": 0.5, "saved_bytes": 1 << 20,
+                            "floor_terms": {"kernels_ms": 0.3, "copies_ms": 0.1, "syncs_ms": 0.1,
+                                            "measured_device": True}}) + "\n")
+    return logs, reps
+
+
+def run_table(logs, reps):
+    return subprocess.run([sys.executable, TABLE, str(logs), str(reps), "1", "12", "3",
+                           'declare -A WALL=([plain_r1]="2.00" [default_r1]="3.00" )'],
+                          capture_output=True, text=True, timeout=60)
+
+
+def row(out, label):
+    for line in out.splitlines():
+        if line.startswith("| %s |" % label):
+            return [c.strip() for c in line.strip("|").split("|")]
+    raise AssertionError("no row %r in\n%s" % (label, out))
+
+
+def test_targets_table_reads_the_step_lines_with_phases(tmp_path):
+    r = run_table(*make_logs(tmp_path))
+    assert r.returncode == 0, r.stderr
+    plain, default = row(r.stdout, "plain"), row(r.stdout, "default options")
+    assert plain[3] == "10.00" and plain[4] == "1.000"
+    assert default[3] == "12.00" and default[4] == "1.200"
+    assert default[5] == "3.00" and default[6] == "1.500"  # wall from the WALL declaration
+    assert default[7] == "[1]"  # the check record counted
+    assert row(r.stdout, "`gates=none:trace=1`")[4] == "1.100"
+
+
+def test_targets_table_fails_on_step_lines_it_cannot_read(tmp_path):
+    def two_fields(ms_of_step, n=12):
+        return "\n".join("STEP %d" % (i + 1) for i in range(n)) + "\n"
+    r = run_table(*make_logs(tmp_path, two_fields))
+    assert r.returncode == 1
+    assert "cannot read" in r.stderr and "plain_r1" in r.stderr

@@ -82,6 +82,33 @@ def summary(logdir, config):
     return None
 
 
+def profiles(logdir, config):
+    """libkcheck's profile=1 records of the configuration's report: {at:
+    record}, "mark" (profile_mark's launch) and "exit"."""
+    out = {}
+    for p in glob.glob(os.path.join(logdir, "bench_%s.*.jsonl" % config)):
+        with open(p) as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if r.get("type") == "profile":
+                    out[r.get("at", "exit")] = r
+    return out
+
+
+def late_stages(prof):
+    """ns per launch of each stage between the mark and the exit records,
+    and the launches between (None when either record is missing)."""
+    a, b = prof.get("exit"), prof.get("mark")
+    if not a or not b or a["launches"] <= b["launches"]:
+        return None, 0
+    n = a["launches"] - b["launches"]
+    return {k: (v["ns"] - b["stages"].get(k, {}).get("ns", 0)) / n
+            for k, v in a["stages"].items()}, n
+
+
 def blocks(logdir, config):
     """The live blocks bench/transformer_step.py --memory-out wrote, or None."""
     try:
@@ -188,6 +215,20 @@ def main():
         extra, missing = diff(other, plain_blocks), diff(plain_blocks, other)
         print("- %s live blocks vs plain ([size, requested, pool]): %d more %s, %d fewer %s" % (
             c, len(extra), extra[:6], len(missing), missing[:6]))
+    for c in configs:  # libkcheck's own cost per launch after the mark (profile=1 runs)
+        st, n = late_stages(profiles(logdir, c))
+        if st:
+            print()
+            print("%s, libkcheck per launch after launch %d (profile=1; %d launches): %s" % (
+                c, profiles(logdir, c)["mark"]["launches"], n,
+                ", ".join("%s %.0f ns" % kv for kv in sorted(st.items(), key=lambda kv: -kv[1])
+                          if kv[1] >= 1)))
+            pr = profiles(logdir, c)
+            dc = pr["exit"].get("driver_calls_total", 0) - pr["mark"].get("driver_calls_total", 0)
+            print("%s, libkcheck's driver calls per launch after the mark: %.3f" % (c, dc / n))
+            counts = (pr["exit"].get("counts") or {})
+            if counts:
+                print("%s, counts at exit: %s" % (c, counts))
     for c, s in sums.items():
         print()
         print("%s: %d ops seen in %d optimizer steps (%d watched), %d covered, %d signatures "

@@ -67,3 +67,27 @@ def test_targets_table_fails_on_step_lines_it_cannot_read(tmp_path):
     r = run_table(*make_logs(tmp_path, two_fields))
     assert r.returncode == 1
     assert "cannot read" in r.stderr and "plain_r1" in r.stderr
+
+
+def test_torch_bench_table_prints_libkcheck_cost_after_the_mark(tmp_path):
+    """torch_prof/default_prof runs: ns per launch of each stage and the
+    driver calls between the profile_mark record and the exit record."""
+    for c in ("plain", "torch_prof"):
+        (tmp_path / ("bench_%s.out" % c)).write_text(step_lines(lambda i: 10.0, n=8))
+
+    def prof(at, launches, pointers_ns, calls):
+        return {"type": "profile", "at": at, "launches": launches, "driver_calls_total": calls,
+                "stages": {"pointers": {"ns": pointers_ns, "n": launches},
+                           "launch": {"ns": 3 * pointers_ns, "n": launches}},
+                "counts": {"ptr_driver": calls}}
+    with open(tmp_path / "bench_torch_prof.7.jsonl", "w") as f:
+        f.write(json.dumps(prof("mark", 1000, 100000, 10)) + "\n")
+        f.write(json.dumps(prof("exit", 3000, 500000, 30)) + "\n")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_bench_table.py"),
+                        str(tmp_path), "plain", "torch_prof"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # (500000 - 100000) ns over the 2000 launches after the mark: 200 ns
+    assert "torch_prof, libkcheck per launch after launch 1000 (profile=1; 2000 launches): " \
+        "launch 600 ns, pointers 200 ns" in r.stdout, r.stdout
+    assert "driver calls per launch after the mark: 0.010" in r.stdout

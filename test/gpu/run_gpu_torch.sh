@@ -250,6 +250,7 @@ fi
 
 # later bench rounds last (KC_BUDGET leaves them out first), with
 # KC_BENCH_CONFIGS_LATER (default: the same configurations)
+BENCH_CONFIGS_ALL=$BENCH_CONFIGS
 if want bench; then
   BENCH_CONFIGS=${KC_BENCH_CONFIGS_LATER:-$BENCH_CONFIGS}
   for r in $(seq 2 "${KC_BENCH_ROUNDS:-1}"); do
@@ -274,6 +275,17 @@ fi
     echo
     echo "## Bench: bench/transformer_step.py --layers 6 --d-model 512 --heads 8"
     echo
+    if [ "${KC_BENCH_ROUNDS:-1}" -gt 1 ]; then
+      # the goals are read from the medians over the rounds
+      dirs=("$LOGS")
+      for r in $(seq 2 "$KC_BENCH_ROUNDS"); do [ -d "$LOGS/r$r" ] && dirs+=("$LOGS/r$r"); done
+      echo "### Over every round"
+      echo
+      "$PYTHON" bench/torch_rounds_table.py "${dirs[@]}" -- $BENCH_CONFIGS_ALL 2>&1
+      echo
+      echo "### Round 1"
+      echo
+    fi
     cat "$LOGS/bench.md"
     for r in $(seq 2 "${KC_BENCH_ROUNDS:-1}"); do
       echo

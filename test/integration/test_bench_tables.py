@@ -91,3 +91,31 @@ def test_torch_bench_table_prints_libkcheck_cost_after_the_mark(tmp_path):
     assert "torch_prof, libkcheck per launch after launch 1000 (profile=1; 2000 launches): " \
         "launch 600 ns, pointers 200 ns" in r.stdout, r.stdout
     assert "driver calls per launch after the mark: 0.010" in r.stdout
+
+
+def test_torch_rounds_table_takes_the_median_of_each_rounds_ratio(tmp_path):
+    """Each round's ratio is to that round's plain run; the goal is read
+    from their median, not from one round or from pooled times."""
+    plain_ms, torch_ms = [10.0, 20.0, 10.0], [11.0, 30.0, 12.0]  # ratios 1.1, 1.5, 1.2
+    dirs = []
+    for i, (p, t) in enumerate(zip(plain_ms, torch_ms)):
+        d = tmp_path / ("r%d" % (i + 1))
+        d.mkdir()
+        for c, ms in (("plain", p), ("torch", t)):
+            text = step_lines(lambda k, ms=ms: 100.0 if k < 5 else ms, n=12)
+            text += "LATE_MEDIAN_MS step=%.3f forward=1 backward=1 optimizer=1 thread_cpu=1 " \
+                    "process_cpu=1 (steps 6-12)\n" % ms
+            (d / ("bench_%s.out" % c)).write_text(text)
+        dirs.append(str(d))
+    tool = os.path.join(ROOT, "bench", "torch_rounds_table.py")
+    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert row(r.stdout, "torch | steady (6-N)") == ["torch", "steady (6-N)", "1.10", "1.50", "1.20",
+                                                       "1.20"]
+    assert row(r.stdout, "torch | late")[-1] == "1.20"
+    assert row(r.stdout, "torch | first 5 steps")[-1] == "1.00"
+    os.remove(os.path.join(dirs[1], "bench_plain.out"))
+    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "without a plain run" in r.stderr

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""bench/torch_rounds_table.py — the PyTorch binding's bench over every
+round of one device call: each round's ratios to the plain run of that
+round, and their medians (the figure the bench's goals are read from; the
+plain runs alone spread 10-30% between processes, so one round says little).
+
+  torch_rounds_table.py ROUNDDIR... -- CONFIG...
+
+Each ROUNDDIR holds one round's bench_<config>.out (bench/transformer_step.py's
+output; test/gpu/run_gpu_torch.sh writes round 1 in its log folder and round
+r in r<r>/). Ratios: first 5 steps (means), steady (mean of steps 6-N, as
+the per-round tables), late (LATE_MEDIAN_MS's step, steps N/3+1..N, when
+the first checks are long done). Exits 1 when a round has no plain run."""
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_bench_table import late, mean, steps  # noqa: E402
+
+
+def figures(rounddir, config):
+    """(first, steady, late) ms/step of one run, None where it has none."""
+    path = os.path.join(rounddir, "bench_%s.out" % config)
+    st = steps(path)
+    lt, _ = late(path)
+    return (mean(st[:5]) if st else None, mean(st[5:]) if len(st) > 5 else None,
+            lt.get("step") if lt else None)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(x):
+    return "-" if x is None else "%.2f" % x
+
+
+def main(argv):
+    if "--" not in argv:
+        sys.stderr.write(__doc__)
+        return 2
+    cut = argv.index("--")
+    rounds, configs = argv[:cut], [c for c in argv[cut + 1:] if c != "plain"]
+    plain = [figures(d, "plain") for d in rounds]
+    if any(p[1] is None for p in plain):
+        sys.stderr.write("torch_rounds_table.py: a round without a plain run: %s\n" % ", ".join(
+            d for d, p in zip(rounds, plain) if p[1] is None))
+        return 1
+    print("Every round's ratio to the plain run of the same round (%d rounds); medians last.\n"
+          % len(rounds))
+    print("| configuration | figure | " + " | ".join("round %d" % (i + 1) for i in range(len(rounds)))
+          + " | median |")
+    print("|---|---|" + "---:|" * (len(rounds) + 1))
+    print("| plain | steady ms/step | " + " | ".join(fmt(p[1]) for p in plain) + " | %s |"
+          % fmt(statistics.median(p[1] for p in plain)))
+    for c in configs:
+        got = [figures(d, c) for d in rounds]
+        for k, name in enumerate(("first 5 steps", "steady (6-N)", "late")):
+            rs = [ratio(g[k], p[k]) for g, p in zip(got, plain)]
+            have = [r for r in rs if r is not None]
+            print("| %s | %s | %s | %s |" % (c, name, " | ".join(fmt(r) for r in rs),
+                                             fmt(statistics.median(have)) if have else "-"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

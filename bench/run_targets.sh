@@ -66,6 +66,7 @@ one() {
   run_logged "$tmo" "$name" env "${envk[@]}" "$@" || rc=$?
   t1=$(date +%s.%N)
   WALL[$name]=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+  echo "$name ${WALL[$name]}" >>"$LOGS/walls.txt" # kept with the logs: a table remade later has them
   if [ "$rc" != 0 ]; then
     echo "  $name: exit $rc" >&2
     tail -n 5 "$LOGS/$name.err" >&2 || true

@@ -7,13 +7,21 @@ remade from a device call's logs):
 
 LOGS/<config>_r<round>.out hold bench/transformer_step.py's output (its
 STEP lines: index, ms, then the phases), REPORTS/*.jsonl kcheck's reports;
-WALL_DECL is bash's `declare -p WALL` (seconds per run name). Exits 1
+WALL_DECL is bash's `declare -p WALL` (seconds per run name; LOGS/walls.txt,
+"name seconds" lines, fills in the names it lacks). Exits 1
 when a run that printed STEP lines gave no steady figure (a format this
 reader does not know), so a broken table fails the bench."""
 import glob, json, os, re, statistics, sys
 logs, reps, rounds, steps, first, wall_decl = sys.argv[1:7]
 rounds, steps, first = int(rounds), int(steps), int(first)
 WALL = dict(re.findall(r'\[([^\]]+)\]="([^"]*)"', wall_decl))
+try:  # run_targets.sh also keeps them in the logs (a table remade from a device call's logs)
+    for line in open(os.path.join(logs, "walls.txt")):
+        name_s = line.split()
+        if len(name_s) == 2:
+            WALL.setdefault(name_s[0], name_s[1])
+except OSError:
+    pass
 def steps_of(name):
     out = []
     try:

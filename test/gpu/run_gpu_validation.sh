@@ -74,8 +74,8 @@ esac
 case " $PHASES " in *" bench "*)
   T1=$(date +%s)
   bleft() { echo $((${BENCH_BUDGET:-450} - ($(date +%s) - T1))); }
-  part targets $(($(bleft) > 190 ? 190 : $(bleft))) env KC_T_SKIP="strat_all8 trace2 racecheck" \
-    KC_T_ROUNDS=3 KC_BUDGET=180 bash bench/run_targets.sh "$OUTDIR/targets"
+  part targets $(($(bleft) > 225 ? 225 : $(bleft))) env KC_T_SKIP="strat_all8 trace2 racecheck" \
+    KC_T_ROUNDS=3 KC_BUDGET=215 bash bench/run_targets.sh "$OUTDIR/targets"
   # the harness (planted bugs, bitwise tokens; one throughput pair, reported)
   part harness $(($(bleft) > 120 ? 120 : $(bleft))) env KC_HARNESS_SECONDS=15 KC_HARNESS_REPEAT=1 \
     KC_HARNESS_TRACKING=0 KC_HARNESS_BUDGET=110 KC_HARNESS_PARALLEL_TIMEOUT=60 \

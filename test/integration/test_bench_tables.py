@@ -119,3 +119,12 @@ def test_torch_rounds_table_takes_the_median_of_each_rounds_ratio(tmp_path):
     r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "without a plain run" in r.stderr
+
+
+def test_targets_table_takes_wall_times_kept_in_the_logs(tmp_path):
+    logs, reps = make_logs(tmp_path)
+    (logs / "walls.txt").write_text("plain_r1 4.00\ndefault_r1 5.00\n")
+    r = subprocess.run([sys.executable, TABLE, str(logs), str(reps), "1", "12", "3", "declare -A WALL=()"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert row(r.stdout, "default options")[5:7] == ["5.00", "1.250"]

@@ -10,7 +10,11 @@ Each ROUNDDIR holds one round's bench_<config>.out (bench/transformer_step.py's
 output; test/gpu/run_gpu_torch.sh writes round 1 in its log folder and round
 r in r<r>/). Ratios: first 5 steps (means), steady (mean of steps 6-N, as
 the per-round tables), late (LATE_MEDIAN_MS's step, steps N/3+1..N, when
-the first checks are long done). Exits 1 when a round has no plain run."""
+the first checks are long done). Then, per run and free of the speed
+differences between processes, the median of its steps 6..N/3 over the
+median of its late steps: what the binding's judgments still running in
+the early steady state add inside one process (plain's own figure beside
+it). Exits 1 when a round has no plain run."""
 import os
 import statistics
 import sys
@@ -26,6 +30,15 @@ def figures(rounddir, config):
     lt, _ = late(path)
     return (mean(st[:5]) if st else None, mean(st[5:]) if len(st) > 5 else None,
             lt.get("step") if lt else None)
+
+
+def in_process(rounddir, config):
+    """median(steps 6..N/3) / median(steps N/3+1..N) of one run, or None."""
+    st = steps(os.path.join(rounddir, "bench_%s.out" % config))
+    cut = max(5, len(st) // 3)
+    if len(st) < cut + 5 or cut <= 5:
+        return None
+    return statistics.median(st[5:cut]) / statistics.median(st[cut:])
 
 
 def ratio(a, b):
@@ -61,6 +74,15 @@ def main(argv):
             have = [r for r in rs if r is not None]
             print("| %s | %s | %s | %s |" % (c, name, " | ".join(fmt(r) for r in rs),
                                              fmt(statistics.median(have)) if have else "-"))
+    print("\nInside each process: median of steps 6..N/3 over the median of its later steps.\n")
+    print("| configuration | " + " | ".join("round %d" % (i + 1) for i in range(len(rounds)))
+          + " | median |")
+    print("|---|" + "---:|" * (len(rounds) + 1))
+    for c in ["plain"] + configs:
+        rs = [in_process(d, c) for d in rounds]
+        have = [r for r in rs if r is not None]
+        print("| %s | %s | %s |" % (c, " | ".join(fmt(r) for r in rs),
+                                    fmt(statistics.median(have)) if have else "-"))
     return 0
 
 

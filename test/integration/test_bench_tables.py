@@ -115,6 +115,9 @@ def test_torch_rounds_table_takes_the_median_of_each_rounds_ratio(tmp_path):
                                                        "1.20"]
     assert row(r.stdout, "torch | late")[-1] == "1.20"
     assert row(r.stdout, "torch | first 5 steps")[-1] == "1.00"
+    # inside each process: 12 steps leave no steps 6..N/3 -> no figure
+    inside = r.stdout.split("Inside each process")[1]
+    assert row(inside, "torch")[1:] == ["-", "-", "-", "-"]
     os.remove(os.path.join(dirs[1], "bench_plain.out"))
     r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
                        capture_output=True, text=True, timeout=60)
@@ -128,3 +131,20 @@ def test_targets_table_takes_wall_times_kept_in_the_logs(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert row(r.stdout, "default options")[5:7] == ["5.00", "1.250"]
+
+
+def test_torch_rounds_table_in_process_ratio(tmp_path):
+    """Steps 6..N/3 against the later steps of the same process: 30 steps,
+    steps 6-10 at 11 ms and 11-30 at 10 ms give 1.10 whatever the process's speed."""
+    d = tmp_path / "r1"
+    d.mkdir()
+    for c in ("plain", "torch"):
+        slow = 1.1 if c == "torch" else 1.0
+        (d / ("bench_%s.out" % c)).write_text(
+            step_lines(lambda k, s=slow: 100.0 if k < 5 else (10.0 * s if k < 10 else 10.0), n=30))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_rounds_table.py"), str(d),
+                        "--", "plain", "torch"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    inside = r.stdout.split("Inside each process")[1]
+    assert row(inside, "torch")[1:] == ["1.10", "1.10"]
+    assert row(inside, "plain")[1:] == ["1.00", "1.00"]

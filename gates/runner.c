@@ -121,6 +121,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   unsigned long long saved = s.saved_bytes;
   int nregions = s.nregions;
   double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms, wait_ms = s.wait_ms;
+  int hashed = s.have_hash, hash_differed = s.hash_differed;
   for (int i = 0; ok && i < n; i++) /* replay bundles need the pre-state */
     kc_findings_prepare(run_list[i], &ctx[i]);
   if (kc_shadow_end(&s))
@@ -175,6 +176,10 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
                                   copies, "syncs_ms", syncs, "measured_device", measured));
     if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
   }
+  /* How re-runs were compared with the application's result: by hash
+   * first (hash_compare) or word by word. */
+  if (rec) json_object_set_new(rec, "compare", json_string(hashed ? "hash" : "words"));
+  if (rec && hashed) json_object_set_new(rec, "hash_differed", json_integer(hash_differed));
   /* A kernel node of a graph replayed node by node. */
   if (rec && li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   /* Bytes copied back into the application's memory (restores before

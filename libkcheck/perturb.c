@@ -25,6 +25,7 @@ struct dev_state {
   CUmodule module;
   CUfunction scrub, hammer, flush, compare;
   CUfunction compare_table; /* NULL: one kc_compare launch per region */
+  CUfunction hash_table;    /* NULL: re-runs are compared word by word */
   CUdeviceptr compare_out;
   int sms, l2, smem_optin;
   int green_sms;
@@ -102,6 +103,9 @@ static int load_module(struct dev_state *d) {
   }
   if (kc_drv.cuModuleGetFunction(&d->compare_table, d->module, "kc_compare_table") != CUDA_SUCCESS)
     d->compare_table = NULL;
+  if (!d->compare_table ||
+      kc_drv.cuModuleGetFunction(&d->hash_table, d->module, "kc_hash_table") != CUDA_SUCCESS)
+    d->hash_table = NULL;
   /* The scrub covers the largest shared memory a block can have. */
   kc_drv.cuFuncSetAttribute(d->scrub, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             d->smem_optin);
@@ -367,6 +371,48 @@ static int compare_table(struct dev_state *d, const CUdeviceptr *a, const CUdevi
     if (launch(d->compare_table, grid, 256, 0, stream, params) != CUDA_SUCCESS) return -1;
   }
   return 0;
+}
+
+/* The regions of a table into launches of kc_hash_table, CMP_MAX regions
+ * each: out (device, 8 bytes a region) zeroed by the caller. */
+static int hash_table(struct dev_state *d, const CUdeviceptr *a, const uint64_t *words, int n,
+                      unsigned long long seed, CUdeviceptr slots, CUstream stream) {
+  static struct cmp_table t; /* under `lock`, like compare_table's */
+  for (int first = 0; first < n; first += CMP_MAX) {
+    memset(&t, 0, sizeof t);
+    for (int i = first; i < n && t.n < CMP_MAX; i++) {
+      unsigned r = (unsigned)t.n++;
+      t.a[r] = a[i];
+      t.words[r] = words[i];
+      t.start[r + 1] = t.start[r] + (t.words[r] + CMP_CHUNK - 1) / CMP_CHUNK;
+    }
+    uint64_t chunks = t.start[t.n];
+    if (!chunks) continue;
+    CUdeviceptr o = slots + 8u * (unsigned)first;
+    unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
+    void *params[] = {&t, &seed, &o};
+    if (launch(d->hash_table, grid, 256, 0, stream, params) != CUDA_SUCCESS) return -1;
+  }
+  return 0;
+}
+
+int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
+                         CUdeviceptr slots, CUstream stream, uint64_t *out) {
+  int rc = -1;
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  if (!d || load_module(d) || !d->hash_table || !kc_drv.cuMemsetD8Async ||
+      !kc_drv.cuMemcpyDtoHAsync_v2 || !kc_drv.cuStreamSynchronize)
+    goto out;
+  if (kc_drv.cuMemsetD8Async(slots, 0, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
+      hash_table(d, a, words, n, (unsigned long long)seed, slots, stream) ||
+      kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
+      kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
+    goto out;
+  rc = 0;
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
 }
 
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,

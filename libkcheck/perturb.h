@@ -27,6 +27,14 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
  * kernel is unavailable or a call failed. */
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
                             int n, CUdeviceptr slots, CUstream stream, uint64_t *out);
+/* Hashes of n device buffers of words[i] 32-bit words with kcheck's
+ * kc_hash_table, on `stream` (`slots`: 8 bytes a buffer of device memory):
+ * out[i] depends on every word and its index (seeded; equal contents give
+ * equal hashes, different ones the same hash with a chance of ~2^-64). One
+ * read of each buffer where a comparison reads two. -1 when the kernel is
+ * unavailable or a call failed (the caller compares instead). */
+int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
+                         CUdeviceptr slots, CUstream stream, uint64_t *out);
 /* The device's costs for a check's floor, measured once per device on
  * stream s (the device idle): milliseconds per byte of a device-to-device
  * copy and the round trip of a launch and its wait. -1 when unmeasured. */

@@ -239,11 +239,13 @@ static int host_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *
   return rc;
 }
 
-/* Compares every region's memory with its pre-state (against_pre) or its
- * post-state A: res[2i] differing words, res[2i+1] the first one. All
- * regions in one pass on the check's stream (one copy back), else on the
- * host. Bytes past the last whole word are compared on the host. */
-static int compare_all(struct kc_shadow *s, int against_pre, uint64_t *res) {
+/* Compares every region's memory (only those with only[i] set, when only
+ * is not NULL; the others count as equal) with its pre-state (against_pre)
+ * or its post-state A: res[2i] differing words, res[2i+1] the first one.
+ * All regions in one pass on the check's stream (one copy back), else on
+ * the host. Bytes past the last whole word are compared on the host. */
+static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char *only,
+                       uint64_t *res) {
   int n = s->nregions;
   CUdeviceptr *a = malloc(sizeof *a * (size_t)(n ? n : 1));
   CUdeviceptr *b = malloc(sizeof *b * (size_t)(n ? n : 1));
@@ -252,6 +254,8 @@ static int compare_all(struct kc_shadow *s, int against_pre, uint64_t *res) {
   for (int i = 0; !rc && i < n; i++) {
     a[i] = s->regions[i].base;
     b[i] = against_pre ? s->regions[i].pre : s->regions[i].post;
+    /* a region left out is compared with itself: no chunk, no difference */
+    if (only && !only[i]) b[i] = a[i];
     w[i] = s->regions[i].size / 4;
   }
   if (!rc && n && kc_perturb_compare_many(a, b, w, n, s->slots, s->stream, res)) {
@@ -261,7 +265,7 @@ static int compare_all(struct kc_shadow *s, int against_pre, uint64_t *res) {
   }
   for (int i = 0; !rc && i < n; i++) {
     unsigned tail = (unsigned)(s->regions[i].size % 4);
-    if (!tail) continue;
+    if (!tail || a[i] == b[i]) continue;
     unsigned char x[4], y[4];
     if (kc_drv.cuMemcpyDtoH_v2(x, a[i] + 4 * w[i], tail) != CUDA_SUCCESS ||
         kc_drv.cuMemcpyDtoH_v2(y, b[i] + 4 * w[i], tail) != CUDA_SUCCESS) {
@@ -277,6 +281,43 @@ static int compare_all(struct kc_shadow *s, int against_pre, uint64_t *res) {
   free(b);
   free(w);
   return rc;
+}
+
+/* Each region's hash into h (kc_perturb_hash_many over the application's
+ * memory as it is now); -1 when the kernel is unavailable, a region has
+ * bytes past its last whole word (those are compared on the host), or a
+ * call failed. */
+static int hash_all(struct kc_shadow *s, uint64_t *h) {
+  int n = s->nregions, rc = -1;
+  CUdeviceptr *a = malloc(sizeof *a * (size_t)(n ? n : 1));
+  uint64_t *w = malloc(sizeof *w * (size_t)(n ? n : 1));
+  if (a && w) {
+    rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
+      a[i] = s->regions[i].base;
+      w[i] = s->regions[i].size / 4;
+      if (s->regions[i].size % 4) rc = -1;
+    }
+    if (!rc) rc = kc_perturb_hash_many(a, w, n, s->hash_seed, s->slots, s->stream, h);
+  }
+  free(a);
+  free(w);
+  return rc;
+}
+
+/* Right after the application's launch the memory is post-state A: its
+ * hashes, so that each re-run reads every region once, not twice. */
+static void hash_post_state(struct kc_shadow *s) {
+  s->have_hash = 0;
+  if (!s->nregions || !kc_opt.hash_compare) return;
+  uint64_t *h = malloc(sizeof *h * (size_t)s->nregions);
+  s->hash_seed = 0x9e3779b97f4a7c15ull * ((uint64_t)s->li->seq + 1) ^ (uint64_t)s->staging;
+  if (h && !hash_all(s, h)) {
+    for (int i = 0; i < s->nregions; i++)
+      s->regions[i].hash_post = h[i];
+    s->have_hash = 1;
+  }
+  free(h);
 }
 
 static void all_unknown(struct kc_shadow *s) {
@@ -311,7 +352,7 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
    * else runs), so its wait is the launch's; a fault of the kernel fails
    * that wait, and the device-wide sync then says so. */
   uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
-  int cmp = res ? compare_all(s, 1, res) : -1;
+  int cmp = res ? compare_all(s, 1, NULL, res) : -1;
   if (cmp && kc_sync_device() != CUDA_SUCCESS) {
     timer_ms(&t);
     free(res);
@@ -340,6 +381,7 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
    * restore, a comparison, the end's restore) is queued behind them on
    * the same stream, and every host read of it follows a wait there. */
   s->have_post = 1;
+  hash_post_state(s);
   *ok = 1;
   return r;
 }
@@ -484,6 +526,29 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 
 static int shadow_diff(struct kc_shadow *s, struct kc_diff *d);
 
+/* res as compare_all(s, 0, NULL, res) gives it: every region hashed, the
+ * ones whose hash is post-state A's count as equal, the others compared
+ * word by word (that comparison decides: a differing hash with equal words
+ * counts as equal). -1 when hashing failed (the caller compares all). */
+static int diff_by_hash(struct kc_shadow *s, uint64_t *res) {
+  int n = s->nregions, rc = -1, differ = 0;
+  uint64_t *h = calloc((size_t)(n ? n : 1), sizeof *h);
+  unsigned char *only = calloc((size_t)(n ? n : 1), 1);
+  if (h && only && !hash_all(s, h)) {
+    for (int i = 0; i < n; i++) {
+      only[i] = h[i] != s->regions[i].hash_post;
+      differ |= only[i];
+      s->hash_differed += only[i];
+      res[2 * i] = 0;
+      res[2 * i + 1] = ~0ull;
+    }
+    rc = differ ? compare_all(s, 0, only, res) : 0;
+  }
+  free(h);
+  free(only);
+  return rc;
+}
+
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   uint64_t t = kc_prof_now();
   int rc = shadow_diff(s, d);
@@ -496,8 +561,12 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   d->region = -1;
   int pending = s->run_pending;
   s->run_pending = 0;
-  uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
-  if (!res || compare_all(s, 0, res)) {
+  /* zeroed: every region counts as equal until a comparison says not */
+  uint64_t *res = calloc(2u * (size_t)(s->nregions ? s->nregions : 1), sizeof *res);
+  if (res && s->have_hash && diff_by_hash(s, res) == 0) {
+    /* res filled: equal hashes, or the word-by-word comparison of the
+     * regions whose hash differs */
+  } else if (!res || compare_all(s, 0, NULL, res)) {
     /* The comparison's wait was the run's too: a fault there is the run's. */
     if (pending && stream_sync(s->stream) != CUDA_SUCCESS) s->run_faulted = 1;
     free(res);

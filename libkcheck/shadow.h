@@ -54,6 +54,7 @@ struct kc_region {
   unsigned changed : 1;    /* the application's launch changed it (post != pre) */
   unsigned dirty_pre : 1;  /* the memory may differ from pre */
   unsigned dirty_post : 1; /* the memory may differ from post */
+  uint64_t hash_post;      /* post-state A's hash (kc_perturb_hash_many), when have_hash */
 };
 
 /* The first difference between the latest shadow run and post-state A. */
@@ -82,9 +83,15 @@ struct kc_shadow {
    * the application's work queued before this launch (and other streams'),
    * which a check waits for. Part of cost_ms, not of the floor. */
   double wait_ms;
-  CUstream stream;      /* where the check's copies and comparisons go: the launch's stream */
-  CUdeviceptr staging;  /* kcheck's staging buffer, held for the check */
-  CUdeviceptr slots;    /* comparison results in it, 16 bytes per region */
+  CUstream stream;     /* where the check's copies and comparisons go: the launch's stream */
+  CUdeviceptr staging; /* kcheck's staging buffer, held for the check */
+  CUdeviceptr slots;   /* comparison results in it, 16 bytes per region */
+  /* Post-state A hashed after the application's launch: a re-run's result
+   * is hashed (one read of each region) and only a region whose hash
+   * differs is compared word by word with post-state A (two reads). */
+  int have_hash;
+  int hash_differed; /* regions a hash sent to the word-by-word comparison */
+  uint64_t hash_seed;
   uint64_t copied_back; /* bytes restored, for the record */
   /* Set by the caller before kc_shadow_run when kc_shadow_diff follows at
    * once: a run on the check's stream then leaves its wait to the

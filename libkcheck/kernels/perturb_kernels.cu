@@ -154,3 +154,62 @@ extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigne
     block_report(count, first, &out[2 * r]);
   }
 }
+
+// One word's term of a region's hash: the word and its index mixed by
+// splitmix64's finaliser (a bijection of z, so changing one word always
+// changes its term). A region's hash is the sum of its terms mod 2^64, so
+// blocks add their parts in any order; two different contents give the
+// same sum with a chance of about 2^-64.
+__device__ static unsigned long long hash_term(unsigned long long i, unsigned int w,
+                                               unsigned long long seed) {
+  unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (i + 1) + w;
+  z ^= z >> 30;
+  z *= 0xbf58476d1ce4e5b9ull;
+  z ^= z >> 27;
+  z *= 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Every region of a check hashed in one launch (the table of
+// kc_compare_table; b[] unused): out[r] += the hash of a[r]'s words[r]
+// words (the caller zeroes out[]). Reads each region once, where a
+// comparison reads it and its saved copy: a re-run's result is first
+// compared by hash with the application's, and only a region whose hash
+// differs is compared word by word.
+extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned long long seed,
+                                         unsigned long long *out) {
+  unsigned long long chunks = t.start[t.n];
+  unsigned r = 0;
+  __shared__ unsigned long long s_sum[32];
+  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    while (r + 1 < t.n && t.start[r + 1] <= c)
+      r++;
+    unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
+    if (hi > t.words[r]) hi = t.words[r];
+    const unsigned int *a = (const unsigned int *)t.a[r];
+    unsigned long long h = 0, i = lo + threadIdx.x;
+    if ((unsigned long long)a % 16 == 0 && lo % 4 == 0) {
+      const uint4 *a4 = (const uint4 *)a;
+      unsigned long long qhi = hi / 4;
+      for (unsigned long long q = lo / 4 + threadIdx.x; q < qhi; q += blockDim.x) {
+        uint4 x = a4[q];
+        h += hash_term(4 * q, x.x, seed) + hash_term(4 * q + 1, x.y, seed) +
+             hash_term(4 * q + 2, x.z, seed) + hash_term(4 * q + 3, x.w, seed);
+      }
+      i = (qhi * 4 > lo ? qhi * 4 : lo) + threadIdx.x;
+    }
+    for (; i < hi; i += blockDim.x)
+      h += hash_term(i, a[i], seed);
+    for (int o = 16; o; o >>= 1)
+      h += __shfl_down_sync(0xffffffffu, h, o);
+    unsigned warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+    if (threadIdx.x % 32 == 0) s_sum[warp] = h;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (unsigned w = 1; w < warps; w++)
+        h += s_sum[w];
+      atomicAdd(&out[r], h);
+    }
+    __syncthreads(); // s_sum is reused by the block's next chunk
+  }
+}

@@ -69,6 +69,12 @@
  *     words[r] words into out[2r] and out[2r+1]; start[] (chunks) is the
  *     GPU's work split and is ignored here.
  *
+ *   extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t,
+ *                                            unsigned long long seed,
+ *                                            unsigned long long *out);
+ *     out[r] += the seeded hash of a[r]'s words[r] words (the device's
+ *     terms and sum); b[] and start[] are ignored.
+ *
  * ENVIRONMENT
  *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)
  *   FAKECUDA_ORDER_SEED=N     block-order seed (default 0)
@@ -219,6 +225,7 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_FLUSH_L2 "kc_flush_l2"
 #define FK_K_COMPARE "kc_compare"
 #define FK_K_COMPARE_TABLE "kc_compare_table"
+#define FK_K_HASH_TABLE "kc_hash_table"
 #define FK_CMP_MAX 64 /* regions in one kc_compare_table launch */
 
 /* The struct parameter of FK_K_MULTI_PTR, like PyTorch's multi-tensor

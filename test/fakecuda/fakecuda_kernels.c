@@ -499,6 +499,30 @@ static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) 
   }
 }
 
+/* kc_hash_table: the device kernel's terms and sum (splitmix64's
+ * finaliser of the word and its index), so a region hashes as it does on
+ * the GPU; b[] and start[] are ignored. */
+static unsigned long long hash_term(unsigned long long i, unsigned w, unsigned long long seed) {
+  unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (i + 1) + w;
+  z ^= z >> 30;
+  z *= 0xbf58476d1ce4e5b9ull;
+  z ^= z >> 27;
+  z *= 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
+  const struct fk_cmp_table *t = params[0];
+  unsigned long long seed = P(1, unsigned long long);
+  unsigned long long *out = P(2, unsigned long long *);
+  if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
+  for (unsigned long long r = 0; r < t->n; r++) {
+    const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
+    for (unsigned long long i = 0; i < t->words[r]; i++)
+      out[r] += hash_term(i, a[i], seed);
+  }
+}
+
 /* ----------------------------------------------------------- registry */
 
 static const struct fk_kernel_def builtin[] = {
@@ -535,6 +559,7 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
     {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
     {FK_K_COMPARE_TABLE, k_compare_table, 2, {sizeof(struct fk_cmp_table), 8}, {8, 8}, 0, 0},
+    {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct fk_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

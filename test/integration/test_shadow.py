@@ -326,3 +326,40 @@ def test_launch_reaching_more_regions_than_one_comparison_takes(app, tmp_path):
         assert [p["param_offset"] for p in ev["pointed_to_by"]] == [24 + 8 * 69], ev
         # word 0 (the byte of its half that differs: fp16 reading)
         assert ev["offset"] in (0, 2) and ev["differing_words"] == 1, ev
+
+
+def _verdicts(recs):
+    out = {}
+    for v in by_type(recs, "violation"):
+        ev = v.get("evidence") or {}
+        out[(v["gate"], v["kernel_name"])] = (ev.get("offset"), ev.get("differing_words"),
+                                              ev.get("expected"), ev.get("got"),
+                                              ev.get("strategy"),
+                                              (ev.get("allocation") or {}).get("size"))
+    return out
+
+
+def test_reruns_compared_by_hash_give_the_word_by_word_verdicts(app, tmp_path):
+    """hash_compare=1 (the default) hashes each re-run's regions (one read)
+    and compares word by word only a region whose hash differs from the
+    application's result's; hash_compare=0 compares every region word by
+    word. Same violations, same evidence (first differing word, count,
+    values), same clean checks; the check records say which was used."""
+    (tmp_path / "h").mkdir()
+    (tmp_path / "w").mkdir()
+    hashed = run([app("app_linked"), "races"], tmp_path / "h")
+    words = run([app("app_linked"), "races"], tmp_path / "w", options="hash_compare=0")
+    assert hashed.rc == 0 and words.rc == 0, hashed.err + words.err
+    h, w = hashed.only_report(), words.only_report()
+    assert {c["compare"] for c in by_type(h, "check")} == {"hash"}
+    assert {c["compare"] for c in by_type(w, "check")} == {"words"}
+    assert _verdicts(h) == _verdicts(w) and len(_verdicts(h)) == 4
+    for k in ("last_writer", "neighbor_read", "uninit_shared"):
+        rh, rw = checks_by_kernel(h)[k]["gates"]["race"], checks_by_kernel(w)[k]["gates"]["race"]
+        assert (rh["status"], rh["strategies"]) == (rw["status"], rw["strategies"])
+    for name in CLEAN:  # every re-run's hash equal to the application's result's
+        assert checks_by_kernel(h)[name]["violations"] == 0
+        assert checks_by_kernel(h)[name]["hash_differed"] == 0
+    for k in RACY:  # a differing result reached the word-by-word comparison
+        assert checks_by_kernel(h)[k]["hash_differed"] > 0
+    assert app_lines(hashed.out) == app_lines(words.out)  # the application's results

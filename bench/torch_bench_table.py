@@ -69,7 +69,9 @@ def late(path):
     return None, None
 
 
-def summary(logdir, config):
+def records(logdir, config, rtype):
+    """The records of type rtype in the configuration's reports."""
+    out = []
     for p in glob.glob(os.path.join(logdir, "bench_%s.*.jsonl" % config)):
         with open(p) as f:
             for line in f:
@@ -77,25 +79,20 @@ def summary(logdir, config):
                     r = json.loads(line)
                 except ValueError:
                     continue
-                if r.get("type") == "torch_summary":
-                    return r
-    return None
+                if r.get("type") == rtype:
+                    out.append(r)
+    return out
+
+
+def summary(logdir, config):
+    got = records(logdir, config, "torch_summary")
+    return got[0] if got else None
 
 
 def profiles(logdir, config):
     """libkcheck's profile=1 records of the configuration's report: {at:
     record}, "mark" (profile_mark's launch) and "exit"."""
-    out = {}
-    for p in glob.glob(os.path.join(logdir, "bench_%s.*.jsonl" % config)):
-        with open(p) as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except ValueError:
-                    continue
-                if r.get("type") == "profile":
-                    out[r.get("at", "exit")] = r
-    return out
+    return {r.get("at", "exit"): r for r in records(logdir, config, "profile")}
 
 
 def late_stages(prof):

@@ -84,9 +84,9 @@ def step(model, opt, data, i, bf16, marks=None):
     return loss
 
 
-def thread_cpu():
-    """{thread id: nanoseconds on a CPU} of this process's threads (Linux
-    schedstat; {} where it cannot be read)."""
+def per_thread(read):
+    """{thread id: read(tid)} over this process's threads (Linux /proc; a
+    thread whose files cannot be read is left out; {} without /proc)."""
     out = {}
     try:
         tids = os.listdir("/proc/self/task")
@@ -94,37 +94,36 @@ def thread_cpu():
         return out
     for tid in tids:
         try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
+            out[int(tid)] = read(tid)
         except (OSError, ValueError, IndexError):
             pass
     return out
+
+
+def thread_cpu():
+    """{thread id: nanoseconds on a CPU} of this process's threads (schedstat)."""
+    def read(tid):
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    return per_thread(read)
 
 
 def thread_sched():
     """{thread id: (ns waiting on a run queue, timeslices, last CPU,
-    involuntary switches)} (Linux schedstat, stat and status; {} where they
-    cannot be read): whether a busy thread waited for a CPU."""
-    out = {}
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                _, wait, slices = (int(x) for x in f.read().split()[:3])
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
-            nivcsw = 0
-            with open(f"/proc/self/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("nonvoluntary_ctxt_switches"):
-                        nivcsw = int(line.split()[1])
-            out[int(tid)] = (wait, slices, cpu, nivcsw)
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
+    involuntary switches)} (schedstat, stat and status): whether a busy
+    thread waited for a CPU."""
+    def read(tid):
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            _, wait, slices = (int(x) for x in f.read().split()[:3])
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+        nivcsw = 0
+        with open(f"/proc/self/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith("nonvoluntary_ctxt_switches"):
+                    nivcsw = int(line.split()[1])
+        return (wait, slices, cpu, nivcsw)
+    return per_thread(read)
 
 
 def process_usage():

@@ -345,53 +345,41 @@ struct cmp_table {
   unsigned long long n;
 };
 
-/* Every region in as few launches as CMP_MAX allows (one for a check's
- * usual few dozen): a launch per region cost each small one a launch and
- * left the SMs idle between them. */
-static int compare_table(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
-                         const uint64_t *words, int n, CUdeviceptr slots, CUstream stream) {
-  static struct cmp_table t; /* under `lock`, like every caller here; 2 KiB */
-  for (int first = 0; first < n; first += CMP_MAX) {
-    memset(&t, 0, sizeof t);
-    /* Region first + r is the launch's region r, its result slot too; a
-     * region compared with itself (or empty) has no chunk. */
-    for (int i = first; i < n && t.n < CMP_MAX; i++) {
-      unsigned r = (unsigned)t.n++;
-      int skip = !words[i] || a[i] == b[i];
-      t.a[r] = a[i];
-      t.b[r] = b[i];
-      t.words[r] = skip ? 0 : words[i];
-      t.start[r + 1] = t.start[r] + (t.words[r] + CMP_CHUNK - 1) / CMP_CHUNK;
-    }
-    uint64_t chunks = t.start[t.n];
-    if (!chunks) continue;
-    CUdeviceptr o = slots + 16u * (unsigned)first;
-    unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
-    void *params[] = {&t, &o};
-    if (launch(d->compare_table, grid, 256, 0, stream, params) != CUDA_SUCCESS) return -1;
+/* Regions first.. of a, b (b NULL: kc_hash_table's, which reads a only)
+ * into *t, CMP_MAX at most: region first + r is the table's region r, its
+ * result slot too; a region compared with itself (or empty) has no chunk.
+ * Returns the table's chunks. */
+static uint64_t table_fill(struct cmp_table *t, const CUdeviceptr *a, const CUdeviceptr *b,
+                           const uint64_t *words, int first, int n) {
+  memset(t, 0, sizeof *t);
+  for (int i = first; i < n && t->n < CMP_MAX; i++) {
+    unsigned r = (unsigned)t->n++;
+    int skip = !words[i] || (b && a[i] == b[i]);
+    t->a[r] = a[i];
+    t->b[r] = b ? b[i] : 0;
+    t->words[r] = skip ? 0 : words[i];
+    t->start[r + 1] = t->start[r] + (t->words[r] + CMP_CHUNK - 1) / CMP_CHUNK;
   }
-  return 0;
+  return t->start[t->n];
 }
 
-/* The regions of a table into launches of kc_hash_table, CMP_MAX regions
- * each: out (device, 8 bytes a region) zeroed by the caller. */
-static int hash_table(struct dev_state *d, const CUdeviceptr *a, const uint64_t *words, int n,
-                      unsigned long long seed, CUdeviceptr slots, CUstream stream) {
-  static struct cmp_table t; /* under `lock`, like compare_table's */
+/* Every region in as few launches as CMP_MAX allows (one for a check's
+ * usual few dozen): a launch per region cost each small one a launch and
+ * left the SMs idle between them. b NULL: kc_hash_table into 8-byte slots
+ * (seeded), else kc_compare_table into 16-byte ones. */
+static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
+                          const uint64_t *words, int n, unsigned long long seed, CUdeviceptr slots,
+                          CUstream stream) {
+  static struct cmp_table t; /* under `lock`, like every caller here; 2 KiB */
   for (int first = 0; first < n; first += CMP_MAX) {
-    memset(&t, 0, sizeof t);
-    for (int i = first; i < n && t.n < CMP_MAX; i++) {
-      unsigned r = (unsigned)t.n++;
-      t.a[r] = a[i];
-      t.words[r] = words[i];
-      t.start[r + 1] = t.start[r] + (t.words[r] + CMP_CHUNK - 1) / CMP_CHUNK;
-    }
-    uint64_t chunks = t.start[t.n];
+    uint64_t chunks = table_fill(&t, a, b, words, first, n);
     if (!chunks) continue;
-    CUdeviceptr o = slots + 8u * (unsigned)first;
+    CUdeviceptr o = slots + (b ? 16u : 8u) * (unsigned)first;
     unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
-    void *params[] = {&t, &seed, &o};
-    if (launch(d->hash_table, grid, 256, 0, stream, params) != CUDA_SUCCESS) return -1;
+    void *cmp_params[] = {&t, &o}, *hash_params[] = {&t, &seed, &o};
+    if (launch(b ? d->compare_table : d->hash_table, grid, 256, 0, stream,
+               b ? cmp_params : hash_params) != CUDA_SUCCESS)
+      return -1;
   }
   return 0;
 }
@@ -405,7 +393,7 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
       !kc_drv.cuMemcpyDtoHAsync_v2 || !kc_drv.cuStreamSynchronize)
     goto out;
   if (kc_drv.cuMemsetD8Async(slots, 0, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
-      hash_table(d, a, words, n, (unsigned long long)seed, slots, stream) ||
+      table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, stream) ||
       kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
       kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
     goto out;
@@ -427,7 +415,7 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
     out[2 * i] = 0, out[2 * i + 1] = ~0ull;
   if (kc_drv.cuMemcpyHtoDAsync_v2(slots, out, 16u * (size_t)n, stream) != CUDA_SUCCESS) goto out;
   if (d->compare_table) {
-    if (compare_table(d, a, b, words, n, slots, stream)) goto out;
+    if (table_launches(d, a, b, words, n, 0, slots, stream)) goto out;
   } else {
     for (int i = 0; i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;

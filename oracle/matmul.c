@@ -179,14 +179,34 @@ static int tf32_overflows(const double *a, const double *b, int64_t n) {
   return mx >= 0x1.ffep127;
 }
 
+/* Where one element's operands come from: B's column j is gathered once
+ * for a run of elements of the same column (the elements are visited
+ * column by column); A's row i is gathered for each element, or, when
+ * rows (an M x K double copy of the batch's A) is set, read from that copy,
+ * made once a batch: a row is then met many times, and gathering a
+ * transposed A costs a cache line an element. */
 struct mm_iter {
   const struct oc_tensor *A, *B, *C, *bias;
   int nlead;
   const int64_t *lead;
   int64_t K;
-  double *arow, *bcol;
+  double *abuf, *bcol;
   int64_t cur_b, cur_j;
+  double *rows; /* NULL: no copy */
+  int64_t M, rows_b;
+  const double *arow; /* the element's row: abuf or a row of rows */
 };
+
+/* Largest copy of A kept for an element loop (bytes). */
+#define MM_ROWS_MAX ((int64_t)64 << 20)
+
+/* it->rows for a loop meeting each row about `per_row` times on average. */
+static void rows_plan(struct mm_iter *it, double per_row) {
+  it->rows = NULL;
+  it->rows_b = -1;
+  if (per_row >= 2 && it->M > 0 && it->K > 0 && it->M <= MM_ROWS_MAX / 8 / it->K)
+    it->rows = malloc((size_t)(it->M * it->K) * sizeof(double));
+}
 
 static void load(struct mm_iter *it, int64_t b, int64_t i, int64_t j) {
   const struct oc_tensor *A = it->A, *B = it->B;
@@ -197,7 +217,18 @@ static void load(struct mm_iter *it, int64_t b, int64_t i, int64_t j) {
     it->cur_j = j;
   }
   int64_t oa = oc_batch_offset(A, it->nlead, it->lead, b);
-  oc_tensor_gather(A, oa + i * A->stride[A->rank - 2], A->stride[A->rank - 1], it->K, it->arow);
+  if (it->rows) {
+    if (b != it->rows_b) {
+      for (int64_t r = 0; r < it->M; r++)
+        oc_tensor_gather(A, oa + r * A->stride[A->rank - 2], A->stride[A->rank - 1], it->K,
+                         it->rows + r * it->K);
+      it->rows_b = b;
+    }
+    it->arow = it->rows + i * it->K;
+    return;
+  }
+  oc_tensor_gather(A, oa + i * A->stride[A->rank - 2], A->stride[A->rank - 1], it->K, it->abuf);
+  it->arow = it->abuf;
 }
 
 static double at2(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b, int64_t i,
@@ -299,12 +330,18 @@ int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *o
                        malloc((size_t)(K ? K : 1) * sizeof(double)),
                        malloc((size_t)(K ? K : 1) * sizeof(double)),
                        -1,
-                       -1};
-  if (!plan || !acc || !it.arow || !it.bcol) {
+                       -1,
+                       NULL,
+                       M,
+                       -1,
+                       NULL};
+  rows_plan(&it, (double)count / (double)(nb * (M ? M : 1)));
+  if (!plan || !acc || !it.abuf || !it.bcol) {
     free(plan);
     oc_acc_free(acc);
-    free(it.arow);
+    free(it.abuf);
     free(it.bcol);
+    free(it.rows);
     return -1;
   }
   int64_t idx[OC_MAX_RANK];
@@ -321,8 +358,9 @@ int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *o
   oc_check_finish(&c, nrand);
   free(plan);
   oc_acc_free(acc);
-  free(it.arow);
+  free(it.abuf);
   free(it.bcol);
+  free(it.rows);
   return 0;
 }
 
@@ -346,8 +384,13 @@ int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_sh
                        malloc((size_t)(K ? K : 1) * sizeof(double)),
                        malloc((size_t)(K ? K : 1) * sizeof(double)),
                        -1,
-                       -1};
-  int rc = acc && it.arow && it.bcol ? 0 : -1;
+                       -1,
+                       NULL,
+                       M,
+                       -1,
+                       NULL};
+  rows_plan(&it, (double)N); /* every element: each row N times */
+  int rc = acc && it.abuf && it.bcol ? 0 : -1;
   for (int64_t b = 0; b < nb && !rc; b++)
     for (int64_t j = 0; j < N; j++)
       for (int64_t i = 0; i < M; i++) {
@@ -368,7 +411,8 @@ int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_sh
         if (bound) bound[at] = e.bound;
       }
   oc_acc_free(acc);
-  free(it.arow);
+  free(it.abuf);
   free(it.bcol);
+  free(it.rows);
   return rc;
 }

@@ -24,11 +24,16 @@ $(BUILD)/bench/oracle_ops: bench/oracle_ops.c $(BUILD)/liboracle.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -O3 -I oracle $< $(BUILD)/liboracle.a -lmpfr -lgmp -lm -lpthread -o $@
 
+$(BUILD)/bench/oracle_mm_layout: bench/oracle_mm_layout.c $(BUILD)/liboracle.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -O3 -I oracle $< $(BUILD)/liboracle.a -lmpfr -lgmp -lm -lpthread -o $@
+
 .PHONY: oracle-bench-gemm oracle-test-b
 # Sampled GEMM verdict, then elementwise and gated-delta per-element costs.
-oracle-bench-gemm: $(BUILD)/bench/oracle_gemm $(BUILD)/bench/oracle_ops
+oracle-bench-gemm: $(BUILD)/bench/oracle_gemm $(BUILD)/bench/oracle_ops $(BUILD)/bench/oracle_mm_layout
 	$(BUILD)/bench/oracle_gemm
 	$(BUILD)/bench/oracle_ops
+	$(BUILD)/bench/oracle_mm_layout
 
 bench-cpu: oracle-bench-gemm
 

@@ -260,7 +260,69 @@ static void bitwise(void) {
   t_line("correctly rounded output is bitwise", before);
 }
 
+/* A batched fp32 matmul whose A is stored transposed (each batch's A is
+ * K x M in memory, read with strides) is judged exactly as the same values
+ * stored row-major: the checker keeps a double copy of each batch's A when
+ * rows recur (every element checked here: each row N times), and a wrong
+ * element in the last batch is found at its index. */
+static void transposed_rows(void) {
+  int before = t_fail;
+  enum { NB = 3, M = 24, N = 20, K = 48 };
+  static float at[NB * K * M], ar[NB * M * K], b[NB * K * N], o[NB * M * N];
+  uint64_t st = 5;
+  for (int i = 0; i < NB * M * K; i++)
+    ar[i] = (float)(oc_rand_unit(&st) * 2 - 1);
+  for (int i = 0; i < NB * K * N; i++)
+    b[i] = (float)(oc_rand_unit(&st) * 2 - 1);
+  for (int bb = 0; bb < NB; bb++)
+    for (int i = 0; i < M; i++)
+      for (int k = 0; k < K; k++)
+        at[bb * K * M + k * M + i] = ar[bb * M * K + i * K + k];
+  for (int bb = 0; bb < NB; bb++) /* a correct fp32 kernel: sequential sums */
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        float sum = 0;
+        for (int k = 0; k < K; k++)
+          sum += ar[bb * M * K + i * K + k] * b[bb * K * N + k * N + j];
+        o[bb * M * N + i * N + j] = sum;
+      }
+  struct oc_tensor Ar, At, B, O;
+  int64_t sha[3] = {NB, M, K}, sta[3] = {K * M, 1, M}, shb[3] = {NB, K, N}, sho[3] = {NB, M, N};
+  oc_tensor_make(&Ar, ar, OC_FP32, 3, sha, NULL);
+  oc_tensor_make(&At, at, OC_FP32, 3, sha, sta);
+  oc_tensor_make(&B, b, OC_FP32, 3, shb, NULL);
+  oc_tensor_make(&O, o, OC_FP32, 3, sho, NULL);
+  struct oc_profile p;
+  oc_profile_preset("fp32", &p);
+  struct oc_options opt;
+  oc_options_default(&opt);
+  opt.full = 1;
+  struct oc_verdict vr, vt;
+  for (int wrong = 0; wrong < 2; wrong++) {
+    if (wrong) o[2 * M * N + 7 * N + 5] += 100.0f; /* batch 2, row 7, column 5 */
+    struct oc_matmul_args mr = {&Ar, &B, NULL, NULL, 1, 0, OC_ACT_NONE};
+    struct oc_matmul_args mt = {&At, &B, NULL, NULL, 1, 0, OC_ACT_NONE};
+    EXPECT(!oc_check_matmul(&mr, &O, &p, &opt, &vr) && !oc_check_matmul(&mt, &O, &p, &opt, &vt),
+           "check failed to run");
+    EXPECT(vr.kind == vt.kind && vr.checked == vt.checked && vr.checked == NB * M * N &&
+               vr.ratio == vt.ratio && vr.index[0] == vt.index[0] && vr.index[1] == vt.index[1] &&
+               vr.index[2] == vt.index[2],
+           "transposed A judged differently: %s vs %s", oc_verdict_name(vr.kind),
+           oc_verdict_name(vt.kind));
+    if (wrong)
+      EXPECT(vt.kind == OC_FAIL_VALUE && vt.index[0] == 2 && vt.index[1] == 7 && vt.index[2] == 5,
+             "planted error: %s at (%lld,%lld,%lld)", oc_verdict_name(vt.kind),
+             (long long)vt.index[0], (long long)vt.index[1], (long long)vt.index[2]);
+    else
+      EXPECT(!oc_verdict_is_fail(vt.kind), "correct kernel: %s", oc_verdict_name(vt.kind));
+  }
+  t_line("batched matmul with a transposed A: judged as its row-major copy, the wrong element "
+         "found in its batch",
+         before);
+}
+
 int main(void) {
+  transposed_rows();
   bitwise();
   epilogue();
   overflow_special();

@@ -340,15 +340,15 @@ def _verdicts(recs):
 
 
 def test_reruns_compared_by_hash_give_the_word_by_word_verdicts(app, tmp_path):
-    """hash_compare=1 (the default) hashes each re-run's regions (one read)
-    and compares word by word only a region whose hash differs from the
-    application's result's; hash_compare=0 compares every region word by
+    """hash_compare=1 hashes each re-run's regions (one read) and compares
+    word by word only a region whose hash differs from the application's
+    result's; hash_compare=0 (the default) compares every region word by
     word. Same violations, same evidence (first differing word, count,
     values), same clean checks; the check records say which was used."""
     (tmp_path / "h").mkdir()
     (tmp_path / "w").mkdir()
-    hashed = run([app("app_linked"), "races"], tmp_path / "h")
-    words = run([app("app_linked"), "races"], tmp_path / "w", options="hash_compare=0")
+    hashed = run([app("app_linked"), "races"], tmp_path / "h", options="hash_compare=1")
+    words = run([app("app_linked"), "races"], tmp_path / "w")
     assert hashed.rc == 0 and words.rc == 0, hashed.err + words.err
     h, w = hashed.only_report(), words.only_report()
     assert {c["compare"] for c in by_type(h, "check")} == {"hash"}

@@ -71,8 +71,12 @@ static int type(struct walk *w, int *is_ptr, int *size) {
       idx = 0;
     } else {
       int v = 0;
-      while (isdigit((unsigned char)*q) || isupper((unsigned char)*q))
+      while (isdigit((unsigned char)*q) || isupper((unsigned char)*q)) {
         v = v * 36 + (isdigit((unsigned char)*q) ? *q - '0' : *q - 'A' + 10), q++;
+        /* more digits only make it larger: no candidate has that index
+         * (and v * 36 cannot overflow while v < nsubs) */
+        if (v + 1 >= w->nsubs) return -1;
+      }
       if (*q != '_') return -1;
       idx = v + 1;
     }

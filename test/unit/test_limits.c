@@ -239,6 +239,11 @@ static void test_lint(void) {
   CHECK(kc_contract_mangled_float_pointee("_Z1kPd", 0) == 8 &&
         kc_contract_mangled_float_pointee("_Z1kPi", 0) == 0);
   CHECK(kc_contract_mangled_float_pointee("kernel_c_name", 0) == 0);
+  /* a substitution index of many base-36 digits (fuzz-found: its value
+   * overflowed int) names no candidate */
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfS0MMMMMMMMMMM_Pfi", 1) == 0);
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfSZZZZZZZZZZZZZZZZ_Pfi", 2) == 0);
+  CHECK(kc_contract_mangled_float_pointee("_Z6vecaddPKfS1_Pfi", 1) == 0); /* S1_: candidate 2 */
   CHECK(kc_contract_mangled_float_pointee("_ZN2fk3fooEPf", 0) == 0); /* nested names: not read */
 }
 

@@ -172,6 +172,20 @@ static void sim_softmax(int how, enum oc_softmax_kind kind, const double *x, int
 static const enum oc_gen smx_gens[] = {OC_GEN_UNIFORM, OC_GEN_CANCEL, OC_GEN_LARGE_LOGITS,
                                        OC_GEN_SPECIALS};
 
+/* A softmax-family case: R rows of n generated fp32 inputs X (buf, x as
+ * make() gives them) and its output O over y (one value a row for
+ * logsumexp); returns y's length. */
+static int64_t smx_case(int kind, int gi, int64_t n, uint64_t seed, void **buf, double **x,
+                        struct oc_tensor *X, float **y, struct oc_tensor *O) {
+  make(smx_gens[gi], OC_FP32, R, n, seed, buf, x, X);
+  int same = kind != OC_LOGSUMEXP;
+  int64_t no = R * (same ? n : 1);
+  *y = malloc((size_t)no * sizeof **y);
+  t_tensor2(O, *y, OC_FP32, R, same ? n : 1);
+  if (!same) O->rank = 1;
+  return no;
+}
+
 static void softmaxes(void) {
   int before = t_fail;
   for (int kind = 0; kind < 3; kind++)
@@ -179,12 +193,10 @@ static void softmaxes(void) {
       for (int64_t n = 8; n <= 4096; n *= 8) {
         void *buf;
         double *x;
+        float *y;
         struct oc_tensor X, O;
-        make(smx_gens[gi], OC_FP32, R, n, 3, &buf, &x, &X);
-        float *y = malloc((size_t)(R * n) * sizeof *y);
+        smx_case(kind, gi, n, 3, &buf, &x, &X, &y, &O);
         int same = kind != OC_LOGSUMEXP;
-        t_tensor2(&O, y, OC_FP32, R, same ? n : 1);
-        if (!same) O.rank = 1;
         for (int how = 0; how < 3; how++) {
           struct oc_profile p;
           oc_profile_parse(how == 2 ? "fp32:softmax=online" : "fp32", &p);
@@ -226,15 +238,12 @@ static void softmax_double_path(void) {
       for (int64_t n = 8; n <= 4096; n *= 8) {
         void *buf;
         double *x;
+        float *y;
         struct oc_tensor X, O;
-        make(smx_gens[gi], OC_FP32, R, n, 11 + (uint64_t)gi, &buf, &x, &X);
+        int64_t no = smx_case(kind, gi, n, 11 + (uint64_t)gi, &buf, &x, &X, &y, &O);
         int same = kind != OC_LOGSUMEXP;
-        int64_t no = R * (same ? n : 1);
-        float *y = malloc((size_t)no * sizeof *y);
         double *ra = malloc((size_t)no * sizeof *ra), *rb = malloc((size_t)no * sizeof *rb);
         double *ba = malloc((size_t)no * sizeof *ba), *bb = malloc((size_t)no * sizeof *bb);
-        t_tensor2(&O, y, OC_FP32, R, same ? n : 1);
-        if (!same) O.rank = 1;
         struct oc_profile p;
         oc_profile_parse("fp32", &p);
         oc_softmax_set_double(1);

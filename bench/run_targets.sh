@@ -21,7 +21,9 @@
 # on a small configuration
 # (KC_T_SMALL) that it can finish, with its plain run. KC_T_ANCHORS=all
 # adds memcheck and TORCH_CUDA_SANITIZER=1 at the full size, KC_T_FLOOR=1
-# a plain torch.profiler run. KC_T_SKIP (words: strat_all8, trace2,
+# a plain torch.profiler run. KC_T_CONFIGS: the alternating configurations
+# (default "plain none default trace1"; also "hash": hash_compare=1, which
+# adds a profile=1 run of it beside prof_default). KC_T_SKIP (words: strat_all8, trace2,
 # racecheck) leaves those runs out, for a call that measures only the
 # targets and the checks' cost. KC_BUDGET (165 s) bounds the whole. Writes
 # OUTDIR/targets.md and OUTDIR/targets-logs.tar.gz.
@@ -52,6 +54,7 @@ opts_of() {
     default) echo "" ;;
     trace1) echo gates=none:trace=1 ;;
     trace2) echo gates=none:trace=2 ;;
+    hash) echo hash_compare=1 ;;
   esac
 }
 # one NAME OPTS(- = no kcheck) TIMEOUT CMD... ; WALL_<NAME> = seconds
@@ -79,7 +82,7 @@ echo "=== transformer_step.py ${MODEL[*]}: $ROUNDS rounds x $STEPS steps"
 # warms the page cache and the CUDA libraries' files for every later run.
 TS=("$PYTHON" bench/transformer_step.py "${SMALL[@]}")
 one small_plain - 60 "${TS[@]}" --steps 3 || true
-CONFIGS=(plain none default trace1)
+read -r -a CONFIGS <<<"${KC_T_CONFIGS:-plain none default trace1}"
 for r in $(seq 1 "$ROUNDS"); do
   for c in "${CONFIGS[@]}"; do
     one "${c}_r$r" "$(opts_of "$c")" 120 "${T[@]}" --steps "$STEPS" || errors=$((errors + 1))
@@ -102,6 +105,8 @@ one races_all8 "$ALL8" 30 "$BUILD/gpu/races" all || true
 echo "=== profile=1 (default options, mark at launch $MARK; trace=1, same mark); every race strategy"
 one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
 one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
+[[ " ${CONFIGS[*]} " == *" hash "* ]] &&
+  { one prof_hash "hash_compare=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true; }
 skipped() { case " ${KC_T_SKIP:-} " in *" $1 "*) echo "  $1: left out (KC_T_SKIP)" ;; *) return 1 ;; esac; }
 skipped strat_all8 || one strat_all8 "$ALL8" 120 "${T[@]}" --steps 5 || true
 skipped trace2 || one trace2_r1 "$(opts_of trace2)" 60 "${T[@]}" --steps 8 || errors=$((errors + 1))

@@ -57,8 +57,10 @@ def f(x, d=2):
     return "-" if x is None else f"{x:.{d}f}"
 plain_loss = key("plain_r1", "FINAL_LOSS")
 rows = {}
-for c in ["plain", "none", "default", "trace1", "trace2"]:
+for c in ["plain", "none", "default", "hash", "trace1", "trace2"]:
     names = [f"{c}_r{r}" for r in range(1, rounds + 1)]
+    if c == "hash" and not any(steps_of(n) for n in names):
+        continue  # a configuration of KC_T_CONFIGS only
     if c == "trace2":
         names = ["trace2_r1"]
     fs, ss, ws, ck, sk, lr, same = [], [], [], [], [], [], []
@@ -85,7 +87,7 @@ def unread(name):
     except OSError:
         return False
     return has and not steps_of(name)
-UNREAD = [n for c in ["plain", "none", "default", "trace1"] for n in
+UNREAD = [n for c in ["plain", "none", "default", "hash", "trace1"] for n in
           (f"{c}_r{r}" for r in range(1, rounds + 1)) if unread(n)] + \
          (["trace2_r1"] if unread("trace2_r1") else [])
 P = rows["plain"]
@@ -99,6 +101,7 @@ print(f"\nbench/transformer_step.py, {steps} steps per process (trace2: 8), {rou
 print("| mode | first ms/step | ratio | steady ms/step | ratio | wall s | ratio | checks | skip records | launch records | loss bitwise = plain |")
 print("|---|---:|---:|---:|---:|---:|---:|---|---|---|---|")
 label = {"plain": "plain", "none": "`gates=none`", "default": "default options",
+         "hash": "`hash_compare=1`",
          "trace1": "`gates=none:trace=1`", "trace2": "`gates=none:trace=2` (8 steps)"}
 for c, r in rows.items():
     print(f"| {label[c]} | {f(r['first'])} | {f(ratio(r['first'], P['first']), 3)} | {f(r['steady'])} | "
@@ -198,7 +201,7 @@ if tot:
         sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
         print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
 # the default runs' checks against their own floors
-for n in [f"default_r{r}" for r in range(1, rounds + 1)]:
+for n in [f"{c}_r{r}" for c in ("default", "hash") for r in range(1, rounds + 1)]:
     ck = [r for r in records(n) if r.get("type") == "check"]
     if not ck:
         continue
@@ -247,6 +250,29 @@ for n in [f"default_r{r}" for r in range(1, rounds + 1)]:
               f"median {ws[len(ws) // 2]:.3f} ms, total {sum(ws):.1f} ms; cost less that wait over "
               f"the floor: median {wrat[len(wrat) // 2]:.1f}, 90th percentile "
               f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f} (reported beside cost/floor, not instead)")
+# profile=1 runs: the ten costliest checks stage by stage (stages_ms of
+# each check record; chk_setup is nested in the others)
+for n in ("prof_default", "prof_hash"):
+    ck = [r for r in records(n) if r.get("type") == "check" and r.get("stages_ms")]
+    if not ck:
+        continue
+    top = sorted(ck, key=lambda c: -c["cost_ms"])[:10]
+    st = list(top[0]["stages_ms"])
+    print(f"\n## {n}: the ten costliest checks stage by stage (ms; other = cost less the stages; "
+          "chk_setup is inside the stages)\n")
+    print("| launch | kernel | cost | floor | wait | " + " | ".join(x.replace("chk_", "") for x in st) +
+          " | other | violations |")
+    print("|---:|---|---:|---:|---:|" + "---:|" * (len(st) + 1) + "---:|")
+    for c in top:
+        sm = c["stages_ms"]
+        other = c["cost_ms"] - sum(v for k, v in sm.items() if k != "chk_setup")
+        print(f"| {c['launch']} | {(c.get('kernel_name') or '?')[:40].replace('|', '/')} | {c['cost_ms']:.2f} | "
+              f"{c.get('floor_ms', 0):.3f} | {c.get('wait_ms', 0):.2f} | " +
+              " | ".join(f"{sm.get(x, 0):.3f}" for x in st) + f" | {other:.3f} | {c.get('violations', 0)} |")
+    med = {x: statistics.median(c["stages_ms"].get(x, 0) for c in ck) for x in st}
+    print(f"\n{n}: median of all {len(ck)} checks: " + ", ".join(f"{x} {v:.3f}" for x, v in med.items()) +
+          f"; cost {statistics.median(c['cost_ms'] for c in ck):.3f}, floor "
+          f"{statistics.median(c.get('floor_ms', 0) for c in ck):.3f}")
 # trace=1: where the launch records' bytes and pointers are (round 1): the
 # records' cost is per byte and per pointer, so a few kernels with large
 # parameter structs (multi-tensor apply) can carry most of it

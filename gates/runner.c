@@ -91,6 +91,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   }
 
   double t0 = kc_now_s();
+  kc_prof_check_reset();
   struct kc_shadow s;
   const char *why = NULL;
   kc_guard_enter();
@@ -176,6 +177,13 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
                                   copies, "syncs_ms", syncs, "measured_device", measured));
     if (floor_ms > 0) json_object_set_new(rec, "cost_over_floor", json_real(1e3 * cost / floor_ms));
   }
+  /* profile=1: where this check's time went, stage by stage (the rest of
+   * cost_ms is the gates' own work between the stages). */
+  json_t *stages = kc_prof_check_json();
+  if (rec && stages)
+    json_object_set_new(rec, "stages_ms", stages);
+  else
+    json_decref(stages);
   /* How re-runs were compared with the application's result: by hash
    * first (hash_compare) or word by word. */
   if (rec) json_object_set_new(rec, "compare", json_string(hashed ? "hash" : "words"));

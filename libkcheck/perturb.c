@@ -12,6 +12,7 @@
 #include "intra.h"
 #include "log.h"
 #include "own.h"
+#include "prof.h"
 #include "report.h"
 
 extern const char kc_perturb_ptx[];
@@ -77,6 +78,7 @@ static double module_load_ms = -1;
 static int load_module(struct dev_state *d) {
   if (d->tried_module) return d->module ? 0 : -1;
   d->tried_module = 1;
+  uint64_t tp = kc_prof_now();
   double t0 = kc_now_s();
   /* The fatbin's SASS loads without JIT; its own PTX (compute_80) is
    * JIT-compiled by the driver on a newer architecture; the PTX text is
@@ -93,6 +95,7 @@ static int load_module(struct dev_state *d) {
     }
   }
   module_load_ms = 1e3 * (kc_now_s() - t0);
+  kc_prof_lap(KC_PS_chk_setup, tp);
   if (kc_drv.cuModuleGetFunction(&d->scrub, d->module, "kc_scrub_shared") != CUDA_SUCCESS ||
       kc_drv.cuModuleGetFunction(&d->hammer, d->module, "kc_hammer") != CUDA_SUCCESS ||
       kc_drv.cuModuleGetFunction(&d->flush, d->module, "kc_flush_l2") != CUDA_SUCCESS ||
@@ -135,6 +138,7 @@ static int scrub(struct dev_state *d, CUstream stream, uint64_t seed) {
 
 static int ensure_buf(CUdeviceptr *buf, size_t *words, size_t want_bytes) {
   if (*buf) return 0;
+  uint64_t tp = kc_prof_now();
   if (kc_drv.cuMemAlloc_v2(buf, want_bytes) != CUDA_SUCCESS) {
     *buf = 0;
     return -1;
@@ -142,6 +146,7 @@ static int ensure_buf(CUdeviceptr *buf, size_t *words, size_t want_bytes) {
   kc_own_add(*buf, want_bytes);
   kc_drv.cuMemsetD8_v2(*buf, 0, want_bytes);
   *words = want_bytes / 4;
+  kc_prof_lap(KC_PS_chk_setup, tp);
   return 0;
 }
 

@@ -41,7 +41,25 @@ void kc_prof_add_count(enum kc_prof_counter c, uint64_t n) {
   atomic_fetch_add_explicit(&counts[c], n, memory_order_relaxed);
 }
 
+/* Checks run one at a time (the world lock), each on its launching
+ * thread: the current check's stages are that thread's. */
+static __thread uint64_t check_ns[KC_PS_COUNT];
+
+void kc_prof_check_reset(void) {
+  for (int s = KC_PS_chk_begin; s < KC_PS_COUNT; s++)
+    check_ns[s] = 0;
+}
+
+json_t *kc_prof_check_json(void) {
+  if (!kc_prof_on) return NULL;
+  json_t *o = json_object();
+  for (int s = KC_PS_chk_begin; o && s < KC_PS_COUNT; s++)
+    json_object_set_new(o, stage_names[s], json_real((double)check_ns[s] / 1e6));
+  return o;
+}
+
 void kc_prof_add_ns(enum kc_prof_stage s, uint64_t ns) {
+  if (s >= KC_PS_chk_begin) check_ns[s] += ns;
   atomic_fetch_add_explicit(&stage_ns[s], ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&stage_n[s], 1, memory_order_relaxed);
 }

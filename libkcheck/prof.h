@@ -59,6 +59,14 @@ static inline uint64_t kc_prof_lap(enum kc_prof_stage s, uint64_t t0) {
     if (kc_prof_on) kc_prof_count_call(KC_E_##sym);                                                \
   } while (0)
 
+/* The stages of the check running on this thread (profile=1): reset at
+ * the check's start, read into its `check` record as stages_ms, so that
+ * one costly check can be read stage by stage where the process totals
+ * only give sums. NULL when profiling is off. */
+void kc_prof_check_reset(void);
+struct json_t;
+struct json_t *kc_prof_check_json(void);
+
 /* profile_mark: a `profile` record ("at": "mark") of the totals so far. */
 void kc_prof_mark(void);
 /* Writes the profile record ("at": "exit") and the stderr table (profile=1 only). */

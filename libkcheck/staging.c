@@ -8,6 +8,7 @@
 #include "log.h"
 #include "options.h"
 #include "own.h"
+#include "prof.h"
 
 #define ALIGN (2ull << 20) /* sizes rounded to 2 MiB: fewer re-allocations */
 
@@ -45,8 +46,20 @@ CUdeviceptr kc_staging_get(uint64_t bytes) {
   CUdeviceptr r = 0;
   if (KC_NEVER(held)) goto out; /* one check at a time (world lock) */
   if (bytes > buf_size) {
+    uint64_t tp = kc_prof_now();
+    /* At least twice the last size, up to what is kept between checks:
+     * a run of checks of growing size re-allocates a few times, not at
+     * each step (each cuMemFree/cuMemAlloc pair costs a check ~0.1-1 ms). */
+    uint64_t grown = 2 * buf_size < keep_limit() ? 2 * buf_size : keep_limit();
+    /* ... and never more than a quarter of what is free: the application
+     * may need the rest. */
+    size_t free_b = 0, total_b = 0;
+    if (!kc_drv.cuMemGetInfo_v2 || kc_drv.cuMemGetInfo_v2(&free_b, &total_b) != CUDA_SUCCESS)
+      grown = 0;
+    else if (grown > (buf_size + free_b) / 4)
+      grown = (buf_size + free_b) / 4;
     free_buf();
-    uint64_t want = (bytes + ALIGN - 1) & ~(ALIGN - 1);
+    uint64_t want = ((bytes > grown ? bytes : grown) + ALIGN - 1) & ~(ALIGN - 1);
     if (kc_drv.cuMemAlloc_v2(&buf, want) != CUDA_SUCCESS) {
       /* The rounding may be what does not fit. */
       want = bytes;
@@ -55,6 +68,7 @@ CUdeviceptr kc_staging_get(uint64_t bytes) {
     if (!buf) goto out;
     buf_size = want;
     kc_own_add(buf, buf_size);
+    kc_prof_lap(KC_PS_chk_setup, tp);
   }
   held = 1;
   r = buf;

@@ -38,7 +38,7 @@
 # Environment: KC_TORCH_PARTS, KC_TORCH_MODES, KC_TORCH_STEPS (4),
 # KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_BENCH_ROUNDS (1: each round in its
 # own logs/r<N>, with its own table, after every other part),
-# KC_BENCH_CONFIGS_LATER (the configurations of rounds 2..N), KC_ACT (activation paths), KC_TIMEOUT
+# KC_BENCH_CONFIGS_LATER (the configurations of rounds 2..N), KC_BENCH_PIN (CPUs for taskset), KC_ACT (activation paths), KC_TIMEOUT
 # per command (200), KC_COMPILE_TIMEOUT for the torch.compile run under the
 # binding (stopped with SIGABRT: Python stacks in its .err), KC_BUDGET for the whole (540 s: no command starts or
 # runs past it). The load_inline extension of the bugs part is taken from
@@ -132,6 +132,13 @@ done <<<"$out"
 [ -n "$out" ] || note "bugs" FAIL "no check output (see bugs.err)"
 fi
 
+# KC_BENCH_PIN=CPUS (e.g. 4-7): every bench run, plain and kcheck alike,
+# under taskset -c CPUS, so that each process's threads get the same CPUs
+run_b() { # name cmd...: run, pinned when KC_BENCH_PIN is set
+  local name=$1
+  shift
+  if [ -n "${KC_BENCH_PIN:-}" ]; then run "$name" taskset -c "$KC_BENCH_PIN" "$@"; else run "$name" "$@"; fi
+}
 # (e) bench, KC_BENCH_ROUNDS rounds (1): round r > 1 in $LOGS/r<r> (its own table)
 bench_round() { # dir: every configuration once; logs, reports and the table in dir
   local LOGS=$1 c
@@ -144,33 +151,33 @@ bench_round() { # dir: every configuration once; logs, reports and the table in 
     # (e.g. "-o torch_exit_budget=0"; a configuration's own options win)
     local BO=(${KC_BENCH_OPTS:-})
     case $c in
-    plain) run bench_plain "$PYTHON" "${B[@]}" ;;
-    none) run bench_none "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
-    default) run bench_default "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o "log_path=$WORK/bench_default" -- "$PYTHON" "${B[@]}" ;;
-    torch_dispatch) run bench_torch_dispatch "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=none -o torch_watch_every=1 \
+    plain) run_b bench_plain "$PYTHON" "${B[@]}" ;;
+    none) run_b bench_none "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o gates=none -o "log_path=$WORK/bench_none" -- "$PYTHON" "${B[@]}" ;;
+    default) run_b bench_default "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o "log_path=$WORK/bench_default" -- "$PYTHON" "${B[@]}" ;;
+    torch_dispatch) run_b bench_torch_dispatch "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=none -o torch_watch_every=1 \
       -o "log_path=$WORK/bench_torch_dispatch" -- "$PYTHON" "${B[@]}" ;;
-    torch_nobudget) run bench_torch_nobudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_budget=1 \
+    torch_nobudget) run_b bench_torch_nobudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_budget=1 \
       -o "log_path=$WORK/bench_torch_nobudget" -- "$PYTHON" "${B[@]}" ;;
-    torch_oracle) run bench_torch_oracle "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=oracle \
+    torch_oracle) run_b bench_torch_oracle "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=oracle \
       -o "log_path=$WORK/bench_torch_oracle" -- "$PYTHON" "${B[@]}" ;;
-    torch) run bench_torch "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
-    torch_all) run bench_torch_all "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_watch_every=1 \
+    torch) run_b bench_torch "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o "log_path=$WORK/bench_torch" -- "$PYTHON" "${B[@]}" ;;
+    torch_all) run_b bench_torch_all "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_watch_every=1 \
       -o "log_path=$WORK/bench_torch_all" -- "$PYTHON" "${B[@]}" ;;
-    torch_w50) run bench_torch_w50 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_watch_every=50 \
+    torch_w50) run_b bench_torch_w50 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_watch_every=50 \
       -o "log_path=$WORK/bench_torch_w50" -- "$PYTHON" "${B[@]}" ;;
-    torch_none) run bench_torch_none "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=none \
+    torch_none) run_b bench_torch_none "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o gates=none \
       -o "log_path=$WORK/bench_torch_none" -- "$PYTHON" "${B[@]}" ;;
-    torch_nomode) run bench_torch_nomode "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch \
+    torch_nomode) run_b bench_torch_nomode "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch \
       -o "log_path=$WORK/bench_torch_nomode" -- "$PYTHON" "${B[@]}" --kcheck-mode-off ;;
-    torch_prof) run bench_torch_prof "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o profile=1 \
+    torch_prof) run_b bench_torch_prof "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o profile=1 \
       -o profile_mark="${KC_BENCH_MARK:-20000}" -o "log_path=$WORK/bench_torch_prof" -- "$PYTHON" "${B[@]}" ;;
-    default_prof) run bench_default_prof "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o profile=1 \
+    default_prof) run_b bench_default_prof "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o profile=1 \
       -o profile_mark="${KC_BENCH_MARK:-20000}" -o "log_path=$WORK/bench_default_prof" -- "$PYTHON" "${B[@]}" ;;
-    torch_inline) run bench_torch_inline "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=-1 \
+    torch_inline) run_b bench_torch_inline "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=-1 \
       -o "log_path=$WORK/bench_torch_inline" -- "$PYTHON" "${B[@]}" ;;
-    torch_w1) run bench_torch_w1 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=1 \
+    torch_w1) run_b bench_torch_w1 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=1 \
       -o "log_path=$WORK/bench_torch_w1" -- "$PYTHON" "${B[@]}" ;;
-    torch_oldbudget) run bench_torch_oldbudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_steady_budget=0.5 \
+    torch_oldbudget) run_b bench_torch_oldbudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_steady_budget=0.5 \
       -o "log_path=$WORK/bench_torch_oldbudget" -- "$PYTHON" "${B[@]}" ;;
     esac
   done

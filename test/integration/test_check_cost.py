@@ -111,3 +111,33 @@ def test_profile_times_every_stage_and_the_findings_of_a_check(tmp_path):
     assert not by_type(recs, "violation")
     assert st["chk_begin"]["n"] == len(by_type(recs, "check")) > 0
     assert st["chk_findings"]["n"] == 0
+
+
+def test_profile_gives_each_check_its_stages(app, tmp_path):
+    """profile=1: every check record carries stages_ms, its own share of
+    each check stage (not the process's running totals), adding up to no
+    more than its cost; kcheck's one-time resources (chk_setup: the
+    kernels' module, the staging buffer) are made in the first check, not
+    in the later ones of the same size. Without profile=1 no stages_ms."""
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=race:race_strategies=scrub:profile=1")
+    assert r.rc == 0, r.err
+    checks = sorted(by_type(r.only_report(), "check"), key=lambda c: c["launch"])
+    assert len(checks) >= 2
+    check_stages = [s for s in prof_stages() if s.startswith("chk_")]
+    for c in checks:
+        sm = c["stages_ms"]
+        assert set(sm) == set(check_stages), sm
+        assert all(v >= 0 for v in sm.values())
+        exclusive = sum(v for k, v in sm.items() if k != "chk_setup")
+        assert 0 < exclusive <= c["cost_ms"] + 1e-6, (exclusive, c)
+        assert sm["chk_setup"] <= exclusive
+    assert checks[0]["stages_ms"]["chk_setup"] > 0
+    # later checks fit in the staging buffer made first (2 MiB at least):
+    # they make nothing
+    later = [c for c in checks[1:] if 2 * c["saved_bytes"] < 1 << 20]
+    assert later and all(c["stages_ms"]["chk_setup"] == 0 for c in later), later
+    d = tmp_path / "off"
+    d.mkdir()
+    off = run([app("app_linked"), "races"], d, options="gates=race:race_strategies=scrub")
+    assert off.rc == 0, off.err
+    assert all("stages_ms" not in c for c in by_type(off.only_report(), "check"))

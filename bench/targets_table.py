@@ -261,14 +261,15 @@ for n in ("prof_default", "prof_hash"):
     print(f"\n## {n}: the ten costliest checks stage by stage (ms; other = cost less the stages; "
           "chk_setup is inside the stages)\n")
     print("| launch | kernel | cost | floor | wait | " + " | ".join(x.replace("chk_", "") for x in st) +
-          " | other | violations |")
-    print("|---:|---|---:|---:|---:|" + "---:|" * (len(st) + 1) + "---:|")
+          " | other | violations | gates_ms (>= 0.05) |")
+    print("|---:|---|---:|---:|---:|" + "---:|" * (len(st) + 1) + "---:|---|")
     for c in top:
         sm = c["stages_ms"]
         other = c["cost_ms"] - sum(v for k, v in sm.items() if k != "chk_setup")
         print(f"| {c['launch']} | {(c.get('kernel_name') or '?')[:40].replace('|', '/')} | {c['cost_ms']:.2f} | "
               f"{c.get('floor_ms', 0):.3f} | {c.get('wait_ms', 0):.2f} | " +
-              " | ".join(f"{sm.get(x, 0):.3f}" for x in st) + f" | {other:.3f} | {c.get('violations', 0)} |")
+              " | ".join(f"{sm.get(x, 0):.3f}" for x in st) + f" | {other:.3f} | {c.get('violations', 0)} | " +
+              ", ".join(f"{g} {v:.2f}" for g, v in (c.get("gates_ms") or {}).items() if v >= 0.05) + " |")
     med = {x: statistics.median(c["stages_ms"].get(x, 0) for c in ck) for x in st}
     print(f"\n{n}: median of all {len(ck)} checks: " + ", ".join(f"{x} {v:.3f}" for x, v in med.items()) +
           f"; cost {statistics.median(c['cost_ms'] for c in ck):.3f}, floor "

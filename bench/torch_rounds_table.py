@@ -14,13 +14,34 @@ the first checks are long done). Then, per run and free of the speed
 differences between processes, the median of its steps 6..N/3 over the
 median of its late steps: what the binding's judgments still running in
 the early steady state add inside one process (plain's own figure beside
-it). Exits 1 when a round has no plain run."""
+it). With CALIB_MS in the runs' output, also the late steps over each
+process's own CPU speed, as ratios (calibrated). Exits 1 when a round has
+no plain run."""
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_bench_table import late, mean, steps  # noqa: E402
+from torch_bench_table import late, mean, steps, tagged  # noqa: E402
+
+
+def calib(rounddir, config):
+    """CALIB_MS of one run (the process's CPU speed: bench/transformer_step.py's
+    calibrate()), or None."""
+    for line in tagged(os.path.join(rounddir, "bench_%s.out" % config), "CALIB_MS"):
+        return float(line.split()[0])
+    return None
+
+
+def pearson(xs, ys):
+    """Pearson's r of paired values, None with fewer than 3 pairs or no spread."""
+    if len(xs) < 3:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sx = sum((x - mx) ** 2 for x in xs) ** 0.5
+    sy = sum((y - my) ** 2 for y in ys) ** 0.5
+    return sxy / (sx * sy) if sx and sy else None
 
 
 def figures(rounddir, config):
@@ -49,6 +70,49 @@ def fmt(x):
     return "-" if x is None else "%.2f" % x
 
 
+def spread(xs):
+    return max(xs) / min(xs) if xs and min(xs) > 0 else None
+
+
+def calibrated(rounds, configs, plain):
+    """The late steps over each process's own CPU speed (CALIB_MS), as
+    ratios to the plain run of the round: the speed differences between
+    processes divided out. How far that holds is printed with it: across
+    the processes of a configuration, Pearson's r of late ms/step and
+    CALIB_MS, and the spread (max/min) of the late steps before and after
+    dividing."""
+    pc = [calib(d, "plain") for d in rounds]
+    if not any(pc):
+        return
+    print("\nCalibrated: the late steps (N/3+1..N) over the process's CALIB_MS "
+          "(bench/transformer_step.py calibrate(): host work on CPU tensors, no CUDA call, "
+          "run with no dispatch mode on), as ratios to the round's plain run.\n")
+    print("| configuration | figure | " + " | ".join("round %d" % (i + 1) for i in range(len(rounds)))
+          + " | median |")
+    print("|---|---|" + "---:|" * (len(rounds) + 1))
+    print("| plain | CALIB_MS | " + " | ".join(fmt(c) for c in pc) + " | %s |"
+          % fmt(statistics.median([c for c in pc if c]) if any(pc) else None))
+    fit = []
+    for c in ["plain"] + configs:
+        cs = [calib(d, c) for d in rounds]
+        got = [figures(d, c)[2] for d in rounds]
+        pairs = [(g, k) for g, k in zip(got, cs) if g and k]
+        r = pearson([g for g, _ in pairs], [k for _, k in pairs])
+        raw, norm = spread([g for g, _ in pairs]), spread([g / k for g, k in pairs])
+        fit.append("%s: r %s over %d processes, late ms/step spread %s, over CALIB_MS %s" % (
+            c, fmt(r), len(pairs), fmt(raw), fmt(norm)))
+        if c == "plain":
+            continue
+        print("| %s | CALIB_MS | %s | %s |" % (c, " | ".join(fmt(x) for x in cs), fmt(
+            statistics.median([x for x in cs if x])) if any(cs) else "-"))
+        rs = [ratio(g / k if g and k else None, p[2] / q if p[2] and q else None)
+              for g, k, p, q in zip(got, cs, plain, pc)]
+        have = [x for x in rs if x is not None]
+        print("| %s | late over CALIB_MS | %s | %s |" % (c, " | ".join(fmt(x) for x in rs),
+                                                        fmt(statistics.median(have)) if have else "-"))
+    print("\n" + "; ".join(fit) + ".")
+
+
 def main(argv):
     if "--" not in argv:
         sys.stderr.write(__doc__)
@@ -74,6 +138,7 @@ def main(argv):
             have = [r for r in rs if r is not None]
             print("| %s | %s | %s | %s |" % (c, name, " | ".join(fmt(r) for r in rs),
                                              fmt(statistics.median(have)) if have else "-"))
+    calibrated(rounds, configs, plain)
     print("\nInside each process: median of steps 6..N/3 over the median of its later steps.\n")
     print("| configuration | " + " | ".join("round %d" % (i + 1) for i in range(len(rounds)))
           + " | median |")

@@ -17,6 +17,8 @@ Prints
   STEADY_MEDIAN_MS <ms>         median of steps 6..N
   LATE_MEDIAN_MS ...            medians of steps N/3+1..N (the first checks long done)
   THREAD_CPU_MS <ms> of <ms> <thread> <tid>   CPU time of the busiest threads in those steps
+  CALIB_MS <ms> samples=<n>     median time of calibrate() (the process's CPU speed), run
+                                after every 5th late step while no dispatch mode is on
   FINAL_LOSS <float.hex()>
   MEMORY allocated=.. reserved=.. max_allocated=.. max_reserved=.. requested=..
          max_requested=.. blocks=.. segments=..  (CUDA: torch.cuda.memory_stats())
@@ -242,6 +244,30 @@ def pyprof(args, model, opt, data, sync):
             f.write(buf.getvalue())
 
 
+def calibrate(reps=300):
+    """This process's CPU speed, in ms, outside the timed steps: host work of
+    the kinds a launch-bound step is made of (Python, the dispatcher, the
+    CPU allocator) on small CPU tensors, no CUDA call. The plain runs of
+    one machine spread 10-50% between processes while each process keeps
+    its own speed; a step time over this figure compares processes free of
+    that (the bench tables print both, and how well the two correlate)."""
+    a, b = torch.ones(64), torch.ones(64)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        c = torch.add(a, b)
+        c.mul_(0.5)
+        sum(range(64))
+    return 1e3 * (time.perf_counter() - t0)
+
+
+def dispatch_modes():
+    """Modes on the dispatch stack (kcheck's binding pushes one in the steps it watches)."""
+    try:
+        return torch._C._len_torch_dispatch_stack()
+    except AttributeError:
+        return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=30)
@@ -287,6 +313,7 @@ def main():
     # whole process (every thread) during the step
     phases = []
     late_from = max(5, args.steps // 3)  # after the first third: the first checks long done
+    calib = []  # calibrate() after every 5th late step with no dispatch mode on
     cpu_at = None
     gcc = GcClock()
     loss = None
@@ -306,6 +333,8 @@ def main():
         phases.append([1e3 * (b - a) for a, b in zip(marks, marks[1:])] +
                       [1e3 * (c1 - c0), 1e3 * (p1 - p0)])
         print(f"STEP {i + 1} {ms:.3f} " + " ".join(f"{p:.3f}" for p in phases[-1]), flush=True)
+        if i >= late_from and (i - late_from) % 5 == 4 and not dispatch_modes():
+            calib.append(calibrate())
     first, steady = times[:5], times[5:]
     print(f"FIRST_SIGHT_MS_PER_STEP {statistics.fmean(first):.3f}")
     if steady:
@@ -339,6 +368,8 @@ def main():
                       (u[2] - cpu_at[3][2]) / n, (u[3] - cpu_at[3][3]) / n,
                       "/".join(str(b - a) for a, b in zip(cpu_at[4], gcc.n)),
                       1e3 * (gcc.s - cpu_at[5]) / n))
+    if calib:
+        print(f"CALIB_MS {statistics.median(calib):.3f} samples={len(calib)}")
     if args.pyprof:
         pyprof(args, model, opt, data, sync)
     print(f"FINAL_LOSS {float(loss.item()).hex()}")

@@ -108,9 +108,13 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   json_t *results = json_object();
   struct kc_gate_ctx ctx[16];
   kc_guard_enter();
+  /* profile=1: each gate's wall time in the check (its runs included) */
+  json_t *gate_ms = kc_prof_on ? json_object() : NULL;
   for (int i = 0; ok && i < n; i++) {
     ctx[i] = (struct kc_gate_ctx){li, &s, c, json_object(), {KC_GS_UNSET, 0, {NULL}, NULL}};
+    double tg = gate_ms ? kc_now_s() : 0;
     int added = run_list[i]->run(&ctx[i]);
+    if (gate_ms) json_object_set_new(gate_ms, run_list[i]->id, json_real(1e3 * (kc_now_s() - tg)));
     /* What a gate returns is what it put in its result (up to the cap). */
     KC_ASSERT(added == ctx[i].out.nviolations ||
               (added > KC_GATE_MAX_VIOLATIONS && ctx[i].out.nviolations == KC_GATE_MAX_VIOLATIONS));
@@ -143,6 +147,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   kc_policy_record(li->signature, li->k->id, ok && violations == 0, cost);
   if (!ok) {
     json_decref(results);
+    json_decref(gate_ms);
     kc_report_skip(li, r == CUDA_SUCCESS
                            ? "the application's launch could not be saved (device error)"
                            : "the application's launch failed");
@@ -184,6 +189,10 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     json_object_set_new(rec, "stages_ms", stages);
   else
     json_decref(stages);
+  if (rec && gate_ms)
+    json_object_set_new(rec, "gates_ms", gate_ms);
+  else
+    json_decref(gate_ms);
   /* How re-runs were compared with the application's result: by hash
    * first (hash_compare) or word by word. */
   if (rec) json_object_set_new(rec, "compare", json_string(hashed ? "hash" : "words"));

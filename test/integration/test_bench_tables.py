@@ -148,3 +148,41 @@ def test_torch_rounds_table_in_process_ratio(tmp_path):
     inside = r.stdout.split("Inside each process")[1]
     assert row(inside, "torch")[1:] == ["1.10", "1.10"]
     assert row(inside, "plain")[1:] == ["1.00", "1.00"]
+
+
+def test_torch_rounds_table_divides_out_each_process_speed(tmp_path):
+    """Calibrated: each run's late ms/step over its own CALIB_MS, as ratios to
+    the round's plain run. Processes whose speed alone differs (plain and
+    torch twice as slow in round 2, the calibration too) give the same
+    calibrated ratio; r and the spreads say how well the calibration tracks
+    the step. Runs without CALIB_MS: no calibrated table."""
+    plain = [(10.0, 2.0), (20.0, 4.0), (12.0, 2.0)]  # (late ms, CALIB_MS)
+    torch_ = [(10.5, 2.0), (30.0, 5.0), (12.0, 2.4)]  # calibrated ratios 1.05, 1.2, 0.8333
+    dirs = []
+    for i, (p, t) in enumerate(zip(plain, torch_)):
+        d = tmp_path / ("r%d" % (i + 1))
+        d.mkdir()
+        for c, (ms, cal) in (("plain", p), ("torch", t)):
+            text = step_lines(lambda k, ms=ms: 100.0 if k < 5 else ms, n=12)
+            text += "LATE_MEDIAN_MS step=%.3f forward=1 backward=1 optimizer=1 thread_cpu=1 " \
+                    "process_cpu=1 (steps 6-12)\nCALIB_MS %.3f samples=3\n" % (ms, cal)
+            (d / ("bench_%s.out" % c)).write_text(text)
+        dirs.append(str(d))
+    tool = os.path.join(ROOT, "bench", "torch_rounds_table.py")
+    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    cal = r.stdout.split("Calibrated:")[1]
+    assert row(cal, "torch | late over CALIB_MS") == ["torch", "late over CALIB_MS", "1.05", "1.20",
+                                                       "0.83", "1.05"]
+    assert row(cal, "plain | CALIB_MS")[2:] == ["2.00", "4.00", "2.00", "2.00"]
+    # plain: late 10, 20, 12 against 2, 4, 2 -> spread 2.00 raw, 1.20 over CALIB_MS
+    assert "plain: r 0.98 over 3 processes, late ms/step spread 2.00, over CALIB_MS 1.20" in cal, cal
+    for d in dirs:
+        for c in ("plain", "torch"):
+            p = os.path.join(d, "bench_%s.out" % c)
+            text = open(p).read().split("CALIB_MS")[0]
+            open(p, "w").write(text)
+    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "Calibrated" not in r.stdout, r.stdout

@@ -131,6 +131,9 @@ def test_profile_gives_each_check_its_stages(app, tmp_path):
         exclusive = sum(v for k, v in sm.items() if k != "chk_setup")
         assert 0 < exclusive <= c["cost_ms"] + 1e-6, (exclusive, c)
         assert sm["chk_setup"] <= exclusive
+        # each gate's own wall time (its runs included), no more than the check's
+        assert set(c["gates_ms"]) == set(c["gates"]), c
+        assert 0 <= sum(c["gates_ms"].values()) <= c["cost_ms"] + 1e-6
     assert checks[0]["stages_ms"]["chk_setup"] > 0
     # later checks fit in the staging buffer made first (2 MiB at least):
     # they make nothing
@@ -140,4 +143,4 @@ def test_profile_gives_each_check_its_stages(app, tmp_path):
     d.mkdir()
     off = run([app("app_linked"), "races"], d, options="gates=race:race_strategies=scrub")
     assert off.rc == 0, off.err
-    assert all("stages_ms" not in c for c in by_type(off.only_report(), "check"))
+    assert all("stages_ms" not in c and "gates_ms" not in c for c in by_type(off.only_report(), "check"))

@@ -19,7 +19,10 @@ static json_t *num(double v) {
 }
 
 /* One 32-bit word read as the element types a kernel most likely uses;
- * fp16/bf16 take the half of the word that differs first. */
+ * fp16/bf16 take the half of the word that differs first, decoded from the
+ * bits alone (oc_decode_one): the first finding of a process built the
+ * oracle's tables of every fp16 and bf16 code inside its check, 2.8 ms of
+ * a 5 ms check on the H200. */
 static json_t *interpret(const unsigned char *w, int nbytes, int half) {
   json_t *o = json_object();
   if (nbytes == 4) {
@@ -36,8 +39,8 @@ static json_t *interpret(const unsigned char *w, int nbytes, int half) {
   if (2 * half + 2 <= nbytes) {
     uint16_t h;
     memcpy(&h, w + 2 * half, 2);
-    json_object_set_new(o, "fp16", num(oc_decode(OC_FP16, h)));
-    json_object_set_new(o, "bf16", num(oc_decode(OC_BF16, h)));
+    json_object_set_new(o, "fp16", num(oc_decode_one(OC_FP16, h)));
+    json_object_set_new(o, "bf16", num(oc_decode_one(OC_BF16, h)));
   }
   return o;
 }

@@ -267,6 +267,16 @@ double oc_decode(enum oc_format f, uint64_t bits) {
   }
 }
 
+double oc_decode_one(enum oc_format f, uint64_t bits) {
+  switch (f) {
+  case OC_FP16:
+  case OC_BF16:
+  case OC_E4M3FN:
+  case OC_E5M2: return decode_slow(f, bits & ((UINT64_C(1) << info[f].bits) - 1));
+  default: return oc_decode(f, bits);
+  }
+}
+
 double oc_round(enum oc_format f, double x, enum oc_overflow ovf) {
   return oc_decode(f, oc_encode(f, x, ovf));
 }

@@ -43,6 +43,10 @@ int oc_format_parse(const char *name);
 
 /* Exact value of a bit pattern as a double (every format here fits). */
 double oc_decode(enum oc_format f, uint64_t bits);
+/* The same value as oc_decode, computed from the bits alone: for a few
+ * codes (a finding's evidence), where oc_decode's first call of a narrow
+ * format builds its tables of every code (~1.5 ms, once per process). */
+double oc_decode_one(enum oc_format f, uint64_t bits);
 /* Correctly rounded (ties-to-even) encoding of a double. */
 uint64_t oc_encode(enum oc_format f, double x, enum oc_overflow ovf);
 /* oc_encode over an array (for batch and ctypes callers). */

@@ -70,6 +70,47 @@ def fmt(x):
     return "-" if x is None else "%.2f" % x
 
 
+def thread_cpu(rounddir, config):
+    """CPU ms per late step of the program's main thread and of the autograd
+    thread (pt_autograd_*, or py:Dummy-* where Python ran on it), from the
+    THREAD_CPU_MS lines over the late steps; (None, None) when absent."""
+    path = os.path.join(rounddir, "bench_%s.out" % config)
+    _, span = late(path)
+    try:
+        a, b = (int(x) for x in span.split("-"))
+    except (AttributeError, ValueError):
+        return None, None
+    main = auto = None
+    for line in tagged(path, "THREAD_CPU_MS"):
+        f = line.split()  # <ms> of <wall> <name> <tid>
+        if len(f) < 4:
+            continue
+        ms, name = float(f[0]) / (b - a + 1), f[3]
+        if "MainThread" in name:
+            main = ms
+        elif name.startswith("pt_autograd") or name.startswith("py:Dummy"):
+            auto = ms if auto is None else max(auto, ms)
+    return main, auto
+
+
+def threads(rounds, configs):
+    """Medians over the rounds of the program's threads' CPU per late step:
+    where a difference in the late steps is spent."""
+    rows = []
+    for c in ["plain"] + configs:
+        got = [thread_cpu(d, c) for d in rounds]
+        m = [g[0] for g in got if g[0] is not None]
+        a = [g[1] for g in got if g[1] is not None]
+        if m or a:
+            rows.append("| %s | %s | %s | %d |" % (c, fmt(statistics.median(m)) if m else "-",
+                                                 fmt(statistics.median(a)) if a else "-", len(got)))
+    if rows:
+        print("\nCPU ms per late step of the program's threads (medians over the rounds):\n")
+        print("| configuration | main thread | autograd thread | rounds |")
+        print("|---|---:|---:|---:|")
+        print("\n".join(rows))
+
+
 def spread(xs):
     return max(xs) / min(xs) if xs and min(xs) > 0 else None
 
@@ -139,6 +180,7 @@ def main(argv):
             print("| %s | %s | %s | %s |" % (c, name, " | ".join(fmt(r) for r in rs),
                                              fmt(statistics.median(have)) if have else "-"))
     calibrated(rounds, configs, plain)
+    threads(rounds, configs)
     print("\nInside each process: median of steps 6..N/3 over the median of its later steps.\n")
     print("| configuration | " + " | ".join("round %d" % (i + 1) for i in range(len(rounds)))
           + " | median |")

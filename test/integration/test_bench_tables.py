@@ -186,3 +186,28 @@ def test_torch_rounds_table_divides_out_each_process_speed(tmp_path):
     r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "Calibrated" not in r.stdout, r.stdout
+
+
+def test_torch_rounds_table_splits_the_late_cpu_by_thread(tmp_path):
+    """The program's main and autograd threads' CPU per late step, medians
+    over the rounds (THREAD_CPU_MS over the LATE_MEDIAN_MS span); an
+    autograd thread that ran Python shows as py:Dummy-N and still counts."""
+    dirs = []
+    for i, (pm, pa, tm, ta) in enumerate([(500, 400, 600, 700), (700, 600, 800, 500)]):
+        d = tmp_path / ("r%d" % (i + 1))
+        d.mkdir()
+        for c, (m, a, an) in (("plain", (pm, pa, "pt_autograd_0")), ("torch", (tm, ta, "py:Dummy-1"))):
+            text = step_lines(lambda k: 10.0, n=300)
+            text += ("LATE_MEDIAN_MS step=10 forward=1 backward=1 optimizer=1 thread_cpu=1 "
+                     "process_cpu=1 (steps 101-300)\n"
+                     "THREAD_CPU_MS %.1f of 2000 py:MainThread 11\nTHREAD_CPU_MS %.1f of 2000 %s 12\n"
+                     % (m, a, an))
+            (d / ("bench_%s.out" % c)).write_text(text)
+        dirs.append(str(d))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_rounds_table.py")] + dirs +
+                       ["--", "plain", "torch"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    cpu = r.stdout.split("CPU ms per late step")[1]
+    # 200 late steps: plain main (500+700)/2/200 = 3.00, autograd 2.50; torch 3.50, 3.00
+    assert row(cpu, "plain")[1:] == ["3.00", "2.50", "2"]
+    assert row(cpu, "torch")[1:] == ["3.50", "3.00", "2"]

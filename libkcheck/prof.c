@@ -59,7 +59,7 @@ json_t *kc_prof_check_json(void) {
 }
 
 void kc_prof_add_ns(enum kc_prof_stage s, uint64_t ns) {
-  if (s >= KC_PS_chk_begin) check_ns[s] += ns;
+  if (s >= KC_PS_chk_begin && s < KC_PS_COUNT) check_ns[s] += ns;
   atomic_fetch_add_explicit(&stage_ns[s], ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&stage_n[s], 1, memory_order_relaxed);
 }

@@ -227,6 +227,15 @@ def cmd_report(args):
                     cost["median_over_floor"], min(cost["top10_over_floor"]),
                     max(cost["top10_over_floor"])) if cost["median_over_floor"] is not None
                 and cost["top10_over_floor"] else ""))
+            if cost["median_less_wait_over_floor"] is not None and cost["top10_less_wait_over_floor"]:
+                print("  less the wait for the application's queued work (wait_ms): cost/floor "
+                      "median %.1f, ten costliest %.1f-%.1f" % (
+                          cost["median_less_wait_over_floor"], min(cost["top10_less_wait_over_floor"]),
+                          max(cost["top10_less_wait_over_floor"])))
+            if cost["stages_median_ms"]:
+                print("  check stages (profile=1), median ms over %d checks: %s" % (
+                    cost["with_stages"], ", ".join("%s %.3f" % (k[4:] if k.startswith("chk_") else k, v)
+                                                   for k, v in cost["stages_median_ms"].items())))
         for n, text in rep.malformed:
             print("%s:%d: not a JSON record (cut short by a crash?): %s" % (rep.path, n, text))
             status = 1

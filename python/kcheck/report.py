@@ -7,6 +7,7 @@ kept as `malformed` with their line number, never an exception; a report
 without a `summary` record is from a run that did not finish.
 """
 import json
+import statistics
 import os
 
 SCHEMA = "kcheck.report/2"
@@ -164,9 +165,24 @@ def check_costs(records):
     top = sorted(checks, key=lambda c: -float(c["cost_ms"]))[:10]
     top_ratios = [float(c["cost_ms"]) / float(c["floor_ms"]) for c in top
                   if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0]
+    # the same less wait_ms, the application's own queued work a check waits
+    # for before its pre-state (not kcheck's work; checks without it as they are)
+    def less_wait(c):
+        w = c.get("wait_ms")
+        return float(c["cost_ms"]) - (float(w) if isinstance(w, (int, float)) else 0.0)
+    with_floor = [c for c in checks if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0]
+    net = sorted(less_wait(c) / float(c["floor_ms"]) for c in with_floor)
+    net_top = [less_wait(c) / float(c["floor_ms"]) for c in
+               sorted(with_floor, key=lambda c: -less_wait(c))[:10]]
+    # profile=1: each check's stages (stages_ms), medians over the checks
+    staged = [c["stages_ms"] for c in checks if isinstance(c.get("stages_ms"), dict)]
+    stages = {k: statistics.median(float(s.get(k, 0)) for s in staged) for k in staged[0]} if staged else None
     return {"checks": len(checks), "total_ms": sum(costs), "median_ms": costs[len(costs) // 2],
             "median_over_floor": ratios[len(ratios) // 2] if ratios else None,
-            "with_floor": len(ratios), "top10_over_floor": top_ratios}
+            "with_floor": len(ratios), "top10_over_floor": top_ratios,
+            "median_less_wait_over_floor": net[len(net) // 2] if net else None,
+            "top10_less_wait_over_floor": net_top, "stages_median_ms": stages,
+            "with_stages": len(staged)}
 
 
 def finding_key(v):

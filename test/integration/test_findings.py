@@ -289,6 +289,26 @@ def test_report_text_and_status(app, tmp_path):
     assert cost["median_over_floor"] == ratios[len(ratios) // 2]
     assert re.search(r"checks cost [0-9.]+ ms in all, median [0-9.]+ ms; cost/floor median "
                      r"[0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout
+    # the same less wait_ms (the application's queued work), beside it
+    net = sorted((c["cost_ms"] - c["wait_ms"]) / c["floor_ms"] for c in checks if c.get("floor_ms"))
+    assert cost["median_less_wait_over_floor"] == net[len(net) // 2]
+    assert re.search(r"less the wait for the application's queued work \(wait_ms\): cost/floor "
+                     r"median [0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout
+    # stages only from profile=1's check records
+    assert cost["stages_median_ms"] is None and "check stages" not in r.stdout
+    d = tmp_path / "prof"
+    d.mkdir()
+    prof = run([app("app_linked"), "basic"], d, options="profile=1")
+    r = kcheck("report", prof.reports[0])
+    assert r.returncode == 0, r.stdout + r.stderr
+    checks = [c for c in kr.read_records(prof.reports[0]) if c["type"] == "check"]
+    med = kr.check_costs(kr.read_records(prof.reports[0]))["stages_median_ms"]
+    assert set(med) == set(checks[0]["stages_ms"])
+    vals = sorted(c["stages_ms"]["chk_app"] for c in checks)
+    assert abs(med["chk_app"] - (vals[len(vals) // 2] if len(vals) % 2 else
+                                 (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2)) < 1e-12
+    assert re.search(r"check stages \(profile=1\), median ms over %d checks: begin [0-9.]+, app "
+                     % len(checks), r.stdout), r.stdout
     racy = run([app("app_linked"), "races"], tmp_path)
     r = kcheck("report", racy.reports[0])
     assert r.returncode == 1

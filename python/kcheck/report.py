@@ -7,8 +7,8 @@ kept as `malformed` with their line number, never an exception; a report
 without a `summary` record is from a run that did not finish.
 """
 import json
-import statistics
 import os
+import statistics
 
 SCHEMA = "kcheck.report/2"
 
@@ -160,20 +160,23 @@ def check_costs(records):
     if not checks:
         return None
     costs = sorted(float(c["cost_ms"]) for c in checks)
-    ratios = sorted(float(c["cost_ms"]) / float(c["floor_ms"]) for c in checks
-                    if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0)
-    top = sorted(checks, key=lambda c: -float(c["cost_ms"]))[:10]
-    top_ratios = [float(c["cost_ms"]) / float(c["floor_ms"]) for c in top
-                  if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0]
-    # the same less wait_ms, the application's own queued work a check waits
+
+    def has_floor(c):
+        return isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0
+
+    # cost less wait_ms: the application's own queued work a check waits
     # for before its pre-state (not kcheck's work; checks without it as they are)
     def less_wait(c):
         w = c.get("wait_ms")
         return float(c["cost_ms"]) - (float(w) if isinstance(w, (int, float)) else 0.0)
-    with_floor = [c for c in checks if isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0]
-    net = sorted(less_wait(c) / float(c["floor_ms"]) for c in with_floor)
-    net_top = [less_wait(c) / float(c["floor_ms"]) for c in
-               sorted(with_floor, key=lambda c: -less_wait(c))[:10]]
+
+    def over_floor(cost):  # sorted cost(c)/floor, and that of the ten costliest by cost(c)
+        top = sorted(checks, key=lambda c: -cost(c))[:10]
+        return (sorted(cost(c) / float(c["floor_ms"]) for c in checks if has_floor(c)),
+                [cost(c) / float(c["floor_ms"]) for c in top if has_floor(c)])
+
+    ratios, top_ratios = over_floor(lambda c: float(c["cost_ms"]))
+    net, net_top = over_floor(less_wait)
     # profile=1: each check's stages (stages_ms), medians over the checks
     staged = [c["stages_ms"] for c in checks if isinstance(c.get("stages_ms"), dict)]
     stages = {k: statistics.median(float(s.get(k, 0)) for s in staged) for k in staged[0]} if staged else None

@@ -43,6 +43,31 @@ def run_table(logs, reps):
                           capture_output=True, text=True, timeout=60)
 
 
+ROUNDS_TABLE = os.path.join(ROOT, "bench", "torch_rounds_table.py")
+
+
+def round_dirs(tmp_path, rounds, n=12, span="6-12"):
+    """One folder per round, r1, r2, ...: rounds is [{config: (late ms, extra
+    output lines)}]; each run's steps 1-5 take 100 ms and the rest the late
+    ms, with a LATE_MEDIAN_MS line over span."""
+    dirs = []
+    for i, configs in enumerate(rounds):
+        d = tmp_path / ("r%d" % (i + 1))
+        d.mkdir()
+        for c, (ms, extra) in configs.items():
+            text = step_lines(lambda k, ms=ms: 100.0 if k < 5 else ms, n=n)
+            text += "LATE_MEDIAN_MS step=%.3f forward=1 backward=1 optimizer=1 thread_cpu=1 " \
+                    "process_cpu=1 (steps %s)\n%s" % (ms, span, extra)
+            (d / ("bench_%s.out" % c)).write_text(text)
+        dirs.append(str(d))
+    return dirs
+
+
+def rounds_table(dirs):
+    return subprocess.run([sys.executable, ROUNDS_TABLE] + dirs + ["--", "plain", "torch"],
+                          capture_output=True, text=True, timeout=60)
+
+
 def row(out, label):
     for line in out.splitlines():
         if line.startswith("| %s |" % label):
@@ -97,19 +122,8 @@ def test_torch_rounds_table_takes_the_median_of_each_rounds_ratio(tmp_path):
     """Each round's ratio is to that round's plain run; the goal is read
     from their median, not from one round or from pooled times."""
     plain_ms, torch_ms = [10.0, 20.0, 10.0], [11.0, 30.0, 12.0]  # ratios 1.1, 1.5, 1.2
-    dirs = []
-    for i, (p, t) in enumerate(zip(plain_ms, torch_ms)):
-        d = tmp_path / ("r%d" % (i + 1))
-        d.mkdir()
-        for c, ms in (("plain", p), ("torch", t)):
-            text = step_lines(lambda k, ms=ms: 100.0 if k < 5 else ms, n=12)
-            text += "LATE_MEDIAN_MS step=%.3f forward=1 backward=1 optimizer=1 thread_cpu=1 " \
-                    "process_cpu=1 (steps 6-12)\n" % ms
-            (d / ("bench_%s.out" % c)).write_text(text)
-        dirs.append(str(d))
-    tool = os.path.join(ROOT, "bench", "torch_rounds_table.py")
-    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
-                       capture_output=True, text=True, timeout=60)
+    dirs = round_dirs(tmp_path, [{"plain": (p, ""), "torch": (t, "")} for p, t in zip(plain_ms, torch_ms)])
+    r = rounds_table(dirs)
     assert r.returncode == 0, r.stderr
     assert row(r.stdout, "torch | steady (6-N)") == ["torch", "steady (6-N)", "1.10", "1.50", "1.20",
                                                        "1.20"]
@@ -119,8 +133,7 @@ def test_torch_rounds_table_takes_the_median_of_each_rounds_ratio(tmp_path):
     inside = r.stdout.split("Inside each process")[1]
     assert row(inside, "torch")[1:] == ["-", "-", "-", "-"]
     os.remove(os.path.join(dirs[1], "bench_plain.out"))
-    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
-                       capture_output=True, text=True, timeout=60)
+    r = rounds_table(dirs)
     assert r.returncode == 1 and "without a plain run" in r.stderr
 
 
@@ -142,8 +155,7 @@ def test_torch_rounds_table_in_process_ratio(tmp_path):
         slow = 1.1 if c == "torch" else 1.0
         (d / ("bench_%s.out" % c)).write_text(
             step_lines(lambda k, s=slow: 100.0 if k < 5 else (10.0 * s if k < 10 else 10.0), n=30))
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_rounds_table.py"), str(d),
-                        "--", "plain", "torch"], capture_output=True, text=True, timeout=60)
+    r = rounds_table([str(d)])
     assert r.returncode == 0, r.stderr
     inside = r.stdout.split("Inside each process")[1]
     assert row(inside, "torch")[1:] == ["1.10", "1.10"]
@@ -158,19 +170,10 @@ def test_torch_rounds_table_divides_out_each_process_speed(tmp_path):
     the step. Runs without CALIB_MS: no calibrated table."""
     plain = [(10.0, 2.0), (20.0, 4.0), (12.0, 2.0)]  # (late ms, CALIB_MS)
     torch_ = [(10.5, 2.0), (30.0, 5.0), (12.0, 2.4)]  # calibrated ratios 1.05, 1.2, 0.8333
-    dirs = []
-    for i, (p, t) in enumerate(zip(plain, torch_)):
-        d = tmp_path / ("r%d" % (i + 1))
-        d.mkdir()
-        for c, (ms, cal) in (("plain", p), ("torch", t)):
-            text = step_lines(lambda k, ms=ms: 100.0 if k < 5 else ms, n=12)
-            text += "LATE_MEDIAN_MS step=%.3f forward=1 backward=1 optimizer=1 thread_cpu=1 " \
-                    "process_cpu=1 (steps 6-12)\nCALIB_MS %.3f samples=3\n" % (ms, cal)
-            (d / ("bench_%s.out" % c)).write_text(text)
-        dirs.append(str(d))
-    tool = os.path.join(ROOT, "bench", "torch_rounds_table.py")
-    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
-                       capture_output=True, text=True, timeout=60)
+    calib = "CALIB_MS %.3f samples=3\n"
+    dirs = round_dirs(tmp_path, [{"plain": (p[0], calib % p[1]), "torch": (t[0], calib % t[1])}
+                                 for p, t in zip(plain, torch_)])
+    r = rounds_table(dirs)
     assert r.returncode == 0, r.stderr
     cal = r.stdout.split("Calibrated:")[1]
     assert row(cal, "torch | late over CALIB_MS") == ["torch", "late over CALIB_MS", "1.05", "1.20",
@@ -183,8 +186,7 @@ def test_torch_rounds_table_divides_out_each_process_speed(tmp_path):
             p = os.path.join(d, "bench_%s.out" % c)
             text = open(p).read().split("CALIB_MS")[0]
             open(p, "w").write(text)
-    r = subprocess.run([sys.executable, tool] + dirs + ["--", "plain", "torch"],
-                       capture_output=True, text=True, timeout=60)
+    r = rounds_table(dirs)
     assert r.returncode == 0 and "Calibrated" not in r.stdout, r.stdout
 
 
@@ -192,20 +194,12 @@ def test_torch_rounds_table_splits_the_late_cpu_by_thread(tmp_path):
     """The program's main and autograd threads' CPU per late step, medians
     over the rounds (THREAD_CPU_MS over the LATE_MEDIAN_MS span); an
     autograd thread that ran Python shows as py:Dummy-N and still counts."""
-    dirs = []
-    for i, (pm, pa, tm, ta) in enumerate([(500, 400, 600, 700), (700, 600, 800, 500)]):
-        d = tmp_path / ("r%d" % (i + 1))
-        d.mkdir()
-        for c, (m, a, an) in (("plain", (pm, pa, "pt_autograd_0")), ("torch", (tm, ta, "py:Dummy-1"))):
-            text = step_lines(lambda k: 10.0, n=300)
-            text += ("LATE_MEDIAN_MS step=10 forward=1 backward=1 optimizer=1 thread_cpu=1 "
-                     "process_cpu=1 (steps 101-300)\n"
-                     "THREAD_CPU_MS %.1f of 2000 py:MainThread 11\nTHREAD_CPU_MS %.1f of 2000 %s 12\n"
-                     % (m, a, an))
-            (d / ("bench_%s.out" % c)).write_text(text)
-        dirs.append(str(d))
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_rounds_table.py")] + dirs +
-                       ["--", "plain", "torch"], capture_output=True, text=True, timeout=60)
+    threads = "THREAD_CPU_MS %.1f of 2000 py:MainThread 11\nTHREAD_CPU_MS %.1f of 2000 %s 12\n"
+    dirs = round_dirs(tmp_path, [{"plain": (10.0, threads % (pm, pa, "pt_autograd_0")),
+                                  "torch": (10.0, threads % (tm, ta, "py:Dummy-1"))}
+                                 for pm, pa, tm, ta in [(500, 400, 600, 700), (700, 600, 800, 500)]],
+                      n=300, span="101-300")
+    r = rounds_table(dirs)
     assert r.returncode == 0, r.stderr
     cpu = r.stdout.split("CPU ms per late step")[1]
     # 200 late steps: plain main (500+700)/2/200 = 3.00, autograd 2.50; torch 3.50, 3.00

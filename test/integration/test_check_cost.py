@@ -40,11 +40,11 @@ def test_strategy_that_cannot_run_costs_no_restore(app, tmp_path):
     the check restores nothing for it, so it copies back exactly what the
     same check without it does."""
     alone = run([app("app_linked"), "races"], tmp_path,
-                options="gates=race:race_strategies=scrub")
+                options="gates=race:race_strategies=l2flush")
     assert alone.rc == 0, alone.err
     a = checks_by_kernel(alone.only_report())["block_disjoint"]
     more = run([app("app_linked"), "races"], tmp_path,
-               options="gates=race:race_strategies=scrub,accesses")
+               options="gates=race:race_strategies=l2flush,accesses")
     assert more.rc == 0, more.err
     b = checks_by_kernel(more.only_report())["block_disjoint"]
     assert b["gates"]["race"]["strategies"]["accesses"] == \
@@ -144,3 +144,20 @@ def test_profile_gives_each_check_its_stages(app, tmp_path):
     off = run([app("app_linked"), "races"], d, options="gates=race:race_strategies=scrub")
     assert off.rc == 0, off.err
     assert all("stages_ms" not in c and "gates_ms" not in c for c in by_type(off.only_report(), "check"))
+
+
+def test_scrub_not_run_on_a_kernel_without_shared_memory(app, tmp_path):
+    """The scrub fills shared memory: on block_disjoint (no static or dynamic
+    shared memory) its run would be an identical one, so it is not made and
+    costs no restore; on uninit_shared (static shared memory) it runs and
+    exposes the read of never-written shared memory."""
+    r = run([app("app_linked"), "races"], tmp_path,
+            options="gates=race:race_strategies=scrub")
+    assert r.rc == 0, r.err
+    checks = checks_by_kernel(r.only_report())
+    d = checks["block_disjoint"]
+    assert d["gates"]["race"]["strategies"]["scrub"] == "the kernel uses no shared memory"
+    assert d["runs"] == 0 and d["restored_bytes"] == 0
+    u = checks["uninit_shared"]
+    assert u["gates"]["race"]["strategies"]["scrub"] == "differs"
+    assert u["runs"] == 1

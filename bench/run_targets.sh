@@ -23,8 +23,7 @@
 # adds memcheck and TORCH_CUDA_SANITIZER=1 at the full size, KC_T_FLOOR=1
 # a plain torch.profiler run. KC_T_CONFIGS: the alternating configurations
 # (default "plain none default trace1"; also "hash": hash_compare=1, which
-# adds a profile=1 run of it beside prof_default; "nobatch": batch_runs=0, the
-# same). KC_T_SKIP (words: strat_all8, trace2,
+# adds a profile=1 run of it beside prof_default). KC_T_SKIP (words: strat_all8, trace2,
 # racecheck) leaves those runs out, for a call that measures only the
 # targets and the checks' cost. KC_BUDGET (165 s) bounds the whole. Writes
 # OUTDIR/targets.md and OUTDIR/targets-logs.tar.gz.
@@ -56,7 +55,6 @@ opts_of() {
     trace1) echo gates=none:trace=1 ;;
     trace2) echo gates=none:trace=2 ;;
     hash) echo hash_compare=1 ;;
-    nobatch) echo batch_runs=0 ;;
   esac
 }
 # one NAME OPTS(- = no kcheck) TIMEOUT CMD... ; WALL_<NAME> = seconds
@@ -109,8 +107,6 @@ one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" |
 one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
 [[ " ${CONFIGS[*]} " == *" hash "* ]] &&
   { one prof_hash "hash_compare=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true; }
-[[ " ${CONFIGS[*]} " == *" nobatch "* ]] &&
-  { one prof_nobatch "batch_runs=0:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true; }
 skipped() { case " ${KC_T_SKIP:-} " in *" $1 "*) echo "  $1: left out (KC_T_SKIP)" ;; *) return 1 ;; esac; }
 skipped strat_all8 || one strat_all8 "$ALL8" 120 "${T[@]}" --steps 5 || true
 skipped trace2 || one trace2_r1 "$(opts_of trace2)" 60 "${T[@]}" --steps 8 || errors=$((errors + 1))

@@ -48,12 +48,7 @@ static json_t *interpret(const unsigned char *w, int nbytes, int half) {
 long kc_compare_with_post(struct kc_shadow *s, json_t **evidence) {
   struct kc_diff d;
   if (kc_shadow_diff(s, &d)) return -1;
-  if (d.words && evidence) *evidence = kc_diff_evidence(s, &d);
-  return (long)d.words;
-}
-
-json_t *kc_diff_evidence(const struct kc_shadow *s, const struct kc_diff *dp) {
-  const struct kc_diff d = *dp;
+  if (!d.words || !evidence) return (long)d.words;
   const struct kc_region *r = &s->regions[d.region];
   int half = (d.nbytes >= 2 && !memcmp(d.expected, d.got, 2)) ? 1 : 0;
   json_t *params = json_array();
@@ -62,9 +57,11 @@ json_t *kc_diff_evidence(const struct kc_shadow *s, const struct kc_diff *dp) {
       json_array_append_new(params, json_pack("{s:i, s:I}", "param_offset",
                                               (int)s->li->ptrs[i].offset, "alloc_offset",
                                               (json_int_t)(s->li->ptrs[i].value - r->base)));
-  return json_pack("{s:{s:o, s:I}, s:I, s:o, s:o, s:o, s:I, s:i}", "allocation", "base",
-                   kc_json_addr(r->base), "size", (json_int_t)r->size, "offset",
-                   (json_int_t)(d.offset + 2 * (uint64_t)half), "pointed_to_by", params, "expected",
-                   interpret(d.expected, d.nbytes, half), "got", interpret(d.got, d.nbytes, half),
-                   "differing_words", (json_int_t)d.words, "regions", s->nregions);
+  *evidence =
+      json_pack("{s:{s:o, s:I}, s:I, s:o, s:o, s:o, s:I, s:i}", "allocation", "base",
+                kc_json_addr(r->base), "size", (json_int_t)r->size, "offset",
+                (json_int_t)(d.offset + 2 * (uint64_t)half), "pointed_to_by", params, "expected",
+                interpret(d.expected, d.nbytes, half), "got", interpret(d.got, d.nbytes, half),
+                "differing_words", (json_int_t)d.words, "regions", s->nregions);
+  return (long)d.words;
 }

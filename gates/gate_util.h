@@ -16,9 +16,6 @@
  * differing 32-bit words (-1 when the comparison failed); on a difference
  * *evidence describes the first one. */
 long kc_compare_with_post(struct kc_shadow *s, json_t **evidence);
-/* The evidence of difference d (allocation, offset, the parameters that
- * point into it, both values read as fp32/int32/fp16/bf16). */
-json_t *kc_diff_evidence(const struct kc_shadow *s, const struct kc_diff *d);
 
 /* determinism, race: when the launch's contract says `nondeterminism:
  * allowed`, sets status KC_GS_ALLOWED (nothing is run) and returns 1. */

@@ -27,7 +27,6 @@ struct dev_state {
   CUfunction scrub, hammer, flush, compare;
   CUfunction compare_table; /* NULL: one kc_compare launch per region */
   CUfunction hash_table;    /* NULL: re-runs are compared word by word */
-  CUfunction capture;       /* NULL: runs are not queued back to back */
   CUdeviceptr compare_out;
   int sms, l2, smem_optin;
   int green_sms;
@@ -110,9 +109,6 @@ static int load_module(struct dev_state *d) {
   if (!d->compare_table ||
       kc_drv.cuModuleGetFunction(&d->hash_table, d->module, "kc_hash_table") != CUDA_SUCCESS)
     d->hash_table = NULL;
-  if (!d->compare_table ||
-      kc_drv.cuModuleGetFunction(&d->capture, d->module, "kc_capture_first") != CUDA_SUCCESS)
-    d->capture = NULL;
   /* The scrub covers the largest shared memory a block can have. */
   kc_drv.cuFuncSetAttribute(d->scrub, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             d->smem_optin);
@@ -378,7 +374,7 @@ static uint64_t table_fill(struct cmp_table *t, const CUdeviceptr *a, const CUde
  * (seeded), else kc_compare_table into 16-byte ones. */
 static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
                           const uint64_t *words, int n, unsigned long long seed, CUdeviceptr slots,
-                          CUdeviceptr cap, CUstream stream) {
+                          CUstream stream) {
   static struct cmp_table t; /* under `lock`, like every caller here; 2 KiB */
   for (int first = 0; first < n; first += CMP_MAX) {
     uint64_t chunks = table_fill(&t, a, b, words, first, n);
@@ -389,10 +385,6 @@ static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdev
     if (launch(b ? d->compare_table : d->hash_table, grid, 256, 0, stream,
                b ? cmp_params : hash_params) != CUDA_SUCCESS)
       return -1;
-    /* the launch copied t: the capture reads the same table */
-    CUdeviceptr c = cap + 8u * (unsigned)first;
-    void *cap_params[] = {&t, &o, &c};
-    if (b && cap && launch(d->capture, 1, 64, 0, stream, cap_params) != CUDA_SUCCESS) return -1;
   }
   return 0;
 }
@@ -406,7 +398,7 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
       !kc_drv.cuMemcpyDtoHAsync_v2 || !kc_drv.cuStreamSynchronize)
     goto out;
   if (kc_drv.cuMemsetD8Async(slots, 0, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
-      table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, 0, stream) ||
+      table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, stream) ||
       kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
       kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
     goto out;
@@ -428,7 +420,7 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
     out[2 * i] = 0, out[2 * i + 1] = ~0ull;
   if (kc_drv.cuMemcpyHtoDAsync_v2(slots, out, 16u * (size_t)n, stream) != CUDA_SUCCESS) goto out;
   if (d->compare_table) {
-    if (table_launches(d, a, b, words, n, 0, slots, 0, stream)) goto out;
+    if (table_launches(d, a, b, words, n, 0, slots, stream)) goto out;
   } else {
     for (int i = 0; i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;
@@ -457,25 +449,6 @@ void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li) {
                               attr_undo.old_max_dyn);
     attr_undo.changed = 0;
   }
-}
-
-int kc_perturb_compare_enqueue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                               int n, CUdeviceptr slots, CUdeviceptr cap, CUstream stream) {
-  int rc = -1;
-  pthread_mutex_lock(&lock);
-  struct dev_state *d = state();
-  if (d && !load_module(d) && d->capture)
-    rc = table_launches(d, a, b, words, n, 0, slots, cap, stream) ? -1 : 0;
-  pthread_mutex_unlock(&lock);
-  return rc;
-}
-
-int kc_perturb_can_enqueue(void) {
-  pthread_mutex_lock(&lock);
-  struct dev_state *d = state();
-  int ok = d && !load_module(d) && d->capture;
-  pthread_mutex_unlock(&lock);
-  return ok;
 }
 
 int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_info *li,

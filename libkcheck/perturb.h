@@ -27,15 +27,6 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
  * kernel is unavailable or a call failed. */
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
                             int n, CUdeviceptr slots, CUstream stream, uint64_t *out);
-/* The same comparisons queued on `stream` with nothing waited for or
- * copied back: `slots` (16 bytes a pair) must hold {0, ~0} pairs first;
- * `cap` (8 bytes a pair) receives each pair's first differing word from a
- * and from b (kc_capture_first). -1 when the kernels are unavailable or a
- * launch failed. */
-int kc_perturb_compare_enqueue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                               int n, CUdeviceptr slots, CUdeviceptr cap, CUstream stream);
-/* Whether kc_perturb_compare_enqueue can run in the current context. */
-int kc_perturb_can_enqueue(void);
 /* 1 when p cannot change this launch's run (*why says why): the scrub of
  * shared memory for a kernel that has none. Such a run is not made. */
 int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_info *li,

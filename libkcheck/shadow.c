@@ -141,12 +141,12 @@ static double timer_ms(struct ev_timer *t) {
 #define SLOT_ALIGN 256u
 static uint64_t aligned(uint64_t n) { return (n + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1); }
 
-CUresult kc_shadow_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream st) {
+static CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream st) {
   return kc_drv.cuMemcpyDtoDAsync_v2 ? kc_drv.cuMemcpyDtoDAsync_v2(dst, src, n, st)
                                      : kc_drv.cuMemcpyDtoD_v2(dst, src, n);
 }
 
-CUresult kc_shadow_stream_sync(CUstream st) {
+static CUresult stream_sync(CUstream st) {
   return kc_drv.cuStreamSynchronize ? kc_drv.cuStreamSynchronize(st) : kc_sync_device();
 }
 
@@ -169,7 +169,7 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   /* Two device copies: the pre-state and post-state A. */
   uint64_t need = 2 * s->saved_bytes;
   if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");
-  uint64_t staged = kc_shadow_slot_bytes(s->nregions) + SLOT_ALIGN;
+  uint64_t staged = 16u * (uint64_t)s->nregions + SLOT_ALIGN;
   for (int i = 0; i < s->nregions; i++)
     staged += 2 * aligned(s->regions[i].size);
   /* A staging buffer kept from an earlier check is reused when it is large
@@ -200,13 +200,13 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   timer_start(&t, s->stream);
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
-    if (kc_shadow_copy(r->pre, r->base, r->size, s->stream) != CUDA_SUCCESS) {
+    if (copy_async(r->pre, r->base, r->size, s->stream) != CUDA_SUCCESS) {
       timer_ms(&t);
       return fail(s, why, "saving the pre-state failed");
     }
   }
   timer_stop(&t, s->stream);
-  CUresult sr = kc_shadow_stream_sync(s->stream);
+  CUresult sr = stream_sync(s->stream);
   s->snapshot_ms = timer_ms(&t);
   if (sr != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
   return 0;
@@ -259,7 +259,7 @@ static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char
     w[i] = s->regions[i].size / 4;
   }
   if (!rc && n && kc_perturb_compare_many(a, b, w, n, s->slots, s->stream, res)) {
-    if (kc_shadow_stream_sync(s->stream) != CUDA_SUCCESS) rc = -1;
+    if (stream_sync(s->stream) != CUDA_SUCCESS) rc = -1;
     for (int i = 0; !rc && i < n; i++)
       if (host_compare(a[i], b[i], w[i], &res[2 * i], &res[2 * i + 1])) rc = -1;
   }
@@ -320,12 +320,12 @@ static void hash_post_state(struct kc_shadow *s) {
   free(h);
 }
 
-void kc_shadow_all_unknown(struct kc_shadow *s) {
+static void all_unknown(struct kc_shadow *s) {
   for (int i = 0; i < s->nregions; i++)
     s->regions[i].dirty_pre = s->regions[i].dirty_post = 1;
 }
 
-void kc_shadow_touched(struct kc_shadow *s) { kc_shadow_all_unknown(s); }
+void kc_shadow_touched(struct kc_shadow *s) { all_unknown(s); }
 
 static CUresult shadow_app_launch(struct kc_shadow *s, int *ok);
 
@@ -360,7 +360,7 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
   }
   s->kernel_ms = timer_ms(&t);
   if (!res) return r;
-  CUdeviceptr at = s->slots + kc_shadow_slot_bytes(s->nregions);
+  CUdeviceptr at = s->slots + 16u * (uint64_t)s->nregions;
   at = (at + SLOT_ALIGN - 1) & ~(CUdeviceptr)(SLOT_ALIGN - 1);
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *reg = &s->regions[i];
@@ -371,7 +371,7 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
     if (!reg->changed) continue;
     reg->post = at;
     at += aligned(reg->size);
-    if (kc_shadow_copy(reg->post, reg->base, reg->size, s->stream) != CUDA_SUCCESS) {
+    if (copy_async(reg->post, reg->base, reg->size, s->stream) != CUDA_SUCCESS) {
       free(res);
       return r;
     }
@@ -407,22 +407,6 @@ static int relaunch_attrs(const struct kc_launch_info *li, CUlaunchAttribute *ou
   return n;
 }
 
-CUresult kc_shadow_relaunch(const struct kc_launch_info *li, CUstream stream, unsigned shmem,
-                            CUfunction fn) {
-  CUlaunchAttribute attrs[KC_MAX_ATTRS + 1];
-  CUlaunchConfig cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.gridDimX = li->grid[0], cfg.gridDimY = li->grid[1], cfg.gridDimZ = li->grid[2];
-  cfg.blockDimX = li->block[0], cfg.blockDimY = li->block[1], cfg.blockDimZ = li->block[2];
-  cfg.sharedMemBytes = shmem;
-  cfg.hStream = stream;
-  cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
-  cfg.attrs = cfg.numAttrs ? attrs : NULL;
-  return kc_drv.cuLaunchKernelEx
-             ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
-             : CUDA_ERROR_NOT_SUPPORTED;
-}
-
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why) {
   struct kc_launch_info *li = s->li;
   uint64_t t = kc_prof_now();
@@ -430,7 +414,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   s->defer_sync = 0;
   if (s->run_pending) {
     s->run_pending = 0;
-    if (kc_shadow_stream_sync(s->stream) != CUDA_SUCCESS) {
+    if (stream_sync(s->stream) != CUDA_SUCCESS) {
       *why = "the shadow run faulted";
       return -1;
     }
@@ -438,14 +422,15 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   /* A kernel the intra-block route cannot perturb costs no restore: the
    * memory stays as the last comparison left it. */
   if (p->intra && kc_intra_usable(li, p->intra_log != 0, why)) return 1;
+  /* nor does a perturbation that cannot change this launch's run */
   if (kc_perturb_inapplicable(p, li, why)) return 1;
   /* Back to the pre-state: only what may differ from it, on the launch's
    * stream, so the re-run below is ordered after the copies. */
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
     if (!r->dirty_pre) continue;
-    if (kc_shadow_copy(r->base, r->pre, r->size, s->stream) != CUDA_SUCCESS) {
-      kc_shadow_all_unknown(s);
+    if (copy_async(r->base, r->pre, r->size, s->stream) != CUDA_SUCCESS) {
+      all_unknown(s);
       *why = "restoring the pre-state failed";
       return -1;
     }
@@ -457,8 +442,8 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   unsigned shmem = li->shmem;
   /* The hammer runs on a stream of its own: it must overlap the re-run,
    * not the restore. */
-  if (p->hammer && kc_shadow_stream_sync(s->stream) != CUDA_SUCCESS) {
-    kc_shadow_all_unknown(s);
+  if (p->hammer && stream_sync(s->stream) != CUDA_SUCCESS) {
+    all_unknown(s);
     *why = "restoring the pre-state failed";
     return -1;
   }
@@ -480,7 +465,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
       pr = kc_drv.cuMemsetD8Async(at, (unsigned char)p->poison_word, n, s->stream);
     r->dirty_pre = r->dirty_post = 1;
     if (pr != CUDA_SUCCESS) {
-      kc_shadow_all_unknown(s);
+      all_unknown(s);
       *why = "poison-filling an allocation failed";
       return -1;
     }
@@ -491,13 +476,24 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   if (rc) return rc;
   /* A run on another stream (a green context's) must not start before
    * the restore is done. */
-  if (stream != s->stream && kc_shadow_stream_sync(s->stream) != CUDA_SUCCESS) {
+  if (stream != s->stream && stream_sync(s->stream) != CUDA_SUCCESS) {
     kc_perturb_after(p, li);
-    kc_shadow_all_unknown(s);
+    all_unknown(s);
     *why = "restoring the pre-state failed";
     return -1;
   }
-  CUresult r = kc_shadow_relaunch(li, stream, shmem, fn);
+  CUlaunchAttribute attrs[KC_MAX_ATTRS + 1];
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = li->grid[0], cfg.gridDimY = li->grid[1], cfg.gridDimZ = li->grid[2];
+  cfg.blockDimX = li->block[0], cfg.blockDimY = li->block[1], cfg.blockDimZ = li->block[2];
+  cfg.sharedMemBytes = shmem;
+  cfg.hStream = stream;
+  cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
+  cfg.attrs = cfg.numAttrs ? attrs : NULL;
+  CUresult r = kc_drv.cuLaunchKernelEx
+                   ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
+                   : CUDA_ERROR_NOT_SUPPORTED;
   /* On the check's stream, with nothing to undo or wait for after it (no
    * helper stream, function attribute or access log): the comparison that
    * follows is ordered after the run and its wait is the run's. */
@@ -505,7 +501,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
       !p->green_sms && !p->intra) {
     kc_perturb_after(p, li);
     kc_prof_lap(KC_PS_chk_run, t);
-    kc_shadow_all_unknown(s);
+    all_unknown(s);
     s->runs++;
     s->run_pending = 1;
     return 0;
@@ -514,10 +510,10 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
    * sync below does not wait for it. */
   CUresult sr = CUDA_SUCCESS;
   if (stream != li->stream && kc_drv.cuStreamSynchronize) sr = kc_drv.cuStreamSynchronize(stream);
-  CUresult cr = kc_shadow_stream_sync(s->stream);
+  CUresult cr = stream_sync(s->stream);
   kc_perturb_after(p, li);
   kc_prof_lap(KC_PS_chk_run, t);
-  kc_shadow_all_unknown(s); /* until compared */
+  all_unknown(s); /* until compared */
   s->runs++;
   if (r != CUDA_SUCCESS) {
     *why = "the shadow launch failed";
@@ -574,7 +570,7 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
      * regions whose hash differs */
   } else if (!res || compare_all(s, 0, NULL, res)) {
     /* The comparison's wait was the run's too: a fault there is the run's. */
-    if (pending && kc_shadow_stream_sync(s->stream) != CUDA_SUCCESS) s->run_faulted = 1;
+    if (pending && stream_sync(s->stream) != CUDA_SUCCESS) s->run_faulted = 1;
     free(res);
     return -1;
   }
@@ -606,8 +602,8 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
 int kc_shadow_region_reset(struct kc_shadow *s, int i) {
   if (!s->have_post || i < 0 || i >= s->nregions) return -1;
   struct kc_region *r = &s->regions[i];
-  if (kc_shadow_copy(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS) {
-    kc_shadow_all_unknown(s);
+  if (copy_async(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS) {
+    all_unknown(s);
     return -1;
   }
   s->copied_back += r->size;
@@ -632,7 +628,7 @@ int kc_shadow_end(struct kc_shadow *s) {
       if (!r->dirty_post) continue;
       copied = 1;
       s->copied_back += r->size;
-      if (kc_shadow_copy(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS &&
+      if (copy_async(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS &&
           kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS)
         rc = -1;
     }

@@ -113,41 +113,6 @@ CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok);
  * success; 1 when the perturbation does not apply to this launch (*why says
  * why); -1 on failure (*why). */
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why);
-/* Runs a gate queues back to back at most (kc_shadow_batch). */
-#define KC_BATCH_MAX 8
-/* Bytes of a check's comparison slots in its staging buffer: 16 a region
- * for one comparison, and for each of KC_BATCH_MAX queued runs 16 a region
- * of results and 8 of captured words. */
-static inline uint64_t kc_shadow_slot_bytes(int nregions) {
-  return (16u + 24u * KC_BATCH_MAX) * (uint64_t)nregions;
-}
-/* One run of a batch: made (0: not made, why says why), whether it started
- * from the pre-state (valid: else an earlier run of the batch changed an
- * allocation the application's launch left unchanged, and its result is
- * not to be read), and its comparison with post-state A. */
-struct kc_batch_run {
-  int made, valid;
-  const char *why;
-  struct kc_diff d;
-};
-/* Runs ps[0..n-1] queued back to back on the check's stream, each
- * restored from the pre-state where the application's launch changed
- * memory and compared with post-state A into slots of its own, with one
- * wait for all (batch_runs=1). Returns 0 (out[] filled), 1 when these runs
- * cannot be queued so (nothing done: the caller runs them one by one), -1
- * on failure (*why). n <= KC_BATCH_MAX. */
-int kc_shadow_batch(struct kc_shadow *s, const struct kc_perturb *ps, int n,
-                    struct kc_batch_run *out, const char **why);
-/* Whether p can be queued in a batch (no helper stream, attribute change,
- * poison fill or intra-block copy). */
-int kc_shadow_batchable(const struct kc_perturb *p);
-/* Internal to the shadow executor (shadow.c, shadow_batch.c). */
-CUresult kc_shadow_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream st);
-CUresult kc_shadow_stream_sync(CUstream st);
-void kc_shadow_all_unknown(struct kc_shadow *s);
-CUresult kc_shadow_relaunch(const struct kc_launch_info *li, CUstream stream, unsigned shmem,
-                            CUfunction fn);
-
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);

@@ -155,21 +155,6 @@ extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigne
   }
 }
 
-// After kc_compare_table on the same table: each region's first differing
-// word, both sides, into cap[2r] (a[r]: the memory) and cap[2r+1] (b[r]:
-// the saved state). Runs queued back to back overwrite the memory before
-// the host reads a comparison; this keeps the evidence of each.
-extern "C" __global__ void kc_capture_first(const struct kc_cmp_table t,
-                                            const unsigned long long *res, unsigned int *cap) {
-  for (unsigned long long r = threadIdx.x; r < t.n; r += blockDim.x) {
-    unsigned long long first = res[2 * r + 1];
-    if (res[2 * r] && first < t.words[r]) {
-      cap[2 * r] = ((const unsigned int *)t.a[r])[first];
-      cap[2 * r + 1] = ((const unsigned int *)t.b[r])[first];
-    }
-  }
-}
-
 // One word's term of a region's hash: the word and its index mixed by
 // splitmix64's finaliser (a bijection of z, so changing one word always
 // changes its term). A region's hash is the sum of its terms mod 2^64, so

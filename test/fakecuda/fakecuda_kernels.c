@@ -523,22 +523,6 @@ static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   }
 }
 
-/* kc_capture_first: after kc_compare_table on the same table, each
- * region's first differing word from both sides. */
-static void k_capture_first(const struct fk_launch_ctx *c, void *const *params) {
-  const struct fk_cmp_table *t = params[0];
-  const unsigned long long *res = P(1, const unsigned long long *);
-  unsigned *cap = P(2, unsigned *);
-  if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
-  for (unsigned long long r = 0; r < t->n; r++) {
-    unsigned long long first = res[2 * r + 1];
-    if (res[2 * r] && first < t->words[r]) {
-      cap[2 * r] = ((const unsigned *)(uintptr_t)t->a[r])[first];
-      cap[2 * r + 1] = ((const unsigned *)(uintptr_t)t->b[r])[first];
-    }
-  }
-}
-
 /* ----------------------------------------------------------- registry */
 
 static const struct fk_kernel_def builtin[] = {
@@ -576,7 +560,6 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
     {FK_K_COMPARE_TABLE, k_compare_table, 2, {sizeof(struct fk_cmp_table), 8}, {8, 8}, 0, 0},
     {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct fk_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
-    {FK_K_CAPTURE_FIRST, k_capture_first, 3, {sizeof(struct fk_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

@@ -1,7 +1,6 @@
 """Shadow execution on the CPU stand-in: the determinism and race gates on
 planted kernels, the application's memory after a check, the policy, and
 faults in the executor's driver calls."""
-import json
 import re
 
 from conftest import by_type, run, sweep
@@ -366,70 +365,27 @@ def test_reruns_compared_by_hash_give_the_word_by_word_verdicts(app, tmp_path):
     assert app_lines(hashed.out) == app_lines(words.out)  # the application's results
 
 
-def violation_key(v):
-    ev = v["evidence"]
-    return (v["kernel_name"].split("(")[0], v["gate"], tuple(v.get("exposed_by") or ()),
-            ev.get("strategy"), ev.get("offset"), ev["allocation"]["size"],
-            json.dumps(ev["expected"], sort_keys=True), json.dumps(ev["got"], sort_keys=True))
-
-
-def test_batched_reruns_find_what_one_by_one_runs_find(app, tmp_path):
-    """batch_runs=1 (the default) queues a gate's identical, scrub and
-    l2flush runs back to back with one wait; every verdict, every strategy's
-    status and every finding's evidence (place and both values, kept on the
-    device by kc_capture_first) equal those of the same runs waited for one
-    by one (batch_runs=0)."""
-    opts = "race_strategies=scrub,l2flush,green,smem:race_runs=2:determinism_runs=3"
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a").mkdir()
-    batched = run([app("app_linked"), "races"], tmp_path / "b", options=opts)
-    alone = run([app("app_linked"), "races"], tmp_path / "a", options=opts + ":batch_runs=0")
-    assert batched.rc == 0 and alone.rc == 0, batched.err + alone.err
-    b, a = batched.only_report(), alone.only_report()
-    assert sorted(map(violation_key, by_type(b, "violation"))) == \
-        sorted(map(violation_key, by_type(a, "violation")))
-    assert len(by_type(b, "violation")) >= 3
-    cb, ca = checks_by_kernel(b), checks_by_kernel(a)
-    assert set(cb) == set(ca)
-    queued = 0
-    for name in cb:
-        gb, ga = cb[name]["gates"], ca[name]["gates"]
-        for gate in ga:
-            assert gb[gate]["status"] == ga[gate]["status"], (name, gate)
-            assert gb[gate].get("runs") == ga[gate].get("runs"), (name, gate)
-        if "race" in ga and "strategies" in ga["race"]:
-            assert gb["race"]["strategies"] == ga["race"]["strategies"], name
-            queued += gb["race"].get("batched_runs", 0)
-        assert "batched_runs" not in ga.get("race", {})
-    assert queued > 0
-
-
 def test_rerun_that_writes_its_input(app, tmp_path):
     """scribble writes a word of its input on every execution after the
     application's: the determinism gate reports that word (the input
     allocation, offset 28, 21 expected); in the race gate the l2flush run
-    differs the same way, and the scrub run queued behind it, which started
-    from the changed input, is not read but made again alone — it differs
-    too. The application's input and output stay as its launch left them."""
-    opts = "gates=determinism,race:race_strategies=l2flush,scrub"
-    for extra in ("", ":batch_runs=0"):
-        r = run([app("app_rerun")], tmp_path, options=opts + extra)
-        assert r.rc == 0, r.err  # the app checks its buffers
-        recs = r.only_report()
-        viol = {v["gate"]: v for v in by_type(recs, "violation")}
-        assert set(viol) == {"determinism", "race"}, viol
-        for v in viol.values():
-            ev = v["evidence"]
-            assert ev["offset"] == 28 and ev["expected"]["int32"] == 21
-            assert ev["got"]["int32"] > 1000
-            assert ev["pointed_to_by"] == [{"param_offset": 0, "alloc_offset": 0}]
-        assert viol["race"]["exposed_by"] == ["l2flush", "scrub"]
-        (c,) = by_type(recs, "check")
-        race = c["gates"]["race"]
-        assert race["strategies"] == {"l2flush": "differs", "scrub": "differs"}
-        assert race["runs"] == 2 and c["gates"]["determinism"]["runs"] == 1
-        # batched: determinism's two identical runs and the race gate's two
-        # were queued (the second of each not read), scrub made again alone
-        runs = int(re.search(r"scribble executions (\d+)", r.out).group(1))
-        assert runs == (6 if not extra else 4), r.out
-        assert ("batched_runs" in race) == (not extra)
+    differs the same way, and so does the scrub run after it (scribble has
+    static shared memory), which started from the input restored. The
+    application's input and output stay as its launch left them."""
+    r = run([app("app_rerun")], tmp_path,
+            options="gates=determinism,race:race_strategies=l2flush,scrub")
+    assert r.rc == 0, r.err  # the app checks its buffers
+    recs = r.only_report()
+    viol = {v["gate"]: v for v in by_type(recs, "violation")}
+    assert set(viol) == {"determinism", "race"}, viol
+    for v in viol.values():
+        ev = v["evidence"]
+        assert ev["offset"] == 28 and ev["expected"]["int32"] == 21
+        assert ev["got"]["int32"] > 1000
+        assert ev["pointed_to_by"] == [{"param_offset": 0, "alloc_offset": 0}]
+    assert viol["race"]["exposed_by"] == ["l2flush", "scrub"]
+    (c,) = by_type(recs, "check")
+    assert c["gates"]["race"]["strategies"] == {"l2flush": "differs", "scrub": "differs"}
+    assert c["gates"]["race"]["runs"] == 2 and c["gates"]["determinism"]["runs"] == 1
+    # the application's run, one identical run, l2flush, scrub
+    assert re.search(r"scribble executions 4\b", r.out), r.out

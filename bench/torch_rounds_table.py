@@ -161,9 +161,15 @@ def main(argv):
     cut = argv.index("--")
     rounds, configs = argv[:cut], [c for c in argv[cut + 1:] if c != "plain"]
     plain = [figures(d, "plain") for d in rounds]
-    if any(p[1] is None for p in plain):
-        sys.stderr.write("torch_rounds_table.py: a round without a plain run: %s\n" % ", ".join(
-            d for d, p in zip(rounds, plain) if p[1] is None))
+    # A round whose plain run did not finish (a budget that ran out) has no
+    # ratios: it is left out, and said so.
+    missing = [d for d, p in zip(rounds, plain) if p[1] is None]
+    if missing:
+        print("Left out, no plain run finished: %s\n" % ", ".join(missing))
+        rounds = [d for d, p in zip(rounds, plain) if p[1] is not None]
+        plain = [p for p in plain if p[1] is not None]
+    if not rounds:
+        sys.stderr.write("torch_rounds_table.py: no round has a plain run\n")
         return 1
     print("Every round's ratio to the plain run of the same round (%d rounds); medians last.\n"
           % len(rounds))

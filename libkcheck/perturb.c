@@ -553,6 +553,8 @@ json_t *kc_perturb_summary_json(void) {
     if (devs[i].costs_state == 1) {
       json_object_set_new(o, "copy_gbps", json_real(1e-6 / devs[i].copy_ms_per_byte));
       json_object_set_new(o, "sync_us", json_real(1e3 * devs[i].sync_ms));
+      /* what the l2flush strategy writes twice over, for the check-cost tables */
+      json_object_set_new(o, "l2_bytes", json_integer(devs[i].l2));
       break;
     }
   pthread_mutex_unlock(&lock);

@@ -212,3 +212,30 @@ def test_torch_rounds_table_splits_the_late_cpu_by_thread(tmp_path):
     # 200 late steps: plain main (500+700)/2/200 = 3.00, autograd 2.50; torch 3.50, 3.00
     assert row(cpu, "plain")[1:] == ["3.00", "2.50", "2"]
     assert row(cpu, "torch")[1:] == ["3.50", "3.00", "2"]
+
+
+def test_targets_table_prices_the_device_work_of_each_check(tmp_path):
+    """The device work a check needs, priced as copies at its measured copy
+    bandwidth with no host time, over its floor: 1 MiB saved, 0.5 MiB
+    changed (restored_bytes = runs x changed), 0.1 ms a MiB copied, kernel
+    0.05 ms, 0.01 ms a wait; fixed 0.05 + 0.2 + 0.05 + 0.01, each of the two
+    runs 0.05 + 0.05 + 0.1 + 0.01, and the l2flush kernel's 2 x 4 MiB of
+    writes the traffic of a 4 MiB copy (0.4 ms): 1.13 ms over a 0.5 ms floor."""
+    logs, reps = make_logs(tmp_path)
+    mib = 1 << 20
+
+    def check(l2flush):
+        return {"type": "check", "kernel": "k", "launch": 7, "runs": 2, "cost_ms": 1.5, "wait_ms": 0.0,
+                "floor_ms": 0.5, "kernel_ms": 0.05, "saved_bytes": mib, "restored_bytes": mib,
+                "gates": {"race": {"strategies": {"l2flush": l2flush}}},
+                "floor_terms": {"kernels_ms": 0.15, "copies_ms": 0.2, "syncs_ms": 0.03,
+                                "measured_device": True}}
+    with open(reps / "default_r1.1.jsonl", "w") as f:
+        f.write(json.dumps({"type": "summary", "own_kernels": {"l2_bytes": 4 * mib}}) + "\n")
+        for st in ("same", "same", "the kernel uses no shared memory"):
+            f.write(json.dumps(check(st)) + "\n")
+    r = run_table(logs, reps)
+    assert r.returncode == 0, r.stderr
+    line = [x for x in r.stdout.splitlines() if "the device work these checks need" in x]
+    assert line and "(L2 4 MiB)" in line[0], r.stdout
+    assert "median 2.26, 90th percentile 2.26" in line[0], line[0]

@@ -200,30 +200,12 @@ if tot:
     for k in tot:
         sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
         print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
-# What a check's device work must cost at the measured copy bandwidth with
-# no host time at all, over its floor: the pre-state (a copy of the S saved
-# bytes), the application's launch and its comparison with the pre-state
-# (reads 2S: the traffic of a copy of S), post-state A (a copy of the C bytes
-# the launch changed), one wait; then per run the restore of C, the kernel,
-# the comparison of every region (a copy of S), one wait; and the l2flush
-# kernel's writes of 2 x L2 (the traffic of a copy of L2) when it ran.
-# restored_bytes is runs x C (a run equal to A needs no restore at the end).
-L2_ASSUMED = 60 << 20  # the H200 here (PyTorch reported 60 MB), for reports without own_kernels.l2_bytes
-
-
-def device_lower_bound(c, l2):
-    ft = c.get("floor_terms") or {}
-    runs, S = c.get("runs", 0), c.get("saved_bytes", 0)
-    if not c.get("floor_ms") or not S or not ft.get("measured_device") or c.get("kernel_ms") is None:
-        return None
-    cpb = ft["copies_ms"] / (2 * S)
-    k, w = c["kernel_ms"], ft["syncs_ms"] / (1 + runs)
-    C = c.get("restored_bytes", 0) / runs if runs else 0
-    fixed = k + 2 * S * cpb + C * cpb + w
-    per_run = k + C * cpb + S * cpb + w
-    flush = l2 * cpb if (c.get("gates", {}).get("race", {}).get("strategies", {})
-                         .get("l2flush") in ("same", "differs")) else 0
-    return (fixed + runs * per_run + flush) / c["floor_ms"]
+# the device work each check needs over its floor: kcheck.report's, one
+# implementation; L2 from the summary, else the H200's (PyTorch reported
+# 60 MB there) for reports made before own_kernels carried l2_bytes
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from kcheck.report import device_work_over_floor  # noqa: E402
+L2_ASSUMED = 60 << 20
 
 
 # the default runs' checks against their own floors
@@ -267,7 +249,7 @@ for n in [f"{c}_r{r}" for c in ("default", "hash") for r in range(1, rounds + 1)
           f"{statistics.median(big) if big else float('nan'):.1f}; 90th percentile of all "
           f"{rat[int(0.9 * (len(rat) - 1))] if rat else float('nan'):.1f}")
     l2 = ok.get("l2_bytes") or L2_ASSUMED
-    lbs = sorted(x for x in (device_lower_bound(c, l2) for c in ck) if x is not None)
+    lbs = sorted(x for x in (device_work_over_floor(c, l2) for c in ck) if x is not None)
     if lbs:
         print(f"\n{n}: the device work these checks need at the measured copy bandwidth, no host time, "
               f"over the floor (L2 {l2 / 2**20:.0f} MiB"

@@ -232,6 +232,10 @@ def cmd_report(args):
                       "median %.1f, ten costliest %.1f-%.1f" % (
                           cost["median_less_wait_over_floor"], min(cost["top10_less_wait_over_floor"]),
                           max(cost["top10_less_wait_over_floor"])))
+            if cost["median_device_work_over_floor"] is not None:
+                print("  the device work those checks need (restores, runs, comparisons, L2 flush, priced "
+                      "as copies at the measured bandwidth, no host time) over their floor: median %.2f" %
+                      cost["median_device_work_over_floor"])
             if cost["stages_median_ms"]:
                 print("  check stages (profile=1), median ms over %d checks: %s" % (
                     cost["with_stages"], ", ".join("%s %.3f" % (k[4:] if k.startswith("chk_") else k, v)

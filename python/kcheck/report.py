@@ -151,6 +151,34 @@ def load(paths):
 
 # ------------------------------------------------------------- findings
 
+def device_work_over_floor(c, l2_bytes):
+    """What check c's device work costs, priced as copies at its measured
+    copy bandwidth with no host time at all, over its floor; None when the
+    record lacks the terms (or l2flush ran and l2_bytes is unknown). The
+    work: the pre-state (a copy of the S saved bytes), the application's
+    launch and its comparison with the pre-state (reading 2S: the traffic of
+    a copy of S), post-state A (a copy of the C bytes the launch changed),
+    one wait; per run the restore of C, the kernel, the comparison of every
+    region (a copy of S), one wait; and the l2flush kernel's writes of
+    2 x L2 (the traffic of a copy of L2). restored_bytes is runs x C: a
+    run equal to post-state A needs no restore at the end."""
+    ft = c.get("floor_terms") or {}
+    runs, saved = c.get("runs") or 0, c.get("saved_bytes") or 0
+    if not c.get("floor_ms") or not saved or not ft.get("measured_device") or c.get("kernel_ms") is None:
+        return None
+    flushed = ((c.get("gates") or {}).get("race") or {}).get("strategies", {}).get("l2flush") \
+        in ("same", "differs")
+    if flushed and not l2_bytes:
+        return None
+    per_byte = ft["copies_ms"] / (2 * saved)
+    k, wait = c["kernel_ms"], ft["syncs_ms"] / (1 + runs)
+    changed = (c.get("restored_bytes") or 0) / runs if runs else 0
+    fixed = k + 2 * saved * per_byte + changed * per_byte + wait
+    per_run = k + changed * per_byte + saved * per_byte + wait
+    flush = l2_bytes * per_byte if flushed else 0
+    return (fixed + runs * per_run + flush) / c["floor_ms"]
+
+
 def check_costs(records):
     """What the checks of a report cost against their floor ((1 + runs) x the
     kernel's device time + 2 x the snapshot's, recorded by each check), or
@@ -177,6 +205,10 @@ def check_costs(records):
 
     ratios, top_ratios = over_floor(lambda c: float(c["cost_ms"]))
     net, net_top = over_floor(less_wait)
+    # the device work the checks need over their floor (the L2 from the summary)
+    own = next((r.get("own_kernels") for r in records if r.get("type") == "summary"), None) or {}
+    work = sorted(x for x in (device_work_over_floor(c, own.get("l2_bytes")) for c in checks)
+                  if x is not None)
     # profile=1: each check's stages (stages_ms), medians over the checks
     staged = [c["stages_ms"] for c in checks if isinstance(c.get("stages_ms"), dict)]
     stages = {k: statistics.median(float(s.get(k, 0)) for s in staged) for k in staged[0]} if staged else None
@@ -185,6 +217,7 @@ def check_costs(records):
             "with_floor": len(ratios), "top10_over_floor": top_ratios,
             "median_less_wait_over_floor": net[len(net) // 2] if net else None,
             "top10_less_wait_over_floor": net_top, "stages_median_ms": stages,
+            "median_device_work_over_floor": work[len(work) // 2] if work else None,
             "with_stages": len(staged)}
 
 

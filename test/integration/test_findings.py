@@ -294,6 +294,10 @@ def test_report_text_and_status(app, tmp_path):
     assert cost["median_less_wait_over_floor"] == net[len(net) // 2]
     assert re.search(r"less the wait for the application's queued work \(wait_ms\): cost/floor "
                      r"median [0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout
+    # the device work the checks need over their floor, with the summary's L2
+    assert cost["median_device_work_over_floor"] is not None
+    assert re.search(r"the device work those checks need .* over their floor: median [0-9.]+",
+                     r.stdout), r.stdout
     # stages only from profile=1's check records
     assert cost["stages_median_ms"] is None and "check stages" not in r.stdout
     d = tmp_path / "prof"
@@ -314,6 +318,24 @@ def test_report_text_and_status(app, tmp_path):
     assert r.returncode == 1
     assert "violation [race] in last_writer(int*)" in r.stdout
     assert "at test/apps/apps.h:" in r.stdout
+
+
+def test_device_work_over_floor_prices_each_part(tmp_path):
+    """1 MiB saved, 0.5 MiB changed (restored_bytes = runs x changed), 0.1 ms
+    a MiB copied, kernel 0.05 ms, 0.01 ms a wait: fixed 0.05 + 0.2 + 0.05 +
+    0.01, each of two runs 0.05 + 0.05 + 0.1 + 0.01, and l2flush's writes of
+    2 x 4 MiB the traffic of a 4 MiB copy, 0.4 ms: 1.13 ms over a 0.5 ms
+    floor; without the L2's size a check where l2flush ran is not priced."""
+    mib = 1 << 20
+    c = {"type": "check", "runs": 2, "floor_ms": 0.5, "kernel_ms": 0.05, "saved_bytes": mib,
+         "restored_bytes": mib, "gates": {"race": {"strategies": {"l2flush": "same"}}},
+         "floor_terms": {"copies_ms": 0.2, "syncs_ms": 0.03, "measured_device": True}}
+    assert abs(kr.device_work_over_floor(c, 4 * mib) - 1.13 / 0.5) < 1e-12
+    assert kr.device_work_over_floor(c, None) is None
+    c["gates"]["race"]["strategies"]["l2flush"] = "kcheck's perturbation kernels are unavailable"
+    assert abs(kr.device_work_over_floor(c, None) - 0.73 / 0.5) < 1e-12
+    c["floor_terms"]["measured_device"] = False
+    assert kr.device_work_over_floor(c, 4 * mib) is None
 
 
 def test_report_without_summary_fails(app, tmp_path):

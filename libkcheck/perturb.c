@@ -453,10 +453,11 @@ void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li) {
 
 int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_info *li,
                             const char **why) {
-  if (!p->scrub || li->shmem) return 0;
+  if (!p->scrub || li->shmem || !kc_drv.cuFuncGetAttribute) return 0;
   CUfunction fn = li->args->f;
   if (li->k->is_cukernel &&
-      (kc_drv.cuKernelGetFunction(&fn, (CUkernel)li->args->f) != CUDA_SUCCESS || !fn))
+      (!kc_drv.cuKernelGetFunction ||
+       kc_drv.cuKernelGetFunction(&fn, (CUkernel)li->args->f) != CUDA_SUCCESS || !fn))
     return 0;
   int static_smem = -1;
   if (kc_drv.cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) !=

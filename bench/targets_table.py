@@ -12,6 +12,12 @@ WALL_DECL is bash's `declare -p WALL` (seconds per run name; LOGS/walls.txt,
 when a run that printed STEP lines gave no steady figure (a format this
 reader does not know), so a broken table fails the bench."""
 import glob, json, os, re, statistics, sys
+# the device work each check needs over its floor: kcheck.report's, one
+# implementation; L2 from the summary, else the H200's (PyTorch reported
+# 60 MB there) for reports made before own_kernels carried l2_bytes
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from kcheck.report import device_work_over_floor  # noqa: E402
+L2_ASSUMED = 60 << 20
 logs, reps, rounds, steps, first, wall_decl = sys.argv[1:7]
 rounds, steps, first = int(rounds), int(steps), int(first)
 WALL = dict(re.findall(r'\[([^\]]+)\]="([^"]*)"', wall_decl))
@@ -200,14 +206,6 @@ if tot:
     for k in tot:
         sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
         print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
-# the device work each check needs over its floor: kcheck.report's, one
-# implementation; L2 from the summary, else the H200's (PyTorch reported
-# 60 MB there) for reports made before own_kernels carried l2_bytes
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from kcheck.report import device_work_over_floor  # noqa: E402
-L2_ASSUMED = 60 << 20
-
-
 # the default runs' checks against their own floors
 for n in [f"{c}_r{r}" for c in ("default", "hash") for r in range(1, rounds + 1)]:
     ck = [r for r in records(n) if r.get("type") == "check"]

@@ -120,19 +120,19 @@ $(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB)
 integration-test: $(BUILD)/test/app_atexit
 
 # CUDA graphs built by capture and node by node (kcheck's graph replay).
-$(BUILD)/test/app_graphs: test/apps/app_graphs.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+$(BUILD)/test/app_graphs: test/apps/app_graphs.c test/apps/apps.h test/apps/apps_linked.h $(FAKECUDA_DIR)/libcuda.so
 	@mkdir -p $(@D)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
 integration-test: $(BUILD)/test/app_graphs
 
 # A kernel that writes its input when re-run (batched re-runs, restores).
-$(BUILD)/test/app_rerun: test/apps/app_rerun.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+$(BUILD)/test/app_rerun: test/apps/app_rerun.c test/apps/apps.h test/apps/apps_linked.h $(FAKECUDA_DIR)/libcuda.so
 	@mkdir -p $(@D)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
 integration-test: $(BUILD)/test/app_rerun
 
 # Work on several streams, ordered correctly or not (stream_races).
-$(BUILD)/test/app_streams: test/apps/app_streams.c test/apps/apps.h $(FAKECUDA_DIR)/libcuda.so
+$(BUILD)/test/app_streams: test/apps/app_streams.c test/apps/apps.h test/apps/apps_linked.h $(FAKECUDA_DIR)/libcuda.so
 	@mkdir -p $(@D)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
 integration-test: $(BUILD)/test/app_streams

@@ -22,22 +22,7 @@
  *                        eager memset, by a memset node and by a fill node
  *                        of the graph (silent)
  *   app_graphs all       all of the above */
-#include "apps.h"
-
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
-                             void **extra);
-
-static const char *app_err_name(CUresult r) {
-  const char *s = NULL;
-  return cuGetErrorName(r, &s) == CUDA_SUCCESS && s ? s : "unknown CUresult";
-}
-
-static CUresult app_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
-                                void **extra) {
-  return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-}
+#include "apps_linked.h"
 
 static const char *app_name = "app_graphs";
 

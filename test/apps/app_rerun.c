@@ -1,27 +1,12 @@
 /* test/apps/app_rerun.c — a kernel registered with the CPU stand-in that
  * behaves differently when kcheck re-runs it: every execution after the
  * first also writes a word of its input (an allocation the application's
- * own launch leaves unchanged). A check must report that, and a later
- * re-run that started from the changed input must not be read as if it had
- * started from the application's state. The application's buffers are
- * checked after the launch: kcheck must leave them as the launch did.
+ * own launch leaves unchanged). A check must report that, and restore that
+ * input before the next re-run, so each starts from the application's
+ * state. The application's buffers are checked after the launch: kcheck
+ * must leave them as the launch did.
  *   app_rerun   one launch of scribble(in, out, n): out[i] = in[i] + 1 */
-#include "apps.h"
-
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
-                             void **extra);
-
-static const char *app_err_name(CUresult r) {
-  const char *s = NULL;
-  return cuGetErrorName(r, &s) == CUDA_SUCCESS && s ? s : "unknown CUresult";
-}
-
-static CUresult app_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
-                                void **extra) {
-  return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-}
+#include "apps_linked.h"
 
 static const char *app_name = "app_rerun";
 

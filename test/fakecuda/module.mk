@@ -52,7 +52,7 @@ $(TEST_APP_DIR)/app_runtime: test/apps/app_runtime.c test/apps/apps.h test/fakec
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -ldl
 
-$(TEST_APP_DIR)/app_linked: test/apps/app_linked.c test/apps/apps.h test/fakecuda/fakecuda.h \
+$(TEST_APP_DIR)/app_linked: test/apps/app_linked.c test/apps/apps.h test/apps/apps_linked.h test/fakecuda/fakecuda.h \
                             $(FAKECUDA_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda

@@ -13,9 +13,15 @@
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
+/* Separate debug files are looked up on this machine only, in the
+ * build-id tree of the debuginfo path. dwfl_standard_find_debuginfo falls
+ * back to debuginfod: that loads libcurl and a TLS library into the
+ * application, may reach the network, and those libraries' exit handlers
+ * then run while kcheck's finding thread is still inside them (a crash at
+ * exit, seen with libdw 0.188). */
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
 };
 
 static const char *own_module(void) {

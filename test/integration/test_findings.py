@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import CTYPES_APP, ROOT, base_env, by_type, run
+from conftest import CTYPES_APP, FAKECUDA, ROOT, base_env, by_type, run
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from kcheck import export, html as khtml, report as kr  # noqa: E402
@@ -577,6 +577,21 @@ def test_python_frame_in_the_block(tmp_path):
     r2 = run([sys.executable, CTYPES_APP, "races"], tmp_path, options="python_stack=2")
     assert "python:     not taken: the launching thread released the GIL, and inside a check" \
         in r2.err, r2.err
+
+
+def test_naming_frames_loads_no_network_client(tmp_path):
+    """Frames are named from files on this machine only. libdw's standard
+    lookup falls back to debuginfod, which loaded libcurl and a TLS library
+    into the application from kcheck's finding thread; their exit handlers
+    then ran while that thread was inside them (a crash at exit). The
+    dynamic loader's own log (LD_DEBUG=files) lists every library loaded."""
+    r = run([sys.executable, CTYPES_APP, "streams", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
+            options="stream_races=1", stock=True, env_extra={"LD_DEBUG": "files"})
+    assert r.rc == 0, r.err[-3000:]
+    v = by_type(r.only_report(), "violation")
+    assert v and any(fr.get("file") for fr in v[0]["stack"]["host"]), v
+    loaded = re.findall(r"file=(\S+)", r.err)
+    assert loaded and not [m for m in loaded if "debuginfod" in m or "libcurl" in m], loaded
 
 
 def test_host_symbols_demangled_and_toolkit_frames_skipped():

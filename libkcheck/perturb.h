@@ -34,7 +34,10 @@ int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_i
 /* Hashes of n device buffers of words[i] 32-bit words with kcheck's
  * kc_hash_table, on `stream` (`slots`: 8 bytes a buffer of device memory):
  * out[i] depends on every word and its index (seeded; equal contents give
- * equal hashes, different ones the same hash with a chance of ~2^-64). One
+ * equal hashes; contents that differ within one 8-byte pair of words never
+ * do, and a change spread over several pairs cancels out only where the
+ * seeded multipliers line up: a missed difference, never an invented one,
+ * since only a differing hash leads to a word-by-word comparison). One
  * read of each buffer where a comparison reads two. -1 when the kernel is
  * unavailable or a call failed (the caller compares instead). */
 int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,

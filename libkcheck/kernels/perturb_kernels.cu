@@ -134,6 +134,8 @@ extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int 
 // of their own and large ones spread over every SM.
 #define KC_CMP_MAX 64
 #define KC_CMP_CHUNK 16384ull
+// kc_hash_table's pairs of words never straddle two chunks.
+static_assert(KC_CMP_CHUNK % 4 == 0, "a chunk holds whole pairs and whole 16-byte loads");
 struct kc_cmp_table {
   unsigned long long a[KC_CMP_MAX], b[KC_CMP_MAX], words[KC_CMP_MAX];
   unsigned long long start[KC_CMP_MAX + 1];
@@ -155,19 +157,20 @@ extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigne
   }
 }
 
-// One word's term of a region's hash: the word and its index mixed by
-// splitmix64's finaliser (a bijection of z, so changing one word always
-// changes its term). A region's hash is the sum of its terms mod 2^64, so
-// blocks add their parts in any order; two different contents give the
-// same sum with a chance of about 2^-64.
-__device__ static unsigned long long hash_term(unsigned long long i, unsigned int w,
+// One term of a region's hash: pair p of its 32-bit words (word 2p in the
+// low half, word 2p + 1 in the high half, 0 past the region's end) times
+// an odd multiplier drawn from p and the seed. An odd multiplier is
+// invertible mod 2^64, so changing any one pair always changes its term.
+// A region's hash is the sum of its terms mod 2^64, so blocks add their
+// parts in any order. Two 64-bit multiplies per 8 bytes: the hash keeps up
+// with the memory it reads, where a full mix of each word (splitmix64's
+// finaliser, six multiplies per 8 bytes) took longer than the second read
+// it saves.
+__device__ static unsigned long long pair_term(unsigned long long p, unsigned long long v,
                                                unsigned long long seed) {
-  unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (i + 1) + w;
-  z ^= z >> 30;
-  z *= 0xbf58476d1ce4e5b9ull;
-  z ^= z >> 27;
-  z *= 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  unsigned long long m = (p ^ seed) * 0x9e3779b97f4a7c15ull;
+  m ^= m >> 29;
+  return (v ^ seed) * (m | 1);
 }
 
 // Every region of a check hashed in one launch (the table of
@@ -175,7 +178,8 @@ __device__ static unsigned long long hash_term(unsigned long long i, unsigned in
 // words (the caller zeroes out[]). Reads each region once, where a
 // comparison reads it and its saved copy: a re-run's result is first
 // compared by hash with the application's, and only a region whose hash
-// differs is compared word by word.
+// differs is compared word by word. Chunks hold an even number of words,
+// so no pair straddles two blocks.
 extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned long long seed,
                                          unsigned long long *out) {
   unsigned long long chunks = t.start[t.n];
@@ -187,19 +191,21 @@ extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned l
     unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
     if (hi > t.words[r]) hi = t.words[r];
     const unsigned int *a = (const unsigned int *)t.a[r];
-    unsigned long long h = 0, i = lo + threadIdx.x;
+    unsigned long long h = 0, p = lo / 2 + threadIdx.x;
     if ((unsigned long long)a % 16 == 0 && lo % 4 == 0) {
-      const uint4 *a4 = (const uint4 *)a;
+      const ulonglong2 *a4 = (const ulonglong2 *)a;
       unsigned long long qhi = hi / 4;
       for (unsigned long long q = lo / 4 + threadIdx.x; q < qhi; q += blockDim.x) {
-        uint4 x = a4[q];
-        h += hash_term(4 * q, x.x, seed) + hash_term(4 * q + 1, x.y, seed) +
-             hash_term(4 * q + 2, x.z, seed) + hash_term(4 * q + 3, x.w, seed);
+        ulonglong2 x = a4[q];
+        h += pair_term(2 * q, x.x, seed) + pair_term(2 * q + 1, x.y, seed);
       }
-      i = (qhi * 4 > lo ? qhi * 4 : lo) + threadIdx.x;
+      p = (qhi * 4 > lo ? qhi * 2 : lo / 2) + threadIdx.x;
     }
-    for (; i < hi; i += blockDim.x)
-      h += hash_term(i, a[i], seed);
+    for (; 2 * p < hi; p += blockDim.x) {
+      unsigned long long v = a[2 * p];
+      if (2 * p + 1 < hi) v |= (unsigned long long)a[2 * p + 1] << 32;
+      h += pair_term(p, v, seed);
+    }
     for (int o = 16; o; o >>= 1)
       h += __shfl_down_sync(0xffffffffu, h, o);
     unsigned warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;

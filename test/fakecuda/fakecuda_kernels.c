@@ -499,16 +499,14 @@ static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) 
   }
 }
 
-/* kc_hash_table: the device kernel's terms and sum (splitmix64's
- * finaliser of the word and its index), so a region hashes as it does on
- * the GPU; b[] and start[] are ignored. */
-static unsigned long long hash_term(unsigned long long i, unsigned w, unsigned long long seed) {
-  unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (i + 1) + w;
-  z ^= z >> 30;
-  z *= 0xbf58476d1ce4e5b9ull;
-  z ^= z >> 27;
-  z *= 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+/* kc_hash_table: the device kernel's terms and sum (pairs of words, each
+ * times an odd multiplier drawn from its index and the seed), so a region
+ * hashes as it does on the GPU; b[] and start[] are ignored. */
+static unsigned long long pair_term(unsigned long long p, unsigned long long v,
+                                    unsigned long long seed) {
+  unsigned long long m = (p ^ seed) * 0x9e3779b97f4a7c15ull;
+  m ^= m >> 29;
+  return (v ^ seed) * (m | 1);
 }
 
 static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
@@ -518,8 +516,11 @@ static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
   for (unsigned long long r = 0; r < t->n; r++) {
     const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
-    for (unsigned long long i = 0; i < t->words[r]; i++)
-      out[r] += hash_term(i, a[i], seed);
+    for (unsigned long long p = 0; 2 * p < t->words[r]; p++) {
+      unsigned long long v = a[2 * p];
+      if (2 * p + 1 < t->words[r]) v |= (unsigned long long)a[2 * p + 1] << 32;
+      out[r] += pair_term(p, v, seed);
+    }
   }
 }
 

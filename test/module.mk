@@ -125,7 +125,7 @@ $(BUILD)/test/app_graphs: test/apps/app_graphs.c test/apps/apps.h test/apps/apps
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda
 integration-test: $(BUILD)/test/app_graphs
 
-# A kernel that writes its input when re-run (batched re-runs, restores).
+# A kernel that writes its input when re-run: each re-run must start from the restored input.
 $(BUILD)/test/app_rerun: test/apps/app_rerun.c test/apps/apps.h test/apps/apps_linked.h $(FAKECUDA_DIR)/libcuda.so
 	@mkdir -p $(@D)
 	$(CC) $(TEST_APP_CFLAGS) $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda

@@ -36,7 +36,9 @@
 #     process) and the busiest threads; KC_BENCH_PYPROF=N adds N untimed
 #     steps under cProfile. KC_BENCH_OPTS: options for every kcheck run.
 # Environment: KC_TORCH_PARTS, KC_TORCH_MODES, KC_TORCH_STEPS (4),
-# KC_BENCH_STEPS (25), KC_BENCH_CONFIGS, KC_BENCH_ROUNDS (1: each round in its
+# KC_BENCH_STEPS (25), KC_BENCH_MODEL (the bench's model arguments: "--layers
+# 6 --d-model 512 --heads 8", seq 128 batch 16 by default; "... --seq 256" is
+# bench/run_targets.sh's size), KC_BENCH_CONFIGS, KC_BENCH_ROUNDS (1: each round in its
 # own logs/r<N>, with its own table, after every other part),
 # KC_BENCH_CONFIGS_LATER (the configurations of rounds 2..N), KC_BENCH_PIN (CPUs for taskset), KC_ACT (activation paths), KC_TIMEOUT
 # per command (200), KC_COMPILE_TIMEOUT for the torch.compile run under the
@@ -145,7 +147,8 @@ bench_round() { # dir: every configuration once; logs, reports and the table in 
   local WORK=$WORK/bench-${1##*/}  # the reports' input copies (.pt) stay out of the logs
   mkdir -p "$LOGS" "$WORK"
   for c in $BENCH_CONFIGS; do
-    B=(bench/transformer_step.py --layers 6 --d-model 512 --heads 8 --steps "${KC_BENCH_STEPS:-25}"
+    read -r -a BM <<<"${KC_BENCH_MODEL:---layers 6 --d-model 512 --heads 8}"
+    B=(bench/transformer_step.py "${BM[@]}" --steps "${KC_BENCH_STEPS:-25}"
       --memory-out "$LOGS/bench_$c.mem.json" --pyprof "${KC_BENCH_PYPROF:-0}")
     # KC_BENCH_OPTS: kcheck options for every configuration but plain
     # (e.g. "-o torch_exit_budget=0"; a configuration's own options win)

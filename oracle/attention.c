@@ -118,9 +118,11 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
           mpfr_exp(e[j], t, MPFR_RNDN);
           mpfr_add(S, S, e[j], MPFR_RNDN);
         }
+        /* e[j] becomes P_j = e_j / S, rounded once per row (not once per
+         * output column): the P.V sums below read it Dv times */
         for (int64_t j = 0; j < n; j++) {
-          mpfr_div(t, e[j], S, MPFR_RNDN);
-          pj[j] = mpfr_get_d(t, MPFR_RNDN);
+          mpfr_div(e[j], e[j], S, MPFR_RNDN);
+          pj[j] = mpfr_get_d(e[j], MPFR_RNDN);
         }
       }
       /* reference error: score enclosure through softmax, plus MPFR/double rounding */
@@ -135,8 +137,7 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
           double pv = 0, pva = 0;
           mpfr_set_zero(acc, 1);
           for (int64_t j = 0; j < n; j++) {
-            mpfr_div(t, e[j], S, MPFR_RNDN);
-            mpfr_mul_d(t, t, vc[j], MPFR_RNDN);
+            mpfr_mul_d(t, e[j], vc[j], MPFR_RNDN);
             mpfr_add(acc, acc, t, MPFR_RNDN);
             pva += pj[j] * fabs(vc[j]);
             bad |= !isfinite(vc[j]);

@@ -259,6 +259,37 @@ print(json.dumps([judge(a, b), judge(inf, b)]))
     assert r2 == 0 and c2 in ("bitwise", "pass") and s2 == 0
 
 
+def test_large_attention_and_elementwise_outputs_sampled_within_the_cap():
+    """One slice of dim 0 above the cap (attention's heads of one batch row,
+    the sequence of one elementwise row): dim 1 is sampled too, so the
+    judged output stays within the cap; key/value with fewer heads (GQA)
+    keep dim 1 whole, and so do the query and output."""
+    from kcheck.torch import judge, ops
+
+    def job(klass, op, shapes, out_shape, cap):
+        ins = [judge.HostTensor(n, torch.zeros(s)) for n, s in shapes]
+        out = judge.HostTensor("out", torch.zeros(out_shape))
+        plan = ops.Plan(op, [], None, {}, klass)
+        j = judge.Job(None, "oracle", 0, plan, ins, out, "fp32", {}, {}, cap, None)
+        n = 1
+        for d in range(j.cout.rank):
+            n *= j.cout.shape[d]
+        return j.ctx.get("sampled_rows"), n
+
+    att = [("q", (4, 4, 8, 2)), ("k", (4, 4, 8, 2)), ("v", (4, 4, 8, 2))]
+    rows, n = job("attention", "attention", att, (4, 4, 8, 2), 32)
+    assert rows == {"dim": 0, "judged": 1, "of": 4, "dim1": {"judged": 2, "of": 4}} and n == 32
+    gqa = [("q", (4, 4, 8, 2)), ("k", (4, 2, 8, 2)), ("v", (4, 2, 8, 2))]
+    rows, n = job("attention", "attention", gqa, (4, 4, 8, 2), 32)
+    assert rows == {"dim": 0, "judged": 1, "of": 4} and n == 64
+    # a bias broadcast along dims 0 and 1 ([16] against [4, 8, 16])
+    ew = [("a", (4, 8, 16)), ("b", (16,))]
+    rows, n = job("elementwise", "add", ew, (4, 8, 16), 64)
+    assert rows == {"dim": 0, "judged": 1, "of": 4, "dim1": {"judged": 4, "of": 8}} and n == 64
+    rows, n = job("elementwise", "add", ew, (4, 8, 16), 1 << 16)
+    assert rows is None and n == 512
+
+
 # ------------------------------------------------------------ checks, policy, gates
 
 OPS_PROG = """

@@ -6,8 +6,10 @@ exact arithmetic runs beside the program).
 Large outputs are judged on a sample of rows (the oracle samples matmul
 and attention itself; elementwise, softmax, norm and reduction rows are
 taken here): every step-th slice along the first dim (not the reduced
-axis), first and last included, up to `cap` output elements — the same
-view of inputs and output, so every judged element is judged exactly.
+axis), first and last included, up to `cap` output elements, and for
+attention and elementwise ops along the second dim too when one slice of
+the first is still above `cap` — the same view of inputs and output, so
+every judged element is judged exactly.
 """
 import ctypes
 import json
@@ -140,6 +142,15 @@ class Job:
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
         if sampled:
             ctx["sampled_rows"] = {"dim": 0, "judged": sampled[0], "of": sampled[1]}
+            # one slice of dim 0 still above the cap (attention's batch of
+            # heads, a [batch, seq, d] elementwise op): dim 1 too, where
+            # every tensor has it or broadcasts it (size 1; not GQA's fewer
+            # key/value heads)
+            if (plan.klass == "attention" or ew) and rank > 2 and \
+                    all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
+                inner = _subsample(lay, olay, 1, cap)
+                if inner:
+                    ctx["sampled_rows"]["dim1"] = {"judged": inner[0], "of": inner[1]}
         self._keep = []
         self.arr = (_api.Tensor * max(1, len(inputs)))()
         for i, (h, (s, st)) in enumerate(zip(inputs, lay)):

@@ -5,6 +5,8 @@
 #                    then test/gpu/run_gpu_torch.sh ($(GPU_OUT)/torch)
 #   make test-gpu-torch  the PyTorch binding (run_gpu_torch.sh; $(GPU_OUT))
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
+#   make bench-gpu-torch  the PyTorch binding's cost (run_gpu_torch.sh's bench
+#                    part, plain and --torch alternating; $(GPU_OUT))
 #   make test-gpu-checks   test/gpu/run_gpu_checks.sh (determinism/race gates
 #                          on planted races, torch ops, training; $(GPU_OUT))
 #   make test-gpu-races  test/gpu/races/run_corpus.sh (the planted race
@@ -113,6 +115,20 @@ test-gpu:
 test-gpu-torch:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
+
+# The PyTorch binding's cost on the GPT-style step at bench/run_targets.sh's
+# size (6 layers, d 512, seq 256, batch 16), plain and --torch alternating
+# for 12 rounds of 100 steps (~5 min; bench/results/2026-12-02-torch-seq256-cb03eb3.md
+# ran this command as a script); BENCH_TORCH_MODEL= "" gives the default
+# seq 128.
+BENCH_TORCH_MODEL ?= --layers 6 --d-model 512 --heads 8 --seq 256 --batch 16
+.PHONY: bench-gpu-torch
+bench-gpu-torch:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) KC_TORCH_PARTS=bench KC_BENCH_STEPS=100 KC_BENCH_OPTS="-o torch_exit_budget=0" \
+	  KC_BENCH_MODEL="$(BENCH_TORCH_MODEL)" KC_BENCH_CONFIGS="plain torch" KC_BENCH_ROUNDS=12 \
+	  KC_BENCH_CONFIGS_LATER="torch plain" KC_TIMEOUT=40 KC_BUDGET=290 \
+	  bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
 
 bench-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

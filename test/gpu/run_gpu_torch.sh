@@ -190,14 +190,7 @@ bench_round() { # dir: every configuration once; logs, reports and the table in 
 }
 if want bench; then
   bench_round "$LOGS"
-  # the binding leaves the training bitwise unchanged and finds nothing in it
-  a=$(field FINAL_LOSS "$LOGS/bench_plain.out")
-  for c in $BENCH_CONFIGS; do
-    [ "$c" = plain ] && continue
-    b=$(field FINAL_LOSS "$LOGS/bench_$c.out")
-    if [ -n "$a" ] && [ "$a" = "$b" ]; then st=PASS; else st=FAIL; fi
-    note "bench $c: final loss bitwise equal to plain" $st "plain $a, $c $b"
-  done
+  # the binding finds nothing in the training (its loss: after the rounds)
   if [[ " $BENCH_CONFIGS " == *" torch "* ]]; then
     # the bench model does not use every covered op (torch_train.py does):
     # here only no violation, no error and a summary
@@ -266,6 +259,33 @@ if want bench; then
   for r in $(seq 2 "${KC_BENCH_ROUNDS:-1}"); do
     bench_round "$LOGS/r$r"
   done
+  # the binding leaves the training bitwise unchanged: every round's final
+  # loss equals plain's. Where plain's own rounds disagree (at seq 256 the
+  # memory-efficient attention's backward accumulates in a varying order:
+  # kcheck's determinism gate reports it), a loss is only required to be one
+  # that plain itself gave, and the row says so.
+  bench_dirs=("$LOGS")
+  for r in $(seq 2 "${KC_BENCH_ROUNDS:-1}"); do [ -d "$LOGS/r$r" ] && bench_dirs+=("$LOGS/r$r"); done
+  losses() { for d in "${bench_dirs[@]}"; do [ -f "$d/bench_$1.out" ] && field FINAL_LOSS "$d/bench_$1.out"; done; }
+  plain_set=$(losses plain | sort -u | xargs)
+  for c in $BENCH_CONFIGS_ALL; do
+    [ "$c" = plain ] && continue
+    got=$(losses "$c" | xargs)
+    st=FAIL
+    if [ -z "$plain_set" ] || [ -z "$got" ]; then
+      detail="no loss: plain [$plain_set], $c [$got]"
+    else
+      st=PASS
+      for l in $got; do [[ " $plain_set " == *" $l "* ]] || st=FAIL; done
+      n=$(wc -w <<<"$plain_set")
+      if [ "$n" -eq 1 ]; then
+        detail="plain $plain_set, $c [$got]"
+      else
+        detail="plain itself gave $n losses [$plain_set]: each $c loss must be one of them; $c [$got]"
+      fi
+    fi
+    note "bench $c: final loss bitwise equal to plain (every round)" $st "$detail"
+  done
 fi
 
 {
@@ -283,7 +303,7 @@ fi
   printf '%s\n' "${rows[@]}"
   if [ -f "$LOGS/bench.md" ]; then
     echo
-    echo "## Bench: bench/transformer_step.py --layers 6 --d-model 512 --heads 8"
+    echo "## Bench: bench/transformer_step.py ${KC_BENCH_MODEL:---layers 6 --d-model 512 --heads 8} (--seq 128 --batch 16 unless given)"
     echo
     if [ "${KC_BENCH_ROUNDS:-1}" -gt 1 ]; then
       # the goals are read from the medians over the rounds

@@ -81,6 +81,9 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
   for (int64_t r = 0; r < cnt; r++)
     rowmark[plan[r].b * Sq + plan[r].i] = 1;
   int64_t idx[OC_MAX_RANK];
+  /* Q and K in fp32 or narrower: each q.k product is exact in double and
+   * its FMA remainder +0 (as in matmul.c's dot2), so no libm fma call */
+  int exact_products = Q->fmt != OC_FP64 && K->fmt != OC_FP64;
   for (int64_t b = 0; b < nb; b++) {
     int64_t oq = oc_batch_offset(Q, nl, out->shape, b), ok = oc_batch_offset(K, nl, out->shape, b);
     int64_t ov = oc_batch_offset(V, nl, out->shape, b),
@@ -95,7 +98,8 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
         oc_tensor_gather(K, ok + j * K->stride[K->rank - 2], K->stride[K->rank - 1], D, kr);
         double sum = 0, c2 = 0, sa = 0;
         for (int64_t d = 0; d < D; d++) { /* Dot2: TwoSum on exact-or-split products */
-          double pr = q[d] * kr[d], pe = fma(q[d], kr[d], -pr), tt = sum + pr, z = tt - sum;
+          double pr = q[d] * kr[d], pe = exact_products ? 0.0 : fma(q[d], kr[d], -pr);
+          double tt = sum + pr, z = tt - sum;
           c2 += (sum - (tt - z)) + (pr - z) + pe;
           sum = tt;
           sa += fabs(pr);

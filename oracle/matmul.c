@@ -72,16 +72,31 @@ static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, cons
   return mm_bound_th(p, e, m, oc_dot_theta(p, m->K, m->extra), NULL);
 }
 
-/* Dot2 over exact-or-FMA-split products: returns s and its error radius. */
-static void dot2(const double *a, const double *b, int64_t n, double *s_out, double *rad,
-                 double *sabs) {
+/* Dot2 over exact-or-FMA-split products: returns s and its error radius.
+ * exact_products: both operands fp32 or narrower, so every a[k] * b[k] is
+ * exact in double (at most 48 significant bits, exponents within double's
+ * normal range) and its FMA remainder is +0 — added as the constant, the
+ * same sums as with fma(), without a libm call per term (fma is not
+ * inlined without -mfma). */
+static void dot2(const double *a, const double *b, int64_t n, int exact_products, double *s_out,
+                 double *rad, double *sabs) {
   double s = 0, c = 0, sa = 0;
-  for (int64_t k = 0; k < n; k++) {
-    double pr = a[k] * b[k], pe = fma(a[k], b[k], -pr);
-    double t = s + pr, z = t - s;
-    c += (s - (t - z)) + (pr - z) + pe;
-    s = t;
-    sa += fabs(pr);
+  if (exact_products) {
+    for (int64_t k = 0; k < n; k++) {
+      double pr = a[k] * b[k];
+      double t = s + pr, z = t - s;
+      c += (s - (t - z)) + (pr - z) + 0.0;
+      s = t;
+      sa += fabs(pr);
+    }
+  } else {
+    for (int64_t k = 0; k < n; k++) {
+      double pr = a[k] * b[k], pe = fma(a[k], b[k], -pr);
+      double t = s + pr, z = t - s;
+      c += (s - (t - z)) + (pr - z) + pe;
+      s = t;
+      sa += fabs(pr);
+    }
   }
   double r = s + c;
   double g = oc_gamma((double)n + 2, 0x1p-53);
@@ -244,7 +259,7 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
                     int64_t i, int64_t j, double kv, int judge, struct oc_elem *e) {
   load(it, b, i, j);
   double s, rad, sabs;
-  dot2(it->arow, it->bcol, it->K, &s, &rad, &sabs);
+  dot2(it->arow, it->bcol, it->K, it->A->fmt != OC_FP64 && it->B->fmt != OC_FP64, &s, &rad, &sabs);
   double cv = it->C ? at2(it->C, it->nlead, it->lead, b, i, j) : 0;
   double bv = it->bias ? oc_tensor_at(it->bias, j * it->bias->stride[it->bias->rank - 1]) : 0;
   int tf32 = m->p->tf32 && (m->p->in == OC_FP32 || m->p->in == OC_FP64);

@@ -260,6 +260,44 @@ static void bitwise(void) {
   t_line("correctly rounded output is bitwise", before);
 }
 
+/* fp32 operands take dot2's path without fma() (every product exact, its
+ * remainder +0); the same values stored as fp64 take the fma() path. Both
+ * must judge alike, bit for bit: worst element, exact value, bound, ratio,
+ * statistical ratio, and a planted error found at the same index. */
+static void exact_products_as_fma(void) {
+  int before = t_fail;
+  enum { M = 40, N = 36, K = 300 };
+  static float a[M * K], b[K * N], o[M * N];
+  static double ad[M * K], bd[K * N];
+  struct oc_tensor A, B, O, AD, BD;
+  gemm_tensors(&A, &B, &O, OC_GEN_CANCEL, OC_FP32, OC_FP32, M, N, K, 5, a, b, o);
+  sim_gemm(SIM_FP32_PAIRWISE, &A, &B, &O, o);
+  o[7 * N + 11] *= 1.001f;
+  for (int i = 0; i < M * K; i++)
+    ad[i] = a[i];
+  for (int i = 0; i < K * N; i++)
+    bd[i] = b[i];
+  t_tensor2(&AD, ad, OC_FP64, M, K);
+  t_tensor2(&BD, bd, OC_FP64, K, N);
+  struct oc_profile p;
+  oc_profile_preset("fp32", &p);
+  struct oc_matmul_args m32 = {&A, &B, NULL, NULL, 1, 0, OC_ACT_NONE};
+  struct oc_matmul_args m64 = {&AD, &BD, NULL, NULL, 1, 0, OC_ACT_NONE};
+  struct oc_verdict v32, v64;
+  EXPECT(!oc_check_matmul(&m32, &O, &p, NULL, &v32) && !oc_check_matmul(&m64, &O, &p, NULL, &v64),
+         "check ran");
+  EXPECT(v32.kind == v64.kind && v32.kind != OC_PASS && v32.kind != OC_BITWISE, "%s %s",
+         oc_verdict_name(v32.kind), oc_verdict_name(v64.kind));
+  EXPECT(v32.index[0] == 7 && v32.index[1] == 11 && v64.index[0] == 7 && v64.index[1] == 11,
+         "worst at (%lld,%lld) / (%lld,%lld)", (long long)v32.index[0], (long long)v32.index[1],
+         (long long)v64.index[0], (long long)v64.index[1]);
+  double f32[] = {v32.exact, v32.bound, v32.error, v32.ratio, v32.stat_ratio};
+  double f64[] = {v64.exact, v64.bound, v64.error, v64.ratio, v64.stat_ratio};
+  EXPECT(!memcmp(f32, f64, sizeof f32) && v32.checked == v64.checked, "exact %a/%a bound %a/%a",
+         v32.exact, v64.exact, v32.bound, v64.bound);
+  t_line("fp32 operands (products exact, no fma) judged as the fp64 copies (fma)", before);
+}
+
 /* A batched fp32 matmul whose A is stored transposed (each batch's A is
  * K x M in memory, read with strides) is judged exactly as the same values
  * stored row-major: the checker keeps a double copy of each batch's A when
@@ -322,6 +360,7 @@ static void transposed_rows(void) {
 }
 
 int main(void) {
+  exact_products_as_fma();
   transposed_rows();
   bitwise();
   epilogue();

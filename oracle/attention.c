@@ -7,9 +7,32 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "exact.h"
 #include "verdict.h"
 
 #define PREC 80
+/* P_j (PREC bits) as PIECES doubles of at most 24 significant bits each,
+ * so that each piece times a V element of fp32 or narrower is exact in
+ * double and the P.V sum goes through the exact accumulator */
+#define PIECES 4
+#define PIECE_BITS 24
+/* P_j below 2^-900 (a score ~620 below the row's max) takes the MPFR path:
+ * its pieces could fall below double's range */
+#define PIECE_MIN_EXP (-900)
+
+/* Splits p (PREC bits, finite, nonzero) into PIECES doubles summing to it
+ * exactly; r and c are scratch (PREC and PIECE_BITS bits). Returns 0, or
+ * -1 when p is out of the pieces' range. */
+static int split_pieces(mpfr_srcptr p, mpfr_ptr r, mpfr_ptr c, double *out, int64_t stride) {
+  if (mpfr_get_exp(p) < PIECE_MIN_EXP) return -1;
+  mpfr_set(r, p, MPFR_RNDN); /* exact: the same precision */
+  for (int m = 0; m < PIECES; m++) {
+    mpfr_set(c, r, MPFR_RNDZ);                  /* the top PIECE_BITS bits */
+    out[m * stride] = mpfr_get_d(c, MPFR_RNDN); /* exact: c fits a double */
+    mpfr_sub(r, r, c, MPFR_RNDN);               /* exact: the bits below them */
+  }
+  return mpfr_zero_p(r) ? 0 : -1; /* PIECES * PIECE_BITS >= PREC */
+}
 
 struct att {
   enum oc_format p_fmt;
@@ -70,14 +93,21 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
   double *s = malloc((size_t)(Sk ? Sk : 1) * 8), *sab = malloc((size_t)(Sk ? Sk : 1) * 8);
   double *pj = malloc((size_t)(Sk ? Sk : 1) * 8), *vc = malloc((size_t)(Sk ? Sk : 1) * 8);
   mpfr_t *e = malloc((size_t)(Sk ? Sk : 1) * sizeof *e);
-  if (!plan || !rowmark || !q || !kr || !s || !sab || !pj || !vc || !e) {
+  double *pc = malloc((size_t)(Sk ? Sk : 1) * PIECES * 8);
+  struct oc_acc *xacc = oc_acc_new();
+  if (!plan || !rowmark || !q || !kr || !s || !sab || !pj || !vc || !e || !pc || !xacc) {
     free(plan), free(rowmark), free(q), free(kr), free(s), free(sab), free(pj), free(vc), free(e);
+    free(pc), oc_acc_free(xacc);
     return -1;
   }
   for (int64_t j = 0; j < Sk; j++)
     mpfr_init2(e[j], PREC);
-  mpfr_t S, t, acc;
-  mpfr_inits2(PREC, S, t, acc, (mpfr_ptr)0);
+  mpfr_t S, t, acc, pr_, pc_;
+  mpfr_inits2(PREC, S, t, acc, pr_, (mpfr_ptr)0);
+  mpfr_init2(pc_, PIECE_BITS);
+  /* V in fp32 or narrower: P.V by exact accumulation of the pieces'
+   * products (a row whose P_j cannot be split takes the MPFR sum) */
+  int v_exact = V->fmt != OC_FP64;
   for (int64_t r = 0; r < cnt; r++)
     rowmark[plan[r].b * Sq + plan[r].i] = 1;
   int64_t idx[OC_MAX_RANK];
@@ -129,6 +159,15 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
           pj[j] = mpfr_get_d(e[j], MPFR_RNDN);
         }
       }
+      int pieces = v_exact && !bad && n > 0;
+      for (int64_t j = 0; j < n && pieces; j++) {
+        if (mpfr_zero_p(e[j])) {
+          for (int h = 0; h < PIECES; h++)
+            pc[h * Sk + j] = 0;
+        } else if (split_pieces(e[j], pr_, pc_, pc + j, Sk)) {
+          pieces = 0;
+        }
+      }
       /* reference error: score enclosure through softmax, plus MPFR/double rounding */
       double refrel = oc_add_up(oc_up(expm1(oc_mul_up(4, radmax))), 0x1p-60 * (double)(n + 8));
       for (int64_t k = 0; k < Dv; k++) {
@@ -139,14 +178,30 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
           el.lo = el.hi = NAN;
         } else {
           double pv = 0, pva = 0;
-          mpfr_set_zero(acc, 1);
           for (int64_t j = 0; j < n; j++) {
-            mpfr_mul_d(t, e[j], vc[j], MPFR_RNDN);
-            mpfr_add(acc, acc, t, MPFR_RNDN);
             pva += pj[j] * fabs(vc[j]);
             bad |= !isfinite(vc[j]);
           }
-          pv = mpfr_get_d(acc, MPFR_RNDN);
+          int done = 0;
+          if (pieces && !bad) {
+            /* the exact sum of P_j v_j (no rounding before the last, which
+             * the 80-bit MPFR sum below also makes): within its bound */
+            oc_acc_clear(xacc);
+            for (int h = 0; h < PIECES; h++)
+              oc_acc_add_dot(xacc, pc + h * Sk, 1, vc, 1, (size_t)n);
+            if (oc_acc_is_exact(xacc)) {
+              pv = oc_acc_round(xacc, MPFR_RNDN);
+              done = 1;
+            }
+          }
+          if (!done) {
+            mpfr_set_zero(acc, 1);
+            for (int64_t j = 0; j < n; j++) {
+              mpfr_mul_d(t, e[j], vc[j], MPFR_RNDN);
+              mpfr_add(acc, acc, t, MPFR_RNDN);
+            }
+            pv = mpfr_get_d(acc, MPFR_RNDN);
+          }
           pva = oc_mul_up(pva, 1 + 0x1p-50 * (double)(n + 2));
           double rad = oc_add_up(oc_mul_up(oc_mul_up(pva, 1 + refrel), refrel), 1e-300);
           el.lo = bad ? NAN : oc_down(pv - rad);
@@ -171,7 +226,8 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
   oc_check_finish(&c, nrand);
   for (int64_t j = 0; j < Sk; j++)
     mpfr_clear(e[j]);
-  mpfr_clears(S, t, acc, (mpfr_ptr)0);
+  mpfr_clears(S, t, acc, pr_, pc_, (mpfr_ptr)0);
   free(plan), free(rowmark), free(q), free(kr), free(s), free(sab), free(pj), free(vc), free(e);
+  free(pc), oc_acc_free(xacc);
   return 0;
 }

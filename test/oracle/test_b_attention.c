@@ -1,6 +1,7 @@
 /* test/oracle/test_b_attention.c — attention oracle: a flash-style fp32
  * kernel (online softmax, causal or not) passes; forgetting the causal mask
- * is fail_value; accumulating P.V in bf16 is a precision failure. */
+ * is fail_value; accumulating P.V in bf16 is a precision failure; the
+ * exact P.V sum (V of fp32 or narrower) judges as the MPFR one (fp64 V). */
 #include "test_b_util.h"
 
 enum { BH = 2, S = 64, D = 32 };
@@ -43,6 +44,8 @@ int main(void) {
   oc_tensor_make(&K, kb, OC_BF16, 3, sh, NULL);
   oc_tensor_make(&V, vb, OC_BF16, 3, sh, NULL);
   oc_tensor_make(&O, o, OC_FP32, 3, sh, NULL);
+  struct oc_tensor VD;
+  oc_tensor_make(&VD, v, OC_FP64, 3, sh, NULL);
   struct oc_profile p;
   oc_profile_parse("bf16_fp32acc:out=fp32:softmax=online", &p);
   for (uint64_t seed = 1; seed <= 3; seed++)
@@ -57,11 +60,21 @@ int main(void) {
         oc_tensor_gather(&V, 0, 1, BH * S * D, v);
         double scale = 1 / sqrt((double)D) * 4;
         struct oc_attention_args aa = {&Q, &K, &V, scale, causal, OC_FP32};
+        struct oc_attention_args am = {&Q, &K, &VD, scale, causal, OC_FP32};
         for (int how = 0; how < 3; how++) {
           if (how == 1 && !causal) continue;
           sim(how, causal, q, k, v, scale, o);
-          struct oc_verdict vd;
+          struct oc_verdict vd, vm;
           oc_check_attention(&aa, &O, &p, NULL, &vd);
+          /* V as fp64 (the same values) takes the 80-bit MPFR P.V sum
+           * instead of the exact one of P's pieces: the same verdict */
+          oc_check_attention(&am, &O, &p, NULL, &vm);
+          EXPECT(vd.kind == vm.kind && vd.checked == vm.checked &&
+                     !memcmp(vd.index, vm.index, sizeof vd.index) &&
+                     fabs(vd.exact - vm.exact) <= 0x1p-60 * fabs(vd.exact) + 1e-300 &&
+                     fabs(vd.ratio - vm.ratio) <= 1e-9 * vd.ratio,
+                 "exact P.V %s %a ratio %a, MPFR P.V %s %a ratio %a", oc_verdict_name(vd.kind),
+                 vd.exact, vd.ratio, oc_verdict_name(vm.kind), vm.exact, vm.ratio);
           if (how == 0) {
             EXPECT(!oc_verdict_is_fail(vd.kind) && vd.checked == vd.total,
                    "correct causal=%d gen=%s: %s", causal, oc_gen_name(g),

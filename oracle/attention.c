@@ -184,8 +184,9 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
           }
           int done = 0;
           if (pieces && !bad) {
-            /* the exact sum of P_j v_j (no rounding before the last, which
-             * the 80-bit MPFR sum below also makes): within its bound */
+            /* the exact sum of P_j v_j, rounded once to double as the MPFR
+             * path's sum is: the bound, which covers that path's 80-bit
+             * roundings as well, covers this one */
             oc_acc_clear(xacc);
             for (int h = 0; h < PIECES; h++)
               oc_acc_add_dot(xacc, pc + h * Sk, 1, vc, 1, (size_t)n);

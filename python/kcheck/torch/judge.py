@@ -4,8 +4,9 @@ kcheck's worker threads (ctypes releases the GIL for the call, so the
 exact arithmetic runs beside the program).
 
 Large outputs are judged on a sample of rows (the oracle samples matmul
-and attention itself; elementwise, softmax, norm and reduction rows are
-taken here): every step-th slice along the first dim (not the reduced
+itself; elementwise, softmax, norm, reduction and attention rows are taken
+here, and the oracle then judges each taken attention row whole): every
+step-th slice along the first dim (not the reduced
 axis), first and last included, up to `cap` output elements, and for
 attention and elementwise ops along the second dim too when one slice of
 the first is still above `cap` — the same view of inputs and output, so

@@ -119,8 +119,8 @@ test-gpu-torch:
 # The PyTorch binding's cost on the GPT-style step at bench/run_targets.sh's
 # size (6 layers, d 512, seq 256, batch 16), plain and --torch alternating
 # for 12 rounds of 100 steps (~5 min; bench/results/2026-12-02-torch-seq256-cb03eb3.md
-# ran this command as a script); BENCH_TORCH_MODEL= "" gives the default
-# seq 128.
+# ran this command from a script); `make bench-gpu-torch BENCH_TORCH_MODEL=`
+# runs the bench's default size (seq 128).
 BENCH_TORCH_MODEL ?= --layers 6 --d-model 512 --heads 8 --seq 256 --batch 16
 .PHONY: bench-gpu-torch
 bench-gpu-torch:

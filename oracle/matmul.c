@@ -81,22 +81,12 @@ static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, cons
 static void dot2(const double *a, const double *b, int64_t n, int exact_products, double *s_out,
                  double *rad, double *sabs) {
   double s = 0, c = 0, sa = 0;
-  if (exact_products) {
-    for (int64_t k = 0; k < n; k++) {
-      double pr = a[k] * b[k];
-      double t = s + pr, z = t - s;
-      c += (s - (t - z)) + (pr - z) + 0.0;
-      s = t;
-      sa += fabs(pr);
-    }
-  } else {
-    for (int64_t k = 0; k < n; k++) {
-      double pr = a[k] * b[k], pe = fma(a[k], b[k], -pr);
-      double t = s + pr, z = t - s;
-      c += (s - (t - z)) + (pr - z) + pe;
-      s = t;
-      sa += fabs(pr);
-    }
+  for (int64_t k = 0; k < n; k++) {
+    double pr = a[k] * b[k], pe = exact_products ? 0.0 : fma(a[k], b[k], -pr);
+    double t = s + pr, z = t - s;
+    c += (s - (t - z)) + (pr - z) + pe;
+    s = t;
+    sa += fabs(pr);
   }
   double r = s + c;
   double g = oc_gamma((double)n + 2, 0x1p-53);

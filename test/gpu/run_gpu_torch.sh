@@ -259,6 +259,7 @@ if want bench; then
   for r in $(seq 2 "${KC_BENCH_ROUNDS:-1}"); do
     bench_round "$LOGS/r$r"
   done
+  # the rounds' log folders (the loss check and the results' tables)
   # the binding leaves the training bitwise unchanged: every round's final
   # loss equals plain's. Where plain's own rounds disagree (at seq 256 the
   # memory-efficient attention's backward accumulates in a varying order:
@@ -307,11 +308,9 @@ fi
     echo
     if [ "${KC_BENCH_ROUNDS:-1}" -gt 1 ]; then
       # the goals are read from the medians over the rounds
-      dirs=("$LOGS")
-      for r in $(seq 2 "$KC_BENCH_ROUNDS"); do [ -d "$LOGS/r$r" ] && dirs+=("$LOGS/r$r"); done
       echo "### Over every round"
       echo
-      "$PYTHON" bench/torch_rounds_table.py "${dirs[@]}" -- $BENCH_CONFIGS_ALL 2>&1
+      "$PYTHON" bench/torch_rounds_table.py "${bench_dirs[@]}" -- $BENCH_CONFIGS_ALL 2>&1
       echo
       echo "### Round 1"
       echo

@@ -5,6 +5,7 @@
 #include "perturb.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -28,6 +29,10 @@ struct dev_state {
   CUfunction compare_table; /* NULL: one kc_compare launch per region */
   CUfunction hash_table;    /* NULL: re-runs are compared word by word */
   CUdeviceptr compare_out;
+  /* Host memory the comparisons' results are copied into, page-locked: a
+   * copy to pageable memory is staged by the driver on the host. */
+  uint64_t *host_slots;
+  size_t host_slots_n; /* uint64_t words */
   int sms, l2, smem_optin;
   int green_sms;
   CUgreenCtx green;
@@ -322,7 +327,7 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
     size_t w;
     if (ensure_buf(&d->compare_out, &w, 16)) goto out;
   }
-  uint64_t init[2] = {0, ~0ull}, res[2];
+  uint64_t init[2] = {0, 0}, res[2];
   if (kc_drv.cuMemcpyHtoD_v2(d->compare_out, init, sizeof init) != CUDA_SUCCESS) goto out;
   if (words) {
     unsigned long long n = words;
@@ -333,7 +338,7 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
   }
   if (kc_drv.cuMemcpyDtoH_v2(res, d->compare_out, sizeof res) != CUDA_SUCCESS) goto out;
   *count = res[0];
-  *first = res[1];
+  *first = ~res[1]; /* kept as ~index (kc_compare) */
   rc = 0;
 out:
   pthread_mutex_unlock(&lock);
@@ -355,11 +360,11 @@ struct cmp_table {
  * result slot too; a region compared with itself (or empty) has no chunk.
  * Returns the table's chunks. */
 static uint64_t table_fill(struct cmp_table *t, const CUdeviceptr *a, const CUdeviceptr *b,
-                           const uint64_t *words, int first, int n) {
+                           const uint64_t *words, int first, int n, int hashing) {
   memset(t, 0, sizeof *t);
   for (int i = first; i < n && t->n < CMP_MAX; i++) {
     unsigned r = (unsigned)t->n++;
-    int skip = !words[i] || (b && a[i] == b[i]);
+    int skip = !words[i] || (b && a[i] == b[i] && !hashing);
     t->a[r] = a[i];
     t->b[r] = b ? b[i] : 0;
     t->words[r] = skip ? 0 : words[i];
@@ -370,18 +375,20 @@ static uint64_t table_fill(struct cmp_table *t, const CUdeviceptr *a, const CUde
 
 /* Every region in as few launches as CMP_MAX allows (one for a check's
  * usual few dozen): a launch per region cost each small one a launch and
- * left the SMs idle between them. b NULL: kc_hash_table into 8-byte slots
- * (seeded), else kc_compare_table into 16-byte ones. */
+ * left the SMs idle between them. b NULL: kc_hash_table into 16-byte
+ * slots (seeded), else kc_compare_table into 16-byte ones at `slots`,
+ * hashing a too into the 16-byte slots at hslots when that is not 0. */
 static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
                           const uint64_t *words, int n, unsigned long long seed, CUdeviceptr slots,
-                          CUstream stream) {
+                          CUdeviceptr hslots, CUstream stream) {
   static struct cmp_table t; /* under `lock`, like every caller here; 2 KiB */
   for (int first = 0; first < n; first += CMP_MAX) {
-    uint64_t chunks = table_fill(&t, a, b, words, first, n);
+    uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots);
     if (!chunks) continue;
-    CUdeviceptr o = slots + (b ? 16u : 8u) * (unsigned)first;
+    CUdeviceptr o = slots + 16u * (unsigned)first;
+    CUdeviceptr h = hslots ? hslots + 16u * (unsigned)first : 0;
     unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
-    void *cmp_params[] = {&t, &o}, *hash_params[] = {&t, &seed, &o};
+    void *cmp_params[] = {&t, &o, &seed, &h}, *hash_params[] = {&t, &seed, &o};
     if (launch(b ? d->compare_table : d->hash_table, grid, 256, 0, stream,
                b ? cmp_params : hash_params) != CUDA_SUCCESS)
       return -1;
@@ -389,52 +396,98 @@ static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdev
   return 0;
 }
 
+/* Room for `words` results (kept, grown as needed; under `lock`), made
+ * page-locked for every context where the driver allows: kcheck's own
+ * host memory, so a destroyed context can only take the page-locking
+ * away, never the memory. NULL when out of host memory (the caller's
+ * memory serves). */
+static uint64_t *host_slots(struct dev_state *d, size_t words) {
+  if (d->host_slots_n >= words) return d->host_slots;
+  if (d->host_slots) {
+    if (kc_drv.cuMemHostUnregister) kc_drv.cuMemHostUnregister(d->host_slots);
+    free(d->host_slots);
+  }
+  d->host_slots = NULL;
+  d->host_slots_n = 0;
+  size_t want = words < 512 ? 512 : words; /* 4 KiB: one page */
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, want * sizeof(uint64_t))) return NULL;
+  if (kc_drv.cuMemHostRegister_v2)
+    kc_drv.cuMemHostRegister_v2(p, want * sizeof(uint64_t), CU_MEMHOSTREGISTER_PORTABLE);
+  d->host_slots = p;
+  d->host_slots_n = want;
+  return d->host_slots;
+}
+
+/* Zeroes `bytes` of result slots, queues `work` (table launches), copies
+ * the slots back into out and waits: the one round trip of a comparison. */
+static int slots_round_trip(struct dev_state *d, CUdeviceptr slots, size_t bytes, CUstream stream,
+                            int work, uint64_t *out) {
+  if (work) return -1;
+  uint64_t *pinned = host_slots(d, bytes / sizeof(uint64_t));
+  if (kc_drv.cuMemcpyDtoHAsync_v2(pinned ? pinned : out, slots, bytes, stream) != CUDA_SUCCESS ||
+      kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
+    return -1;
+  if (pinned) memcpy(out, pinned, bytes);
+  return 0;
+}
+
+static int slots_ready(void) {
+  return kc_drv.cuMemsetD8Async && kc_drv.cuMemcpyDtoHAsync_v2 && kc_drv.cuStreamSynchronize;
+}
+
 int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
                          CUdeviceptr slots, CUstream stream, uint64_t *out) {
   int rc = -1;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
-  if (!d || load_module(d) || !d->hash_table || !kc_drv.cuMemsetD8Async ||
-      !kc_drv.cuMemcpyDtoHAsync_v2 || !kc_drv.cuStreamSynchronize)
-    goto out;
-  if (kc_drv.cuMemsetD8Async(slots, 0, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
-      table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, stream) ||
-      kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 8u * (size_t)n, stream) != CUDA_SUCCESS ||
-      kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
-    goto out;
-  rc = 0;
+  if (!d || load_module(d) || !d->hash_table || !slots_ready()) goto out;
+  size_t bytes = 16u * (size_t)n;
+  if (kc_drv.cuMemsetD8Async(slots, 0, bytes, stream) != CUDA_SUCCESS) goto out;
+  rc = slots_round_trip(d, slots, bytes, stream,
+                        table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, 0,
+                                       stream),
+                        out);
 out:
   pthread_mutex_unlock(&lock);
   return rc;
 }
 
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out) {
+                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out,
+                            uint64_t seed, uint64_t *hout) {
   int rc = -1;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
-  if (!d || load_module(d) || !kc_drv.cuMemcpyHtoDAsync_v2 || !kc_drv.cuMemcpyDtoHAsync_v2 ||
-      !kc_drv.cuStreamSynchronize)
-    goto out;
-  for (int i = 0; i < n; i++)
-    out[2 * i] = 0, out[2 * i + 1] = ~0ull;
-  if (kc_drv.cuMemcpyHtoDAsync_v2(slots, out, 16u * (size_t)n, stream) != CUDA_SUCCESS) goto out;
+  if (!d || load_module(d) || !slots_ready() || (hout && !d->hash_table)) goto out;
+  /* Slots start as zeros (a count of 0, ~first of 0: no difference), so a
+   * device memset prepares them, not a copy from the host. */
+  size_t bytes = (hout ? 32u : 16u) * (size_t)n;
+  if (kc_drv.cuMemsetD8Async(slots, 0, bytes, stream) != CUDA_SUCCESS) goto out;
+  int work = 0;
   if (d->compare_table) {
-    if (table_launches(d, a, b, words, n, 0, slots, stream)) goto out;
+    work = table_launches(d, a, b, words, n, (unsigned long long)seed, slots,
+                          hout ? slots + 16u * (size_t)n : 0, stream);
   } else {
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; !work && i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;
       unsigned long long nw = words[i];
       CUdeviceptr ai = a[i], bi = b[i], oi = slots + 16u * (unsigned)i;
       void *params[] = {&ai, &bi, &nw, &oi};
       uint64_t blocks = (words[i] + 255) / 256;
       unsigned grid = blocks < 8u * (unsigned)d->sms ? (unsigned)blocks : 8u * (unsigned)d->sms;
-      if (launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS) goto out;
+      work = launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS;
     }
   }
-  if (kc_drv.cuMemcpyDtoHAsync_v2(out, slots, 16u * (size_t)n, stream) != CUDA_SUCCESS ||
-      kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
+  uint64_t *all = hout ? malloc(bytes) : out;
+  if (!all || slots_round_trip(d, slots, bytes, stream, work, all)) {
+    if (all != out) free(all);
     goto out;
+  }
+  for (int i = 0; i < n; i++)
+    out[2 * i] = all[2 * i], out[2 * i + 1] = ~all[2 * i + 1]; /* kept as ~index */
+  if (hout) memcpy(hout, all + 2 * n, 16u * (size_t)n);
+  if (all != out) free(all);
   rc = 0;
 out:
   pthread_mutex_unlock(&lock);
@@ -566,6 +619,10 @@ void kc_perturb_fini(void) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < MAX_DEV; i++) {
     struct dev_state *d = &devs[i];
+    if (d->host_slots && kc_drv.cuMemHostUnregister) kc_drv.cuMemHostUnregister(d->host_slots);
+    free(d->host_slots);
+    d->host_slots = NULL;
+    d->host_slots_n = 0;
     CUdeviceptr *bufs[] = {&d->hammer_buf, &d->flush_buf, &d->compare_out};
     for (int b = 0; b < 3; b++)
       if (*bufs[b]) {

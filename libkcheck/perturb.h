@@ -22,22 +22,26 @@ void kc_perturb_after(const struct kc_perturb *p, struct kc_launch_info *li);
 int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *count,
                        uint64_t *first);
 /* The same for n pairs at once, on `stream`: out[2i] the count and
- * out[2i+1] the first index of pair i. One launch per pair and one copy
- * back for all (`slots`: 16 bytes per pair of device memory). -1 when the
- * kernel is unavailable or a call failed. */
+ * out[2i+1] the first index of pair i. As few launches as the table
+ * allows and one copy back for all (`slots`: 16 bytes per pair of device
+ * memory, 32 with hout). With hout, also the hash of each a[i]
+ * (kc_perturb_hash_many's, seeded with seed) into hout[2i], hout[2i+1], in
+ * the same pass; a pair whose a and b are the same buffer is then hashed,
+ * not skipped. -1 when the kernel is unavailable or a call failed. */
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out);
+                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out,
+                            uint64_t seed, uint64_t *hout);
 /* 1 when p cannot change this launch's run (*why says why): the scrub of
  * shared memory for a kernel that has none. Such a run is not made. */
 int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_info *li,
                             const char **why);
 /* Hashes of n device buffers of words[i] 32-bit words with kcheck's
- * kc_hash_table, on `stream` (`slots`: 8 bytes a buffer of device memory):
- * out[i] depends on every word and its index (seeded; equal contents give
- * equal hashes; contents that differ within one 8-byte pair of words never
- * do, and a change spread over several pairs cancels out only where the
- * seeded multipliers line up: a missed difference, never an invented one,
- * since only a differing hash leads to a word-by-word comparison). One
+ * kc_hash_table, on `stream` (`slots`: 16 bytes a buffer of device
+ * memory): out[2i], out[2i+1] the two 64-bit lanes of a keyed NH hash
+ * (kernels/region_hash.h) seeded with seed. Equal contents give equal
+ * hashes; different contents the same one with probability about 2^-64
+ * for a seed drawn at random: a missed difference, never an invented one,
+ * since only a differing hash leads to a word-by-word comparison. One
  * read of each buffer where a comparison reads two. -1 when the kernel is
  * unavailable or a call failed (the caller compares instead). */
 int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,

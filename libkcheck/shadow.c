@@ -4,8 +4,11 @@
  * copied back, so a check costs a few passes over the saved bytes. */
 #include "shadow.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "allocmap.h"
 #include "driver.h"
@@ -169,7 +172,8 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   /* Two device copies: the pre-state and post-state A. */
   uint64_t need = 2 * s->saved_bytes;
   if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");
-  uint64_t staged = 16u * (uint64_t)s->nregions + SLOT_ALIGN;
+  /* result slots: 16 bytes a region, 16 more for its hash */
+  uint64_t staged = 32u * (uint64_t)s->nregions + SLOT_ALIGN;
   for (int i = 0; i < s->nregions; i++)
     staged += 2 * aligned(s->regions[i].size);
   /* A staging buffer kept from an earlier check is reused when it is large
@@ -243,9 +247,11 @@ static int host_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *
  * is not NULL; the others count as equal) with its pre-state (against_pre)
  * or its post-state A: res[2i] differing words, res[2i+1] the first one.
  * All regions in one pass on the check's stream (one copy back), else on
- * the host. Bytes past the last whole word are compared on the host. */
+ * the host. Bytes past the last whole word are compared on the host. With
+ * hash (2 words a region), the same pass hashes every region's memory with
+ * s->hash_seed; *hashed says whether it did (not on the host's path). */
 static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char *only,
-                       uint64_t *res) {
+                       uint64_t *res, uint64_t *hash, int *hashed) {
   int n = s->nregions;
   CUdeviceptr *a = malloc(sizeof *a * (size_t)(n ? n : 1));
   CUdeviceptr *b = malloc(sizeof *b * (size_t)(n ? n : 1));
@@ -258,11 +264,15 @@ static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char
     if (only && !only[i]) b[i] = a[i];
     w[i] = s->regions[i].size / 4;
   }
-  if (!rc && n && kc_perturb_compare_many(a, b, w, n, s->slots, s->stream, res)) {
+  if (hashed) *hashed = 0;
+  if (!rc && n &&
+      kc_perturb_compare_many(a, b, w, n, s->slots, s->stream, res, s->hash_seed, hash)) {
     if (stream_sync(s->stream) != CUDA_SUCCESS) rc = -1;
     for (int i = 0; !rc && i < n; i++)
       if (host_compare(a[i], b[i], w[i], &res[2 * i], &res[2 * i + 1])) rc = -1;
   }
+  else if (!rc && hashed)
+    *hashed = hash != NULL;
   for (int i = 0; !rc && i < n; i++) {
     unsigned tail = (unsigned)(s->regions[i].size % 4);
     if (!tail || a[i] == b[i]) continue;
@@ -283,8 +293,8 @@ static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char
   return rc;
 }
 
-/* Each region's hash into h (kc_perturb_hash_many over the application's
- * memory as it is now); -1 when the kernel is unavailable, a region has
+/* Each region's hash into h[2i], h[2i+1] (kc_perturb_hash_many over the
+ * application's memory as it is now); -1 when the kernel is unavailable, a region has
  * bytes past its last whole word (those are compared on the host), or a
  * call failed. */
 static int hash_all(struct kc_shadow *s, uint64_t *h) {
@@ -305,19 +315,33 @@ static int hash_all(struct kc_shadow *s, uint64_t *h) {
   return rc;
 }
 
-/* Right after the application's launch the memory is post-state A: its
- * hashes, so that each re-run reads every region once, not twice. */
-static void hash_post_state(struct kc_shadow *s) {
+/* Per process, drawn once: the hash seeds of its checks come from it, so
+ * which contents collide is not knowable in advance. */
+static uint64_t hash_key(void) {
+  static _Atomic uint64_t key;
+  uint64_t k = atomic_load(&key);
+  if (k) return k;
+  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k)
+    k = (uint64_t)kc_prof_now() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+  k |= 1; /* never 0: 0 means not drawn yet */
+  uint64_t none = 0;
+  return atomic_compare_exchange_strong(&key, &none, k) ? k : none;
+}
+
+/* Right after the application's launch the memory is post-state A: with
+ * hash_compare, the comparison with the pre-state that finds what the
+ * launch changed hashes every region in the same pass, so that each
+ * re-run reads every region once, not twice, and A's hashes cost no read
+ * of their own. */
+static void keep_post_hash(struct kc_shadow *s, const uint64_t *hash, int hashed) {
   s->have_hash = 0;
-  if (!s->nregions || !kc_opt.hash_compare) return;
-  uint64_t *h = malloc(sizeof *h * (size_t)s->nregions);
-  s->hash_seed = 0x9e3779b97f4a7c15ull * ((uint64_t)s->li->seq + 1) ^ (uint64_t)s->staging;
-  if (h && !hash_all(s, h)) {
-    for (int i = 0; i < s->nregions; i++)
-      s->regions[i].hash_post = h[i];
-    s->have_hash = 1;
+  if (!hash || !hashed) return;
+  for (int i = 0; i < s->nregions; i++) {
+    if (s->regions[i].size % 4) return; /* such a region is compared word by word */
+    s->regions[i].hash_post[0] = hash[2 * i];
+    s->regions[i].hash_post[1] = hash[2 * i + 1];
   }
-  free(h);
+  s->have_hash = 1;
 }
 
 static void all_unknown(struct kc_shadow *s) {
@@ -351,16 +375,26 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
    * is queued behind the launch on its stream (the world is held: nothing
    * else runs), so its wait is the launch's; a fault of the kernel fails
    * that wait, and the device-wide sync then says so. */
-  uint64_t *res = malloc(16u * (size_t)(s->nregions ? s->nregions : 1));
-  int cmp = res ? compare_all(s, 1, NULL, res) : -1;
+  size_t nr = (size_t)(s->nregions ? s->nregions : 1);
+  uint64_t *res = malloc(16u * nr);
+  uint64_t *hash = kc_opt.hash_compare ? malloc(16u * nr) : NULL;
+  int hashed = 0;
+  s->hash_seed = hash_key() ^ 0x9e3779b97f4a7c15ull * ((uint64_t)s->li->seq + 1);
+  int cmp = res ? compare_all(s, 1, NULL, res, hash, &hashed) : -1;
   if (cmp && kc_sync_device() != CUDA_SUCCESS) {
     timer_ms(&t);
     free(res);
+    free(hash);
     return r; /* the kernel faulted: nothing to compare */
   }
   s->kernel_ms = timer_ms(&t);
-  if (!res) return r;
-  CUdeviceptr at = s->slots + 16u * (uint64_t)s->nregions;
+  if (!res) {
+    free(hash);
+    return r;
+  }
+  keep_post_hash(s, hash, !cmp && hashed);
+  free(hash);
+  CUdeviceptr at = s->slots + 32u * (uint64_t)s->nregions;
   at = (at + SLOT_ALIGN - 1) & ~(CUdeviceptr)(SLOT_ALIGN - 1);
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *reg = &s->regions[i];
@@ -381,7 +415,6 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
    * restore, a comparison, the end's restore) is queued behind them on
    * the same stream, and every host read of it follows a wait there. */
   s->have_post = 1;
-  hash_post_state(s);
   *ok = 1;
   return r;
 }
@@ -534,17 +567,17 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d);
  * counts as equal). -1 when hashing failed (the caller compares all). */
 static int diff_by_hash(struct kc_shadow *s, uint64_t *res) {
   int n = s->nregions, rc = -1, differ = 0;
-  uint64_t *h = calloc((size_t)(n ? n : 1), sizeof *h);
+  uint64_t *h = calloc(2u * (size_t)(n ? n : 1), sizeof *h);
   unsigned char *only = calloc((size_t)(n ? n : 1), 1);
   if (h && only && !hash_all(s, h)) {
     for (int i = 0; i < n; i++) {
-      only[i] = h[i] != s->regions[i].hash_post;
+      only[i] = h[2 * i] != s->regions[i].hash_post[0] || h[2 * i + 1] != s->regions[i].hash_post[1];
       differ |= only[i];
       s->hash_differed += only[i];
       res[2 * i] = 0;
       res[2 * i + 1] = ~0ull;
     }
-    rc = differ ? compare_all(s, 0, only, res) : 0;
+    rc = differ ? compare_all(s, 0, only, res, NULL, NULL) : 0;
   }
   free(h);
   free(only);
@@ -568,7 +601,7 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   if (res && s->have_hash && diff_by_hash(s, res) == 0) {
     /* res filled: equal hashes, or the word-by-word comparison of the
      * regions whose hash differs */
-  } else if (!res || compare_all(s, 0, NULL, res)) {
+  } else if (!res || compare_all(s, 0, NULL, res, NULL, NULL)) {
     /* The comparison's wait was the run's too: a fault there is the run's. */
     if (pending && stream_sync(s->stream) != CUDA_SUCCESS) s->run_faulted = 1;
     free(res);

@@ -54,7 +54,7 @@ struct kc_region {
   unsigned changed : 1;    /* the application's launch changed it (post != pre) */
   unsigned dirty_pre : 1;  /* the memory may differ from pre */
   unsigned dirty_post : 1; /* the memory may differ from post */
-  uint64_t hash_post;      /* post-state A's hash (kc_perturb_hash_many), when have_hash */
+  uint64_t hash_post[2];   /* post-state A's hash (its two lanes), when have_hash */
 };
 
 /* The first difference between the latest shadow run and post-state A. */

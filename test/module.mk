@@ -7,7 +7,7 @@
 -include test/gpu/module.mk
 -include test/fuzz/module.mk
 
-UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access
+UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash
 UNIT_OBJS_ptx := libkcheck/ptx_source libkcheck/ptx_scan libkcheck/ptx_rewrite
 UNIT_OBJS_access := libkcheck/access
 UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log

@@ -3,6 +3,8 @@
 // loaded by the shadow executor; names are C so the CPU stand-in can bind
 // them to its C implementations. Nothing here touches application memory.
 
+#include "region_hash.h"
+
 // Fills this block's whole shared memory with a pattern from the seed, the
 // SM id and the block index, so a kernel that reads shared memory it never
 // wrote sees different bytes than in the application's own run.
@@ -54,7 +56,9 @@ extern "C" __global__ void kc_flush_l2(unsigned int *buf, unsigned long long wor
 }
 
 // The differences one block found, summed into out[0] (count) and out[1]
-// (first index) with one pair of atomics for the whole block: one per
+// (the first index, kept as ~index by atomicMax, so the caller's slots
+// start as zeros: a device memset, not a copy from the host) with one pair
+// of atomics for the whole block: one per
 // thread serialised on a single address, and a pass over a region the
 // launch rewrote cost more than the copy of it. blockDim.x is a multiple of
 // 32 (kcheck launches 256); every thread of the block calls this.
@@ -77,7 +81,7 @@ __device__ static void block_report(unsigned long long count, unsigned long long
     }
     if (count) {
       atomicAdd(&out[0], count);
-      atomicMin(&out[1], first);
+      atomicMax(&out[1], ~first);
     }
   }
   __syncthreads(); // s_count/s_first are reused by the block's next call
@@ -114,8 +118,8 @@ __device__ static void compare_range(const unsigned int *a, const unsigned int *
 }
 
 // Compares two device buffers word by word: out[0] counts differing 32-bit
-// words, out[1] holds the smallest differing word index (initialized to
-// ~0 by the caller). Lets a check compare on the device and copy back only
+// words, out[1] holds ~(the smallest differing word index) (both zeroed by
+// the caller). Lets a check compare on the device and copy back only
 // the first difference.
 extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int *b,
                                       unsigned long long words, unsigned long long *out) {
@@ -127,95 +131,136 @@ extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int 
 }
 
 // Every region of a check in one launch: region r compares a[r] with b[r]
-// over words[r] 32-bit words into out[2r] (count) and out[2r+1] (first
-// index, initialized to ~0 by the caller). Regions are cut into chunks of
-// KC_CMP_CHUNK words; start[r] is region r's first chunk (start[n] all of
-// them); each block takes chunks in turn, so small regions cost no launch
-// of their own and large ones spread over every SM.
+// over words[r] 32-bit words into out[2r] (count) and out[2r+1] (~first
+// index), zeroed by the caller; with hout, a[r]'s hash (region_hash.h,
+// seeded with seed) is added to hout[2r], hout[2r+1] in the same pass
+// (the comparison after the application's launch reads post-state A
+// anyway: its hash costs no read of its own). Regions are cut into chunks
+// of KC_CMP_CHUNK words; start[r] is region r's first chunk (start[n] all
+// of them); each block takes chunks in turn, so small regions cost no
+// launch of their own and large ones spread over every SM.
 #define KC_CMP_MAX 64
 #define KC_CMP_CHUNK 16384ull
-// kc_hash_table's pairs of words never straddle two chunks.
-static_assert(KC_CMP_CHUNK % 4 == 0, "a chunk holds whole pairs and whole 16-byte loads");
+// Quads never straddle two chunks; a chunk is a whole number of the hash's
+// runs, so a thread's position in a run stays the same from chunk to chunk.
+static_assert(KC_CMP_CHUNK % (4 * KC_RH_RUN) == 0, "a chunk holds whole runs of quads");
 struct kc_cmp_table {
   unsigned long long a[KC_CMP_MAX], b[KC_CMP_MAX], words[KC_CMP_MAX];
   unsigned long long start[KC_CMP_MAX + 1];
   unsigned long long n;
 };
 
-extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigned long long *out) {
+// Quad q of a region of `words` words: a 16-byte load where the address
+// allows it and the quad is whole, else word by word, 0 past the end.
+__device__ static uint4 load_quad(const unsigned int *a, unsigned long long q,
+                                  unsigned long long words, bool vec) {
+  if (vec && 4 * q + 4 <= words) return ((const uint4 *)a)[q];
+  uint4 w;
+  w.x = 4 * q < words ? a[4 * q] : 0;
+  w.y = 4 * q + 1 < words ? a[4 * q + 1] : 0;
+  w.z = 4 * q + 2 < words ? a[4 * q + 2] : 0;
+  w.w = 4 * q + 3 < words ? a[4 * q + 3] : 0;
+  return w;
+}
+
+// A block's two hash lanes added into out[0], out[1] (one pair of atomics
+// a block). Every thread of the block calls this.
+__device__ static void block_hash_report(unsigned long long h0, unsigned long long h1,
+                                         unsigned long long *out) {
+  __shared__ unsigned long long s_h[2][32];
+  for (int o = 16; o; o >>= 1) {
+    h0 += __shfl_down_sync(0xffffffffu, h0, o);
+    h1 += __shfl_down_sync(0xffffffffu, h1, o);
+  }
+  unsigned warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  if (threadIdx.x % 32 == 0) s_h[0][warp] = h0, s_h[1][warp] = h1;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (unsigned w = 1; w < warps; w++)
+      h0 += s_h[0][w], h1 += s_h[1][w];
+    atomicAdd(&out[0], h0);
+    atomicAdd(&out[1], h1);
+  }
+  __syncthreads(); // s_h is reused by the block's next chunk
+}
+
+// The keys of this thread's position in a run: a thread of a 256-thread
+// block stepping by 256 quads from a run's start keeps its position.
+struct rh_key_cache {
+  unsigned k[6];
+  unsigned long long j;
+};
+
+__device__ static const unsigned *keys_for(struct rh_key_cache *c, unsigned long long q,
+                                           unsigned long long seed) {
+  if (c->j != q % KC_RH_RUN) {
+    c->j = q % KC_RH_RUN;
+    kc_rh_keys(c->j, seed, c->k);
+  }
+  return c->k;
+}
+
+extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigned long long *out,
+                                            unsigned long long seed, unsigned long long *hout) {
   unsigned long long chunks = t.start[t.n];
   unsigned r = 0;
+  struct rh_key_cache kc;
+  kc.j = ~0ull;
   for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
     while (r + 1 < t.n && t.start[r + 1] <= c)
       r++;
     unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
     if (hi > t.words[r]) hi = t.words[r];
     unsigned long long count = 0, first = ~0ull;
-    compare_range((const unsigned int *)t.a[r], (const unsigned int *)t.b[r], lo, hi, threadIdx.x,
-                  blockDim.x, &count, &first);
+    const unsigned int *a = (const unsigned int *)t.a[r], *b = (const unsigned int *)t.b[r];
+    if (!hout) {
+      compare_range(a, b, lo, hi, threadIdx.x, blockDim.x, &count, &first);
+      block_report(count, first, &out[2 * r]);
+      continue;
+    }
+    // compare and hash a in one pass, quad by quad
+    unsigned long long h[2] = {0, 0};
+    bool vec = ((unsigned long long)a | (unsigned long long)b) % 16 == 0;
+    for (unsigned long long q = lo / 4 + threadIdx.x; 4 * q < hi; q += blockDim.x) {
+      uint4 x = load_quad(a, q, hi, vec), y = load_quad(b, q, hi, vec);
+      unsigned d[4] = {x.x != y.x, x.y != y.y, x.z != y.z, x.w != y.w};
+      for (int k = 0; k < 4; k++)
+        if (d[k]) { // past hi both quads read 0: no difference there
+          count++;
+          if (4 * q + k < first) first = 4 * q + k;
+        }
+      kc_rh_quad(q, x.x, x.y, x.z, x.w, keys_for(&kc, q, seed), seed, h);
+    }
     block_report(count, first, &out[2 * r]);
+    block_hash_report(h[0], h[1], &hout[2 * r]);
   }
 }
 
-// One term of a region's hash: pair p of its 32-bit words (word 2p in the
-// low half, word 2p + 1 in the high half, 0 past the region's end) times
-// an odd multiplier drawn from p and the seed. An odd multiplier is
-// invertible mod 2^64, so changing any one pair always changes its term.
-// A region's hash is the sum of its terms mod 2^64, so blocks add their
-// parts in any order. Two 64-bit multiplies per 8 bytes: the hash keeps up
-// with the memory it reads, where a full mix of each word (splitmix64's
-// finaliser, six multiplies per 8 bytes) took longer than the second read
-// it saves.
-__device__ static unsigned long long pair_term(unsigned long long p, unsigned long long v,
-                                               unsigned long long seed) {
-  unsigned long long m = (p ^ seed) * 0x9e3779b97f4a7c15ull;
-  m ^= m >> 29;
-  return (v ^ seed) * (m | 1);
-}
-
 // Every region of a check hashed in one launch (the table of
-// kc_compare_table; b[] unused): out[r] += the hash of a[r]'s words[r]
-// words (the caller zeroes out[]). Reads each region once, where a
-// comparison reads it and its saved copy: a re-run's result is first
-// compared by hash with the application's, and only a region whose hash
-// differs is compared word by word. Chunks hold an even number of words,
-// so no pair straddles two blocks.
+// kc_compare_table; b[] unused): out[2r], out[2r+1] += the two lanes of
+// the hash of a[r]'s words[r] words (region_hash.h; the caller zeroes
+// out[]). Reads each region once, where a comparison reads it and its
+// saved copy: a re-run's result is first compared by hash with the
+// application's, and only a region whose hash differs is compared word by
+// word.
 extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned long long seed,
                                          unsigned long long *out) {
   unsigned long long chunks = t.start[t.n];
   unsigned r = 0;
-  __shared__ unsigned long long s_sum[32];
+  struct rh_key_cache kc;
+  kc.j = ~0ull;
   for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
     while (r + 1 < t.n && t.start[r + 1] <= c)
       r++;
     unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
     if (hi > t.words[r]) hi = t.words[r];
     const unsigned int *a = (const unsigned int *)t.a[r];
-    unsigned long long h = 0, p = lo / 2 + threadIdx.x;
-    if ((unsigned long long)a % 16 == 0 && lo % 4 == 0) {
-      const ulonglong2 *a4 = (const ulonglong2 *)a;
-      unsigned long long qhi = hi / 4;
-      for (unsigned long long q = lo / 4 + threadIdx.x; q < qhi; q += blockDim.x) {
-        ulonglong2 x = a4[q];
-        h += pair_term(2 * q, x.x, seed) + pair_term(2 * q + 1, x.y, seed);
-      }
-      p = (qhi * 4 > lo ? qhi * 2 : lo / 2) + threadIdx.x;
+    bool vec = (unsigned long long)a % 16 == 0;
+    unsigned long long h[2] = {0, 0};
+    for (unsigned long long q = lo / 4 + threadIdx.x; 4 * q < hi; q += blockDim.x) {
+      uint4 x = load_quad(a, q, hi, vec);
+      kc_rh_quad(q, x.x, x.y, x.z, x.w, keys_for(&kc, q, seed), seed, h);
     }
-    for (; 2 * p < hi; p += blockDim.x) {
-      unsigned long long v = a[2 * p];
-      if (2 * p + 1 < hi) v |= (unsigned long long)a[2 * p + 1] << 32;
-      h += pair_term(p, v, seed);
-    }
-    for (int o = 16; o; o >>= 1)
-      h += __shfl_down_sync(0xffffffffu, h, o);
-    unsigned warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
-    if (threadIdx.x % 32 == 0) s_sum[warp] = h;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (unsigned w = 1; w < warps; w++)
-        h += s_sum[w];
-      atomicAdd(&out[r], h);
-    }
-    __syncthreads(); // s_sum is reused by the block's next chunk
+    block_hash_report(h[0], h[1], &out[2 * r]);
   }
 }

@@ -1182,6 +1182,18 @@ CUresult cuEventDestroy_v2(CUevent h) {
   return event_destroy(h);
 }
 
+/* Page-locking: nothing to lock here; the arguments are checked as the
+ * driver checks them. */
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+  FK_ENTER("cuMemHostRegister_v2");
+  (void)flags;
+  return p && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuMemHostUnregister(void *p) {
+  FK_ENTER("cuMemHostUnregister");
+  return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ------------------------------------------------------- copies, memsets */
 
 /* Runs a copy/memset node (also used by graph replay). */

@@ -61,19 +61,24 @@
  *   extern "C" __global__ void kc_compare(const unsigned *a, const unsigned *b,
  *                                         unsigned long long words,
  *                                         unsigned long long *out);
- *     out[0] += number of differing words, out[1] = min(out[1], first index).
+ *     out[0] += number of differing words, out[1] = max(out[1], ~first
+ *     index) (the caller zeroes out[]).
  *
  *   extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t,
- *                                               unsigned long long *out);
+ *                                               unsigned long long *out,
+ *                                               unsigned long long seed,
+ *                                               unsigned long long *hout);
  *     kc_compare for each of t.n (<= 64) regions: a[r] against b[r] over
- *     words[r] words into out[2r] and out[2r+1]; start[] (chunks) is the
- *     GPU's work split and is ignored here.
+ *     words[r] words into out[2r] and out[2r+1]; with hout non-NULL, also
+ *     hout[2r], hout[2r+1] += a[r]'s two hash lanes (region_hash.h);
+ *     start[] (chunks) is the GPU's work split and is ignored here.
  *
  *   extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t,
  *                                            unsigned long long seed,
  *                                            unsigned long long *out);
- *     out[r] += the seeded hash of a[r]'s words[r] words (the device's
- *     terms and sum); b[] and start[] are ignored.
+ *     out[2r], out[2r+1] += the two lanes of the seeded hash of a[r]'s
+ *     words[r] words (libkcheck/kernels/region_hash.h, the device's
+ *     definition); b[] and start[] are ignored.
  *
  * ENVIRONMENT
  *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fakecuda_int.h"
+#include "../../libkcheck/kernels/region_hash.h"
 
 #define P(i, T) (*(T *)params[i])
 
@@ -464,6 +465,13 @@ static void k_flush_l2(const struct fk_launch_ctx *c, void *const *params) {
       buf[i] = (unsigned)i;
 }
 
+/* out[1] holds ~(first differing index), as the device kernel keeps it
+ * (atomicMax on zeroed slots). */
+static void note_difference(unsigned long long *out, unsigned long long i) {
+  out[0]++;
+  if (~i > out[1]) out[1] = ~i;
+}
+
 static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
   const unsigned *a = P(0, const unsigned *), *b = P(1, const unsigned *);
   unsigned long long words = P(2, unsigned long long);
@@ -471,10 +479,7 @@ static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
   /* Blocks run one at a time here: block 0 does the whole comparison. */
   if (block_lin(c) != 0) return;
   for (unsigned long long i = 0; i < words; i++)
-    if (a[i] != b[i]) {
-      out[0]++;
-      if (i < out[1]) out[1] = i;
-    }
+    if (a[i] != b[i]) note_difference(out, i);
 }
 
 /* kc_compare_table's parameter, as kernels/perturb_kernels.cu declares it. */
@@ -484,44 +489,44 @@ struct fk_cmp_table {
   unsigned long long n;
 };
 
+/* Region a's hash (kernels/region_hash.h, the device's definition) added
+ * into h[0], h[1]. */
+static void hash_region(const unsigned *a, unsigned long long words, unsigned long long seed,
+                        unsigned long long h[2]) {
+  unsigned k[6];
+  for (unsigned long long q = 0; 4 * q < words; q++) {
+    unsigned w[4];
+    for (int i = 0; i < 4; i++)
+      w[i] = 4 * q + (unsigned)i < words ? a[4 * q + (unsigned)i] : 0;
+    kc_rh_keys(q % KC_RH_RUN, seed, k);
+    kc_rh_quad(q, w[0], w[1], w[2], w[3], k, seed, h);
+  }
+}
+
 static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) {
   const struct fk_cmp_table *t = params[0];
   unsigned long long *out = P(1, unsigned long long *);
+  unsigned long long seed = P(2, unsigned long long);
+  unsigned long long *hout = P(3, unsigned long long *);
   if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
   for (unsigned long long r = 0; r < t->n; r++) {
     const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
     const unsigned *b = (const unsigned *)(uintptr_t)t->b[r];
     for (unsigned long long i = 0; i < t->words[r]; i++)
-      if (a[i] != b[i]) {
-        out[2 * r]++;
-        if (i < out[2 * r + 1]) out[2 * r + 1] = i;
-      }
+      if (a[i] != b[i]) note_difference(&out[2 * r], i);
+    if (hout) hash_region(a, t->words[r], seed, &hout[2 * r]);
   }
 }
 
-/* kc_hash_table: the device kernel's terms and sum (pairs of words, each
- * times an odd multiplier drawn from its index and the seed), so a region
- * hashes as it does on the GPU; b[] and start[] are ignored. */
-static unsigned long long pair_term(unsigned long long p, unsigned long long v,
-                                    unsigned long long seed) {
-  unsigned long long m = (p ^ seed) * 0x9e3779b97f4a7c15ull;
-  m ^= m >> 29;
-  return (v ^ seed) * (m | 1);
-}
-
+/* kc_hash_table: out[2r], out[2r+1] += region r's two hash lanes; b[] and
+ * start[] are ignored. */
 static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   const struct fk_cmp_table *t = params[0];
   unsigned long long seed = P(1, unsigned long long);
   unsigned long long *out = P(2, unsigned long long *);
   if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
-  for (unsigned long long r = 0; r < t->n; r++) {
-    const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
-    for (unsigned long long p = 0; 2 * p < t->words[r]; p++) {
-      unsigned long long v = a[2 * p];
-      if (2 * p + 1 < t->words[r]) v |= (unsigned long long)a[2 * p + 1] << 32;
-      out[r] += pair_term(p, v, seed);
-    }
-  }
+  for (unsigned long long r = 0; r < t->n; r++)
+    hash_region((const unsigned *)(uintptr_t)t->a[r], t->words[r], seed, &out[2 * r]);
 }
 
 /* ----------------------------------------------------------- registry */
@@ -559,7 +564,7 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
     {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
-    {FK_K_COMPARE_TABLE, k_compare_table, 2, {sizeof(struct fk_cmp_table), 8}, {8, 8}, 0, 0},
+    {FK_K_COMPARE_TABLE, k_compare_table, 4, {sizeof(struct fk_cmp_table), 8, 8, 8}, {8, 8, 8, 8}, 0, 0},
     {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct fk_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };

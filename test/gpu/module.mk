@@ -52,6 +52,13 @@ $(BUILD)/gpu/launch_overhead: bench/launch_overhead.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
 
+# kcheck's own comparison kernels and the L2 flush, timed (static cudart).
+$(BUILD)/gpu/own_kernels: bench/own_kernels.cu libkcheck/kernels/perturb_kernels.cu \
+                          libkcheck/kernels/region_hash.h
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
+GPU_BINS += $(BUILD)/gpu/own_kernels
+
 # Planted races and clean kernels (static cudart: no libcudart needed at run time).
 $(BUILD)/gpu/races: test/gpu/races.cu
 	@mkdir -p $(@D)

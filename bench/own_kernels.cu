@@ -1,0 +1,200 @@
+// bench/own_kernels.cu — kcheck's own comparison kernels on the GPU, beside a
+// device-to-device copy of the same bytes (events, best of 5), and the L2
+// flush: how long a read of a buffer takes right after reading it (warm),
+// after kc_flush_l2's writes of 2 x L2 and after lighter sweeps. Also checks
+// that kc_hash_table and the fused kc_compare_table hash give the value of
+// region_hash.h computed on the host (the CPU stand-in's definition), and
+// that changes a linear hash cancels (two sign-bit flips) change the hash.
+// Usage: own_kernels [MiB ...]   (default 8 64 256)
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "../libkcheck/kernels/perturb_kernels.cu"
+
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));          \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static int sms;
+
+static void host_hash(const unsigned *a, unsigned long long words, unsigned long long seed,
+                      unsigned long long h[2]) {
+  unsigned k[6];
+  h[0] = h[1] = 0;
+  for (unsigned long long q = 0; 4 * q < words; q++) {
+    unsigned w[4];
+    for (int i = 0; i < 4; i++)
+      w[i] = 4 * q + i < words ? a[4 * q + i] : 0;
+    kc_rh_keys(q % KC_RH_RUN, seed, k);
+    kc_rh_quad(q, w[0], w[1], w[2], w[3], k, seed, h);
+  }
+}
+
+static kc_cmp_table one(const void *a, const void *b, unsigned long long words) {
+  kc_cmp_table t;
+  memset(&t, 0, sizeof t);
+  t.n = 1;
+  t.a[0] = (unsigned long long)a;
+  t.b[0] = (unsigned long long)b;
+  t.words[0] = words;
+  t.start[1] = (words + KC_CMP_CHUNK - 1) / KC_CMP_CHUNK;
+  return t;
+}
+
+static unsigned grid_for(const kc_cmp_table &t) {
+  unsigned long long c = t.start[t.n];
+  return c < 8ull * sms ? (unsigned)c : 8u * sms;
+}
+
+// kind: 0 copy, 1 compare, 2 compare+hash, 3 hash
+static float time_one(int kind, unsigned *a, unsigned *b, unsigned long long words,
+                      unsigned long long *slots) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  kc_cmp_table t = one(a, b, words);
+  float best = 1e30f;
+  for (int i = 0; i < 5; i++) {
+    CK(cudaMemset(slots, 0, 64));
+    CK(cudaEventRecord(e0));
+    if (kind == 0) CK(cudaMemcpyAsync(b, a, 4 * words, cudaMemcpyDeviceToDevice));
+    if (kind == 1) kc_compare_table<<<grid_for(t), 256>>>(t, slots, 0, nullptr);
+    if (kind == 2) kc_compare_table<<<grid_for(t), 256>>>(t, slots, 7, slots + 2);
+    if (kind == 3) kc_hash_table<<<grid_for(t), 256>>>(t, 7, slots);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (ms < best) best = ms;
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return best;
+}
+
+__global__ void read_sweep(const uint4 *p, unsigned long long n, unsigned *sink) {
+  unsigned acc = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345679u) *sink = acc; // keeps the loads
+}
+
+int main(int argc, char **argv) {
+  int dev = 0, l2 = 0;
+  CK(cudaSetDevice(dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  std::vector<int> sizes;
+  for (int i = 1; i < argc; i++)
+    sizes.push_back(atoi(argv[i]));
+  if (sizes.empty()) sizes = {8, 64, 256};
+  unsigned long long *slots;
+  CK(cudaMalloc(&slots, 4096));
+  int bad = 0;
+  printf("sms %d, L2 %d MiB\n", sms, l2 >> 20);
+  printf("| MiB | copy ms | GB/s | compare ms | x copy | compare+hash ms | x copy | hash ms | x copy |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int mib : sizes) {
+    unsigned long long words = (unsigned long long)mib << 18;
+    unsigned *a, *b;
+    CK(cudaMalloc(&a, 4 * words));
+    CK(cudaMalloc(&b, 4 * words));
+    std::vector<unsigned> h(words);
+    srand(mib);
+    for (auto &x : h)
+      x = (unsigned)rand() * 2654435761u;
+    CK(cudaMemcpy(a, h.data(), 4 * words, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b, a, 4 * words, cudaMemcpyDeviceToDevice));
+    float c = time_one(0, a, b, words, slots), k = time_one(1, a, b, words, slots),
+          kh = time_one(2, a, b, words, slots), hh = time_one(3, a, b, words, slots);
+    printf("| %d | %.4f | %.0f | %.4f | %.2f | %.4f | %.2f | %.4f | %.2f |\n", mib, c,
+           2e-6 * 4 * words / c, k, k / c, kh, kh / c, hh, hh / c);
+    // correctness: device hash == host definition, fused == separate
+    unsigned long long dv[4], hv[2];
+    kc_cmp_table t = one(a, b, words);
+    CK(cudaMemset(slots, 0, 64));
+    kc_hash_table<<<grid_for(t), 256>>>(t, 0xabcdefull + mib, slots);
+    kc_compare_table<<<grid_for(t), 256>>>(t, slots + 4, 0xabcdefull + mib, slots + 2);
+    CK(cudaMemcpy(dv, slots, 32, cudaMemcpyDeviceToHost));
+    host_hash(h.data(), words, 0xabcdefull + mib, hv);
+    int ok = dv[0] == hv[0] && dv[1] == hv[1] && dv[2] == hv[0] && dv[3] == hv[1];
+    // an odd word count and an unaligned start take the word-by-word loads
+    unsigned long long odd = words - 3;
+    kc_cmp_table u = one(a + 1, b + 1, odd);
+    CK(cudaMemset(slots, 0, 64));
+    kc_hash_table<<<grid_for(u), 256>>>(u, 99, slots);
+    CK(cudaMemcpy(dv, slots, 16, cudaMemcpyDeviceToHost));
+    host_hash(h.data() + 1, odd, 99, hv);
+    ok = ok && dv[0] == hv[0] && dv[1] == hv[1];
+    // two sign-bit flips in odd words (what cancelled in the pair hash)
+    unsigned flip[2] = {h[1] ^ 0x80000000u, h[3] ^ 0x80000000u};
+    CK(cudaMemcpy(b + 1, &flip[0], 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b + 3, &flip[1], 4, cudaMemcpyHostToDevice));
+    kc_cmp_table f = one(b, a, words);
+    CK(cudaMemset(slots, 0, 64));
+    kc_hash_table<<<grid_for(f), 256>>>(f, 5, slots);
+    kc_hash_table<<<grid_for(t), 256>>>(t, 5, slots + 2);
+    kc_compare_table<<<grid_for(f), 256>>>(f, slots + 4, 0, nullptr);
+    unsigned long long r[6];
+    CK(cudaMemcpy(r, slots, 48, cudaMemcpyDeviceToHost));
+    ok = ok && (r[0] != r[2] || r[1] != r[3]) && r[4] == 2 && ~r[5] == 1;
+    printf("  %d MiB: hash = host definition, fused = separate, unaligned tail, two sign flips "
+           "seen, compare count 2 first 1: %s\n",
+           mib, ok ? "ok" : "FAIL");
+    bad |= !ok;
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+  }
+  // L2: a read of X (24 MiB) right after reading it, after the flush
+  // variants; best of 5 each
+  unsigned long long xw = 24ull << 18, fw = 2ull * l2 / 4;
+  unsigned *x, *fb, *sink;
+  CK(cudaMalloc(&x, 4 * xw));
+  CK(cudaMalloc(&fb, 4 * fw));
+  CK(cudaMalloc(&sink, 4));
+  CK(cudaMemset(x, 1, 4 * xw));
+  CK(cudaMemset(fb, 0, 4 * fw));
+  const char *names[] = {"warm (X read just before)", "kc_flush_l2, 2 x L2 written",
+                         "1 x L2 written", "1 x L2 read", "1.5 x L2 read", "2 x L2 read"};
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  printf("\n| before reading X (24 MiB) | X read ms | flush ms |\n|---|---:|---:|\n");
+  for (int v = 0; v < 6; v++) {
+    float best = 1e30f, fbest = 1e30f;
+    for (int i = 0; i < 5; i++) {
+      read_sweep<<<4 * sms, 512>>>((const uint4 *)x, xw / 4, sink);
+      CK(cudaEventRecord(e0));
+      if (v == 1) kc_flush_l2<<<4 * sms, 1024>>>(fb, fw);
+      if (v == 2) kc_flush_l2<<<4 * sms, 1024>>>(fb, fw / 2);
+      if (v >= 3) read_sweep<<<4 * sms, 512>>>((const uint4 *)fb, fw / 4 * (v - 1) / 4, sink);
+      CK(cudaEventRecord(e1));
+      read_sweep<<<4 * sms, 512>>>((const uint4 *)x, xw / 4, sink);
+      cudaEvent_t e2;
+      CK(cudaEventCreate(&e2));
+      CK(cudaEventRecord(e2));
+      CK(cudaEventSynchronize(e2));
+      float fms, rms;
+      CK(cudaEventElapsedTime(&fms, e0, e1));
+      CK(cudaEventElapsedTime(&rms, e1, e2));
+      CK(cudaEventDestroy(e2));
+      if (rms < best) best = rms;
+      if (fms < fbest) fbest = fms;
+    }
+    printf("| %s | %.4f | %.4f |\n", names[v], best, fbest);
+  }
+  printf("%s\n", bad ? "own_kernels: FAIL" : "own_kernels: ok");
+  return bad;
+}

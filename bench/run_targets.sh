@@ -22,8 +22,9 @@
 # (KC_T_SMALL) that it can finish, with its plain run. KC_T_ANCHORS=all
 # adds memcheck and TORCH_CUDA_SANITIZER=1 at the full size, KC_T_FLOOR=1
 # a plain torch.profiler run. KC_T_CONFIGS: the alternating configurations
-# (default "plain none default trace1"; also "hash": hash_compare=1, which
-# adds a profile=1 run of it beside prof_default). KC_T_SKIP (words: strat_all8, trace2,
+# (default "plain none default trace1"; also "hash": hash_compare=1 and
+# "words": hash_compare=0, each of which adds a profile=1 run of it beside
+# prof_default). KC_T_SKIP (words: strat_all8, trace2,
 # racecheck) leaves those runs out, for a call that measures only the
 # targets and the checks' cost. KC_BUDGET (165 s) bounds the whole. Writes
 # OUTDIR/targets.md and OUTDIR/targets-logs.tar.gz.
@@ -55,6 +56,7 @@ opts_of() {
     trace1) echo gates=none:trace=1 ;;
     trace2) echo gates=none:trace=2 ;;
     hash) echo hash_compare=1 ;;
+    words) echo hash_compare=0 ;;
   esac
 }
 # one NAME OPTS(- = no kcheck) TIMEOUT CMD... ; WALL_<NAME> = seconds
@@ -105,8 +107,11 @@ one races_all8 "$ALL8" 30 "$BUILD/gpu/races" all || true
 echo "=== profile=1 (default options, mark at launch $MARK; trace=1, same mark); every race strategy"
 one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
 one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
-[[ " ${CONFIGS[*]} " == *" hash "* ]] &&
-  { one prof_hash "hash_compare=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true; }
+for c in hash words; do
+  if [[ " ${CONFIGS[*]} " == *" $c "* ]]; then
+    one "prof_$c" "$(opts_of $c):profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
+  fi
+done
 skipped() { case " ${KC_T_SKIP:-} " in *" $1 "*) echo "  $1: left out (KC_T_SKIP)" ;; *) return 1 ;; esac; }
 skipped strat_all8 || one strat_all8 "$ALL8" 120 "${T[@]}" --steps 5 || true
 skipped trace2 || one trace2_r1 "$(opts_of trace2)" 60 "${T[@]}" --steps 8 || errors=$((errors + 1))

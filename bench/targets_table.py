@@ -16,7 +16,7 @@ import glob, json, os, re, statistics, sys
 # implementation; L2 from the summary, else the H200's (PyTorch reported
 # 60 MB there) for reports made before own_kernels carried l2_bytes
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from kcheck.report import device_work_over_floor  # noqa: E402
+from kcheck.report import device_work_over_floor, flush_bytes_of  # noqa: E402
 L2_ASSUMED = 60 << 20
 logs, reps, rounds, steps, first, wall_decl = sys.argv[1:7]
 rounds, steps, first = int(rounds), int(steps), int(first)
@@ -63,9 +63,9 @@ def f(x, d=2):
     return "-" if x is None else f"{x:.{d}f}"
 plain_loss = key("plain_r1", "FINAL_LOSS")
 rows = {}
-for c in ["plain", "none", "default", "hash", "trace1", "trace2"]:
+for c in ["plain", "none", "default", "hash", "words", "trace1", "trace2"]:
     names = [f"{c}_r{r}" for r in range(1, rounds + 1)]
-    if c == "hash" and not any(steps_of(n) for n in names):
+    if c in ("hash", "words") and not any(steps_of(n) for n in names):
         continue  # a configuration of KC_T_CONFIGS only
     if c == "trace2":
         names = ["trace2_r1"]
@@ -93,7 +93,7 @@ def unread(name):
     except OSError:
         return False
     return has and not steps_of(name)
-UNREAD = [n for c in ["plain", "none", "default", "hash", "trace1"] for n in
+UNREAD = [n for c in ["plain", "none", "default", "hash", "words", "trace1"] for n in
           (f"{c}_r{r}" for r in range(1, rounds + 1)) if unread(n)] + \
          (["trace2_r1"] if unread("trace2_r1") else [])
 P = rows["plain"]
@@ -107,7 +107,7 @@ print(f"\nbench/transformer_step.py, {steps} steps per process (trace2: 8), {rou
 print("| mode | first ms/step | ratio | steady ms/step | ratio | wall s | ratio | checks | skip records | launch records | loss bitwise = plain |")
 print("|---|---:|---:|---:|---:|---:|---:|---|---|---|---|")
 label = {"plain": "plain", "none": "`gates=none`", "default": "default options",
-         "hash": "`hash_compare=1`",
+         "hash": "`hash_compare=1`", "words": "`hash_compare=0`",
          "trace1": "`gates=none:trace=1`", "trace2": "`gates=none:trace=2` (8 steps)"}
 for c, r in rows.items():
     print(f"| {label[c]} | {f(r['first'])} | {f(ratio(r['first'], P['first']), 3)} | {f(r['steady'])} | "
@@ -207,7 +207,7 @@ if tot:
         sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
         print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
 # the default runs' checks against their own floors
-for n in [f"{c}_r{r}" for c in ("default", "hash") for r in range(1, rounds + 1)]:
+for n in [f"{c}_r{r}" for c in ("default", "hash", "words") for r in range(1, rounds + 1)]:
     ck = [r for r in records(n) if r.get("type") == "check"]
     if not ck:
         continue
@@ -247,7 +247,8 @@ for n in [f"{c}_r{r}" for c in ("default", "hash") for r in range(1, rounds + 1)
           f"{statistics.median(big) if big else float('nan'):.1f}; 90th percentile of all "
           f"{rat[int(0.9 * (len(rat) - 1))] if rat else float('nan'):.1f}")
     l2 = ok.get("l2_bytes") or L2_ASSUMED
-    lbs = sorted(x for x in (device_work_over_floor(c, l2) for c in ck) if x is not None)
+    fb = flush_bytes_of(ok) or 2 * L2_ASSUMED
+    lbs = sorted(x for x in (device_work_over_floor(c, fb) for c in ck) if x is not None)
     if lbs:
         print(f"\n{n}: the device work these checks need at the measured copy bandwidth, no host time, "
               f"over the floor (L2 {l2 / 2**20:.0f} MiB"
@@ -265,7 +266,7 @@ for n in [f"{c}_r{r}" for c in ("default", "hash") for r in range(1, rounds + 1)
               f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f} (reported beside cost/floor, not instead)")
 # profile=1 runs: the ten costliest checks stage by stage (stages_ms of
 # each check record; chk_setup is nested in the others)
-for n in ("prof_default", "prof_hash"):
+for n in ("prof_default", "prof_hash", "prof_words"):
     ck = [r for r in records(n) if r.get("type") == "check" and r.get("stages_ms")]
     if not ck:
         continue

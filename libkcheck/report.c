@@ -246,6 +246,11 @@ void kc_report_finish(void) {
     json_object_set_new(sum, "graphs", gr);
     json_object_set_new(sum, "captured_launches",
                         json_integer(atomic_load(&kc_count.captured_launches)));
+    if (kc_opt.restore_check)
+      json_object_set_new(sum, "restore_check",
+                          json_pack("{s:I, s:I}", "checks",
+                                    (json_int_t)atomic_load(&kc_count.restore_checks), "differed",
+                                    (json_int_t)atomic_load(&kc_count.restore_differed)));
     kc_findings_summary(sum);
     /* How kcheck's own kernels were loaded, and the device costs behind
      * the checks' floors. */

@@ -29,6 +29,8 @@ struct kc_counters {
   atomic_long skips;
   atomic_long modules;
   atomic_long allocations;
+  atomic_long restore_checks;   /* restore_check=1: checks whose memory was compared after */
+  atomic_long restore_differed; /* of those, where it differed from post-state A */
 };
 extern struct kc_counters kc_count;
 

@@ -648,6 +648,19 @@ int kc_shadow_region_changed(struct kc_shadow *s, int i) {
   return s->regions[i].changed; /* set when post-state A was saved */
 }
 
+/* restore_check=1: the memory as the check leaves it, compared word by
+ * word with post-state A (never by hash). -1 when it differs. */
+static int restore_check(struct kc_shadow *s) {
+  uint64_t *res = calloc(2u * (size_t)(s->nregions ? s->nregions : 1), sizeof *res);
+  int rc = res ? compare_all(s, 0, NULL, res, NULL, NULL) : -1;
+  for (int i = 0; !rc && i < s->nregions; i++)
+    if (res[2 * i]) rc = -1;
+  free(res);
+  atomic_fetch_add(&kc_count.restore_checks, 1);
+  if (rc) atomic_fetch_add(&kc_count.restore_differed, 1);
+  return rc;
+}
+
 int kc_shadow_end(struct kc_shadow *s) {
   uint64_t t = kc_prof_now();
   int rc = 0, copied = 0;
@@ -668,6 +681,7 @@ int kc_shadow_end(struct kc_shadow *s) {
   if (s->have_post && (copied || s->runs) && kc_sync_device() != CUDA_SUCCESS &&
       kc_sync_device() != CUDA_SUCCESS)
     rc = -1;
+  if (!rc && s->have_post && kc_opt.restore_check) rc = restore_check(s);
   s->restored = rc == 0;
   free_regions(s);
   kc_prof_lap(KC_PS_chk_end, t);

@@ -151,31 +151,43 @@ def load(paths):
 
 # ------------------------------------------------------------- findings
 
-def device_work_over_floor(c, l2_bytes):
+def flush_bytes_of(own_kernels):
+    """What one run of the l2flush strategy writes, from the summary's
+    own_kernels: l2flush_bytes, else (reports made before it was recorded,
+    when the flush wrote twice the L2) 2 x l2_bytes; None when unknown."""
+    own = own_kernels or {}
+    if own.get("l2flush_bytes"):
+        return own["l2flush_bytes"]
+    return 2 * own["l2_bytes"] if own.get("l2_bytes") else None
+
+
+def device_work_over_floor(c, flush_bytes):
     """What check c's device work costs, priced as copies at its measured
     copy bandwidth with no host time at all, over its floor; None when the
-    record lacks the terms (or l2flush ran and l2_bytes is unknown). The
+    record lacks the terms (or l2flush ran and flush_bytes is unknown). The
     work: the pre-state (a copy of the S saved bytes), the application's
     launch and its comparison with the pre-state (reading 2S: the traffic of
     a copy of S), post-state A (a copy of the C bytes the launch changed),
     one wait; per run the restore of C, the kernel, the comparison of every
-    region (a copy of S), one wait; and the l2flush kernel's writes of
-    2 x L2 (the traffic of a copy of L2). restored_bytes is runs x C: a
-    run equal to post-state A needs no restore at the end."""
+    region (a copy of S; by hash, compare "hash", one read of S: half
+    that), one wait; and the l2flush kernel's writes of flush_bytes (the
+    traffic of a copy of half as many). restored_bytes is runs x C: a run
+    equal to post-state A needs no restore at the end."""
     ft = c.get("floor_terms") or {}
     runs, saved = c.get("runs") or 0, c.get("saved_bytes") or 0
     if not c.get("floor_ms") or not saved or not ft.get("measured_device") or c.get("kernel_ms") is None:
         return None
     flushed = ((c.get("gates") or {}).get("race") or {}).get("strategies", {}).get("l2flush") \
         in ("same", "differs")
-    if flushed and not l2_bytes:
+    if flushed and not flush_bytes:
         return None
     per_byte = ft["copies_ms"] / (2 * saved)
     k, wait = c["kernel_ms"], ft["syncs_ms"] / (1 + runs)
     changed = (c.get("restored_bytes") or 0) / runs if runs else 0
     fixed = k + 2 * saved * per_byte + changed * per_byte + wait
-    per_run = k + changed * per_byte + saved * per_byte + wait
-    flush = l2_bytes * per_byte if flushed else 0
+    compare = saved * per_byte * (0.5 if c.get("compare") == "hash" else 1)
+    per_run = k + changed * per_byte + compare + wait
+    flush = flush_bytes / 2 * per_byte if flushed else 0
     return (fixed + runs * per_run + flush) / c["floor_ms"]
 
 
@@ -207,7 +219,7 @@ def check_costs(records):
     net, net_top = over_floor(less_wait)
     # the device work the checks need over their floor (the L2 from the summary)
     own = next((r.get("own_kernels") for r in records if r.get("type") == "summary"), None) or {}
-    work = sorted(x for x in (device_work_over_floor(c, own.get("l2_bytes")) for c in checks)
+    work = sorted(x for x in (device_work_over_floor(c, flush_bytes_of(own)) for c in checks)
                   if x is not None)
     # profile=1: each check's stages (stages_ms), medians over the checks
     staged = [c["stages_ms"] for c in checks if isinstance(c.get("stages_ms"), dict)]

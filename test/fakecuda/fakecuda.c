@@ -48,6 +48,7 @@ void *fk_new(size_t n) {
 static struct {
   long long fail_at; /* 0: never fail */
   CUresult fail_code;
+  int fail_silent; /* the failing call returns success without its work */
   const char *entry; /* count only this entry (prefix when star) */
   size_t entry_len;
   int entry_star;
@@ -96,7 +97,7 @@ CUresult fk_enter(const char *name, int needs_init) {
       if (fi.trace)
         fprintf(stderr, "fakecuda: injected failure %d at call %lld (%s)\n", (int)fi.fail_code, n,
                 name);
-      return fi.fail_code;
+      return fi.fail_silent ? FK_SILENT_FAILURE : fi.fail_code;
     }
   }
   if (needs_init && (fi.forked_after_init || !atomic_load(&fk_g.initialized)))
@@ -143,6 +144,7 @@ __attribute__((constructor)) static void fk_load(void) {
   const char *e;
   if ((e = getenv("FAKECUDA_FAIL_AT")) && *e) fi.fail_at = atoll(e);
   if ((e = getenv("FAKECUDA_FAIL_CODE")) && *e) fi.fail_code = (CUresult)atoi(e);
+  if ((e = getenv("FAKECUDA_FAIL_SILENT")) && *e && *e != '0') fi.fail_silent = 1;
   if ((e = getenv("FAKECUDA_FAIL_ENTRY")) && *e) {
     fi.entry = e;
     fi.entry_len = strlen(e);

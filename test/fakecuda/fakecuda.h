@@ -87,6 +87,8 @@
  *   FAKECUDA_MEM_GB=N         device memory size (default 16)
  *   FAKECUDA_FAIL_AT=N        the N-th counted call fails (1-based)
  *   FAKECUDA_FAIL_CODE=N      the error it returns (default CUDA_ERROR_UNKNOWN)
+ *   FAKECUDA_FAIL_SILENT=1    instead it returns CUDA_SUCCESS without doing its
+ *                             work (a copy that copies nothing)
  *   FAKECUDA_FAIL_ENTRY=name  count only calls of this entry (a trailing '*'
  *                             matches a prefix)
  *   FAKECUDA_CALLS_OUT=path   at exit write "calls N", "failed SEQ NAME" (or

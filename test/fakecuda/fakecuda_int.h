@@ -196,14 +196,19 @@ extern struct fk_state fk_g;
 /* Entry bookkeeping: counts the call for fault injection and checks cuInit.
  * Returns CUDA_SUCCESS or the error the entry must return at once. */
 CUresult fk_enter(const char *name, int needs_init);
+/* What fk_enter returns for FAKECUDA_FAIL_SILENT's call: the entry
+ * returns CUDA_SUCCESS at once, its work not done. */
+#define FK_SILENT_FAILURE ((CUresult)-1)
 #define FK_ENTER(name)                                                                             \
   do {                                                                                             \
     CUresult fk_rc_ = fk_enter((name), 1);                                                         \
+    if (fk_rc_ == FK_SILENT_FAILURE) return CUDA_SUCCESS;                                          \
     if (fk_rc_ != CUDA_SUCCESS) return fk_rc_;                                                     \
   } while (0)
 #define FK_ENTER_NOINIT(name)                                                                      \
   do {                                                                                             \
     CUresult fk_rc_ = fk_enter((name), 0);                                                         \
+    if (fk_rc_ == FK_SILENT_FAILURE) return CUDA_SUCCESS;                                          \
     if (fk_rc_ != CUDA_SUCCESS) return fk_rc_;                                                     \
   } while (0)
 

@@ -24,6 +24,7 @@ def test_floor_terms_and_device_costs(app, tmp_path):
     assert own["form"] == "ptx" and own["load_ms"] >= 0, own
     assert own["copy_gbps"] > 0 and own["sync_us"] > 0, own
     assert own["l2_bytes"] == 62914560, own  # the stand-in's L2, as the H200's: 60 MiB
+    assert own["l2flush_bytes"] == own["l2_bytes"], own  # the flush writes one L2
     for c in by_type(recs, "check"):
         t = c["floor_terms"]
         assert t["measured_device"] is True

@@ -324,18 +324,24 @@ def test_device_work_over_floor_prices_each_part(tmp_path):
     """1 MiB saved, 0.5 MiB changed (restored_bytes = runs x changed), 0.1 ms
     a MiB copied, kernel 0.05 ms, 0.01 ms a wait: fixed 0.05 + 0.2 + 0.05 +
     0.01, each of two runs 0.05 + 0.05 + 0.1 + 0.01, and l2flush's writes of
-    2 x 4 MiB the traffic of a 4 MiB copy, 0.4 ms: 1.13 ms over a 0.5 ms
-    floor; without the L2's size a check where l2flush ran is not priced."""
+    8 MiB the traffic of a 4 MiB copy, 0.4 ms: 1.13 ms over a 0.5 ms floor;
+    compared by hash, each run's comparison reads S once (0.05 ms): 1.03 ms;
+    without the flush's size a check where l2flush ran is not priced."""
     mib = 1 << 20
     c = {"type": "check", "runs": 2, "floor_ms": 0.5, "kernel_ms": 0.05, "saved_bytes": mib,
          "restored_bytes": mib, "gates": {"race": {"strategies": {"l2flush": "same"}}},
          "floor_terms": {"copies_ms": 0.2, "syncs_ms": 0.03, "measured_device": True}}
-    assert abs(kr.device_work_over_floor(c, 4 * mib) - 1.13 / 0.5) < 1e-12
+    assert abs(kr.device_work_over_floor(c, 8 * mib) - 1.13 / 0.5) < 1e-12
+    assert abs(kr.device_work_over_floor(dict(c, compare="hash"), 8 * mib) - 1.03 / 0.5) < 1e-12
     assert kr.device_work_over_floor(c, None) is None
+    # the flush's size: recorded, else (older reports) twice the L2
+    assert kr.flush_bytes_of({"l2flush_bytes": 3 * mib, "l2_bytes": 4 * mib}) == 3 * mib
+    assert kr.flush_bytes_of({"l2_bytes": 4 * mib}) == 8 * mib
+    assert kr.flush_bytes_of({}) is None
     c["gates"]["race"]["strategies"]["l2flush"] = "kcheck's perturbation kernels are unavailable"
     assert abs(kr.device_work_over_floor(c, None) - 0.73 / 0.5) < 1e-12
     c["floor_terms"]["measured_device"] = False
-    assert kr.device_work_over_floor(c, 4 * mib) is None
+    assert kr.device_work_over_floor(c, 8 * mib) is None
 
 
 def test_report_without_summary_fails(app, tmp_path):

@@ -340,15 +340,15 @@ def _verdicts(recs):
 
 
 def test_reruns_compared_by_hash_give_the_word_by_word_verdicts(app, tmp_path):
-    """hash_compare=1 hashes each re-run's regions (one read) and compares
-    word by word only a region whose hash differs from the application's
-    result's; hash_compare=0 (the default) compares every region word by
+    """hash_compare=1 (the default) hashes each re-run's regions (one read)
+    and compares word by word only a region whose hash differs from the
+    application's result's; hash_compare=0 compares every region word by
     word. Same violations, same evidence (first differing word, count,
     values), same clean checks; the check records say which was used."""
     (tmp_path / "h").mkdir()
     (tmp_path / "w").mkdir()
-    hashed = run([app("app_linked"), "races"], tmp_path / "h", options="hash_compare=1")
-    words = run([app("app_linked"), "races"], tmp_path / "w")
+    hashed = run([app("app_linked"), "races"], tmp_path / "h")
+    words = run([app("app_linked"), "races"], tmp_path / "w", options="hash_compare=0")
     assert hashed.rc == 0 and words.rc == 0, hashed.err + words.err
     h, w = hashed.only_report(), words.only_report()
     assert {c["compare"] for c in by_type(h, "check")} == {"hash"}
@@ -389,3 +389,42 @@ def test_rerun_that_writes_its_input(app, tmp_path):
     assert c["gates"]["race"]["runs"] == 2 and c["gates"]["determinism"]["runs"] == 1
     # the application's run, one identical run, l2flush, scrub
     assert re.search(r"scribble executions 4\b", r.out), r.out
+
+
+def test_restore_check_compares_the_memory_a_check_leaves(app, tmp_path):
+    """restore_check=1 compares every saved region word by word with the
+    application's own result after each check (summary restore_check).
+    Clean: 0 differed, with word-by-word and hash comparisons. A restore
+    copy the stand-in drops without an error (FAKECUDA_FAIL_SILENT) leaves
+    the racy kernel's re-run result in the application's memory: for the
+    copy that is the check's last restore, restore_check says so (an
+    internal error, differed 1), and without the option nothing does."""
+    opts = "race_strategies=green:kernel_include=last_writer:gates=race:restore_check=1"
+    entry = {"FAKECUDA_FAIL_ENTRY": "cuMemcpyDtoDAsync_v2"}
+    for hc in ("0", "1"):
+        (tmp_path / hc).mkdir()
+        r = run([app("app_linked"), "races"], tmp_path / hc, options=opts + ":hash_compare=" + hc,
+                env_extra=dict(entry, FAKECUDA_CALLS_OUT=str(tmp_path / hc / "calls.txt")))
+        assert r.rc == 0, r.err
+        recs = r.only_report()
+        summ = by_type(recs, "summary")[0]
+        assert summ["restore_check"] == {"checks": 1, "differed": 0}, summ
+        assert by_type(recs, "check")[0]["violations"] == 1
+        assert summ["internal_errors"] == 0
+    n = int(open(tmp_path / "0" / "calls.txt").read().split()[1])
+    assert n >= 3
+
+    def dropped(k, options=opts):
+        d = tmp_path / ("drop%d%s" % (k, "" if options == opts else "_off"))
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d, options=options,
+                env_extra=dict(entry, FAKECUDA_FAIL_AT=str(k), FAKECUDA_FAIL_SILENT="1"))
+        assert r.rc == 0, r.err
+        return r, by_type(r.only_report(), "summary")[0]
+
+    caught = [k for k, (r, s) in zip(range(1, n + 1), sweep(dropped, range(1, n + 1)))
+              if s["restore_check"]["differed"] == 1 and s["internal_errors"] == 1
+              and "restoring the application's memory after a check failed" in r.err]
+    assert caught, "no dropped restore copy was caught"
+    r, s = dropped(caught[0], opts.replace(":restore_check=1", ""))
+    assert "restore_check" not in s and s["internal_errors"] == 0

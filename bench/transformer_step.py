@@ -291,12 +291,20 @@ def main():
                     "model is built (the binding installed, its mode never on: what installing "
                     "it costs)")
     ap.add_argument("--pyprof-out", help="with --pyprof: also write the full pstats table here")
+    ap.add_argument("--attention", choices=("default", "math"), default="default",
+                    help="math: scaled-dot-product attention by its math kernels only (flash and "
+                    "memory-efficient off): the memory-efficient backward accumulates in a "
+                    "varying order, so only then is the final loss the same in every plain run")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("CUDA is not available", file=sys.stderr)
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    if args.attention == "math":
+        torch.backends.cuda.enable_flash_sdp(False)
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
+        torch.backends.cuda.enable_cudnn_sdp(False)
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     if args.profile_out:

@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "guard.h"
 #include "intra.h"
+#include "kernels/cmp_table.h"
 #include "log.h"
 #include "own.h"
 #include "prof.h"
@@ -354,35 +355,25 @@ out:
   return rc;
 }
 
-/* kc_compare_table's parameter (kernels/perturb_kernels.cu): up to
- * CMP_MAX regions a launch, cut into chunks of CMP_CHUNK words. */
-#define CMP_MAX 64
-#define CMP_CHUNK 16384ull
-struct cmp_table {
-  unsigned long long a[CMP_MAX], b[CMP_MAX], words[CMP_MAX];
-  unsigned long long start[CMP_MAX + 1];
-  unsigned long long n;
-};
-
 /* Regions first.. of a, b (b NULL: kc_hash_table's, which reads a only)
- * into *t, CMP_MAX at most: region first + r is the table's region r, its
+ * into *t, KC_CMP_MAX at most: region first + r is the table's region r, its
  * result slot too; a region compared with itself (or empty) has no chunk.
  * Returns the table's chunks. */
-static uint64_t table_fill(struct cmp_table *t, const CUdeviceptr *a, const CUdeviceptr *b,
+static uint64_t table_fill(struct kc_cmp_table *t, const CUdeviceptr *a, const CUdeviceptr *b,
                            const uint64_t *words, int first, int n, int hashing) {
   memset(t, 0, sizeof *t);
-  for (int i = first; i < n && t->n < CMP_MAX; i++) {
+  for (int i = first; i < n && t->n < KC_CMP_MAX; i++) {
     unsigned r = (unsigned)t->n++;
     int skip = !words[i] || (b && a[i] == b[i] && !hashing);
     t->a[r] = a[i];
     t->b[r] = b ? b[i] : 0;
     t->words[r] = skip ? 0 : words[i];
-    t->start[r + 1] = t->start[r] + (t->words[r] + CMP_CHUNK - 1) / CMP_CHUNK;
+    t->start[r + 1] = t->start[r] + (t->words[r] + KC_CMP_CHUNK - 1) / KC_CMP_CHUNK;
   }
   return t->start[t->n];
 }
 
-/* Every region in as few launches as CMP_MAX allows (one for a check's
+/* Every region in as few launches as KC_CMP_MAX allows (one for a check's
  * usual few dozen): a launch per region cost each small one a launch and
  * left the SMs idle between them. b NULL: kc_hash_table into 16-byte
  * slots (seeded), else kc_compare_table into 16-byte ones at `slots`,
@@ -390,8 +381,8 @@ static uint64_t table_fill(struct cmp_table *t, const CUdeviceptr *a, const CUde
 static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
                           const uint64_t *words, int n, unsigned long long seed, CUdeviceptr slots,
                           CUdeviceptr hslots, CUstream stream) {
-  static struct cmp_table t; /* under `lock`, like every caller here; 2 KiB */
-  for (int first = 0; first < n; first += CMP_MAX) {
+  static struct kc_cmp_table t; /* under `lock`, like every caller here; 2 KiB */
+  for (int first = 0; first < n; first += KC_CMP_MAX) {
     uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots);
     if (!chunks) continue;
     CUdeviceptr o = slots + 16u * (unsigned)first;

@@ -92,22 +92,28 @@ static int fail(struct kc_shadow *s, const char **why, const char *msg) {
 }
 
 /* Device-event timing of one stretch of a stream's work, for the check's
- * floor. Any failure only leaves the time unknown. A check times one
- * stretch at a time (the save, then the application's launch), so each
- * thread keeps one pair of events for its context instead of creating and
- * destroying two per stretch (four driver calls). */
+ * floor. Any failure only leaves the time unknown. A check times two
+ * stretches (the save, then the application's launch), read together
+ * after the launch's wait, so each thread keeps two pairs of events for
+ * its context instead of creating and destroying them per stretch. */
 struct ev_timer {
   CUevent e[2];
   int ok;
 };
 
+enum { TIMER_SAVE, TIMER_LAUNCH, TIMERS };
+
 static __thread struct {
   CUcontext ctx;
-  CUevent e[2];
+  CUevent e[2 * TIMERS];
   int n; /* events created for ctx */
 } ev_pool;
 
-static void timer_start(struct ev_timer *t, CUstream st) {
+/* The pre-state's timer: read after the application's launch (a thread
+ * makes one check at a time). */
+static __thread struct ev_timer save_timer;
+
+static void timer_start(struct ev_timer *t, int which, CUstream st) {
   memset(t, 0, sizeof *t);
   if (!kc_drv.cuEventCreate || !kc_drv.cuEventRecord || !kc_drv.cuEventElapsedTime_v2 ||
       !kc_drv.cuEventDestroy_v2 || !kc_drv.cuCtxGetCurrent)
@@ -121,10 +127,10 @@ static void timer_start(struct ev_timer *t, CUstream st) {
     ev_pool.n = 0;
     ev_pool.ctx = ctx;
   }
-  for (; ev_pool.n < 2; ev_pool.n++)
+  for (; ev_pool.n < 2 * TIMERS; ev_pool.n++)
     if (kc_drv.cuEventCreate(&ev_pool.e[ev_pool.n], CU_EVENT_DEFAULT) != CUDA_SUCCESS) return;
-  t->e[0] = ev_pool.e[0];
-  t->e[1] = ev_pool.e[1];
+  t->e[0] = ev_pool.e[2 * which];
+  t->e[1] = ev_pool.e[2 * which + 1];
   t->ok = kc_drv.cuEventRecord(t->e[0], st) == CUDA_SUCCESS;
   if (!t->ok) ev_pool.n = 0, ev_pool.ctx = NULL; /* e.g. a destroyed context's: made anew */
 }
@@ -200,19 +206,20 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
     at += aligned(s->regions[i].size);
   }
   s->slots = at;
-  struct ev_timer t;
-  timer_start(&t, s->stream);
+  timer_start(&save_timer, TIMER_SAVE, s->stream);
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
     if (copy_async(r->pre, r->base, r->size, s->stream) != CUDA_SUCCESS) {
-      timer_ms(&t);
+      timer_ms(&save_timer);
+      /* copies already queued read the memory the launch may change */
+      stream_sync(s->stream);
       return fail(s, why, "saving the pre-state failed");
     }
   }
-  timer_stop(&t, s->stream);
-  CUresult sr = stream_sync(s->stream);
-  s->snapshot_ms = timer_ms(&t);
-  if (sr != CUDA_SUCCESS) return fail(s, why, "saving the pre-state failed");
+  timer_stop(&save_timer, s->stream);
+  /* No wait: the application's launch is queued behind the copies on the
+   * same stream, and the comparison after it waits for both (a fault in
+   * a copy fails that wait). One round trip less a check. */
   return 0;
 }
 
@@ -363,11 +370,13 @@ CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok) {
 static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
   *ok = 0;
   struct ev_timer t;
-  timer_start(&t, s->li->stream);
+  timer_start(&t, TIMER_LAUNCH, s->li->stream);
   CUresult r = kc_app_launch(s->li->args);
   timer_stop(&t, s->li->stream);
   if (r != CUDA_SUCCESS) {
     timer_ms(&t);
+    timer_ms(&save_timer);
+    stream_sync(s->stream); /* the pre-state's copies, before the staging is given back */
     return r;
   }
   /* Post-state A: only what the launch changed needs a copy of its own;
@@ -383,11 +392,13 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
   int cmp = res ? compare_all(s, 1, NULL, res, hash, &hashed) : -1;
   if (cmp && kc_sync_device() != CUDA_SUCCESS) {
     timer_ms(&t);
+    timer_ms(&save_timer);
     free(res);
     free(hash);
     return r; /* the kernel faulted: nothing to compare */
   }
   s->kernel_ms = timer_ms(&t);
+  s->snapshot_ms = timer_ms(&save_timer);
   if (!res) {
     free(hash);
     return r;

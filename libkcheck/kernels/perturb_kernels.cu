@@ -3,6 +3,7 @@
 // loaded by the shadow executor; names are C so the CPU stand-in can bind
 // them to its C implementations. Nothing here touches application memory.
 
+#include "cmp_table.h"
 #include "region_hash.h"
 
 // Fills this block's whole shared memory with a pattern from the seed, the
@@ -139,16 +140,9 @@ extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int 
 // of KC_CMP_CHUNK words; start[r] is region r's first chunk (start[n] all
 // of them); each block takes chunks in turn, so small regions cost no
 // launch of their own and large ones spread over every SM.
-#define KC_CMP_MAX 64
-#define KC_CMP_CHUNK 16384ull
 // Quads never straddle two chunks; a chunk is a whole number of the hash's
 // runs, so a thread's position in a run stays the same from chunk to chunk.
 static_assert(KC_CMP_CHUNK % (4 * KC_RH_RUN) == 0, "a chunk holds whole runs of quads");
-struct kc_cmp_table {
-  unsigned long long a[KC_CMP_MAX], b[KC_CMP_MAX], words[KC_CMP_MAX];
-  unsigned long long start[KC_CMP_MAX + 1];
-  unsigned long long n;
-};
 
 // Quad q of a region of `words` words: a 16-byte load where the address
 // allows it and the quad is whole, else word by word, 0 past the end.

@@ -233,7 +233,6 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_COMPARE "kc_compare"
 #define FK_K_COMPARE_TABLE "kc_compare_table"
 #define FK_K_HASH_TABLE "kc_hash_table"
-#define FK_CMP_MAX 64 /* regions in one kc_compare_table launch */
 
 /* The struct parameter of FK_K_MULTI_PTR, like PyTorch's multi-tensor
  * kernels' (dozens of tensors, each its own allocation here): block 0 sets

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fakecuda_int.h"
+#include "../../libkcheck/kernels/cmp_table.h"
 #include "../../libkcheck/kernels/region_hash.h"
 
 #define P(i, T) (*(T *)params[i])
@@ -482,12 +483,6 @@ static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
     if (a[i] != b[i]) note_difference(out, i);
 }
 
-/* kc_compare_table's parameter, as kernels/perturb_kernels.cu declares it. */
-struct fk_cmp_table {
-  unsigned long long a[FK_CMP_MAX], b[FK_CMP_MAX], words[FK_CMP_MAX];
-  unsigned long long start[FK_CMP_MAX + 1];
-  unsigned long long n;
-};
 
 /* Region a's hash (kernels/region_hash.h, the device's definition) added
  * into h[0], h[1]. */
@@ -504,11 +499,11 @@ static void hash_region(const unsigned *a, unsigned long long words, unsigned lo
 }
 
 static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) {
-  const struct fk_cmp_table *t = params[0];
+  const struct kc_cmp_table *t = params[0];
   unsigned long long *out = P(1, unsigned long long *);
   unsigned long long seed = P(2, unsigned long long);
   unsigned long long *hout = P(3, unsigned long long *);
-  if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
+  if (block_lin(c) != 0 || t->n > KC_CMP_MAX) return;
   for (unsigned long long r = 0; r < t->n; r++) {
     const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
     const unsigned *b = (const unsigned *)(uintptr_t)t->b[r];
@@ -521,10 +516,10 @@ static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) 
 /* kc_hash_table: out[2r], out[2r+1] += region r's two hash lanes; b[] and
  * start[] are ignored. */
 static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
-  const struct fk_cmp_table *t = params[0];
+  const struct kc_cmp_table *t = params[0];
   unsigned long long seed = P(1, unsigned long long);
   unsigned long long *out = P(2, unsigned long long *);
-  if (block_lin(c) != 0 || t->n > FK_CMP_MAX) return;
+  if (block_lin(c) != 0 || t->n > KC_CMP_MAX) return;
   for (unsigned long long r = 0; r < t->n; r++)
     hash_region((const unsigned *)(uintptr_t)t->a[r], t->words[r], seed, &out[2 * r]);
 }
@@ -564,8 +559,8 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
     {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
-    {FK_K_COMPARE_TABLE, k_compare_table, 4, {sizeof(struct fk_cmp_table), 8, 8, 8}, {8, 8, 8, 8}, 0, 0},
-    {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct fk_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
+    {FK_K_COMPARE_TABLE, k_compare_table, 4, {sizeof(struct kc_cmp_table), 8, 8, 8}, {8, 8, 8, 8}, 0, 0},
+    {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

@@ -358,18 +358,25 @@ out:
 /* Regions first.. of a, b (b NULL: kc_hash_table's, which reads a only)
  * into *t, KC_CMP_MAX at most: region first + r is the table's region r, its
  * result slot too; a region compared with itself (or empty) has no chunk.
+ * The chunk size follows the words the launch reads (cmp_table.h).
  * Returns the table's chunks. */
 static uint64_t table_fill(struct kc_cmp_table *t, const CUdeviceptr *a, const CUdeviceptr *b,
-                           const uint64_t *words, int first, int n, int hashing) {
+                           const uint64_t *words, int first, int n, int hashing, int sms) {
   memset(t, 0, sizeof *t);
+  uint64_t total = 0;
   for (int i = first; i < n && t->n < KC_CMP_MAX; i++) {
     unsigned r = (unsigned)t->n++;
     int skip = !words[i] || (b && a[i] == b[i] && !hashing);
     t->a[r] = a[i];
     t->b[r] = b ? b[i] : 0;
     t->words[r] = skip ? 0 : words[i];
-    t->start[r + 1] = t->start[r] + (t->words[r] + KC_CMP_CHUNK - 1) / KC_CMP_CHUNK;
+    total += t->words[r];
   }
+  t->chunk = total >= KC_CMP_CHUNK_LARGE * KC_CMP_LARGE_PER_SM * (uint64_t)(sms > 0 ? sms : 1)
+                 ? KC_CMP_CHUNK_LARGE
+                 : KC_CMP_CHUNK_SMALL;
+  for (unsigned r = 0; r < t->n; r++)
+    t->start[r + 1] = t->start[r] + (t->words[r] + t->chunk - 1) / t->chunk;
   return t->start[t->n];
 }
 
@@ -383,7 +390,7 @@ static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdev
                           CUdeviceptr hslots, CUstream stream) {
   static struct kc_cmp_table t; /* under `lock`, like every caller here; 2 KiB */
   for (int first = 0; first < n; first += KC_CMP_MAX) {
-    uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots);
+    uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots, d->sms);
     if (!chunks) continue;
     CUdeviceptr o = slots + 16u * (unsigned)first;
     CUdeviceptr h = hslots ? hslots + 16u * (unsigned)first : 0;

@@ -7,20 +7,25 @@
 
 /* Regions a launch. */
 #define KC_CMP_MAX 64
-/* Words a chunk: each block takes chunks in turn. 16 KiB: a region of a few
- * MiB still spreads over every SM (at 64 KiB a 4 MiB region made 64
- * blocks for 132 SMs), and a large one costs a block's reduction per
- * 16 KiB. A whole number of the hash's runs (region_hash.h). */
-#ifndef KC_CMP_CHUNK
-#define KC_CMP_CHUNK 4096ull
-#endif
+/* Words a chunk (each block takes chunks in turn), chosen per launch:
+ * 64 KiB where the launch's regions make at least KC_CMP_LARGE_PER_SM such
+ * chunks per SM, else 16 KiB. On the H200 (bench/own_kernels) 16 KiB
+ * chunks hashed 1-8 MiB in 1.1 copies' time against 1.2-2.1 (at 64 KiB a
+ * 4 MiB region made 64 blocks for 132 SMs), but 64-256 MiB in 0.67-0.74
+ * against 0.57-0.66 (a block's reduction per 16 KiB). Both are whole
+ * numbers of the hash's runs (region_hash.h). */
+#define KC_CMP_CHUNK_SMALL 4096ull
+#define KC_CMP_CHUNK_LARGE 16384ull
+#define KC_CMP_LARGE_PER_SM 4
 
 /* Region r: a[r] (and b[r], compared with it) over words[r] 32-bit words,
- * chunks start[r] .. start[r + 1] - 1 of the launch; n regions. */
+ * chunks start[r] .. start[r + 1] - 1 of the launch, each `chunk` words;
+ * n regions. */
 struct kc_cmp_table {
   unsigned long long a[KC_CMP_MAX], b[KC_CMP_MAX], words[KC_CMP_MAX];
   unsigned long long start[KC_CMP_MAX + 1];
   unsigned long long n;
+  unsigned long long chunk;
 };
 
 #endif

@@ -137,12 +137,13 @@ extern "C" __global__ void kc_compare(const unsigned int *a, const unsigned int 
 // seeded with seed) is added to hout[2r], hout[2r+1] in the same pass
 // (the comparison after the application's launch reads post-state A
 // anyway: its hash costs no read of its own). Regions are cut into chunks
-// of KC_CMP_CHUNK words; start[r] is region r's first chunk (start[n] all
+// of t.chunk words; start[r] is region r's first chunk (start[n] all
 // of them); each block takes chunks in turn, so small regions cost no
 // launch of their own and large ones spread over every SM.
 // Quads never straddle two chunks; a chunk is a whole number of the hash's
 // runs, so a thread's position in a run stays the same from chunk to chunk.
-static_assert(KC_CMP_CHUNK % (4 * KC_RH_RUN) == 0, "a chunk holds whole runs of quads");
+static_assert(KC_CMP_CHUNK_SMALL % (4 * KC_RH_RUN) == 0 && KC_CMP_CHUNK_LARGE % (4 * KC_RH_RUN) == 0,
+              "a chunk holds whole runs of quads");
 
 // Quad q of a region of `words` words: a 16-byte load where the address
 // allows it and the quad is whole, else word by word, 0 past the end.
@@ -203,7 +204,7 @@ extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigne
   for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
     while (r + 1 < t.n && t.start[r + 1] <= c)
       r++;
-    unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
+    unsigned long long lo = (c - t.start[r]) * t.chunk, hi = lo + t.chunk;
     if (hi > t.words[r]) hi = t.words[r];
     unsigned long long count = 0, first = ~0ull;
     const unsigned int *a = (const unsigned int *)t.a[r], *b = (const unsigned int *)t.b[r];
@@ -246,7 +247,7 @@ extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned l
   for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
     while (r + 1 < t.n && t.start[r + 1] <= c)
       r++;
-    unsigned long long lo = (c - t.start[r]) * KC_CMP_CHUNK, hi = lo + KC_CMP_CHUNK;
+    unsigned long long lo = (c - t.start[r]) * t.chunk, hi = lo + t.chunk;
     if (hi > t.words[r]) hi = t.words[r];
     const unsigned int *a = (const unsigned int *)t.a[r];
     bool vec = (unsigned long long)a % 16 == 0;

@@ -52,17 +52,13 @@ $(BUILD)/gpu/launch_overhead: bench/launch_overhead.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
 
-# kcheck's own comparison kernels and the L2 flush, timed (static cudart);
-# _64k with the chunks of 64 KiB they had before.
+# kcheck's own comparison kernels (both chunk sizes) and the L2 flush, timed
+# (static cudart).
 $(BUILD)/gpu/own_kernels: bench/own_kernels.cu libkcheck/kernels/perturb_kernels.cu \
                           libkcheck/kernels/region_hash.h libkcheck/kernels/cmp_table.h
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
-$(BUILD)/gpu/own_kernels_64k: bench/own_kernels.cu libkcheck/kernels/perturb_kernels.cu \
-                              libkcheck/kernels/region_hash.h libkcheck/kernels/cmp_table.h
-	@mkdir -p $(@D)
-	$(NVCC) $(GPU_NVCCFLAGS) -DKC_CMP_CHUNK=16384ull -cudart static $< -o $@ $(GPU_LDLIBS)
-GPU_BINS += $(BUILD)/gpu/own_kernels $(BUILD)/gpu/own_kernels_64k
+GPU_BINS += $(BUILD)/gpu/own_kernels
 
 # Planted races and clean kernels (static cudart: no libcudart needed at run time).
 $(BUILD)/gpu/races: test/gpu/races.cu

@@ -14,10 +14,10 @@ s=$(date +%s)
 timeout 15 build/gpu/own_kernels 1 4 8 64 256 >"$O/own_kernels.txt" 2>&1
 echo "own_kernels rc=$? $(($(date +%s) - s))s" >>"$O/rc.txt"
 s=$(date +%s)
-timeout 150 env KC_T_CONFIGS="plain default" KC_T_SKIP="strat_all8 trace2 racecheck" KC_T_ROUNDS=3 \
-  KC_BUDGET=140 bash bench/run_targets.sh "$O/targets" >"$O/targets.log" 2>&1
+timeout 105 env KC_T_CONFIGS="plain default" KC_T_SKIP="strat_all8 trace2 racecheck" KC_T_ROUNDS=2 \
+  KC_BUDGET=95 bash bench/run_targets.sh "$O/targets" >"$O/targets.log" 2>&1
 echo "targets rc=$? $(($(date +%s) - s))s" >>"$O/rc.txt"
 s=$(date +%s)
-timeout 70 bash test/gpu/races/run_corpus.sh "$O/races" >"$O/races.log" 2>&1
+timeout 60 bash test/gpu/races/run_corpus.sh "$O/races" >"$O/races.log" 2>&1
 echo "races rc=$? $(($(date +%s) - s))s" >>"$O/rc.txt"
 cat "$O/rc.txt"

@@ -2,7 +2,7 @@
 # Device call 4 (2026-12-02, eleventh stop), at the commit where the table
 # kernels' chunk size is chosen per launch (64 KiB where the launch reads
 # at least 4 such chunks per SM, else 16 KiB): (1) bench/own_kernels at
-# 1-256 MiB with both chunk sizes; (2) the overhead targets, three rounds,
+# 1-256 MiB with both chunk sizes; (2) the overhead targets, two rounds,
 # with a profile=1 run; (3) the race corpus.
 #   bash test/gpu/results/2026-12-02-s10/call4.sh OUTDIR
 set -u

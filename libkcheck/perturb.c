@@ -426,11 +426,11 @@ static uint64_t *host_slots(struct dev_state *d, size_t words) {
   return d->host_slots;
 }
 
-/* Zeroes `bytes` of result slots, queues `work` (table launches), copies
- * the slots back into out and waits: the one round trip of a comparison. */
+/* After the slots' memset and the kernels that fill them (queued on
+ * `stream`): copies `bytes` of slots back into out and waits, the one
+ * round trip of a comparison. */
 static int slots_round_trip(struct dev_state *d, CUdeviceptr slots, size_t bytes, CUstream stream,
-                            int work, uint64_t *out) {
-  if (work) return -1;
+                            uint64_t *out) {
   uint64_t *pinned = host_slots(d, bytes / sizeof(uint64_t));
   if (kc_drv.cuMemcpyDtoHAsync_v2(pinned ? pinned : out, slots, bytes, stream) != CUDA_SUCCESS ||
       kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
@@ -450,11 +450,10 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
   struct dev_state *d = state();
   if (!d || load_module(d) || !d->hash_table || !slots_ready()) goto out;
   size_t bytes = 16u * (size_t)n;
-  if (kc_drv.cuMemsetD8Async(slots, 0, bytes, stream) != CUDA_SUCCESS) goto out;
-  rc = slots_round_trip(d, slots, bytes, stream,
-                        table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, 0,
-                                       stream),
-                        out);
+  if (kc_drv.cuMemsetD8Async(slots, 0, bytes, stream) != CUDA_SUCCESS ||
+      table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, 0, stream))
+    goto out;
+  rc = slots_round_trip(d, slots, bytes, stream, out);
 out:
   pthread_mutex_unlock(&lock);
   return rc;
@@ -471,23 +470,23 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
    * device memset prepares them, not a copy from the host. */
   size_t bytes = (hout ? 32u : 16u) * (size_t)n;
   if (kc_drv.cuMemsetD8Async(slots, 0, bytes, stream) != CUDA_SUCCESS) goto out;
-  int work = 0;
+  int failed = 0; /* queuing the comparison kernels */
   if (d->compare_table) {
-    work = table_launches(d, a, b, words, n, (unsigned long long)seed, slots,
+    failed = table_launches(d, a, b, words, n, (unsigned long long)seed, slots,
                           hout ? slots + 16u * (size_t)n : 0, stream);
   } else {
-    for (int i = 0; !work && i < n; i++) {
+    for (int i = 0; !failed && i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;
       unsigned long long nw = words[i];
       CUdeviceptr ai = a[i], bi = b[i], oi = slots + 16u * (unsigned)i;
       void *params[] = {&ai, &bi, &nw, &oi};
       uint64_t blocks = (words[i] + 255) / 256;
       unsigned grid = blocks < 8u * (unsigned)d->sms ? (unsigned)blocks : 8u * (unsigned)d->sms;
-      work = launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS;
+      failed = launch(d->compare, grid ? grid : 1, 256, 0, stream, params) != CUDA_SUCCESS;
     }
   }
   uint64_t *all = hout ? malloc(bytes) : out;
-  if (!all || slots_round_trip(d, slots, bytes, stream, work, all)) {
+  if (!all || failed || slots_round_trip(d, slots, bytes, stream, all)) {
     if (all != out) free(all);
     goto out;
   }

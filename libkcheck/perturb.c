@@ -460,8 +460,8 @@ out:
 }
 
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out,
-                            uint64_t seed, uint64_t *hout) {
+                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out, uint64_t seed,
+                            uint64_t *hout) {
   int rc = -1;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
@@ -473,7 +473,7 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
   int failed = 0; /* queuing the comparison kernels */
   if (d->compare_table) {
     failed = table_launches(d, a, b, words, n, (unsigned long long)seed, slots,
-                          hout ? slots + 16u * (size_t)n : 0, stream);
+                            hout ? slots + 16u * (size_t)n : 0, stream);
   } else {
     for (int i = 0; !failed && i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;

@@ -29,8 +29,8 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
  * the same pass; a pair whose a and b are the same buffer is then hashed,
  * not skipped. -1 when the kernel is unavailable or a call failed. */
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out,
-                            uint64_t seed, uint64_t *hout);
+                            int n, CUdeviceptr slots, CUstream stream, uint64_t *out, uint64_t seed,
+                            uint64_t *hout);
 /* 1 when p cannot change this launch's run (*why says why): the scrub of
  * shared memory for a kernel that has none. Such a run is not made. */
 int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_info *li,

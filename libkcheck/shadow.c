@@ -277,8 +277,7 @@ static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char
     if (stream_sync(s->stream) != CUDA_SUCCESS) rc = -1;
     for (int i = 0; !rc && i < n; i++)
       if (host_compare(a[i], b[i], w[i], &res[2 * i], &res[2 * i + 1])) rc = -1;
-  }
-  else if (!rc && hashed)
+  } else if (!rc && hashed)
     *hashed = hash != NULL;
   for (int i = 0; !rc && i < n; i++) {
     unsigned tail = (unsigned)(s->regions[i].size % 4);
@@ -582,7 +581,8 @@ static int diff_by_hash(struct kc_shadow *s, uint64_t *res) {
   unsigned char *only = calloc((size_t)(n ? n : 1), 1);
   if (h && only && !hash_all(s, h)) {
     for (int i = 0; i < n; i++) {
-      only[i] = h[2 * i] != s->regions[i].hash_post[0] || h[2 * i + 1] != s->regions[i].hash_post[1];
+      only[i] =
+          h[2 * i] != s->regions[i].hash_post[0] || h[2 * i + 1] != s->regions[i].hash_post[1];
       differ |= only[i];
       s->hash_differed += only[i];
       res[2 * i] = 0;

@@ -48,7 +48,7 @@ void *fk_new(size_t n) {
 static struct {
   long long fail_at; /* 0: never fail */
   CUresult fail_code;
-  int fail_silent; /* the failing call returns success without its work */
+  int fail_silent;   /* the failing call returns success without its work */
   const char *entry; /* count only this entry (prefix when star) */
   size_t entry_len;
   int entry_star;

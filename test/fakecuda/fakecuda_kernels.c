@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "fakecuda_int.h"
 #include "../../libkcheck/kernels/cmp_table.h"
 #include "../../libkcheck/kernels/region_hash.h"
+#include "fakecuda_int.h"
 
 #define P(i, T) (*(T *)params[i])
 
@@ -483,7 +483,6 @@ static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
     if (a[i] != b[i]) note_difference(out, i);
 }
 
-
 /* Region a's hash (kernels/region_hash.h, the device's definition) added
  * into h[0], h[1]. */
 static void hash_region(const unsigned *a, unsigned long long words, unsigned long long seed,
@@ -559,7 +558,13 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_HAMMER, k_hammer, 3, {8, 8, 8}, {0}, 0, 0},
     {FK_K_FLUSH_L2, k_flush_l2, 2, {8, 8}, {0}, 0, 0},
     {FK_K_COMPARE, k_compare, 4, {8, 8, 8, 8}, {0}, 0, 0},
-    {FK_K_COMPARE_TABLE, k_compare_table, 4, {sizeof(struct kc_cmp_table), 8, 8, 8}, {8, 8, 8, 8}, 0, 0},
+    {FK_K_COMPARE_TABLE,
+     k_compare_table,
+     4,
+     {sizeof(struct kc_cmp_table), 8, 8, 8},
+     {8, 8, 8, 8},
+     0,
+     0},
     {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };

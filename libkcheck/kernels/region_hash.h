@@ -66,4 +66,19 @@ KC_RH_FN void kc_rh_quad(unsigned long long q, unsigned w0, unsigned w1, unsigne
   h[1] += b * (((r << 32) | (r >> 32)) | 1);
 }
 
+/* A whole region of `words` words, quad by quad, added to h[0], h[1]: the
+ * definition the kernels' parallel sums must equal (the CPU stand-in's
+ * kernels, the unit test and bench/own_kernels compute it so). */
+KC_RH_FN void kc_rh_region(const unsigned *a, unsigned long long words, unsigned long long seed,
+                           unsigned long long h[2]) {
+  unsigned k[6];
+  for (unsigned long long q = 0; 4 * q < words; q++) {
+    unsigned w[4];
+    for (unsigned i = 0; i < 4; i++)
+      w[i] = 4 * q + i < words ? a[4 * q + i] : 0;
+    kc_rh_keys(q % KC_RH_RUN, seed, k);
+    kc_rh_quad(q, w[0], w[1], w[2], w[3], k, seed, h);
+  }
+}
+
 #endif

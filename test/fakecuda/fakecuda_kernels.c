@@ -483,20 +483,6 @@ static void k_compare(const struct fk_launch_ctx *c, void *const *params) {
     if (a[i] != b[i]) note_difference(out, i);
 }
 
-/* Region a's hash (kernels/region_hash.h, the device's definition) added
- * into h[0], h[1]. */
-static void hash_region(const unsigned *a, unsigned long long words, unsigned long long seed,
-                        unsigned long long h[2]) {
-  unsigned k[6];
-  for (unsigned long long q = 0; 4 * q < words; q++) {
-    unsigned w[4];
-    for (int i = 0; i < 4; i++)
-      w[i] = 4 * q + (unsigned)i < words ? a[4 * q + (unsigned)i] : 0;
-    kc_rh_keys(q % KC_RH_RUN, seed, k);
-    kc_rh_quad(q, w[0], w[1], w[2], w[3], k, seed, h);
-  }
-}
-
 static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) {
   const struct kc_cmp_table *t = params[0];
   unsigned long long *out = P(1, unsigned long long *);
@@ -508,7 +494,7 @@ static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) 
     const unsigned *b = (const unsigned *)(uintptr_t)t->b[r];
     for (unsigned long long i = 0; i < t->words[r]; i++)
       if (a[i] != b[i]) note_difference(&out[2 * r], i);
-    if (hout) hash_region(a, t->words[r], seed, &hout[2 * r]);
+    if (hout) kc_rh_region(a, t->words[r], seed, &hout[2 * r]);
   }
 }
 
@@ -520,7 +506,7 @@ static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   unsigned long long *out = P(2, unsigned long long *);
   if (block_lin(c) != 0 || t->n > KC_CMP_MAX) return;
   for (unsigned long long r = 0; r < t->n; r++)
-    hash_region((const unsigned *)(uintptr_t)t->a[r], t->words[r], seed, &out[2 * r]);
+    kc_rh_region((const unsigned *)(uintptr_t)t->a[r], t->words[r], seed, &out[2 * r]);
 }
 
 /* ----------------------------------------------------------- registry */

@@ -10,15 +10,8 @@
 
 static void hash(const unsigned *a, unsigned long long words, unsigned long long seed,
                  unsigned long long h[2]) {
-  unsigned k[6];
   h[0] = h[1] = 0;
-  for (unsigned long long q = 0; 4 * q < words; q++) {
-    unsigned w[4];
-    for (int i = 0; i < 4; i++)
-      w[i] = 4 * q + (unsigned)i < words ? a[4 * q + (unsigned)i] : 0;
-    kc_rh_keys(q % KC_RH_RUN, seed, k);
-    kc_rh_quad(q, w[0], w[1], w[2], w[3], k, seed, h);
-  }
+  kc_rh_region(a, words, seed, h);
 }
 
 static int differ(const unsigned *a, const unsigned *b, unsigned long long words,

@@ -72,6 +72,32 @@ static void learn_writes(struct kc_launch_info *li, struct kc_shadow *s) {
   if (n) kc_streams_learn_writes(li->k, offs, n);
 }
 
+/* Runs each gate of the list on the check (shadow NULL: the application's
+ * launch failed, no gate runs). */
+static void run_gate_list(const struct kc_gate *const *run_list, int n, struct kc_gate_ctx *ctx,
+                          struct kc_shadow *shadow, const struct kc_contract *c, json_t *gate_ms) {
+  for (int i = 0; shadow && i < n; i++) {
+    ctx[i] = (struct kc_gate_ctx){shadow->li, shadow, c, json_object(),
+                                  {KC_GS_UNSET, 0, {NULL}, NULL}};
+    double tg = gate_ms ? kc_now_s() : 0;
+    int added = run_list[i]->run(&ctx[i]);
+    if (gate_ms) json_object_set_new(gate_ms, run_list[i]->id, json_real(1e3 * (kc_now_s() - tg)));
+    /* What a gate returns is what it put in its result (up to the cap). */
+    KC_ASSERT(added == ctx[i].out.nviolations ||
+              (added > KC_GATE_MAX_VIOLATIONS && ctx[i].out.nviolations == KC_GATE_MAX_VIOLATIONS));
+  }
+}
+
+/* A gate's result and violations, before the gate runs again. */
+static void free_gate_result(struct kc_gate_ctx *ctx) {
+  json_decref(ctx->result);
+  for (int v = 0; v < ctx->out.nviolations; v++)
+    json_decref(ctx->out.violation[v]);
+  json_decref(ctx->out.bundle);
+  ctx->result = NULL;
+  ctx->out = (struct kc_gate_result){KC_GS_UNSET, 0, {NULL}, NULL};
+}
+
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
                           const char *annotation_note, const char *contract_note) {
   const struct kc_gate *run_list[16];
@@ -110,14 +136,24 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   kc_guard_enter();
   /* profile=1: each gate's wall time in the check (its runs included) */
   json_t *gate_ms = kc_prof_on ? json_object() : NULL;
-  for (int i = 0; ok && i < n; i++) {
-    ctx[i] = (struct kc_gate_ctx){li, &s, c, json_object(), {KC_GS_UNSET, 0, {NULL}, NULL}};
-    double tg = gate_ms ? kc_now_s() : 0;
-    int added = run_list[i]->run(&ctx[i]);
-    if (gate_ms) json_object_set_new(gate_ms, run_list[i]->id, json_real(1e3 * (kc_now_s() - tg)));
-    /* What a gate returns is what it put in its result (up to the cap). */
-    KC_ASSERT(added == ctx[i].out.nviolations ||
-              (added > KC_GATE_MAX_VIOLATIONS && ctx[i].out.nviolations == KC_GATE_MAX_VIOLATIONS));
+  /* A contract's gates write memory the shadow does not track, and a
+   * kernel once seen writing where its application launch did not needs
+   * every region compared after every run (struct kc_shadow). */
+  s.hash_every_region = c != NULL || atomic_load(&li->k->hash_every_region);
+  int unwatched_write = 0;
+  run_gate_list(run_list, n, ctx, ok ? &s : NULL, c, gate_ms);
+  if (ok && !s.hash_every_region && kc_shadow_verify_unwatched(&s) == 1) {
+    /* A run changed memory that the application's launch left alone, in
+     * a region no comparison looked at after that run: which run, and
+     * what it did to the runs after it, is unknown. The gates' verdicts
+     * are dropped and the gates run again comparing every region after
+     * every run (the regions are restored before the first run). */
+    unwatched_write = 1;
+    atomic_store(&li->k->hash_every_region, 1);
+    for (int i = 0; i < n; i++)
+      free_gate_result(&ctx[i]);
+    s.hash_every_region = 1;
+    run_gate_list(run_list, n, ctx, &s, c, gate_ms);
   }
   /* A contract gate's runs use shadow buffers, but a pointer the contract
    * does not describe still reaches the application's memory. */
@@ -127,6 +163,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   int nregions = s.nregions;
   double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms, wait_ms = s.wait_ms;
   int hashed = s.have_hash, hash_differed = s.hash_differed;
+  unsigned long long hashed_bytes = s.hashed_bytes;
   for (int i = 0; ok && i < n; i++) /* replay bundles need the pre-state */
     kc_findings_prepare(run_list[i], &ctx[i]);
   if (kc_shadow_end(&s))
@@ -197,6 +234,11 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
    * first (hash_compare) or word by word. */
   if (rec) json_object_set_new(rec, "compare", json_string(hashed ? "hash" : "words"));
   if (rec && hashed) json_object_set_new(rec, "hash_differed", json_integer(hash_differed));
+  /* Bytes the hashes after runs read (watched regions, and the one hash
+   * of the rest at the end): what the comparisons cost the device. */
+  if (rec && hashed) json_object_set_new(rec, "hashed_bytes", json_integer((json_int_t)hashed_bytes));
+  /* The gates ran twice: a run wrote where no comparison looked. */
+  if (rec && unwatched_write) json_object_set_new(rec, "unwatched_write", json_true());
   /* A kernel node of a graph replayed node by node. */
   if (rec && li->graph) json_object_set_new(rec, "graph", kc_graph_ref_json(li->graph));
   /* Bytes copied back into the application's memory (restores before

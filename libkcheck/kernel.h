@@ -29,6 +29,9 @@ struct kc_kernel {
   int communication; /* NCCL-like: never re-run */
   /* Parameter words (offset / 8) a check saw write memory (streams.c). */
   _Atomic uint64_t written_words;
+  /* A check's run of it wrote memory its application launch left alone:
+   * its checks compare every region after every run (gates/runner.c). */
+  _Atomic int hash_every_region;
 };
 
 /* The kernel record for a launch handle (first sight creates it). Never

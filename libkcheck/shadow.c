@@ -299,25 +299,37 @@ static int compare_all(struct kc_shadow *s, int against_pre, const unsigned char
   return rc;
 }
 
-/* Each region's hash into h[2i], h[2i+1] (kc_perturb_hash_many over the
- * application's memory as it is now); -1 when the kernel is unavailable, a region has
+/* The hash of each region with only[i] set (every region when only is
+ * NULL) into h[2i], h[2i+1] (kc_perturb_hash_many over the application's
+ * memory as it is now); -1 when the kernel is unavailable, a region has
  * bytes past its last whole word (those are compared on the host), or a
  * call failed. */
-static int hash_all(struct kc_shadow *s, uint64_t *h) {
-  int n = s->nregions, rc = -1;
+static int hash_all(struct kc_shadow *s, const unsigned char *only, uint64_t *h) {
+  int n = s->nregions, m = 0, rc = -1;
   CUdeviceptr *a = malloc(sizeof *a * (size_t)(n ? n : 1));
   uint64_t *w = malloc(sizeof *w * (size_t)(n ? n : 1));
-  if (a && w) {
+  uint64_t *hm = malloc(2 * sizeof *hm * (size_t)(n ? n : 1));
+  int *at = malloc(sizeof *at * (size_t)(n ? n : 1));
+  if (a && w && hm && at) {
     rc = 0;
     for (int i = 0; !rc && i < n; i++) {
-      a[i] = s->regions[i].base;
-      w[i] = s->regions[i].size / 4;
+      if (only && !only[i]) continue;
       if (s->regions[i].size % 4) rc = -1;
+      a[m] = s->regions[i].base;
+      w[m] = s->regions[i].size / 4;
+      at[m++] = i;
     }
-    if (!rc) rc = kc_perturb_hash_many(a, w, n, s->hash_seed, s->slots, s->stream, h);
+    if (!rc && m) rc = kc_perturb_hash_many(a, w, m, s->hash_seed, s->slots, s->stream, hm);
+    for (int j = 0; !rc && j < m; j++) {
+      h[2 * at[j]] = hm[2 * j];
+      h[2 * at[j] + 1] = hm[2 * j + 1];
+      s->hashed_bytes += 4 * w[j];
+    }
   }
   free(a);
   free(w);
+  free(hm);
+  free(at);
   return rc;
 }
 
@@ -468,9 +480,12 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   /* nor does a perturbation that cannot change this launch's run */
   if (kc_perturb_inapplicable(p, li, why)) return 1;
   /* Back to the pre-state: only what may differ from it, on the launch's
-   * stream, so the re-run below is ordered after the copies. */
+   * stream, so the re-run below is ordered after the copies. What the
+   * application's launch left alone and no run was seen to touch is the
+   * pre-state already: the run's comparison need not look there. */
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
+    r->watch = r->changed || r->dirty_pre;
     if (!r->dirty_pre) continue;
     if (copy_async(r->base, r->pre, r->size, s->stream) != CUDA_SUCCESS) {
       all_unknown(s);
@@ -507,6 +522,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     else
       pr = kc_drv.cuMemsetD8Async(at, (unsigned char)p->poison_word, n, s->stream);
     r->dirty_pre = r->dirty_post = 1;
+    r->watch = 1;
     if (pr != CUDA_SUCCESS) {
       all_unknown(s);
       *why = "poison-filling an allocation failed";
@@ -571,18 +587,28 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 
 static int shadow_diff(struct kc_shadow *s, struct kc_diff *d);
 
-/* res as compare_all(s, 0, NULL, res) gives it: every region hashed, the
- * ones whose hash is post-state A's count as equal, the others compared
- * word by word (that comparison decides: a differing hash with equal words
- * counts as equal). -1 when hashing failed (the caller compares all). */
-static int diff_by_hash(struct kc_shadow *s, uint64_t *res) {
+/* res as compare_all(s, 0, NULL, res) gives it: the watched regions
+ * hashed, the ones whose hash is post-state A's count as equal, the others
+ * compared word by word (that comparison decides: a differing hash with
+ * equal words counts as equal). A region not watched counts as equal and
+ * is left unverified. -1 when hashing failed (the caller compares all). */
+static int diff_by_hash(struct kc_shadow *s, uint64_t *res, int *waited) {
   int n = s->nregions, rc = -1, differ = 0;
+  *waited = 0;
   uint64_t *h = calloc(2u * (size_t)(n ? n : 1), sizeof *h);
+  unsigned char *watched = calloc((size_t)(n ? n : 1), 1);
   unsigned char *only = calloc((size_t)(n ? n : 1), 1);
-  if (h && only && !hash_all(s, h)) {
+  if (h && watched && only) {
     for (int i = 0; i < n; i++) {
-      only[i] =
-          h[2 * i] != s->regions[i].hash_post[0] || h[2 * i + 1] != s->regions[i].hash_post[1];
+      watched[i] = s->hash_every_region || s->regions[i].watch;
+      *waited |= watched[i]; /* the hash's copy back waits for the run */
+    }
+    rc = hash_all(s, watched, h);
+  }
+  if (!rc) {
+    for (int i = 0; i < n; i++) {
+      only[i] = watched[i] && (h[2 * i] != s->regions[i].hash_post[0] ||
+                               h[2 * i + 1] != s->regions[i].hash_post[1]);
       differ |= only[i];
       s->hash_differed += only[i];
       res[2 * i] = 0;
@@ -590,7 +616,10 @@ static int diff_by_hash(struct kc_shadow *s, uint64_t *res) {
     }
     rc = differ ? compare_all(s, 0, only, res, NULL, NULL) : 0;
   }
+  for (int i = 0; !rc && i < n; i++)
+    if (!watched[i]) s->regions[i].unverified = 1;
   free(h);
+  free(watched);
   free(only);
   return rc;
 }
@@ -609,9 +638,16 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   s->run_pending = 0;
   /* zeroed: every region counts as equal until a comparison says not */
   uint64_t *res = calloc(2u * (size_t)(s->nregions ? s->nregions : 1), sizeof *res);
-  if (res && s->have_hash && diff_by_hash(s, res) == 0) {
+  int waited = 0;
+  if (res && s->have_hash && diff_by_hash(s, res, &waited) == 0) {
     /* res filled: equal hashes, or the word-by-word comparison of the
-     * regions whose hash differs */
+     * regions whose hash differs; with nothing watched nothing waited for
+     * the run yet */
+    if (pending && !waited && stream_sync(s->stream) != CUDA_SUCCESS) {
+      s->run_faulted = 1;
+      free(res);
+      return -1;
+    }
   } else if (!res || compare_all(s, 0, NULL, res, NULL, NULL)) {
     /* The comparison's wait was the run's too: a fault there is the run's. */
     if (pending && stream_sync(s->stream) != CUDA_SUCCESS) s->run_faulted = 1;
@@ -641,6 +677,32 @@ static int shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   }
   free(res);
   return 0;
+}
+
+int kc_shadow_verify_unwatched(struct kc_shadow *s) {
+  int n = s->nregions, any = 0, rc = 0;
+  unsigned char *only = calloc((size_t)(n ? n : 1), 1);
+  uint64_t *h = calloc(2u * (size_t)(n ? n : 1), sizeof *h);
+  for (int i = 0; i < n; i++) {
+    struct kc_region *r = &s->regions[i];
+    /* a region that may differ from post-state A is restored anyway */
+    if (only) only[i] = r->unverified && !r->dirty_post;
+    any |= r->unverified && !r->dirty_post;
+  }
+  if (any && (!only || !h || !s->have_hash || hash_all(s, only, h))) rc = -1;
+  for (int i = 0; any && i < n; i++) {
+    struct kc_region *r = &s->regions[i];
+    if (!r->unverified || r->dirty_post) continue;
+    if (rc < 0 || h[2 * i] != r->hash_post[0] || h[2 * i + 1] != r->hash_post[1]) {
+      r->dirty_pre = r->dirty_post = 1;
+      if (!rc) rc = 1;
+    }
+  }
+  for (int i = 0; i < n; i++)
+    s->regions[i].unverified = 0;
+  free(only);
+  free(h);
+  return rc;
 }
 
 int kc_shadow_region_reset(struct kc_shadow *s, int i) {
@@ -679,6 +741,10 @@ int kc_shadow_end(struct kc_shadow *s) {
    * last comparison found equal is left alone). A failed copy is tried
    * once more: leaving a shadow result in the application's memory is the
    * one failure kcheck must not accept quietly. */
+  /* What runs may have written where no comparison looked: hashed now
+   * (a caller that wanted the answer asked already); what differs, or
+   * could not be hashed, is copied back with the rest. */
+  if (s->have_post) kc_shadow_verify_unwatched(s);
   if (s->have_post)
     for (int i = 0; i < s->nregions; i++) {
       struct kc_region *r = &s->regions[i];

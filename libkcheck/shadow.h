@@ -54,6 +54,13 @@ struct kc_region {
   unsigned changed : 1;    /* the application's launch changed it (post != pre) */
   unsigned dirty_pre : 1;  /* the memory may differ from pre */
   unsigned dirty_post : 1; /* the memory may differ from post */
+  /* Compared after the current run: the application's launch changed it,
+   * kcheck wrote it (restore, poison) or it was not known to equal the
+   * pre-state when the run began. */
+  unsigned watch : 1;
+  /* A run may have written it and no comparison looked (it was not
+   * watched): kc_shadow_verify_unwatched settles it. */
+  unsigned unverified : 1;
   uint64_t hash_post[2];   /* post-state A's hash (its two lanes), when have_hash */
 };
 
@@ -91,6 +98,14 @@ struct kc_shadow {
    * differs is compared word by word with post-state A (two reads). */
   int have_hash;
   int hash_differed; /* regions a hash sent to the word-by-word comparison */
+  /* By hash, a run's result is compared only in its watched regions
+   * (struct kc_region): the memory a kernel leaves alone, usually most of
+   * what it can reach, is hashed once at the end of the check instead of
+   * after every run. Set before the first run to hash every region after
+   * every run (a contract's gates write memory kcheck does not track;
+   * kc_shadow_verify_unwatched found a run's write no comparison saw). */
+  int hash_every_region;
+  uint64_t hashed_bytes; /* read by hashes after runs and by the verification */
   uint64_t hash_seed;
   uint64_t copied_back; /* bytes restored, for the record */
   /* Set by the caller before kc_shadow_run when kc_shadow_diff follows at
@@ -116,6 +131,12 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d);
+/* Hashes every region a run may have written unseen (unverified) and
+ * compares it with post-state A: 0 all equal (or none to hash), 1 some
+ * region differs (a run wrote memory the application's launch left alone;
+ * it is restored at the end), -1 the hash failed (those regions are
+ * restored at the end). kc_shadow_end calls it when no one did. */
+int kc_shadow_verify_unwatched(struct kc_shadow *s);
 /* Puts post-state A back into region i (before a diff that must leave it
  * out: a region a run poisoned). 0 on success. */
 int kc_shadow_region_reset(struct kc_shadow *s, int i);

@@ -170,7 +170,7 @@ def device_work_over_floor(c, flush_bytes):
     a copy of S), post-state A (a copy of the C bytes the launch changed),
     one wait; per run the restore of C, the kernel, the comparison of every
     region (a copy of S; by hash, compare "hash", one read of S: half
-    that), one wait; and the l2flush kernel's writes of flush_bytes (the
+    that; records with hashed_bytes: one read of those), one wait; and the l2flush kernel's writes of flush_bytes (the
     traffic of a copy of half as many). restored_bytes is runs x C: a run
     equal to post-state A needs no restore at the end."""
     ft = c.get("floor_terms") or {}
@@ -186,9 +186,13 @@ def device_work_over_floor(c, flush_bytes):
     changed = (c.get("restored_bytes") or 0) / runs if runs else 0
     fixed = k + 2 * saved * per_byte + changed * per_byte + wait
     compare = saved * per_byte * (0.5 if c.get("compare") == "hash" else 1)
-    per_run = k + changed * per_byte + compare + wait
+    per_run = k + changed * per_byte + wait
+    # by hash, the bytes the hashes read (hashed_bytes: only what each run
+    # may have changed, and the rest once); older records: every region
+    hashed = c.get("hashed_bytes") if c.get("compare") == "hash" else None
+    compares = hashed * per_byte / 2 if isinstance(hashed, int) else runs * compare
     flush = flush_bytes / 2 * per_byte if flushed else 0
-    return (fixed + runs * per_run + flush) / c["floor_ms"]
+    return (fixed + runs * per_run + compares + flush) / c["floor_ms"]
 
 
 def check_costs(records):

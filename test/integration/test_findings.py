@@ -325,7 +325,8 @@ def test_device_work_over_floor_prices_each_part(tmp_path):
     a MiB copied, kernel 0.05 ms, 0.01 ms a wait: fixed 0.05 + 0.2 + 0.05 +
     0.01, each of two runs 0.05 + 0.05 + 0.1 + 0.01, and l2flush's writes of
     8 MiB the traffic of a 4 MiB copy, 0.4 ms: 1.13 ms over a 0.5 ms floor;
-    compared by hash, each run's comparison reads S once (0.05 ms): 1.03 ms;
+    compared by hash, each run's comparison reads S once (0.05 ms): 1.03 ms,
+    or only the hashed_bytes a record gives;
     without the flush's size a check where l2flush ran is not priced."""
     mib = 1 << 20
     c = {"type": "check", "runs": 2, "floor_ms": 0.5, "kernel_ms": 0.05, "saved_bytes": mib,
@@ -333,6 +334,9 @@ def test_device_work_over_floor_prices_each_part(tmp_path):
          "floor_terms": {"copies_ms": 0.2, "syncs_ms": 0.03, "measured_device": True}}
     assert abs(kr.device_work_over_floor(c, 8 * mib) - 1.13 / 0.5) < 1e-12
     assert abs(kr.device_work_over_floor(dict(c, compare="hash"), 8 * mib) - 1.03 / 0.5) < 1e-12
+    # hashed_bytes: what the hashes read (here 1.5 MiB: 0.075 ms)
+    hashed = dict(c, compare="hash", hashed_bytes=3 * mib // 2)
+    assert abs(kr.device_work_over_floor(hashed, 8 * mib) - 1.005 / 0.5) < 1e-12
     assert kr.device_work_over_floor(c, None) is None
     # the flush's size: recorded, else (older reports) twice the L2
     assert kr.flush_bytes_of({"l2flush_bytes": 3 * mib, "l2_bytes": 4 * mib}) == 3 * mib

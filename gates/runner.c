@@ -164,6 +164,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   double kernel_ms = s.kernel_ms, snapshot_ms = s.snapshot_ms, wait_ms = s.wait_ms;
   int hashed = s.have_hash, hash_differed = s.hash_differed;
   unsigned long long hashed_bytes = s.hashed_bytes;
+  int pre_hashed = s.pre_hashed;
   for (int i = 0; ok && i < n; i++) /* replay bundles need the pre-state */
     kc_findings_prepare(run_list[i], &ctx[i]);
   if (kc_shadow_end(&s))
@@ -237,6 +238,9 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   /* Bytes the hashes after runs read (watched regions, and the one hash
    * of the rest at the end): what the comparisons cost the device. */
   if (rec && hashed) json_object_set_new(rec, "hashed_bytes", json_integer((json_int_t)hashed_bytes));
+  /* The pre-state was saved and hashed in one pass, and the application's
+   * result hashed (not compared with it) to find what its launch changed. */
+  if (rec && pre_hashed) json_object_set_new(rec, "pre_hashed", json_true());
   /* The gates ran twice: a run wrote where no comparison looked. */
   if (rec && unwatched_write) json_object_set_new(rec, "unwatched_write", json_true());
   /* A kernel node of a graph replayed node by node. */

@@ -29,6 +29,7 @@ struct dev_state {
   CUfunction scrub, hammer, flush, compare;
   CUfunction compare_table; /* NULL: one kc_compare launch per region */
   CUfunction hash_table;    /* NULL: re-runs are compared word by word */
+  CUfunction copy_hash_table; /* NULL: the pre-state is saved by copies */
   CUdeviceptr compare_out;
   /* Host memory the comparisons' results are copied into, page-locked: a
    * copy to pageable memory is staged by the driver on the host. */
@@ -115,6 +116,9 @@ static int load_module(struct dev_state *d) {
   if (!d->compare_table ||
       kc_drv.cuModuleGetFunction(&d->hash_table, d->module, "kc_hash_table") != CUDA_SUCCESS)
     d->hash_table = NULL;
+  if (!d->hash_table || kc_drv.cuModuleGetFunction(&d->copy_hash_table, d->module,
+                                                   "kc_copy_hash_table") != CUDA_SUCCESS)
+    d->copy_hash_table = NULL;
   /* The scrub covers the largest shared memory a block can have. */
   kc_drv.cuFuncSetAttribute(d->scrub, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             d->smem_optin);
@@ -383,21 +387,23 @@ static uint64_t table_fill(struct kc_cmp_table *t, const CUdeviceptr *a, const C
 /* Every region in as few launches as KC_CMP_MAX allows (one for a check's
  * usual few dozen): a launch per region cost each small one a launch and
  * left the SMs idle between them. b NULL: kc_hash_table into 16-byte
- * slots (seeded), else kc_compare_table into 16-byte ones at `slots`,
- * hashing a too into the 16-byte slots at hslots when that is not 0. */
+ * slots (seeded); copy: kc_copy_hash_table (b = a's copy) into 16-byte
+ * slots; else kc_compare_table into 16-byte ones at `slots`, hashing a
+ * too into the 16-byte slots at hslots when that is not 0. */
 static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
                           const uint64_t *words, int n, unsigned long long seed, CUdeviceptr slots,
-                          CUdeviceptr hslots, CUstream stream) {
+                          CUdeviceptr hslots, int copy, CUstream stream) {
   static struct kc_cmp_table t; /* under `lock`, like every caller here; 2 KiB */
+  KC_ASSERT(!copy || (b && d->copy_hash_table));
   for (int first = 0; first < n; first += KC_CMP_MAX) {
-    uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots, d->sms);
+    uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots || copy, d->sms);
     if (!chunks) continue;
     CUdeviceptr o = slots + 16u * (unsigned)first;
     CUdeviceptr h = hslots ? hslots + 16u * (unsigned)first : 0;
     unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
     void *cmp_params[] = {&t, &o, &seed, &h}, *hash_params[] = {&t, &seed, &o};
-    if (launch(b ? d->compare_table : d->hash_table, grid, 256, 0, stream,
-               b ? cmp_params : hash_params) != CUDA_SUCCESS)
+    CUfunction f = copy ? d->copy_hash_table : b ? d->compare_table : d->hash_table;
+    if (launch(f, grid, 256, 0, stream, b && !copy ? cmp_params : hash_params) != CUDA_SUCCESS)
       return -1;
   }
   return 0;
@@ -443,20 +449,48 @@ static int slots_ready(void) {
   return kc_drv.cuMemsetD8Async && kc_drv.cuMemcpyDtoHAsync_v2 && kc_drv.cuStreamSynchronize;
 }
 
-int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                         CUdeviceptr slots, CUstream stream, uint64_t *out) {
+/* kc_perturb_hash_many into slots + 16n, copying back `slots` .. + 32n
+ * when prior (the copy and hash queued before), else slots + 16n alone. */
+static int hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
+                     CUdeviceptr slots, int prior, CUstream stream, uint64_t *out) {
   int rc = -1;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
   if (!d || load_module(d) || !d->hash_table || !slots_ready()) goto out;
   size_t bytes = 16u * (size_t)n;
-  if (kc_drv.cuMemsetD8Async(slots, 0, bytes, stream) != CUDA_SUCCESS ||
-      table_launches(d, a, NULL, words, n, (unsigned long long)seed, slots, 0, stream))
+  CUdeviceptr mine = prior ? slots + bytes : slots;
+  if (kc_drv.cuMemsetD8Async(mine, 0, bytes, stream) != CUDA_SUCCESS ||
+      table_launches(d, a, NULL, words, n, (unsigned long long)seed, mine, 0, 0, stream))
     goto out;
-  rc = slots_round_trip(d, slots, bytes, stream, out);
+  rc = slots_round_trip(d, slots, prior ? 2 * bytes : bytes, stream, out);
 out:
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
+                         CUdeviceptr slots, CUstream stream, uint64_t *out) {
+  return hash_many(a, words, n, seed, slots, 0, stream, out);
+}
+
+int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
+                               int n, uint64_t seed, CUdeviceptr slots, CUstream stream) {
+  int rc = -1;
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  if (!d || load_module(d) || !d->copy_hash_table || !slots_ready()) goto out;
+  if (kc_drv.cuMemsetD8Async(slots, 0, 16u * (size_t)n, stream) != CUDA_SUCCESS ||
+      table_launches(d, a, b, words, n, (unsigned long long)seed, slots, 0, 1, stream))
+    goto out;
+  rc = 0;
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int kc_perturb_hash_after_copy(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
+                               CUdeviceptr slots, CUstream stream, uint64_t *out) {
+  return hash_many(a, words, n, seed, slots, 1, stream, out);
 }
 
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
@@ -473,7 +507,7 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
   int failed = 0; /* queuing the comparison kernels */
   if (d->compare_table) {
     failed = table_launches(d, a, b, words, n, (unsigned long long)seed, slots,
-                            hout ? slots + 16u * (size_t)n : 0, stream);
+                            hout ? slots + 16u * (size_t)n : 0, 0, stream);
   } else {
     for (int i = 0; !failed && i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;

@@ -96,6 +96,11 @@ struct kc_shadow {
   /* Post-state A hashed after the application's launch: a re-run's result
    * is hashed (one read of each region) and only a region whose hash
    * differs is compared word by word with post-state A (two reads). */
+  /* The pre-state was saved and hashed in one pass (hash_compare, every
+   * region a whole number of words): what the application's launch
+   * changed is then found by hashing its result, one read of each region,
+   * not by comparing it with the saved copy, two. */
+  int pre_hashed;
   int have_hash;
   int hash_differed; /* regions a hash sent to the word-by-word comparison */
   /* By hash, a run's result is compared only in its watched regions

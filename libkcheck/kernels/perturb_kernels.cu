@@ -259,3 +259,40 @@ extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned l
     block_hash_report(h[0], h[1], &out[2 * r]);
   }
 }
+
+// The pre-state saved and hashed in one pass (the table of
+// kc_compare_table): b[r] = a[r] over words[r] words, and out[2r],
+// out[2r+1] += the two lanes of the hash of those words (region_hash.h;
+// the caller zeroes out[]). The pass that finds what the application's
+// launch changed then hashes its result alone (one read of each region)
+// instead of comparing it with the saved copy (two).
+extern "C" __global__ void kc_copy_hash_table(const struct kc_cmp_table t,
+                                              unsigned long long seed, unsigned long long *out) {
+  unsigned long long chunks = t.start[t.n];
+  unsigned r = 0;
+  struct rh_key_cache kc;
+  kc.j = ~0ull;
+  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    while (r + 1 < t.n && t.start[r + 1] <= c)
+      r++;
+    unsigned long long lo = (c - t.start[r]) * t.chunk, hi = lo + t.chunk;
+    if (hi > t.words[r]) hi = t.words[r];
+    const unsigned int *a = (const unsigned int *)t.a[r];
+    unsigned int *b = (unsigned int *)t.b[r];
+    bool vec = ((unsigned long long)a | (unsigned long long)b) % 16 == 0;
+    unsigned long long h[2] = {0, 0};
+    for (unsigned long long q = lo / 4 + threadIdx.x; 4 * q < hi; q += blockDim.x) {
+      uint4 x = load_quad(a, q, hi, vec);
+      if (vec && 4 * q + 4 <= hi)
+        ((uint4 *)b)[q] = x;
+      else {
+        if (4 * q < hi) b[4 * q] = x.x;
+        if (4 * q + 1 < hi) b[4 * q + 1] = x.y;
+        if (4 * q + 2 < hi) b[4 * q + 2] = x.z;
+        if (4 * q + 3 < hi) b[4 * q + 3] = x.w;
+      }
+      kc_rh_quad(q, x.x, x.y, x.z, x.w, keys_for(&kc, q, seed), seed, h);
+    }
+    block_hash_report(h[0], h[1], &out[2 * r]);
+  }
+}

@@ -167,7 +167,7 @@ def device_work_over_floor(c, flush_bytes):
     record lacks the terms (or l2flush ran and flush_bytes is unknown). The
     work: the pre-state (a copy of the S saved bytes), the application's
     launch and its comparison with the pre-state (reading 2S: the traffic of
-    a copy of S), post-state A (a copy of the C bytes the launch changed),
+    a copy of S; pre_hashed: a hash of S, one read), post-state A (a copy of the C bytes the launch changed),
     one wait; per run the restore of C, the kernel, the comparison of every
     region (a copy of S; by hash, compare "hash", one read of S: half
     that; records with hashed_bytes: one read of those), one wait; and the l2flush kernel's writes of flush_bytes (the
@@ -184,7 +184,10 @@ def device_work_over_floor(c, flush_bytes):
     per_byte = ft["copies_ms"] / (2 * saved)
     k, wait = c["kernel_ms"], ft["syncs_ms"] / (1 + runs)
     changed = (c.get("restored_bytes") or 0) / runs if runs else 0
-    fixed = k + 2 * saved * per_byte + changed * per_byte + wait
+    # the save (a copy of S) and the pass after the application's launch:
+    # a comparison with the saved copy (reading 2S, a copy's traffic) or,
+    # with pre_hashed, a hash of S (one read)
+    fixed = k + (1.5 if c.get("pre_hashed") else 2) * saved * per_byte + changed * per_byte + wait
     compare = saved * per_byte * (0.5 if c.get("compare") == "hash" else 1)
     per_run = k + changed * per_byte + wait
     # by hash, the bytes the hashes read (hashed_bytes: only what each run

@@ -80,6 +80,12 @@
  *     words[r] words (libkcheck/kernels/region_hash.h, the device's
  *     definition); b[] and start[] are ignored.
  *
+ *   extern "C" __global__ void kc_copy_hash_table(const struct kc_cmp_table t,
+ *                                                 unsigned long long seed,
+ *                                                 unsigned long long *out);
+ *     b[r] = a[r] over words[r] words, and out[2r], out[2r+1] += the two
+ *     lanes of the seeded hash of those words; start[] is ignored.
+ *
  * ENVIRONMENT
  *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)
  *   FAKECUDA_ORDER_SEED=N     block-order seed (default 0)
@@ -233,6 +239,7 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_COMPARE "kc_compare"
 #define FK_K_COMPARE_TABLE "kc_compare_table"
 #define FK_K_HASH_TABLE "kc_hash_table"
+#define FK_K_COPY_HASH_TABLE "kc_copy_hash_table"
 
 /* The struct parameter of FK_K_MULTI_PTR, like PyTorch's multi-tensor
  * kernels' (dozens of tensors, each its own allocation here): block 0 sets

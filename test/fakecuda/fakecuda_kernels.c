@@ -509,6 +509,20 @@ static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
     kc_rh_region((const unsigned *)(uintptr_t)t->a[r], t->words[r], seed, &out[2 * r]);
 }
 
+/* kc_copy_hash_table: b[r] = a[r], and out[2r], out[2r+1] += its two hash
+ * lanes; start[] is ignored. */
+static void k_copy_hash_table(const struct fk_launch_ctx *c, void *const *params) {
+  const struct kc_cmp_table *t = params[0];
+  unsigned long long seed = P(1, unsigned long long);
+  unsigned long long *out = P(2, unsigned long long *);
+  if (block_lin(c) != 0 || t->n > KC_CMP_MAX) return;
+  for (unsigned long long r = 0; r < t->n; r++) {
+    const unsigned *a = (const unsigned *)(uintptr_t)t->a[r];
+    memmove((void *)(uintptr_t)t->b[r], a, 4 * t->words[r]);
+    kc_rh_region(a, t->words[r], seed, &out[2 * r]);
+  }
+}
+
 /* ----------------------------------------------------------- registry */
 
 static const struct fk_kernel_def builtin[] = {
@@ -552,6 +566,8 @@ static const struct fk_kernel_def builtin[] = {
      0,
      0},
     {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
+    {FK_K_COPY_HASH_TABLE, k_copy_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8},
+     0, 0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

@@ -337,6 +337,9 @@ def test_device_work_over_floor_prices_each_part(tmp_path):
     # hashed_bytes: what the hashes read (here 1.5 MiB: 0.075 ms)
     hashed = dict(c, compare="hash", hashed_bytes=3 * mib // 2)
     assert abs(kr.device_work_over_floor(hashed, 8 * mib) - 1.005 / 0.5) < 1e-12
+    # pre_hashed: the pass after the application's launch reads S once
+    hashed["pre_hashed"] = True
+    assert abs(kr.device_work_over_floor(hashed, 8 * mib) - 0.955 / 0.5) < 1e-12
     assert kr.device_work_over_floor(c, None) is None
     # the flush's size: recorded, else (older reports) twice the L2
     assert kr.flush_bytes_of({"l2flush_bytes": 3 * mib, "l2_bytes": 4 * mib}) == 3 * mib

@@ -139,7 +139,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   /* A contract's gates write memory the shadow does not track, and a
    * kernel once seen writing where its application launch did not needs
    * every region compared after every run (struct kc_shadow). */
-  s.hash_every_region = c != NULL || atomic_load(&li->k->hash_every_region);
+  s.hash_every_region |= c != NULL || atomic_load(&li->k->hash_every_region);
   int unwatched_write = 0;
   run_gate_list(run_list, n, ctx, ok ? &s : NULL, c, gate_ms);
   if (ok && !s.hash_every_region && kc_shadow_verify_unwatched(&s) == 1) {

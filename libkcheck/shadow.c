@@ -494,6 +494,10 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
     }
   }
   free(res);
+  uint64_t unchanged = 0;
+  for (int i = 0; i < s->nregions; i++)
+    if (!s->regions[i].changed) unchanged += s->regions[i].size;
+  if (unchanged < kc_opt.unwatched_min) s->hash_every_region = 1;
   /* No wait for the copies: whatever reads post-state A next (a run's
    * restore, a comparison, the end's restore) is queued behind them on
    * the same stream, and every host read of it follows a wait there. */

@@ -450,16 +450,17 @@ static int slots_ready(void) {
 }
 
 /* kc_perturb_hash_many into slots + 16n, copying back `slots` .. + 32n
- * when prior (the copy and hash queued before), else slots + 16n alone. */
+ * when prior (the copy and hash queued before), else slots + 16n alone.
+ * zeroed: the slots are zeros already (no memset). */
 static int hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                     CUdeviceptr slots, int prior, CUstream stream, uint64_t *out) {
+                     CUdeviceptr slots, int prior, int zeroed, CUstream stream, uint64_t *out) {
   int rc = -1;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
   if (!d || load_module(d) || !d->hash_table || !slots_ready()) goto out;
   size_t bytes = 16u * (size_t)n;
   CUdeviceptr mine = prior ? slots + bytes : slots;
-  if (kc_drv.cuMemsetD8Async(mine, 0, bytes, stream) != CUDA_SUCCESS ||
+  if ((!zeroed && kc_drv.cuMemsetD8Async(mine, 0, bytes, stream) != CUDA_SUCCESS) ||
       table_launches(d, a, NULL, words, n, (unsigned long long)seed, mine, 0, 0, stream))
     goto out;
   rc = slots_round_trip(d, slots, prior ? 2 * bytes : bytes, stream, out);
@@ -469,17 +470,18 @@ out:
 }
 
 int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                         CUdeviceptr slots, CUstream stream, uint64_t *out) {
-  return hash_many(a, words, n, seed, slots, 0, stream, out);
+                         CUdeviceptr slots, int zeroed, CUstream stream, uint64_t *out) {
+  return hash_many(a, words, n, seed, slots, 0, zeroed, stream, out);
 }
 
 int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                               int n, uint64_t seed, CUdeviceptr slots, CUstream stream) {
+                               int n, uint64_t seed, CUdeviceptr slots, int zeroed,
+                               CUstream stream) {
   int rc = -1;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
   if (!d || load_module(d) || !d->copy_hash_table || !slots_ready()) goto out;
-  if (kc_drv.cuMemsetD8Async(slots, 0, 16u * (size_t)n, stream) != CUDA_SUCCESS ||
+  if ((!zeroed && kc_drv.cuMemsetD8Async(slots, 0, 16u * (size_t)n, stream) != CUDA_SUCCESS) ||
       table_launches(d, a, b, words, n, (unsigned long long)seed, slots, 0, 1, stream))
     goto out;
   rc = 0;
@@ -489,8 +491,8 @@ out:
 }
 
 int kc_perturb_hash_after_copy(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                               CUdeviceptr slots, CUstream stream, uint64_t *out) {
-  return hash_many(a, words, n, seed, slots, 1, stream, out);
+                               CUdeviceptr slots, int zeroed, CUstream stream, uint64_t *out) {
+  return hash_many(a, words, n, seed, slots, 1, zeroed, stream, out);
 }
 
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,

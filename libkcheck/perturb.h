@@ -42,10 +42,12 @@ int kc_perturb_inapplicable(const struct kc_perturb *p, const struct kc_launch_i
  * hashes; different contents the same one with probability about 2^-64
  * for a seed drawn at random: a missed difference, never an invented one,
  * since only a differing hash leads to a word-by-word comparison. One
- * read of each buffer where a comparison reads two. -1 when the kernel is
- * unavailable or a call failed (the caller compares instead). */
+ * read of each buffer where a comparison reads two. zeroed: the slots
+ * hold zeros already (else a memset on `stream` zeroes them first). -1
+ * when the kernel is unavailable or a call failed (the caller compares
+ * instead). */
 int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                         CUdeviceptr slots, CUstream stream, uint64_t *out);
+                         CUdeviceptr slots, int zeroed, CUstream stream, uint64_t *out);
 /* Saves the pre-state and hashes it in one pass: b[i] = a[i] over
  * words[i] words for each of n regions, and the hash of each (seeded, as
  * kc_perturb_hash_many's) into the 16-byte slots at `slots`, queued on
@@ -53,13 +55,14 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
  * unavailable or a call failed (then nothing may have been copied: the
  * caller copies and compares instead). */
 int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                               int n, uint64_t seed, CUdeviceptr slots, CUstream stream);
+                               int n, uint64_t seed, CUdeviceptr slots, int zeroed,
+                               CUstream stream);
 /* After kc_perturb_copy_hash_queue with the same slots and seed: hashes
  * each a[i] now into slots + 16n, copies both back and waits: out[2i],
  * out[2i+1] the saved copy's hash, out[2n + 2i], out[2n + 2i + 1] the
  * hash now. -1 as kc_perturb_hash_many. */
 int kc_perturb_hash_after_copy(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                               CUdeviceptr slots, CUstream stream, uint64_t *out);
+                               CUdeviceptr slots, int zeroed, CUstream stream, uint64_t *out);
 /* The device's costs for a check's floor, measured once per device on
  * stream s (the device idle): milliseconds per byte of a device-to-device
  * copy and the round trip of a launch and its wait. -1 when unmeasured. */

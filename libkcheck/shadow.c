@@ -148,6 +148,10 @@ static double timer_ms(struct ev_timer *t) {
 }
 
 #define SLOT_ALIGN 256u
+/* Zeroed sets of slots a check holds: the save's and the application's
+ * hashes, one for each run's (a check usually makes 2-8) and the hash
+ * after the gates; later hashes zero their own. */
+#define ZEROED_SETS 10
 static uint64_t aligned(uint64_t n) { return (n + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1); }
 
 static CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream st) {
@@ -161,6 +165,15 @@ static CUresult stream_sync(CUstream st) {
 
 static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why);
 static uint64_t hash_key(void);
+
+/* Slots for a hash (32 bytes a region): a zeroed set while there is
+ * one (*zeroed 1), else the check's own slots, which the hash zeroes. */
+static CUdeviceptr hash_slots(struct kc_shadow *s, int *zeroed) {
+  *zeroed = s->zeroed_left > 0;
+  if (!*zeroed) return s->slots;
+  s->zeroed_left--;
+  return s->zeroed_sets + 32u * (uint64_t)s->nregions * (uint64_t)(ZEROED_SETS - 1 - s->zeroed_left);
+}
 
 /* The pre-state saved and hashed in one launch (one for every 64
  * regions), queued on the check's stream; -1 when a region has bytes past
@@ -178,7 +191,10 @@ static int save_hashed(struct kc_shadow *s) {
       b[i] = s->regions[i].pre;
       w[i] = s->regions[i].size / 4;
     }
-    if (!rc) rc = kc_perturb_copy_hash_queue(a, b, w, n, s->hash_seed, s->slots, s->stream);
+    int zeroed = 0;
+    s->pre_slots = hash_slots(s, &zeroed);
+    if (!rc)
+      rc = kc_perturb_copy_hash_queue(a, b, w, n, s->hash_seed, s->pre_slots, zeroed, s->stream);
   }
   free(a);
   free(b);
@@ -199,7 +215,10 @@ static int changed_by_hash(struct kc_shadow *s, uint64_t *res, uint64_t *hash) {
       a[i] = s->regions[i].base;
       w[i] = s->regions[i].size / 4;
     }
-    rc = kc_perturb_hash_after_copy(a, w, n, s->hash_seed, s->slots, s->stream, h);
+    /* the set the save's hashes went to: its second half is zeroed too
+     * when the first was */
+    rc = kc_perturb_hash_after_copy(a, w, n, s->hash_seed, s->pre_slots,
+                                    s->pre_slots != s->slots, s->stream, h);
   }
   for (int i = 0; !rc && i < n; i++) {
     const uint64_t *pre = &h[2 * i], *now = &h[2 * n + 2 * i];
@@ -232,7 +251,7 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   uint64_t need = 2 * s->saved_bytes;
   if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");
   /* result slots: 16 bytes a region, 16 more for its hash */
-  uint64_t staged = 32u * (uint64_t)s->nregions + SLOT_ALIGN;
+  uint64_t staged = 32u * (1 + ZEROED_SETS) * (uint64_t)s->nregions + SLOT_ALIGN;
   for (int i = 0; i < s->nregions; i++)
     staged += 2 * aligned(s->regions[i].size);
   /* A staging buffer kept from an earlier check is reused when it is large
@@ -261,6 +280,12 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   s->slots = at;
   s->hash_seed = hash_key() ^ 0x9e3779b97f4a7c15ull * ((uint64_t)li->seq + 1);
   timer_start(&save_timer, TIMER_SAVE, s->stream);
+  s->zeroed_sets = s->slots + 32u * (uint64_t)s->nregions;
+  s->zeroed_left = 0;
+  if (kc_opt.hash_compare && kc_drv.cuMemsetD8Async &&
+      kc_drv.cuMemsetD8Async(s->zeroed_sets, 0, 32u * ZEROED_SETS * (size_t)s->nregions,
+                             s->stream) == CUDA_SUCCESS)
+    s->zeroed_left = ZEROED_SETS;
   s->pre_hashed = kc_opt.hash_compare && save_hashed(s) == 0;
   for (int i = 0; !s->pre_hashed && i < s->nregions; i++) {
     struct kc_region *r = &s->regions[i];
@@ -374,7 +399,9 @@ static int hash_all(struct kc_shadow *s, const unsigned char *only, uint64_t *h)
       w[m] = s->regions[i].size / 4;
       at[m++] = i;
     }
-    if (!rc && m) rc = kc_perturb_hash_many(a, w, m, s->hash_seed, s->slots, s->stream, hm);
+    int zeroed = 0;
+    CUdeviceptr slots = m ? hash_slots(s, &zeroed) : s->slots;
+    if (!rc && m) rc = kc_perturb_hash_many(a, w, m, s->hash_seed, slots, zeroed, s->stream, hm);
     for (int j = 0; !rc && j < m; j++) {
       h[2 * at[j]] = hm[2 * j];
       h[2 * at[j] + 1] = hm[2 * j + 1];
@@ -477,7 +504,7 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
   }
   keep_post_hash(s, hash, !cmp && hashed);
   free(hash);
-  CUdeviceptr at = s->slots + 32u * (uint64_t)s->nregions;
+  CUdeviceptr at = s->slots + 32u * (1 + ZEROED_SETS) * (uint64_t)s->nregions;
   at = (at + SLOT_ALIGN - 1) & ~(CUdeviceptr)(SLOT_ALIGN - 1);
   for (int i = 0; i < s->nregions; i++) {
     struct kc_region *reg = &s->regions[i];

@@ -92,7 +92,13 @@ struct kc_shadow {
   double wait_ms;
   CUstream stream;     /* where the check's copies and comparisons go: the launch's stream */
   CUdeviceptr staging; /* kcheck's staging buffer, held for the check */
-  CUdeviceptr slots;   /* comparison results in it, 16 bytes per region */
+  CUdeviceptr slots;   /* comparison results in it, 32 bytes per region */
+  /* Sets of slots (32 bytes a region each) after `slots`, zeroed together
+   * when the pre-state is saved: a hash takes the next one instead of
+   * zeroing its own (one memset a check, not one a comparison). */
+  CUdeviceptr zeroed_sets;
+  int zeroed_left;
+  CUdeviceptr pre_slots; /* where the save's hashes went (pre_hashed) */
   /* Post-state A hashed after the application's launch: a re-run's result
    * is hashed (one read of each region) and only a region whose hash
    * differs is compared word by word with post-state A (two reads). */

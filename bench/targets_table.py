@@ -66,9 +66,9 @@ def f(x, d=2):
 # different losses: a run's loss is compared with every plain round's.
 plain_losses = {key(f"plain_r{r}", "FINAL_LOSS") for r in range(1, rounds + 1)} - {None}
 rows = {}
-for c in ["plain", "none", "default", "hash", "words", "trace1", "trace2"]:
+for c in ["plain", "none", "default", "hash", "words", "det2", "trace1", "trace2"]:
     names = [f"{c}_r{r}" for r in range(1, rounds + 1)]
-    if c in ("hash", "words") and not any(steps_of(n) for n in names):
+    if c in ("hash", "words", "det2") and not any(steps_of(n) for n in names):
         continue  # a configuration of KC_T_CONFIGS only
     if c == "trace2":
         names = ["trace2_r1"]
@@ -96,7 +96,7 @@ def unread(name):
     except OSError:
         return False
     return has and not steps_of(name)
-UNREAD = [n for c in ["plain", "none", "default", "hash", "words", "trace1"] for n in
+UNREAD = [n for c in ["plain", "none", "default", "hash", "words", "det2", "trace1"] for n in
           (f"{c}_r{r}" for r in range(1, rounds + 1)) if unread(n)] + \
          (["trace2_r1"] if unread("trace2_r1") else [])
 P = rows["plain"]
@@ -110,7 +110,7 @@ print(f"\nbench/transformer_step.py, {steps} steps per process (trace2: 8), {rou
 print("| mode | first ms/step | ratio | steady ms/step | ratio | wall s | ratio | checks | skip records | launch records | loss bitwise one of plain's |")
 print("|---|---:|---:|---:|---:|---:|---:|---|---|---|---|")
 label = {"plain": "plain", "none": "`gates=none`", "default": "default options",
-         "hash": "`hash_compare=1`", "words": "`hash_compare=0`",
+         "hash": "`hash_compare=1`", "words": "`hash_compare=0`", "det2": "`determinism_runs=2`",
          "trace1": "`gates=none:trace=1`", "trace2": "`gates=none:trace=2` (8 steps)"}
 for c, r in rows.items():
     print(f"| {label[c]} | {f(r['first'])} | {f(ratio(r['first'], P['first']), 3)} | {f(r['steady'])} | "
@@ -212,7 +212,7 @@ if tot:
         sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
         print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
 # the default runs' checks against their own floors
-for n in [f"{c}_r{r}" for c in ("default", "hash", "words") for r in range(1, rounds + 1)]:
+for n in [f"{c}_r{r}" for c in ("default", "hash", "words", "det2") for r in range(1, rounds + 1)]:
     ck = [r for r in records(n) if r.get("type") == "check"]
     if not ck:
         continue
@@ -271,7 +271,7 @@ for n in [f"{c}_r{r}" for c in ("default", "hash", "words") for r in range(1, ro
               f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f} (reported beside cost/floor, not instead)")
 # profile=1 runs: the ten costliest checks stage by stage (stages_ms of
 # each check record; chk_setup is nested in the others)
-for n in ("prof_default", "prof_hash", "prof_words"):
+for n in ("prof_default", "prof_hash", "prof_words", "prof_det2"):
     ck = [r for r in records(n) if r.get("type") == "check" and r.get("stages_ms")]
     if not ck:
         continue

@@ -380,8 +380,8 @@ def test_rerun_that_writes_its_input(app, tmp_path, unwatched_min):
     differs, and the gates run again hashing every region after every
     run, with the same verdicts."""
     r = run([app("app_rerun")], tmp_path,
-            options="gates=determinism,race:race_strategies=l2flush,scrub:unwatched_min=" +
-            unwatched_min)
+            options="gates=determinism,race:race_strategies=l2flush,scrub:determinism_runs=2:"
+            "unwatched_min=" + unwatched_min)
     assert r.rc == 0, r.err  # the app checks its buffers
     recs = r.only_report()
     viol = {v["gate"]: v for v in by_type(recs, "violation")}

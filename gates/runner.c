@@ -77,8 +77,8 @@ static void learn_writes(struct kc_launch_info *li, struct kc_shadow *s) {
 static void run_gate_list(const struct kc_gate *const *run_list, int n, struct kc_gate_ctx *ctx,
                           struct kc_shadow *shadow, const struct kc_contract *c, json_t *gate_ms) {
   for (int i = 0; shadow && i < n; i++) {
-    ctx[i] = (struct kc_gate_ctx){shadow->li, shadow, c, json_object(),
-                                  {KC_GS_UNSET, 0, {NULL}, NULL}};
+    ctx[i] =
+        (struct kc_gate_ctx){shadow->li, shadow, c, json_object(), {KC_GS_UNSET, 0, {NULL}, NULL}};
     double tg = gate_ms ? kc_now_s() : 0;
     int added = run_list[i]->run(&ctx[i]);
     if (gate_ms) json_object_set_new(gate_ms, run_list[i]->id, json_real(1e3 * (kc_now_s() - tg)));
@@ -237,7 +237,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   if (rec && hashed) json_object_set_new(rec, "hash_differed", json_integer(hash_differed));
   /* Bytes the hashes after runs read (watched regions, and the one hash
    * of the rest at the end): what the comparisons cost the device. */
-  if (rec && hashed) json_object_set_new(rec, "hashed_bytes", json_integer((json_int_t)hashed_bytes));
+  if (rec && hashed)
+    json_object_set_new(rec, "hashed_bytes", json_integer((json_int_t)hashed_bytes));
   /* The pre-state was saved and hashed in one pass, and the application's
    * result hashed (not compared with it) to find what its launch changed. */
   if (rec && pre_hashed) json_object_set_new(rec, "pre_hashed", json_true());

@@ -27,8 +27,8 @@ struct dev_state {
   CUcontext ctx;
   CUmodule module;
   CUfunction scrub, hammer, flush, compare;
-  CUfunction compare_table; /* NULL: one kc_compare launch per region */
-  CUfunction hash_table;    /* NULL: re-runs are compared word by word */
+  CUfunction compare_table;   /* NULL: one kc_compare launch per region */
+  CUfunction hash_table;      /* NULL: re-runs are compared word by word */
   CUfunction copy_hash_table; /* NULL: the pre-state is saved by copies */
   CUdeviceptr compare_out;
   /* Host memory the comparisons' results are copied into, page-locked: a

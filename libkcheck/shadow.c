@@ -172,7 +172,8 @@ static CUdeviceptr hash_slots(struct kc_shadow *s, int *zeroed) {
   *zeroed = s->zeroed_left > 0;
   if (!*zeroed) return s->slots;
   s->zeroed_left--;
-  return s->zeroed_sets + 32u * (uint64_t)s->nregions * (uint64_t)(ZEROED_SETS - 1 - s->zeroed_left);
+  return s->zeroed_sets +
+         32u * (uint64_t)s->nregions * (uint64_t)(ZEROED_SETS - 1 - s->zeroed_left);
 }
 
 /* The pre-state saved and hashed in one launch (one for every 64
@@ -217,8 +218,8 @@ static int changed_by_hash(struct kc_shadow *s, uint64_t *res, uint64_t *hash) {
     }
     /* the set the save's hashes went to: its second half is zeroed too
      * when the first was */
-    rc = kc_perturb_hash_after_copy(a, w, n, s->hash_seed, s->pre_slots,
-                                    s->pre_slots != s->slots, s->stream, h);
+    rc = kc_perturb_hash_after_copy(a, w, n, s->hash_seed, s->pre_slots, s->pre_slots != s->slots,
+                                    s->stream, h);
   }
   for (int i = 0; !rc && i < n; i++) {
     const uint64_t *pre = &h[2 * i], *now = &h[2 * n + 2 * i];
@@ -478,7 +479,7 @@ static CUresult shadow_app_launch(struct kc_shadow *s, int *ok) {
    * else runs), so its wait is the launch's; a fault of the kernel fails
    * that wait, and the device-wide sync then says so. */
   size_t nr = (size_t)(s->nregions ? s->nregions : 1);
-  uint64_t *res = malloc(16u * nr);
+  uint64_t *res = calloc(2 * nr, sizeof *res); /* zeroed: every region unchanged until said */
   uint64_t *hash = kc_opt.hash_compare ? malloc(16u * nr) : NULL;
   int hashed = 0, cmp = -1;
   /* With the pre-state hashed, a region whose hash is unchanged counts as

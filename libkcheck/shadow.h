@@ -61,7 +61,7 @@ struct kc_region {
   /* A run may have written it and no comparison looked (it was not
    * watched): kc_shadow_verify_unwatched settles it. */
   unsigned unverified : 1;
-  uint64_t hash_post[2];   /* post-state A's hash (its two lanes), when have_hash */
+  uint64_t hash_post[2]; /* post-state A's hash (its two lanes), when have_hash */
 };
 
 /* The first difference between the latest shadow run and post-state A. */

@@ -566,8 +566,13 @@ static const struct fk_kernel_def builtin[] = {
      0,
      0},
     {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
-    {FK_K_COPY_HASH_TABLE, k_copy_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8},
-     0, 0},
+    {FK_K_COPY_HASH_TABLE,
+     k_copy_hash_table,
+     3,
+     {sizeof(struct kc_cmp_table), 8, 8},
+     {8, 8, 8},
+     0,
+     0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},
 };
 

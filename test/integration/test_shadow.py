@@ -59,7 +59,8 @@ def test_default_strategies(app, tmp_path):
     ones (jitter, warporder, accesses): the read of never-written shared
     memory is still flagged; the stand-in's order-dependent kernels re-run
     identically without a block-order strategy (and its copy of a kernel
-    is the kernel itself), so they are not."""
+    is the kernel itself), so they are not. The determinism gate makes one
+    identical run (determinism_runs' default)."""
     r = run([app("app_linked"), "races"], tmp_path, stock=True)
     assert r.rc == 0, r.err
     recs = r.only_report()
@@ -73,6 +74,9 @@ def test_default_strategies(app, tmp_path):
             assert "accesses" not in nd.get("strategies", {}), nd
             continue
         assert list(race["strategies"]) == ["scrub", "l2flush", "jitter", "warporder", "accesses"]
+        # determinism_runs defaults to 1: one identical run a clean check
+        det = c["gates"]["determinism"]
+        assert det["status"] != "pass" or det["runs"] == 1, det
         assert set(race["strategy_ms"]) == set(race["strategies"])
         assert all(ms >= 0 for ms in race["strategy_ms"].values())
     by = {v["kernel_name"].split("(")[0]: v for v in by_type(recs, "violation")}

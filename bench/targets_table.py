@@ -65,11 +65,15 @@ def f(x, d=2):
 # determinism gate names it), so plain processes themselves may end on
 # different losses: a run's loss is compared with every plain round's.
 plain_losses = {key(f"plain_r{r}", "FINAL_LOSS") for r in range(1, rounds + 1)} - {None}
+# configurations of KC_T_CONFIGS only (run_targets.sh's opts_of), each
+# with its own profile=1 run prof_<name>
+OPTIONAL = ("hash", "words", "det2")
+CONFIGS = ("plain", "none", "default") + OPTIONAL + ("trace1", "trace2")
 rows = {}
-for c in ["plain", "none", "default", "hash", "words", "det2", "trace1", "trace2"]:
+for c in CONFIGS:
     names = [f"{c}_r{r}" for r in range(1, rounds + 1)]
-    if c in ("hash", "words", "det2") and not any(steps_of(n) for n in names):
-        continue  # a configuration of KC_T_CONFIGS only
+    if c in OPTIONAL and not any(steps_of(n) for n in names):
+        continue
     if c == "trace2":
         names = ["trace2_r1"]
     fs, ss, ws, ck, sk, lr, same = [], [], [], [], [], [], []
@@ -96,7 +100,7 @@ def unread(name):
     except OSError:
         return False
     return has and not steps_of(name)
-UNREAD = [n for c in ["plain", "none", "default", "hash", "words", "det2", "trace1"] for n in
+UNREAD = [n for c in CONFIGS[:-1] for n in
           (f"{c}_r{r}" for r in range(1, rounds + 1)) if unread(n)] + \
          (["trace2_r1"] if unread("trace2_r1") else [])
 P = rows["plain"]
@@ -212,7 +216,7 @@ if tot:
         sts = "; ".join(f"{n}x {v[:48]}" for v, n in sorted(stat.get(k, {}).items(), key=lambda x: -x[1]))
         print(f"| {k} | {tot[k]:.1f} | {cnt[k]} | {tot[k] / cnt[k]:.3f} | {sts.replace('|', '/')} |")
 # the default runs' checks against their own floors
-for n in [f"{c}_r{r}" for c in ("default", "hash", "words", "det2") for r in range(1, rounds + 1)]:
+for n in [f"{c}_r{r}" for c in ("default",) + OPTIONAL for r in range(1, rounds + 1)]:
     ck = [r for r in records(n) if r.get("type") == "check"]
     if not ck:
         continue
@@ -271,7 +275,7 @@ for n in [f"{c}_r{r}" for c in ("default", "hash", "words", "det2") for r in ran
               f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f} (reported beside cost/floor, not instead)")
 # profile=1 runs: the ten costliest checks stage by stage (stages_ms of
 # each check record; chk_setup is nested in the others)
-for n in ("prof_default", "prof_hash", "prof_words", "prof_det2"):
+for n in [f"prof_{c}" for c in ("default",) + OPTIONAL]:
     ck = [r for r in records(n) if r.get("type") == "check" and r.get("stages_ms")]
     if not ck:
         continue

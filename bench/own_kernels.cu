@@ -6,13 +6,19 @@
 // kc_copy_hash_table give the value of region_hash.h computed on the host
 // (the CPU stand-in's definition), that the save copies exactly, and that
 // changes a linear hash cancels (two sign-bit flips) change the hash.
-// Both chunk sizes of cmp_table.h are timed.
+// Both chunk sizes of cmp_table.h are timed. Last, a hash's host round
+// trip (launch to result on the host, median of 200) with its sums copied
+// back (cudaMemcpyAsync) and published by its last block into mapped host
+// memory (publish_sums), beside an empty launch's, and that the published
+// sums are the copied ones, launch after launch.
 // Usage: own_kernels [MiB ...]   (default 8 64 256)
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "../libkcheck/kernels/perturb_kernels.cu"
@@ -67,8 +73,8 @@ static float time_one(int kind, unsigned *a, unsigned *b, unsigned long long wor
     if (kind == 0) CK(cudaMemcpyAsync(b, a, 4 * words, cudaMemcpyDeviceToDevice));
     if (kind == 1) kc_compare_table<<<grid_for(t), 256>>>(t, slots, 0, nullptr);
     if (kind == 2) kc_compare_table<<<grid_for(t), 256>>>(t, slots, 7, slots + 2);
-    if (kind == 3) kc_hash_table<<<grid_for(t), 256>>>(t, 7, slots);
-    if (kind == 4) kc_copy_hash_table<<<grid_for(t), 256>>>(t, 7, slots);
+    if (kind == 3) kc_hash_table<<<grid_for(t), 256>>>(t, 7, slots, nullptr, nullptr);
+    if (kind == 4) kc_copy_hash_table<<<grid_for(t), 256>>>(t, 7, slots, nullptr, nullptr);
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float ms;
@@ -88,6 +94,86 @@ __global__ void read_sweep(const uint4 *p, unsigned long long n, unsigned *sink)
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x12345679u) *sink = acc; // keeps the loads
+}
+
+static double now_us() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return 1e6 * ts.tv_sec + 1e-3 * ts.tv_nsec;
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+__global__ void empty_kernel() {}
+
+// Host round trips of a hash of `kib` KiB: copied back, published, and an
+// empty launch; 1 when a published result differs from the copied one.
+static int round_trip(unsigned kib, cudaStream_t st, unsigned long long *slots, unsigned *done,
+                      unsigned long long *pub_host, unsigned long long *pub_dev,
+                      unsigned long long *pinned) {
+  unsigned long long words = (unsigned long long)kib << 8;
+  unsigned *a;
+  CK(cudaMalloc(&a, 4 * words));
+  CK(cudaMemset(a, 0x5a, 4 * words));
+  kc_cmp_table t = one(a, nullptr, words);
+  std::vector<double> copied, published, empty;
+  int bad = 0;
+  for (int i = 0; i < 200; i++) {
+    unsigned long long seed = 1000 + i;
+    CK(cudaMemsetAsync(slots, 0, 32, st));
+    CK(cudaStreamSynchronize(st));
+    double t0 = now_us();
+    kc_hash_table<<<grid_for(t), 256, 0, st>>>(t, seed, slots, nullptr, nullptr);
+    CK(cudaMemcpyAsync(pinned, slots, 16, cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
+    copied.push_back(now_us() - t0);
+    CK(cudaMemsetAsync(slots + 2, 0, 16, st));
+    CK(cudaStreamSynchronize(st));
+    t0 = now_us();
+    kc_hash_table<<<grid_for(t), 256, 0, st>>>(t, seed, slots + 2, done, pub_dev);
+    CK(cudaStreamSynchronize(st));
+    published.push_back(now_us() - t0);
+    bad |= pub_host[0] != pinned[0] || pub_host[1] != pinned[1];
+    t0 = now_us();
+    empty_kernel<<<1, 32, 0, st>>>();
+    CK(cudaStreamSynchronize(st));
+    empty.push_back(now_us() - t0);
+  }
+  printf("| %u | %u | %.1f | %.1f | %.1f |\n", kib, grid_for(t), median(copied), median(published),
+         median(empty));
+  CK(cudaFree(a));
+  return bad;
+}
+
+static int round_trips() {
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  unsigned long long *slots, *pinned, *pub_host, *pub_dev;
+  unsigned *done;
+  CK(cudaMalloc(&slots, 64));
+  CK(cudaMalloc(&done, 16));
+  CK(cudaMemset(done, 0, 16));
+  CK(cudaHostAlloc(&pinned, 4096, cudaHostAllocDefault));
+  CK(cudaHostAlloc(&pub_host, 4096, cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer(&pub_dev, pub_host, 0));
+  printf("\n| hash KiB | blocks | copied back us | published us | empty launch us |\n"
+         "|---:|---:|---:|---:|---:|\n");
+  int bad = 0;
+  for (unsigned kib : {16u, 1024u, 8192u, 65536u})
+    bad |= round_trip(kib, st, slots, done, pub_host, pub_dev, pinned);
+  unsigned left = 1;
+  CK(cudaMemcpy(&left, done, 4, cudaMemcpyDeviceToHost));
+  bad |= left != 0;
+  printf("  published sums = copied sums, block counter back at 0: %s\n", bad ? "FAIL" : "ok");
+  CK(cudaFree(slots));
+  CK(cudaFree(done));
+  CK(cudaFreeHost(pinned));
+  CK(cudaFreeHost(pub_host));
+  CK(cudaStreamDestroy(st));
+  return bad;
 }
 
 int main(int argc, char **argv) {
@@ -129,7 +215,7 @@ int main(int argc, char **argv) {
     unsigned long long dv[4], hv[2];
     kc_cmp_table t = one(a, b, words);
     CK(cudaMemset(slots, 0, 64));
-    kc_hash_table<<<grid_for(t), 256>>>(t, 0xabcdefull + mib, slots);
+    kc_hash_table<<<grid_for(t), 256>>>(t, 0xabcdefull + mib, slots, nullptr, nullptr);
     kc_compare_table<<<grid_for(t), 256>>>(t, slots + 4, 0xabcdefull + mib, slots + 2);
     CK(cudaMemcpy(dv, slots, 32, cudaMemcpyDeviceToHost));
     host_hash(h.data(), words, 0xabcdefull + mib, hv);
@@ -138,7 +224,7 @@ int main(int argc, char **argv) {
     unsigned long long odd = words - 3;
     kc_cmp_table u = one(a + 1, b + 1, odd);
     CK(cudaMemset(slots, 0, 64));
-    kc_hash_table<<<grid_for(u), 256>>>(u, 99, slots);
+    kc_hash_table<<<grid_for(u), 256>>>(u, 99, slots, nullptr, nullptr);
     CK(cudaMemcpy(dv, slots, 16, cudaMemcpyDeviceToHost));
     host_hash(h.data() + 1, odd, 99, hv);
     ok = ok && dv[0] == hv[0] && dv[1] == hv[1];
@@ -148,8 +234,8 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(b + 3, &flip[1], 4, cudaMemcpyHostToDevice));
     kc_cmp_table f = one(b, a, words);
     CK(cudaMemset(slots, 0, 64));
-    kc_hash_table<<<grid_for(f), 256>>>(f, 5, slots);
-    kc_hash_table<<<grid_for(t), 256>>>(t, 5, slots + 2);
+    kc_hash_table<<<grid_for(f), 256>>>(f, 5, slots, nullptr, nullptr);
+    kc_hash_table<<<grid_for(t), 256>>>(t, 5, slots + 2, nullptr, nullptr);
     kc_compare_table<<<grid_for(f), 256>>>(f, slots + 4, 0, nullptr);
     unsigned long long r[6];
     CK(cudaMemcpy(r, slots, 48, cudaMemcpyDeviceToHost));
@@ -159,7 +245,7 @@ int main(int argc, char **argv) {
     CK(cudaMemset(b, 0, 4 * words));
     CK(cudaMemset(slots, 0, 64));
     kc_cmp_table s = one(a + 1, b + 1, odd);
-    kc_copy_hash_table<<<grid_for(s), 256>>>(s, 99, slots);
+    kc_copy_hash_table<<<grid_for(s), 256>>>(s, 99, slots, nullptr, nullptr);
     std::vector<unsigned> back(words);
     CK(cudaMemcpy(back.data(), b, 4 * words, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(dv, slots, 16, cudaMemcpyDeviceToHost));
@@ -212,6 +298,7 @@ int main(int argc, char **argv) {
     }
     printf("| %s | %.4f | %.4f |\n", names[v], best, fbest);
   }
+  bad |= round_trips();
   printf("%s\n", bad ? "own_kernels: FAIL" : "own_kernels: ok");
   return bad;
 }

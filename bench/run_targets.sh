@@ -23,7 +23,8 @@
 # adds memcheck and TORCH_CUDA_SANITIZER=1 at the full size, KC_T_FLOOR=1
 # a plain torch.profiler run. KC_T_CONFIGS: the alternating configurations
 # (default "plain none default trace1"; also "hash": hash_compare=1 and
-# "words": hash_compare=0, "det2": determinism_runs=2, each of which adds a
+# "words": hash_compare=0, "det2": determinism_runs=2, "copyback":
+# hash_publish=0, each of which adds a
 # profile=1 run of it beside
 # prof_default). KC_T_SKIP (words: strat_all8, trace2,
 # racecheck) leaves those runs out, for a call that measures only the
@@ -59,6 +60,7 @@ opts_of() {
     hash) echo hash_compare=1 ;;
     words) echo hash_compare=0 ;;
     det2) echo determinism_runs=2 ;;
+    copyback) echo hash_publish=0 ;;
   esac
 }
 # one NAME OPTS(- = no kcheck) TIMEOUT CMD... ; WALL_<NAME> = seconds
@@ -109,7 +111,7 @@ one races_all8 "$ALL8" 30 "$BUILD/gpu/races" all || true
 echo "=== profile=1 (default options, mark at launch $MARK; trace=1, same mark); every race strategy"
 one prof_default "profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
 one prof_trace "gates=none:trace=1:profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
-for c in hash words det2; do
+for c in hash words det2 copyback; do
   if [[ " ${CONFIGS[*]} " == *" $c "* ]]; then
     one "prof_$c" "$(opts_of $c):profile=1:profile_mark=$MARK" 120 "${T[@]}" --steps "$STEPS" || true
   fi

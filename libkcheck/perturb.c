@@ -13,6 +13,7 @@
 #include "intra.h"
 #include "kernels/cmp_table.h"
 #include "log.h"
+#include "options.h"
 #include "own.h"
 #include "prof.h"
 #include "report.h"
@@ -35,6 +36,12 @@ struct dev_state {
    * copy to pageable memory is staged by the driver on the host. */
   uint64_t *host_slots;
   size_t host_slots_n; /* uint64_t words */
+  /* host_slots mapped for the device (0: not mapped) in context
+   * host_slots_ctx, where the hash kernels publish their sums
+   * (publish_sums in perturb_kernels.cu); publish_done is their counter
+   * of finished blocks, 0 between launches. */
+  CUdeviceptr host_slots_dev, publish_done;
+  CUcontext host_slots_ctx;
   int sms, l2, smem_optin;
   int green_sms;
   CUgreenCtx green;
@@ -392,16 +399,25 @@ static uint64_t table_fill(struct kc_cmp_table *t, const CUdeviceptr *a, const C
  * too into the 16-byte slots at hslots when that is not 0. */
 static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdeviceptr *b,
                           const uint64_t *words, int n, unsigned long long seed, CUdeviceptr slots,
-                          CUdeviceptr hslots, int copy, CUstream stream) {
+                          CUdeviceptr hslots, int copy, uint64_t *pub, CUstream stream) {
   static struct kc_cmp_table t; /* under `lock`, like every caller here; 2 KiB */
   KC_ASSERT(!copy || (b && d->copy_hash_table));
+  KC_ASSERT(!pub || (!(b && !copy) && d->host_slots_dev && pub >= d->host_slots &&
+                     pub + 2 * (size_t)n <= d->host_slots + d->host_slots_n));
   for (int first = 0; first < n; first += KC_CMP_MAX) {
     uint64_t chunks = table_fill(&t, a, b, words, first, n, !b || hslots || copy, d->sms);
-    if (!chunks) continue;
+    if (!chunks) {
+      /* no launch to publish these sums: they are the zeroed slots' */
+      if (pub) memset(pub + 2 * first, 0, 16u * t.n);
+      continue;
+    }
     CUdeviceptr o = slots + 16u * (unsigned)first;
     CUdeviceptr h = hslots ? hslots + 16u * (unsigned)first : 0;
+    CUdeviceptr p =
+        pub ? d->host_slots_dev + 8u * (CUdeviceptr)(pub - d->host_slots + 2 * first) : 0;
     unsigned grid = chunks < 8u * (unsigned)d->sms ? (unsigned)chunks : 8u * (unsigned)d->sms;
-    void *cmp_params[] = {&t, &o, &seed, &h}, *hash_params[] = {&t, &seed, &o};
+    void *cmp_params[] = {&t, &o, &seed, &h},
+         *hash_params[] = {&t, &seed, &o, &d->publish_done, &p};
     CUfunction f = copy ? d->copy_hash_table : b ? d->compare_table : d->hash_table;
     if (launch(f, grid, 256, 0, stream, b && !copy ? cmp_params : hash_params) != CUDA_SUCCESS)
       return -1;
@@ -417,18 +433,49 @@ static int table_launches(struct dev_state *d, const CUdeviceptr *a, const CUdev
 static uint64_t *host_slots(struct dev_state *d, size_t words) {
   if (d->host_slots_n >= words) return d->host_slots;
   if (d->host_slots) {
+    /* a hash kernel may still be publishing into the old memory */
+    if (d->host_slots_dev && kc_drv.cuCtxSynchronize) kc_drv.cuCtxSynchronize();
     if (kc_drv.cuMemHostUnregister) kc_drv.cuMemHostUnregister(d->host_slots);
     free(d->host_slots);
   }
   d->host_slots = NULL;
   d->host_slots_n = 0;
+  d->host_slots_dev = 0;
+  d->host_slots_ctx = NULL;
   size_t want = words < 512 ? 512 : words; /* 4 KiB: one page */
   void *p = NULL;
   if (posix_memalign(&p, 4096, want * sizeof(uint64_t))) return NULL;
-  if (kc_drv.cuMemHostRegister_v2)
-    kc_drv.cuMemHostRegister_v2(p, want * sizeof(uint64_t), CU_MEMHOSTREGISTER_PORTABLE);
+  /* mapped for the device where the driver allows (the hashes publish
+   * there), else page-locked alone */
+  size_t bytes = want * sizeof(uint64_t);
+  if (kc_drv.cuMemHostRegister_v2 &&
+      kc_drv.cuMemHostRegister_v2(
+          p, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) == CUDA_SUCCESS)
+    d->host_slots_ctx = d->ctx;
+  else if (kc_drv.cuMemHostRegister_v2)
+    kc_drv.cuMemHostRegister_v2(p, bytes, CU_MEMHOSTREGISTER_PORTABLE);
   d->host_slots = p;
   d->host_slots_n = want;
+  return d->host_slots;
+}
+
+/* host_slots (room for `words` results) where the hash kernels can
+ * publish their sums in the current context, with the counter they need;
+ * NULL when the memory cannot be mapped (the sums are copied back). */
+static uint64_t *publish_slots(struct dev_state *d, size_t words) {
+  size_t unused;
+  if (!kc_opt.hash_publish || !kc_drv.cuMemHostGetDevicePointer_v2 ||
+      ensure_buf(&d->publish_done, &unused, 16) || !host_slots(d, words) || !d->host_slots_ctx)
+    return NULL;
+  if (!d->host_slots_dev || d->host_slots_ctx != d->ctx) {
+    CUdeviceptr dp = 0;
+    if (kc_drv.cuMemHostGetDevicePointer_v2(&dp, d->host_slots, 0) != CUDA_SUCCESS || !dp) {
+      d->host_slots_ctx = NULL; /* not mapped here: copied back from now on */
+      return NULL;
+    }
+    d->host_slots_dev = dp;
+    d->host_slots_ctx = d->ctx;
+  }
   return d->host_slots;
 }
 
@@ -445,13 +492,22 @@ static int slots_round_trip(struct dev_state *d, CUdeviceptr slots, size_t bytes
   return 0;
 }
 
+/* The wait for kernels that published `bytes` of sums at pub
+ * (publish_slots): the round trip without the copy. */
+static int published_round_trip(const uint64_t *pub, size_t bytes, CUstream stream, uint64_t *out) {
+  if (kc_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS) return -1;
+  memcpy(out, pub, bytes);
+  return 0;
+}
+
 static int slots_ready(void) {
   return kc_drv.cuMemsetD8Async && kc_drv.cuMemcpyDtoHAsync_v2 && kc_drv.cuStreamSynchronize;
 }
 
-/* kc_perturb_hash_many into slots + 16n, copying back `slots` .. + 32n
- * when prior (the copy and hash queued before), else slots + 16n alone.
- * zeroed: the slots are zeros already (no memset). */
+/* kc_perturb_hash_many into slots + 16n, reading back `slots` .. + 32n
+ * when prior (the copy and hash queued before; prior 2: it published its
+ * sums), else slots + 16n alone. zeroed: the slots are zeros already (no
+ * memset). */
 static int hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
                      CUdeviceptr slots, int prior, int zeroed, CUstream stream, uint64_t *out) {
   int rc = -1;
@@ -460,10 +516,14 @@ static int hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_
   if (!d || load_module(d) || !d->hash_table || !slots_ready()) goto out;
   size_t bytes = 16u * (size_t)n;
   CUdeviceptr mine = prior ? slots + bytes : slots;
+  /* published only where the prior sums were too: the wait then reads both */
+  uint64_t *pub = prior == 1 ? NULL : publish_slots(d, (prior ? 4u : 2u) * (size_t)n);
   if ((!zeroed && kc_drv.cuMemsetD8Async(mine, 0, bytes, stream) != CUDA_SUCCESS) ||
-      table_launches(d, a, NULL, words, n, (unsigned long long)seed, mine, 0, 0, stream))
+      table_launches(d, a, NULL, words, n, (unsigned long long)seed, mine, 0, 0,
+                     pub ? pub + (prior ? 2 * n : 0) : NULL, stream))
     goto out;
-  rc = slots_round_trip(d, slots, prior ? 2 * bytes : bytes, stream, out);
+  rc = pub ? published_round_trip(pub, prior ? 2 * bytes : bytes, stream, out)
+           : slots_round_trip(d, slots, prior ? 2 * bytes : bytes, stream, out);
 out:
   pthread_mutex_unlock(&lock);
   return rc;
@@ -475,15 +535,20 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
 }
 
 int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                               int n, uint64_t seed, CUdeviceptr slots, int zeroed,
-                               CUstream stream) {
+                               int n, uint64_t seed, CUdeviceptr slots, int zeroed, CUstream stream,
+                               int *published) {
   int rc = -1;
+  *published = 0;
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
   if (!d || load_module(d) || !d->copy_hash_table || !slots_ready()) goto out;
+  /* room for the hash after the launch too: host_slots must not move
+   * while this kernel may still publish into it */
+  uint64_t *pub = publish_slots(d, 4u * (size_t)n);
   if ((!zeroed && kc_drv.cuMemsetD8Async(slots, 0, 16u * (size_t)n, stream) != CUDA_SUCCESS) ||
-      table_launches(d, a, b, words, n, (unsigned long long)seed, slots, 0, 1, stream))
+      table_launches(d, a, b, words, n, (unsigned long long)seed, slots, 0, 1, pub, stream))
     goto out;
+  *published = pub != NULL;
   rc = 0;
 out:
   pthread_mutex_unlock(&lock);
@@ -491,8 +556,9 @@ out:
 }
 
 int kc_perturb_hash_after_copy(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                               CUdeviceptr slots, int zeroed, CUstream stream, uint64_t *out) {
-  return hash_many(a, words, n, seed, slots, 1, zeroed, stream, out);
+                               CUdeviceptr slots, int zeroed, int published, CUstream stream,
+                               uint64_t *out) {
+  return hash_many(a, words, n, seed, slots, published ? 2 : 1, zeroed, stream, out);
 }
 
 int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
@@ -509,7 +575,7 @@ int kc_perturb_compare_many(const CUdeviceptr *a, const CUdeviceptr *b, const ui
   int failed = 0; /* queuing the comparison kernels */
   if (d->compare_table) {
     failed = table_launches(d, a, b, words, n, (unsigned long long)seed, slots,
-                            hout ? slots + 16u * (size_t)n : 0, 0, stream);
+                            hout ? slots + 16u * (size_t)n : 0, 0, NULL, stream);
   } else {
     for (int i = 0; !failed && i < n; i++) {
       if (!words[i] || a[i] == b[i]) continue;

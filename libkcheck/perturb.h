@@ -55,14 +55,15 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
  * unavailable or a call failed (then nothing may have been copied: the
  * caller copies and compares instead). */
 int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
-                               int n, uint64_t seed, CUdeviceptr slots, int zeroed,
-                               CUstream stream);
-/* After kc_perturb_copy_hash_queue with the same slots and seed: hashes
- * each a[i] now into slots + 16n, copies both back and waits: out[2i],
- * out[2i+1] the saved copy's hash, out[2n + 2i], out[2n + 2i + 1] the
- * hash now. -1 as kc_perturb_hash_many. */
+                               int n, uint64_t seed, CUdeviceptr slots, int zeroed, CUstream stream,
+                               int *published);
+/* After kc_perturb_copy_hash_queue with the same slots and seed (and the
+ * *published it gave): hashes each a[i] now into slots + 16n, reads both
+ * back and waits: out[2i], out[2i+1] the saved copy's hash, out[2n + 2i],
+ * out[2n + 2i + 1] the hash now. -1 as kc_perturb_hash_many. */
 int kc_perturb_hash_after_copy(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
-                               CUdeviceptr slots, int zeroed, CUstream stream, uint64_t *out);
+                               CUdeviceptr slots, int zeroed, int published, CUstream stream,
+                               uint64_t *out);
 /* The device's costs for a check's floor, measured once per device on
  * stream s (the device idle): milliseconds per byte of a device-to-device
  * copy and the round trip of a launch and its wait. -1 when unmeasured. */

@@ -195,7 +195,8 @@ static int save_hashed(struct kc_shadow *s) {
     int zeroed = 0;
     s->pre_slots = hash_slots(s, &zeroed);
     if (!rc)
-      rc = kc_perturb_copy_hash_queue(a, b, w, n, s->hash_seed, s->pre_slots, zeroed, s->stream);
+      rc = kc_perturb_copy_hash_queue(a, b, w, n, s->hash_seed, s->pre_slots, zeroed, s->stream,
+                                      &s->pre_published);
   }
   free(a);
   free(b);
@@ -219,7 +220,7 @@ static int changed_by_hash(struct kc_shadow *s, uint64_t *res, uint64_t *hash) {
     /* the set the save's hashes went to: its second half is zeroed too
      * when the first was */
     rc = kc_perturb_hash_after_copy(a, w, n, s->hash_seed, s->pre_slots, s->pre_slots != s->slots,
-                                    s->stream, h);
+                                    s->pre_published, s->stream, h);
   }
   for (int i = 0; !rc && i < n; i++) {
     const uint64_t *pre = &h[2 * i], *now = &h[2 * n + 2 * i];

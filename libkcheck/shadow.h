@@ -107,6 +107,7 @@ struct kc_shadow {
    * changed is then found by hashing its result, one read of each region,
    * not by comparing it with the saved copy, two. */
   int pre_hashed;
+  int pre_published; /* its sums went to mapped host memory (hash_publish) */
   int have_hash;
   int hash_differed; /* regions a hash sent to the word-by-word comparison */
   /* By hash, a run's result is compared only in its watched regions

@@ -179,6 +179,31 @@ __device__ static void block_hash_report(unsigned long long h0, unsigned long lo
   __syncthreads(); // s_h is reused by the block's next chunk
 }
 
+// The launch's 2n sums published to host memory mapped for the device
+// (pub; NULL: the host copies them back itself) by the block that finishes
+// last: every block bumps *done after its atomics, and the one that takes
+// it to gridDim.x reads the sums, writes them to pub and sets *done back to
+// 0 for the next launch. The host's wait for the stream then finds them in
+// its own memory, with no copy queued behind the kernel: a hash costs one
+// device operation, not two. Every thread of the block calls this after
+// its last block_hash_report.
+__device__ static void publish_sums(unsigned long long *out, unsigned long long n2, unsigned *done,
+                                    unsigned long long *pub) {
+  if (!pub) return;
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    __threadfence(); // this block's sums before its count
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence(); // every other block's sums, counted, are visible
+  for (unsigned long long i = threadIdx.x; i < n2; i += blockDim.x)
+    pub[i] = atomicAdd(&out[i], 0ull);
+  if (threadIdx.x == 0) *done = 0;
+  __threadfence_system();
+}
+
 // The keys of this thread's position in a run: a thread of a 256-thread
 // block stepping by 256 quads from a run's start keeps its position.
 struct rh_key_cache {
@@ -238,8 +263,10 @@ extern "C" __global__ void kc_compare_table(const struct kc_cmp_table t, unsigne
 // saved copy: a re-run's result is first compared by hash with the
 // application's, and only a region whose hash differs is compared word by
 // word.
+// With pub, the sums are published there too (publish_sums).
 extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned long long seed,
-                                         unsigned long long *out) {
+                                         unsigned long long *out, unsigned *done,
+                                         unsigned long long *pub) {
   unsigned long long chunks = t.start[t.n];
   unsigned r = 0;
   struct rh_key_cache kc;
@@ -258,6 +285,7 @@ extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned l
     }
     block_hash_report(h[0], h[1], &out[2 * r]);
   }
+  publish_sums(out, 2 * t.n, done, pub);
 }
 
 // The pre-state saved and hashed in one pass (the table of
@@ -266,8 +294,10 @@ extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t, unsigned l
 // the caller zeroes out[]). The pass that finds what the application's
 // launch changed then hashes its result alone (one read of each region)
 // instead of comparing it with the saved copy (two).
+// With pub, the sums are published there too (publish_sums).
 extern "C" __global__ void kc_copy_hash_table(const struct kc_cmp_table t,
-                                              unsigned long long seed, unsigned long long *out) {
+                                              unsigned long long seed, unsigned long long *out,
+                                              unsigned *done, unsigned long long *pub) {
   unsigned long long chunks = t.start[t.n];
   unsigned r = 0;
   struct rh_key_cache kc;
@@ -295,4 +325,5 @@ extern "C" __global__ void kc_copy_hash_table(const struct kc_cmp_table t,
     }
     block_hash_report(h[0], h[1], &out[2 * r]);
   }
+  publish_sums(out, 2 * t.n, done, pub);
 }

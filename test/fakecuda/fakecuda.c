@@ -1195,6 +1195,14 @@ CUresult cuMemHostUnregister(void *p) {
   FK_ENTER("cuMemHostUnregister");
   return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+/* Device memory is host memory here: a mapped host address is its own
+ * device address. */
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned flags) {
+  FK_ENTER("cuMemHostGetDevicePointer_v2");
+  if (!dptr || !p || flags) return CUDA_ERROR_INVALID_VALUE;
+  *dptr = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
 
 /* ------------------------------------------------------- copies, memsets */
 

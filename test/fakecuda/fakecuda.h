@@ -75,16 +75,22 @@
  *
  *   extern "C" __global__ void kc_hash_table(const struct kc_cmp_table t,
  *                                            unsigned long long seed,
- *                                            unsigned long long *out);
+ *                                            unsigned long long *out,
+ *                                            unsigned *done,
+ *                                            unsigned long long *pub);
  *     out[2r], out[2r+1] += the two lanes of the seeded hash of a[r]'s
  *     words[r] words (libkcheck/kernels/region_hash.h, the device's
- *     definition); b[] and start[] are ignored.
+ *     definition); b[] and start[] are ignored. With pub (mapped host
+ *     memory), out[0 .. 2n) is then copied there and *done left 0.
  *
  *   extern "C" __global__ void kc_copy_hash_table(const struct kc_cmp_table t,
  *                                                 unsigned long long seed,
- *                                                 unsigned long long *out);
+ *                                                 unsigned long long *out,
+ *                                                 unsigned *done,
+ *                                                 unsigned long long *pub);
  *     b[r] = a[r] over words[r] words, and out[2r], out[2r+1] += the two
- *     lanes of the seeded hash of those words; start[] is ignored.
+ *     lanes of the seeded hash of those words, published as kc_hash_table's;
+ *     start[] is ignored.
  *
  * ENVIRONMENT
  *   FAKECUDA_SMS=N            SMs of the device (default 132, 1..1024)

@@ -498,8 +498,18 @@ static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) 
   }
 }
 
-/* kc_hash_table: out[2r], out[2r+1] += region r's two hash lanes; b[] and
- * start[] are ignored. */
+/* The hash kernels' publish_sums: with pub, out[0 .. 2n) copied there
+ * (host memory mapped for the device: here the same address); *done, the
+ * GPU's count of finished blocks, is left 0 as the last block leaves it. */
+static void publish_sums(const unsigned long long *out, unsigned long long n, unsigned *done,
+                         unsigned long long *pub) {
+  if (!pub) return;
+  memcpy(pub, out, 16 * n);
+  if (done) *done = 0;
+}
+
+/* kc_hash_table: out[2r], out[2r+1] += region r's two hash lanes, then
+ * published (publish_sums); b[] and start[] are ignored. */
 static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   const struct kc_cmp_table *t = params[0];
   unsigned long long seed = P(1, unsigned long long);
@@ -507,10 +517,11 @@ static void k_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   if (block_lin(c) != 0 || t->n > KC_CMP_MAX) return;
   for (unsigned long long r = 0; r < t->n; r++)
     kc_rh_region((const unsigned *)(uintptr_t)t->a[r], t->words[r], seed, &out[2 * r]);
+  publish_sums(out, t->n, P(3, unsigned *), P(4, unsigned long long *));
 }
 
 /* kc_copy_hash_table: b[r] = a[r], and out[2r], out[2r+1] += its two hash
- * lanes; start[] is ignored. */
+ * lanes, then published (publish_sums); start[] is ignored. */
 static void k_copy_hash_table(const struct fk_launch_ctx *c, void *const *params) {
   const struct kc_cmp_table *t = params[0];
   unsigned long long seed = P(1, unsigned long long);
@@ -521,6 +532,7 @@ static void k_copy_hash_table(const struct fk_launch_ctx *c, void *const *params
     memmove((void *)(uintptr_t)t->b[r], a, 4 * t->words[r]);
     kc_rh_region(a, t->words[r], seed, &out[2 * r]);
   }
+  publish_sums(out, t->n, P(3, unsigned *), P(4, unsigned long long *));
 }
 
 /* ----------------------------------------------------------- registry */
@@ -565,12 +577,18 @@ static const struct fk_kernel_def builtin[] = {
      {8, 8, 8, 8},
      0,
      0},
-    {FK_K_HASH_TABLE, k_hash_table, 3, {sizeof(struct kc_cmp_table), 8, 8}, {8, 8, 8}, 0, 0},
+    {FK_K_HASH_TABLE,
+     k_hash_table,
+     5,
+     {sizeof(struct kc_cmp_table), 8, 8, 8, 8},
+     {8, 8, 8, 8, 8},
+     0,
+     0},
     {FK_K_COPY_HASH_TABLE,
      k_copy_hash_table,
-     3,
-     {sizeof(struct kc_cmp_table), 8, 8},
-     {8, 8, 8},
+     5,
+     {sizeof(struct kc_cmp_table), 8, 8, 8, 8},
+     {8, 8, 8, 8, 8},
      0,
      0},
     {NULL, NULL, 0, {0}, {0}, 0, 0},

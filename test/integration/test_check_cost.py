@@ -1,8 +1,9 @@
 """What a check costs against its floor, on the CPU stand-in: the floor's
 terms in each check record, the device costs behind them and how kcheck's
 own kernels were loaded (summary), a strategy that cannot run on a kernel
-costing no restore, the fatbin of kcheck's kernels (SASS for the
-common architectures, PTX kept), and profile=1's stages of a check."""
+costing no restore, the hash kernels publishing their sums (no copy
+back a hash), the fatbin of kcheck's kernels (SASS for the common
+architectures, PTX kept), and profile=1's stages of a check."""
 import os
 import re
 import struct
@@ -35,6 +36,34 @@ def test_floor_terms_and_device_costs(app, tmp_path):
         assert abs(t["syncs_ms"] - (1 + c["runs"]) * own["sync_us"] / 1e3) < 1e-9
         assert abs(c["floor_ms"] - (t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"])) < 1e-9
         assert abs(c["cost_over_floor"] - c["cost_ms"] / c["floor_ms"]) < 1e-6 * c["cost_over_floor"]
+
+
+def test_hash_publish_saves_a_copy_back_per_hash(app, tmp_path):
+    """hash_publish=1 (the default): the hash kernels write their sums into
+    mapped host memory, so no device-to-host copy is queued for a hash;
+    hash_publish=0 copies each back. Same checks, runs and verdicts, and
+    the application's results, either way; the copies saved are at least
+    one a kernel run (each run's hash, and the application's)."""
+    got = {}
+    for hp in ("0", "1"):
+        d = tmp_path / hp
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d,
+                options="gates=race,determinism:race_strategies=scrub,l2flush:hash_publish=" + hp,
+                env_extra={"FAKECUDA_FAIL_ENTRY": "cuMemcpyDtoHAsync_v2",
+                           "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
+        assert r.rc == 0, r.err
+        recs = r.only_report()
+        checks = sorted(by_type(recs, "check"), key=lambda c: c["launch"])
+        assert checks and all(c["compare"] == "hash" for c in checks)
+        calls = int(open(d / "calls.txt").read().split()[1])
+        got[hp] = (checks, calls, r.out)
+    (c0, n0, out0), (c1, n1, out1) = got["0"], got["1"]
+    assert [(c["kernel_name"], c["runs"], c["violations"]) for c in c0] == \
+        [(c["kernel_name"], c["runs"], c["violations"]) for c in c1]
+    assert any(c["violations"] for c in c1) and any(not c["violations"] for c in c1)
+    assert out0 == out1
+    assert n0 - n1 >= sum(1 + c["runs"] for c in c1), (n0, n1, sum(1 + c["runs"] for c in c1))
 
 
 def test_strategy_that_cannot_run_costs_no_restore(app, tmp_path):

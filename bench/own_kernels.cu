@@ -115,11 +115,13 @@ static int round_trip(unsigned kib, cudaStream_t st, unsigned long long *slots, 
                       unsigned long long *pub_host, unsigned long long *pub_dev,
                       unsigned long long *pinned) {
   unsigned long long words = (unsigned long long)kib << 8;
-  unsigned *a;
+  unsigned *a, *b;
   CK(cudaMalloc(&a, 4 * words));
+  CK(cudaMalloc(&b, 4 * words));
   CK(cudaMemset(a, 0x5a, 4 * words));
   kc_cmp_table t = one(a, nullptr, words);
-  std::vector<double> copied, published, empty;
+  // round trips, then the host time of single calls (the call alone)
+  std::vector<double> copied, published, empty, c_hash, c_empty, c_memset, c_dtod, c_dtoh;
   int bad = 0;
   for (int i = 0; i < 200; i++) {
     unsigned long long seed = 1000 + i;
@@ -127,10 +129,16 @@ static int round_trip(unsigned kib, cudaStream_t st, unsigned long long *slots, 
     CK(cudaStreamSynchronize(st));
     double t0 = now_us();
     kc_hash_table<<<grid_for(t), 256, 0, st>>>(t, seed, slots, nullptr, nullptr);
+    double t1 = now_us();
     CK(cudaMemcpyAsync(pinned, slots, 16, cudaMemcpyDeviceToHost, st));
+    double t2 = now_us();
     CK(cudaStreamSynchronize(st));
     copied.push_back(now_us() - t0);
+    c_hash.push_back(t1 - t0);
+    c_dtoh.push_back(t2 - t1);
+    t0 = now_us();
     CK(cudaMemsetAsync(slots + 2, 0, 16, st));
+    c_memset.push_back(now_us() - t0);
     CK(cudaStreamSynchronize(st));
     t0 = now_us();
     kc_hash_table<<<grid_for(t), 256, 0, st>>>(t, seed, slots + 2, done, pub_dev);
@@ -139,12 +147,20 @@ static int round_trip(unsigned kib, cudaStream_t st, unsigned long long *slots, 
     bad |= pub_host[0] != pinned[0] || pub_host[1] != pinned[1];
     t0 = now_us();
     empty_kernel<<<1, 32, 0, st>>>();
+    t1 = now_us();
     CK(cudaStreamSynchronize(st));
     empty.push_back(now_us() - t0);
+    c_empty.push_back(t1 - t0);
+    t0 = now_us();
+    CK(cudaMemcpyAsync(b, a, 4 * words, cudaMemcpyDeviceToDevice, st));
+    c_dtod.push_back(now_us() - t0);
+    CK(cudaStreamSynchronize(st));
   }
-  printf("| %u | %u | %.1f | %.1f | %.1f |\n", kib, grid_for(t), median(copied), median(published),
-         median(empty));
+  printf("| %u | %u | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", kib, grid_for(t),
+         median(copied), median(published), median(empty), median(c_hash), median(c_empty),
+         median(c_memset), median(c_dtod), median(c_dtoh));
   CK(cudaFree(a));
+  CK(cudaFree(b));
   return bad;
 }
 
@@ -159,8 +175,11 @@ static int round_trips() {
   CK(cudaHostAlloc(&pinned, 4096, cudaHostAllocDefault));
   CK(cudaHostAlloc(&pub_host, 4096, cudaHostAllocMapped));
   CK(cudaHostGetDevicePointer(&pub_dev, pub_host, 0));
-  printf("\n| hash KiB | blocks | copied back us | published us | empty launch us |\n"
-         "|---:|---:|---:|---:|---:|\n");
+  printf("\nRound trips (launch to result on the host) and the host time of single calls, "
+         "medians of 200, us:\n\n| hash KiB | blocks | hash + copy back + wait | hash published + "
+         "wait | empty launch + wait | hash launch call (2 KiB table) | empty launch call | memset "
+         "call | device copy call | copy back call |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+         "|---:|\n");
   int bad = 0;
   for (unsigned kib : {16u, 1024u, 8192u, 65536u})
     bad |= round_trip(kib, st, slots, done, pub_host, pub_dev, pinned);

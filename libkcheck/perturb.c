@@ -42,6 +42,11 @@ struct dev_state {
    * of finished blocks, 0 between launches. */
   CUdeviceptr host_slots_dev, publish_done;
   CUcontext host_slots_ctx;
+  /* The device slots of the hashes that publish (16 bytes a region),
+   * zeroed when made and left zeroed by every such hash: no memset a
+   * check. */
+  CUdeviceptr clean_slots;
+  size_t clean_slots_n; /* regions */
   int sms, l2, smem_optin;
   int green_sms;
   CUgreenCtx green;
@@ -459,13 +464,33 @@ static uint64_t *host_slots(struct dev_state *d, size_t words) {
   return d->host_slots;
 }
 
+/* Zeroed device slots for n regions' hashes (clean_slots); -1 when no
+ * device memory. */
+static int clean_slots(struct dev_state *d, size_t n) {
+  if (d->clean_slots_n >= n) return 0;
+  if (d->clean_slots) {
+    /* a hash may still be adding into the old ones */
+    if (kc_drv.cuCtxSynchronize) kc_drv.cuCtxSynchronize();
+    kc_own_remove(d->clean_slots);
+    kc_drv.cuMemFree_v2(d->clean_slots);
+    d->clean_slots = 0;
+    d->clean_slots_n = 0;
+  }
+  size_t want = n < 256 ? 256 : n, unused;
+  if (ensure_buf(&d->clean_slots, &unused, 16u * want)) return -1;
+  d->clean_slots_n = want;
+  return 0;
+}
+
 /* host_slots (room for `words` results) where the hash kernels can
- * publish their sums in the current context, with the counter they need;
- * NULL when the memory cannot be mapped (the sums are copied back). */
-static uint64_t *publish_slots(struct dev_state *d, size_t words) {
+ * publish the sums of n regions in the current context, with the counter
+ * and the zeroed device slots they need; NULL when the memory cannot be
+ * mapped (the sums are copied back). */
+static uint64_t *publish_slots(struct dev_state *d, size_t words, size_t n) {
   size_t unused;
   if (!kc_opt.hash_publish || !kc_drv.cuMemHostGetDevicePointer_v2 ||
-      ensure_buf(&d->publish_done, &unused, 16) || !host_slots(d, words) || !d->host_slots_ctx)
+      ensure_buf(&d->publish_done, &unused, 16) || clean_slots(d, n) || !host_slots(d, words) ||
+      !d->host_slots_ctx)
     return NULL;
   if (!d->host_slots_dev || d->host_slots_ctx != d->ctx) {
     CUdeviceptr dp = 0;
@@ -505,9 +530,10 @@ static int slots_ready(void) {
 }
 
 /* kc_perturb_hash_many into slots + 16n, reading back `slots` .. + 32n
- * when prior (the copy and hash queued before; prior 2: it published its
- * sums), else slots + 16n alone. zeroed: the slots are zeros already (no
- * memset). */
+ * when prior (the copy and hash queued before), else slots + 16n alone.
+ * zeroed: the slots are zeros already (no memset). Where the sums can be
+ * published, into the zeroed clean_slots instead, no memset, no copy
+ * back; prior 2: the copy published its sums, and the hash must too. */
 static int hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
                      CUdeviceptr slots, int prior, int zeroed, CUstream stream, uint64_t *out) {
   int rc = -1;
@@ -517,7 +543,9 @@ static int hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uint64_
   size_t bytes = 16u * (size_t)n;
   CUdeviceptr mine = prior ? slots + bytes : slots;
   /* published only where the prior sums were too: the wait then reads both */
-  uint64_t *pub = prior == 1 ? NULL : publish_slots(d, (prior ? 4u : 2u) * (size_t)n);
+  uint64_t *pub = prior == 1 ? NULL : publish_slots(d, (prior ? 4u : 2u) * (size_t)n, (size_t)n);
+  if (prior == 2 && !pub) goto out; /* the copy's sums are in host memory alone */
+  if (pub) mine = d->clean_slots, zeroed = 1;
   if ((!zeroed && kc_drv.cuMemsetD8Async(mine, 0, bytes, stream) != CUDA_SUCCESS) ||
       table_launches(d, a, NULL, words, n, (unsigned long long)seed, mine, 0, 0,
                      pub ? pub + (prior ? 2 * n : 0) : NULL, stream))
@@ -544,7 +572,8 @@ int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const
   if (!d || load_module(d) || !d->copy_hash_table || !slots_ready()) goto out;
   /* room for the hash after the launch too: host_slots must not move
    * while this kernel may still publish into it */
-  uint64_t *pub = publish_slots(d, 4u * (size_t)n);
+  uint64_t *pub = publish_slots(d, 4u * (size_t)n, (size_t)n);
+  if (pub) slots = d->clean_slots, zeroed = 1;
   if ((!zeroed && kc_drv.cuMemsetD8Async(slots, 0, 16u * (size_t)n, stream) != CUDA_SUCCESS) ||
       table_launches(d, a, b, words, n, (unsigned long long)seed, slots, 0, 1, pub, stream))
     goto out;
@@ -553,6 +582,15 @@ int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const
 out:
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+int kc_perturb_publishes(int n) {
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  int yes = d && !load_module(d) && d->hash_table && d->copy_hash_table && slots_ready() &&
+            publish_slots(d, 4u * (size_t)n, (size_t)n);
+  pthread_mutex_unlock(&lock);
+  return yes;
 }
 
 int kc_perturb_hash_after_copy(const CUdeviceptr *a, const uint64_t *words, int n, uint64_t seed,
@@ -732,8 +770,12 @@ void kc_perturb_fini(void) {
     free(d->host_slots);
     d->host_slots = NULL;
     d->host_slots_n = 0;
-    CUdeviceptr *bufs[] = {&d->hammer_buf, &d->flush_buf, &d->compare_out};
-    for (int b = 0; b < 3; b++)
+    d->host_slots_dev = 0;
+    d->host_slots_ctx = NULL;
+    d->clean_slots_n = 0;
+    CUdeviceptr *bufs[] = {&d->hammer_buf, &d->flush_buf, &d->compare_out, &d->clean_slots,
+                           &d->publish_done};
+    for (int b = 0; b < 5; b++)
       if (*bufs[b]) {
         kc_own_remove(*bufs[b]);
         kc_drv.cuMemFree_v2(*bufs[b]);

@@ -57,6 +57,10 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
 int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
                                int n, uint64_t seed, CUdeviceptr slots, int zeroed, CUstream stream,
                                int *published);
+/* 1 when the hashes of n regions will publish their sums (hash_publish,
+ * host memory mapped for the device): they then use zeroed slots of their
+ * own, and the caller's need no memset. */
+int kc_perturb_publishes(int n);
 /* After kc_perturb_copy_hash_queue with the same slots and seed (and the
  * *published it gave): hashes each a[i] now into slots + 16n, reads both
  * back and waits: out[2i], out[2i+1] the saved copy's hash, out[2n + 2i],

@@ -284,7 +284,8 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   timer_start(&save_timer, TIMER_SAVE, s->stream);
   s->zeroed_sets = s->slots + 32u * (uint64_t)s->nregions;
   s->zeroed_left = 0;
-  if (kc_opt.hash_compare && kc_drv.cuMemsetD8Async &&
+  /* Hashes that publish their sums bring zeroed slots of their own. */
+  if (kc_opt.hash_compare && !kc_perturb_publishes(s->nregions) && kc_drv.cuMemsetD8Async &&
       kc_drv.cuMemsetD8Async(s->zeroed_sets, 0, 32u * ZEROED_SETS * (size_t)s->nregions,
                              s->stream) == CUDA_SUCCESS)
     s->zeroed_left = ZEROED_SETS;

@@ -182,11 +182,12 @@ __device__ static void block_hash_report(unsigned long long h0, unsigned long lo
 // The launch's 2n sums published to host memory mapped for the device
 // (pub; NULL: the host copies them back itself) by the block that finishes
 // last: every block bumps *done after its atomics, and the one that takes
-// it to gridDim.x reads the sums, writes them to pub and sets *done back to
-// 0 for the next launch. The host's wait for the stream then finds them in
-// its own memory, with no copy queued behind the kernel: a hash costs one
-// device operation, not two. Every thread of the block calls this after
-// its last block_hash_report.
+// it to gridDim.x reads the sums, writes them to pub, leaves out[] zeroed
+// and sets *done back to 0 for the next launch. The host's wait for the
+// stream then finds them in its own memory, with no copy queued behind the
+// kernel and no memset before the next hash into out[]: a hash costs one
+// device operation, not two or three. Every thread of the block calls this
+// after its last block_hash_report.
 __device__ static void publish_sums(unsigned long long *out, unsigned long long n2, unsigned *done,
                                     unsigned long long *pub) {
   if (!pub) return;
@@ -199,7 +200,7 @@ __device__ static void publish_sums(unsigned long long *out, unsigned long long 
   if (!last) return;
   __threadfence(); // every other block's sums, counted, are visible
   for (unsigned long long i = threadIdx.x; i < n2; i += blockDim.x)
-    pub[i] = atomicAdd(&out[i], 0ull);
+    pub[i] = atomicExch(&out[i], 0ull);
   if (threadIdx.x == 0) *done = 0;
   __threadfence_system();
 }

@@ -81,7 +81,8 @@
  *     out[2r], out[2r+1] += the two lanes of the seeded hash of a[r]'s
  *     words[r] words (libkcheck/kernels/region_hash.h, the device's
  *     definition); b[] and start[] are ignored. With pub (mapped host
- *     memory), out[0 .. 2n) is then copied there and *done left 0.
+ *     memory), out[0 .. 2n) is then moved there (out[] left zeroed) and
+ *     *done left 0.
  *
  *   extern "C" __global__ void kc_copy_hash_table(const struct kc_cmp_table t,
  *                                                 unsigned long long seed,

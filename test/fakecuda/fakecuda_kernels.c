@@ -498,13 +498,15 @@ static void k_compare_table(const struct fk_launch_ctx *c, void *const *params) 
   }
 }
 
-/* The hash kernels' publish_sums: with pub, out[0 .. 2n) copied there
- * (host memory mapped for the device: here the same address); *done, the
- * GPU's count of finished blocks, is left 0 as the last block leaves it. */
-static void publish_sums(const unsigned long long *out, unsigned long long n, unsigned *done,
+/* The hash kernels' publish_sums: with pub, out[0 .. 2n) moved there
+ * (host memory mapped for the device: here the same address) and left
+ * zeroed; *done, the GPU's count of finished blocks, is left 0 as the last
+ * block leaves it. */
+static void publish_sums(unsigned long long *out, unsigned long long n, unsigned *done,
                          unsigned long long *pub) {
   if (!pub) return;
   memcpy(pub, out, 16 * n);
+  memset(out, 0, 16 * n);
   if (done) *done = 0;
 }
 

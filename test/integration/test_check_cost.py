@@ -40,30 +40,36 @@ def test_floor_terms_and_device_costs(app, tmp_path):
 
 def test_hash_publish_saves_a_copy_back_per_hash(app, tmp_path):
     """hash_publish=1 (the default): the hash kernels write their sums into
-    mapped host memory, so no device-to-host copy is queued for a hash;
-    hash_publish=0 copies each back. Same checks, runs and verdicts, and
-    the application's results, either way; the copies saved are at least
-    one a kernel run (each run's hash, and the application's)."""
+    mapped host memory and leave their device slots zeroed, so no
+    device-to-host copy is queued for a hash and no memset for a check;
+    hash_publish=0 copies each hash's sums back and zeroes each check's
+    slots. Same checks, runs and verdicts, and the application's results,
+    either way; the copies saved are at least one a kernel run (each run's
+    hash, and the application's), the memsets at least one a check."""
     got = {}
     for hp in ("0", "1"):
-        d = tmp_path / hp
-        d.mkdir()
-        r = run([app("app_linked"), "races"], d,
-                options="gates=race,determinism:race_strategies=scrub,l2flush:hash_publish=" + hp,
-                env_extra={"FAKECUDA_FAIL_ENTRY": "cuMemcpyDtoHAsync_v2",
-                           "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
-        assert r.rc == 0, r.err
-        recs = r.only_report()
-        checks = sorted(by_type(recs, "check"), key=lambda c: c["launch"])
-        assert checks and all(c["compare"] == "hash" for c in checks)
-        calls = int(open(d / "calls.txt").read().split()[1])
-        got[hp] = (checks, calls, r.out)
-    (c0, n0, out0), (c1, n1, out1) = got["0"], got["1"]
-    assert [(c["kernel_name"], c["runs"], c["violations"]) for c in c0] == \
-        [(c["kernel_name"], c["runs"], c["violations"]) for c in c1]
-    assert any(c["violations"] for c in c1) and any(not c["violations"] for c in c1)
-    assert out0 == out1
-    assert n0 - n1 >= sum(1 + c["runs"] for c in c1), (n0, n1, sum(1 + c["runs"] for c in c1))
+        for entry in ("cuMemcpyDtoHAsync_v2", "cuMemsetD8Async"):
+            d = tmp_path / (hp + entry)
+            d.mkdir()
+            r = run([app("app_linked"), "races"], d,
+                    options="gates=race,determinism:race_strategies=scrub,l2flush:hash_publish=" + hp,
+                    env_extra={"FAKECUDA_FAIL_ENTRY": entry,
+                               "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
+            assert r.rc == 0, r.err
+            checks = sorted(by_type(r.only_report(), "check"), key=lambda c: c["launch"])
+            assert checks and all(c["compare"] == "hash" for c in checks)
+            calls = int(open(d / "calls.txt").read().split()[1])
+            got[hp, entry] = (checks, calls, r.out)
+    for entry in ("cuMemcpyDtoHAsync_v2", "cuMemsetD8Async"):
+        (c0, n0, out0), (c1, n1, out1) = got["0", entry], got["1", entry]
+        assert [(c["kernel_name"], c["runs"], c["violations"]) for c in c0] == \
+            [(c["kernel_name"], c["runs"], c["violations"]) for c in c1]
+        assert any(c["violations"] for c in c1) and any(not c["violations"] for c in c1)
+        # a clean check's hashes all match: nothing sent word by word
+        assert all(c["hash_differed"] == 0 for c in c1 if not c["violations"])
+        assert out0 == out1
+        saved = sum(1 + c["runs"] for c in c1) if entry.startswith("cuMemcpy") else len(c1)
+        assert n0 - n1 >= saved, (entry, n0, n1, saved)
 
 
 def test_strategy_that_cannot_run_costs_no_restore(app, tmp_path):

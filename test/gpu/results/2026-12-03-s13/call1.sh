@@ -1,7 +1,8 @@
 #!/bin/bash
 # Device call 1 (2026-12-03, session 13): the hash kernels publish their
-# sums into mapped host memory (hash_publish=1, the default) instead of the
-# host copying them back (hash_publish=0, "copyback"): (0) own_kernels, the
+# sums into mapped host memory and leave their device slots zeroed
+# (hash_publish=1, the default) instead of the host copying them back and
+# zeroing each check's slots (hash_publish=0, "copyback"): (0) own_kernels, the
 # round trips of both and the published sums checked against the copied
 # ones; (1) the overhead targets, plain / default / copyback in three
 # alternating rounds, with a profile=1 run of each; (2) the race corpus;

@@ -452,7 +452,10 @@ static void all_unknown(struct kc_shadow *s) {
     s->regions[i].dirty_pre = s->regions[i].dirty_post = 1;
 }
 
-void kc_shadow_touched(struct kc_shadow *s) { all_unknown(s); }
+void kc_shadow_touched(struct kc_shadow *s) {
+  all_unknown(s);
+  s->settled = 0;
+}
 
 static CUresult shadow_app_launch(struct kc_shadow *s, int *ok);
 
@@ -574,6 +577,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   if (p->intra && kc_intra_usable(li, p->intra_log != 0, why)) return 1;
   /* nor does a perturbation that cannot change this launch's run */
   if (kc_perturb_inapplicable(p, li, why)) return 1;
+  s->settled = 0;
   /* Back to the pre-state: only what may differ from it, on the launch's
    * stream, so the re-run below is ordered after the copies. What the
    * application's launch left alone and no run was seen to touch is the
@@ -625,6 +629,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     }
   }
   CUfunction fn = li->args->f; /* the intra-block strategies run kcheck's copy */
+  s->side_work |= p->hammer || p->green_sms || p->intra || p->extra_shmem;
   int rc = kc_perturb_before(p, li, &stream, &shmem, &fn, why);
   t = kc_prof_lap(KC_PS_chk_perturb, t);
   if (rc) return rc;
@@ -645,6 +650,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   cfg.hStream = stream;
   cfg.numAttrs = (unsigned)relaunch_attrs(li, attrs);
   cfg.attrs = cfg.numAttrs ? attrs : NULL;
+  s->side_work |= stream != s->stream;
   CUresult r = kc_drv.cuLaunchKernelEx
                    ? kc_drv.cuLaunchKernelEx(&cfg, fn, li->args->params, li->args->extra)
                    : CUDA_ERROR_NOT_SUPPORTED;
@@ -722,6 +728,8 @@ static int diff_by_hash(struct kc_shadow *s, uint64_t *res, int *waited) {
 int kc_shadow_diff(struct kc_shadow *s, struct kc_diff *d) {
   uint64_t t = kc_prof_now();
   int rc = shadow_diff(s, d);
+  /* its waits drained the check's stream */
+  if (rc == 0 && !s->side_work) s->settled = 1;
   kc_prof_lap(KC_PS_chk_compare, t);
   return rc;
 }
@@ -802,6 +810,7 @@ int kc_shadow_verify_unwatched(struct kc_shadow *s) {
 
 int kc_shadow_region_reset(struct kc_shadow *s, int i) {
   if (!s->have_post || i < 0 || i >= s->nregions) return -1;
+  s->settled = 0;
   struct kc_region *r = &s->regions[i];
   if (copy_async(r->base, r->post, r->size, s->stream) != CUDA_SUCCESS) {
     all_unknown(s);
@@ -850,7 +859,9 @@ int kc_shadow_end(struct kc_shadow *s) {
           kc_drv.cuMemcpyDtoD_v2(r->base, r->post, r->size) != CUDA_SUCCESS)
         rc = -1;
     }
-  if (s->have_post && (copied || s->runs) && kc_sync_device() != CUDA_SUCCESS &&
+  /* The copies back, and whatever of the runs no wait covered (settled),
+   * must be done before the application's other streams go on. */
+  if (s->have_post && (copied || (s->runs && !s->settled)) && kc_sync_device() != CUDA_SUCCESS &&
       kc_sync_device() != CUDA_SUCCESS)
     rc = -1;
   if (!rc && s->have_post && kc_opt.restore_check) rc = restore_check(s);

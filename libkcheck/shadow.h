@@ -131,6 +131,12 @@ struct kc_shadow {
   int defer_sync;
   int run_pending; /* a run not waited for yet */
   int run_faulted; /* the last run faulted (seen by the comparison's wait) */
+  /* Every device operation of the check's runs was waited for: the last
+   * comparison's wait followed a run with no work beside the check's
+   * stream (side_work: a helper stream, green context, intra-block
+   * strategy). The end then needs no device-wide wait of its own unless
+   * it copies. */
+  int settled, side_work;
 };
 
 /* Syncs and saves the pre-state. 0 on success; else *why says why the launch

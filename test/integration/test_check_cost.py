@@ -72,6 +72,29 @@ def test_hash_publish_saves_a_copy_back_per_hash(app, tmp_path):
         assert n0 - n1 >= saved, (entry, n0, n1, saved)
 
 
+def test_settled_check_ends_without_a_device_wide_wait(app, tmp_path):
+    """A check whose runs were all waited for on its own stream (l2flush:
+    the run and the comparison's hash queue there) ends without a
+    device-wide wait; one whose run put work on a helper stream (hammer)
+    still waits at the end: one cuCtxSynchronize more a check, same
+    results."""
+    got = {}
+    for st in ("l2flush", "hammer"):
+        d = tmp_path / st
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d, options="gates=race:race_strategies=" + st,
+                env_extra={"FAKECUDA_FAIL_ENTRY": "cuCtxSynchronize",
+                           "FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
+        assert r.rc == 0, r.err
+        checks = by_type(r.only_report(), "check")
+        assert checks and all(c["runs"] == 1 and c["gates"]["race"]["strategies"] == {st: "same"}
+                              for c in checks), checks
+        got[st] = (len(checks), int(open(d / "calls.txt").read().split()[1]), r.out)
+    assert got["l2flush"][0] == got["hammer"][0]
+    assert got["hammer"][1] - got["l2flush"][1] == got["hammer"][0], got
+    assert got["l2flush"][2] == got["hammer"][2]
+
+
 def test_strategy_that_cannot_run_costs_no_restore(app, tmp_path):
     """accesses cannot run on block_disjoint (its PTX has no memory access to log):
     the check restores nothing for it, so it copies back exactly what the

@@ -4,7 +4,8 @@
 # (hash_publish=1, the default) instead of the host copying them back and
 # zeroing each check's slots (hash_publish=0, "copyback"): (0) own_kernels, the
 # round trips of both and the published sums checked against the copied
-# ones; (1) the overhead targets, plain / default / copyback in three
+# ones; (a check whose runs were all waited for on its stream now ends
+# without a device-wide wait, in both configurations); (1) the overhead targets, plain / default / copyback in three
 # alternating rounds, with a profile=1 run of each; (2) the race corpus;
 # (3) the gates phase of the GPU validation.
 #   bash test/gpu/results/2026-12-03-s13/call1.sh OUTDIR

@@ -1,0 +1,15 @@
+#!/bin/bash
+# Device call 3 (2026-12-03, session 13): the overhead targets again, plain
+# and default in three alternating rounds on another machine, a second
+# measure of the median check cost/floor at the same code as calls 1-2.
+#   bash test/gpu/results/2026-12-03-s13/call3.sh OUTDIR
+set -u
+O=$1
+mkdir -p "$O"
+export PYTHONUNBUFFERED=1
+{ date -u; nproc; uptime; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; } >"$O/machine.txt" 2>&1
+s=$(date +%s)
+timeout 250 env KC_T_CONFIGS="plain default" KC_T_SKIP="strat_all8 trace2 racecheck" KC_T_ROUNDS=3 \
+  KC_BUDGET=230 bash bench/run_targets.sh "$O/targets" >"$O/targets.log" 2>&1
+echo "targets rc=$? $(($(date +%s) - s))s" >>"$O/rc.txt"
+cat "$O/rc.txt"

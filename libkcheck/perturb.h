@@ -57,6 +57,12 @@ int kc_perturb_hash_many(const CUdeviceptr *a, const uint64_t *words, int n, uin
 int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const uint64_t *words,
                                int n, uint64_t seed, CUdeviceptr slots, int zeroed, CUstream stream,
                                int *published);
+/* kcheck's one-time device setup in the current context, before its first
+ * check there: its kernels loaded, the publishing hashes' buffers made and
+ * host memory mapped for them, and with l2flush the L2 flush's buffer.
+ * Returns the milliseconds it took, 0 when done before (each part is
+ * otherwise made where first needed). */
+double kc_perturb_setup(int l2flush);
 /* 1 when the hashes of n regions will publish their sums (hash_publish,
  * host memory mapped for the device): they then use zeroed slots of their
  * own, and the caller's need no memset. */

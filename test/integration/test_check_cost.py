@@ -26,6 +26,10 @@ def test_floor_terms_and_device_costs(app, tmp_path):
     assert own["copy_gbps"] > 0 and own["sync_us"] > 0, own
     assert own["l2_bytes"] == 62914560, own  # the stand-in's L2, as the H200's: 60 MiB
     assert own["l2flush_bytes"] == own["l2_bytes"], own  # the flush writes one L2
+    # kcheck's one-time device setup, timed apart just before the first check
+    checks = sorted(by_type(recs, "check"), key=lambda c: c["launch"])
+    assert own["setup_ms"] > 0 and checks[0]["setup_ms"] == own["setup_ms"], (own, checks[0])
+    assert not any("setup_ms" in c for c in checks[1:])
     for c in by_type(recs, "check"):
         t = c["floor_terms"]
         assert t["measured_device"] is True

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Device call 3 (2026-12-03, session 13): the overhead targets again, plain
-# and default in three alternating rounds on another machine, a second
-# measure of the median check cost/floor at the same code as calls 1-2.
+# and default in three alternating rounds on another machine: a second
+# measure of the median check cost/floor, now with kcheck's one-time device
+# setup timed apart from the process's first check (setup_ms).
 #   bash test/gpu/results/2026-12-03-s13/call3.sh OUTDIR
 set -u
 O=$1

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gate_options.h"
 #include "trial.h"
 
 int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx) {
@@ -84,4 +85,11 @@ json_t *kc_gate_index_json(const int64_t *idx, int rank) {
   for (int r = 0; r < rank; r++)
     json_array_append_new(a, json_integer((json_int_t)idx[r]));
   return a;
+}
+
+int kc_race_strategy_listed(const char *name) {
+  char list[256], want[64];
+  snprintf(list, sizeof list, ",%s,", kc_gate_opt.race_strategies);
+  snprintf(want, sizeof want, ",%s,", name);
+  return strstr(list, want) != NULL;
 }

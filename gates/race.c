@@ -7,20 +7,18 @@
  * PTX copy of the kernel). All strategies run; the violation names those
  * that exposed it. Kernels whose differences may come from the order of
  * atomics are the nondeterminism gate's (rerun.h). */
-#include <stdio.h>
 #include <string.h>
 
 #include "gate.h"
 #include "gate_options.h"
+#include "gate_util.h"
 #include "rerun.h"
 
 /* A kernel whose differences are the nondeterminism gate's can still have
  * racing plain accesses: the access-level check (when listed) looks at
  * them, whatever the bytes say, and a race is never accepted. */
 static int accesses_only(struct kc_gate_ctx *ctx) {
-  char list[256];
-  snprintf(list, sizeof list, ",%s,", kc_gate_opt.race_strategies);
-  if (!strstr(list, ",accesses,")) return 0;
+  if (!kc_race_strategy_listed("accesses")) return 0;
   struct kc_rerun r;
   kc_rerun_init(&r);
   kc_rerun_strategies(ctx, "accesses", &r);

@@ -6,7 +6,6 @@
 
 #include "core.h"
 #include "gate.h"
-#include "gate_options.h"
 #include "gate_util.h"
 #include "guard.h"
 #include "log.h"
@@ -17,13 +16,6 @@
 #include "report.h"
 #include "streams.h"
 #include "trial.h"
-
-/* Whether the race gate's strategies include the L2 flush. */
-static int l2flush_listed(void) {
-  char list[256];
-  snprintf(list, sizeof list, ",%s,", kc_gate_opt.race_strategies);
-  return strstr(list, ",l2flush,") != NULL;
-}
 
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
                           const char *annotation_note, const char *contract_note);
@@ -127,7 +119,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   /* kcheck's one-time device setup is the process's, not this launch's
    * check: timed apart (setup_ms in this record and the summary). */
   kc_guard_enter();
-  double setup_ms = kc_perturb_setup(kc_gate_enabled(&kc_gate_race) && l2flush_listed());
+  double setup_ms =
+      kc_perturb_setup(kc_gate_enabled(&kc_gate_race) && kc_race_strategy_listed("l2flush"));
   kc_guard_leave();
   double t0 = kc_now_s();
   kc_prof_check_reset();

@@ -597,7 +597,9 @@ double kc_perturb_setup(int l2flush) {
     /* each part is made where it is needed, should it fail here */
     if (!load_module(d)) {
       if (l2flush) ensure_buf(&d->flush_buf, &d->flush_words, flush_bytes(d));
-      if (kc_opt.hash_compare && d->hash_table && slots_ready()) publish_slots(d, 2048, 256);
+      /* room for a save's and a hash's sums of 256 regions, as
+       * kc_perturb_copy_hash_queue asks */
+      if (kc_opt.hash_compare && d->hash_table && slots_ready()) publish_slots(d, 4u * 256, 256);
     }
     ms = 1e3 * (kc_now_s() - t0);
     if (setup_ms < 0) setup_ms = ms;

@@ -119,8 +119,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   /* kcheck's one-time device setup is the process's, not this launch's
    * check: timed apart (setup_ms in this record and the summary). */
   kc_guard_enter();
-  double setup_ms =
-      kc_perturb_setup(kc_gate_enabled(&kc_gate_race) && kc_race_strategy_listed("l2flush"));
+  double setup_ms = kc_perturb_setup(
+      kc_gate_enabled(&kc_gate_race) && kc_race_strategy_listed("l2flush"), li->stream);
   kc_guard_leave();
   double t0 = kc_now_s();
   kc_prof_check_reset();

@@ -21,6 +21,7 @@
 #include "options.h"
 #include "report.h"
 #include "stack.h"
+#include "stack_snap.h"
 #include "suppress.h"
 #include "symbolize.h"
 
@@ -354,11 +355,24 @@ static void repeat_now(const char *gate, long kernel, const char *kernel_name, c
   pthread_mutex_unlock(&lock);
 }
 
-/* Symbolises rec's stack, applies the suppressions, counts, writes and
- * prints it. Takes rec. */
-static int report_now(json_t *rec) {
+/* Unwinds snap (when there is one) into rec's host frames, symbolises
+ * them, applies the suppressions, counts, writes and prints rec. Takes rec
+ * and snap. */
+static int report_now(json_t *rec, struct kc_stack_snap *snap) {
   kc_guard_enter();
   json_t *stack = json_object_get(rec, "stack");
+  if (snap && stack) {
+    json_t *unwound = kc_stack_snap_host(snap);
+    if (unwound) {
+      json_object_set_new(stack, "host", unwound);
+      /* unwound here from the copy the check took (stack_snap.h) */
+      json_object_set_new(stack, "host_from_copy", json_true());
+    } else
+      json_object_set_new(
+          stack, "host_not_taken",
+          json_string("the copy of the launching thread's stack could not be unwound"));
+  }
+  kc_stack_snap_free(snap);
   json_t *host = json_object_get(stack, "host");
   if (host) json_object_set_new(stack, "host", kc_symbolize_host(host));
   kc_guard_leave();
@@ -409,7 +423,8 @@ static int report_now(json_t *rec) {
  * summary. halt_on_error and a forked child report at once. */
 struct pending {
   struct pending *next;
-  json_t *rec; /* a violation record, or NULL for a repeat: */
+  json_t *rec;                /* a violation record, or NULL for a repeat: */
+  struct kc_stack_snap *snap; /* rec's host stack, not yet unwound */
   char gate[32], sig[24], kernel_name[160];
   long kernel;
   int n;
@@ -421,6 +436,8 @@ static int q_busy;       /* the worker is reporting one it took */
 static int worker_state; /* 0 not started, 1 running, -1 unavailable */
 /* Queued or being reported: polled by a signal handler, which takes no lock. */
 static atomic_int outstanding;
+/* Findings queued with a stack copy at most (32 MiB of copies) */
+#define MAX_SNAPS_QUEUED 64
 /* A forked child reports at once: such children often end with _exit
  * (multiprocessing's fork workers, os._exit), which runs no exit drain. */
 static int forked_child;
@@ -434,7 +451,7 @@ static pthread_t worker;
 
 static void run_pending(struct pending *p) {
   if (p->rec)
-    report_now(p->rec);
+    report_now(p->rec, p->snap);
   else
     repeat_now(p->gate, p->kernel, p->kernel_name, p->sig, p->n);
   free(p);
@@ -510,6 +527,11 @@ void kc_findings_drain(int in_signal) {
       struct pending *next = p->next;
       atomic_fetch_sub(&outstanding, 1);
       if (p->rec) {
+        /* no unwinding in a signal handler: the snapshot is left (the
+         * process is ending) and the record says so */
+        if (p->snap)
+          json_object_set_new(json_object_get(p->rec, "stack"), "host_not_taken",
+                              json_string("the process ended before the stack was unwound"));
         atomic_fetch_add(&kc_count.violations, 1);
         kc_report_emit("violation", p->rec);
       }
@@ -555,7 +577,15 @@ int kc_finding_report(json_t *rec) {
   if (!rec) return 0;
   /* Where it happened, now: the launching thread's frames and the test. */
   kc_guard_enter();
-  if (!json_object_get(rec, "stack")) json_object_set_new(rec, "stack", kc_stack_json_fast(3));
+  struct kc_stack_snap *snap = NULL;
+  /* The host frames are unwound on the findings thread, from a copy of
+   * this thread's stack, unless the queue is long (each copy holds
+   * KC_STACK_SNAP_BYTES). */
+  if (!json_object_get(rec, "stack"))
+    json_object_set_new(rec, "stack",
+                        atomic_load(&outstanding) < MAX_SNAPS_QUEUED
+                            ? kc_stack_json_deferred(3, &snap)
+                            : kc_stack_json_fast(3));
   kc_guard_leave();
   pthread_mutex_lock(&lock);
   if (test_id[0] && !json_object_get(rec, "test"))
@@ -564,10 +594,11 @@ int kc_finding_report(json_t *rec) {
   struct pending *p = calloc(1, sizeof *p);
   if (p) {
     p->rec = rec;
+    p->snap = snap;
     if (enqueue(p)) return 1; /* counted as a violation unless suppressed */
     free(p);
   }
-  return report_now(rec);
+  return report_now(rec, snap);
 }
 
 void kc_findings_summary(json_t *summary) {

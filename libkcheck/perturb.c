@@ -17,6 +17,7 @@
 #include "own.h"
 #include "prof.h"
 #include "report.h"
+#include "staging.h"
 
 extern const char kc_perturb_ptx[];
 extern const unsigned char kc_perturb_fatbin[];
@@ -587,7 +588,9 @@ out:
   return rc;
 }
 
-double kc_perturb_setup(int l2flush) {
+static int measure_costs(struct dev_state *d, CUstream s);
+
+double kc_perturb_setup(int l2flush, CUstream stream) {
   pthread_mutex_lock(&lock);
   struct dev_state *d = state();
   double ms = 0;
@@ -601,6 +604,12 @@ double kc_perturb_setup(int l2flush) {
        * kc_perturb_copy_hash_queue asks */
       if (kc_opt.hash_compare && d->hash_table && slots_ready()) publish_slots(d, 4u * 256, 256);
     }
+    /* the checks' staging buffer, at a size most checks fit in (it grows
+     * by doubling from there): the first checks neither make nor grow it */
+    if (kc_opt.staging_reserve) kc_staging_reserve(kc_opt.staging_reserve);
+    /* the floor's device costs (copy bandwidth, a round trip), which every
+     * check record needs */
+    if (!d->costs_state) d->costs_state = measure_costs(d, stream) ? -1 : 1;
     ms = 1e3 * (kc_now_s() - t0);
     if (setup_ms < 0) setup_ms = ms;
   }

@@ -59,10 +59,12 @@ int kc_perturb_copy_hash_queue(const CUdeviceptr *a, const CUdeviceptr *b, const
                                int *published);
 /* kcheck's one-time device setup in the current context, before its first
  * check there: its kernels loaded, the publishing hashes' buffers made and
- * host memory mapped for them, and with l2flush the L2 flush's buffer.
+ * host memory mapped for them, with l2flush the L2 flush's buffer, the
+ * checks' staging buffer reserved (staging_reserve) and the floor's device
+ * costs (kc_perturb_device_costs) measured on stream.
  * Returns the milliseconds it took, 0 when done before (each part is
  * otherwise made where first needed). */
-double kc_perturb_setup(int l2flush);
+double kc_perturb_setup(int l2flush, CUstream stream);
 /* 1 when the hashes of n regions will publish their sums (hash_publish,
  * host memory mapped for the device): they then use zeroed slots of their
  * own, and the caller's need no memset. */

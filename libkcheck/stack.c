@@ -14,6 +14,7 @@
 
 #include "options.h"
 #include "report.h"
+#include "stack_snap.h"
 #include "symbolize.h"
 #include "world.h"
 
@@ -230,22 +231,54 @@ static void frame_to_key(void *f, void *code, void *arg) {
   *h = mix64(*h + 0x9e3779b97f4a7c15ull);
 }
 
-/* Not inlined, so that skip counts the same frames at every optimisation
- * level: host_stack and this one, then the caller's own. */
-__attribute__((noinline)) static json_t *stack_json(int skip, int symbols) {
-  json_t *o = json_object();
-  json_object_set_new(o, "host", host_stack(skip, symbols));
+/* o's "python" frames, or "python_not_taken" saying why there are none. */
+static void add_python(json_t *o) {
   const char *why = NULL;
   json_t *p = kc_opt.python_stack ? python_stack(&why) : NULL;
   if (p) json_object_set_new(o, "python", p);
   /* A Python thread whose frames were not taken: say why. */
   if (!p && why) json_object_set_new(o, "python_not_taken", json_string(why));
+}
+
+/* Not inlined, so that skip counts the same frames at every optimisation
+ * level: host_stack and this one, then the caller's own. */
+__attribute__((noinline)) static json_t *stack_json(int skip, int symbols) {
+  json_t *o = json_object();
+  json_object_set_new(o, "host", host_stack(skip, symbols));
+  add_python(o);
   return o;
 }
 
 json_t *kc_stack_json(int skip) { return stack_json(skip, 1); }
 
 json_t *kc_stack_json_fast(int skip) { return stack_json(skip, 0); }
+
+__attribute__((noinline)) json_t *kc_stack_json_deferred(int skip, struct kc_stack_snap **snap) {
+  *snap = kc_stack_snap_take();
+  /* this function's own frame is one more to skip */
+  if (!*snap) return stack_json(skip + 1, 0);
+  json_t *o = json_object();
+  add_python(o);
+  return o;
+}
+
+json_t *kc_stack_snap_host(const struct kc_stack_snap *snap) {
+  uint64_t pcs[MAX_FRAMES + 16]; /* kcheck's own frames are among them */
+  int n = kc_stack_snap_pcs(snap, pcs, MAX_FRAMES + 16);
+  if (!n) return NULL;
+  (void)pthread_once(&find_once, find_lookup);
+  json_t *frames = json_array();
+  for (int i = 0; frames && i < n; i++) {
+    const char *module = "?";
+    unsigned long long moff = pcs[i];
+    (void)module_of((unw_word_t)pcs[i], 0, &module, &moff);
+    char offs[32];
+    snprintf(offs, sizeof offs, "0x%llx", moff);
+    json_array_append_new(frames, json_pack("{s:s, s:s, s:s, s:o}", "module", module, "offset",
+                                            offs, "symbol", "", "ip", kc_json_addr(pcs[i])));
+  }
+  return frames;
+}
 
 /* Stacks of tracked operations by key: direct-mapped, a few MiB at most. A
  * thread that finds the table busy takes its stack whole; a forked child

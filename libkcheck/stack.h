@@ -12,6 +12,15 @@ json_t *kc_stack_json(int skip);
 /* The same with the host frames unnamed ("symbol": ""): module and offset
  * only, microseconds instead of milliseconds a frame (trace=2). */
 json_t *kc_stack_json_fast(int skip);
+struct kc_stack_snap;
+/* For a finding: the Python frames now and the host frames as a snapshot
+ * (*snap, stack_snap.h) for kc_stack_snap_host to unwind later, off this
+ * thread; where no snapshot can be taken (*snap NULL), kc_stack_json_fast. */
+json_t *kc_stack_json_deferred(int skip, struct kc_stack_snap **snap);
+/* The host frames of snap as kc_stack_json_fast gives them (module, offset,
+ * "symbol": "", ip), kcheck's own included; NULL when it cannot be
+ * unwound. */
+json_t *kc_stack_snap_host(const struct kc_stack_snap *snap);
 /* kc_stack_json_fast for an operation stream_races tracks (every launch and
  * copy): the stack of an earlier operation with the same salt (its name and
  * stream) and the same Python frames (code object and line of each) is

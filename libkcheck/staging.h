@@ -14,6 +14,10 @@
 /* The buffer for one check, at least `bytes` long, 256-byte aligned; 0 if
  * no memory. Held (never given back) until kc_staging_put. */
 CUdeviceptr kc_staging_get(uint64_t bytes);
+/* Makes the buffer at least bytes long now (at most what is kept between
+ * checks), for kcheck's one-time setup: the first checks then neither
+ * allocate nor grow it. */
+void kc_staging_reserve(uint64_t bytes);
 /* The check is over: the buffer stays for the next one unless it is larger
  * than kcheck may keep. */
 void kc_staging_put(void);

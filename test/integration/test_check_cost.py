@@ -180,10 +180,12 @@ def test_profile_times_every_stage_and_the_findings_of_a_check(tmp_path):
 def test_profile_gives_each_check_its_stages(app, tmp_path):
     """profile=1: every check record carries stages_ms, its own share of
     each check stage (not the process's running totals), adding up to no
-    more than its cost; kcheck's one-time resources (chk_setup: the
-    kernels' module, the staging buffer) are made in the first check, not
-    in the later ones of the same size. Without profile=1 no stages_ms."""
-    r = run([app("app_linked"), "races"], tmp_path, options="gates=race:race_strategies=scrub:profile=1")
+    more than its cost; a resource kcheck's setup did not make (chk_setup:
+    with staging_reserve=0, the staging buffer) is made in the first check,
+    not in the later ones of the same size. Without profile=1 no
+    stages_ms."""
+    r = run([app("app_linked"), "races"], tmp_path,
+            options="gates=race:race_strategies=scrub:profile=1:staging_reserve=0")
     assert r.rc == 0, r.err
     checks = sorted(by_type(r.only_report(), "check"), key=lambda c: c["launch"])
     assert len(checks) >= 2
@@ -225,3 +227,26 @@ def test_scrub_not_run_on_a_kernel_without_shared_memory(app, tmp_path):
     u = checks["uninit_shared"]
     assert u["gates"]["race"]["strategies"]["scrub"] == "differs"
     assert u["runs"] == 1
+
+
+def test_staging_buffer_reserved_by_the_setup(app, tmp_path):
+    """kcheck's one-time setup reserves the checks' staging buffer
+    (staging_reserve, 64M by default): no check of a process whose
+    snapshots fit in it makes or grows that buffer (profile=1's chk_setup
+    is 0 in every check); with staging_reserve=0 the first check makes it.
+    The same checks and verdicts either way."""
+    got = {}
+    for reserve in ("64M", "0"):
+        d = tmp_path / reserve
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d,
+                options="gates=race,determinism:race_strategies=l2flush:profile=1:staging_reserve="
+                + reserve)
+        assert r.rc == 0, r.err
+        checks = sorted(by_type(r.only_report(), "check"), key=lambda c: c["launch"])
+        assert checks and checks[0]["setup_ms"] > 0
+        got[reserve] = checks
+    assert all(c["stages_ms"]["chk_setup"] == 0 for c in got["64M"]), got["64M"]
+    assert got["0"][0]["stages_ms"]["chk_setup"] > 0, got["0"][0]
+    assert [(c["kernel_name"], c["runs"], c["violations"]) for c in got["64M"]] == \
+        [(c["kernel_name"], c["runs"], c["violations"]) for c in got["0"]]

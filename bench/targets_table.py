@@ -16,7 +16,7 @@ import glob, json, os, re, statistics, sys
 # implementation; L2 from the summary, else the H200's (PyTorch reported
 # 60 MB there) for reports made before own_kernels carried l2_bytes
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from kcheck.report import device_work_over_floor, flush_bytes_of  # noqa: E402
+from kcheck.report import device_work_over_floor, floor_without_queue, flush_bytes_of  # noqa: E402
 L2_ASSUMED = 60 << 20
 logs, reps, rounds, steps, first, wall_decl = sys.argv[1:7]
 rounds, steps, first = int(rounds), int(steps), int(first)
@@ -232,13 +232,14 @@ for n in [f"{c}_r{r}" for c in ("default",) + OPTIONAL for r in range(1, rounds 
     summ = [r for r in records(n) if r.get("type") == "summary"]
     ok = (summ[0].get("own_kernels") if summ else None) or {}
     terms = [c.get("floor_terms") or {} for c in ck]
-    tm = {t: statistics.median([x.get(t, 0) for x in terms]) for t in ("kernels_ms", "copies_ms", "syncs_ms")} if terms else {}
+    tm = {t: statistics.median([x.get(t, 0) for x in terms])
+          for t in ("kernels_ms", "copies_ms", "syncs_ms", "queued_ms")} if terms else {}
     first_ck = min(ck, key=lambda c: c["launch"])
     fin = [c for c in ck if c.get("violations")]
     print(f"\n{n}: kcheck's kernels loaded as {ok.get('form', '?')} in {ok.get('load_ms', -1):.1f} ms; "
           f"device copy {ok.get('copy_gbps', 0):.0f} GB/s, launch+wait round trip {ok.get('sync_us', 0):.1f} us; "
           f"floor terms (median ms): kernels {tm.get('kernels_ms', 0):.3f}, copies {tm.get('copies_ms', 0):.3f}, "
-          f"waits {tm.get('syncs_ms', 0):.3f}; the process's first check (launch {first_ck['launch']}) "
+          f"waits {tm.get('syncs_ms', 0):.3f}, queued work {tm.get('queued_ms', 0):.3f}; the process's first check (launch {first_ck['launch']}) "
           f"{first_ck['cost_ms']:.2f} ms; checks with findings: "
           + (", ".join(f"{c['cost_ms']:.2f} ms ({c['violations']} violations)" for c in fin) or "none"))
     print(f"\n{n}: {len(ck)} checks, cost ms median {cs[len(cs) // 2]:.3f}, total {sum(cs):.1f}; "
@@ -265,15 +266,19 @@ for n in [f"{c}_r{r}" for c in ("default",) + OPTIONAL for r in range(1, rounds 
               f"{'' if ok.get('l2_bytes') else ', assumed: not in this report'}): median "
               f"{lbs[len(lbs) // 2]:.2f}, 90th percentile {lbs[int(0.9 * (len(lbs) - 1))]:.2f}")
     # the part of cost_ms spent waiting for the application's queued work
-    # before the pre-state is saved (wait_ms; not in the floor), apart
+    # before the pre-state is saved (wait_ms; in the floor as queued_ms
+    # where the record has it), apart: cost and floor both without it
     ws = sorted(c["wait_ms"] for c in ck if c.get("wait_ms") is not None)
-    wrat = sorted((c["cost_ms"] - c["wait_ms"]) / c["floor_ms"] for c in ck
-                  if c.get("floor_ms") and c.get("wait_ms") is not None)
+    wck = [c for c in ck if c.get("floor_ms") and c.get("wait_ms") is not None]
+    wrat = sorted((c["cost_ms"] - c["wait_ms"]) / floor_without_queue(c) for c in wck)
+    wtop = [(c["cost_ms"] - c["wait_ms"]) / floor_without_queue(c)
+            for c in sorted(wck, key=lambda c: c["wait_ms"] - c["cost_ms"])[:10]]
     if ws:
         print(f"\n{n}: waiting for the application's queued work before the pre-state (wait_ms): "
               f"median {ws[len(ws) // 2]:.3f} ms, total {sum(ws):.1f} ms; cost less that wait over "
-              f"the floor: median {wrat[len(wrat) // 2]:.1f}, 90th percentile "
-              f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f} (reported beside cost/floor, not instead)")
+              f"the floor without it: median {wrat[len(wrat) // 2]:.1f}, 90th percentile "
+              f"{wrat[int(0.9 * (len(wrat) - 1))]:.1f}, the ten costliest by that cost "
+              f"{min(wtop):.1f}-{max(wtop):.1f}")
 # profile=1 runs: the ten costliest checks stage by stage (stages_ms of
 # each check record; chk_setup is nested in the others)
 for n in [f"prof_{c}" for c in ("default",) + OPTIONAL]:

@@ -161,6 +161,14 @@ def flush_bytes_of(own_kernels):
     return 2 * own["l2_bytes"] if own.get("l2_bytes") else None
 
 
+def floor_without_queue(c):
+    """c's floor without the wait for the application's queued work
+    (floor_terms.queued_ms, in the floor of checks recorded since it was
+    added): kcheck's own device work and round trips."""
+    q = (c.get("floor_terms") or {}).get("queued_ms")
+    return float(c["floor_ms"]) - (float(q) if isinstance(q, (int, float)) else 0.0)
+
+
 def device_work_over_floor(c, flush_bytes):
     """What check c's device work costs, priced as copies at its measured
     copy bandwidth with no host time at all, over its floor; None when the
@@ -195,7 +203,7 @@ def device_work_over_floor(c, flush_bytes):
     hashed = c.get("hashed_bytes") if c.get("compare") == "hash" else None
     compares = hashed * per_byte / 2 if isinstance(hashed, int) else runs * compare
     flush = flush_bytes / 2 * per_byte if flushed else 0
-    return (fixed + runs * per_run + compares + flush) / c["floor_ms"]
+    return (fixed + runs * per_run + compares + flush) / floor_without_queue(c)
 
 
 def check_costs(records):
@@ -211,19 +219,20 @@ def check_costs(records):
     def has_floor(c):
         return isinstance(c.get("floor_ms"), (int, float)) and c["floor_ms"] > 0
 
-    # cost less wait_ms: the application's own queued work a check waits
-    # for before its pre-state (not kcheck's work; checks without it as they are)
+    # cost less wait_ms, the application's own queued work a check waits
+    # for before its pre-state, over the floor without it (checks without
+    # it as they are)
     def less_wait(c):
         w = c.get("wait_ms")
         return float(c["cost_ms"]) - (float(w) if isinstance(w, (int, float)) else 0.0)
 
-    def over_floor(cost):  # sorted cost(c)/floor, and that of the ten costliest by cost(c)
+    def over_floor(cost, floor):  # sorted cost(c)/floor(c), and that of the ten costliest by cost(c)
         top = sorted(checks, key=lambda c: -cost(c))[:10]
-        return (sorted(cost(c) / float(c["floor_ms"]) for c in checks if has_floor(c)),
-                [cost(c) / float(c["floor_ms"]) for c in top if has_floor(c)])
+        return (sorted(cost(c) / floor(c) for c in checks if has_floor(c)),
+                [cost(c) / floor(c) for c in top if has_floor(c)])
 
-    ratios, top_ratios = over_floor(lambda c: float(c["cost_ms"]))
-    net, net_top = over_floor(less_wait)
+    ratios, top_ratios = over_floor(lambda c: float(c["cost_ms"]), lambda c: float(c["floor_ms"]))
+    net, net_top = over_floor(less_wait, floor_without_queue)
     # the device work the checks need over their floor (the L2 from the summary)
     own = next((r.get("own_kernels") for r in records if r.get("type") == "summary"), None) or {}
     work = sorted(x for x in (device_work_over_floor(c, flush_bytes_of(own)) for c in checks)

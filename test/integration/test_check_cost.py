@@ -38,7 +38,10 @@ def test_floor_terms_and_device_costs(app, tmp_path):
         assert abs(t["copies_ms"] - 2 * c["saved_bytes"] / (own["copy_gbps"] * 1e6)) <= 1e-6 * max(
             1.0, t["copies_ms"])
         assert abs(t["syncs_ms"] - (1 + c["runs"]) * own["sync_us"] / 1e3) < 1e-9
-        assert abs(c["floor_ms"] - (t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"])) < 1e-9
+        # and the wait for the work the application queued before the launch
+        assert t["queued_ms"] == max(c["wait_ms"], 0)
+        assert abs(c["floor_ms"] - (t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"] +
+                                    t["queued_ms"])) < 1e-9
         assert abs(c["cost_over_floor"] - c["cost_ms"] / c["floor_ms"]) < 1e-6 * c["cost_over_floor"]
 
 

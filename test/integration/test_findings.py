@@ -293,8 +293,11 @@ def test_report_text_and_status(app, tmp_path):
     assert cost["median_over_floor"] == ratios[len(ratios) // 2]
     assert re.search(r"checks cost [0-9.]+ ms in all, median [0-9.]+ ms; cost/floor median "
                      r"[0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout
-    # the same less wait_ms (the application's queued work), beside it
-    net = sorted((c["cost_ms"] - c["wait_ms"]) / c["floor_ms"] for c in checks if c.get("floor_ms"))
+    # the floor holds the wait for the application's queued work (wait_ms)
+    assert all(c["floor_terms"]["queued_ms"] == max(c["wait_ms"], 0) for c in checks), checks
+    # the same less that wait and that term, beside it
+    net = sorted((c["cost_ms"] - c["wait_ms"]) / (c["floor_ms"] - c["floor_terms"]["queued_ms"])
+                 for c in checks if c.get("floor_ms"))
     assert cost["median_less_wait_over_floor"] == net[len(net) // 2]
     assert re.search(r"less the wait for the application's queued work \(wait_ms\): cost/floor "
                      r"median [0-9.]+, ten costliest [0-9.]+-[0-9.]+", r.stdout), r.stdout

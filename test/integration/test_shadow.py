@@ -264,9 +264,10 @@ def test_fault_sweep_over_the_contract_gates(app, tmp_path):
 def test_check_records_carry_their_floor(app, tmp_path):
     """Each check measures its kernel and its snapshot with device events;
     its floor is (1 + runs) x kernel + 2 x saved bytes at the device's
-    measured copy bandwidth + one measured wait per kernel run (the terms
-    in floor_terms; test_check_cost.py checks them against the summary's
-    device costs), and cost_over_floor is cost_ms over it."""
+    measured copy bandwidth + one measured wait per kernel run + the wait
+    for the application's queued work (the terms in floor_terms;
+    test_check_cost.py checks them against the summary's device costs),
+    and cost_over_floor is cost_ms over it."""
     r = run([app("app_linked"), "basic"], tmp_path)
     assert r.rc == 0, r.err
     checks = by_type(r.only_report(), "check")
@@ -276,7 +277,7 @@ def test_check_records_carry_their_floor(app, tmp_path):
         assert 0 <= c["wait_ms"] <= c["cost_ms"]
         t = c["floor_terms"]
         assert abs(t["kernels_ms"] - (1 + c["runs"]) * c["kernel_ms"]) <= 1e-9
-        floor = t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"]
+        floor = t["kernels_ms"] + t["copies_ms"] + t["syncs_ms"] + t["queued_ms"]
         assert t["copies_ms"] >= 0 and t["syncs_ms"] > 0
         assert abs(c["floor_ms"] - floor) <= 1e-9 * max(1.0, floor)
         if floor > 0:

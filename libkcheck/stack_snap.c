@@ -13,6 +13,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "symbolize.h"
+
 #define PAGE 4096u
 /* x86-64 DWARF numbering: 0-15 the integer registers, 16 the return address */
 #define DWARF_REGS 17
@@ -91,12 +93,6 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
     .set_initial_registers = initial_registers,
 };
 
-/* Only the modules' own CFI is needed: no separate debug files. */
-static const Dwfl_Callbacks module_callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_build_id_find_debuginfo,
-};
-
 struct pcs {
   uint64_t *pc;
   int n, max;
@@ -113,14 +109,11 @@ static int on_frame(Dwfl_Frame *frame, void *arg) {
 int kc_stack_snap_pcs(const struct kc_stack_snap *s, uint64_t *pcs, int max) {
   if (!s || max <= 0) return 0;
   struct pcs p = {pcs, 0, max};
-  Dwfl *dwfl = dwfl_begin(&module_callbacks);
+  Dwfl *dwfl = kc_process_dwfl();
   if (!dwfl) return 0;
-  dwfl_report_begin(dwfl);
-  int bad = dwfl_linux_proc_report(dwfl, getpid()) != 0;
-  dwfl_report_end(dwfl, NULL, NULL);
   /* The frames end where the unwinder stops (the copy's end, a frame
    * without CFI): what was found before is kept. */
-  if (!bad && dwfl_attach_state(dwfl, NULL, getpid(), &thread_callbacks, (void *)s))
+  if (dwfl_attach_state(dwfl, NULL, getpid(), &thread_callbacks, (void *)s))
     (void)dwfl_getthread_frames(dwfl, getpid(), on_frame, &p);
   dwfl_end(dwfl);
   return p.n;

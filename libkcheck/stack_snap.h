@@ -3,9 +3,10 @@
  * another thread by libdw's CFI unwinder, the way sampling profilers unwind
  * a copied user stack. A finding's check then no longer reads the unwind
  * tables of every library on the launching thread's stack (libtorch_cuda's
- * among them: ~0.3 ms a stack from the page cache, ~19 ms at the first
- * finding of the first process on a freshly started machine); kcheck's
- * findings thread does, beside its symbolisation. x86-64 only: elsewhere
+ * among them); kcheck's findings thread does, beside its symbolisation. On
+ * the H200 the training step's check with findings took 21.1 ms in the
+ * first process on a freshly started machine when it unwound in place,
+ * 1.8-2.0 ms with the copy (bench/results/2026-12-04-targets-da12f37.md). x86-64 only: elsewhere
  * kc_stack_snap_take gives NULL and the caller unwinds in place. */
 #ifndef KC_STACK_SNAP_H
 #define KC_STACK_SNAP_H

@@ -39,18 +39,21 @@ int kc_frame_is_own(const char *module) {
   return module && own[0] && !strcmp(module, own);
 }
 
+Dwfl *kc_process_dwfl(void) {
+  Dwfl *dwfl = dwfl_begin(&callbacks);
+  if (!dwfl) return NULL;
+  dwfl_report_begin(dwfl);
+  if (dwfl_linux_proc_report(dwfl, getpid())) {
+    dwfl_end(dwfl);
+    return NULL;
+  }
+  dwfl_report_end(dwfl, NULL, NULL);
+  return dwfl;
+}
+
 json_t *kc_symbolize_host(json_t *host) {
   json_t *out = json_array();
-  Dwfl *dwfl = dwfl_begin(&callbacks);
-  if (dwfl) {
-    dwfl_report_begin(dwfl);
-    if (dwfl_linux_proc_report(dwfl, getpid())) {
-      dwfl_end(dwfl);
-      dwfl = NULL;
-    } else {
-      dwfl_report_end(dwfl, NULL, NULL);
-    }
-  }
+  Dwfl *dwfl = kc_process_dwfl();
   size_t i;
   json_t *fr;
   json_array_foreach(host, i, fr) {

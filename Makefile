@@ -29,16 +29,19 @@ include oracle/module.mk
 include libkcheck/module.mk
 include test/module.mk
 
+# Every folder of ours, for the linters.
+KC_LINT_INC = $(foreach r,$(KC_ROOMS),-I libkcheck/$(r)) -I contract -I oracle -I shim -I gates
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 lint:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
-	  --inline-suppr --suppress=missingIncludeSystem -I libkcheck -I contract -I oracle -I shim -I gates \
+	  --inline-suppr --suppress=missingIncludeSystem $(KC_LINT_INC) -I oracle -I shim -I gates \
 	  '-DElfW(t)=Elf64_##t' $$(git ls-files '*.c')
-	clang-tidy --quiet $$(git ls-files 'libkcheck/*.c' 'contract/*.c' 'shim/*.c' 'gates/*.c' 'oracle/*.c') -- \
-	  $(CSTD) -I libkcheck -I contract -I oracle -I shim -I gates -I $(CUDA_HOME)/include
+	clang-tidy --quiet $$(git ls-files 'libkcheck/*/*.c' 'contract/*.c' 'shim/*.c' 'gates/*.c' 'oracle/*.c') -- \
+	  $(CSTD) $(KC_LINT_INC) -I $(CUDA_HOME)/include
 
 clean:
 	rm -rf $(BUILD)

@@ -23,7 +23,7 @@
 #include <ctime>
 #include <vector>
 
-#include "../libkcheck/kernels/perturb_kernels.cu"
+#include "../libkcheck/exec/kernels/perturb_kernels.cu"
 
 #define CK(x)                                                                                      \
   do {                                                                                             \

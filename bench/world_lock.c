@@ -1,4 +1,4 @@
-/* bench/world_lock.c — what the world lock (libkcheck/world.c) costs the
+/* bench/world_lock.c — what the world lock (libkcheck/base/world.c) costs the
  * application's threads: ns per shared enter/leave pair, one to eight
  * threads at once with no check running (the pass-through case), next to a
  * pthread rwlock read lock/unlock pair (the obvious alternative, whose

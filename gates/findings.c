@@ -4,7 +4,7 @@
  * signature, grid, block, shared memory, seed, contract, then the gate's
  * message and evidence). A (gate, kernel, signature) is reported by the
  * first check that finds it; later checks of it count its violations as
- * repeats. Each record then goes to kc_report_violation (libkcheck/finding.c),
+ * repeats. Each record then goes to kc_report_violation (libkcheck/findings/finding.c),
  * which attributes it to a test, symbolises its stack, applies the
  * suppressions, writes it and prints the finding block. */
 #include <stdatomic.h>

@@ -1,5 +1,5 @@
 /* gates/stream_delay.c — contract: a launch that races with an unordered
- * write on another stream (stream_races=1, libkcheck/streams.h) computes
+ * write on another stream (stream_races=1, libkcheck/core/streams.h) computes
  * the same bytes whether or not that write has landed. kcheck shows the
  * stream_order finding's consequence in the shadow: an identical re-run
  * first (a difference there says nothing about the ordering), then a

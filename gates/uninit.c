@@ -1,6 +1,6 @@
 /* gates/uninit.c — contract: a kernel node of a replayed CUDA graph gives
  * the same bytes when the allocations nothing has touched since they were
- * allocated hold other contents (graph_uninit=1; libkcheck/uninit.h says
+ * allocated hold other contents (graph_uninit=1; libkcheck/capture/uninit.h says
  * what touches one): its result does not depend on never-initialised
  * memory. An identical re-run first (a node that differs without poison is
  * the determinism gate's to judge), then a run with those allocations

@@ -1,31 +1,46 @@
 # libkcheck/ + contract/ + shim/ + gates/ build fragment: build/libkcheck.so (release)
 # and build/san/libkcheck.so (ASan+UBSan, used by `make test`).
 
-KC_SRCS := $(wildcard libkcheck/*.c) $(wildcard contract/*.c) $(wildcard shim/*.c) $(wildcard gates/*.c) \
-           $(BUILD)/gen/perturb_ptx.c $(BUILD)/gen/perturb_fatbin.c
+KC_ROOMS := base findings capture exec core
+KC_SRCS := $(foreach r,$(KC_ROOMS),$(wildcard libkcheck/$(r)/*.c)) $(wildcard contract/*.c) \
+           $(wildcard shim/*.c) $(wildcard gates/*.c) $(BUILD)/gen/perturb_ptx.c $(BUILD)/gen/perturb_fatbin.c
 KC_ASM  := shim/dl_trampoline.S
 # The layering, enforced by include paths: each folder compiles with only
 # the folders it may use (a header of any other is "not found"):
 #   shim -> gates -> {contract, core}; contract -> {core, oracle};
-#   core (libkcheck/) -> its own; oracle -> its own.
+#   oracle -> its own. The core (libkcheck/) is five rooms, each seeing
+#   only itself and the rooms below it:
+#     base      options, log, the driver table, the allocation map, the
+#               re-entrancy guard, the world lock, PTX text, symbolisation
+#     findings  the report, finding blocks, stacks, the audit, the profile
+#     capture   a launch's identity, parameters, pointers; policy, serving
+#     exec      shadow runs, perturbations, staging, intra-block logging
+#     core      start-up and exit, the launch dispatch, graphs, streams, API
 # Paths are transitive: a folder gets those its allowed headers include.
-KC_CUDA_INC     := -I$(CUDA_HOME)/include
-KC_INC_libkcheck := -Ilibkcheck $(KC_CUDA_INC)
-KC_INC_contract := -Icontract -Ilibkcheck -Ioracle $(KC_CUDA_INC)
-KC_INC_gates    := -Igates -Icontract -Ilibkcheck -Ioracle $(KC_CUDA_INC)
-KC_INC_shim     := -Ishim -Igates -Icontract -Ilibkcheck -Ioracle $(KC_CUDA_INC)
-KC_INC_oracle   := -Ioracle
-# The folder of a source path (build/gen/... for generated sources: none).
-kc_inc = $(KC_INC_$(firstword $(subst /, ,$(1))))
+KC_CUDA_INC      := -I$(CUDA_HOME)/include
+KC_INC_base      := -Ilibkcheck/base $(KC_CUDA_INC)
+KC_INC_findings  := -Ilibkcheck/findings $(KC_INC_base)
+KC_INC_capture   := -Ilibkcheck/capture $(KC_INC_findings)
+KC_INC_exec      := -Ilibkcheck/exec $(KC_INC_capture)
+KC_INC_core      := -Ilibkcheck/core $(KC_INC_exec)
+KC_INC_libkcheck := $(KC_INC_core)
+KC_INC_contract  := -Icontract -Ioracle $(KC_INC_core)
+KC_INC_gates     := -Igates -Icontract -Ioracle $(KC_INC_core)
+KC_INC_shim      := -Ishim -Igates -Icontract -Ioracle $(KC_INC_core)
+KC_INC_oracle    := -Ioracle
+# The flags of a source path: libkcheck/<room>/... by its room, any other
+# by its folder (build/gen/... for generated sources: none).
+kc_path_words = $(subst /, ,$(1))
+kc_inc = $(if $(filter libkcheck,$(firstword $(call kc_path_words,$(1)))),$(KC_INC_$(word 2,$(call kc_path_words,$(1)))),$(KC_INC_$(firstword $(call kc_path_words,$(1)))))
 # Everything, for tests (they may look at any layer).
-KC_INC  := -Ilibkcheck -Icontract -Ishim -Igates -Ioracle $(KC_CUDA_INC)
+KC_INC  := -Ishim -Igates -Icontract -Ioracle $(KC_INC_core)
 KC_LIBS := -lyaml -ljansson -lunwind -ldw -lelf -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 
-$(BUILD)/exports.map: shim/exports.map.in libkcheck/driver.def
+$(BUILD)/exports.map: shim/exports.map.in libkcheck/base/driver.def
 	@mkdir -p $(@D)
-	$(CC) -E -P -x c -Ilibkcheck $< | grep -v '^\s*$$' > $@
+	$(CC) -E -P -x c -Ilibkcheck/base $< | grep -v '^\s*$$' > $@
 
 define kc_variant
 # An object without its .d (built before it had one) is rebuilt.
@@ -72,12 +87,12 @@ $(BUILD)/obj/%.d $(BUILD)/san/obj/%.d $(BUILD)/tsan/obj/%.d: ;
 # architectures (loading it costs no JIT: the process's first check paid
 # ~80 ms JIT-compiling the PTX on the H200) and PTX text, loaded when the
 # fatbin is refused (another architecture, the CPU stand-in).
-$(BUILD)/gen/perturb_ptx.c: libkcheck/kernels/perturb_kernels.ptx
+$(BUILD)/gen/perturb_ptx.c: libkcheck/exec/kernels/perturb_kernels.ptx
 	@mkdir -p $(@D)
 	{ echo '/* generated from $< */'; echo 'extern const char kc_perturb_ptx[];'; \
 	  echo 'const char kc_perturb_ptx[] ='; \
 	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } > $@
-$(BUILD)/gen/perturb_fatbin.c: libkcheck/kernels/perturb_kernels.fatbin
+$(BUILD)/gen/perturb_fatbin.c: libkcheck/exec/kernels/perturb_kernels.fatbin
 	@mkdir -p $(@D)
 	{ echo '/* generated from $< */'; echo 'extern const unsigned char kc_perturb_fatbin[];'; \
 	  echo 'extern const unsigned long kc_perturb_fatbin_size;'; \
@@ -91,11 +106,11 @@ $(BUILD)/obj/$(BUILD)/gen/%.o $(BUILD)/san/obj/$(BUILD)/gen/%.o: KC_NOSAN += -Wn
 KC_KERNEL_ARCHS := 80 86 89 90 100 120
 .PHONY: ptx
 ptx:
-	$(CUDA_HOME)/bin/nvcc -ptx -arch=compute_90 -o libkcheck/kernels/perturb_kernels.ptx \
-	  libkcheck/kernels/perturb_kernels.cu
+	$(CUDA_HOME)/bin/nvcc -ptx -arch=compute_90 -o libkcheck/exec/kernels/perturb_kernels.ptx \
+	  libkcheck/exec/kernels/perturb_kernels.cu
 	$(CUDA_HOME)/bin/nvcc -fatbin $(foreach a,$(KC_KERNEL_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
-	  -gencode arch=compute_80,code=compute_80 -o libkcheck/kernels/perturb_kernels.fatbin \
-	  libkcheck/kernels/perturb_kernels.cu
+	  -gencode arch=compute_80,code=compute_80 -o libkcheck/exec/kernels/perturb_kernels.fatbin \
+	  libkcheck/exec/kernels/perturb_kernels.cu
 
 # install: the library and the libraries it carries into lib/kcheck (rpath
 # $ORIGIN finds them there), the Python package (front end, pytest plugin,

@@ -12,7 +12,7 @@
 #include "gate.h"
 #include "guard.h"
 #include "kernel.h"
-#include "launch.h"
+#include "dispatch.h"
 #include "log.h"
 #include "options.h"
 #include "shim.h"

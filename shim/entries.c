@@ -7,7 +7,7 @@
 #include "core.h"
 #include "graph.h"
 #include "guard.h"
-#include "launch.h"
+#include "dispatch.h"
 #include "log.h"
 #include "options.h"
 #include "serving.h"
@@ -122,7 +122,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
     return kc_on_launch(&a);                                                                       \
   }
 
-/* ---- graphs (libkcheck/graph.c) ----------------------------------------- */
+/* ---- graphs (libkcheck/core/graph.c) ----------------------------------------- */
 
 /* A graph launch: counted, and when chosen replayed node by node with the
  * kernel nodes checked; the core holds the world lock around it. */
@@ -232,7 +232,7 @@ static CUresult call_LAUNCH_COOPERATIVE(const struct kc_launch_args *a) {
 #define DEF_GRAPH_EXEC_ENABLE(sym)                                                                 \
   DEF_GRAPH_EDIT(sym, KC_FP_GRAPH_EXEC_ENABLE, KC_FA_GRAPH_EXEC_ENABLE)
 
-/* ---- ordering calls (libkcheck/streams.c) -------------------------------- */
+/* ---- ordering calls (libkcheck/core/streams.c) -------------------------------- */
 
 static int name_is_pt(const char *s, size_t n) {
   return n > 5 && (!memcmp(s + (n - 5), "_ptsz", 5) || !memcmp(s + (n - 5), "_ptds", 5));

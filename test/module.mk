@@ -8,17 +8,17 @@
 -include test/fuzz/module.mk
 
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash
-UNIT_OBJS_ptx := libkcheck/ptx_source libkcheck/ptx_scan libkcheck/ptx_rewrite
-UNIT_OBJS_access := libkcheck/access
-UNIT_OBJS_allocmap := libkcheck/allocmap libkcheck/log
-UNIT_OBJS_policy := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
-UNIT_OBJS_signature := libkcheck/policy libkcheck/serving libkcheck/options libkcheck/regex_guard libkcheck/log
-UNIT_OBJS_asserts := libkcheck/log
-UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/regex_guard libkcheck/log
-UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log
+UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
+UNIT_OBJS_access := libkcheck/base/access
+UNIT_OBJS_allocmap := libkcheck/base/allocmap libkcheck/base/log
+UNIT_OBJS_policy := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
+UNIT_OBJS_signature := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
+UNIT_OBJS_asserts := libkcheck/base/log
+UNIT_OBJS_findings := gates/findings libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
+UNIT_OBJS_options := libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
-                      contract/contract_ann contract/yaml_limits contract/mangle libkcheck/regex_guard libkcheck/options \
-                      libkcheck/log
+                      contract/contract_ann contract/yaml_limits contract/mangle libkcheck/base/regex_guard libkcheck/base/options \
+                      libkcheck/base/log
 UNIT_OBJS_limits := $(UNIT_OBJS_contract)
 UNIT_LIBS_limits = $(UNIT_LIBS_contract)
 UNIT_LIBS_contract := $(BUILD)/san/liboracle.a -lyaml -lmpfr -lgmp -lm
@@ -48,9 +48,11 @@ integration-test: $(BUILD)/san/libkcheck.so $(BUILD)/libkcheck.so $(BUILD)/.carr
 # dependencies rebuild what a header change affects (test/build/).
 .PHONY: build-test
 build-test: $(BUILD)/libkcheck.so
-	@CC='$(CC)' CSTD='$(CSTD)' KC_INC_libkcheck='$(KC_INC_libkcheck)' KC_INC_oracle='$(KC_INC_oracle)' \
+	@CC='$(CC)' CSTD='$(CSTD)' KC_ROOMS='$(KC_ROOMS)' KC_INC_oracle='$(KC_INC_oracle)' \
+	  $(foreach r,$(KC_ROOMS),KC_INC_$(r)='$(KC_INC_$(r))') \
 	  KC_INC_contract='$(KC_INC_contract)' KC_INC_gates='$(KC_INC_gates)' KC_INC_shim='$(KC_INC_shim)' \
 	  sh test/build/check_layering.sh
+	@KC_ROOMS='$(KC_ROOMS)' BUILD='$(BUILD)' sh test/build/check_room_symbols.sh
 	@MAKE='$(MAKE)' BUILD='$(BUILD)' sh test/build/check_deps.sh
 
 # One list per vocabulary: the README's tables against the .def files, and

@@ -2,7 +2,7 @@
 program.
 
 A bundle (written by libkcheck at the finding when repro_dir is set;
-format kcheck.bundle/1, libkcheck/bundle.c) holds the kernel's image, its
+format kcheck.bundle/1, libkcheck/exec/bundle.c) holds the kernel's image, its
 mangled name, grid, block, shared memory, the parameter bytes with their
 layout, and the bytes every allocation the launch reaches held before the
 launch ran. `run` starts this module in a child under LD_PRELOAD=libkcheck.so

@@ -22,17 +22,17 @@ LIST=$(rebuilt oracle/oracle.h)
 expect oracle/oracle.h gates/judge.c yes
 expect oracle/oracle.h gates/trial.c yes
 expect oracle/oracle.h oracle/matmul.c no # liboracle's objects live in $BUILD/oracle/
-expect oracle/oracle.h libkcheck/allocmap.c no
+expect oracle/oracle.h libkcheck/base/allocmap.c no
 expect oracle/oracle.h shim/dl_hook.c no
 n_oracle=$(printf '%s\n' "$LIST" | grep -c .)
 LIST=$(rebuilt gates/gate.h)
 expect gates/gate.h gates/runner.c yes
 expect gates/gate.h shim/activate.c yes
-expect gates/gate.h libkcheck/policy.c no
+expect gates/gate.h libkcheck/capture/policy.c no
 expect gates/gate.h contract/contract.c no
 n_gate=$(printf '%s\n' "$LIST" | grep -c .)
-LIST=$(rebuilt libkcheck/allocmap.h)
-expect libkcheck/allocmap.h libkcheck/allocmap.c yes
-expect libkcheck/allocmap.h oracle/ops.c no
+LIST=$(rebuilt libkcheck/base/allocmap.h)
+expect libkcheck/base/allocmap.h libkcheck/base/allocmap.c yes
+expect libkcheck/base/allocmap.h oracle/ops.c no
 [ $fail = 0 ] && echo "deps: ok (oracle.h rebuilds $n_oracle objects, gate.h $n_gate)"
 exit $fail

@@ -1,8 +1,8 @@
 """test/docs/check_tables.py — the README's tables say what the .def files
-say: every option of libkcheck/options.def, gates/gate_options.def and
+say: every option of libkcheck/base/options.def, gates/gate_options.def and
 contract/contract_options.def is in the options table with its default,
 and the table has no other; every gate of gates/gates.def is in the gates
-table and no other; every strategy of libkcheck/perturb.def is in the race
+table and no other; every strategy of libkcheck/exec/perturb.def is in the race
 gate's strategy table, in order, and the race_strategies default is the
 strategies perturb.def turns on. Run by `make test` (docs-test)."""
 import os
@@ -10,7 +10,7 @@ import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-OPTION_DEFS = ["libkcheck/options.def", "gates/gate_options.def", "contract/contract_options.def"]
+OPTION_DEFS = ["libkcheck/base/options.def", "gates/gate_options.def", "contract/contract_options.def"]
 
 
 def read(path):
@@ -97,7 +97,7 @@ def main():
         if g not in gates:
             problems.append("README gates table has %s, which gates.def lacks" % g)
     # Strategies.
-    rows = re.findall(r"^KC_PERTURB\((\w+), ([01]),", read("libkcheck/perturb.def"), re.M)
+    rows = re.findall(r"^KC_PERTURB\((\w+), ([01]),", read("libkcheck/exec/perturb.def"), re.M)
     strategies = [n for n, _ in rows]
     shown = [m.group(1) for l in glines for m in [re.match(r"^ {17}(\w+)\s{2,}\S", l)] if m]
     if shown != strategies:

@@ -79,7 +79,7 @@
  *                                            unsigned *done,
  *                                            unsigned long long *pub);
  *     out[2r], out[2r+1] += the two lanes of the seeded hash of a[r]'s
- *     words[r] words (libkcheck/kernels/region_hash.h, the device's
+ *     words[r] words (libkcheck/exec/kernels/region_hash.h, the device's
  *     definition); b[] and start[] are ignored. With pub (mapped host
  *     memory), out[0 .. 2n) is then moved there (out[] left zeroed) and
  *     *done left 0.

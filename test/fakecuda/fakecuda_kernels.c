@@ -5,8 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../libkcheck/kernels/cmp_table.h"
-#include "../../libkcheck/kernels/region_hash.h"
+#include "../../libkcheck/exec/kernels/cmp_table.h"
+#include "../../libkcheck/exec/kernels/region_hash.h"
 #include "fakecuda_int.h"
 
 #define P(i, T) (*(T *)params[i])

@@ -60,7 +60,7 @@ $(TEST_APP_DIR)/app_linked: test/apps/app_linked.c test/apps/apps.h test/apps/ap
 $(FAKECUDA_SELFTEST): test/fakecuda/selftest.c test/apps/apps.h $(FAKECUDA_HDRS) \
                       $(FAKECUDA_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_APP_CFLAGS) -Ilibkcheck $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda -ldl -lm
+	$(CC) $(TEST_APP_CFLAGS) -Ilibkcheck/base $< -o $@ $(TEST_APP_LDFLAGS) -L$(FAKECUDA_DIR) -lcuda -ldl -lm
 
 fakecuda-test: $(FAKECUDA_LIB) $(TEST_APPS) $(FAKECUDA_SELFTEST)
 	BUILD=$(BUILD) PYTHON=$(PYTHON) sh test/fakecuda/selftest.sh

@@ -1,5 +1,5 @@
 /* test/fakecuda/selftest.c — tests of the CPU stand-in driver alone (no
- * kcheck): entry coverage of libkcheck/driver.def, cuGetProcAddress
+ * kcheck): entry coverage of libkcheck/base/driver.def, cuGetProcAddress
  * semantics, CUkernel vs CUfunction handles, memory queries, capture rules,
  * and the execution model: same order under same conditions, a different
  * order for order-dependent kernels (never for clean ones) under green

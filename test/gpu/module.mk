@@ -54,8 +54,8 @@ $(BUILD)/gpu/launch_overhead: bench/launch_overhead.cu
 
 # kcheck's own comparison kernels (both chunk sizes) and the L2 flush, timed
 # (static cudart).
-$(BUILD)/gpu/own_kernels: bench/own_kernels.cu libkcheck/kernels/perturb_kernels.cu \
-                          libkcheck/kernels/region_hash.h libkcheck/kernels/cmp_table.h
+$(BUILD)/gpu/own_kernels: bench/own_kernels.cu libkcheck/exec/kernels/perturb_kernels.cu \
+                          libkcheck/exec/kernels/region_hash.h libkcheck/exec/kernels/cmp_table.h
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
 GPU_BINS += $(BUILD)/gpu/own_kernels
@@ -86,9 +86,9 @@ $(BUILD)/gpu/app_shared: test/apps/app_shared.c
 $(BUILD)/gpu/scale.ptx: test/gpu/scale.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_90 -o $@ $<
-$(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/world.c libkcheck/log.c libkcheck/world.h
+$(BUILD)/gpu/world_lock: bench/world_lock.c libkcheck/base/world.c libkcheck/base/log.c libkcheck/base/world.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -Ilibkcheck -o $@ bench/world_lock.c libkcheck/world.c libkcheck/log.c -lpthread
+	$(CC) $(CFLAGS_COMMON) -Ilibkcheck/base -o $@ bench/world_lock.c libkcheck/base/world.c libkcheck/base/log.c -lpthread
 GPU_BINS += $(BUILD)/gpu/app_shared $(BUILD)/gpu/scale.ptx $(BUILD)/gpu/world_lock
 
 # CUDA graphs through the runtime (kcheck's node-by-node graph checks).

@@ -42,8 +42,8 @@ DEADLINE=${KC_DEADLINE:-300}
 BUDGET=${KC_BUDGET:-480}
 RACES="$BUILD/gpu/races"
 SUMM=("$PYTHON" "$ROOT/test/gpu/kc_summarize.py")
-# The race strategies, in order: the rows of libkcheck/perturb.def.
-mapfile -t STRATS < <(sed -n 's/^KC_PERTURB(\([a-z0-9_]*\),.*/\1/p' "$ROOT/libkcheck/perturb.def")
+# The race strategies, in order: the rows of libkcheck/exec/perturb.def.
+mapfile -t STRATS < <(sed -n 's/^KC_PERTURB(\([a-z0-9_]*\),.*/\1/p' "$ROOT/libkcheck/exec/perturb.def")
 
 # kc NAME OPTS CMD... : run_logged under kcheck, report prefix $REPS/NAME.
 kc() {

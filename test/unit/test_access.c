@@ -1,5 +1,5 @@
 /* test/unit/test_access.c — the access-level check's analysis on hand-made
- * logs (libkcheck/access.h): barrier epochs and __syncwarp inside a block,
+ * logs (libkcheck/base/access.h): barrier epochs and __syncwarp inside a block,
  * shared memory per block, and the release/acquire model between blocks
  * (the last-block-done reduction and the flag hand-off, with and without
  * __threadfence). Each case must fire or must stay silent. */

@@ -24,7 +24,7 @@ void kc_report_violation(json_t *rec) {
     json_decref(rec);
 }
 json_t *kc_json_hash(uint64_t v) { return json_integer((json_int_t)v); }
-/* The finding pipeline's side (libkcheck/finding.c, libkcheck/capture.c). */
+/* The finding pipeline's side (libkcheck/findings/finding.c, libkcheck/capture.c). */
 static int repeats_seen;
 void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
                        unsigned long long signature, int n) {
@@ -35,7 +35,7 @@ json_t *kc_launch_json(const struct kc_launch_info *li) {
   (void)li;
   return json_object();
 }
-/* Replay bundles (libkcheck/bundle.c): counted, and a marker for the record. */
+/* Replay bundles (libkcheck/exec/bundle.c): counted, and a marker for the record. */
 struct kc_contract_options kc_contract_opt;
 static int bundles_written;
 json_t *kc_bundle_write(const struct kc_launch_info *li, const struct kc_shadow *sh,

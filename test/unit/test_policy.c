@@ -1,4 +1,4 @@
-/* test/unit/test_policy.c — launch selection (libkcheck/policy.c): the
+/* test/unit/test_policy.c — launch selection (libkcheck/capture/policy.c): the
  * prefilter (communication kernels, filters, launch window, max_checks),
  * the first N launches of a signature, the clean limits per signature and
  * per kernel, seeded sampling, the wall-time budget, and reasons reported

@@ -1,0 +1,20 @@
+/* libkcheck/base/symbolize.h — host frames symbolised to file:line (libdw). */
+#ifndef KC_SYMBOLIZE_H
+#define KC_SYMBOLIZE_H
+
+#include <elfutils/libdwfl.h>
+#include <jansson.h>
+
+/* A libdw session over every module mapped in this process now (debug
+ * files looked up on this machine only), for symbolising and for
+ * unwinding (stack_snap.c); NULL on failure. dwfl_end it. */
+Dwfl *kc_process_dwfl(void);
+
+/* A new array: the frames of host (stack.c's {module, offset, symbol, ip})
+ * without kcheck's own, each with file and line where the module has
+ * DWARF line information. */
+json_t *kc_symbolize_host(json_t *host);
+/* Is module (a path from dladdr) libkcheck.so itself? */
+int kc_frame_is_own(const char *module);
+
+#endif

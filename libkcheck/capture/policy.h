@@ -1,0 +1,26 @@
+/* libkcheck/capture/policy.h — which launches get checked: filters, the launch
+ * window, the first N launches of each signature then seeded sampling, a
+ * clean limit per signature, max_checks and a wall-time budget. */
+#ifndef KC_POLICY_H
+#define KC_POLICY_H
+
+#include <stdint.h>
+
+#include "launch.h"
+
+/* Decisions that need only the kernel and the launch index (no capture):
+ * NULL when the launch may be checked, else the reason it is not. */
+const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq);
+/* The launch signature: kernel, grid, block, shared memory and the
+ * parameter bytes with pointer words zeroed (the shapes). */
+uint64_t kc_policy_signature(const struct kc_launch_info *li);
+/* Per-signature decision after capture. NULL: check it; else the reason.
+ * *first_time is set when this (signature, reason) pair is new. */
+const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time);
+/* Records a check's outcome and cost (seconds). */
+void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds);
+/* Deterministic per-launch uniform number in [0,1) from seed and seq. */
+double kc_policy_uniform(uint64_t seq);
+double kc_policy_check_seconds(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* libkcheck/core/api.c — the exported public API of include/kcheck.h. */
+#include "../../include/kcheck.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core.h"
+#include "finding.h"
+#include "options.h"
+#include "report.h"
+#include "version.h"
+
+#define KC_EXPORT __attribute__((visibility("default")))
+
+KC_EXPORT const char *kcheck_version(void) { return KCHECK_VERSION; }
+
+KC_EXPORT void kcheck_print_options(void) { kc_options_print_help(stderr); }
+
+KC_EXPORT void kcheck_set_test(const char *id) {
+  kc_finding_set_test(id);
+  /* A `test` record per test: `kcheck report --junit` lists tests that ran
+   * clean too. */
+  if (id && *id) kc_report_emit("test", json_pack("{s:s}", "id", id));
+}
+
+KC_EXPORT const char *kcheck_report_path(void) { return kc_report_path(); }
+KC_EXPORT void kcheck_flush(void) {
+  kc_findings_drain(0);
+  kc_report_flush();
+}
+KC_EXPORT int kcheck_option(const char *name, char *buf, unsigned long n) {
+  if (!name) return -1;
+  if (kc_core_activate) kc_core_activate(); /* the options are parsed on activation */
+  json_t *all = kc_options_to_json();
+  json_t *v = all ? json_object_get(all, name) : NULL;
+  int len = -1;
+  if (v) {
+    char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+    const char *s = json_is_string(v) ? json_string_value(v) : text;
+    len = snprintf(buf, buf ? n : 0, "%s", s ? s : "");
+    free(text);
+  }
+  json_decref(all);
+  return len;
+}

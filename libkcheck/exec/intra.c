@@ -1,0 +1,460 @@
+/* libkcheck/exec/intra.c — the perturbed copies of kernels: made on the first
+ * intra-block run of a kernel in a context, kept until exit or until the
+ * kernel's image is unloaded (a later kernel may get the same handle). */
+#include "intra.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "allocmap.h"
+#include "driver.h"
+#include "image.h"
+#include "kernel.h"
+#include "log.h"
+#include "own.h"
+#include "report.h"
+
+#define MAX_VARS 64
+/* Module variables copied before each run, at most (bytes). */
+#define MAX_VAR_BYTES (64u << 20)
+
+struct copy {
+  void *handle; /* the launched CUfunction or CUkernel */
+  void *image;  /* its module or library */
+  CUcontext ctx;
+  int state; /* 0 untried, 1 ready, 2 cannot perturb */
+  const char *why;
+  char why_buf[256];
+  CUmodule mod;
+  CUfunction fn;
+  CUdeviceptr cfg;
+  int nvars;
+  CUdeviceptr var_src[MAX_VARS], var_dst[MAX_VARS];
+  size_t var_size[MAX_VARS];
+  char (*var_name)[128]; /* the variables' names (evidence) */
+  int sites;
+  double jit_ms;
+  struct kc_ptx_sites logged; /* the accesses and fences the copy can log */
+  CUdeviceptr log;            /* the access log, log_cap records */
+  unsigned log_cap;
+  unsigned stride; /* the last logged run's block stride */
+  /* the kernel's atomics, for the nondeterminism gate */
+  int atomics_state; /* 0 untried, 1 known, 2 unknown */
+  struct kc_ptx_atomics atomics;
+  const char *atomics_why;
+  struct copy *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct copy *copies;
+
+static struct copy *find(void *handle, void *image, CUcontext ctx) {
+  for (struct copy *c = copies; c; c = c->next)
+    if (c->handle == handle && c->ctx == ctx) return c;
+  struct copy *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->handle = handle;
+  c->image = image;
+  c->ctx = ctx;
+  c->next = copies;
+  copies = c;
+  return c;
+}
+
+static int fail(struct copy *c, const char *why) {
+  c->state = 2;
+  c->why = why;
+  return 1;
+}
+
+/* The application module's variable name, for the copy. */
+static int app_var(const struct kc_kernel *k, const char *name, CUdeviceptr *d, size_t *size) {
+  if (!k->image_handle) return -1;
+  if (k->is_cukernel)
+    return kc_drv.cuLibraryGetGlobal &&
+                   kc_drv.cuLibraryGetGlobal(d, size, (CUlibrary)k->image_handle, name) ==
+                       CUDA_SUCCESS
+               ? 0
+               : -1;
+  return kc_drv.cuModuleGetGlobal_v2 &&
+                 kc_drv.cuModuleGetGlobal_v2(d, size, (CUmodule)k->image_handle, name) ==
+                     CUDA_SUCCESS
+             ? 0
+             : -1;
+}
+
+static int build(struct copy *c, const struct kc_kernel *k) {
+  const char *why = NULL;
+  char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, &why) : NULL;
+  if (!ptx) return fail(c, why ? why : "the kernel's image is unknown");
+  char(*names)[128] = calloc(MAX_VARS, sizeof *names);
+  int nvars = names ? kc_ptx_module_vars(ptx, names, MAX_VARS) : -1;
+  if (nvars < 0) {
+    free(ptx);
+    free(names);
+    return fail(c, names ? "the module uses texture, surface or sampler references"
+                         : "out of host memory");
+  }
+  int sites = 0;
+  char *copy = kc_ptx_perturbed_copy(ptx, k->name, &sites, &c->logged, &why);
+  free(ptx);
+  if (!copy) {
+    free(names);
+    return fail(c, why);
+  }
+  char log[1024] = "";
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {log, (void *)(uintptr_t)sizeof log};
+  double t0 = kc_now_s();
+  CUresult r = kc_drv.cuModuleLoadDataEx ? kc_drv.cuModuleLoadDataEx(&c->mod, copy, 2, opts, vals)
+                                         : CUDA_ERROR_NOT_SUPPORTED;
+  c->jit_ms = 1e3 * (kc_now_s() - t0);
+  free(copy);
+  if (r != CUDA_SUCCESS) {
+    free(names);
+    char *nl = strchr(log, '\n');
+    if (nl) *nl = 0;
+    snprintf(c->why_buf, sizeof c->why_buf, "JIT-compiling the perturbed copy failed: %s",
+             log[0] ? log : "no log");
+    return fail(c, c->why_buf);
+  }
+  size_t cfg_size = 0;
+  if (kc_drv.cuModuleGetFunction(&c->fn, c->mod, k->name) != CUDA_SUCCESS ||
+      !kc_drv.cuModuleGetGlobal_v2 ||
+      kc_drv.cuModuleGetGlobal_v2(&c->cfg, &cfg_size, c->mod, KC_PTX_CFG) != CUDA_SUCCESS ||
+      cfg_size < 4 * KC_CFG_WORDS) {
+    free(names);
+    return fail(c, "the perturbed copy lacks its kernel or configuration");
+  }
+  uint64_t total = 0;
+  for (int i = 0; i < nvars; i++) {
+    size_t ssrc = 0, sdst = 0;
+    if (app_var(k, names[i], &c->var_src[i], &ssrc) ||
+        kc_drv.cuModuleGetGlobal_v2(&c->var_dst[i], &sdst, c->mod, names[i]) != CUDA_SUCCESS) {
+      snprintf(c->why_buf, sizeof c->why_buf, "module variable %s cannot be copied", names[i]);
+      free(names);
+      return fail(c, c->why_buf);
+    }
+    c->var_size[i] = ssrc < sdst ? ssrc : sdst;
+    total += c->var_size[i];
+  }
+  c->var_name = names;
+  if (total > MAX_VAR_BYTES) {
+    free(c->var_name);
+    c->var_name = NULL;
+    return fail(c, "the module's variables are too large to copy");
+  }
+  c->nvars = nvars;
+  c->sites = sites;
+  c->state = 1;
+  return 0;
+}
+
+/* The kernel's copy in the current context, built at first use, when the
+ * route applies to it (and, with log, when it has accesses to log); else
+ * NULL and why. Called with the lock held. */
+static struct copy *usable_locked(struct kc_launch_info *li, int log, const char **why) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  struct copy *c = find(li->k->handle, li->k->image_handle, ctx);
+  if (!c) {
+    *why = "out of host memory";
+    return NULL;
+  }
+  if (c->state == 0) build(c, li->k);
+  if (c->state != 1) {
+    *why = c->why;
+    return NULL;
+  }
+  if (log && !c->logged.n) {
+    *why = "the kernel has no memory access kcheck can log";
+    return NULL;
+  }
+  return c;
+}
+
+int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS], CUfunction *fn,
+                     const char **why) {
+  uint32_t cfg[KC_CFG_WORDS];
+  memcpy(cfg, cfg_in, sizeof cfg);
+  pthread_mutex_lock(&lock);
+  int rc = 1;
+  struct copy *c = usable_locked(li, cfg[KC_CFG_LOG] != 0, why);
+  if (!c) goto out;
+  if (cfg[KC_CFG_LOG]) {
+    /* The access log, allocated at the first run that asks for it. */
+    if (c->log && c->log_cap < cfg[KC_CFG_CAP]) {
+      kc_own_remove(c->log);
+      kc_drv.cuMemFree_v2(c->log);
+      c->log = 0;
+    }
+    if (!c->log) {
+      if (kc_drv.cuMemAlloc_v2(&c->log, (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access)) !=
+          CUDA_SUCCESS) {
+        c->log = 0;
+        *why = "no device memory for the access log";
+        goto out;
+      }
+      kc_own_add(c->log, (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access));
+      c->log_cap = cfg[KC_CFG_CAP];
+    }
+    cfg[KC_CFG_BUF_LO] = (uint32_t)c->log;
+    cfg[KC_CFG_BUF_HI] = (uint32_t)((uint64_t)c->log >> 32);
+    cfg[KC_CFG_COUNT] = 0;
+    if (!cfg[KC_CFG_STRIDE]) cfg[KC_CFG_STRIDE] = 1;
+    c->stride = cfg[KC_CFG_STRIDE];
+  }
+  rc = -1;
+  if (kc_drv.cuMemcpyHtoD_v2(c->cfg, cfg, 4 * KC_CFG_WORDS) != CUDA_SUCCESS) {
+    *why = "writing the perturbation's configuration failed";
+    goto out;
+  }
+  /* The application module's variables as they are now: what a re-run of
+   * the kernel itself would see. */
+  for (int i = 0; i < c->nvars; i++)
+    if (c->var_size[i] &&
+        kc_drv.cuMemcpyDtoD_v2(c->var_dst[i], c->var_src[i], c->var_size[i]) != CUDA_SUCCESS) {
+      *why = "copying the module's variables failed";
+      goto out;
+    }
+  /* The application may have raised the kernel's dynamic shared memory
+   * limit; the copy needs the same for this launch. */
+  if (li->shmem > 48u * 1024 &&
+      kc_drv.cuFuncSetAttribute(c->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                (int)li->shmem) != CUDA_SUCCESS) {
+    *why = "the copy cannot get the launch's dynamic shared memory";
+    rc = 1;
+    goto out;
+  }
+  *fn = c->fn;
+  rc = 0;
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int kc_intra_usable(struct kc_launch_info *li, int log, const char **why) {
+  pthread_mutex_lock(&lock);
+  int rc = usable_locked(li, log, why) ? 0 : 1;
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  int rc = -1;
+  pthread_mutex_lock(&lock);
+  for (struct copy *c = copies; c; c = c->next)
+    if (c->handle == li->k->handle && c->ctx == ctx && c->state == 1) {
+      *sites = c->sites;
+      *jit_ms = c->jit_ms;
+      rc = 0;
+    }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  pthread_mutex_lock(&lock);
+  struct copy *c = find(k->handle, k->image_handle, ctx);
+  int rc = -1;
+  if (!c) {
+    *why = "out of host memory";
+    goto out;
+  }
+  if (c->atomics_state == 0) {
+    const char *w = NULL;
+    char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, &w) : NULL;
+    struct kc_ptx_span sp;
+    c->atomics_state = 2;
+    c->atomics_why = w ? w : "the kernel's image is unknown";
+    if (ptx && kc_ptx_find_entry(ptx, k->name, &sp) == 0) {
+      kc_ptx_scan_atomics(ptx, &sp, &c->atomics);
+      c->atomics_state = 1;
+    } else if (ptx) {
+      c->atomics_why = "the kernel is not defined in the image's PTX";
+    }
+    free(ptx);
+  }
+  if (c->atomics_state == 1) {
+    *a = c->atomics;
+    rc = 0;
+  } else {
+    *why = c->atomics_why;
+  }
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+void kc_intra_forget_image(void *image) {
+  pthread_mutex_lock(&lock);
+  for (struct copy **pc = &copies; *pc;) {
+    struct copy *c = *pc;
+    if (c->image != image) {
+      pc = &c->next;
+      continue;
+    }
+    *pc = c->next;
+    if (c->mod) kc_drv.cuModuleUnload(c->mod);
+    if (c->log) {
+      kc_own_remove(c->log);
+      kc_drv.cuMemFree_v2(c->log);
+    }
+    kc_ptx_sites_free(&c->logged);
+    free(c->var_name);
+    free(c);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void kc_intra_fini(void) {
+  pthread_mutex_lock(&lock);
+  while (copies) {
+    struct copy *c = copies;
+    copies = c->next;
+    /* Modules and the log die with their context; freeing them at exit
+     * could touch a context the application already destroyed. */
+    kc_ptx_sites_free(&c->logged);
+    free(c->var_name);
+    free(c);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* ------------------------------------------------- access-level check */
+
+static json_t *xyz(unsigned linear, const unsigned dim[3]) {
+  unsigned x = dim[0] ? dim[0] : 1, y = dim[1] ? dim[1] : 1;
+  return json_pack("[i, i, i]", (int)(linear % x), (int)(linear / x % y), (int)(linear / x / y));
+}
+
+static json_t *access_json(const struct copy *c, const struct kc_launch_info *li,
+                           const struct kc_access *t) {
+  static const char *const kinds[] = {"read",        "write",        "atomic",
+                                      "strong read", "strong write", "fence"};
+  unsigned tid = t->who & 0xffff, kind = (t->who >> 16) & 0xf;
+  return json_pack("{s:s, s:i, s:o, s:i, s:o, s:i, s:i, s:i, s:s}", "kind",
+                   kinds[kind < 6 ? kind : 0], "block", (int)t->block, "block_xyz",
+                   xyz(t->block, li->grid), "thread", (int)tid, "thread_xyz", xyz(tid, li->block),
+                   "warp", (int)(tid / 32), "lane", (int)(tid % 32), "barrier_epoch",
+                   (int)(t->epoch & 0xffff), "instruction",
+                   t->site < (unsigned)c->logged.n ? c->logged.text[t->site] : "?");
+}
+
+/* What a global address belongs to: its allocation, the kernel parameter
+ * whose pointer reaches it (the nearest one below it in that allocation),
+ * or one of the module's variables. */
+static void attribute(const struct copy *c, const struct kc_launch_info *li, uint64_t addr,
+                      json_t *ev) {
+  struct kc_alloc a;
+  if (kc_allocmap_find(addr, &a) == 0) {
+    char base[32];
+    snprintf(base, sizeof base, "0x%llx", (unsigned long long)a.base);
+    json_object_set_new(ev, "allocation",
+                        json_pack("{s:s, s:I, s:I}", "base", base, "size", (json_int_t)a.size,
+                                  "offset", (json_int_t)(addr - a.base)));
+  }
+  const struct kc_ptr *best = NULL;
+  for (int i = 0; i < li->nptrs; i++) {
+    const struct kc_ptr *p = &li->ptrs[i];
+    if (addr >= p->base && addr < p->base + p->size && p->value <= addr &&
+        (!best || p->value > best->value))
+      best = p;
+  }
+  if (best) {
+    int index = -1;
+    for (int i = 0; li->k->param_offset && i < li->k->nparams; i++)
+      if (li->k->param_offset[i] == best->offset) index = i;
+    json_object_set_new(ev, "parameter",
+                        json_pack("{s:i, s:i, s:I}", "index", index, "param_offset",
+                                  (int)best->offset, "pointer_offset",
+                                  (json_int_t)(addr - best->value)));
+  }
+  for (int i = 0; i < c->nvars && c->var_name; i++)
+    if (addr >= c->var_dst[i] && addr < c->var_dst[i] + c->var_size[i])
+      json_object_set_new(ev, "module_variable",
+                          json_pack("{s:s, s:I}", "name", c->var_name[i], "offset",
+                                    (json_int_t)(addr - c->var_dst[i])));
+}
+
+int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_stride,
+                       const char **why) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  *ev = NULL;
+  *retry_stride = 0;
+  pthread_mutex_lock(&lock);
+  struct copy *c = NULL;
+  for (struct copy *x = copies; x; x = x->next)
+    if (x->handle == li->k->handle && x->ctx == ctx && x->state == 1) c = x;
+  int rc = -1;
+  uint32_t count = 0;
+  struct kc_access *rec = NULL;
+  if (!c || !c->log) {
+    *why = "no access log";
+    goto out;
+  }
+  if (kc_drv.cuMemcpyDtoH_v2(&count, c->cfg + 4 * KC_CFG_COUNT, 4) != CUDA_SUCCESS) {
+    *why = "reading the access log failed";
+    goto out;
+  }
+  uint64_t blocks = (uint64_t)li->grid[0] * li->grid[1] * li->grid[2];
+  if (count > c->log_cap) {
+    /* Fewer blocks next time: enough to fit, with room for blocks that
+     * do more than the average. */
+    uint64_t s = (uint64_t)c->stride * (2 * ((uint64_t)count / c->log_cap + 1));
+    if (s < blocks) *retry_stride = (unsigned)s;
+    *why = "over budget: the logged blocks made more accesses than access_records";
+    rc = -2;
+    goto out;
+  }
+  rec = malloc((count ? count : 1) * sizeof *rec);
+  if (!rec) {
+    *why = "out of host memory";
+    goto out;
+  }
+  if (count && kc_drv.cuMemcpyDtoH_v2(rec, c->log, count * sizeof *rec) != CUDA_SUCCESS) {
+    *why = "reading the access log failed";
+    goto out;
+  }
+  struct kc_access_result res;
+  int cross = c->logged.calls == 0;
+  rc = kc_access_analyze(rec, count, cross, &res);
+  if (rc < 0) {
+    *why = "out of host memory";
+    goto out;
+  }
+  if (rc > 0) {
+    const struct kc_access *a = &res.pair[0];
+    int global = (a->who & KC_ACC_GLOBAL) != 0;
+    char addr[32];
+    snprintf(addr, sizeof addr, "0x%llx", a->addr);
+    char sampled[64];
+    snprintf(sampled, sizeof sampled, c->stride > 1 ? "1 block in %u" : "every block", c->stride);
+    *ev = json_pack("{s:s, s:s, s:s, s:I, s:i, s:s, s:I, s:o, s:o}", "verdict",
+                    "conflicting_accesses", "space", global ? "global" : "shared", "address", addr,
+                    "racing_words", (json_int_t)res.racing_words, "accesses_logged", (int)count,
+                    "blocks_logged", sampled, "release_points", (json_int_t)res.release_points,
+                    "first", access_json(c, li, &res.pair[0]), "second",
+                    access_json(c, li, &res.pair[1]));
+    if (!cross)
+      json_object_set_new(*ev, "between_blocks",
+                          json_string("not judged: the kernel calls functions whose accesses "
+                                      "and fences are not logged"));
+    if (res.truncated)
+      json_object_set_new(*ev, "truncated", json_string("the pair budget ran out"));
+    if (global) attribute(c, li, a->addr, *ev);
+  }
+out:
+  pthread_mutex_unlock(&lock);
+  free(rec);
+  return rc;
+}

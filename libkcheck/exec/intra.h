@@ -1,0 +1,45 @@
+/* libkcheck/exec/intra.h — intra-block timing perturbation by PTX rewriting: a
+ * perturbed copy of the launched kernel (libkcheck/base/ptx.h), JIT-compiled
+ * once per kernel and context, used only for shadow runs. The copy sees
+ * the application module's variables (.global/.const) as they are before
+ * each run; the application's own launches never run it. */
+#ifndef KC_INTRA_H
+#define KC_INTRA_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "launch.h"
+struct json_t;
+#include "ptx.h"
+
+/* The copy of li's kernel with configuration cfg written: *fn to launch
+ * instead of the kernel. 0; 1 when the kernel cannot be perturbed (*why:
+ * no PTX, JIT failure, ...); -1 on a driver failure (*why). */
+int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS], CUfunction *fn,
+                     const char **why);
+/* Whether li's kernel can be perturbed (its copy built, JIT-compiled at
+ * the first ask): 0, or 1 with *why as kc_intra_prepare would say it (log:
+ * the run asks for the access log). Writes nothing on the device: a
+ * check asks before restoring memory for a run that cannot be made. */
+int kc_intra_usable(struct kc_launch_info *li, int log, const char **why);
+/* What the copy of li's kernel is (after a prepare): inserted delay sites
+ * and the JIT's time in ms; 0, or -1 when there is no copy. */
+int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms);
+/* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
+ * its PTX is unavailable (*why). Cached per kernel. */
+int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);
+/* After a run with KC_CFG_LOG: the racing accesses of the log
+ * (access.h). 1 with *ev (the word's space and address, for global memory
+ * its allocation, the kernel parameter or module variable that reaches
+ * it; both accesses: kind, block, thread, warp, lane, barrier epoch, PTX
+ * statement and source line; how many words race), 0 none, -2 over the
+ * log's capacity (*why: a recorded skip; *retry_stride, when not 0: a
+ * block stride whose run may fit), -1 no log (*why). */
+int kc_intra_conflicts(struct kc_launch_info *li, struct json_t **ev, unsigned *retry_stride,
+                       const char **why);
+/* Drops the copies of the kernels of an image being unloaded. */
+void kc_intra_forget_image(void *image);
+void kc_intra_fini(void);
+
+#endif

@@ -8,11 +8,10 @@
 
 #include "../include/kcheck.h"
 #include "contract.h"
+#include "export.h"
 #include "formats.h"
 #include "log.h"
 #include "oracle.h"
-
-#define KC_EXPORT __attribute__((visibility("default")))
 
 KC_EXPORT int kcheck_api_version(void) { return KCHECK_API_VERSION; }
 

@@ -11,8 +11,7 @@
 #include "../include/kcheck.h"
 #include "contract.h"
 #include "core.h"
-
-#define KC_EXPORT __attribute__((visibility("default")))
+#include "export.h"
 
 static json_t *pairs(const struct kc_contract_kv *a, int n) {
   json_t *o = json_object();

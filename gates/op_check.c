@@ -14,6 +14,7 @@
 
 #include "../include/kcheck.h"
 #include "core.h"
+#include "export.h"
 #include "gate.h"
 #include "guard.h"
 #include "judge.h"
@@ -23,8 +24,6 @@
 #include "policy.h"
 #include "report.h"
 #include "trial.h"
-
-#define KC_EXPORT __attribute__((visibility("default")))
 
 static atomic_long op_seq; /* ops offered to the policy, for sampling */
 

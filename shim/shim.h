@@ -7,8 +7,8 @@
 
 #include "driver.h"
 
-/* The symbols the shim interposes (exports.map.in lists which). */
-#define KC_EXPORT __attribute__((visibility("default")))
+/* The symbols the shim interposes carry KC_EXPORT (exports.map.in lists which). */
+#include "export.h"
 
 /* Real glibc dlsym/dlvsym, found in libc's own symbol table. */
 extern void *(*kc_real_dlsym)(void *, const char *);

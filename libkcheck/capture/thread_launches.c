@@ -2,6 +2,7 @@
  * framework binding can name the kernels inside one op (kcheck.h:
  * kcheck_thread_launches, kcheck_thread_kernels). A thread-local count and
  * ring: no lock, no allocation on the launch path. */
+#include "export.h"
 #include "thread_launches.h"
 
 #include <stdio.h>
@@ -11,7 +12,6 @@
 #include "guard.h"
 #include "kernel.h"
 
-#define KC_EXPORT __attribute__((visibility("default")))
 #define RING 32
 
 static __thread unsigned long long count;

@@ -6,12 +6,11 @@
 #include <stdlib.h>
 
 #include "core.h"
+#include "export.h"
 #include "finding.h"
 #include "options.h"
 #include "report.h"
 #include "version.h"
-
-#define KC_EXPORT __attribute__((visibility("default")))
 
 KC_EXPORT const char *kcheck_version(void) { return KCHECK_VERSION; }
 

@@ -5,8 +5,9 @@ say, and its links lead somewhere. Run by `make docs-test` (part of
 Tables: every table is found by its markers (`<!-- NAME-begin... -->` and
 `<!-- NAME-end -->`) in whichever page of docs/ (or the README) holds it,
 so a table can move between pages. What each table must list is read from
-the .def files named in TABLES below; a new option, gate or strategy is a
-new .def row plus a new table row, nothing here.
+every .def file with KC_OPT, KC_GATE or KC_PERTURB rows, wherever it lives;
+a new option, gate or strategy is a new .def row plus a new table row,
+nothing here.
 
   options-table  every option of the options .def files, with its default,
                  and no other (4-space-indented rows; 'a / b' rows name two)
@@ -24,9 +25,33 @@ import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-OPTION_DEFS = ["libkcheck/options.def", "gates/gate_options.def", "contract/contract_options.def"]
-GATES_DEF = "gates/gates.def"
-PERTURB_DEF = "libkcheck/perturb.def"
+
+
+def def_files(macro):
+    """Every tracked .def file with MACRO(...) rows, wherever it lives (so a
+    .def file may move, or a layer add its own list of options)."""
+    out = []
+    for d, subdirs, files in os.walk(ROOT):
+        subdirs[:] = sorted(s for s in subdirs if s not in ("build", ".git") and not s.startswith("."))
+        for f in sorted(files):
+            if f.endswith(".def"):
+                path = os.path.relpath(os.path.join(d, f), ROOT)
+                with open(os.path.join(ROOT, path)) as fh:
+                    if re.search(r"^%s\(" % macro, fh.read(), re.M):
+                        out.append(path)
+    return out
+
+
+def one_def(macro):
+    files = def_files(macro)
+    if len(files) != 1:
+        sys.exit("FAIL %d .def files have %s rows: %s" % (len(files), macro, files))
+    return files[0]
+
+
+OPTION_DEFS = def_files("KC_OPT")      # the core's, the gates' and the contracts' options
+GATES_DEF = one_def("KC_GATE")         # gates/gates.def
+PERTURB_DEF = one_def("KC_PERTURB")    # the race strategies (libkcheck)
 # The pages checked for tables and links: the front page and the manual.
 PAGES = ["README", "README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))

@@ -10,7 +10,7 @@ bench/results) and counts the determinism and nondeterminism violations by
 evidence.runs, the identical run that first differed. For each finding not
 made by the first run it prints the kernel, the archive and what the other
 gates of the same check said: the measure behind determinism_runs'
-default (README, "Where the check cost stands").
+default (docs/performance.md, "What a check costs, and its floor").
 """
 import collections
 import glob

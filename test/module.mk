@@ -55,7 +55,8 @@ build-test: $(BUILD)/libkcheck.so
 	@KC_ROOMS='$(KC_ROOMS)' BUILD='$(BUILD)' sh test/build/check_room_symbols.sh
 	@MAKE='$(MAKE)' BUILD='$(BUILD)' sh test/build/check_deps.sh
 
-# One list per vocabulary: the README's tables against the .def files, and
+# One list per vocabulary: the docs' tables against the .def files (and the
+# docs' relative links against the tree), and
 # every gate's fixtures findable from its name (test/gates/<id>/fixtures).
 .PHONY: docs-test gates-index-test
 docs-test:

@@ -2,7 +2,7 @@
 plugin and the tests use.
 
 A report is one file per process (`<log_path>.<pid>[.rank<R>].jsonl`), one
-JSON record per line (schema in the README). Lines a crash cut short are
+JSON record per line (schema in docs/report-schema.md). Lines a crash cut short are
 kept as `malformed` with their line number, never an exception; a report
 without a `summary` record is from a run that did not finish.
 """

@@ -804,7 +804,7 @@ def test_signature_leaves_scalar_values_out():
 
 def test_readme_coverage_table_is_generated_from_the_op_table():
     from kcheck.torch import ops
-    with open(os.path.join(ROOT, "README")) as f:
+    with open(os.path.join(ROOT, "docs", "torch.md")) as f:
         text = f.read()
     begin, end = "<!-- torch-coverage-begin -->\n", "\n<!-- torch-coverage-end -->"
     table = text[text.index(begin) + len(begin):text.index(end)]

@@ -1,7 +1,7 @@
 """The op table: ATen op -> oracle op, argument mapping, gates that apply.
 
 One row per ATen op (every overload of it is mapped by the same function);
-the README's coverage table is generated from ROWS and UNCOVERED
+docs/torch.md's coverage table is generated from ROWS and UNCOVERED
 (`python -m kcheck.torch.ops --markdown`). A mapper takes the call's
 arguments by schema name and returns a Plan, or raises Skip with the
 reason the call passes through.
@@ -273,7 +273,7 @@ EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
                       "div_.Scalar_mode", "div.out_mode", "add.default", "sub.default",
                       "mul.default", "div.default", "sum.int"}
 
-# What the oracle has no op for, with the reason (README table).
+# What the oracle has no op for, with the reason (docs/torch.md table).
 UNCOVERED = [
     ("_softmax_backward_data, _log_softmax_backward_data", "the oracle has no op for the gradient "
      "formula y*(g - sum(g*y))"),
@@ -517,7 +517,7 @@ def out_overload(func):
 
 
 def gates_of(name):
-    """The op-level gates that apply to ATen op `name` (README table)."""
+    """The op-level gates that apply to ATen op `name` (docs/torch.md table)."""
     import torch
     g = ["oracle", "immutability"]
     g += [x for x in ("nonfinite", "precision", "extremes") if x not in NOT_APPLICABLE.get(name, {})]
@@ -532,7 +532,7 @@ def gates_of(name):
 
 
 def markdown():
-    """The README's coverage table."""
+    """docs/torch.md's coverage table."""
     lines = ["| ATen op (every overload) | oracle op | gates | notes |",
              "|---|---|---|---|"]
     for names, oracle, fn, note in ROWS:

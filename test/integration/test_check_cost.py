@@ -134,7 +134,7 @@ def fatbin_entries(blob):
 
 
 def test_own_kernels_fatbin_has_sass_and_ptx():
-    with open(os.path.join(ROOT, "libkcheck", "kernels", "perturb_kernels.fatbin"), "rb") as f:
+    with open(os.path.join(ROOT, "libkcheck", "exec", "kernels", "perturb_kernels.fatbin"), "rb") as f:
         entries = fatbin_entries(f.read())
     sass = {a for k, a in entries if k == 2}
     ptx = {a for k, a in entries if k == 1}
@@ -143,7 +143,7 @@ def test_own_kernels_fatbin_has_sass_and_ptx():
 
 
 def prof_stages():
-    with open(os.path.join(ROOT, "libkcheck", "prof.def")) as f:
+    with open(os.path.join(ROOT, "libkcheck", "findings", "prof.def")) as f:
         return re.findall(r"^KC_PROF_STAGE\((\w+),", f.read(), re.M)
 
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,16 +75,35 @@ static void make_path(void) {
     snprintf(path, sizeof path, "%s.%ld.jsonl", kc_opt.log_path, (long)getpid());
 }
 
-static int open_file(void) {
+/* The folders above path that do not exist yet, made 0700 (as
+ * ASan's log_path does: a run's report holds the program's data). -1 with
+ * errno when one cannot be made. */
+static int make_folders(void) {
+  char dir[sizeof path];
+  snprintf(dir, sizeof dir, "%s", path);
+  for (char *p = dir + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(dir, 0700) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return 0;
+}
+
+/* fatal: the process's own report (kc_report_open), whose absence would
+ * read as a clean run: the message says the process exits. */
+static int open_file(int fatal) {
   if (!strcmp(kc_opt.log_path, "none")) return 0;
   make_path();
+  int fd = -1;
   /* O_CLOEXEC: the report must not leak into programs the application execs. */
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!make_folders()) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || kc_rbuf_open(fd)) {
     int e = errno;
     if (fd >= 0) close(fd);
-    kc_log_printf(KC_LOG_ERROR, "cannot open report %s: %s; continuing without a report", path,
-                  strerror(e));
+    kc_log_printf(KC_LOG_ERROR, "cannot open report %s: %s; %s", path, strerror(e),
+                  fatal ? "exiting (log_path=none runs without a report)"
+                        : "continuing without a report");
     return -1;
   }
   out = fd;
@@ -101,7 +121,7 @@ static json_t *run_record(void) {
 
 int kc_report_open(void) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (open_file()) return -1;
+  if (open_file(1)) return -1;
   kc_report_emit("run", run_record());
   return 0;
 }
@@ -111,7 +131,7 @@ void kc_report_reopen_child(long parent_pid) {
   record_seq = 0;
   finished = 0;
   memset(&kc_count, 0, sizeof kc_count);
-  if (open_file()) return;
+  if (open_file(0)) return;
   json_t *r = run_record();
   json_object_set_new(r, "parent_pid", json_integer(parent_pid));
   kc_report_emit("run", r);

@@ -301,7 +301,7 @@ static void print_block(json_t *rec, long repeat) {
       add(b, "kcheck:     #%zu %s (%s+%s)\n", i, sym[0] ? sym : "??", base, str(fr, "offset"));
   }
   add(b, "kcheck:   reproduce:  %s\n", str(rec, "reproduce"));
-  ssize_t w = write(STDERR_FILENO, b->s, b->n);
+  ssize_t w = write(kc_log_fd, b->s, b->n);
   (void)w;
   free(b);
 }

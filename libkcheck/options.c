@@ -93,7 +93,7 @@ int kc_options_list(const struct kc_list_spec *s, const char *value, int *idx,
           at += (size_t)snprintf(accepted + at, sizeof accepted - at, "%s%s", at ? ", " : "",
                                  s->name_at(i));
       }
-      kc_options_fatal("KCHECK_OPTIONS: %s: unknown %s '%s' (did you mean '%s'?; accepted: %s)",
+      kc_options_fatal("KCHECK_OPTIONS: %s: unknown %s '%s' (did you mean '%s'?); accepted: %s",
                        s->option, s->noun, item, best, accepted);
       bad++;
     }
@@ -437,6 +437,9 @@ int kc_options_init(void) {
   kc_options_fatal_reset();
   early_verbosity(getenv("KCHECK_OPTIONS"));
   int problems = kc_options_parse(getenv("KCHECK_OPTIONS"), "KCHECK_OPTIONS", 0);
+  /* From here on the text goes where log_file says (the parse's own
+   * warnings were printed before it was known). */
+  if (kc_log_open(kc_opt.log_file)) problems++;
   problems += check_env();
   kc_verbosity = (int)kc_opt.verbosity;
   problems += check_filters();

@@ -299,7 +299,7 @@ void kc_report_finish(void) {
     char line[256];
     snprintf(line, sizeof line, "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches\n",
              viol, viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches);
-    ssize_t w = write(STDERR_FILENO, line, strlen(line));
+    ssize_t w = write(kc_log_fd, line, strlen(line));
     (void)w;
   }
   locked = kc_lock_for_exit(&lock);

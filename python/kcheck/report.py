@@ -42,6 +42,16 @@ class Report:
         return self.by_type("check")
 
     @property
+    def checks_made(self):
+        """Checks of any kind this run made: launches re-run (the summary's
+        checks, graph kernels included) and PyTorch ops checked (op_check
+        records)."""
+        n = (self.summary or {}).get("checks")
+        if not isinstance(n, int):
+            n = len(self.checks)
+        return n + len(self.by_type("op_check"))
+
+    @property
     def finished(self):
         """False for a run that crashed or was killed before its summary."""
         return self.summary is not None

@@ -71,12 +71,12 @@ def test_without_strict_the_same_problems_are_warnings(app, tmp_path, opt, msg):
 # the run still reads "0 violations": fatal with or without strict=1, one
 # line naming the entry (and the accepted ones), before the first kernel.
 LIST_FATAL = [
-    ("gates=racee", "gates: unknown gate 'racee' (did you mean 'race'?; accepted: all, none, "),
+    ("gates=racee", "gates: unknown gate 'racee' (did you mean 'race'?); accepted: all, none, "),
     ("gates=determinism,raec", "unknown gate 'raec' (did you mean 'race'?"),
     ("gates=", "gates='' names no gate"),
     ("gates=,", "gates=',' names no gate"),
     ("gates=none,race", "names gates and 'none'"),
-    ("race_strategies=scrub,gren", "unknown race strategy 'gren' (did you mean 'green'?; "
+    ("race_strategies=scrub,gren", "unknown race strategy 'gren' (did you mean 'green'?); "
                                    "accepted: all, scrub, green, smem, hammer, l2flush"),
     ("race_strategies=", "race_strategies='' names no strategy"),
     ("kernel_include_regex=f++++++++++++++++++++++", "nested repetition"),

@@ -119,10 +119,52 @@ static json_t *run_record(void) {
                    kc_options_to_json());
 }
 
+/* Test ids named before the report was open, in order (at most
+ * MAX_EARLY_TESTS: a long CPU-only stretch of a suite keeps its first). */
+#define MAX_EARLY_TESTS 65536
+static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **early_tests;
+static size_t nearly_tests, early_cap;
+static int early_drained;
+
+void kc_report_test(const char *id) {
+  pthread_mutex_lock(&early_lock);
+  if (early_drained) {
+    pthread_mutex_unlock(&early_lock);
+    kc_report_emit("test", json_pack("{s:s}", "id", id));
+    return;
+  }
+  if (nearly_tests == early_cap && early_cap < MAX_EARLY_TESTS) {
+    size_t cap = early_cap ? early_cap * 2 : 64;
+    char **grown = realloc(early_tests, cap * sizeof *grown);
+    if (grown) early_tests = grown, early_cap = cap;
+  }
+  /* the same test named twice in a row (its phases) is one record */
+  if (nearly_tests < early_cap && !(nearly_tests && !strcmp(early_tests[nearly_tests - 1], id))) {
+    char *copy = strdup(id);
+    if (copy) early_tests[nearly_tests++] = copy;
+  }
+  pthread_mutex_unlock(&early_lock);
+}
+
+static void drain_early_tests(void) {
+  pthread_mutex_lock(&early_lock);
+  for (size_t i = 0; i < nearly_tests; i++) {
+    kc_report_emit("test", json_pack("{s:s}", "id", early_tests[i]));
+    free(early_tests[i]);
+  }
+  free(early_tests);
+  early_tests = NULL;
+  nearly_tests = early_cap = 0;
+  early_drained = 1;
+  pthread_mutex_unlock(&early_lock);
+}
+
 int kc_report_open(void) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (open_file(1)) return -1;
   kc_report_emit("run", run_record());
+  drain_early_tests();
   return 0;
 }
 

@@ -348,9 +348,19 @@ def user_frame(v):
             return f, fr.get("line"), fr.get("function")
     for fr in st.get("host") or []:
         f = fr.get("file") or ""
-        if f and fr.get("line") and not _toolkit_frame(f, fr.get("symbol") or ""):
+        if (f and fr.get("line") and not _toolkit_frame(f, fr.get("symbol") or "")
+                and not _interpreter_frame(fr.get("module") or "")):
             return f, fr["line"], fr.get("symbol")
     return None
+
+
+def _interpreter_frame(module):
+    """A host frame of the Python interpreter itself (ctypes, libffi,
+    libpython) or of the C library's start-up: the launch came from code
+    above them (Python code whose frame was not taken), never from their
+    source."""
+    base = os.path.basename(module)
+    return base.startswith(("libpython", "_ctypes", "libffi", "python", "libc.so", "ld-linux"))
 
 
 def _toolkit_frame(path, symbol):

@@ -280,6 +280,7 @@ def _print_finding(f, merged):
         print("    at %s:%s" % (at[0], at[1]))
     if f.tests:
         print("    test: %s" % ", ".join(f.tests))
+    print("    suppress: %s" % kr.suppression_line(f.gate, f.kernel))
 
 
 def verdict(rep):

@@ -132,6 +132,8 @@ def finding_text(v, test_location=None):
                              else "no frame of its own code in the stack",)))
     if v.get("_report"):
         lines.append("  report:    %s" % v["_report"])
+    lines.append("  suppress:  %s  (a line of a suppressions=FILE)"
+                 % kr.suppression_line(v.get("gate"), v.get("kernel_name")))
     if v.get("reproduce"):
         lines.append("  reproduce: %s" % v["reproduce"])
     return "\n".join(lines)

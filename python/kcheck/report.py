@@ -386,16 +386,20 @@ def _glob_escape(name):
     return "".join("[%s]" % c if c in "*?[" else c for c in name)
 
 
+def suppression_line(gate, kernel):
+    """The suppressions=FILE line `gate:kernel-glob` that silences findings
+    of gate in kernel: its demangled name up to the argument list, so the
+    same kernel at any spelling of its parameters."""
+    base, paren, _ = (kernel or "?").partition("(")
+    return "%s:%s" % (gate, _glob_escape(base.strip()) + ("(*" if paren else ""))
+
+
 def gen_suppressions(reports):
     """Lines `gate:kernel-glob` (suppressions=FILE) that silence every
     finding of the reports, one per finding, with a comment naming it."""
     out = []
     for f in merge(reports):
         kernel = f.kernel or "?"
-        # A kernel's demangled name up to its argument list: the same kernel
-        # at any template arguments' spelling of the parameters.
-        base, paren, _ = kernel.partition("(")
-        glob = _glob_escape(base.strip()) + ("(*" if paren else "")
         out.append("# %s in %s (%d time%s)" % (f.gate, kernel, f.count, "" if f.count == 1 else "s"))
-        out.append("%s:%s" % (f.gate, glob))
+        out.append(suppression_line(f.gate, kernel))
     return out

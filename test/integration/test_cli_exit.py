@@ -64,6 +64,9 @@ def test_error_exitcode_on_violations(tmp_path):
     assert r.returncode == 7, r.stderr[-2000:]
     plain = kcheck(tmp_path, "run", "--lib", LIB, *opts, "--", *races)
     assert plain.returncode == 0 and "violation" in plain.stderr, plain.stderr[-2000:]
+    # each finding of the report with the line that silences it
+    rep = kcheck(tmp_path, "report", *sorted(str(p) for p in tmp_path.glob("kc.*.jsonl"))[:1])
+    assert rep.returncode == 1 and "    suppress: race:last_writer(*" in rep.stdout, rep.stdout
     clean = kcheck(tmp_path, "run", "--lib", LIB, "--error-exitcode", "7", "--",
                    app("app_linked"), "basic")
     assert clean.returncode == 0, clean.stderr[-2000:]

@@ -194,6 +194,8 @@ def test_in_process_finding_points_at_the_test(tmp_path):
         "the launching thread released the GIL" % (tmp_path / "test_suite.py", line)
     assert want in r.stdout, r.stdout[-4000:]
     assert "callproc.c" not in r.stdout.split("Captured stderr call")[0]
+    # a ready-to-paste line that silences it
+    assert "  suppress:  race:last_writer(*  (a line of a suppressions=FILE)" in r.stdout
 
 
 def test_junit_lists_every_test_also_before_the_first_cuda_call(tmp_path):

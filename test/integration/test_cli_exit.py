@@ -105,3 +105,19 @@ def test_report_without_summary_is_exit_1_with_a_verdict_line(tmp_path):
     cut.write_text("".join(l for l in path.read_text().splitlines(True) if '"summary"' not in l))
     r = kcheck(tmp_path, "report", str(cut))
     assert r.returncode == 1 and "verdict: none: the run did not finish" in r.stdout, r.stdout
+
+
+def test_the_blocks_suppress_line_silences_its_finding(tmp_path):
+    from conftest import by_type, run
+    races = [app("app_linked"), "races"]
+    r = run(races, tmp_path)
+    lines = [l.split("suppress:", 1)[1].strip() for l in r.err.splitlines()
+             if l.startswith("kcheck:   suppress:")]
+    viol = by_type(r.only_report(), "violation")
+    assert viol and len(lines) == len(viol), r.err[-3000:]
+    assert "race:last_writer(*" in lines
+    supp = tmp_path / "pasted.supp"
+    supp.write_text("\n".join(lines) + "\n")
+    again = run(races, tmp_path, options="suppressions=%s" % supp)
+    recs = again.only_report()
+    assert not by_type(recs, "violation") and len(by_type(recs, "suppressed")) == len(viol)

@@ -41,7 +41,11 @@ static int parse_lists(void) {
   size_t ngates = 0;
   while (kc_gates[ngates])
     ngates++;
-  int idx[64];
+  int idx[64]; /* a bit of kc_gates_chosen per gate */
+  if (ngates > 64 || KC_STRAT_COUNT > 32) {
+    KC_INTERNAL_ERROR("more gates or strategies than the masks hold");
+    return 1;
+  }
   unsigned words = 0;
   const struct kc_list_spec gates = {"gates", "gate", gate_at, ngates, gate_words};
   int n = kc_options_list(&gates, kc_gate_opt.gates, idx, &words);

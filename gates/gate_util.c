@@ -87,9 +87,4 @@ json_t *kc_gate_index_json(const int64_t *idx, int rank) {
   return a;
 }
 
-int kc_race_strategy_listed(const char *name) {
-  char list[256], want[64];
-  snprintf(list, sizeof list, ",%s,", kc_gate_opt.race_strategies);
-  snprintf(want, sizeof want, ",%s,", name);
-  return strstr(list, want) != NULL;
-}
+int kc_race_strategy_listed(enum kc_strategy s) { return (kc_race_list.mask >> s) & 1; }

@@ -9,6 +9,7 @@
 #include "contract.h"
 #include "gate.h"
 #include "launch.h"
+#include "perturb.h"
 #include "shadow.h"
 #include "shadow_buffers.h"
 
@@ -36,7 +37,7 @@ json_t *kc_gate_sb_evidence(json_t *ev, const struct kc_contract_sb *sb, int i,
 json_t *kc_gate_elem_json(const unsigned char *p, int esize, int format);
 /* A multi-index as a JSON array. */
 json_t *kc_gate_index_json(const int64_t *idx, int rank);
-/* Whether race_strategies lists the strategy `name`. */
-int kc_race_strategy_listed(const char *name);
+/* Whether race_strategies lists the strategy s. */
+int kc_race_strategy_listed(enum kc_strategy s);
 
 #endif

@@ -36,12 +36,8 @@ int kc_gate_nondeterminism_run(struct kc_gate_ctx *ctx) {
   if (!r.first && !r.error) {
     /* accesses judges accesses, not bytes (an undelayed run adds nothing
      * to the identical ones): the race gate runs it for such a kernel */
-    char list[256] = "", in[256], *save = NULL;
-    snprintf(in, sizeof in, "%s", kc_gate_opt.race_strategies);
-    for (char *n = strtok_r(in, ",", &save); n; n = strtok_r(NULL, ",", &save))
-      if (strcmp(n, "accesses"))
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? "," : "", n);
-    kc_rerun_strategies(ctx, list, &r);
+    const struct kc_strategy_list list = kc_strategy_list_without(&kc_race_list, KC_STRAT_accesses);
+    kc_rerun_strategies(ctx, &list, &r);
   }
   json_object_set_new(ctx->result, "runs", json_integer(r.runs));
   if (json_object_size(r.status)) {

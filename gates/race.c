@@ -18,10 +18,11 @@
  * racing plain accesses: the access-level check (when listed) looks at
  * them, whatever the bytes say, and a race is never accepted. */
 static int accesses_only(struct kc_gate_ctx *ctx) {
-  if (!kc_race_strategy_listed("accesses")) return 0;
+  if (!kc_race_strategy_listed(KC_STRAT_accesses)) return 0;
+  static const struct kc_strategy_list only = {1, {KC_STRAT_accesses}, 1u << KC_STRAT_accesses};
   struct kc_rerun r;
   kc_rerun_init(&r);
-  kc_rerun_strategies(ctx, "accesses", &r);
+  kc_rerun_strategies(ctx, &only, &r);
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));
   json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
   json_t *conf = json_object_get(ctx->result, "access_conflict");
@@ -52,7 +53,7 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   if (kc_rerun_not_mine(ctx, &cause)) return accesses_only(ctx);
   struct kc_rerun r;
   kc_rerun_init(&r);
-  kc_rerun_strategies(ctx, kc_gate_opt.race_strategies, &r);
+  kc_rerun_strategies(ctx, &kc_race_list, &r);
   if (r.error) json_object_set_new(ctx->result, "error", json_string(r.error));
   json_object_set_new(ctx->result, "runs", json_integer(r.runs));
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));

@@ -1,7 +1,6 @@
 /* gates/registry.c — the gate registry from gates.def, the gates option,
  * and `kcheck gates` output. */
 #include <stdio.h>
-#include <string.h>
 
 #include "gate.h"
 #include "gate_options.h"
@@ -21,27 +20,14 @@ const struct kc_gate *const kc_gates[] = {
 #define NGATES (sizeof kc_gates / sizeof kc_gates[0] - 1)
 static unsigned char enabled[NGATES];
 
-static int in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len == n && !strncmp(p, name, n)) return 1;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return 0;
-}
-
 int kc_gates_init(void) {
-  const char *list = kc_gate_opt.gates;
+  /* gates was parsed with the options (gate_options.c): an unknown or
+   * empty list ended the process there, so none here means gates=none. */
   int any = 0;
-  int all = in_list(list, "all");
   for (size_t i = 0; i < NGATES; i++) {
-    enabled[i] = all || in_list(list, kc_gates[i]->id);
+    enabled[i] = (kc_gates_chosen >> i) & 1;
     any |= enabled[i];
   }
-  /* Names that are no gate were reported with the options (gate_options.c). */
   return any ? 0 : -1;
 }
 

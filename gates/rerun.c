@@ -61,26 +61,20 @@ void kc_rerun_identical(struct kc_gate_ctx *ctx, long n, struct kc_rerun *r) {
   }
 }
 
-void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list_in, struct kc_rerun *r) {
-  char list[256];
-  snprintf(list, sizeof list, "%s", list_in);
-  char *save = NULL;
-  for (char *name = strtok_r(list, ",", &save); name && !r->error;
-       name = strtok_r(NULL, ",", &save)) {
+void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list *list,
+                         struct kc_rerun *r) {
+  for (int k = 0; k < list->n && !r->error; k++) {
+    const enum kc_strategy s = list->s[k];
+    const char *name = kc_strategy_info(s)->name;
     const char *status = "same";
-    int s = kc_strategy_find(name);
     double t0 = kc_now_s();
     for (long i = 0; i < kc_gate_opt.race_runs; i++) {
-      if (s < 0) {
-        status = "unknown strategy";
-        break;
-      }
       /* A fresh seed per launch and run: the scrub pattern left behind by
        * one check must not be what the next application kernel reads. */
       uint64_t seed = kc_policy_uniform(ctx->li->seq * 64 + (uint64_t)r->runs) * 0x1p53;
       struct kc_perturb p;
-      kc_strategy_perturb((enum kc_strategy)s, (int)kc_gate_opt.green_sms,
-                          (unsigned)kc_gate_opt.extra_shmem, seed, &p);
+      kc_strategy_perturb(s, (int)kc_gate_opt.green_sms, (unsigned)kc_gate_opt.extra_shmem, seed,
+                          &p);
       if (p.intra_log) p.intra_log = (unsigned)kc_gate_opt.access_records;
       json_t *ev = NULL;
       const char *why = NULL;

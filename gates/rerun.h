@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "gate.h"
+#include "gate_options.h"
 
 /* What a series of re-runs found. */
 struct kc_rerun {
@@ -21,10 +22,11 @@ void kc_rerun_init(struct kc_rerun *r);
 void kc_rerun_free(struct kc_rerun *r);
 /* n identical re-runs, stopping at the first difference. */
 void kc_rerun_identical(struct kc_gate_ctx *ctx, long n, struct kc_rerun *r);
-/* race_runs re-runs under each strategy of the ','-separated list; every
- * strategy runs (each one's status is recorded), the first difference is
- * kept. */
-void kc_rerun_strategies(struct kc_gate_ctx *ctx, const char *list, struct kc_rerun *r);
+/* race_runs re-runs under each strategy of the list (race_strategies as
+ * parsed, or a part of it); every strategy runs (each one's status is
+ * recorded), the first difference is kept. */
+void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list *list,
+                         struct kc_rerun *r);
 /* Adds to the race gate's result whether the intra-block strategies could
  * perturb the kernel: "intra_block": "perturbed" with the copy's delay
  * sites and JIT time, or the reason the route could not. */

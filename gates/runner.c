@@ -120,7 +120,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
    * check: timed apart (setup_ms in this record and the summary). */
   kc_guard_enter();
   double setup_ms = kc_perturb_setup(
-      kc_gate_enabled(&kc_gate_race) && kc_race_strategy_listed("l2flush"), li->stream);
+      kc_gate_enabled(&kc_gate_race) && kc_race_strategy_listed(KC_STRAT_l2flush), li->stream);
   kc_guard_leave();
   double t0 = kc_now_s();
   kc_prof_check_reset();

@@ -34,7 +34,10 @@ kc_path_words = $(subst /, ,$(1))
 kc_inc = $(if $(filter libkcheck,$(firstword $(call kc_path_words,$(1)))),$(KC_INC_$(word 2,$(call kc_path_words,$(1)))),$(KC_INC_$(firstword $(call kc_path_words,$(1)))))
 # Everything, for tests (they may look at any layer).
 KC_INC  := -Ishim -Igates -Icontract -Ioracle $(KC_INC_core)
-KC_LIBS := -lyaml -ljansson -lunwind -ldw -lelf -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
+# libelf is needed by name (no --as-needed) although only libdw calls it:
+# the $ORIGIN runpath reaches only libkcheck's own dependencies, so libdw's
+# libelf would otherwise come from the system, not the carried copy.
+KC_LIBS := -lyaml -ljansson -lunwind -ldw -Wl,--push-state,--no-as-needed -lelf -Wl,--pop-state -lmpfr -lgmp -lm -ldl -lpthread -l:libstdc++.so.6
 KC_LDFLAGS = -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-z,defs \
              -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 
@@ -75,6 +78,11 @@ $(BUILD)/.carried: $(BUILD)/libkcheck.so
 	touch $@
 
 all: $(BUILD)/libkcheck.so $(BUILD)/.carried
+
+# The carried libraries' names, for the Python package's build (python/setup.py).
+.PHONY: print-carried
+print-carried:
+	@echo $(KC_CARRY)
 
 # Header dependencies from the compiler (-MMD -MP): an object rebuilds when
 # a header it includes changes, and only then.

@@ -2,6 +2,8 @@
  * line so lines from several threads and processes never interleave. */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,32 @@
 #include <unistd.h>
 
 int kc_verbosity = 1;
+int kc_log_fd = STDERR_FILENO;
+
+int kc_log_open(const char *pattern) {
+  if (!pattern || !*pattern) return 0;
+  char path[4096];
+  size_t n = 0;
+  for (const char *p = pattern; *p && n < sizeof path - 24; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      n += (size_t)snprintf(path + n, sizeof path - n, "%ld", (long)getpid());
+      p++;
+    } else {
+      path[n++] = *p;
+    }
+  }
+  path[n] = 0;
+  /* O_APPEND: processes of one run sharing a file never overwrite each
+   * other's lines (each line is one write). */
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    kc_log_printf(KC_LOG_ERROR, "log_file=%s: cannot open %s: %s; writing to stderr", pattern, path,
+                  strerror(errno));
+    return -1;
+  }
+  kc_log_fd = fd;
+  return 0;
+}
 atomic_long kc_internal_errors;
 
 void kc_log_printf(int level, const char *fmt, ...) {
@@ -25,7 +53,7 @@ void kc_log_printf(int level, const char *fmt, ...) {
   size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
   if (len > sizeof line - 2) len = sizeof line - 2;
   if (len == 0 || line[len - 1] != '\n') line[len++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, len);
+  ssize_t w = write(kc_log_fd, line, len);
   (void)w;
 }
 

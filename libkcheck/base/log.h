@@ -11,6 +11,11 @@ enum kc_level { KC_LOG_ERROR = 0, KC_LOG_WARN = 1, KC_LOG_INFO = 2, KC_LOG_DEBUG
 extern int kc_verbosity;
 extern atomic_long kc_internal_errors;
 
+/* Where kcheck's text goes: stderr, or the log_file option's file. */
+extern int kc_log_fd;
+/* Opens log_file (after the options are parsed); -1 with a line on stderr
+ * when it cannot be opened (the text stays on stderr). */
+int kc_log_open(const char *pattern);
 void kc_log_printf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define KC_LOG(level, ...)                                                                         \

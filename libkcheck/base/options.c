@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,26 +42,89 @@ int kc_options_register_check(int (*check)(void)) {
   return 0;
 }
 
-/* The core's own: the kernel regexes compile, within regex_guard's limits. */
-static int check_regexes(void) {
-  int problems = 0;
+static int nfatal;
+
+void kc_options_fatal(const char *fmt, ...) {
+  char msg[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kc_log_printf(KC_LOG_ERROR, "%s; exiting", msg);
+  nfatal++;
+}
+
+int kc_options_fatal_count(void) { return nfatal; }
+void kc_options_fatal_reset(void) { nfatal = 0; }
+
+int kc_options_list(const struct kc_list_spec *s, const char *value, int *idx,
+                    unsigned *words_seen) {
+  int count = 0, bad = 0;
+  if (words_seen) *words_seen = 0;
+  for (const char *p = value; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    int found = -1;
+    for (size_t i = 0; len && found < 0 && i < s->n; i++)
+      if (strlen(s->name_at(i)) == len && !strncmp(p, s->name_at(i), len)) found = (int)i;
+    int word = -1;
+    for (int w = 0; len && found < 0 && word < 0 && s->words && s->words[w]; w++)
+      if (strlen(s->words[w]) == len && !strncmp(p, s->words[w], len)) word = w;
+    if (found >= 0) {
+      int seen = 0;
+      for (int k = 0; k < count; k++)
+        seen |= idx[k] == found;
+      if (!seen) idx[count++] = found;
+    } else if (word >= 0) {
+      if (words_seen) *words_seen |= 1u << word;
+    } else if (len) {
+      char item[64], accepted[1024] = "";
+      snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+      const char *best = "?";
+      size_t bestd = (size_t)-1, at = 0;
+      for (int w = 0; s->words && s->words[w]; w++)
+        at += (size_t)snprintf(accepted + at, at < sizeof accepted ? sizeof accepted - at : 0,
+                               "%s%s", at ? ", " : "", s->words[w]);
+      for (size_t i = 0; i < s->n; i++) {
+        size_t d = kc_edit_distance(item, s->name_at(i));
+        if (d < bestd) bestd = d, best = s->name_at(i);
+        if (at < sizeof accepted)
+          at += (size_t)snprintf(accepted + at, sizeof accepted - at, "%s%s", at ? ", " : "",
+                                 s->name_at(i));
+      }
+      kc_options_fatal("KCHECK_OPTIONS: %s: unknown %s '%s' (did you mean '%s'?); accepted: %s",
+                       s->option, s->noun, item, best, accepted);
+      bad++;
+    }
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return bad ? -1 : count;
+}
+
+/* The core's own: the kernel regexes compile, within regex_guard's limits
+ * (a pattern that cannot be used would leave every kernel unchecked, or
+ * none excluded), and kernel_include, when given, names something. */
+static int check_filters(void) {
   const char *const names[] = {"kernel_include_regex", "kernel_exclude_regex"};
   const char *const vals[] = {kc_opt.kernel_include_regex, kc_opt.kernel_exclude_regex};
   for (int i = 0; i < 2; i++) {
     if (!vals[i] || !*vals[i]) continue;
     regex_t re;
     char why[200];
-    if (kc_regex_compile(&re, vals[i], why, sizeof why)) {
-      kc_log_printf(KC_LOG_WARN,
-                    "KCHECK_OPTIONS: %s '%.300s' is no usable regex: %s; it matches "
-                    "nothing",
-                    names[i], vals[i], why);
-      problems++;
-    } else {
+    if (kc_regex_compile(&re, vals[i], why, sizeof why))
+      kc_options_fatal("KCHECK_OPTIONS: %s '%.300s' is no usable regex: %s", names[i], vals[i],
+                       why);
+    else
       regfree(&re);
-    }
   }
-  return problems;
+  if (kc_opt.kernel_include && *kc_opt.kernel_include &&
+      strspn(kc_opt.kernel_include, ",") == strlen(kc_opt.kernel_include))
+    kc_options_fatal("KCHECK_OPTIONS: kernel_include='%s' names no kernel (it would check "
+                     "none; leave it out to check every kernel)",
+                     kc_opt.kernel_include);
+  return 0;
 }
 
 int kc_options_register(const struct kc_opt_row *rows, size_t n) {
@@ -370,11 +434,15 @@ static void early_verbosity(const char *spec) {
 
 int kc_options_init(void) {
   set_defaults();
+  kc_options_fatal_reset();
   early_verbosity(getenv("KCHECK_OPTIONS"));
   int problems = kc_options_parse(getenv("KCHECK_OPTIONS"), "KCHECK_OPTIONS", 0);
+  /* From here on the text goes where log_file says (the parse's own
+   * warnings were printed before it was known). */
+  if (kc_log_open(kc_opt.log_file)) problems++;
   problems += check_env();
   kc_verbosity = (int)kc_opt.verbosity;
-  problems += check_regexes();
+  problems += check_filters();
   for (size_t i = 0; i < nchecks; i++)
     problems += checks[i]();
   return problems;

@@ -51,6 +51,34 @@ int kc_options_register(const struct kc_opt_row *rows, size_t n);
  * number of problems (fatal with strict=1). 0, or -1 when full. */
 int kc_options_register_check(int (*check)(void));
 
+/* A problem that would leave checks off that the user asked for (an
+ * unknown entry of a list option, a list that names nothing, a filter that
+ * matches nothing, a suppressions file that cannot be read): logged as one
+ * error line ending "; exiting", and counted. The caller of
+ * kc_options_init ends the process before any kernel runs when the count
+ * is not 0, strict=1 or not: such a run would read as a pass. */
+void kc_options_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Fatal problems since the last kc_options_init (or reset). */
+int kc_options_fatal_count(void);
+void kc_options_fatal_reset(void);
+
+/* The names a ','-separated list option accepts: name_at(0..n) and extra
+ * words (NULL-terminated, may be NULL) such as "all" or "none". */
+struct kc_list_spec {
+  const char *option; /* the option's name, for messages */
+  const char *noun;   /* what an entry is ("gate", "race strategy") */
+  const char *(*name_at)(size_t i);
+  size_t n;
+  const char *const *words;
+};
+/* Parses value once: the index of each entry among the names into idx (in
+ * order, repeats dropped; idx holds n), bit w of *words_seen for each extra
+ * word. Empty entries (a trailing ',') are skipped. Returns the number of
+ * names, or -1 after a kc_options_fatal line for each unknown entry, naming
+ * the nearest name and every accepted one. */
+int kc_options_list(const struct kc_list_spec *s, const char *value, int *idx,
+                    unsigned *words_seen);
+
 /* Parses `spec` (key=value pairs separated by ':'); `source` names where it
  * came from in messages. Returns the number of problems found. Starts from
  * the defaults when reset is set. */

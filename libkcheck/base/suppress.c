@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "options.h"
 
 #define MAX_RULES 1024
 #define MAX_FILE_BYTES (1 << 20)
@@ -86,13 +87,13 @@ int kc_suppress_load(const char *paths) {
 static int load_one(const char *path) {
   struct stat st;
   if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_FILE_BYTES) {
-    kc_log_printf(KC_LOG_ERROR, "suppressions=%s: not a readable regular file of at most %d bytes",
-                  path, MAX_FILE_BYTES);
+    kc_options_fatal("suppressions=%s: not a readable regular file of at most %d bytes", path,
+                     MAX_FILE_BYTES);
     return 1;
   }
   FILE *f = fopen(path, "r");
   if (!f) {
-    kc_log_printf(KC_LOG_ERROR, "suppressions=%s: cannot open it", path);
+    kc_options_fatal("suppressions=%s: cannot open it", path);
     return 1;
   }
   char line[4096];
@@ -101,12 +102,10 @@ static int load_one(const char *path) {
     lineno++;
     int r = parse_line(line, path, lineno);
     if (r == -1) {
-      kc_log_printf(KC_LOG_ERROR, "%s:%d: error: expected gate:kernel-glob[:frame-glob]", path,
-                    lineno);
+      kc_options_fatal("%s:%d: error: expected gate:kernel-glob[:frame-glob]", path, lineno);
       problems++;
     } else if (r == -2) {
-      kc_log_printf(KC_LOG_ERROR, "%s:%d: error: more than %d suppressions", path, lineno,
-                    MAX_RULES);
+      kc_options_fatal("%s:%d: error: more than %d suppressions", path, lineno, MAX_RULES);
       problems++;
       break;
     }

@@ -125,8 +125,7 @@ static int contains_any(const char *hay, const char *list) {
 static int regex_match(const char *pattern, const char *s) {
   regex_t re;
   char why[200];
-  /* Options checked the pattern already (and warned); refused ones match
-   * nothing. */
+  /* Options checked the pattern already: a refused one ended the process. */
   if (kc_regex_compile(&re, pattern, why, sizeof why)) return 0;
   int m = regexec(&re, s, 0, NULL, 0) == 0;
   regfree(&re);

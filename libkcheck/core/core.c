@@ -67,6 +67,10 @@ int kc_core_init(int (*layers_init)(void)) {
   if (kc_opt.help) kc_options_print_help(stderr);
   if (layers_init) problems += layers_init();
   problems += kc_findings_init();
+  /* A list that named nothing or lost an entry: each said why on its line.
+   * Stopped here, before the application's first kernel, since the run
+   * would otherwise report "0 violations" for checks it never made. */
+  if (kc_options_fatal_count()) kc_exit_process(1);
   if (problems && kc_opt.strict) {
     kc_log_printf(KC_LOG_ERROR, "strict=1: %d option problem%s; exiting", problems,
                   problems == 1 ? "" : "s");
@@ -75,7 +79,8 @@ int kc_core_init(int (*layers_init)(void)) {
   kc_serving_apply();
   kc_prof_on = kc_opt.profile;
   kc_report_set_own_kernels(kc_perturb_summary_json);
-  kc_report_open();
+  /* No report would read as a clean run: the message said why. */
+  if (kc_report_open()) kc_exit_process(1);
   kc_core_initialized = 1;
   owner_pid = getpid();
   atexit(at_exit);

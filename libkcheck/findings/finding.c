@@ -301,7 +301,18 @@ static void print_block(json_t *rec, long repeat) {
       add(b, "kcheck:     #%zu %s (%s+%s)\n", i, sym[0] ? sym : "??", base, str(fr, "offset"));
   }
   add(b, "kcheck:   reproduce:  %s\n", str(rec, "reproduce"));
-  ssize_t w = write(STDERR_FILENO, b->s, b->n);
+  /* A suppressions=FILE line that silences it, as `kcheck report
+   * --gen-suppressions` writes it (report.py's suppression_line): the
+   * demangled name up to its argument list, glob characters escaped. */
+  add(b, "kcheck:   suppress:   %s:", str(rec, "gate"));
+  const char *kn = str(rec, "kernel_name"), *paren = strchr(kn, '(');
+  size_t kl = paren ? (size_t)(paren - kn) : strlen(kn);
+  while (kl && kn[kl - 1] == ' ')
+    kl--;
+  for (size_t k = 0; k < kl; k++)
+    add(b, strchr("*?[", kn[k]) ? "[%c]" : "%c", kn[k]);
+  add(b, "%s\n", paren ? "(*" : "");
+  ssize_t w = write(kc_log_fd, b->s, b->n);
   (void)w;
   free(b);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,16 +80,35 @@ static void make_path(void) {
     snprintf(path, sizeof path, "%s.%ld.jsonl", kc_opt.log_path, (long)getpid());
 }
 
-static int open_file(void) {
+/* The folders above path that do not exist yet, made 0700 (as
+ * ASan's log_path does: a run's report holds the program's data). -1 with
+ * errno when one cannot be made. */
+static int make_folders(void) {
+  char dir[sizeof path];
+  snprintf(dir, sizeof dir, "%s", path);
+  for (char *p = dir + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(dir, 0700) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return 0;
+}
+
+/* fatal: the process's own report (kc_report_open), whose absence would
+ * read as a clean run: the message says the process exits. */
+static int open_file(int fatal) {
   if (!strcmp(kc_opt.log_path, "none")) return 0;
   make_path();
+  int fd = -1;
   /* O_CLOEXEC: the report must not leak into programs the application execs. */
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!make_folders()) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || kc_rbuf_open(fd)) {
     int e = errno;
     if (fd >= 0) close(fd);
-    kc_log_printf(KC_LOG_ERROR, "cannot open report %s: %s; continuing without a report", path,
-                  strerror(e));
+    kc_log_printf(KC_LOG_ERROR, "cannot open report %s: %s; %s", path, strerror(e),
+                  fatal ? "exiting (log_path=none runs without a report)"
+                        : "continuing without a report");
     return -1;
   }
   out = fd;
@@ -104,10 +124,52 @@ static json_t *run_record(void) {
                    kc_options_to_json());
 }
 
+/* Test ids named before the report was open, in order (at most
+ * MAX_EARLY_TESTS: a long CPU-only stretch of a suite keeps its first). */
+#define MAX_EARLY_TESTS 65536
+static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **early_tests;
+static size_t nearly_tests, early_cap;
+static int early_drained;
+
+void kc_report_test(const char *id) {
+  pthread_mutex_lock(&early_lock);
+  if (early_drained) {
+    pthread_mutex_unlock(&early_lock);
+    kc_report_emit("test", json_pack("{s:s}", "id", id));
+    return;
+  }
+  if (nearly_tests == early_cap && early_cap < MAX_EARLY_TESTS) {
+    size_t cap = early_cap ? early_cap * 2 : 64;
+    char **grown = realloc(early_tests, cap * sizeof *grown);
+    if (grown) early_tests = grown, early_cap = cap;
+  }
+  /* the same test named twice in a row (its phases) is one record */
+  if (nearly_tests < early_cap && !(nearly_tests && !strcmp(early_tests[nearly_tests - 1], id))) {
+    char *copy = strdup(id);
+    if (copy) early_tests[nearly_tests++] = copy;
+  }
+  pthread_mutex_unlock(&early_lock);
+}
+
+static void drain_early_tests(void) {
+  pthread_mutex_lock(&early_lock);
+  for (size_t i = 0; i < nearly_tests; i++) {
+    kc_report_emit("test", json_pack("{s:s}", "id", early_tests[i]));
+    free(early_tests[i]);
+  }
+  free(early_tests);
+  early_tests = NULL;
+  nearly_tests = early_cap = 0;
+  early_drained = 1;
+  pthread_mutex_unlock(&early_lock);
+}
+
 int kc_report_open(void) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (open_file()) return -1;
+  if (open_file(1)) return -1;
   kc_report_emit("run", run_record());
+  drain_early_tests();
   return 0;
 }
 
@@ -116,7 +178,7 @@ void kc_report_reopen_child(long parent_pid) {
   record_seq = 0;
   finished = 0;
   memset(&kc_count, 0, sizeof kc_count);
-  if (open_file()) return;
+  if (open_file(0)) return;
   json_t *r = run_record();
   json_object_set_new(r, "parent_pid", json_integer(parent_pid));
   kc_report_emit("run", r);
@@ -284,7 +346,7 @@ void kc_report_finish(void) {
     char line[256];
     snprintf(line, sizeof line, "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches\n",
              viol, viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches);
-    ssize_t w = write(STDERR_FILENO, line, strlen(line));
+    ssize_t w = write(kc_log_fd, line, strlen(line));
     (void)w;
   }
   locked = kc_lock_for_exit(&lock);

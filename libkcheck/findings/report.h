@@ -34,8 +34,13 @@ struct kc_counters {
 };
 extern struct kc_counters kc_count;
 
-/* Opens the report (log_path option) and writes the run record. */
+/* Opens the report (log_path option) and writes the run record, then the
+ * `test` records of tests named before it was open. */
 int kc_report_open(void);
+/* A `test` record for the test id (kcheck_set_test); before the report is
+ * open (kcheck activates at the first CUDA call, and a test suite names
+ * tests from the start) it is kept and written when the report opens. */
+void kc_report_test(const char *id);
 /* After fork: a new file for the child, with the parent's pid noted. */
 void kc_report_reopen_child(long parent_pid);
 /* Writes one record: `type` is added as the first key; takes ownership of rec. */

@@ -1,15 +1,23 @@
 """kcheck front end: run a program under libkcheck.so and read its reports.
 
-  kcheck run [--torch] [--serving] [-o key=value ...] [--lib PATH] -- CMD ...   run CMD under kcheck
+  kcheck run [--torch] [--serving] [-o key=value ...] [--lib PATH] [--log-file F]
+             [--error-exitcode N] [--allow-unchecked] -- CMD ...     run CMD under kcheck
   kcheck options                                        list KCHECK_OPTIONS
   kcheck gates                                          list the gates
-  kcheck report [--merge] [--sarif F] [--junit F] [--html F] [--gen-suppressions] FILE...
+  kcheck report [--merge] [--sarif F] [--junit F] [--html F] [--gen-suppressions]
+                [--allow-unchecked] FILE...
                                                         summarize JSONL reports, export them
   kcheck repro REPORT --violation N [-o DIR]            a bundle that reproduces one violation
   kcheck repro BUNDLE [-o key=value]...                 replay a finding's bundle (repro_dir) standalone
   kcheck suppressions [NAME]                            path of a shipped suppressions list
   kcheck contract lint FILE|DIR...                      validate contract files
   kcheck gen -g GEN -s SEED -f FMT --shape R,C [...]     regenerate a violation's inputs
+
+exit status of run and report: the program's own when it failed, else
+  N (--error-exitcode N) or 1 (report) when violations were found,
+  1 when a report has no summary (the process crashed or was killed),
+  5 when nothing was checked (no report, or 0 checks; --allow-unchecked: 0),
+  2 for a usage error, 0 otherwise.
 """
 import argparse
 import ctypes
@@ -19,7 +27,10 @@ import sys
 
 from kcheck import __version__
 from kcheck import report as kr
-from kcheck._lib import find_library
+from kcheck._lib import LibraryError, find_library
+
+# Exit statuses (the module docstring): nothing was checked.
+EXIT_UNCHECKED = 5
 
 
 class UsageError(Exception):
@@ -27,7 +38,10 @@ class UsageError(Exception):
 
 
 def find_lib(explicit):
-    path = find_library(explicit)
+    try:
+        path = find_library(explicit)
+    except LibraryError as e:
+        raise UsageError(str(e)) from None
     if path is None:
         raise UsageError("libkcheck.so not found (build with `make`, or pass --lib / KCHECK_LIB)")
     return path
@@ -54,6 +68,55 @@ def to_stdout(fn):
         os.close(saved)
 
 
+def _log_prefix(opts):
+    """The report prefix the run's processes use (the last log_path=,
+    else "kcheck"), absolute from here; None for log_path=none."""
+    prefix = "kcheck"
+    for o in opts:
+        if o.startswith("log_path="):
+            prefix = o[len("log_path="):]
+    return None if prefix in ("none", "") else os.path.abspath(prefix)
+
+
+def _reports_since(prefix, before):
+    """Reports under prefix written since the run began (before: the
+    {path: mtime} that were there already)."""
+    import glob
+    out = []
+    for path in sorted(glob.glob(glob.escape(prefix) + ".*.jsonl")):
+        try:
+            m = os.path.getmtime(path)
+        except OSError:
+            continue
+        if path not in before or m != before[path]:
+            out.append(path)
+    return out
+
+
+def unchecked_reason(reports):
+    """Why reports give no verdict, or None: (status, line). A report
+    without a summary is a run that did not finish; no report, or no check
+    in any, is a run in which nothing was checked."""
+    for rep in reports:
+        if not rep.finished:
+            return 1, ("%s has no summary: the process crashed or was killed before kcheck "
+                       "finished, so its launches were not all checked" % rep.path)
+    if not reports:
+        return EXIT_UNCHECKED, "nothing was checked: no report (no process made a CUDA call)"
+    # a violation (stream_order needs no check) is a verdict
+    if any(r.violations for r in reports) or sum(r.checks_made for r in reports):
+        return None
+    launches = sum((r.summary or {}).get("launches", 0) for r in reports)
+    why = {}
+    for rep in reports:
+        for s in rep.by_type("skip"):
+            k = str(s.get("reason", "?"))
+            why[k] = why.get(k, 0) + 1
+    top = ", ".join("%s (%d)" % kv for kv in sorted(why.items(), key=lambda kv: -kv[1])[:3])
+    return EXIT_UNCHECKED, ("nothing was checked: 0 checks of %d launch%s%s" % (
+        launches, "" if launches == 1 else "es", "; skipped: " + top if top else ""))
+
+
 def cmd_run(args):
     cmd = list(args.cmd or [])
     if cmd and cmd[0] == "--":
@@ -66,6 +129,8 @@ def cmd_run(args):
     if args.serving:
         opts.insert(0, "serving=1")  # -o and KCHECK_OPTIONS settings still win
     opts += args.option or []
+    if args.log_file:
+        opts.append("log_file=" + os.path.abspath(args.log_file))
     if args.torch:
         # the library's constructor puts the binding's boot folder on
         # PYTHONPATH; KCHECK_PYTHON tells it where this package lives
@@ -75,12 +140,32 @@ def cmd_run(args):
         env["KCHECK_OPTIONS"] = ":".join(opts)
     preload = env.get("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (" " + preload if preload else "")
+    prefix = _log_prefix(opts)
+    before = {}
+    if prefix:
+        before = {p: os.path.getmtime(p) for p in _reports_since(prefix, {})}
     try:
-        return subprocess.call(cmd, env=env)
+        rc = subprocess.call(cmd, env=env)
     except FileNotFoundError:
         raise UsageError("command not found: %s" % cmd[0]) from None
     except PermissionError:
         raise UsageError("cannot execute %s: permission denied" % cmd[0]) from None
+    if rc < 0:
+        rc = 128 - rc  # killed by a signal, as a shell reports it
+    if prefix is None:
+        if not args.allow_unchecked:
+            print("kcheck: log_path=none: no report to tell what was checked", file=sys.stderr)
+        return rc
+    reports = [kr.read(p) for p in _reports_since(prefix, before)]
+    if args.error_exitcode and any(r.violations for r in reports):
+        return args.error_exitcode
+    if rc:
+        return rc
+    why = None if args.allow_unchecked else unchecked_reason(reports)
+    if why:
+        print("kcheck: error: %s (--allow-unchecked accepts it)" % why[1], file=sys.stderr)
+        return why[0]
+    return 0
 
 
 def cmd_options(args):
@@ -195,6 +280,24 @@ def _print_finding(f, merged):
         print("    at %s:%s" % (at[0], at[1]))
     if f.tests:
         print("    test: %s" % ", ".join(f.tests))
+    print("    suppress: %s" % kr.suppression_line(f.gate, f.kernel))
+
+
+def verdict(rep):
+    """One line saying what a report's run found, from its summary."""
+    if not rep.finished:
+        return "none: the run did not finish"
+    s = rep.summary
+    checks, launches = rep.checks_made, s.get("launches", 0)
+    if rep.violations:
+        return "%d violation%s in %d check%s of %d launch%s" % (
+            len(rep.violations), "" if len(rep.violations) == 1 else "s", checks,
+            "" if checks == 1 else "s", launches, "" if launches == 1 else "es")
+    if not checks:
+        return "none: nothing was checked (0 checks of %d launch%s)" % (
+            launches, "" if launches == 1 else "es")
+    return "clean: no violation in %d check%s of %d launch%s" % (
+        checks, "" if checks == 1 else "s", launches, "" if launches == 1 else "es")
 
 
 def _write(path, text):
@@ -255,6 +358,11 @@ def cmd_report(args):
             status = 1
         elif rep.violations:
             status = 1
+        print("  verdict: %s" % verdict(rep))
+    why = None if args.allow_unchecked else unchecked_reason(reports)
+    if why and not status:
+        print("kcheck: error: %s (--allow-unchecked accepts it)" % why[1], file=sys.stderr)
+        status = why[0]
     if args.merge:
         findings = kr.merge(reports)
         print("merged: %d report%s, %d finding%s (%d violations)" % (
@@ -326,17 +434,28 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="kcheck", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", help="path to libkcheck.so")
+    # --lib after the verb too (kcheck run --lib X -- CMD), as
+    # compute-sanitizer takes its options before the program
+    lib_opt = argparse.ArgumentParser(add_help=False)
+    lib_opt.add_argument("--lib", default=argparse.SUPPRESS, help="path to libkcheck.so")
     p.add_argument("--version", action=_Version, nargs=0, help="print the versions and exit")
     sub = p.add_subparsers(dest="verb", required=True)
-    r = sub.add_parser("run", help="run a command under kcheck")
+    r = sub.add_parser("run", help="run a command under kcheck", parents=[lib_opt])
     r.add_argument("-o", "--option", action="append", help="a KCHECK_OPTIONS key=value (repeatable)")
     r.add_argument("--torch", action="store_true",
                    help="check PyTorch programs op by op (the binding, kcheck.torch)")
     r.add_argument("--serving", action="store_true",
                    help="audit a running service: time budget per window, sampling (serving=1)")
+    r.add_argument("--log-file", metavar="FILE",
+                   help="kcheck's text output (findings, summary) to FILE instead of stderr "
+                        "(%%p: the process id; log_file=)")
+    r.add_argument("--error-exitcode", type=int, metavar="N", default=0,
+                   help="exit with N when any process of the run reported a violation")
+    r.add_argument("--allow-unchecked", action="store_true",
+                   help="exit 0 even when nothing was checked (else 5) or a report has no summary")
     r.add_argument("cmd", nargs=argparse.REMAINDER)
-    sub.add_parser("options", help="print the option table")
-    sub.add_parser("gates", help="list the gates and their contracts")
+    sub.add_parser("options", help="print the option table", parents=[lib_opt])
+    sub.add_parser("gates", help="list the gates and their contracts", parents=[lib_opt])
     rp = sub.add_parser("report", help="summarize report files")
     rp.add_argument("files", nargs="+")
     rp.add_argument("--merge", action="store_true",
@@ -346,9 +465,12 @@ def main(argv=None):
     rp.add_argument("--html", metavar="FILE", help="write one self-contained HTML report")
     rp.add_argument("--gen-suppressions", action="store_true",
                     help="print the suppressions=FILE lines that silence these findings (stdout)")
+    rp.add_argument("--allow-unchecked", action="store_true",
+                    help="exit 0 for reports without any check (else 5)")
     sp = sub.add_parser("suppressions", help="path of a shipped suppressions list (none: list them)")
     sp.add_argument("name", nargs="?")
-    rr = sub.add_parser("repro", help="write a bundle that reproduces one violation")
+    rr = sub.add_parser("repro", help="write a bundle that reproduces one violation",
+                        parents=[lib_opt])
     rr.add_argument("report")
     rr.add_argument("--violation", type=int, default=0, help="index of the violation in the report (0)")
     rr.add_argument("-o", "--output", help="bundle directory (default: kcheck-repro-<pid>-<N>)")
@@ -356,9 +478,11 @@ def main(argv=None):
                     help="with a BUNDLE (a folder written under repro_dir): more KCHECK_OPTIONS")
     cp = sub.add_parser("contract", help="contract files")
     csub = cp.add_subparsers(dest="contract_verb", required=True)
-    cl = csub.add_parser("lint", help="validate contract files (FILE:LINE:COL: error: ...)")
+    cl = csub.add_parser("lint", help="validate contract files (FILE:LINE:COL: error: ...)",
+                         parents=[lib_opt])
     cl.add_argument("files", nargs="+")
-    g = sub.add_parser("gen", help="regenerate the inputs a violation's exposed_by names")
+    g = sub.add_parser("gen", help="regenerate the inputs a violation's exposed_by names",
+                       parents=[lib_opt])
     g.add_argument("-g", "--generator", required=True, help="exposed_by.generator")
     g.add_argument("-t", "--transform", default="none", help="exposed_by.transform (none)")
     g.add_argument("-s", "--seed", type=int, required=True, help="exposed_by.seed + k for input k")

@@ -16,6 +16,7 @@ import ctypes
 import glob
 import json
 import os
+import sys
 import time
 import warnings
 
@@ -33,6 +34,9 @@ def addoption(parser):
                     help="what a kcheck violation during a test does to it (default: fail)")
     group.addoption("--kcheck-report", metavar="FILE", default=None,
                     help="write a per-test summary of kcheck's findings (JSON) to FILE")
+    group.addoption("--kcheck-allow-unchecked", action="store_true", default=False,
+                    help="do not fail the session when kcheck checked nothing (exit 5) or a "
+                         "process's report has no summary (exit 1)")
 
 
 def configure(config):
@@ -105,8 +109,11 @@ def log_path_from_env():
     return os.path.abspath(prefix)
 
 
-def finding_text(v):
-    """A finding block from a violation record (the test's failure text)."""
+def finding_text(v, test_location=None):
+    """A finding block from a violation record (the test's failure text).
+    test_location (file, line, name) of the test that ran: where the
+    finding has no frame of the user's code (ctypes released the GIL, no
+    symbols), the test's own line is where to look."""
     lines = ["kcheck: violation in %s [%s]" % (v.get("kernel_name", "?"), v.get("gate"))]
     if v.get("gate_contract"):
         lines.append("  contract:  %s" % v["gate_contract"])
@@ -118,8 +125,15 @@ def finding_text(v):
     where = kr.user_frame(v)
     if where:
         lines.append("  at:        %s:%s in %s" % where)
+    elif test_location:
+        why = (v.get("stack") or {}).get("python_not_taken")
+        lines.append("  at:        %s:%s in %s (the test; %s)" % (
+            test_location + ("no frame of its own code was taken: " + why if why
+                             else "no frame of its own code in the stack",)))
     if v.get("_report"):
         lines.append("  report:    %s" % v["_report"])
+    lines.append("  suppress:  %s  (a line of a suppressions=FILE)"
+                 % kr.suppression_line(v.get("gate"), v.get("kernel_name")))
     if v.get("reproduce"):
         lines.append("  reproduce: %s" % v["reproduce"])
     return "\n".join(lines)
@@ -152,6 +166,30 @@ class _Session:
     def pytest_runtest_logfinish(self, nodeid, location):
         self._set(None)
 
+    # Inside pytest's capture of each phase (trylast: the innermost
+    # wrapper): findings kcheck's thread is still symbolising print their
+    # block now, into the test's captured output, not after the capture
+    # ended (where it would land in the progress line).
+    def _flush(self):
+        flush = getattr(self.lib, "kcheck_flush", None) if self.lib is not None else None
+        if flush is not None:
+            flush()
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item):
+        yield
+        self._flush()
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_call(self, item):
+        yield
+        self._flush()
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        yield
+        self._flush()
+
     def _of_test(self, nodeid):
         if self.reports is None:
             return []
@@ -177,7 +215,9 @@ class _Session:
         short = [{"gate": v.get("gate"), "kernel": v.get("kernel_name"), "launch": v.get("launch"),
                   "pid": _pid_of(v), "report": v.get("_report")} for v in found]
         rep.user_properties.append(("kcheck_violations", short))
-        text = "\n\n".join(finding_text(v) for v in found)
+        loc = _test_location(item)
+        text = "\n\n".join(finding_text(v, loc if _pid_of(v) == os.getpid() else None)
+                           for v in found)
         if self.mode == "warn":
             warnings.warn(pytest.PytestWarning(text))
             rep.sections.append(("kcheck", text))
@@ -203,7 +243,48 @@ class _Session:
             self.per_test.setdefault(report.nodeid, {"violations": [], "outcome": None})
             self.per_test[report.nodeid]["outcome"] = report.outcome
 
+    def _unchecked(self):
+        """(exit status, reason) when this session's reports give no
+        verdict, else None: no check and no violation in any report of this
+        process and its children, or the report of a process that has ended
+        without its summary (it crashed or was killed)."""
+        self._flush()
+        prefix = self.reports.prefix or self.reports._find_prefix()
+        if not prefix:
+            return None  # log_path=none: nothing to read
+        made, found = 0, 0
+        for path in sorted(glob.glob(glob.escape(prefix) + ".*.jsonl")):
+            try:
+                if os.path.getmtime(path) < self.reports.since:
+                    continue
+            except OSError:
+                continue
+            rep = kr.read(path)
+            made += rep.checks_made
+            found += len(rep.violations)
+            pid = rep.pid
+            if not rep.finished and pid and pid != os.getpid() and not _alive(pid):
+                return 1, ("kcheck: %s has no summary: process %d crashed or was killed before "
+                           "kcheck finished" % (path, pid))
+        if made or found:
+            return None
+        return 5, ("kcheck: nothing was checked during this session (no check in the reports "
+                   "under %s; --kcheck-allow-unchecked accepts it)" % prefix)
+
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        if (self.lib is not None and not hasattr(self.config, "workerinput")
+                and not self.config.getoption("kcheck_allow_unchecked")
+                and session.exitstatus in (0, 1)):
+            why = self._unchecked()
+            if why:
+                tr = self.config.pluginmanager.get_plugin("terminalreporter")
+                if tr is not None:
+                    tr.write_line(why[1], red=True, bold=True)
+                else:
+                    print(why[1], file=sys.stderr)
+                if session.exitstatus == 0:
+                    session.exitstatus = why[0]
         path = self.config.getoption("kcheck_report")
         if not path or hasattr(self.config, "workerinput"):
             return  # xdist workers send their results to the controller
@@ -213,6 +294,22 @@ class _Session:
         with open(path, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
             f.write("\n")
+
+
+def _test_location(item):
+    """(absolute file, 1-based line, name) of the test function."""
+    path, line, name = item.location
+    return os.path.join(str(item.config.rootpath), path), (line or 0) + 1, name
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: it exists
+    return True
 
 
 def _pid_of(v):

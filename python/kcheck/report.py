@@ -42,6 +42,16 @@ class Report:
         return self.by_type("check")
 
     @property
+    def checks_made(self):
+        """Checks of any kind this run made: launches re-run (the summary's
+        checks, graph kernels included) and PyTorch ops checked (op_check
+        records)."""
+        n = (self.summary or {}).get("checks")
+        if not isinstance(n, int):
+            n = len(self.checks)
+        return n + len(self.by_type("op_check"))
+
+    @property
     def finished(self):
         """False for a run that crashed or was killed before its summary."""
         return self.summary is not None
@@ -338,9 +348,19 @@ def user_frame(v):
             return f, fr.get("line"), fr.get("function")
     for fr in st.get("host") or []:
         f = fr.get("file") or ""
-        if f and fr.get("line") and not _toolkit_frame(f, fr.get("symbol") or ""):
+        if (f and fr.get("line") and not _toolkit_frame(f, fr.get("symbol") or "")
+                and not _interpreter_frame(fr.get("module") or "")):
             return f, fr["line"], fr.get("symbol")
     return None
+
+
+def _interpreter_frame(module):
+    """A host frame of the Python interpreter itself (ctypes, libffi,
+    libpython) or of the C library's start-up: the launch came from code
+    above them (Python code whose frame was not taken), never from their
+    source."""
+    base = os.path.basename(module)
+    return base.startswith(("libpython", "_ctypes", "libffi", "python", "libc.so", "ld-linux"))
 
 
 def _toolkit_frame(path, symbol):
@@ -366,16 +386,20 @@ def _glob_escape(name):
     return "".join("[%s]" % c if c in "*?[" else c for c in name)
 
 
+def suppression_line(gate, kernel):
+    """The suppressions=FILE line `gate:kernel-glob` that silences findings
+    of gate in kernel: its demangled name up to the argument list, so the
+    same kernel at any spelling of its parameters."""
+    base, paren, _ = (kernel or "?").partition("(")
+    return "%s:%s" % (gate, _glob_escape(base.strip()) + ("(*" if paren else ""))
+
+
 def gen_suppressions(reports):
     """Lines `gate:kernel-glob` (suppressions=FILE) that silence every
     finding of the reports, one per finding, with a comment naming it."""
     out = []
     for f in merge(reports):
         kernel = f.kernel or "?"
-        # A kernel's demangled name up to its argument list: the same kernel
-        # at any template arguments' spelling of the parameters.
-        base, paren, _ = kernel.partition("(")
-        glob = _glob_escape(base.strip()) + ("(*" if paren else "")
         out.append("# %s in %s (%d time%s)" % (f.gate, kernel, f.count, "" if f.count == 1 else "s"))
-        out.append("%s:%s" % (f.gate, glob))
+        out.append(suppression_line(f.gate, kernel))
     return out

@@ -8,6 +8,10 @@
 #      atomics, nondeterministic by PyTorch's documentation) fails its test
 #      with the finding and the test's Python frame; a clean test passes
 #   5. the same with suppressions= the shipped torch-nondeterministic list
+#   6. nothing unchecked passes: race_strategies=all runs every strategy of
+#      perturb.def (PTX ones included) on racy_last_writer; gates=racee stops
+#      the program (exit 1); kcheck run exits 5 for gates=none, N for
+#      --error-exitcode N with a violation
 # usage: run_gpu_findings.sh [OUTDIR]   (BUILD=build; RACES=build/gpu/races_g)
 # Everything goes to OUTDIR/findings.txt; the reports to OUTDIR/findings.tar.gz.
 set -u
@@ -76,6 +80,29 @@ EOF
      >"$W/t5.out" 2>&1; echo "pytest exit $?")
   grep -E "passed|failed|suppressed|SUMMARY|violation in" "$W/t5.out"
   "${K[@]}" report "$W"/t5.*.jsonl | head -20
+
+  step "6. list options and exit statuses on the real driver"
+  KCHECK_OPTIONS=log_path=$W/r6:gates=race:race_strategies=all LD_PRELOAD=$LIB \
+    timeout 120 "$RACES" racy_last_writer >/dev/null 2>"$W/r6.err"
+  echo "race_strategies=all exit $?"
+  python3 -c "import json,sys
+st = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r['type'] == 'check':
+        st.update(((r.get('gates') or {}).get('race') or {}).get('strategies') or {})
+print('strategies run:', st)
+want = {'scrub','green','smem','hammer','l2flush','jitter','warporder','accesses'}
+print('PASS' if want <= set(st) and 'unknown strategy' not in st.values() else 'FAIL', 'every strategy ran')" $W/r6.*.jsonl
+  KCHECK_OPTIONS=log_path=$W/r7:gates=racee LD_PRELOAD=$LIB timeout 60 "$RACES" racy_last_writer \
+    >/dev/null 2>"$W/r7.err"
+  echo "gates=racee exit $? (want 1): $(grep -c "unknown gate 'racee'" "$W/r7.err") line(s)"
+  "${K[@]}" run --lib "$LIB" -o log_path=$W/r8 -o gates=none -- "$RACES" racy_last_writer \
+    >/dev/null 2>"$W/r8.err"
+  echo "kcheck run gates=none exit $? (want 5): $(grep 'nothing was checked' "$W/r8.err")"
+  "${K[@]}" run --lib "$LIB" --error-exitcode 9 -o log_path=$W/r9 -- "$RACES" racy_last_writer \
+    >/dev/null 2>&1
+  echo "kcheck run --error-exitcode 9 exit $? (want 9)"
 } >"$LOG" 2>&1
 tar -C "$W" -czf "$OUTDIR/findings.tar.gz" . 2>/dev/null
 cp "$W/r1.html" "$OUTDIR/r1.html" 2>/dev/null

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import by_type, run, sweep
+from conftest import by_type, read_records, run, sweep
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "repro")
 
@@ -48,10 +48,6 @@ STRICT = [
     ("trcae=1", "unknown option"),
     ("sample=2", "bad value"),
     ("mem_budget=1e20", "bad value"),
-    ("gates=determinism,raec", "unknown gate 'raec' (did you mean 'race'?)"),
-    ("race_strategies=scrub,gren", "unknown race strategy 'gren' (did you mean 'green'?)"),
-    ("kernel_include_regex=f++++++++++++++++++++++", "nested repetition"),
-    ("kernel_exclude_regex=(a", "no usable regex"),
     ("contracts=/dev/zero", "not a regular file"),
 ]
 
@@ -71,12 +67,66 @@ def test_without_strict_the_same_problems_are_warnings(app, tmp_path, opt, msg):
     assert msg in r.err
 
 
+# A list that names nothing or loses an entry would turn checks off while
+# the run still reads "0 violations": fatal with or without strict=1, one
+# line naming the entry (and the accepted ones), before the first kernel.
+LIST_FATAL = [
+    ("gates=racee", "gates: unknown gate 'racee' (did you mean 'race'?); accepted: all, none, "),
+    ("gates=determinism,raec", "unknown gate 'raec' (did you mean 'race'?"),
+    ("gates=", "gates='' names no gate"),
+    ("gates=,", "gates=',' names no gate"),
+    ("gates=none,race", "names gates and 'none'"),
+    ("race_strategies=scrub,gren", "unknown race strategy 'gren' (did you mean 'green'?); "
+                                   "accepted: all, scrub, green, smem, hammer, l2flush"),
+    ("race_strategies=", "race_strategies='' names no strategy"),
+    ("kernel_include_regex=f++++++++++++++++++++++", "nested repetition"),
+    ("kernel_exclude_regex=(a", "no usable regex"),
+    ("kernel_include=,", "names no kernel"),
+    ("suppressions=/nonexistent/kc.supp", "suppressions=/nonexistent/kc.supp: not a readable"),
+]
+
+
+@pytest.mark.parametrize("opt,msg", LIST_FATAL)
+def test_a_list_that_loses_an_entry_is_fatal_without_strict(app, tmp_path, opt, msg):
+    r = run([app("app_linked"), "basic"], tmp_path, options=opt)
+    assert r.rc == 1, r.err[-2000:]
+    lines = [l for l in r.err.splitlines() if msg in l]
+    assert len(lines) == 1 and lines[0].endswith("; exiting"), r.err
+    assert "basic ok" not in r.out and not r.reports  # no kernel ran, no report claims a pass
+
+
+def test_suppressions_file_with_a_bad_line_is_fatal(app, tmp_path):
+    supp = tmp_path / "bad.supp"
+    supp.write_text("# a comment\nrace:vecadd\njust-a-word\n")
+    r = run([app("app_linked"), "basic"], tmp_path, options="suppressions=%s" % supp)
+    assert r.rc == 1 and "bad.supp:3: error: expected gate:kernel-glob" in r.err, r.err
+    assert "basic ok" not in r.out
+
+
+def test_race_strategies_all_runs_every_strategy(app, tmp_path):
+    # The README's own example: every strategy of perturb.def, in its order.
+    r = run([app("app_linked"), "races"], tmp_path, options="gates=race:race_strategies=all")
+    assert r.rc == 0 and "unknown" not in r.err, r.err[-2000:]
+    checks = by_type(r.only_report(), "check")
+    assert checks
+    strategies = [s for c in checks
+                  for s in (c["gates"].get("race") or {}).get("strategies", {})]
+    for want in ("scrub", "green", "smem", "hammer", "l2flush"):
+        assert want in strategies, strategies
+    assert by_type(r.only_report(), "violation")
+
+
+def test_gates_none_is_accepted_on_purpose(app, tmp_path):
+    r = run([app("app_linked"), "basic"], tmp_path, options="gates=none")
+    assert r.rc == 0 and "basic ok" in r.out and "exiting" not in r.err, r.err[-2000:]
+
+
 def test_regex_bomb_option_is_quick(app, tmp_path):
     import time
     t0 = time.time()
     r = run([app("app_linked"), "basic"], tmp_path,
             options="kernel_include_regex=f++++++++++++++++++++++")
-    assert r.rc == 0 and time.time() - t0 < 30
+    assert r.rc == 1 and time.time() - t0 < 30
     assert "nested repetition" in r.err
 
 
@@ -106,8 +156,19 @@ def test_verbosity_0_prints_errors_only(app, tmp_path):
     assert "unknown option 'trcae'" not in r.err  # (the finding's reproduce line names it)
 
 
-def test_report_open_failure_names_the_reason(app, tmp_path):
-    r = run([app("app_linked"), "basic"], tmp_path,
-            options="log_path=%s/missing/dir/kc" % tmp_path)
-    assert r.rc == 0 and "basic ok" in r.out
-    assert "cannot open report" in r.err and "No such file or directory" in r.err, r.err
+def test_missing_log_folder_is_made_private(app, tmp_path):
+    d = tmp_path / "missing" / "dir"
+    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=%s/kc" % d)
+    assert r.rc == 0 and "basic ok" in r.out, r.err[-2000:]
+    reports = list(d.glob("kc.*.jsonl"))
+    assert len(reports) == 1 and by_type(read_records(str(reports[0])), "summary")
+    assert (d.stat().st_mode & 0o777) == 0o700 and ((tmp_path / "missing").stat().st_mode & 0o777) == 0o700
+
+
+def test_report_open_failure_names_the_reason_and_exits(app, tmp_path):
+    # A file where a folder should be: the report cannot be made, and no
+    # report would read as a clean run.
+    (tmp_path / "afile").write_text("")
+    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=%s/afile/kc" % tmp_path)
+    assert r.rc == 1 and "basic ok" not in r.out, r.err[-2000:]
+    assert "cannot open report" in r.err and "Not a directory" in r.err and "exiting" in r.err, r.err

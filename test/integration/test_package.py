@@ -1,26 +1,78 @@
 """The Python package builds as users install it (pip install ./python): the
-wheel carries the modules, the PyTorch binding's boot folder and the shipped
-suppression lists, and declares the front end and the pytest plugin."""
+wheel carries the modules, the PyTorch binding's boot folder, the shipped
+suppression lists, libkcheck.so and the libraries it carries, and declares
+the front end and the pytest plugin; installed into a fresh venv, `kcheck
+run` finds its library with nothing else on the path. Offline: the build
+uses the installed setuptools (--no-build-isolation), the venv gets pip
+from ensurepip and nothing from an index."""
 import os
 import subprocess
 import sys
 import zipfile
 
-from conftest import ROOT
+import pytest
+
+from conftest import APPS, FAKECUDA, ROOT
+
+CARRIED = ("libjansson.so.4", "libunwind.so.8", "libyaml-0.so.2", "libdw.so.1", "libelf.so.1")
 
 
-def test_wheel_builds_with_its_data_files(tmp_path):
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                        "--no-build-isolation", "-w", str(tmp_path), os.path.join(ROOT, "python")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    wheels = [f for f in os.listdir(tmp_path) if f.endswith(".whl")]
+                        "--no-build-isolation", "-w", str(out), os.path.join(ROOT, "python")],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-4000:]
+    wheels = [f for f in os.listdir(out) if f.endswith(".whl")]
     assert len(wheels) == 1, wheels
+    return out / wheels[0]
+
+
+def test_wheel_builds_with_its_data_files(wheel):
+    # one wheel for every Python 3 of the platform: native code, no extension
+    assert wheel.name.startswith("kcheck-") and "-py3-none-linux_" in wheel.name, wheel.name
+    tmp_path = wheel.parent
+    wheels = [wheel.name]
     names = zipfile.ZipFile(tmp_path / wheels[0]).namelist()
     for want in ("kcheck/__init__.py", "kcheck/cli.py", "kcheck/report.py",
                  "kcheck/pytest_plugin.py", "kcheck/_boot/sitecustomize.py",
-                 "kcheck/suppressions/torch-nondeterministic.supp"):
+                 "kcheck/suppressions/torch-nondeterministic.supp",
+                 "kcheck/lib/libkcheck.so") + tuple("kcheck/lib/" + c for c in CARRIED):
         assert want in names, (want, names)
     ep = [n for n in names if n.endswith("entry_points.txt")]
     text = zipfile.ZipFile(tmp_path / wheels[0]).read(ep[0]).decode()
     assert "kcheck = kcheck.cli:main" in text and "[pytest11]" in text, text
+
+
+def test_fresh_venv_runs_kcheck_with_nothing_else_on_the_path(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    r = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index",
+                          str(wheel)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    # no KCHECK_*, no PYTHONPATH, no source tree: only the stand-in driver
+    # (what libcuda.so.1 is on a GPU machine)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LD_LIBRARY_PATH": FAKECUDA}
+    work = tmp_path / "work"
+    work.mkdir()
+    kc = str(venv / "bin" / "kcheck")
+    v = subprocess.run([kc, "--version"], capture_output=True, text=True, env=env, timeout=60)
+    lib = str(venv.resolve()) + "/lib/"
+    assert v.returncode == 0 and lib in v.stdout and "/kcheck/lib/libkcheck.so" in v.stdout, v.stdout
+    ld = subprocess.run(["ldd", v.stdout.split(" at ")[1].rstrip(")\n")], capture_output=True,
+                        text=True, env=env)
+    for c in CARRIED:  # the carried copies, through the library's $ORIGIN rpath
+        line = next((l for l in ld.stdout.splitlines() if l.strip().startswith(c)), "")
+        assert "/kcheck/lib/" + c in line, ld.stdout
+    r = subprocess.run([kc, "run", "--", os.path.join(APPS, "app_linked"), "basic"],
+                       capture_output=True, text=True, env=env, cwd=str(work), timeout=300)
+    assert r.returncode == 0 and "basic ok" in r.stdout, r.stderr[-2000:]
+    assert "SUMMARY: kcheck: 0 violations in" in r.stderr, r.stderr[-2000:]
+    reports = list(work.glob("kcheck.*.jsonl"))
+    assert len(reports) == 1
+    rep = subprocess.run([kc, "report", str(reports[0])], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert rep.returncode == 0 and "verdict: clean" in rep.stdout, rep.stdout

@@ -134,3 +134,93 @@ def test_xdist_workers(tmp_path):
     data = json.loads(summary.read_text())
     tests = {k.split("::")[-1]: v for k, v in data["tests"].items()}
     assert tests["test_racy"]["violations"] and not tests["test_clean"]["violations"]
+
+
+SUITE2 = r'''
+import sys
+sys.path.insert(0, %(apps)r)
+import app_ctypes
+
+
+def launches(mode):
+    sys.argv = ["app_ctypes", mode]
+    assert app_ctypes.main() == 0
+
+
+def test_cpu_only():
+    assert sum(range(4)) == 6
+
+
+def test_racy():
+    launches("races")
+
+
+def test_clean():
+    launches("basic")
+''' % {"apps": APPS_DIR}
+
+
+def pytest_suite(tmp_path, suite, *args, options="check_first=100:clean_limit=-1:" + ALL_STRATEGIES):
+    (tmp_path / "test_suite.py").write_text(suite)
+    env = base_env(tmp_path)
+    env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s" % (tmp_path / "kc", options)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    env.pop("PYTEST_ADDOPTS", None)
+    cmd = [sys.executable, "-m", "pytest", "-p", "kcheck", "-p", "no:cacheprovider", "-q",
+           "-rA", str(tmp_path / "test_suite.py")] + list(args)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(tmp_path),
+                          timeout=300)
+
+
+def test_finding_block_is_in_the_tests_captured_output(tmp_path):
+    r = pytest_suite(tmp_path, SUITE2)
+    assert outcomes(r) == {"test_cpu_only": "PASSED", "test_racy": "FAILED",
+                           "test_clean": "PASSED"}, r.stdout[-3000:] + r.stderr[-2000:]
+    block = "kcheck: ==== violation in last_writer(int*) [race]"
+    # not on pytest's own stderr (the progress line), but in the section of
+    # the test's captured stderr
+    assert block not in r.stderr, r.stderr[-3000:]
+    section = r.stdout.split("Captured stderr call", 1)
+    assert len(section) == 2 and block in section[1].split("=====")[0], r.stdout[-4000:]
+
+
+def test_in_process_finding_points_at_the_test(tmp_path):
+    r = pytest_suite(tmp_path, SUITE2, "-k", "racy")
+    # ctypes released the GIL: no Python frame, and the interpreter's C
+    # source is no place to look; the test's own line is
+    line = 1 + SUITE2.splitlines().index("def test_racy():")
+    want = "  at:        %s:%d in test_racy (the test; no frame of its own code was taken: " \
+        "the launching thread released the GIL" % (tmp_path / "test_suite.py", line)
+    assert want in r.stdout, r.stdout[-4000:]
+    assert "callproc.c" not in r.stdout.split("Captured stderr call")[0]
+    # a ready-to-paste line that silences it
+    assert "  suppress:  race:last_writer(*  (a line of a suppressions=FILE)" in r.stdout
+
+
+def test_junit_lists_every_test_also_before_the_first_cuda_call(tmp_path):
+    r = pytest_suite(tmp_path, SUITE2)
+    assert "test_racy" in outcomes(r)
+    reports = sorted(str(p) for p in tmp_path.glob("kc.*.jsonl"))
+    junit = tmp_path / "j.xml"
+    k = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "report",
+                        "--junit", str(junit)] + reports, capture_output=True, text=True,
+                       env=base_env(tmp_path), timeout=120)
+    assert k.returncode == 1, k.stdout + k.stderr  # the race
+    import xml.etree.ElementTree as ET
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    for t in ("test_cpu_only", "test_racy", "test_clean"):
+        assert "test_suite.py::" + t in cases, sorted(cases)
+    assert cases["test_suite.py::test_racy"].find("failure") is not None
+    assert cases["test_suite.py::test_cpu_only"].find("failure") is None
+
+
+def test_a_session_that_checked_nothing_fails_with_the_reason(tmp_path):
+    r = pytest_suite(tmp_path, SUITE2, options="gates=none")
+    assert r.returncode == 5, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "kcheck: nothing was checked during this session" in r.stdout, r.stdout[-3000:]
+    ok = pytest_suite(tmp_path, SUITE2, "--kcheck-allow-unchecked", options="gates=none")
+    assert ok.returncode == 0, ok.stdout[-3000:]
+    # checks made: the session's own verdict stands
+    clean = pytest_suite(tmp_path, SUITE2, "-k", "clean")
+    assert clean.returncode == 0 and "nothing was checked" not in clean.stdout, clean.stdout[-3000:]

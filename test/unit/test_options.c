@@ -22,6 +22,45 @@ static const struct kc_opt_row trows[] = {
 #define T_ROW(...) KC_OPT_ROW(topt, __VA_ARGS__)
     TEST_ROWS(T_ROW)};
 
+/* List options are parsed once into indices; an unknown entry or a list
+ * that names nothing is fatal (counted, one line each), "all"/"none" are
+ * reported as words, repeats and empty entries dropped. */
+static const char *const fruits[] = {"apple", "pear", "plum"};
+static const char *fruit_at(size_t i) { return fruits[i]; }
+static void test_lists(void) {
+  static const char *const words[] = {"all", "none", NULL};
+  const struct kc_list_spec s = {"fruits", "fruit", fruit_at, 3, words};
+  int idx[3];
+  unsigned w = 7;
+  kc_options_fatal_reset();
+  CHECK(kc_options_list(&s, "plum,apple,plum,", idx, &w) == 2 && idx[0] == 2 && idx[1] == 0 &&
+        w == 0);
+  CHECK(kc_options_list(&s, "all", idx, &w) == 0 && w == 1);
+  CHECK(kc_options_list(&s, "none", idx, &w) == 0 && w == 2);
+  CHECK(kc_options_list(&s, "", idx, &w) == 0 && w == 0);
+  CHECK(kc_options_fatal_count() == 0);
+  /* "pea" is no prefix match, "plumm" no near match: each is fatal. */
+  CHECK(kc_options_list(&s, "pea,apple,plumm", idx, &w) == -1);
+  CHECK(kc_options_fatal_count() == 2);
+  /* Entries longer than a name never match it by prefix. */
+  CHECK(kc_options_list(&s, "applesauce", idx, &w) == -1 && kc_options_fatal_count() == 3);
+  kc_options_fatal_reset();
+  CHECK(kc_options_fatal_count() == 0);
+  /* The core's own filters: a regex that cannot be used, and a
+   * kernel_include of nothing but commas, are fatal at init. */
+  setenv("KCHECK_OPTIONS", "kernel_include_regex=(a", 1);
+  kc_options_init();
+  CHECK(kc_options_fatal_count() == 1);
+  setenv("KCHECK_OPTIONS", "kernel_include=,,", 1);
+  kc_options_init();
+  CHECK(kc_options_fatal_count() == 1);
+  setenv("KCHECK_OPTIONS", "kernel_include=gemm,:kernel_exclude_regex=^void foo", 1);
+  kc_options_init();
+  CHECK(kc_options_fatal_count() == 0);
+  unsetenv("KCHECK_OPTIONS");
+  kc_verbosity = 0; /* the fuzz's warnings are expected */
+}
+
 /* The report's silent changes of meaning: each is now refused, with the
  * value kept. */
 static void test_values(void) {
@@ -209,6 +248,7 @@ int main(void) {
   CHECK(kc_options_parse(NULL, "test", 1) == 0 && topt.t_runs == 2 && !strcmp(topt.t_name, "x"));
   kc_verbosity = 0; /* the fuzz's warnings are expected */
   test_values();
+  test_lists();
   test_fuzz();
   return CHECK_DONE("options");
 }

@@ -25,8 +25,11 @@ def rejudge(path):
     """The oracle's verdict line on the saved tensors (libkcheck loaded
     with ctypes; no GPU needed)."""
     from kcheck import _api
-    from kcheck._lib import find_library
-    lib = find_library()
+    from kcheck._lib import LibraryError, find_library
+    try:
+        lib = find_library()
+    except LibraryError as e:
+        return str(e)
     if lib is None:
         return "libkcheck.so not found (KCHECK_LIB)"
     ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)

@@ -16,7 +16,7 @@ UNIT_OBJS_signature := libkcheck/policy libkcheck/serving libkcheck/options libk
 UNIT_OBJS_asserts := libkcheck/log
 UNIT_OBJS_findings := gates/findings libkcheck/options libkcheck/regex_guard libkcheck/log
 UNIT_OBJS_options := libkcheck/options libkcheck/regex_guard libkcheck/log
-UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
+UNIT_OBJS_contract := contract/contract contract/attrs contract/contract_expr contract/contract_load contract/contract_api \
                       contract/contract_ann contract/yaml_limits contract/mangle libkcheck/regex_guard libkcheck/options \
                       libkcheck/log
 UNIT_OBJS_limits := $(UNIT_OBJS_contract)

@@ -11,7 +11,7 @@
 
 #include "oracle.h"
 
-#define OC_ELEM_IN 6
+#define OC_ELEM_IN 8
 
 struct oc_elem {
   double k;      /* kernel value, decoded exactly */

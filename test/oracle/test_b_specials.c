@@ -1,0 +1,137 @@
+/* test/oracle/test_b_specials.c — special values and overflow regimes in
+ * which correct IEEE kernels (and PyTorch) must not be flagged, and the
+ * wrong answers there that must still be: attention with NaN/Inf in V (per
+ * column), masked keys (skip, multiply, either), subnormal outputs from
+ * underflowing weights. */
+#include "test_b_util.h"
+
+/* ---------------------------------------------------------- attention */
+
+enum { AS = 8, AD = 4 };
+
+/* A flash-style fp32 kernel over fp32 q, k, v [AS, AD]: online softmax;
+ * masked: 0 skips the masked keys, 1 multiplies them by weight 0 (math
+ * SDPA). */
+static void att_sim(const float *q, const float *k, const float *v, int causal, int masked,
+                    float *o) {
+  for (int i = 0; i < AS; i++) {
+    float m = -INFINITY, l = 0, acc[AD] = {0};
+    for (int j = 0; j < AS; j++) {
+      int hidden = causal && j > i;
+      if (hidden && !masked) continue;
+      float s = 0;
+      for (int d = 0; d < AD; d++)
+        s = fmaf(q[i * AD + d], k[j * AD + d], s);
+      s *= 0.5f;
+      if (hidden) s = -INFINITY;
+      float nm = s > m ? s : m, cor = expf(m - nm), pj = expf(s - nm);
+      l = l * cor + pj;
+      for (int d = 0; d < AD; d++)
+        acc[d] = acc[d] * cor + pj * v[j * AD + d];
+      m = nm;
+    }
+    for (int d = 0; d < AD; d++)
+      o[i * AD + d] = acc[d] / l;
+  }
+}
+
+static enum oc_verdict_kind att_judge(const float *q, const float *k, const float *v,
+                                      const float *o, int causal, enum oc_masked masked) {
+  int64_t sh[2] = {AS, AD};
+  struct oc_tensor Q, K, V, O;
+  oc_tensor_make(&Q, q, OC_FP32, 2, sh, NULL);
+  oc_tensor_make(&K, k, OC_FP32, 2, sh, NULL);
+  oc_tensor_make(&V, v, OC_FP32, 2, sh, NULL);
+  oc_tensor_make(&O, o, OC_FP32, 2, sh, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp32:softmax=online", &p);
+  struct oc_attention_args a = {&Q, &K, &V, 0.5, causal, OC_FP32, masked};
+  struct oc_verdict vd;
+  if (oc_check_attention(&a, &O, &p, NULL, &vd)) return OC_FAIL_VALUE + 100;
+  if (vd.kind != OC_PASS && vd.kind != OC_BITWISE) t_print_verdict(&vd);
+  return vd.kind;
+}
+
+#define PASSES(k) ((k) == OC_PASS || (k) == OC_BITWISE)
+
+static void test_attention(void) {
+  int before = t_fail;
+  float q[AS * AD], k[AS * AD], v[AS * AD], o[AS * AD];
+  for (int i = 0; i < AS * AD; i++) {
+    q[i] = (float)sin(1.3 * i);
+    k[i] = (float)cos(0.7 * i);
+    v[i] = (float)sin(0.31 * i + 1);
+  }
+  /* A NaN in V column 1 (row 2), no mask: only output column 1 is NaN. */
+  float vn[AS * AD];
+  memcpy(vn, v, sizeof v);
+  vn[2 * AD + 1] = NAN;
+  att_sim(q, k, vn, 0, 0, o);
+  EXPECT(isnan(o[0 * AD + 1]) && !isnan(o[0 * AD + 2]), "the kernel's own semantics");
+  EXPECT(PASSES(att_judge(q, k, vn, o, 0, OC_MASKED_EITHER)), "NaN in V: per column");
+  float bad[AS * AD];
+  memcpy(bad, o, sizeof o);
+  bad[3 * AD + 1] = 0.5f; /* a number where NaN must be */
+  EXPECT(att_judge(q, k, vn, bad, 0, OC_MASKED_EITHER) == OC_FAIL_SPECIAL, "NaN dropped");
+  memcpy(bad, o, sizeof o);
+  bad[3 * AD + 2] = NAN; /* NaN in a column without one */
+  EXPECT(att_judge(q, k, vn, bad, 0, OC_MASKED_EITHER) == OC_FAIL_SPECIAL, "NaN spread");
+
+  /* An Inf in V with a positive weight: +-Inf in that column. */
+  float vi[AS * AD];
+  memcpy(vi, v, sizeof v);
+  vi[5 * AD + 3] = -INFINITY;
+  att_sim(q, k, vi, 0, 0, o);
+  EXPECT(o[0] == o[0] && o[0 * AD + 3] == -INFINITY, "the kernel's own semantics");
+  EXPECT(PASSES(att_judge(q, k, vi, o, 0, OC_MASKED_EITHER)), "Inf in V gives Inf");
+  memcpy(bad, o, sizeof o);
+  bad[4 * AD + 3] = NAN;
+  EXPECT(att_judge(q, k, vi, bad, 0, OC_MASKED_EITHER) == OC_FAIL_SPECIAL, "NaN for -Inf");
+  /* +Inf and -Inf in one column: NaN */
+  vi[6 * AD + 3] = INFINITY;
+  att_sim(q, k, vi, 0, 0, o);
+  EXPECT(isnan(o[3]) && PASSES(att_judge(q, k, vi, o, 0, OC_MASKED_EITHER)), "Inf - Inf");
+
+  /* Causal, a NaN in V at key 5: queries 0..4 do not attend to it. */
+  memcpy(vn, v, sizeof v);
+  vn[5 * AD + 0] = NAN;
+  float skip[AS * AD], mult[AS * AD];
+  att_sim(q, k, vn, 1, 0, skip);
+  att_sim(q, k, vn, 1, 1, mult);
+  EXPECT(!isnan(skip[2 * AD]) && isnan(mult[2 * AD]), "the kernels' own semantics");
+  EXPECT(PASSES(att_judge(q, k, vn, skip, 1, OC_MASKED_EITHER)), "skip under either");
+  EXPECT(PASSES(att_judge(q, k, vn, mult, 1, OC_MASKED_EITHER)), "multiply under either");
+  EXPECT(PASSES(att_judge(q, k, vn, skip, 1, OC_MASKED_SKIP)), "skip under skip");
+  EXPECT(PASSES(att_judge(q, k, vn, mult, 1, OC_MASKED_MULTIPLY)), "multiply under multiply");
+  EXPECT(att_judge(q, k, vn, mult, 1, OC_MASKED_SKIP) == OC_FAIL_SPECIAL, "multiply under skip");
+  EXPECT(att_judge(q, k, vn, skip, 1, OC_MASKED_MULTIPLY) == OC_FAIL_SPECIAL,
+         "skip under multiply");
+  /* Forgetting the mask is still caught under either. */
+  att_sim(q, k, v, 0, 0, o);
+  EXPECT(att_judge(q, k, v, o, 1, OC_MASKED_EITHER) == OC_FAIL_VALUE, "no causal mask");
+
+  /* Underflowing weights: scores 0 and -100 (e^-100 is subnormal in fp32);
+   * the kernel's fp32 weight keeps a few bits, the output ~3.6e-41 is off
+   * by ~2% relative: correct all the same. */
+  float q1[AS * AD] = {0}, k1[AS * AD] = {0}, v1[AS * AD] = {0};
+  for (int i = 0; i < AS; i++)
+    q1[i * AD] = 1;
+  k1[0] = 0;         /* key 0: score 0, v 0 */
+  k1[1 * AD] = -200; /* key 1: score 0.5 * -200 = -100 */
+  for (int j = 2; j < AS; j++)
+    k1[j * AD] = -400; /* score -200: weight 0 in fp32 */
+  for (int d = 0; d < AD; d++)
+    v1[1 * AD + d] = 1000;
+  att_sim(q1, k1, v1, 0, 0, o);
+  EXPECT(o[0] > 0 && o[0] < 1e-38f, "a subnormal output (%g)", o[0]);
+  EXPECT(PASSES(att_judge(q1, k1, v1, o, 0, OC_MASKED_EITHER)), "subnormal from underflow");
+  memcpy(bad, o, sizeof o);
+  bad[0] = 1e-30f; /* far off, in absolute terms too */
+  EXPECT(att_judge(q1, k1, v1, bad, 0, OC_MASKED_EITHER) != OC_PASS, "a wrong tiny output");
+  t_line("attention: NaN/Inf in V per column, masked keys, underflowing weights", before);
+}
+
+int main(void) {
+  test_attention();
+  return t_done("test_b_specials");
+}

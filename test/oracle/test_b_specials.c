@@ -131,7 +131,112 @@ static void test_attention(void) {
   t_line("attention: NaN/Inf in V per column, masked keys, underflowing weights", before);
 }
 
+/* -------------------------------------------------------------- norms */
+
+enum { NR = 3, NC = 16 };
+
+/* PyTorch's rms_norm / layer_norm in fp32 (two-pass), per row. */
+static void norm_sim(int rms, const float *x, const float *w, const float *b, float *y) {
+  for (int r = 0; r < NR; r++) {
+    const float *xr = x + r * NC;
+    float mu = 0, ss = 0;
+    if (!rms) {
+      for (int k = 0; k < NC; k++)
+        mu += xr[k];
+      mu /= NC;
+    }
+    for (int k = 0; k < NC; k++)
+      ss += (xr[k] - mu) * (xr[k] - mu);
+    float rs = 1.0f / sqrtf(ss / NC + 1e-5f);
+    for (int k = 0; k < NC; k++)
+      y[r * NC + k] = (xr[k] - mu) * rs * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
+  }
+}
+
+static enum oc_verdict_kind norm_judge(int rms, const float *x, const float *w, const float *b,
+                                       const float *y, struct oc_verdict *vd) {
+  int64_t sh[2] = {NR, NC}, sw[1] = {NC};
+  struct oc_tensor X, W, B, Y;
+  oc_tensor_make(&X, x, OC_FP32, 2, sh, NULL);
+  oc_tensor_make(&W, w, OC_FP32, 1, sw, NULL);
+  oc_tensor_make(&B, b, OC_FP32, 1, sw, NULL);
+  oc_tensor_make(&Y, y, OC_FP32, 2, sh, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  int r = rms ? oc_check_rms_norm(&X, w ? &W : NULL, 1e-5, &Y, &p, NULL, vd)
+              : oc_check_layer_norm(&X, w ? &W : NULL, b ? &B : NULL, 1e-5, &Y, &p, NULL, vd);
+  if (r) return OC_FAIL_VALUE + 100;
+  if (vd->kind != OC_PASS && vd->kind != OC_BITWISE) t_print_verdict(vd);
+  return vd->kind;
+}
+
+static void test_norms(void) {
+  int before = t_fail;
+  float x[NR * NC], w[NC], b[NC], y[NR * NC], bad[NR * NC];
+  struct oc_verdict vd;
+  for (int i = 0; i < NR * NC; i++)
+    x[i] = (float)sin(0.9 * i + 0.2);
+  for (int k = 0; k < NC; k++)
+    w[k] = (float)(1 + 0.1 * k), b[k] = (float)(0.05 * k - 0.3);
+  /* rms_norm, a +Inf in row 1: its finite elements +-0, the Inf NaN */
+  float xi[NR * NC];
+  memcpy(xi, x, sizeof x);
+  xi[1 * NC + 4] = INFINITY;
+  norm_sim(1, xi, w, NULL, y);
+  EXPECT(y[NC] == 0 && isnan(y[NC + 4]) && isfinite(y[0]), "the kernel's own semantics");
+  EXPECT(PASSES(norm_judge(1, xi, w, NULL, y, &vd)), "rms_norm with an Inf in the row");
+  memcpy(bad, y, sizeof y);
+  bad[NC + 5] = 0.25f; /* a number where the limit is 0 */
+  EXPECT(norm_judge(1, xi, w, NULL, bad, &vd) != OC_PASS && vd.kind != OC_BITWISE,
+         "a wrong element in the Inf row");
+  memcpy(bad, y, sizeof y);
+  for (int k = 0; k < NC; k++)
+    bad[NC + k] = NAN; /* the old expectation: the whole row NaN */
+  EXPECT(norm_judge(1, xi, w, NULL, bad, &vd) == OC_FAIL_SPECIAL, "a NaN row is wrong");
+  /* an Inf weight: +-Inf where x is nonzero, rows otherwise untouched */
+  float wi[NC];
+  memcpy(wi, w, sizeof w);
+  wi[3] = -INFINITY;
+  norm_sim(1, x, wi, NULL, y);
+  EXPECT(isinf(y[3]) && isfinite(y[2]), "the kernel's own semantics");
+  EXPECT(PASSES(norm_judge(1, x, wi, NULL, y, &vd)), "rms_norm with an Inf weight");
+  norm_sim(0, x, wi, b, y);
+  EXPECT(PASSES(norm_judge(0, x, wi, b, y, &vd)), "layer_norm with an Inf weight");
+  float bi[NC];
+  memcpy(bi, b, sizeof b);
+  bi[7] = INFINITY;
+  norm_sim(0, x, w, bi, y);
+  EXPECT(PASSES(norm_judge(0, x, w, bi, y, &vd)), "layer_norm with an Inf bias");
+  memcpy(bad, y, sizeof y);
+  bad[7] = 1.0f;
+  EXPECT(norm_judge(0, x, w, bi, bad, &vd) == OC_FAIL_SPECIAL, "a number for an Inf bias");
+  /* a 1e20 in a row: x^2 overflows fp32, the kernel's row is 0:
+   * inconclusive (the documented overflow regime), with its evidence */
+  float xo[NR * NC];
+  memcpy(xo, x, sizeof x);
+  xo[2 * NC + 1] = 1e20f;
+  norm_sim(1, xo, w, NULL, y);
+  EXPECT(y[2 * NC + 1] == 0, "the kernel's overflow");
+  EXPECT(norm_judge(1, xo, w, NULL, y, &vd) == OC_INCONCLUSIVE, "rms_norm overflow regime");
+  EXPECT(vd.rank == 2 && vd.index[0] == 2 && vd.exact != 0 && vd.bound > 0,
+         "its evidence: an element of the overflowing row (exact %g, bound %g)", vd.exact,
+         vd.bound);
+  norm_sim(0, xo, w, b, y);
+  EXPECT(norm_judge(0, xo, w, b, y, &vd) == OC_INCONCLUSIVE, "layer_norm overflow regime");
+  /* ... and a kernel that gets it right there (scaled) passes */
+  for (int r = 0; r < NR; r++) {
+    double ss = 0;
+    for (int k = 0; k < NC; k++)
+      ss += (double)xo[r * NC + k] * xo[r * NC + k];
+    for (int k = 0; k < NC; k++)
+      y[r * NC + k] = (float)(xo[r * NC + k] / sqrt(ss / NC + 1e-5) * w[k]);
+  }
+  EXPECT(PASSES(norm_judge(1, xo, w, NULL, y, &vd)), "a right value in the overflow regime");
+  t_line("norms: Inf in the row, Inf weight or bias, overflowing squares", before);
+}
+
 int main(void) {
   test_attention();
+  test_norms();
   return t_done("test_b_specials");
 }

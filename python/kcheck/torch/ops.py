@@ -246,26 +246,16 @@ ROWS = [
 
 # Gates that do not apply to an ATen op, with the reason (the op_check
 # record says "not_applicable" and why). The oracle's special-value rules
-# take the limit of the math (gelu(-inf) = -0, rms_norm of a row holding
-# inf is NaN); ATen evaluates its documented formula in IEEE arithmetic
-# (x * Phi(x), x * sigmoid(x), x * rsqrt(mean(x^2) + eps)), which gives
-# NaN at -inf or 0 beside an inf: PyTorch's result, not a defect.
+# for gelu and silu take the limit of the math (gelu(-inf) = -0); ATen
+# evaluates its documented formula in IEEE arithmetic (x * Phi(x),
+# x * sigmoid(x)), which gives NaN at -inf: PyTorch's result, not a defect.
+# (rms_norm and attention follow IEEE in the oracle: 0 beside an inf in a
+# norm's row, weight 0 for a -inf score, NaN or Inf in V per column.)
 NOT_APPLICABLE = {
     "gelu": {"nonfinite": "ATen evaluates x*Phi(x) in IEEE arithmetic: NaN at -inf, where the "
                           "oracle's rule is the limit -0"},
     "silu": {"nonfinite": "ATen evaluates x*sigmoid(x) in IEEE arithmetic: NaN at -inf, where "
                           "the oracle's rule is the limit -0"},
-    "_fused_rms_norm": {"nonfinite": "ATen gives x*rsqrt(inf) = 0 beside an infinite element; "
-                                     "the oracle's rule makes the whole row NaN"},
-    "_scaled_dot_product_flash_attention": {
-        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
-                     "limit"},
-    "_scaled_dot_product_efficient_attention": {
-        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
-                     "limit"},
-    "_scaled_dot_product_cudnn_attention": {
-        "nonfinite": "infinite scores: cuDNN's online softmax gives NaN where the oracle takes "
-                     "the limit"},
 }
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).

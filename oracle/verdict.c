@@ -383,7 +383,7 @@ int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n) {
   if (v->stat == OC_STAT_REJECTED)
     snprintf(stat, sizeof stat,
              "; statistical: rejected (%lld element(s), worst %.3g x the statistical bound; "
-             "false alarm <= %.2g under independent rounding)",
+             "the model's false-alarm rate %.2g; rows of near-constant terms not judged)",
              (long long)v->n_stat, v->stat_ratio, v->stat_alpha);
   else if (v->stat == OC_STAT_CONSISTENT)
     snprintf(stat, sizeof stat, "; statistical: consistent");

@@ -235,8 +235,119 @@ static void test_norms(void) {
   t_line("norms: Inf in the row, Inf weight or bias, overflowing squares", before);
 }
 
+/* ---------------------------------------------- the statistical verdict */
+
+/* Sequential fp32 sums of rows: const (0.1 repeated), near (0.1 plus a
+ * tiny deterministic ripple). */
+static int sum_stat(int kind, int64_t n, struct oc_verdict *vd) {
+  float *x = malloc((size_t)n * sizeof *x), s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = kind == 0 ? 0.1f : 0.1f + 1e-7f * (float)(i % 3);
+    s += x[i];
+  }
+  int64_t sh[1] = {n};
+  struct oc_tensor X, Y;
+  oc_tensor_make(&X, x, OC_FP32, 1, sh, NULL);
+  oc_tensor_make(&Y, &s, OC_FP32, 0, sh, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  int r = oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, vd);
+  free(x);
+  if (r) return -1;
+  if (vd->stat == OC_STAT_REJECTED) t_print_verdict(vd);
+  return vd->stat;
+}
+
+/* C = A B in fp32, A constant (0.1), B: kind 0 random in [-1, 1], kind 1
+ * ones, sequential accumulation. */
+static int mm_stat(int kind, int64_t K, struct oc_verdict *vd) {
+  enum { M = 4, N = 4 };
+  float *a = malloc((size_t)(M * K) * sizeof *a), *b = malloc((size_t)(K * N) * sizeof *b);
+  float c[M * N];
+  uint64_t st = 12345;
+  for (int64_t i = 0; i < M * K; i++)
+    a[i] = 0.1f;
+  for (int64_t i = 0; i < K * N; i++) {
+    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+    b[i] = kind ? 1.0f : (float)((double)(st >> 11) * 0x1p-52 - 1);
+  }
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; k++)
+        acc = fmaf(a[i * K + k], b[k * N + j], acc);
+      c[i * N + j] = acc;
+    }
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  struct oc_tensor A, B, C;
+  oc_tensor_make(&A, a, OC_FP32, 2, sa, NULL);
+  oc_tensor_make(&B, b, OC_FP32, 2, sb, NULL);
+  oc_tensor_make(&C, c, OC_FP32, 2, sc, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  struct oc_matmul_args ma = {&A, &B, NULL, NULL, 1, 0, OC_ACT_NONE};
+  int r = oc_check_matmul(&ma, &C, &p, NULL, vd);
+  free(a), free(b);
+  if (r) return -1;
+  if (vd->stat == OC_STAT_REJECTED) t_print_verdict(vd);
+  return vd->stat;
+}
+
+static void test_statistical(void) {
+  int before = t_fail;
+  struct oc_verdict vd;
+  for (int kind = 0; kind < 2; kind++)
+    for (int64_t n = 1000; n <= 100000; n *= 10) {
+      int sv = sum_stat(kind, n, &vd);
+      EXPECT(sv != OC_STAT_REJECTED && PASSES(vd.kind), "%s row, n %lld: %s",
+             kind ? "near-constant" : "constant", (long long)n,
+             sv >= 0 ? oc_stat_name((enum oc_stat_kind)sv) : "error");
+    }
+  for (int kind = 0; kind < 2; kind++)
+    for (int64_t K = 1024; K <= 16384; K *= 4) {
+      int sv = mm_stat(kind, K, &vd);
+      EXPECT(sv != OC_STAT_REJECTED && PASSES(vd.kind), "constant-A GEMM (%s B), K %lld: %s",
+             kind ? "ones" : "random", (long long)K,
+             sv >= 0 ? oc_stat_name((enum oc_stat_kind)sv) : "error");
+    }
+  /* ... while a row of varied terms still gets its verdict: a sum off by a
+   * third of the worst-case bound (a bias no random rounding gives) */
+  {
+    enum { RN = 10000 };
+    static float x[RN];
+    uint64_t st = 99;
+    for (int i = 0; i < RN; i++) {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      x[i] = (float)((double)(st >> 11) * 0x1p-53);
+    }
+    int64_t sh[1] = {RN};
+    struct oc_tensor X, Y;
+    float y = 0;
+    oc_tensor_make(&X, x, OC_FP32, 1, sh, NULL);
+    oc_tensor_make(&Y, &y, OC_FP32, 0, sh, NULL);
+    struct oc_profile p;
+    oc_profile_parse("fp32", &p);
+    double ex = 0;
+    for (int i = 0; i < RN; i++)
+      ex += x[i];
+    y = (float)ex;
+    EXPECT(oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, &vd) == 0 &&
+               vd.stat == OC_STAT_CONSISTENT,
+           "a varied row, rounded once: consistent (%d)", vd.stat);
+    y = (float)(ex + vd.bound / 3);
+    EXPECT(oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, &vd) == 0 && PASSES(vd.kind) &&
+               vd.stat == OC_STAT_REJECTED,
+           "a varied row off by a third of its bound: rejected (%d)", vd.stat);
+    char line[640];
+    oc_verdict_format(&vd, line, sizeof line);
+    EXPECT(!strstr(line, "independent"), "the message claims no independence: %s", line);
+  }
+  t_line("statistical verdict: constant and near-constant rows", before);
+}
+
 int main(void) {
   test_attention();
   test_norms();
+  test_statistical();
   return t_done("test_b_specials");
 }

@@ -3,6 +3,8 @@
  * wrong answers there that must still be: attention with NaN/Inf in V (per
  * column), masked keys (skip, multiply, either), subnormal outputs from
  * underflowing weights. */
+#include <float.h>
+
 #include "test_b_util.h"
 
 /* ---------------------------------------------------------- attention */
@@ -345,9 +347,60 @@ static void test_statistical(void) {
   t_line("statistical verdict: constant and near-constant rows", before);
 }
 
+/* ---------------------------------------- overflow Inf, verdict evidence */
+
+static void test_overflow_and_evidence(void) {
+  int before = t_fail;
+  struct oc_verdict vd;
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  /* 3e38 + 3e38 in fp32: Inf is the correctly rounded sum */
+  float x[2] = {3e38f, 3e38f}, y = x[0] + x[1];
+  int64_t sh[1] = {2};
+  struct oc_tensor X, Y;
+  oc_tensor_make(&X, x, OC_FP32, 1, sh, NULL);
+  oc_tensor_make(&Y, &y, OC_FP32, 0, sh, NULL);
+  EXPECT(isinf(y) && oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, &vd) == 0 && PASSES(vd.kind),
+         "3e38 + 3e38 = Inf passes (%s)", oc_verdict_name(vd.kind));
+  EXPECT(vd.kernel == INFINITY && vd.exact > 3.4e38, "its evidence: kernel %g, exact %g", vd.kernel,
+         vd.exact);
+  y = 3.4e38f; /* a finite value where the sum must overflow */
+  EXPECT(oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, &vd) == 0 && vd.kind == OC_FAIL_SPECIAL,
+         "a finite sum that must overflow");
+  /* a GEMM element 2 * FLT_MAX: [FLT_MAX, FLT_MAX] . [1, 1] */
+  float a[2] = {FLT_MAX, FLT_MAX}, b[2] = {1, 1}, c = a[0] * b[0] + a[1] * b[1];
+  int64_t sa[2] = {1, 2}, sb[2] = {2, 1}, sc[2] = {1, 1};
+  struct oc_tensor A, B, C;
+  oc_tensor_make(&A, a, OC_FP32, 2, sa, NULL);
+  oc_tensor_make(&B, b, OC_FP32, 2, sb, NULL);
+  oc_tensor_make(&C, &c, OC_FP32, 2, sc, NULL);
+  struct oc_matmul_args ma = {&A, &B, NULL, NULL, 1, 0, OC_ACT_NONE};
+  EXPECT(isinf(c) && oc_check_matmul(&ma, &C, &p, NULL, &vd) == 0 && PASSES(vd.kind),
+         "a GEMM element 2 FLT_MAX = Inf passes (%s)", oc_verdict_name(vd.kind));
+  /* NaN matching NaN: the evidence names the element, not zeros */
+  float xn[4] = {1, NAN, 2, 3}, yn = NAN;
+  int64_t s4[1] = {4};
+  oc_tensor_make(&X, xn, OC_FP32, 1, s4, NULL);
+  oc_tensor_make(&Y, &yn, OC_FP32, 0, s4, NULL);
+  EXPECT(oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, &vd) == 0 && PASSES(vd.kind) &&
+             isnan(vd.kernel) && isnan(vd.exact),
+         "NaN for NaN: evidence kernel %g exact %g", vd.kernel, vd.exact);
+  /* inconclusive by overflow: a partial sum may overflow (1e38 * 4 - 3e38
+   * ...), the kernel's Inf proves nothing; the evidence is that element */
+  float xo[4] = {3e38f, 3e38f, -3e38f, -3e38f}, yo = INFINITY;
+  oc_tensor_make(&X, xo, OC_FP32, 1, s4, NULL);
+  oc_tensor_make(&Y, &yo, OC_FP32, 0, s4, NULL);
+  EXPECT(oc_check_reduce(OC_RED_SUM, &X, 0, &Y, &p, NULL, &vd) == 0 && vd.kind == OC_INCONCLUSIVE &&
+             vd.kernel == INFINITY && vd.exact == 0 && vd.bound > 0,
+         "overflow inconclusive (%s): evidence kernel %g exact %g bound %g",
+         oc_verdict_name(vd.kind), vd.kernel, vd.exact, vd.bound);
+  t_line("overflow: a correctly rounded Inf passes; evidence of special verdicts", before);
+}
+
 int main(void) {
   test_attention();
   test_norms();
   test_statistical();
+  test_overflow_and_evidence();
   return t_done("test_b_specials");
 }

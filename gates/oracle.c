@@ -39,7 +39,7 @@ int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
       ctx->out.status = kc_verdict_status(j->v.kind);
       kc_judge_result(j, ctx->result);
       if (!oc_verdict_is_fail(j->v.kind) && j->v.stat == OC_STAT_REJECTED) {
-        char w[256];
+        char w[512];
         snprintf(w, sizeof w,
                  "statistical verdict rejected: %lld element(s) beyond the statistical bound "
                  "(worst %.3g x); the rounding-error model's false-alarm rate is %.2g (rows of "

@@ -894,3 +894,65 @@ def test_torch_op_contract_booleans_mean_what_they_say(tmp_path):
     assert attrs["kca::mm_bt"] == {"transpose_b": True}
     from kcheck.torch.judge import _attr_text
     assert _attr_text(True) == "true" and _attr_text(0.1) == "0.1"
+
+
+CLASS_SHAPES_PROG = """
+import torch
+
+@torch.library.custom_op("kcd::scale_tail", mutates_args=())
+def scale_tail(x: torch.Tensor) -> torch.Tensor:
+    y = torch.zeros_like(x).view(-1)
+    n = x.numel() - x.numel() % 128         # the bug: the grid drops the tail
+    y[:n] = x.reshape(-1)[:n] * 2.0
+    return y.view(x.shape)
+
+@torch.library.custom_op("kcd::scale_ok", mutates_args=())
+def scale_ok(x: torch.Tensor) -> torch.Tensor:
+    return x * 2.0
+
+@torch.library.custom_op("kcd::rowsum_block", mutates_args=())
+def rowsum_block(x: torch.Tensor) -> torch.Tensor:
+    n = x.shape[-1] - x.shape[-1] % 64      # the bug: the last partial block is dropped
+    return x[..., :n].sum(-1)
+
+@torch.library.custom_op("kcd::rowsum_ok", mutates_args=())
+def rowsum_ok(x: torch.Tensor) -> torch.Tensor:
+    return x.double().sum(-1).float()
+
+x = torch.rand(32, 128)
+scale_tail(x)                               # line 25: correct at this shape
+scale_ok(x)
+rowsum_block(x)                             # line 27: correct at this shape
+rowsum_ok(x)
+print("done")
+"""
+
+
+def test_shapes_gate_derives_shapes_from_the_contracts_op_class(tmp_path):
+    """No Python shaper: the torch_op contract's op (mul: elementwise; sum:
+    a reduction over the last axis) gives the shapes gate its shapes (size
+    1, odd sizes, one past a power of two, long rows). The kernel that
+    drops the tail of an odd size and the reduction that drops its last
+    partial block are caught there with the line of the call; the correct
+    twins stay silent."""
+    (tmp_path / "s.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcd::scale_tail', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
+        "  - {torch_op: 'kcd::scale_ok', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
+        "  - {torch_op: 'kcd::rowsum_block', op: sum, args: {x: x}, profile: fp32}\n"
+        "  - {torch_op: 'kcd::rowsum_ok', op: sum, args: {x: x}, attrs: {axis: -1}, "
+        "profile: fp32}\n")
+    p, recs = run_py(tmp_path, CLASS_SHAPES_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
+                     "gates=oracle,shapes:contracts=%s" % (tmp_path / "s.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = sorted((v["op"], v["gate"], v["stack"]["python"][-1]["line"])
+                  for v in of(recs, "violation"))
+    assert viol == [("kcd::rowsum_block.default", "shapes", 27),
+                    ("kcd::scale_tail.default", "shapes", 25)], viol
+    gates = {c["op"]: c["gates"] for c in of(recs, "op_check")}
+    for op in ("kcd::scale_ok.default", "kcd::rowsum_ok.default"):
+        g = gates[op]["shapes"]
+        assert g["status"] == "pass" and len(g["runs"]) >= 4, (op, g)
+    for op in ("kcd::scale_tail.default", "kcd::rowsum_block.default"):
+        assert gates[op]["oracle"]["status"] in ("bitwise", "pass"), gates[op]

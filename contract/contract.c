@@ -70,27 +70,6 @@ static const char *const scalar_keys[] = {"type", NULL};
 static const char *const launch_keys[] = {"grid", "block", "shmem", NULL};
 static const char *const roles[] = {"in", "out", "inout", NULL};
 static const char *const scalar_types[] = {"i32", "i64", "u32", "u64", "f32", "f64", NULL};
-enum attr_kind { A_INT, A_FLOAT, A_BOOL, A_ACT, A_FORMAT };
-static const struct {
-  const char *key;
-  enum attr_kind kind;
-} attr_defs[] = {{"axis", A_INT},
-                 {"eps", A_FLOAT},
-                 {"alpha", A_FLOAT},
-                 {"beta", A_FLOAT},
-                 {"causal", A_BOOL},
-                 {"scale", A_FLOAT},
-                 {"activation", A_ACT},
-                 {"gate_is_log", A_BOOL},
-                 {"p_format", A_FORMAT},
-                 {"transpose_a", A_BOOL},
-                 {"transpose_b", A_BOOL},
-                 /* constant operands: x op rhs, lhs op x; clamp's bounds */
-                 {"lhs", A_FLOAT},
-                 {"rhs", A_FLOAT},
-                 {"min", A_FLOAT},
-                 {"max", A_FLOAT}};
-#define N_ATTRS (sizeof attr_defs / sizeof attr_defs[0])
 
 static int find_word(const char *const *list, const char *w) {
   for (int i = 0; list[i]; i++)
@@ -512,17 +491,15 @@ static void parse_attrs(struct pctx *x, yaml_node_t *nd) {
   size_t np = (size_t)(nd->data.mapping.pairs.top - nd->data.mapping.pairs.start);
   c->attrs = calloc(np ? np : 1, sizeof *c->attrs);
   if (!c->attrs) return;
-  const char *names[N_ATTRS + 1];
-  for (size_t i = 0; i < N_ATTRS; i++)
-    names[i] = attr_defs[i].key;
-  names[N_ATTRS] = NULL;
+  const char *const *names = kc_attr_names();
+  const struct oc_op_info *op = oc_op_find(c->op);
   for (yaml_node_pair_t *pr = nd->data.mapping.pairs.start; pr < nd->data.mapping.pairs.top; pr++) {
     yaml_node_t *k = node(x, pr->key), *v = node(x, pr->value);
     const char *ks = want_scalar(x, k, "attrs key");
     if (!ks) continue;
-    int i = find_word(names, ks);
+    int i = kc_attr_find(ks);
     if (i < 0) {
-      char all[256];
+      char all[512];
       join(names, all, sizeof all);
       diag(x, k, "unknown attr '%s' (did you mean '%s'? expected one of: %s)", ks,
            nearest(names, ks), all);
@@ -530,22 +507,20 @@ static void parse_attrs(struct pctx *x, yaml_node_t *nd) {
     }
     const char *vs = want_scalar(x, v, ks);
     if (!vs) continue;
-    char *end = NULL;
-    int ok = 1;
-    switch (attr_defs[i].kind) {
-    case A_INT: (void)strtol(vs, &end, 0), ok = end != vs && !*end; break;
-    case A_FLOAT: (void)strtod(vs, &end), ok = end != vs && !*end; break;
-    case A_BOOL:
-      ok = !strcmp(vs, "true") || !strcmp(vs, "false") || !strcmp(vs, "1") || !strcmp(vs, "0");
-      break;
-    case A_ACT: ok = oc_act_parse(vs) >= 0; break;
-    case A_FORMAT: ok = oc_format_parse(vs) >= 0; break;
+    char why[160];
+    if (kc_attr_parse((enum kc_attr_id)i, vs, &c->attr.v[i], why, sizeof why)) {
+      diag(x, v, "bad value '%s' for attr '%s' (expected %s)", vs, ks, why);
+      continue;
     }
-    if (!ok) {
-      static const char *const expect[] = {"an integer", "a number", "true or false",
-                                           "none, relu, gelu, gelu_tanh, silu, sigmoid or tanh",
-                                           "a float format (fp32, bf16, ...)"};
-      diag(x, v, "bad value '%s' for attr '%s' (expected %s)", vs, ks, expect[attr_defs[i].kind]);
+    if (op && !kc_attr_applies((enum kc_attr_id)i, (int)op->cls)) {
+      char cls[128] = "";
+      for (int k2 = 0, used = 0; k2 < 32 && used < (int)sizeof cls; k2++)
+        if (kc_attr_def((enum kc_attr_id)i)->classes >> k2 & 1u)
+          used += snprintf(cls + used, sizeof cls - (size_t)used, "%s%s", used ? ", " : "",
+                           oc_op_class_name((enum oc_op_class)k2));
+      diag(x, k, "attr '%s' does not apply to op '%s' (a %s op); it applies to %s ops", ks, c->op,
+           oc_op_class_name(op->cls), cls);
+      c->attr.v[i].set = 0;
       continue;
     }
     c->attrs[c->nattrs].key = strdup(ks);

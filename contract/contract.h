@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attrs.h"
 #include "profile.h"
 
 struct kc_kernel;
@@ -150,8 +151,9 @@ struct kc_contract {
   const struct kc_contract_value **scalars;
   char *op;
   int nattrs;
-  struct kc_contract_kv *attrs;
-  char *profile_spec; /* NULL: none given */
+  struct kc_contract_kv *attrs; /* as written, for listings */
+  struct kc_attrs attr;         /* typed (attrs.def), what the judge reads */
+  char *profile_spec;           /* NULL: none given */
   struct oc_profile profile;
   int nondeterminism_allowed;
   int ndomain;

@@ -3,6 +3,7 @@
  * kcheck_torch_op_contracts): the op a custom op (torch.library.custom_op,
  * triton_op, load_inline) computes, how its arguments map to the oracle's
  * inputs, its profile and attributes. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,6 +21,25 @@ static json_t *pairs(const struct kc_contract_kv *a, int n) {
   return o;
 }
 
+/* The attrs as typed JSON values (attrs.def): a bool true/false, an int,
+ * a number, an enum's word, so the binding need not guess from text. */
+static json_t *typed_attrs(const struct kc_contract *c) {
+  json_t *o = json_object();
+  for (int i = 0; i < c->nattrs; i++) {
+    int id = kc_attr_find(c->attrs[i].key);
+    const struct kc_attr_val *v = id >= 0 ? &c->attr.v[id] : NULL;
+    json_t *j = NULL;
+    if (v && v->set) switch (kc_attr_def((enum kc_attr_id)id)->type) {
+      case KC_AT_BOOL: j = json_boolean(v->b); break;
+      case KC_AT_INT: j = json_integer((json_int_t)v->i); break;
+      case KC_AT_FLOAT: j = isfinite(v->f) ? json_real(v->f) : NULL; break;
+      default: break;
+      }
+    json_object_set_new(o, c->attrs[i].key, j ? j : json_string(c->attrs[i].value));
+  }
+  return o;
+}
+
 KC_EXPORT long kcheck_torch_op_contracts(char *buf, unsigned long n) {
   if (kc_core_activate) kc_core_activate();
   json_t *all = json_array();
@@ -28,7 +48,7 @@ KC_EXPORT long kcheck_torch_op_contracts(char *buf, unsigned long n) {
     if (!c || !c->torch_op) continue;
     json_array_append_new(all, json_pack("{s:s, s:s?, s:s?, s:o, s:o, s:s}", "torch_op",
                                          c->torch_op, "op", c->op, "profile", c->profile_spec,
-                                         "attrs", pairs(c->attrs, c->nattrs), "args",
+                                         "attrs", typed_attrs(c), "args",
                                          pairs(c->torch_args, c->ntorch_args), "where", c->where));
   }
   char *s = json_dumps(all, JSON_COMPACT | JSON_ENSURE_ASCII);

@@ -20,16 +20,6 @@ static json_t *jnum(double d) {
   return json_real(d);
 }
 
-static int attr_true(const struct kc_contract *c, const char *key) {
-  const char *v = kc_contract_attr(c, key);
-  return v && (!strcmp(v, "true") || !strcmp(v, "1"));
-}
-
-static double num_attr(const struct kc_contract *c, const char *key, double dflt) {
-  const char *v = kc_contract_attr(c, key);
-  return v ? strtod(v, NULL) : dflt;
-}
-
 /* Describes sb tensor i to the oracle: its bytes before the run (inputs)
  * or after it (outputs). 0, or -1 with why in err. */
 static int describe(const struct kc_contract_sb *sb, int i, int after, struct oc_tensor *t,
@@ -83,8 +73,18 @@ static void transpose(struct oc_tensor *t) {
   t->stride[b] = s;
 }
 
+/* Attention's attrs: scale (default 1/sqrt(D)), causal, p_format, masked. */
+static void attention_attrs(const struct kc_attrs *at, struct oc_attention_args *a) {
+  a->scale = kc_attr_num(at, KC_ATTR_SCALE, 1.0 / sqrt((double)a->q->shape[a->q->rank - 1]));
+  a->causal = kc_attr_bool(at, KC_ATTR_CAUSAL, 0);
+  a->p_fmt = (enum oc_format)kc_attr_enum(at, KC_ATTR_P_FORMAT, OC_FP32);
+  /* attrs.def's words "skip multiply" are indices 0 and 1. */
+  if (at->v[KC_ATTR_MASKED].set)
+    a->masked = at->v[KC_ATTR_MASKED].e ? OC_MASKED_MULTIPLY : OC_MASKED_SKIP;
+}
+
 static int axis_of(const struct kc_contract *c, const struct oc_tensor *x) {
-  int axis = (int)num_attr(c, "axis", -1);
+  int axis = (int)kc_attr_num(&c->attr, KC_ATTR_AXIS, -1);
   return axis < 0 ? axis + x->rank : axis;
 }
 
@@ -101,10 +101,15 @@ static int judge_matmul(const struct kc_contract *c, const struct kc_contract_sb
   }
   struct oc_tensor ta, tb, tc, tbias;
   if (describe(sb, ia, 0, &ta, err, n) || describe(sb, ib, 0, &tb, err, n)) return -1;
-  if (attr_true(c, "transpose_a")) transpose(&ta);
-  if (attr_true(c, "transpose_b")) transpose(&tb);
-  struct oc_matmul_args a = {
-      &ta, &tb, NULL, NULL, num_attr(c, "alpha", 1.0), num_attr(c, "beta", 0.0), OC_ACT_NONE};
+  if (kc_attr_bool(&c->attr, KC_ATTR_TRANSPOSE_A, 0)) transpose(&ta);
+  if (kc_attr_bool(&c->attr, KC_ATTR_TRANSPOSE_B, 0)) transpose(&tb);
+  struct oc_matmul_args a = {&ta,
+                             &tb,
+                             NULL,
+                             NULL,
+                             kc_attr_num(&c->attr, KC_ATTR_ALPHA, 1.0),
+                             kc_attr_num(&c->attr, KC_ATTR_BETA, 0.0),
+                             OC_ACT_NONE};
   if (ic >= 0) {
     if (describe(sb, ic, 0, &tc, err, n)) return -1;
     a.c = &tc;
@@ -116,15 +121,7 @@ static int judge_matmul(const struct kc_contract *c, const struct kc_contract_sb
     if (describe(sb, ibias, 0, &tbias, err, n)) return -1;
     a.bias = &tbias;
   }
-  const char *act = kc_contract_attr(c, "activation");
-  if (act) {
-    int k = oc_act_parse(act);
-    if (k < 0) {
-      snprintf(err, n, "unknown activation '%s'", act);
-      return -1;
-    }
-    a.act = (enum oc_act)k;
-  }
+  a.act = (enum oc_act)kc_attr_enum(&c->attr, KC_ATTR_ACTIVATION, OC_ACT_NONE);
   j->ins[0] = ta, j->ins[1] = tb;
   j->ctx = KC_CTX_MATMUL, j->ctx_sb[0] = ia, j->ctx_sb[1] = ib;
   if (oc_check_matmul(&a, out, &c->profile, o, &j->v)) {
@@ -148,7 +145,7 @@ static int judge_norm(const struct kc_contract *c, const struct kc_contract_sb *
   if (ib >= 0 && ib != ix && ib != iw && describe(sb, ib, 0, &b, err, n)) return -1;
   const struct oc_tensor *pw = iw >= 0 && iw != ix ? &w : NULL;
   const struct oc_tensor *pb = ib >= 0 && ib != ix && ib != iw ? &b : NULL;
-  double eps = num_attr(c, "eps", 1e-5);
+  double eps = kc_attr_num(&c->attr, KC_ATTR_EPS, 1e-5);
   j->ins[0] = x;
   j->ctx = KC_CTX_ROW, j->axis = x.rank - 1, j->reduced = 0, j->ctx_sb[0] = ix;
   int r = rms ? oc_check_rms_norm(&x, pw, eps, out, &c->profile, o, &j->v)
@@ -170,13 +167,8 @@ static int judge_attention(const struct kc_contract *c, const struct kc_contract
       described(sb, input(j, sb, "k", 1), &k, "k", err, n) ||
       described(sb, input(j, sb, "v", 2), &v, "v", err, n))
     return -1;
-  const char *pf = kc_contract_attr(c, "p_format");
-  struct oc_attention_args a = {&q,
-                                &k,
-                                &v,
-                                num_attr(c, "scale", 1.0 / sqrt((double)q.shape[q.rank - 1])),
-                                attr_true(c, "causal"),
-                                pf ? (enum oc_format)oc_format_parse(pf) : OC_FP32};
+  struct oc_attention_args a = {&q, &k, &v, 0, 0, OC_FP32, OC_MASKED_EITHER};
+  attention_attrs(&c->attr, &a);
   if (oc_check_attention(&a, out, &c->profile, o, &j->v)) {
     snprintf(err, n, "the oracle rejected the attention tensors ([..,S,D] q, k, v)");
     return -1;
@@ -196,13 +188,9 @@ static int judge_delta(const struct kc_contract *c, const struct kc_contract_sb 
       described(sb, input(j, sb, "g", 3), &g, "the gate", err, n) ||
       described(sb, input(j, sb, "beta", 4), &b, "beta", err, n))
     return -1;
-  struct oc_delta_args a = {&q,
-                            &k,
-                            &v,
-                            &g,
-                            &b,
-                            num_attr(c, "scale", 1.0 / sqrt((double)q.shape[q.rank - 1])),
-                            attr_true(c, "gate_is_log")};
+  struct oc_delta_args a = {&q, &k, &v, &g, &b, 0, 0};
+  a.scale = kc_attr_num(&c->attr, KC_ATTR_SCALE, 1.0 / sqrt((double)q.shape[q.rank - 1]));
+  a.gate_is_log = kc_attr_bool(&c->attr, KC_ATTR_GATE_IS_LOG, 0);
   if (oc_check_gated_delta(&a, out, &c->profile, o, &j->v)) {
     snprintf(err, n, "the oracle rejected the gated_delta tensors");
     return -1;
@@ -245,7 +233,7 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_contra
     j->in[0] = j->out;
     j->nin = 1;
   }
-  const char *lhs = kc_contract_attr(c, "lhs"), *rhs = kc_contract_attr(c, "rhs");
+  int lhs = c->attr.v[KC_ATTR_LHS].set, rhs = c->attr.v[KC_ATTR_RHS].set;
   int konst = arity == 2 && j->nin == 1 && (lhs || rhs);
   int si = arity == 2 && j->nin == 1 && !konst ? float_scalar(c) : -1;
   if (j->nin != arity && si < 0 && !konst) {
@@ -259,8 +247,8 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_contra
     if (describe(sb, j->in[k], 0, &j->ins[k], err, n)) return -1;
   j->nins = j->nin;
   if (op->id == OC_ID_CLAMP) { /* bounds from the attrs min and max */
-    double lo = kernel_constant(&j->ins[0], num_attr(c, "min", -INFINITY));
-    double hi = kernel_constant(&j->ins[0], num_attr(c, "max", INFINITY));
+    double lo = kernel_constant(&j->ins[0], kc_attr_num(&c->attr, KC_ATTR_MIN, -INFINITY));
+    double hi = kernel_constant(&j->ins[0], kc_attr_num(&c->attr, KC_ATTR_MAX, INFINITY));
     if (oc_check_clamp(&j->ins[0], lo, hi, outp, p, o, &j->v)) {
       snprintf(err, n, "the oracle rejected the tensors of op '%s'", c->op);
       return -1;
@@ -269,7 +257,8 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_contra
   }
   if (konst) { /* the constant as a broadcast tensor, first for lhs */
     j->constant = lhs ? 2 : 1;
-    j->scalar_value = kernel_constant(&j->ins[0], strtod(lhs ? lhs : rhs, NULL));
+    j->scalar_value =
+        kernel_constant(&j->ins[0], kc_attr_num(&c->attr, lhs ? KC_ATTR_LHS : KC_ATTR_RHS, 0));
     int64_t ones[OC_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
     struct oc_tensor st;
     oc_tensor_make(&st, &j->scalar_value, OC_FP64, j->ins[0].rank, ones, NULL);
@@ -568,56 +557,41 @@ static const struct oc_tensor *named(const struct kc_judge_tensors *a, const cha
   return pos >= 0 && pos < a->n ? &a->in[pos] : NULL;
 }
 
-static int tensors_matmul(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err,
-                          size_t n) {
+static int tensors_matmul(const struct kc_judge_tensors *a, const struct kc_attrs *at,
+                          struct oc_verdict *v, char *err, size_t n) {
   const struct oc_tensor *a0 = named(a, "a", 0), *b0 = named(a, "b", 1);
   if (!a0 || !b0) {
     snprintf(err, n, "matmul needs A and B");
     return -1;
   }
   struct oc_tensor ta = *a0, tb = *b0;
-  if (kc_judge_attr_num(a->attrs, "transpose_a", 0)) transpose(&ta);
-  if (kc_judge_attr_num(a->attrs, "transpose_b", 0)) transpose(&tb);
+  if (kc_attr_bool(at, KC_ATTR_TRANSPOSE_A, 0)) transpose(&ta);
+  if (kc_attr_bool(at, KC_ATTR_TRANSPOSE_B, 0)) transpose(&tb);
   struct oc_matmul_args m = {&ta,
                              &tb,
                              named(a, "c", -1),
                              named(a, "bias", -1),
-                             kc_judge_attr_num(a->attrs, "alpha", 1),
-                             kc_judge_attr_num(a->attrs, "beta", 0),
-                             OC_ACT_NONE};
-  char act[32];
-  if (kc_judge_attr(a->attrs, "activation", act, sizeof act)) {
-    int k = oc_act_parse(act);
-    if (k < 0) {
-      snprintf(err, n, "unknown activation '%s'", act);
-      return -1;
-    }
-    m.act = (enum oc_act)k;
-  }
+                             kc_attr_num(at, KC_ATTR_ALPHA, 1),
+                             kc_attr_num(at, KC_ATTR_BETA, 0),
+                             (enum oc_act)kc_attr_enum(at, KC_ATTR_ACTIVATION, OC_ACT_NONE)};
+  (void)err, (void)n;
   return oc_check_matmul(&m, a->out, a->p, a->o, v);
 }
 
-static int tensors_attention(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err,
-                             size_t n) {
+static int tensors_attention(const struct kc_judge_tensors *a, const struct kc_attrs *attrs,
+                             struct oc_verdict *v, char *err, size_t n) {
   const struct oc_tensor *q = named(a, "q", 0), *k = named(a, "k", 1), *vv = named(a, "v", 2);
   if (!q || !k || !vv) {
     snprintf(err, n, "attention needs q, k and v");
     return -1;
   }
-  char pf[16];
-  int f = kc_judge_attr(a->attrs, "p_format", pf, sizeof pf) ? oc_format_parse(pf) : OC_FP32;
-  struct oc_attention_args at = {
-      q,
-      k,
-      vv,
-      kc_judge_attr_num(a->attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
-      (int)kc_judge_attr_num(a->attrs, "causal", 0),
-      f < 0 ? OC_FP32 : (enum oc_format)f};
+  struct oc_attention_args at = {q, k, vv, 0, 0, OC_FP32, OC_MASKED_EITHER};
+  attention_attrs(attrs, &at);
   return oc_check_attention(&at, a->out, a->p, a->o, v);
 }
 
-static int tensors_delta(const struct kc_judge_tensors *a, struct oc_verdict *v, char *err,
-                         size_t n) {
+static int tensors_delta(const struct kc_judge_tensors *a, const struct kc_attrs *at,
+                         struct oc_verdict *v, char *err, size_t n) {
   const struct oc_tensor *q = named(a, "q", 0), *k = named(a, "k", 1), *vv = named(a, "v", 2),
                          *g = named(a, "g", 3), *b = named(a, "beta", 4);
   if (!q || !k || !vv || !g || !b) {
@@ -630,20 +604,21 @@ static int tensors_delta(const struct kc_judge_tensors *a, struct oc_verdict *v,
       vv,
       g,
       b,
-      kc_judge_attr_num(a->attrs, "scale", 1.0 / sqrt((double)q->shape[q->rank - 1])),
-      (int)kc_judge_attr_num(a->attrs, "gate_is_log", 0)};
+      kc_attr_num(at, KC_ATTR_SCALE, 1.0 / sqrt((double)q->shape[q->rank - 1])),
+      kc_attr_bool(at, KC_ATTR_GATE_IS_LOG, 0)};
   return oc_check_gated_delta(&d, a->out, a->p, a->o, v);
 }
 
-static int tensors_elementwise(const struct kc_judge_tensors *a, const struct oc_op_info *op,
-                               struct oc_verdict *v, char *err, size_t n) {
+static int tensors_elementwise(const struct kc_judge_tensors *a, const struct kc_attrs *at,
+                               const struct oc_op_info *op, struct oc_verdict *v, char *err,
+                               size_t n) {
   if (op->id == OC_ID_CLAMP) {
     if (a->n != 1) {
       snprintf(err, n, "clamp takes 1 input tensor, %d given", a->n);
       return -1;
     }
-    double lo = kernel_constant(&a->in[0], kc_judge_attr_num(a->attrs, "min", -INFINITY));
-    double hi = kernel_constant(&a->in[0], kc_judge_attr_num(a->attrs, "max", INFINITY));
+    double lo = kernel_constant(&a->in[0], kc_attr_num(at, KC_ATTR_MIN, -INFINITY));
+    double hi = kernel_constant(&a->in[0], kc_attr_num(at, KC_ATTR_MAX, INFINITY));
     return oc_check_clamp(&a->in[0], lo, hi, a->out, a->p, a->o, v);
   }
   if (a->n != op->arity) {
@@ -662,11 +637,13 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     return -1;
   }
   err[0] = 0;
+  struct kc_attrs at; /* typed once, as a contract's are at load */
+  if (kc_attrs_parse_kv(a->attrs, &at, err, n)) return -1;
   switch (op->cls) {
-  case OC_CLASS_ELEMENTWISE: r = tensors_elementwise(a, op, v, err, n); break;
-  case OC_CLASS_MATMUL: r = tensors_matmul(a, v, err, n); break;
-  case OC_CLASS_ATTENTION: r = tensors_attention(a, v, err, n); break;
-  case OC_CLASS_RECURRENCE: r = tensors_delta(a, v, err, n); break;
+  case OC_CLASS_ELEMENTWISE: r = tensors_elementwise(a, &at, op, v, err, n); break;
+  case OC_CLASS_MATMUL: r = tensors_matmul(a, &at, v, err, n); break;
+  case OC_CLASS_ATTENTION: r = tensors_attention(a, &at, v, err, n); break;
+  case OC_CLASS_RECURRENCE: r = tensors_delta(a, &at, v, err, n); break;
   case OC_CLASS_NORM: {
     const struct oc_tensor *x = named(a, "x", 0), *w = named(a, "weight", -1),
                            *b = named(a, "bias", -1);
@@ -674,7 +651,7 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
       snprintf(err, n, "%s needs x", op->name);
       return -1;
     }
-    double eps = kc_judge_attr_num(a->attrs, "eps", 1e-5);
+    double eps = kc_attr_num(&at, KC_ATTR_EPS, 1e-5);
     r = op->id == OC_ID_RMS_NORM ? oc_check_rms_norm(x, w, eps, a->out, a->p, a->o, v)
                                  : oc_check_layer_norm(x, w, b, eps, a->out, a->p, a->o, v);
     break;
@@ -685,7 +662,7 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
       snprintf(err, n, "op '%s' needs an input", op->name);
       return -1;
     }
-    int axis = (int)kc_judge_attr_num(a->attrs, "axis", -1);
+    int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, -1);
     if (axis < 0) axis += a->in[0].rank;
     r = op->cls == OC_CLASS_REDUCE
             ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)

@@ -39,11 +39,12 @@ int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
       ctx->out.status = kc_verdict_status(j->v.kind);
       kc_judge_result(j, ctx->result);
       if (!oc_verdict_is_fail(j->v.kind) && j->v.stat == OC_STAT_REJECTED) {
-        char w[256];
+        char w[512];
         snprintf(w, sizeof w,
                  "statistical verdict rejected: %lld element(s) beyond the statistical bound "
-                 "(worst %.3g x); a correct kernel does this with probability <= %.2g under "
-                 "independent rounding; not a proof (the rigorous verdict is %s)",
+                 "(worst %.3g x); the rounding-error model's false-alarm rate is %.2g (rows of "
+                 "near-constant terms, whose errors correlate, are not judged); a hint, not a "
+                 "proof (the rigorous verdict is %s)",
                  (long long)j->v.n_stat, j->v.stat_ratio, j->v.stat_alpha,
                  oc_verdict_name(j->v.kind));
         json_object_set_new(ctx->result, "warning", json_string(w));

@@ -39,7 +39,15 @@ struct att {
 };
 
 /* in[0]: sum_j P_j|V_jk|, in[1]: max_j scale sum|q k_j|, in[2]: max|s_j|,
- * in[3]: score range, in[4]: keys n, in[5]: head dim d. */
+ * in[3]: score range, in[4]: keys n, in[5]: head dim d, in[6]: max_j |V_jk|. */
+/* The absolute error one weight exp(s_j - m) may take from underflow in
+ * format f: its smallest subnormal (exp near underflow is not correctly
+ * rounded everywhere), its smallest normal under ftz. */
+static double weight_step(const struct oc_profile *p, enum oc_format f) {
+  const struct oc_format_info *fi = oc_format_info(f);
+  return p->ftz ? ldexp(1, fi->emin_normal - 1) : fi->min_subnormal;
+}
+
 static double att_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
   const struct att *a = ctx;
   double u = oc_profile_u_acc(p), n = e->in[4], d = e->in[5];
@@ -60,6 +68,14 @@ static double att_bound(const struct oc_profile *p, const struct oc_elem *e, con
   double g = oc_gamma(n, u);
   double f = oc_up(oc_mul_up(oc_add_up(1, rho), oc_add_up(1, g)) - 1);
   double b = oc_add_up(oc_mul_up(f, e->in[0]), oc_mul_up(oc_acc_eta(p), 2 * (n + 1)));
+  /* Underflow of the unnormalised weights exp(s_j - m) <= 1 (in the
+   * accumulator, then cast to p_format): each is off by at most the
+   * format's smallest step absolutely, not relatively, and the division
+   * by their sum (>= 1) only shrinks that; without this term a correct
+   * kernel's subnormal-scale outputs (scores far apart) fail. */
+  enum oc_format pf = a->p_fmt == OC_FP64 ? p->acc : a->p_fmt;
+  double step = fmax(weight_step(p, pf), weight_step(p, p->acc));
+  b = oc_add_up(b, oc_mul_up(oc_mul_up(n, step), e->in[6]));
   return oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), b);
 }
 
@@ -126,25 +142,33 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
       int bad = 0;
       for (int64_t j = 0; j < n; j++) {
         oc_tensor_gather(K, ok + j * K->stride[K->rank - 2], K->stride[K->rank - 1], D, kr);
-        double sum = 0, c2 = 0, sa = 0;
+        double sum = 0, c2 = 0, sa = 0, plain = 0;
         for (int64_t d = 0; d < D; d++) { /* Dot2: TwoSum on exact-or-split products */
           double pr = q[d] * kr[d], pe = exact_products ? 0.0 : fma(q[d], kr[d], -pr);
           double tt = sum + pr, z = tt - sum;
           c2 += (sum - (tt - z)) + (pr - z) + pe;
           sum = tt;
           sa += fabs(pr);
+          plain += pr;
         }
-        s[j] = args->scale * (sum + c2);
+        /* an infinite product: the score is that infinity (or NaN), which
+         * TwoSum's Inf - Inf would turn into NaN */
+        s[j] = isfinite(plain) ? args->scale * (sum + c2) : args->scale * plain;
+        if (s[j] == -INFINITY) { /* weight exactly 0: no error, no range */
+          sab[j] = 0;
+          continue;
+        }
         sab[j] = oc_mul_up(fabs(args->scale), oc_mul_up(sa, 1 + 0x1p-50 * (double)(D + 2)));
         double g = oc_gamma((double)D + 2, 0x1p-53);
         double rad = oc_add_up(oc_mul_up(0x1p-51, fabs(s[j])), oc_mul_up(oc_mul_up(g, g), sab[j]));
-        bad |= !isfinite(s[j]);
+        bad |= !isfinite(s[j]); /* NaN or +Inf: the whole row is NaN */
         m = fmax(m, s[j]);
         mn = fmin(mn, s[j]);
         smax = fmax(smax, fabs(s[j]));
         sabmax = fmax(sabmax, sab[j]);
         radmax = fmax(radmax, rad);
       }
+      bad |= n > 0 && m == -INFINITY; /* every weight exp(-inf - -inf): NaN */
       if (!bad && n > 0) {
         mpfr_set_zero(S, 1);
         for (int64_t j = 0; j < n; j++) {
@@ -170,20 +194,70 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
       }
       /* reference error: score enclosure through softmax, plus MPFR/double rounding */
       double refrel = oc_add_up(oc_up(expm1(oc_mul_up(4, radmax))), 0x1p-60 * (double)(n + 8));
+      /* a weight at least this large is nonzero in any kernel of the
+       * profile (well above where exp(s_j - m) underflows in the
+       * accumulator or in p_format); a smaller one may be 0 there */
+      double wmin = 0x1p10 * fmax(weight_step(p, args->p_fmt == OC_FP64 ? p->acc : args->p_fmt),
+                                  weight_step(p, p->acc));
+      int64_t nread = args->causal ? Sk : n; /* masked keys [n, Sk) */
       for (int64_t k = 0; k < Dv; k++) {
         struct oc_elem el;
         memset(&el, 0, sizeof el);
-        oc_tensor_gather(V, ov + k * V->stride[V->rank - 1], V->stride[V->rank - 2], n, vc);
-        if (bad || n == 0) {
+        oc_tensor_gather(V, ov + k * V->stride[V->rank - 1], V->stride[V->rank - 2], nread, vc);
+        /* Non-finite values of this V column (only this output column
+         * depends on them): a NaN with any weight; an Inf, by sign (bit 0
+         * +, bit 1 -), whose weight is surely nonzero (inf_def: the output
+         * is that Inf; both signs: NaN) or may be 0 in the kernel
+         * (inf_weak: Inf or 0 * Inf = NaN); one under a weight exactly 0
+         * (a -inf score) or a masked key: 0 * v, or never read. */
+        int nan_in = 0, inf_def = 0, inf_weak = 0, zero_nf = 0, masked_nf = 0;
+        double vmax = 0;
+        for (int64_t j = 0; j < nread && !bad; j++) {
+          if (isfinite(vc[j])) {
+            if (j < n && pj[j] != 0) vmax = fmax(vmax, fabs(vc[j]));
+            continue;
+          }
+          int sg = vc[j] > 0 ? 1 : 2;
+          if (j >= n)
+            masked_nf = 1;
+          else if (pj[j] == 0 && mpfr_zero_p(e[j]))
+            zero_nf = 1;
+          else if (isnan(vc[j]))
+            nan_in = 1;
+          else if (pj[j] >= wmin)
+            inf_def |= sg;
+          else
+            inf_weak |= sg;
+          vc[j] = 0; /* the finite part below leaves it out */
+        }
+        /* the expected special value (0: finite; 1 NaN; 2 +Inf; 3 -Inf)
+         * and the other results a correct kernel may give instead */
+        int want = 0, alt_nan = 0, alt_inf = 0;
+        if (nan_in || inf_def == 3) {
+          want = 1;
+        } else if (inf_def) {
+          want = inf_def == 1 ? 2 : 3;
+          alt_nan = inf_weak != 0;
+        } else if (inf_weak) {
+          want = inf_weak == 3 ? 1 : inf_weak == 1 ? 2 : 3;
+          alt_nan = inf_weak != 3;
+          alt_inf = inf_weak == 3 ? 3 : 0;
+        }
+        int multiplied = masked_nf && args->masked == OC_MASKED_MULTIPLY;
+        if (zero_nf && args->masked == OC_MASKED_MULTIPLY) multiplied = 1;
+        if (multiplied) want = 1, alt_nan = 0, alt_inf = 0;
+        if ((masked_nf || zero_nf) && args->masked == OC_MASKED_EITHER && want != 1) alt_nan = 1;
+        if (zero_nf && args->masked == OC_MASKED_SKIP && want != 1) alt_nan = 1;
+        if (bad || n == 0 || want == 1) {
           el.lo = el.hi = NAN;
+        } else if (want) {
+          el.lo = el.hi = want == 2 ? INFINITY : -INFINITY;
         } else {
           double pv = 0, pva = 0;
-          for (int64_t j = 0; j < n; j++) {
+          for (int64_t j = 0; j < n; j++)
             pva += pj[j] * fabs(vc[j]);
-            bad |= !isfinite(vc[j]);
-          }
           int done = 0;
-          if (pieces && !bad) {
+          if (pieces) {
             /* the exact sum of P_j v_j, rounded once to double as the MPFR
              * path's sum is: the bound, which covers that path's 80-bit
              * roundings as well, covers this one */
@@ -205,18 +279,21 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
           }
           pva = oc_mul_up(pva, 1 + 0x1p-50 * (double)(n + 2));
           double rad = oc_add_up(oc_mul_up(oc_mul_up(pva, 1 + refrel), refrel), 1e-300);
-          el.lo = bad ? NAN : oc_down(pv - rad);
-          el.hi = bad ? NAN : oc_up(pv + rad);
+          el.lo = oc_down(pv - rad);
+          el.hi = oc_up(pv + rad);
           el.in[0] = oc_mul_up(pva, 1 + refrel);
           el.in[1] = sabmax;
           el.in[2] = smax;
           el.in[3] = m - mn;
           el.in[4] = (double)n;
           el.in[5] = (double)D;
+          el.in[6] = vmax;
           el.bound = att_bound(p, &el, &at);
         }
         el.prob = INFINITY;
         el.k = oc_tensor_at(out, oo + i * out->stride[nl] + k * out->stride[nl + 1]);
+        el.alt_ok = (alt_nan && isnan(el.k)) ||
+                    (isinf(el.k) && (alt_inf >> (el.k < 0) & 1) && !bad && n > 0);
         oc_batch_index(nl, out->shape, b, idx);
         idx[nl] = i;
         idx[nl + 1] = k;

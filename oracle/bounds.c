@@ -150,6 +150,12 @@ double oc_dot_stat(const struct oc_profile *p, int64_t n, int extra, double lamb
   return th;
 }
 
+int oc_stat_correlated(const struct oc_profile *p, double tmin, double tmax, int64_t n) {
+  double mag = fmax(fabs(tmin), fabs(tmax));
+  if (!(mag > 0) || !isfinite(mag)) return mag == 0; /* all zero: exact anyway */
+  return tmax - tmin <= 64 * (double)n * acc_unit(p) * mag;
+}
+
 /* ---------------------------------------------------------- math budgets
  * The numbers come from A's table (elementwise.h oc_primitive_budget, the
  * CUDA guide rows of ORACLE.md §3), so elementwise checks and the bounds of

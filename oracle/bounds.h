@@ -51,6 +51,14 @@ double oc_stat_lambda(double alpha, double paths, double elems);
  * (biased errors: no such model). */
 double oc_dot_stat(const struct oc_profile *p, int64_t n, int extra, double lambda, int products);
 
+/* Whether terms between tmin and tmax (n of them, in order) are too alike
+ * for the statistical verdict: when their spread is within 64 n u of their
+ * magnitude (u the accumulator's unit), the bits each addition rounds away
+ * follow one pattern (a constant row, padding, a constant operand), the
+ * rounding errors are correlated and drift like n u, not sqrt(n) u, so
+ * Higham & Mary's probability does not hold: the callers stay silent. */
+int oc_stat_correlated(const struct oc_profile *p, double tmin, double tmax, int64_t n);
+
 /* Relative error budgets of the kernel's own transcendental and division
  * steps, in the accumulator's precision, per math mode (ORACLE.md §3):
  * a budget of k ulps is 2 k u relative, since ulp(y) <= 2u|y|. */

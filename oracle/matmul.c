@@ -79,10 +79,11 @@ static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, cons
  * same sums as with fma(), without a libm call per term (fma is not
  * inlined without -mfma). */
 static void dot2(const double *a, const double *b, int64_t n, int exact_products, double *s_out,
-                 double *rad, double *sabs) {
-  double s = 0, c = 0, sa = 0;
+                 double *rad, double *sabs, double *pmin, double *pmax) {
+  double s = 0, c = 0, sa = 0, lo = INFINITY, hi = -INFINITY;
   for (int64_t k = 0; k < n; k++) {
     double pr = a[k] * b[k], pe = exact_products ? 0.0 : fma(a[k], b[k], -pr);
+    lo = fmin(lo, pr), hi = fmax(hi, pr); /* the products' spread (oc_stat_correlated) */
     double t = s + pr, z = t - s;
     c += (s - (t - z)) + (pr - z) + pe;
     s = t;
@@ -90,6 +91,7 @@ static void dot2(const double *a, const double *b, int64_t n, int exact_products
   }
   double r = s + c;
   double g = oc_gamma((double)n + 2, 0x1p-53);
+  *pmin = lo, *pmax = hi;
   *s_out = r;
   *sabs = oc_mul_up(sa, oc_add_up(1, g)); /* sum|ab| upward */
   /* |r - s| <= u|r|/(1-u)... + gamma_n^2 sum|ab| (Ogita, Rump, Oishi 2005, Prop. 5.5). */
@@ -248,8 +250,10 @@ static double at2(const struct oc_tensor *t, int nlead, const int64_t *lead, int
 static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, int64_t b,
                     int64_t i, int64_t j, double kv, int judge, struct oc_elem *e) {
   load(it, b, i, j);
-  double s, rad, sabs;
-  dot2(it->arow, it->bcol, it->K, it->A->fmt != OC_FP64 && it->B->fmt != OC_FP64, &s, &rad, &sabs);
+  double s, rad, sabs, pmin, pmax;
+  dot2(it->arow, it->bcol, it->K, it->A->fmt != OC_FP64 && it->B->fmt != OC_FP64, &s, &rad, &sabs,
+       &pmin, &pmax);
+  int corr = oc_stat_correlated(m->p, pmin, pmax, it->K); /* no statistical verdict */
   double cv = it->C ? at2(it->C, it->nlead, it->lead, b, i, j) : 0;
   double bv = it->bias ? oc_tensor_at(it->bias, j * it->bias->stride[it->bias->rank - 1]) : 0;
   int tf32 = m->p->tf32 && (m->p->in == OC_FP32 || m->p->in == OC_FP64);
@@ -264,6 +268,7 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
     sh = oc_up(s + rad);
   }
   mm_fill(m, sl, sh, sabs, ssub, cv, bv, kv, e);
+  if (corr) e->prob = INFINITY;
   /* tf32 rounds an operand of fp32 magnitude >= 0x1.ffep127 to Inf */
   if (tf32 && !e->ovf_ok && tf32_overflows(it->arow, it->bcol, it->K)) e->ovf_ok = 1;
   if (exact || !judge) return;
@@ -276,6 +281,7 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
     exact_dot(acc, it->arow, it->bcol, it->K, &sl, &sh);
     mm_fill(m, sl, sh, sabs, ssub, cv, bv, kv, e);
     e->ovf_ok |= ovf;
+    if (corr) e->prob = INFINITY;
   }
 }
 

@@ -79,6 +79,45 @@ static double nrm_bound(const struct oc_profile *p, const struct oc_elem *e, con
   return oc_out_bound(p, yabs, by);
 }
 
+/* An element whose value is special: a NaN row; an rms_norm row with an
+ * Inf (finite x -> 0, Inf x -> NaN); a NaN weight or bias; an Inf weight
+ * (y = (x - mu) r w: +-Inf, NaN where x - mu is 0) or Inf bias (+-Inf, NaN
+ * against the other Inf). Fills el.lo/hi (NaN, +-Inf or 0, bound 0).
+ * Returns 0 for an ordinary element, 1 for a special one, 2 when a kernel
+ * may also give NaN (x - mu, or its product with r, may be 0 in the kernel
+ * while it is not exactly). t is scratch. */
+static int special_elem(int rms, int bad, int inf_row, double x, double w, double b, double dz,
+                        mpfr_srcptr mu, mpfr_srcptr r, mpfr_ptr t, struct oc_elem *el) {
+  if (bad || isnan(w) || isnan(b)) {
+    el->lo = el->hi = NAN;
+    return 1;
+  }
+  if (inf_row) { /* rms_norm: rsqrt(Inf) = 0 */
+    el->lo = el->hi = isinf(x) || isinf(w) ? NAN : 0.0;
+    return 1;
+  }
+  if (!isinf(w) && !isinf(b)) return 0;
+  double a = 0; /* (x - mu) r w: 0, or the Inf of its sign */
+  int maybe_nan = 0;
+  if (isinf(w)) {
+    mpfr_set_d(t, x, MPFR_RNDN);
+    if (!rms) mpfr_sub(t, t, mu, MPFR_RNDN);
+    if (mpfr_zero_p(t)) {
+      el->lo = el->hi = NAN;
+      return 1;
+    }
+    /* x - mu may be 0 in the kernel when it is within the error of its
+     * mean (dz); (x - mu) r may underflow */
+    maybe_nan = fabs(mpfr_get_d(t, MPFR_RNDA)) <= dz;
+    mpfr_mul(t, t, r, MPFR_RNDN);
+    maybe_nan |= fabs(mpfr_get_d(t, MPFR_RNDA)) < 0x1p-100;
+    a = mpfr_sgn(t) > 0 ? w : -w;
+  }
+  double y = a + b; /* Inf + finite, Inf - Inf = NaN */
+  el->lo = el->hi = y;
+  return maybe_nan && y == y ? 2 : 1;
+}
+
 static int norm_run(int rms, const struct oc_tensor *x, const struct oc_tensor *wt,
                     const struct oc_tensor *bs, double eps, const struct oc_tensor *out,
                     const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v) {
@@ -106,18 +145,36 @@ static int norm_run(int rms, const struct oc_tensor *x, const struct oc_tensor *
     int64_t xo, oo;
     oc_rows_at(&rw, row, &xo, &oo, xidx);
     oc_tensor_gather(x, xo, x->stride[rw.axis], n, xs);
-    int bad = 0;
-    double mabs = 0;
+    /* A NaN makes the row NaN, and so does an Inf for layer_norm (its
+     * mean is Inf, x - mu is Inf - Inf). rms_norm with an Inf (inf_row):
+     * the sum of squares is Inf and rsqrt of it 0, so the finite elements
+     * are +-0 (the mathematical limit too) and the Inf ones 0 * Inf = NaN,
+     * as in IEEE kernels and PyTorch. */
+    int bad = 0, inf_row = 0;
+    double mabs = 0, ss = 0;
     mpfr_set_zero(mu, 1);
     for (int64_t k = 0; k < n; k++) {
-      bad |= !isfinite(xs[k]);
-      mabs += fabs(xs[k]);
+      bad |= isnan(xs[k]) || (!rms && isinf(xs[k]));
+      inf_row |= isinf(xs[k]);
+      if (isfinite(xs[k])) mabs += fabs(xs[k]), ss += xs[k] * xs[k];
       mpfr_add_d(mu, mu, rms ? 0 : xs[k], MPFR_RNDN);
     }
+    /* Sums of squares (or of magnitudes, for the mean) reaching the
+     * accumulator's range: a correct kernel's Inf there turns the row into
+     * zeros (or NaN). The overflow regime: a value off its bound is not
+     * verifiable (inconclusive); one within it passes. */
+    double amax = oc_format_info(p->acc)->max_finite;
+    int ovf = !inf_row && (ss * (1 + 0x1p-20) >= amax || mabs * (1 + 0x1p-20) >= amax);
+    /* |x - mu| at most this: the kernel's x - mu may be 0 (its mean's
+     * error, ORACLE.md §2: gamma_n mean|x|, plus underflow) */
+    double dz = rms ? 0
+                    : oc_add_up(oc_mul_up(oc_gamma((double)n + 1, oc_profile_u_acc(p)),
+                                          oc_mul_up(2, mabs / (double)n)),
+                                oc_format_info(p->acc)->min_subnormal);
     mabs = oc_mul_up(mabs / (double)n, 1 + 0x1p-52 * (double)(n + 3));
     mpfr_div_si(mu, mu, (long)n, MPFR_RNDN);
     mpfr_set_zero(var, 1);
-    for (int64_t k = 0; k < n && !bad; k++) {
+    for (int64_t k = 0; k < n && !bad && !inf_row; k++) {
       mpfr_set_d(t, xs[k], MPFR_RNDN);
       mpfr_sub(t, t, mu, MPFR_RNDN);
       mpfr_sqr(t, t, MPFR_RNDN);
@@ -133,8 +190,10 @@ static int norm_run(int rms, const struct oc_tensor *x, const struct oc_tensor *
       memset(&el, 0, sizeof el);
       double w = wt ? oc_tensor_at(wt, k * wt->stride[wt->rank - 1]) : 1;
       double b = bs ? oc_tensor_at(bs, k * bs->stride[bs->rank - 1]) : 0;
-      if (bad || !isfinite(w) || !isfinite(b)) {
-        el.lo = el.hi = NAN; /* non-finite input: mean/variance are NaN */
+      int spec = special_elem(rms, bad, inf_row, xs[k], w, b, dz, mu, r, t, &el);
+      if (spec) {
+        /* el holds the special value (and the other result a correct
+         * kernel may give, in el.alt_ok's terms below) */
       } else {
         mpfr_set_d(t, xs[k], MPFR_RNDN);
         mpfr_sub(t, t, mu, MPFR_RNDN);
@@ -158,7 +217,9 @@ static int norm_run(int rms, const struct oc_tensor *x, const struct oc_tensor *
         el.bound = nrm_bound(p, &el, &nc);
       }
       el.prob = INFINITY;
+      el.ovf_any = ovf;
       el.k = oc_tensor_at(out, oo + k * out->stride[rw.axis]);
+      if (spec == 2) el.alt_ok = isnan(el.k); /* 0 * Inf where the product may underflow */
       oc_rows_out_index(&rw, xidx, k, oidx);
       oc_check_elem(&c, &el, oidx);
     }

@@ -179,11 +179,20 @@ int oc_check_matmul(const struct oc_matmul_args *args, const struct oc_tensor *o
 /* O = softmax(Q.K^T * scale [+ causal mask]) . V over [..., S, D] tensors
  * (leading dims equal). Causal masks key j > query i (top-left, as PyTorch).
  * p_fmt: format P is cast to before P.V (OC_FP32 when it is not cast). */
+/* What a causally masked key contributes to the output (contract attr
+ * masked): EITHER (0 fills it, as C zero-initialisation): per element
+ * either of the two below, as fused kernels give (the masked keys of their
+ * diagonal tile are read with weight 0, the tiles past it skipped); SKIP:
+ * never read (a NaN or Inf in its V row does not reach the output);
+ * MULTIPLY: 0 * v, PyTorch's math SDPA (a NaN or Inf there gives NaN in
+ * that output column). */
+enum oc_masked { OC_MASKED_EITHER, OC_MASKED_SKIP, OC_MASKED_MULTIPLY };
 struct oc_attention_args {
   const struct oc_tensor *q, *k, *v;
   double scale;
   int causal;
   enum oc_format p_fmt;
+  enum oc_masked masked;
 };
 int oc_check_attention(const struct oc_attention_args *args, const struct oc_tensor *out,
                        const struct oc_profile *p, const struct oc_options *o,

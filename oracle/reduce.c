@@ -147,8 +147,12 @@ static int reduce_run(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
     if (!e.exact_only) {
       e.bound = red_bound_th(p, &e, op, NAN, &e.pre);
       e.pre_set = 1;
-      double st = op == OC_RED_NORM2 ? INFINITY
-                                     : oc_dot_stat(p, rw.n, op == OC_RED_MEAN ? 2 : 0, lambda, 0);
+      double tmin = INFINITY, tmax = -INFINITY;
+      for (int64_t k = 0; k < rw.n; k++)
+        tmin = fmin(tmin, buf[k]), tmax = fmax(tmax, buf[k]);
+      double st = op == OC_RED_NORM2 || oc_stat_correlated(p, tmin, tmax, rw.n)
+                      ? INFINITY
+                      : oc_dot_stat(p, rw.n, op == OC_RED_MEAN ? 2 : 0, lambda, 0);
       e.prob = st < INFINITY ? red_bound_th(p, &e, op, st, NULL) : INFINITY;
       e.ovf_ok = oc_mul_up(e.in[0], 1.01) >= oc_overflow_threshold(p->acc);
     } else {

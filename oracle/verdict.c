@@ -107,6 +107,26 @@ static void special(struct oc_check *c, const struct oc_elem *e, const int64_t *
   }
 }
 
+/* A special value matched (NaN for NaN, the Inf of an overflow): the
+ * evidence while nothing worse is seen, so a verdict made of them shows an
+ * element, not zeros. */
+static void matched(struct oc_check *c, const struct oc_elem *e, const int64_t *idx) {
+  if (c->have_worst || c->have_special) return;
+  c->have_worst = 1;
+  c->worst_ratio = 0;
+  set_evidence(c, e, idx, 0, 0);
+}
+
+/* The first element left unjudged by an overflowing accumulation: the
+ * evidence of the inconclusive verdict. */
+static void overflowed(struct oc_check *c, const struct oc_elem *e, const int64_t *idx) {
+  if (c->have_ovf) return;
+  c->have_ovf = 1;
+  c->ovf_e = *e;
+  for (int d = 0; d < c->v->rank && d < OC_MAX_RANK; d++)
+    c->ovf_idx[d] = idx[d];
+}
+
 static void keep_fail(struct oc_check *c, const struct oc_elem *e, double err_lo, double ratio) {
   if (c->capfails == 0) {
     c->capfails = 512;
@@ -149,6 +169,7 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
   if (lo != lo || hi != hi) { /* exact value is NaN */
     if (k != k) {
       v->n_bitwise++;
+      matched(c, e, idx);
       return 0;
     }
     special(c, e, idx, "exact value is NaN, kernel returned a number");
@@ -160,6 +181,7 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
                                                   : NAN;
     if (k == want || (want != want && k != k)) {
       v->n_bitwise++;
+      matched(c, e, idx);
       return 0;
     }
     special(c, e, idx, "exact value is infinite, kernel disagrees");
@@ -179,12 +201,22 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
   double low = oc_down(ymin - pre); /* the smallest magnitude the value may have */
   int must_ovf = near && ymin > 0 && low > 0 && ovf_value(p->out, low);
   if (k != k || isinf(k)) {
-    if (e->ovf_ok) { /* the declared accumulator may overflow on this path */
-      c->n_ovf++;
-      return 0;
-    }
     int sign_ok = k != k || (k > 0) == (hi > 0) || (k < 0) == (lo < 0);
     int kind_ok = k != k ? !fo->has_inf : fo->has_inf; /* NaN is e4m3fn's overflow */
+    /* The exact value rounds to the overflow on every path the bound
+     * admits (3e38 + 3e38 in fp32): the kernel's Inf is the correctly
+     * rounded result, whether or not the accumulation may also overflow
+     * on the way. */
+    if (must_ovf && sign_ok && kind_ok && top < INFINITY) {
+      v->n_bitwise++;
+      matched(c, e, idx);
+      return 0;
+    }
+    if (e->ovf_ok || e->ovf_any) { /* the declared accumulator may overflow on this path */
+      c->n_ovf++;
+      overflowed(c, e, idx);
+      return 0;
+    }
     if (may_ovf && sign_ok && kind_ok) {
       if (!(top < INFINITY)) { /* only an infinite bound admits it: proves nothing */
         c->n_inf_bound++;
@@ -221,6 +253,11 @@ int oc_check_elem(struct oc_check *c, const struct oc_elem *e, const int64_t *id
     v->n_bitwise++;
 
   double err_lo = k < lo ? oc_down(lo - k) : k > hi ? oc_down(k - hi) : 0;
+  if (e->ovf_any && !(err_lo <= b)) { /* see struct oc_elem */
+    c->n_ovf_any++;
+    overflowed(c, e, idx);
+    return 0;
+  }
   double mid = lo == hi ? lo : lo + (hi - lo) / 2;
   double err = fabs(k - mid);
   if (k < lo)
@@ -294,16 +331,29 @@ void oc_check_finish(struct oc_check *c, int64_t random_samples) {
     if (!v->detail[0])
       snprintf(v->detail, sizeof v->detail, "no finite bound for %lld element(s)",
                (long long)c->n_inf_bound);
-  } else if (c->n_ovf) {
+  } else if (c->n_ovf || c->n_ovf_any) {
     /* The profile's own arithmetic may overflow there (partial sums beyond
-     * the accumulator's range, tf32 rounding of a huge operand): Inf or NaN
+     * the accumulator's range, tf32 rounding of a huge operand, a norm's
+     * sum of squares): Inf or NaN, or a value off the bound (a norm's 0),
      * is what a correct kernel may return, and it says nothing about the
      * exact value. Neither a failure nor a pass. */
     v->kind = OC_INCONCLUSIVE;
-    snprintf(v->detail, sizeof v->detail,
-             "%lld element(s) Inf/NaN where the declared accumulation may overflow (allowed by "
-             "the profile, not verifiable)",
-             (long long)c->n_ovf);
+    if (c->n_ovf_any)
+      snprintf(v->detail, sizeof v->detail,
+               "%lld element(s) off the bound where the declared accumulation overflows (sum "
+               "of squares beyond the accumulator's range: allowed, not verifiable)",
+               (long long)(c->n_ovf + c->n_ovf_any));
+    else
+      snprintf(v->detail, sizeof v->detail,
+               "%lld element(s) Inf/NaN where the declared accumulation may overflow (allowed "
+               "by the profile, not verifiable)",
+               (long long)c->n_ovf);
+    if (c->have_ovf) {
+      const struct oc_elem *e = &c->ovf_e;
+      double mid = e->lo == e->hi ? e->lo : e->lo + (e->hi - e->lo) / 2;
+      double err = fabs(e->k - mid);
+      set_evidence(c, e, c->ovf_idx, err, e->bound > 0 ? err / e->bound : INFINITY);
+    }
   } else if (v->checked < v->total && v->miss_prob > c->o->delta * 1.0000001) {
     v->kind = OC_INCONCLUSIVE;
     snprintf(v->detail, sizeof v->detail, "coverage below target: miss probability %.3g > %.3g",
@@ -333,7 +383,7 @@ int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n) {
   if (v->stat == OC_STAT_REJECTED)
     snprintf(stat, sizeof stat,
              "; statistical: rejected (%lld element(s), worst %.3g x the statistical bound; "
-             "false alarm <= %.2g under independent rounding)",
+             "the model's false-alarm rate %.2g; rows of near-constant terms not judged)",
              (long long)v->n_stat, v->stat_ratio, v->stat_alpha);
   else if (v->stat == OC_STAT_CONSISTENT)
     snprintf(stat, sizeof stat, "; statistical: consistent");

@@ -11,7 +11,7 @@
 
 #include "oracle.h"
 
-#define OC_ELEM_IN 6
+#define OC_ELEM_IN 8
 
 struct oc_elem {
   double k;      /* kernel value, decoded exactly */
@@ -23,6 +23,10 @@ struct oc_elem {
   int pre_set;
   int ovf_ok;            /* the profile's accumulation may overflow here: a kernel Inf or NaN
                             is consistent with it but proves nothing (inconclusive) */
+  int ovf_any;           /* the profile's accumulation overflows on its way to this element
+                            (a norm's sum of squares beyond the accumulator's range): a value
+                            off its bound is what a correct kernel may return, and proves
+                            nothing (inconclusive); one within it passes */
   int alt_ok;            /* the kernel value is another result a correct kernel of the profile
                             returns (silu(-inf) = NaN, a flushed input, fp32-then-narrow) */
   int zero_sign;         /* the exact value is a zero whose sign the kernel must match */
@@ -47,7 +51,12 @@ struct oc_check {
   struct oc_fail_rec *fails;
   size_t nfails, capfails;
   int64_t n_inf_bound;
-  int64_t n_ovf; /* kernel Inf/NaN where the accumulation may overflow (ovf_ok) */
+  int64_t n_ovf;     /* kernel Inf/NaN where the accumulation may overflow (ovf_ok) */
+  int64_t n_ovf_any; /* a value off its bound where the accumulation overflows (ovf_any) */
+  /* the first of those, the evidence of an inconclusive verdict */
+  int have_ovf;
+  struct oc_elem ovf_e;
+  int64_t ovf_idx[OC_MAX_RANK];
   int64_t n_stat_elems;
   int have_special, have_worst;
   double worst_ratio;

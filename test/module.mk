@@ -16,7 +16,7 @@ UNIT_OBJS_signature := libkcheck/capture/policy libkcheck/capture/serving libkch
 UNIT_OBJS_asserts := libkcheck/base/log
 UNIT_OBJS_findings := gates/findings libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_options := libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
-UNIT_OBJS_contract := contract/contract contract/contract_expr contract/contract_load contract/contract_api \
+UNIT_OBJS_contract := contract/contract contract/attrs contract/contract_expr contract/contract_load contract/contract_api \
                       contract/contract_ann contract/yaml_limits contract/mangle libkcheck/base/regex_guard libkcheck/base/options \
                       libkcheck/base/log
 UNIT_OBJS_limits := $(UNIT_OBJS_contract)

@@ -15,7 +15,7 @@ FUZZ_NAMES    := contract expr options
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS    = $(CSTD) -O1 -g $(WARNFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(KC_INC)
-FUZZ_LIB_SRCS := contract/contract.c contract/contract_expr.c contract/contract_load.c \
+FUZZ_LIB_SRCS := contract/contract.c contract/attrs.c contract/contract_expr.c contract/contract_load.c \
                  contract/contract_api.c contract/contract_ann.c contract/yaml_limits.c contract/mangle.c \
                  libkcheck/base/options.c libkcheck/base/log.c libkcheck/base/regex_guard.c $(ORACLE_SRCS)
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_LIB_SRCS))

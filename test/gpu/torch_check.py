@@ -22,6 +22,10 @@ TRAIN_ORACLE_OPS = ["matmul", "softmax", "log_softmax", "logsumexp", "layer_norm
                     "abs", "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
                     "log", "sqrt", "rsqrt", "attention"]
 
+# ATen rows on which nonfinite must run (once marked not applicable).
+NONFINITE_ROWS = ["aten::_fused_rms_norm", "aten::_scaled_dot_product_flash_attention",
+                  "aten::_scaled_dot_product_efficient_attention"]
+
 
 def load(paths):
     recs = []
@@ -52,6 +56,17 @@ def train(recs):
         bad += not ok
         out.append("%s oracle op %s checked: %s" % ("PASS" if ok else "FAIL", op,
                                                    sorted(classes) or "never"))
+    # nonfinite applies to rms_norm and the fused attention ops (the
+    # oracle follows IEEE there): it ran on them and did not fail.
+    for name in NONFINITE_ROWS:
+        runs = [c["gates"].get("nonfinite", {}).get("status") for c in checks
+                if c["op"].startswith(name)]
+        ok = any(r in ("pass", "bitwise", "inconclusive") for r in runs) and \
+            not any(r in ("fail", "not_applicable") for r in runs)
+        if runs:
+            bad += not ok
+            out.append("%s nonfinite on %s: %s" % ("PASS" if ok else "FAIL", name, sorted(set(
+                str(r) for r in runs))))
     for v in viol[:20]:
         out.append("FAIL violation [%s] %s: %s" % (v.get("gate"), v.get("op", v.get("kernel_name")),
                                                    str(v.get("message"))[:300]))

@@ -832,3 +832,127 @@ def test_kcheck_run_torch_front_end(tmp_path):
     assert "op checks by oracle op" in r.stdout
     assert any(line.split()[:2] == ["matmul", "1:"] and "oracle 1 " in line
                for line in r.stdout.splitlines()), r.stdout
+
+
+ATTRS_PROG = """
+import torch
+import torch.nn.functional as F
+
+@torch.library.custom_op("kca::attn_causal", mutates_args=())
+def attn_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
+
+@torch.library.custom_op("kca::attn_forgot", mutates_args=())
+def attn_forgot(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double()).float()  # no mask
+
+@torch.library.custom_op("kca::mm_bt", mutates_args=())
+def mm_bt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (a.double() @ b.double().t()).float()
+
+torch.manual_seed(0)
+q, k, v = torch.randn(2, 16, 8), torch.randn(2, 16, 8), torch.randn(2, 16, 8)
+attn_causal(q, k, v)
+attn_forgot(q, k, v)
+mm_bt(torch.randn(8, 16), torch.randn(12, 16))
+print("ran")
+"""
+
+ATTRS_YAML = """
+contracts:
+  - {torch_op: "kca::attn_causal", op: attention, args: {q: q, k: k, v: v}, attrs: {causal: true}, profile: fp32}
+  - {torch_op: "kca::attn_forgot", op: attention, args: {q: q, k: k, v: v}, attrs: {causal: true}, profile: fp32}
+  - {torch_op: "kca::mm_bt", op: matmul, args: {a: a, b: b}, attrs: {transpose_b: true}, profile: fp32}
+"""
+
+
+def test_torch_op_contract_booleans_mean_what_they_say(tmp_path):
+    """A torch_op contract's `causal: true` and `transpose_b: true` reach the
+    judge as true (they were read by strtod as 0): a correct causal
+    attention and a correct A @ B^T pass the oracle, an attention that
+    forgets the mask fails it. The contracts' attrs come out typed."""
+    (tmp_path / "attrs.yaml").write_text(ATTRS_YAML)
+    p, recs = run_py(tmp_path, ATTRS_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "attrs.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = {}
+    for r in of(recs, "violation"):
+        viol.setdefault(r["op"], set()).add(r["gate"])
+    checked = {c["op"] for c in of(recs, "op_check")}
+    assert {"kca::attn_causal.default", "kca::mm_bt.default"} <= checked, checked
+    assert "kca::attn_causal.default" not in viol, viol
+    assert "kca::mm_bt.default" not in viol, viol
+    assert "oracle" in viol.get("kca::attn_forgot.default", set()), viol
+    code = ("import ctypes, json\nlib = ctypes.CDLL(%r)\n" % LIB +
+            "buf = ctypes.create_string_buffer(1 << 16)\n"
+            "lib.kcheck_torch_op_contracts(buf, len(buf))\nprint(buf.value.decode())\n")
+    p, _ = run_py(tmp_path, code, options="contracts=%s" % (tmp_path / "attrs.yaml"))
+    assert p.returncode == 0, p.stderr
+    attrs = {c["torch_op"]: c["attrs"] for c in json.loads(p.stdout.strip().splitlines()[-1])}
+    assert attrs["kca::attn_causal"] == {"causal": True}
+    assert attrs["kca::mm_bt"] == {"transpose_b": True}
+    from kcheck.torch.judge import _attr_text
+    assert _attr_text(True) == "true" and _attr_text(0.1) == "0.1"
+
+
+CLASS_SHAPES_PROG = """
+import torch
+
+@torch.library.custom_op("kcd::scale_tail", mutates_args=())
+def scale_tail(x: torch.Tensor) -> torch.Tensor:
+    y = torch.zeros_like(x).view(-1)
+    n = x.numel() - x.numel() % 128         # the bug: the grid drops the tail
+    y[:n] = x.reshape(-1)[:n] * 2.0
+    return y.view(x.shape)
+
+@torch.library.custom_op("kcd::scale_ok", mutates_args=())
+def scale_ok(x: torch.Tensor) -> torch.Tensor:
+    return x * 2.0
+
+@torch.library.custom_op("kcd::rowsum_block", mutates_args=())
+def rowsum_block(x: torch.Tensor) -> torch.Tensor:
+    n = x.shape[-1] - x.shape[-1] % 64      # the bug: the last partial block is dropped
+    return x[..., :n].sum(-1)
+
+@torch.library.custom_op("kcd::rowsum_ok", mutates_args=())
+def rowsum_ok(x: torch.Tensor) -> torch.Tensor:
+    return x.double().sum(-1).float()
+
+x = torch.rand(32, 128)
+scale_tail(x)                               # line 25: correct at this shape
+scale_ok(x)
+rowsum_block(x)                             # line 27: correct at this shape
+rowsum_ok(x)
+print("done")
+"""
+
+
+def test_shapes_gate_derives_shapes_from_the_contracts_op_class(tmp_path):
+    """No Python shaper: the torch_op contract's op (mul: elementwise; sum:
+    a reduction over the last axis) gives the shapes gate its shapes (size
+    1, odd sizes, one past a power of two, long rows). The kernel that
+    drops the tail of an odd size and the reduction that drops its last
+    partial block are caught there with the line of the call; the correct
+    twins stay silent."""
+    (tmp_path / "s.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcd::scale_tail', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
+        "  - {torch_op: 'kcd::scale_ok', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
+        "  - {torch_op: 'kcd::rowsum_block', op: sum, args: {x: x}, profile: fp32}\n"
+        "  - {torch_op: 'kcd::rowsum_ok', op: sum, args: {x: x}, attrs: {axis: -1}, "
+        "profile: fp32}\n")
+    p, recs = run_py(tmp_path, CLASS_SHAPES_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
+                     "gates=oracle,shapes:contracts=%s" % (tmp_path / "s.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = sorted((v["op"], v["gate"], v["stack"]["python"][-1]["line"])
+                  for v in of(recs, "violation"))
+    assert viol == [("kcd::rowsum_block.default", "shapes", 27),
+                    ("kcd::scale_tail.default", "shapes", 25)], viol
+    gates = {c["op"]: c["gates"] for c in of(recs, "op_check")}
+    for op in ("kcd::scale_ok.default", "kcd::rowsum_ok.default"):
+        g = gates[op]["shapes"]
+        assert g["status"] == "pass" and len(g["runs"]) >= 4, (op, g)
+    for op in ("kcd::scale_tail.default", "kcd::rowsum_block.default"):
+        assert gates[op]["oracle"]["status"] in ("bitwise", "pass"), gates[op]

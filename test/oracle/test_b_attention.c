@@ -59,8 +59,8 @@ int main(void) {
         oc_tensor_gather(&K, 0, 1, BH * S * D, k);
         oc_tensor_gather(&V, 0, 1, BH * S * D, v);
         double scale = 1 / sqrt((double)D) * 4;
-        struct oc_attention_args aa = {&Q, &K, &V, scale, causal, OC_FP32};
-        struct oc_attention_args am = {&Q, &K, &VD, scale, causal, OC_FP32};
+        struct oc_attention_args aa = {&Q, &K, &V, scale, causal, OC_FP32, OC_MASKED_EITHER};
+        struct oc_attention_args am = {&Q, &K, &VD, scale, causal, OC_FP32, OC_MASKED_EITHER};
         for (int how = 0; how < 3; how++) {
           if (how == 1 && !causal) continue;
           sim(how, causal, q, k, v, scale, o);

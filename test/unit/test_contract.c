@@ -10,6 +10,8 @@
 #include "contract.h"
 #include "kernel.h"
 #include "launch.h"
+#include "ops.h"
+#include "oracle.h"
 
 static const char *const vars[] = {"M", "N", "K"};
 
@@ -89,7 +91,6 @@ static const char good[] =
     "      - name: n\n"
     "        scalar: {type: i32}\n"
     "    op: add\n"
-    "    attrs: {alpha: 2.5, activation: gelu_tanh}\n"
     "    profile: bf16_fp32acc\n"
     "    nondeterminism: allowed\n"
     "    domain: ['n % 8 == 0', 'n > 0']\n"
@@ -120,7 +121,7 @@ static void test_good(void) {
         c->params[1].v.tensor.rank == 2 && c->params[1].v.tensor.strides[1]);
   CHECK(c->params[2].v.tensor.role == KC_ROLE_OUT && !c->params[2].v.tensor.strides[0]);
   CHECK(c->params[3].v.kind == KC_PK_SCALAR && c->params[3].v.scalar == KC_SC_I32);
-  CHECK(!strcmp(c->op, "add") && c->nattrs == 2 && !strcmp(c->attrs[1].value, "gelu_tanh"));
+  CHECK(!strcmp(c->op, "add") && c->nattrs == 0);
   CHECK(c->profile_spec && c->profile.acc == OC_FP32 && c->profile.in == OC_BF16);
   CHECK(c->nondeterminism_allowed && c->ndomain == 2 && c->has_launch && c->shmem);
   CHECK(c->nshapes == 2 && c->shapes[0] == 8 && c->shapes[1] == 1024);
@@ -414,6 +415,129 @@ static void test_launch_and_arity(void) {
 #undef O_OUT
 }
 
+/* Typed attrs (contract/attrs.def): every attr parsed from the YAML into
+ * its type, a wrong type and an op of another class lint errors with the
+ * attr's line, and the same parser over the "k=v" text of the torch
+ * binding (booleans as true/false, True, 1/0: `causal: true` is causal). */
+static const char *op_of_class(int cls, int want) {
+  for (int i = 0; i < OC_ID_COUNT; i++) {
+    const struct oc_op_info *op = oc_op_by_id((enum oc_opid)i);
+    int in = (int)op->cls == cls;
+    if (in == want) return op->name;
+  }
+  return NULL;
+}
+
+static void test_attrs(void) {
+  for (int id = 0; id < KC_ATTR_COUNT; id++) {
+    const struct kc_attr_def *d = kc_attr_def((enum kc_attr_id)id);
+    int cls = 0;
+    while (!(d->classes >> cls & 1u))
+      cls++;
+    const char *op = op_of_class(cls, 1), *other = NULL;
+    for (int k = 0; k < 7 && !other; k++)
+      if (!(d->classes >> k & 1u)) other = op_of_class(k, 1);
+    static const char *const good_v[] = {"true", "-1", "0.5", "gelu_tanh", "bf16", NULL};
+    static const char *const bad[] = {"yes", "1.5", "tiny", "swish2", "bf17", "sometimes"};
+    char enum0[32] = "";
+    if (d->type == KC_AT_ENUM)
+      snprintf(enum0, sizeof enum0, "%.*s", (int)strcspn(d->values, " "), d->values);
+    const char *gv = d->type == KC_AT_ENUM ? enum0 : good_v[d->type];
+    char text[512];
+    /* six operands: enough for every op's arity */
+    const char *args = "{q: a, k: b, v: c, g: d, beta: e, x: f}";
+    snprintf(text, sizeof text,
+             "contracts:\n  - {torch_op: 't::o', op: %s, profile: fp32, args: %s,\n"
+             "     attrs: {%s: %s}}\n",
+             op, (cls == OC_CLASS_ELEMENTWISE ? "{x: a}" : args), d->name, gv);
+    struct kc_contract_set set = {0};
+    int errors = kc_contract_parse_text(text, strlen(text), "attrs.yaml", &set);
+    if (errors) fprintf(stderr, "  %s: %s\n", d->name, set.ndiags ? set.diags[0].msg : "?");
+    CHECK(errors == 0 && set.n == 1);
+    if (set.n == 1) {
+      const struct kc_attr_val *v = &set.c[0]->attr.v[id];
+      CHECK(v->set);
+      switch (d->type) {
+      case KC_AT_BOOL: CHECK(v->b == 1); break;
+      case KC_AT_INT: CHECK(v->i == -1 && v->f == -1); break;
+      case KC_AT_FLOAT: CHECK(v->f == 0.5); break;
+      case KC_AT_ACT: CHECK(v->e == OC_ACT_GELU_TANH); break;
+      case KC_AT_FORMAT: CHECK(v->e == OC_BF16); break;
+      case KC_AT_ENUM: CHECK(v->e == 0); break;
+      }
+    }
+    kc_contract_set_free(&set);
+    /* the wrong type: an error at the value's line */
+    snprintf(text, sizeof text,
+             "contracts:\n  - {torch_op: 't::o', op: %s, profile: fp32, args: %s,\n"
+             "     attrs: {%s: %s}}\n",
+             op, (cls == OC_CLASS_ELEMENTWISE ? "{x: a}" : args), d->name, bad[d->type]);
+    errors = kc_contract_parse_text(text, strlen(text), "attrs.yaml", &set);
+    CHECK(errors == 1 && set.ndiags == 1 && set.diags[0].line == 3 &&
+          strstr(set.diags[0].msg, "bad value") && strstr(set.diags[0].msg, d->name));
+    kc_contract_set_free(&set);
+    /* an op of a class the attr does not apply to */
+    if (other) {
+      snprintf(text, sizeof text,
+               "contracts:\n  - {torch_op: 't::o', op: %s, profile: fp32, args: %s,\n"
+               "     attrs: {%s: %s}}\n",
+               other, (oc_op_find(other)->cls == OC_CLASS_ELEMENTWISE ? "{x: a}" : args), d->name,
+               gv);
+      errors = kc_contract_parse_text(text, strlen(text), "attrs.yaml", &set);
+      CHECK(errors >= 1 && set.ndiags >= 1 && set.diags[0].line == 3 &&
+            strstr(set.diags[0].msg, "does not apply"));
+      kc_contract_set_free(&set);
+    }
+    /* the binding's text, parsed by the same rules */
+    struct kc_attrs a;
+    char kv[128], err[256];
+    snprintf(kv, sizeof kv, "screen=4 %s=%s fraction=0.5", d->name, gv);
+    CHECK(kc_attrs_parse_kv(kv, &a, err, sizeof err) == 0 && a.v[id].set);
+    snprintf(kv, sizeof kv, "%s=%s", d->name, bad[d->type]);
+    CHECK(kc_attrs_parse_kv(kv, &a, err, sizeof err) == -1 && strstr(err, d->name));
+  }
+  /* Booleans: every spelling; absent: the default. The regression: the
+   * text "true" reached strtod and read as 0 (non-causal). */
+  struct kc_attrs a;
+  char err[256];
+  CHECK(kc_attrs_parse_kv("causal=true transpose_a=True transpose_b=1 gate_is_log=false", &a, err,
+                          sizeof err) == 0);
+  CHECK(kc_attr_bool(&a, KC_ATTR_CAUSAL, 0) == 1 && kc_attr_bool(&a, KC_ATTR_TRANSPOSE_A, 0) == 1 &&
+        kc_attr_bool(&a, KC_ATTR_TRANSPOSE_B, 0) == 1 &&
+        kc_attr_bool(&a, KC_ATTR_GATE_IS_LOG, 1) == 0);
+  CHECK(kc_attrs_parse_kv("causal=0", &a, err, sizeof err) == 0 &&
+        kc_attr_bool(&a, KC_ATTR_CAUSAL, 1) == 0 && kc_attr_num(&a, KC_ATTR_EPS, 1e-5) == 1e-5);
+  CHECK(kc_attrs_parse_kv("masked=multiply", &a, err, sizeof err) == 0 &&
+        kc_attr_enum(&a, KC_ATTR_MASKED, -1) == 1);
+  /* A kernel contract: causal: true reaches the judge as true. */
+  const char k[] = "contracts:\n"
+                   "  - kernel: {name: attn}\n"
+                   "    params:\n"
+                   "      - {name: q, tensor: {role: in, format: fp32, shape: [4, 8]}}\n"
+                   "      - {name: k, tensor: {role: in, format: fp32, shape: [4, 8]}}\n"
+                   "      - {name: v, tensor: {role: in, format: fp32, shape: [4, 8]}}\n"
+                   "      - {name: o, tensor: {role: out, format: fp32, shape: [4, 8]}}\n"
+                   "    op: attention\n"
+                   "    attrs: {causal: true, masked: skip, scale: 0.25}\n"
+                   "    profile: fp32\n";
+  struct kc_contract_set set = {0};
+  CHECK(kc_contract_parse_text(k, strlen(k), "k.yaml", &set) == 0 && set.n == 1);
+  if (set.n == 1) {
+    CHECK(kc_attr_bool(&set.c[0]->attr, KC_ATTR_CAUSAL, 0) == 1);
+    CHECK(kc_attr_enum(&set.c[0]->attr, KC_ATTR_MASKED, -1) == 0);
+    CHECK(kc_attr_num(&set.c[0]->attr, KC_ATTR_SCALE, 1) == 0.25);
+  }
+  kc_contract_set_free(&set);
+  const struct want w[] = {{9, 13, "attr 'causal' does not apply to op 'matmul'"},
+                           {9, 27, "attr 'masked' does not apply to op 'matmul'"},
+                           {9, 41, "attr 'scale' does not apply to op 'matmul'"}};
+  char m[sizeof k + 16];
+  snprintf(m, sizeof m, "%s", k);
+  char *at = strstr(m, "op: attention");
+  memcpy(at, "op: matmul   ", 13);
+  expect_errors(m, w, 3);
+}
+
 static void test_api(void) {
   CHECK(kcheck_api_version() == 4);
   int before = kc_contracts_count();
@@ -502,6 +626,7 @@ int main(void) {
   test_good();
   test_errors();
   test_launch_and_arity();
+  test_attrs();
   test_api();
   return CHECK_DONE("test_contract");
 }

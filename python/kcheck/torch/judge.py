@@ -117,6 +117,14 @@ def _subsample(layouts, out_layout, dim, cap):
     return keep, rows
 
 
+def _attr_text(v):
+    """An attr's value as the judge parses it (contract/attrs.def types):
+    booleans as true/false (str() would give True), floats exactly."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
 class Job:
     """One judgment: gate, op, profile, attributes, the host tensors and
     the finding's context. run() asks libkcheck; it may run on any thread."""
@@ -169,8 +177,7 @@ class Job:
             self.ctx["regenerate"] = "python -m kcheck.torch.replay %s" % self.save_path
         result = ctypes.create_string_buffer(4096)
         attrs = dict(self.sampling, **self.attrs)
-        astr = " ".join("%s=%s" % (k, repr(v) if isinstance(v, float) else v)
-                        for k, v in attrs.items())
+        astr = " ".join("%s=%s" % (k, _attr_text(v)) for k, v in attrs.items())
         status = self.lib.kcheck_op_judge(self.gate.encode(), self.op.encode(), self.prof.encode(),
                                           astr.encode(), len(self.inputs), self.arr,
                                           ctypes.byref(self.cout), self.mask,

@@ -246,26 +246,16 @@ ROWS = [
 
 # Gates that do not apply to an ATen op, with the reason (the op_check
 # record says "not_applicable" and why). The oracle's special-value rules
-# take the limit of the math (gelu(-inf) = -0, rms_norm of a row holding
-# inf is NaN); ATen evaluates its documented formula in IEEE arithmetic
-# (x * Phi(x), x * sigmoid(x), x * rsqrt(mean(x^2) + eps)), which gives
-# NaN at -inf or 0 beside an inf: PyTorch's result, not a defect.
+# for gelu and silu take the limit of the math (gelu(-inf) = -0); ATen
+# evaluates its documented formula in IEEE arithmetic (x * Phi(x),
+# x * sigmoid(x)), which gives NaN at -inf: PyTorch's result, not a defect.
+# (rms_norm and attention follow IEEE in the oracle: 0 beside an inf in a
+# norm's row, weight 0 for a -inf score, NaN or Inf in V per column.)
 NOT_APPLICABLE = {
     "gelu": {"nonfinite": "ATen evaluates x*Phi(x) in IEEE arithmetic: NaN at -inf, where the "
                           "oracle's rule is the limit -0"},
     "silu": {"nonfinite": "ATen evaluates x*sigmoid(x) in IEEE arithmetic: NaN at -inf, where "
                           "the oracle's rule is the limit -0"},
-    "_fused_rms_norm": {"nonfinite": "ATen gives x*rsqrt(inf) = 0 beside an infinite element; "
-                                     "the oracle's rule makes the whole row NaN"},
-    "_scaled_dot_product_flash_attention": {
-        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
-                     "limit"},
-    "_scaled_dot_product_efficient_attention": {
-        "nonfinite": "infinite scores: ATen's online softmax gives NaN where the oracle takes the "
-                     "limit"},
-    "_scaled_dot_product_cudnn_attention": {
-        "nonfinite": "infinite scores: cuDNN's online softmax gives NaN where the oracle takes "
-                     "the limit"},
 }
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
@@ -437,12 +427,114 @@ for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "si
     SHAPERS[_n] = _shapes_elementwise
 
 
+# The op classes of oracle/ops.def, for the shapes a torch_op contract's
+# op implies (a custom op without a Python shaper).
+_ROW_OPS = {"softmax", "log_softmax", "logsumexp", "sum", "mean", "max", "min", "norm2"}
+_NORM_OPS = {"layer_norm", "rms_norm"}
+_ROW_SHAPES = [("1x1", 1, 1), ("5x3", 5, 3), ("3x1023", 3, 1023), ("2x1025", 2, 1025),
+               ("1x4097", 1, 4097)]
+_SEQ_SHAPES = [("S=1", 1), ("S=3", 3), ("S=65", 65), ("S=257", 257)]
+
+
+def _lead(x, rows):
+    """x's shape with its last two dims (rows, ...) or its last one alone."""
+    return tuple(1 for _ in range(max(x.dim() - 2, 0))) + ((rows,) if x.dim() >= 2 else ())
+
+
+def contract_shaper(c):
+    """The shapes a torch_op contract's op implies, from its class: size 1,
+    odd sizes, one past a power of two, long rows, each input of the op
+    (by its args) laid out for them; None for ops without a rule
+    (gated_delta). Elementwise: every tensor argument of one shape;
+    row-wise (softmax family, reductions, norms): x over its last axis
+    (attr axis absent or last), a norm's weight and bias along; matmul: A
+    [.., M, K], B [.., K, N] (transpose_a/b honoured), bias [N] or c
+    [.., M, N]; attention: the sequence length of q, k and v."""
+    op = (c.get("op") or "").lower()
+    args = dict(c.get("args") or {})
+    args.pop("out", None)
+    attrs = c.get("attrs") or {}
+    if op in ("gelu", "swish"):
+        op = "gelu_erf" if op == "gelu" else "silu"
+
+    def ref(name):
+        return args.get(name)
+
+    def rows(a):
+        x = a.get(ref("x")) if ref("x") else None
+        if x is None or not hasattr(x, "dim") or x.dim() < 1:
+            return []
+        axis = int(attrs.get("axis", -1))
+        if axis not in (-1, x.dim() - 1):
+            return []
+        out = []
+        for lab, r, n in _ROW_SHAPES:
+            ch = {ref("x"): Layout(x, _lead(x, r) + (n,))}
+            for side in ("weight", "bias"):
+                t = a.get(ref(side)) if ref(side) else None
+                if t is not None and hasattr(t, "dim"):
+                    if t.dim() != 1:
+                        return []
+                    ch[ref(side)] = Layout(t, (n,))
+            out.append((lab, ch))
+        return out
+
+    def mm(a):
+        x, y = a.get(ref("a")), a.get(ref("b"))
+        if x is None or y is None or not hasattr(x, "dim") or x.dim() < 2 or y.dim() < 2:
+            return []
+        ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
+        bx, by = tuple(x.shape[:-2]), tuple(y.shape[:-2])
+        m = x.shape[-1] if ta else x.shape[-2]
+        k = x.shape[-2] if ta else x.shape[-1]
+        n = y.shape[-2] if tb else y.shape[-1]
+        out = []
+        for lab, (mm_, kk, nn) in _mnk(m, k, n):
+            ch = {ref("a"): Layout(x, bx + ((kk, mm_) if ta else (mm_, kk))),
+                  ref("b"): Layout(y, by + ((nn, kk) if tb else (kk, nn)))}
+            for side in ("bias", "c"):
+                t = a.get(ref(side)) if ref(side) else None
+                if t is None or not hasattr(t, "dim"):
+                    continue
+                if t.dim() == 1:
+                    ch[ref(side)] = Layout(t, (nn,))
+                elif t.dim() >= 2:
+                    ch[ref(side)] = Layout(t, tuple(t.shape[:-2]) + (mm_, nn))
+            out.append((lab, ch))
+        return out
+
+    def attention(a):
+        q, k, v = (a.get(ref(n)) if ref(n) else None for n in ("q", "k", "v"))
+        if any(t is None or not hasattr(t, "dim") or t.dim() < 2 for t in (q, k, v)):
+            return []
+        if q.shape[-2] != k.shape[-2] and attrs.get("causal"):
+            return []
+        return [(lab, {ref("q"): Layout(q, tuple(q.shape[:-2]) + (sl, q.shape[-1])),
+                       ref("k"): Layout(k, tuple(k.shape[:-2]) + (sl, k.shape[-1])),
+                       ref("v"): Layout(v, tuple(v.shape[:-2]) + (sl, v.shape[-1]))})
+                for lab, sl in _SEQ_SHAPES]
+
+    if op in _ROW_OPS or op in _NORM_OPS:
+        return rows
+    if op == "matmul":
+        return mm
+    if op == "attention":
+        return attention
+    if op and op not in ("gated_delta",):
+        return _shapes_elementwise
+    return None
+
+
 def shaper(entry):
     """The shapes gate's shaper of an entry, or None: ATen ops by name; a
     custom op by its qualified name ("mylib::rmsnorm"), which its author
-    may add to SHAPERS."""
+    may add to SHAPERS, else the shapes its torch_op contract's op class
+    implies (contract_shaper)."""
     if not entry.name.startswith("aten::"):
-        return SHAPERS.get(entry.name.rsplit(".", 1)[0])
+        own = SHAPERS.get(entry.name.rsplit(".", 1)[0])
+        if own is None and getattr(entry, "contract", None):
+            return contract_shaper(entry.contract)
+        return own
     base = entry.name.split("::", 1)[1].split(".")[0]
     return SHAPERS.get(base) or SHAPERS.get(base.rstrip("_"))
 

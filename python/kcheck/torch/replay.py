@@ -44,7 +44,8 @@ def rejudge(path):
                            cs, st)
     arr = (_api.Tensor * max(1, len(d["inputs"])))(*[tensor(*i) for i in d["inputs"]])
     out = tensor("out", *d["output"])
-    attrs = " ".join("%s=%s" % kv for kv in d["attrs"].items())
+    from kcheck.torch.judge import _attr_text
+    attrs = " ".join("%s=%s" % (k, _attr_text(v)) for k, v in d["attrs"].items())
     res = ctypes.create_string_buffer(4096)
     api.kcheck_op_judge(b"oracle", d["oracle_op"].encode(), d["profile"].encode(), attrs.encode(),
                         len(d["inputs"]), arr, ctypes.byref(out), 1 << 30, None, res, len(res))

@@ -80,7 +80,27 @@ def _parse(text):
             malformed.append((n, line[:80]))
             continue
         records.append(_sane(rec))
-    return records, malformed
+    return _settle_pending(records), malformed
+
+
+def _settle_pending(records):
+    """A violation is first written through as violation_pending (before
+    the launch returns), then in full by kcheck's findings thread with the
+    same `pending` id (violation or suppressed). A pending record whose full
+    one is missing (the process was killed in between) stands in for it, as
+    a violation marked `unfinished`; the others are dropped."""
+    done = {r.get("pending") for r in records
+            if r["type"] in ("violation", "suppressed") and r.get("pending") is not None}
+    out = []
+    for r in records:
+        if r["type"] == "violation_pending":
+            if r.get("pending") in done:
+                continue
+            r["type"] = "violation"
+            r["unfinished"] = ("the process ended before this violation was symbolised, "
+                               "matched against the suppressions and printed")
+        out.append(r)
+    return out
 
 
 _DICTS = ("evidence", "stack", "gates", "launch_record", "image")

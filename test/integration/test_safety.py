@@ -179,3 +179,88 @@ def test_fork_after_activation_rearms_the_child(tmp_path):
     assert "parent_pid" not in runs[parent_pid][0]
     for recs in runs.values():
         assert by_type(recs, "summary"), "report ends without a summary"
+
+
+# ---- SIGKILL: findings are on disk before the launch that made them returns
+
+RACY = {"races last_writer": "last_writer", "races neighbor_read": "neighbor_read",
+        "races float_accum": "float_accum", "races uninit_shared": "uninit_shared"}
+
+
+def killed_run(app, tmp_path, trigger=None, delay=None):
+    """app_linked races, stdout on a pty (line-buffered, so a line means
+    the launches before it have returned); SIGKILL as soon as `trigger` is
+    printed, or after `delay` seconds. Returns the stdout lines seen before
+    the kill, the report's records and the report's path."""
+    import pty
+    import select
+    import subprocess
+    import time
+
+    from conftest import ALL_STRATEGIES, ASAN_RT, LIB, USE_SAN, base_env
+    from kcheck.report import read
+    env = base_env(tmp_path)
+    prefix = str(tmp_path / "kc")
+    env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s:check_first=1000000" % (prefix, ALL_STRATEGIES)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([app("app_linked"), "races"], stdout=slave, stderr=subprocess.DEVNULL,
+                         env=env, cwd=str(tmp_path))
+    os.close(slave)
+    seen, buf, t0 = [], b"", time.monotonic()
+    try:
+        while p.poll() is None:
+            if delay is not None and time.monotonic() - t0 >= delay:
+                break
+            if select.select([master], [], [], 0.005)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                seen += [l.decode(errors="replace").strip() for l in lines]
+                if trigger and any(trigger in l for l in seen):
+                    break
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        os.close(master)
+    import glob
+    paths = glob.glob(prefix + ".*.jsonl")
+    recs = read(paths[0]).records if paths else []
+    return seen, recs, p.returncode
+
+
+def assert_findings_kept(seen, recs):
+    """Every racy kernel whose result line was printed before the kill
+    (its launch had returned) has its violation in the report."""
+    names = {r.get("kernel_name", "").split("(")[0] for r in by_type(recs, "violation")}
+    for key, kernel in RACY.items():
+        if any(key in l for l in seen):
+            assert kernel in names, (key, seen, names)
+
+
+def test_sigkill_after_the_violation_keeps_it(app, tmp_path):
+    """SIGKILL (the OOM killer, timeout -s KILL) right after main's last
+    line: every violation is in the report, 12 kills out of 12 (the
+    violation is written through as violation_pending before its launch
+    returns; the findings thread's full record would come later). Then 24
+    kills at random moments: each violation whose kernel's result was
+    printed is there, and the report stays readable."""
+    import random
+
+    def one(i):
+        d = tmp_path / ("k%d" % i)
+        d.mkdir()
+        if i < 12:
+            return killed_run(app, d, trigger="races ok")
+        return killed_run(app, d, delay=random.Random(i).uniform(0.05, 2.5))
+
+    results = sweep(one, range(36))
+    for i, (seen, recs, rc) in enumerate(results):
+        assert rc == -signal.SIGKILL or i >= 12, (i, rc, seen)
+        if i < 12:
+            assert any("races ok" in l for l in seen), seen
+            assert len(by_type(recs, "violation")) == 4, (i, [r["type"] for r in recs])
+        assert_findings_kept(seen, recs)

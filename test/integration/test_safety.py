@@ -264,3 +264,37 @@ def test_sigkill_after_the_violation_keeps_it(app, tmp_path):
             assert any("races ok" in l for l in seen), seen
             assert len(by_type(recs, "violation")) == 4, (i, [r["type"] for r in recs])
         assert_findings_kept(seen, recs)
+
+
+# ---- managed memory: CPU threads write it with no driver call
+
+MANAGED_EVERY = "check_first=1000000:clean_limit=-1:kernel_clean_limit=-1:time_budget=1"
+
+
+@pytest.mark.parametrize("save_all", [0, 1])
+def test_managed_memory_never_restored(app, tmp_path, save_all):
+    """app_shared managed: three threads store into and load from their
+    slices of one cuMemAllocManaged allocation with plain CPU stores while
+    the fourth's launches on its slice would be checked (every launch). A
+    check that saved and restored the allocation reverted their stores (5
+    of 10 runs wrong with the defaults before); now such a launch is not
+    checked (a skip record says why) and, with save_all=1, the checks of
+    the device-buffer launches leave the managed allocation out (recorded).
+    25 runs each: 0 wrong results."""
+    def one(i):
+        d = tmp_path / ("m%d" % i)
+        d.mkdir()
+        r = run([app("app_shared"), "managed", "4", "10"], d,
+                options=MANAGED_EVERY + ":gates=race,determinism:save_all=%d" % save_all)
+        return r.rc, r.out, r.err, r.only_report()
+
+    for rc, out, err, recs in sweep(one, range(25)):
+        assert rc == 0 and "wrong 0" in out, out + err[-2000:]
+        skips = by_type(recs, "skip")
+        assert len(skips) == 10 and all("managed memory" in s["reason"] for s in skips), skips
+        checks = by_type(recs, "check")
+        assert len(checks) == 10, [r["type"] for r in recs]
+        if save_all:
+            assert all(c["left_out"]["managed_allocations"] == 1 for c in checks), checks
+        else:
+            assert not any("left_out" in c for c in checks), checks

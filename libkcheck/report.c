@@ -77,8 +77,10 @@ static void make_path(void) {
 static int open_file(void) {
   if (!strcmp(kc_opt.log_path, "none")) return 0;
   make_path();
-  /* O_CLOEXEC: the report must not leak into programs the application execs. */
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* A private file renamed into place (never written through a name
+   * someone else planted in a shared folder); O_CLOEXEC: the report must
+   * not leak into programs the application execs. */
+  int fd = kc_file_replace(path);
   if (fd < 0 || kc_rbuf_open(fd)) {
     int e = errno;
     if (fd >= 0) close(fd);

@@ -298,3 +298,57 @@ def test_managed_memory_never_restored(app, tmp_path, save_all):
             assert all(c["left_out"]["managed_allocations"] == 1 for c in checks), checks
         else:
             assert not any("left_out" in c for c in checks), checks
+
+
+# ---- files: never written through a name someone else planted
+
+def test_planted_symlinks_are_never_followed(app, tmp_path):
+    """Another user's symlinks in a shared folder, planted at the names
+    kcheck will write (the report <log_path>.<pid>.jsonl and the first
+    bundle's folder): the files they point at stay as they were; the
+    report is kcheck's own file (0600) under that name, the planted bundle
+    name is refused (bundle_skipped), other bundles are new 0700 folders of
+    0600 files."""
+    import stat
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.chmod(victim, 0o600)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = ("ln -s %s kc.$$.jsonl && mkdir rb && ln -s %s rb/bundle-$$-0-race && exec %s races"
+              % (victim, elsewhere, app("app_linked")))
+    r = run(["sh", "-c", script], tmp_path, options="repro_dir=%s" % (tmp_path / "rb"))
+    assert r.rc == 0, r.err[-2000:]
+    assert victim.read_text() == "precious\n"
+    assert os.listdir(elsewhere) == []
+    assert len(r.reports) == 1
+    st = os.lstat(r.reports[0])
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    vs = by_type(r.only_report(), "violation")
+    first = [v for v in vs if v["launch"] == 0 and v["gate"] == "race"]
+    assert first and "exists already" in first[0]["bundle_skipped"], first
+    made = [v["bundle"] for v in vs if "bundle" in v]
+    assert made, vs
+    for b in made:
+        assert stat.S_IMODE(os.lstat(b).st_mode) == 0o700
+        for f in os.listdir(b):
+            assert stat.S_IMODE(os.lstat(os.path.join(b, f)).st_mode) == 0o600, f
+
+
+def test_new_folders_are_private(app, tmp_path):
+    """A repro_dir that does not exist is made 0700; one that is a symlink
+    is refused (not followed)."""
+    import stat
+    r = run([app("app_linked"), "races"], tmp_path, options="repro_dir=%s" % (tmp_path / "new"))
+    assert r.rc == 0
+    assert stat.S_IMODE(os.lstat(tmp_path / "new").st_mode) == 0o700
+    d = tmp_path / "d2"
+    d.mkdir()
+    target = tmp_path / "target"
+    target.mkdir()
+    os.symlink(target, d / "link")
+    r = run([app("app_linked"), "races"], d, options="repro_dir=%s" % (d / "link"))
+    assert r.rc == 0
+    assert os.listdir(target) == []
+    vs = by_type(r.only_report(), "violation")
+    assert vs and all("not a folder of this user's own" in v["bundle_skipped"] for v in vs), vs

@@ -140,6 +140,25 @@ def _sane(rec):
     return rec
 
 
+def write_file(path, data, mode=0o600):
+    """path's new contents (str or bytes): a private file made beside it and
+    renamed over it, so a symlink or file someone planted at path (a shared
+    /tmp) is replaced, never written through. mode: 0600 unless asked."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".kcheck-")
+    try:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def read(path):
     """The report at path. Raises ReportError (one line) when it cannot be read."""
     try:

@@ -17,7 +17,6 @@ bundle cannot run the kernel without the program.
 import json
 import os
 import shlex
-import tempfile
 
 from kcheck import report as kr
 
@@ -80,17 +79,7 @@ def _narrowed(reproduce, out_prefix):
 
 
 def _write(path, text, mode=0o600):
-    """path's new contents: a private file made beside it and renamed over
-    it (a symlink planted at path is replaced, never followed)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".kcheck-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    kr.write_file(path, text, mode)
 
 
 def bundle(rep, index, outdir=None):

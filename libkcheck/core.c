@@ -66,7 +66,12 @@ int kc_core_init(int (*layers_init)(void)) {
   }
   kc_serving_apply();
   kc_prof_on = kc_opt.profile;
-  kc_report_open();
+  if (kc_report_open() && kc_opt.strict) {
+    /* strict=1 promises a run with nothing silently missing: a run whose
+     * findings cannot be recorded stops before the application starts. */
+    kc_log_printf(KC_LOG_ERROR, "strict=1: the report cannot be written; exiting");
+    _exit(1);
+  }
   kc_core_initialized = 1;
   owner_pid = getpid();
   atexit(at_exit);

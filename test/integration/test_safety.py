@@ -352,3 +352,15 @@ def test_new_folders_are_private(app, tmp_path):
     assert os.listdir(target) == []
     vs = by_type(r.only_report(), "violation")
     assert vs and all("not a folder of this user's own" in v["bundle_skipped"] for v in vs), vs
+
+
+def test_strict_makes_an_unwritable_report_fatal(app, tmp_path):
+    """log_path in a folder that does not exist: without strict the run goes
+    on without a report (one error line); with strict=1 it stops (exit 1)
+    before the application runs."""
+    bad = str(tmp_path / "no" / "such" / "kc")
+    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=" + bad)
+    assert r.rc == 0 and "cannot open report" in r.err, r.err[-2000:]
+    r = run([app("app_linked"), "basic"], tmp_path, options="strict=1:log_path=" + bad)
+    assert r.rc == 1 and "the report cannot be written" in r.err, r.err[-2000:]
+    assert "basic ok" not in r.out

@@ -229,3 +229,21 @@ def test_hostile_report_fields_are_quoted(app, tmp_path):
     assert "did not reproduce" in rep.stderr, rep.stdout + rep.stderr
     made = [p for d in (tmp_path, out) for p in os.listdir(d) if p.startswith("P")]
     assert not made, made
+
+
+def test_command_outputs_replace_planted_symlinks(app, tmp_path):
+    """`kcheck report --sarif/--junit/--html FILE` where FILE is a symlink
+    someone planted: the file it points at stays as it was; FILE becomes
+    kcheck's own 0600 file."""
+    import stat
+    r = run([app("app_linked"), "races"], tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    for flag in ("--sarif", "--junit", "--html"):
+        out = tmp_path / ("out" + flag[2:])
+        os.symlink(victim, out)
+        k = kcheck("report", r.reports[0], flag, str(out))
+        assert k.returncode in (0, 1), k.stderr
+        st = os.lstat(out)
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, (flag, oct(st.st_mode))
+        assert victim.read_text() == "precious\n", flag

@@ -171,6 +171,8 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   int hashed = s.have_hash, hash_differed = s.hash_differed;
   unsigned long long hashed_bytes = s.hashed_bytes;
   int pre_hashed = s.pre_hashed;
+  int managed_left_out = s.managed_left_out;
+  unsigned long long managed_left_out_bytes = s.managed_left_out_bytes;
   for (int i = 0; ok && i < n; i++) /* replay bundles need the pre-state */
     kc_findings_prepare(run_list[i], &ctx[i]);
   if (kc_shadow_end(&s))
@@ -204,6 +206,13 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
                           "signature", kc_json_hash(li->signature), "gates", results, "violations",
                           violations, "runs", runs, "regions", nregions, "saved_bytes",
                           (json_int_t)saved, "cost_ms", 1e3 * cost, "wait_ms", wait_ms);
+  if (rec && managed_left_out)
+    json_object_set_new(
+        rec, "left_out",
+        json_pack("{s:i, s:I, s:s}", "managed_allocations", managed_left_out, "managed_bytes",
+                  (json_int_t)managed_left_out_bytes, "reason",
+                  "managed memory: CPU threads write it without a driver call, so a check "
+                  "neither saves, compares nor restores it"));
   /* The floor: the kernel's runs (device time of the application's launch,
    * events), one save and one restore of the reachable memory at the
    * device's copy bandwidth, and one wait for each kernel run, both

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocmap.h"
 #include "gate.h"
 #include "gate_util.h"
 #include "options.h"
@@ -68,18 +69,33 @@ static void probe_tensor(const struct kc_contract_tensor *t, void *ctx) {
   }
 }
 
-/* Which integer scalars size a tensor (1) or only place it (2). */
+/* Which integer scalars size a tensor (1) or only place it (2). base holds
+ * the scalars and then the launch variables (gridDim/blockDim, read by
+ * shapes that use them): vars must be as long, and at a probed value the
+ * launch variables are the launch section's there. */
 static void classify(const struct kc_contract *c, const int64_t *base, int *kind) {
-  int64_t vars[64];
-  for (int i = 0; i < c->nscalars && i < 64; i++) {
+  int64_t vars[KC_CONTRACT_MAX_SCALARS + KC_CONTRACT_LAUNCH_VARS];
+  struct kc_contract_binding *at = c->uses_launch_dims ? malloc(sizeof *at) : NULL;
+  for (int i = 0; i < c->nscalars && i < KC_CONTRACT_MAX_SCALARS; i++) {
     kind[i] = 0;
     if (c->scalars[i]->scalar == KC_SC_F32 || c->scalars[i]->scalar == KC_SC_F64) continue;
     memcpy(vars, base, sizeof vars);
     vars[i] = base[i] + 7;
+    unsigned grid[3], block[3], shmem;
+    char err[64];
+    if (at) {
+      memcpy(at->ivals, vars, sizeof vars);
+      if (kc_contract_launch_dims(c, at, grid, block, &shmem, err, sizeof err) == 0)
+        for (int d = 0; d < 3; d++) {
+          vars[KC_CONTRACT_LAUNCH_VAR0 + d] = grid[d];
+          vars[KC_CONTRACT_LAUNCH_VAR0 + 3 + d] = block[d];
+        }
+    }
     struct probe p = {base, vars, 0, 0};
     each_tensor(c, probe_tensor, &p);
     kind[i] = p.changed_shape ? 1 : p.changed_stride ? 2 : 0;
   }
+  free(at);
 }
 
 /* Do two elements of tensor t share storage? */
@@ -143,6 +159,58 @@ static int assign(const struct kc_contract *c, const struct kc_launch_info *li, 
   return admissible(c, li, out) && !repeated(c, taken, out);
 }
 
+/* Marks the 8-byte parameter words a shadow relaunch relocates: each
+ * tensor's pointer (a parameter, a struct field, their aliases). */
+static void mark(uint8_t *reloc, size_t nwords, uint64_t at) {
+  if (at % 8 == 0 && at / 8 < nwords) reloc[at / 8] = 1;
+}
+
+static void mark_value(const struct kc_contract_value *v, uint64_t at, uint8_t *reloc,
+                       size_t nwords) {
+  if (v->kind != KC_PK_TENSOR) return;
+  mark(reloc, nwords, at);
+  for (int a = 0; a < v->nalias && a < 4; a++)
+    mark(reloc, nwords, v->alias_at[a]);
+}
+
+/* A parameter word the relaunch would pass unrelocated although it points
+ * into memory kcheck does not own: an `opaque` parameter, or a struct
+ * field the contract does not declare. At the application's shape the
+ * shadow saves and restores what the launch may write; at a larger shape
+ * a kernel storing through that pointer writes past what the application
+ * ever exposed, into its allocation or beyond. Returns the word's byte
+ * offset, or -1 when every pointer word is relocated. */
+static long stray_pointer(const struct kc_contract *c, const struct kc_launch_info *li) {
+  const struct kc_kernel *k = li->k;
+  size_t nwords = li->param_size / 8;
+  if (!nwords) return -1;
+  uint8_t *reloc = calloc(nwords, 1);
+  if (!reloc) return 0; /* unknown: refused, never run unrelocated */
+  for (int i = 0; k && i < c->nparams && i < k->nparams; i++) {
+    const struct kc_contract_param *p = &c->params[i];
+    if (p->v.kind == KC_PK_STRUCT)
+      for (int j = 0; j < p->nfields; j++)
+        mark_value(&p->fields[j], (uint64_t)k->param_offset[i] + p->fields[j].offset, reloc,
+                   nwords);
+    else
+      mark_value(&p->v, k->param_offset[i], reloc, nwords);
+  }
+  long stray = -1;
+  /* The pointers the capture resolved (kcheck's map or the driver)... */
+  for (int i = 0; stray < 0 && i < li->nptrs; i++)
+    if (li->ptrs[i].offset / 8 >= nwords || !reloc[li->ptrs[i].offset / 8])
+      stray = li->ptrs[i].offset;
+  /* ...and any word in kcheck's map, should the capture have skipped it. */
+  for (size_t w = 0; stray < 0 && w < nwords; w++) {
+    uint64_t v;
+    struct kc_alloc a;
+    memcpy(&v, li->param_buf + 8 * w, 8);
+    if (!reloc[w] && v && kc_allocmap_find(v, &a) == 0) stray = (long)(8 * w);
+  }
+  free(reloc);
+  return stray;
+}
+
 /* The calibration run at the application's shape (see the top). 0: the
  * extents hold; 1: a violation was reported; -1: it could not run (the
  * result says why). Either of the last two stops the gate. */
@@ -189,6 +257,21 @@ int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
     json_object_set_new(
         ctx->result, "error",
         json_string(b && rows ? "the launch does not bind to its contract" : "out of host memory"));
+    free(b);
+    free(rows);
+    return 0;
+  }
+  long stray = stray_pointer(c, ctx->li);
+  if (stray >= 0) {
+    char why[320];
+    snprintf(why, sizeof why,
+             "the parameter bytes at offset %ld hold a pointer into the application's memory "
+             "that the contract does not declare as a tensor (an opaque parameter or an "
+             "undeclared struct field): a relaunch at another shape would pass it unrelocated "
+             "and could write outside kcheck's buffers, so no other shape is run",
+             stray);
+    ctx->out.status = KC_GS_INCONCLUSIVE;
+    json_object_set_new(ctx->result, "reason", json_string(why));
     free(b);
     free(rows);
     return 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int kc_verbosity = 1;
@@ -60,4 +61,41 @@ void kc_log_printf(int level, const char *fmt, ...) {
 void kc_assert_failed(const char *what, const char *file, int line) {
   kc_log_printf(KC_LOG_ERROR, "internal invariant '%s' broken at %s:%d", what, file, line);
   abort();
+}
+
+int kc_file_replace(const char *path) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 8);
+  if (!tmp) {
+    errno = ENOMEM;
+    return -1;
+  }
+  memcpy(tmp, path, n);
+  memcpy(tmp + n, ".XXXXXX", 8);
+  int fd = mkostemp(tmp, O_CLOEXEC); /* 0600, O_EXCL */
+  if (fd >= 0 && rename(tmp, path)) {
+    int e = errno;
+    unlink(tmp);
+    close(fd);
+    fd = -1;
+    errno = e;
+  }
+  free(tmp);
+  return fd;
+}
+
+int kc_file_create(const char *path) {
+  return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+int kc_dir_create(const char *path, int must_be_new) {
+  if (mkdir(path, 0700) == 0) return 0;
+  if (errno != EEXIST || must_be_new) return -1;
+  struct stat st;
+  if (lstat(path, &st)) return -1;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+    errno = EPERM;
+    return -1;
+  }
+  return 0;
 }

@@ -51,4 +51,23 @@ void kc_log_printf(int level, const char *fmt, ...) __attribute__((format(printf
 #endif
 void kc_assert_failed(const char *what, const char *file, int line) __attribute__((noreturn));
 
+/* Files kcheck writes (docs/security.md). Paths often lie in a shared,
+ * world-writable place (/tmp): a name another user planted there (a
+ * symlink to a file of the user running kcheck, or a file of their own)
+ * must never be written through.
+ *
+ * kc_file_replace: a new private file (0600) made under a random name
+ * beside path (O_EXCL, so no symlink is followed) and renamed to path: the
+ * name then refers to kcheck's file whatever it was (rename replaces a
+ * planted symlink itself, never its target). An fd open for writing
+ * (O_CLOEXEC), or -1 with errno. */
+int kc_file_replace(const char *path);
+/* A new file (0600) that must not exist (O_EXCL | O_NOFOLLOW): inside a
+ * directory kcheck made for itself. An fd, or -1 with errno. */
+int kc_file_create(const char *path);
+/* A directory kcheck writes into: made 0700, or an existing one that is a
+ * real directory (not a symlink) owned by this user. must_be_new: it must
+ * not exist yet. 0, or -1 with errno (EEXIST, or EPERM: not ours). */
+int kc_dir_create(const char *path, int must_be_new);
+
 #endif

@@ -31,6 +31,9 @@ static _Atomic int crash_fd = -1;
 static pthread_t writer;
 static int writer_running, stopping, write_failed;
 static int writer_idle; /* waiting with nothing to write: no timer until an append */
+/* A drain is writing with the lock released: one at a time, so that tail
+ * never passes bytes another drain still reads from the ring. */
+static int draining;
 
 /* Writes stream bytes [from, to) from the ring. No lock needed: appends
  * never touch unwritten bytes. Async-signal-safe. */
@@ -47,13 +50,18 @@ static int write_range(int f, uint64_t from, uint64_t to) {
   return 0;
 }
 
-/* Writes [tail, head) with the lock released; called with the lock held. */
+/* Writes [tail, head) with the lock released; called with the lock held.
+ * On return every byte appended before the call is in the file. */
 static void drain_locked(void) {
+  while (draining)
+    pthread_cond_wait(&written, &lock);
   uint64_t from = tail, to = head;
   if (from == to) return;
+  draining = 1;
   pthread_mutex_unlock(&lock);
   int rc = write_range(fd, from, to);
   pthread_mutex_lock(&lock);
+  draining = 0;
   if (rc && !write_failed) {
     write_failed = 1;
     KC_INTERNAL_ERROR("writing the report failed");
@@ -151,7 +159,7 @@ int kc_rbuf_open(int f) {
   return 0;
 }
 
-int kc_rbuf_appendv(const struct kc_rbuf_part *parts, int nparts) {
+static int appendv(const struct kc_rbuf_part *parts, int nparts, int through) {
   pthread_mutex_lock(&lock);
   if (fd < 0) {
     pthread_mutex_unlock(&lock);
@@ -182,12 +190,21 @@ int kc_rbuf_appendv(const struct kc_rbuf_part *parts, int nparts) {
   /* Committed once, after the last part: a crash handler writes whole
    * records only (unless one is larger than the ring). */
   atomic_store_explicit(&committed, head, memory_order_release);
-  if (!writer_running)
-    drain_locked();
+  if (!writer_running || through)
+    drain_locked(); /* with the record's bytes and all before them */
   else if (writer_idle || head - tail > RING / 2)
     pthread_cond_signal(&wake);
+  int rc = through && write_failed ? -1 : 0;
   pthread_mutex_unlock(&lock);
-  return 0;
+  return rc;
+}
+
+int kc_rbuf_appendv(const struct kc_rbuf_part *parts, int nparts) {
+  return appendv(parts, nparts, 0);
+}
+
+int kc_rbuf_appendv_through(const struct kc_rbuf_part *parts, int nparts) {
+  return appendv(parts, nparts, 1);
 }
 
 int kc_rbuf_append(const void *p, size_t n) {
@@ -233,7 +250,7 @@ void kc_rbuf_forget_child(void) {
   pthread_mutex_init(&lock, NULL);
   pthread_cond_init(&wake, NULL);
   pthread_cond_init(&written, NULL);
-  writer_running = writer_idle = 0;
+  writer_running = writer_idle = draining = 0;
   atomic_store(&crash_fd, -1);
   if (fd >= 0) close(fd);
   fd = -1;

@@ -3,7 +3,10 @@
  * them to the file every few milliseconds. Each byte has a fixed file offset
  * (pwrite), so a fatal signal handler can write the committed bytes again
  * without duplicating any: after a crash the file holds every record
- * completed before it. Lost only on SIGKILL or _exit: the last few ms. */
+ * completed before it. Records appended with kc_rbuf_appendv_through are
+ * in the file (write(2) returned) before the append returns, with every
+ * byte before them: SIGKILL or _exit loses only the ring's records
+ * appended after the last such record (launch and trace records). */
 #ifndef KC_REPORT_BUF_H
 #define KC_REPORT_BUF_H
 
@@ -21,6 +24,9 @@ struct kc_rbuf_part {
   size_t n;
 };
 int kc_rbuf_appendv(const struct kc_rbuf_part *parts, int nparts);
+/* kc_rbuf_appendv, written to the file before it returns (not only the
+ * page cache's: a SIGKILL cannot lose it; a power loss can). */
+int kc_rbuf_appendv_through(const struct kc_rbuf_part *parts, int nparts);
 /* Writes everything appended so far to the file and waits for it. */
 int kc_rbuf_flush(void);
 /* Flushes, stops the writer thread and closes the file. */

@@ -27,8 +27,13 @@
 static int write_file(const char *dir, const char *name, const void *p, size_t n) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
+  int fd = kc_file_create(path); /* in the bundle's own new folder */
+  if (fd < 0) return -1;
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    close(fd);
+    return -1;
+  }
   int ok = (n == 0 || fwrite(p, 1, n, f) == n);
   return (fclose(f) == 0 && ok) ? 0 : -1;
 }
@@ -93,9 +98,10 @@ static const char *write_bundle(const struct kc_launch_info *li, const struct kc
   int by_path = !im.bytes && !strcmp(im.format, "file") && im.source[0] == '/';
   void *image = by_path ? NULL : image_bytes(&im, &why);
   if (!image && !by_path) return why;
-  if (mkdir(dir, 0777) && errno != EEXIST) {
+  if (kc_dir_create(dir, 1)) {
     free(image);
-    return "the bundle folder cannot be created";
+    return errno == EEXIST ? "the bundle folder exists already"
+                           : "the bundle folder cannot be created";
   }
   int bad = by_path ? 0 : write_file(dir, "image.bin", image, im.size);
   free(image);
@@ -139,10 +145,10 @@ static const char *write_bundle(const struct kc_launch_info *li, const struct kc
    * memory, ...) decide whether the finding shows again. */
   const char *opts = getenv("KCHECK_OPTIONS");
   json_object_set_new(meta, "options", json_string(opts ? opts : ""));
-  char path[4200];
-  snprintf(path, sizeof path, "%s/bundle.json", dir);
-  return json_dump_file(meta, path, JSON_INDENT(1) | JSON_SORT_KEYS) ? "writing bundle.json failed"
-                                                                     : NULL;
+  char *text = json_dumps(meta, JSON_INDENT(1) | JSON_SORT_KEYS);
+  int failed = !text || write_file(dir, "bundle.json", text, strlen(text));
+  free(text);
+  return failed ? "writing bundle.json failed" : NULL;
 }
 
 json_t *kc_bundle_write(const struct kc_launch_info *li, const struct kc_shadow *sh,
@@ -151,7 +157,10 @@ json_t *kc_bundle_write(const struct kc_launch_info *li, const struct kc_shadow 
   if (strlen(kc_opt.repro_dir) > 3000)
     return json_pack("{s:s}", "bundle_skipped", "repro_dir is too long a path");
   char dir[4096];
-  mkdir(kc_opt.repro_dir, 0777); /* exists already, or the bundle's mkdir says why */
+  if (kc_dir_create(kc_opt.repro_dir, 0))
+    return json_pack("{s:s}", "bundle_skipped",
+                     errno == EPERM ? "repro_dir is not a folder of this user's own"
+                                    : "repro_dir cannot be created");
   snprintf(dir, sizeof dir, "%s/bundle-%ld-%llu-%s", kc_opt.repro_dir, (long)getpid(),
            (unsigned long long)li->seq, gate);
   json_t *meta = json_object();

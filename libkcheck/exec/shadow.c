@@ -65,19 +65,46 @@ static void free_regions(struct kc_shadow *s) {
   s->staging = 0;
 }
 
+/* Managed memory (cuMemAllocManaged) is written by CPU threads with plain
+ * stores: no driver call, so the world lock does not hold them off. A
+ * check that saved, compared and restored such an allocation would put
+ * back bytes another thread wrote meanwhile (and report its stores as the
+ * kernel's). Allocations kcheck saw made are in its map with their kind;
+ * others are asked of the driver. */
+static int is_managed(const struct kc_ptr *p) {
+  struct kc_alloc a;
+  if (kc_allocmap_find(p->base, &a) == 0) return a.kind == KC_ALLOC_MANAGED;
+  unsigned managed = 0;
+  return kc_drv.cuPointerGetAttribute &&
+         kc_drv.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                      (CUdeviceptr)p->base) == CUDA_SUCCESS &&
+         managed;
+}
+
+/* 1: the launch's parameters point into managed memory (not checked);
+ * -1: out of memory. */
 static int collect(struct kc_shadow *s, struct kc_launch_info *li) {
   int cap = 0;
+  for (int i = 0; i < li->nptrs; i++)
+    if (is_managed(&li->ptrs[i])) return 1;
   if (kc_opt.save_all) {
-    /* For kernels that reach memory through pointers stored in device memory. */
+    /* For kernels that reach memory through pointers stored in device
+     * memory; managed allocations are left out (counted in the record). */
     size_t n = kc_allocmap_count();
     struct kc_alloc *all = malloc((n ? n : 1) * sizeof *all);
     if (!all) return -1;
     n = kc_allocmap_snapshot(all, n);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+      if (all[i].kind == KC_ALLOC_MANAGED) {
+        s->managed_left_out++;
+        s->managed_left_out_bytes += all[i].size;
+        continue;
+      }
       if (add_region(s, all[i].base, all[i].size, &cap)) {
         free(all);
         return -1;
       }
+    }
     free(all);
   }
   for (int i = 0; i < li->nptrs; i++)
@@ -248,7 +275,13 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   s->stream = li->stream;
   s->t_start = kc_now_s();
   s->snapshot_ms = s->kernel_ms = -1;
-  if (collect(s, li)) return fail(s, why, "out of host memory");
+  int c = collect(s, li);
+  if (c > 0)
+    return fail(s, why,
+                "the launch reaches managed memory (cuMemAllocManaged): CPU threads write it "
+                "without a driver call, so a check could not save, compare or restore it "
+                "without reverting their stores; launched unchanged");
+  if (c < 0) return fail(s, why, "out of host memory");
   /* Two device copies: the pre-state and post-state A. */
   uint64_t need = 2 * s->saved_bytes;
   if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");

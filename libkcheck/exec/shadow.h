@@ -78,6 +78,10 @@ struct kc_shadow {
   struct kc_region *regions;
   int nregions;
   uint64_t saved_bytes;
+  /* Managed allocations: save_all leaves them out (how many, their bytes);
+   * a launch whose parameters point into one is not checked. */
+  int managed_left_out;
+  uint64_t managed_left_out_bytes;
   CUresult app_result; /* the application's launch result */
   int runs;            /* shadow runs made */
   int have_post;       /* post-state A saved */

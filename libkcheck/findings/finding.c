@@ -602,6 +602,17 @@ int kc_finding_report(json_t *rec) {
   if (test_id[0] && !json_object_get(rec, "test"))
     json_object_set_new(rec, "test", json_string(test_id));
   pthread_mutex_unlock(&lock);
+  /* Queued, the record is written when the findings thread gets to it
+   * (symbols take 100-260 ms): a SIGKILL before that would lose it. So
+   * what is known now is written through first, as violation_pending with
+   * an id the final violation (or suppressed) record repeats; readers
+   * (kcheck.report) keep a pending record only where its final one is
+   * missing. */
+  if (!kc_opt.halt_on_error && !forked_child) {
+    static atomic_long next_pending;
+    json_object_set_new(rec, "pending", json_integer(atomic_fetch_add(&next_pending, 1) + 1));
+    kc_report_emit("violation_pending", json_deep_copy(rec));
+  }
   struct pending *p = calloc(1, sizeof *p);
   if (p) {
     p->rec = rec;

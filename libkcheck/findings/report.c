@@ -100,9 +100,11 @@ static int make_folders(void) {
 static int open_file(int fatal) {
   if (!strcmp(kc_opt.log_path, "none")) return 0;
   make_path();
+  /* A private file renamed into place (never written through a name
+   * someone else planted in a shared folder); O_CLOEXEC: the report must
+   * not leak into programs the application execs. */
   int fd = -1;
-  /* O_CLOEXEC: the report must not leak into programs the application execs. */
-  if (!make_folders()) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!make_folders()) fd = kc_file_replace(path);
   if (fd < 0 || kc_rbuf_open(fd)) {
     int e = errno;
     if (fd >= 0) close(fd);
@@ -233,7 +235,14 @@ void kc_report_emit_raw(const char *type, const char *body, size_t n) {
     struct kc_rbuf_part parts[4] = {
         {h, hn > 0 ? (size_t)hn : 0}, {",", 1}, {body + 1, n - 1}, {"\n", 1}};
     if (empty) parts[1] = (struct kc_rbuf_part){"}", 1}, parts[2].n = 0;
-    if (hn < 0 || kc_rbuf_appendv(parts, 4))
+    /* Findings, checks, skips and the rest are written through before the
+     * launch that made them returns: a SIGKILL (OOM killer, timeout -s
+     * KILL, a scheduler) right after cannot lose them. Only the per-launch
+     * trace records go through the ring (a write each would cost trace=1
+     * its speed); a kill loses at most those appended since the last
+     * record written through. */
+    int through = strcmp(type, "launch") != 0;
+    if (hn < 0 || (through ? kc_rbuf_appendv_through(parts, 4) : kc_rbuf_appendv(parts, 4)))
       KC_INTERNAL_ERROR("writing the report %s failed", path);
   }
   if (locked) pthread_mutex_unlock(&lock);

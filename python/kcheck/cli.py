@@ -250,8 +250,10 @@ def cmd_gen(args):
                  "subnormal zeros)")
     raw = buf.raw[:rows * cols * esize]
     if args.raw:
-        with open(args.raw, "wb") as f:
-            f.write(raw)
+        try:
+            kr.write_file(args.raw, raw)
+        except OSError as e:
+            raise UsageError("cannot write %s: %s" % (args.raw, e.strerror or e)) from None
         return 0
     for i in range(rows * cols):
         b = raw[i * esize:(i + 1) * esize]
@@ -302,8 +304,7 @@ def verdict(rep):
 
 def _write(path, text):
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        kr.write_file(path, text)
     except OSError as e:
         raise UsageError("cannot write %s: %s" % (path, e.strerror or e)) from None
 

@@ -291,9 +291,8 @@ class _Session:
         data = {"active": self.lib is not None or any(t["violations"] for t in self.per_test.values()),
                 "mode": self.mode, "tests": self.per_test,
                 "violations": sum(len(t["violations"]) for t in self.per_test.values())}
-        with open(path, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.write("\n")
+        from kcheck.report import write_file
+        write_file(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def _test_location(item):

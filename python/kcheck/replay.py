@@ -21,7 +21,9 @@ import ctypes as C
 import glob
 import json
 import os
+import re
 import shlex
+import stat
 import subprocess
 import sys
 
@@ -35,15 +37,49 @@ class ReplayError(kr.ReportError):
 FORMAT = "kcheck.bundle/1"
 
 
+# A bundle may come from elsewhere (a bug report, a shared folder): what it
+# names is read only inside its folder, only from regular files (never a
+# FIFO or a device, never through a symlink), never more than these bytes.
+MAX_META = 64 << 20
+MAX_FILE = 16 << 30
+GATE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _read_file(path, limit):
+    """At most limit bytes of the regular file at path (not a symlink)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise ReplayError("cannot read %s: %s" % (path, e.strerror or e)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReplayError("%s is not a regular file" % path)
+        if st.st_size > limit:
+            raise ReplayError("%s: %d bytes, more than the %d a bundle may hold" % (
+                path, st.st_size, limit))
+        chunks, left = [], limit + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 24))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise ReplayError("%s grew past %d bytes while read" % (path, limit))
+        return data
+    finally:
+        os.close(fd)
+
+
 def load(path):
     """The bundle's metadata; path is the folder or its bundle.json."""
     meta_path = os.path.join(path, "bundle.json") if os.path.isdir(path) else path
     try:
-        with open(meta_path) as f:
-            meta = json.load(f)
-    except OSError as e:
-        raise ReplayError("cannot read %s: %s" % (meta_path, e.strerror or e)) from None
-    except ValueError as e:
+        meta = json.loads(_read_file(meta_path, MAX_META))
+    except (ValueError, RecursionError) as e:
         raise ReplayError("%s is not a bundle: %s" % (meta_path, e)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ReplayError("%s is not a %s bundle" % (meta_path, FORMAT))
@@ -51,9 +87,34 @@ def load(path):
     return meta
 
 
-def _read(meta, name):
-    with open(os.path.join(meta["_dir"], name), "rb") as f:
-        return f.read()
+def _member(meta, name):
+    """The path of the bundle's file `name`: a plain name inside its folder."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name \
+            or "\0" in name:
+        raise ReplayError("the bundle names a file outside its folder: %r" % (name,))
+    return os.path.join(meta["_dir"], name)
+
+
+def _read(meta, name, limit=MAX_FILE):
+    return _read_file(_member(meta, name), limit)
+
+
+def _options(meta):
+    """KCHECK_OPTIONS for the replay. Every field of the bundle that goes in
+    is checked to be what it claims (a gate name, an integer, option names
+    with values that contain no ':' — the option separator), so a bundle
+    cannot slip in options of its own (log_path, repro_dir, ...)."""
+    gate = meta.get("gate")
+    if not isinstance(gate, str) or not GATE_NAME.match(gate):
+        raise ReplayError("the bundle's gate is not a gate name: %r" % (gate,))
+    seed = meta.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ReplayError("the bundle's seed is not an integer: %r" % (seed,))
+    contracts = meta.get("contracts")
+    if contracts is not None and (not isinstance(contracts, str) or
+                                  any(c in contracts for c in ":\n\0")):
+        raise ReplayError("the bundle's contracts is not a list of files: %r" % (contracts,))
+    return gate, seed, contracts
 
 
 def relocate(params, buffers, new_bases):
@@ -86,7 +147,11 @@ def replay_launch(meta, libcuda="libcuda.so.1"):
     ck("cuCtxSetCurrent", ctx)
     mod, fn = C.c_void_p(), C.c_void_p()
     if meta["image"].get("path"):  # a module the program loaded from a file
-        ck("cuModuleLoad", C.byref(mod), meta["image"]["path"].encode())
+        ipath = meta["image"]["path"]
+        if not isinstance(ipath, str) or not os.path.isabs(ipath) or \
+                not stat.S_ISREG(os.stat(ipath).st_mode):
+            raise ReplayError("the bundle's module file is not a regular file: %r" % (ipath,))
+        ck("cuModuleLoad", C.byref(mod), ipath.encode())
     else:
         image = _read(meta, meta["image"]["file"])
         img = C.create_string_buffer(image, len(image) + 1)  # PTX text needs its NUL
@@ -96,7 +161,7 @@ def replay_launch(meta, libcuda="libcuda.so.1"):
     for b in meta["buffers"]:
         p = C.c_uint64()
         ck("cuMemAlloc_v2", C.byref(p), C.c_size_t(max(1, b["size"])))
-        data = _read(meta, b["file"])
+        data = _read(meta, b["file"], b["size"])
         if len(data) != b["size"]:
             raise ReplayError("%s: %d bytes, the bundle says %d" % (b["file"], len(data), b["size"]))
         ck("cuMemcpyHtoD_v2", p, data, C.c_size_t(len(data)))
@@ -113,9 +178,11 @@ def replay_launch(meta, libcuda="libcuda.so.1"):
     return 0
 
 
-def run(path, lib, options=(), keep_report=None):
-    """Replays the bundle in a child under kcheck; returns (status, message)."""
+def run(path, lib, options=(), keep_report=None, timeout=600):
+    """Replays the bundle in a child under kcheck (at most timeout seconds);
+    returns (status, message)."""
     meta = load(path)
+    gate, seed, contracts = _options(meta)
     out = keep_report or os.path.join(meta["_dir"], "replay-report")
     for old in glob.glob(out + ".*.jsonl"):
         os.unlink(old)
@@ -124,20 +191,25 @@ def run(path, lib, options=(), keep_report=None):
     drop = ("log_path", "repro_dir", "gates", "seed", "contracts", "launch_skip", "launch_count",
             "check_first", "kernel_include", "kernel_exclude", "kernel_include_regex",
             "kernel_exclude_regex", "max_checks", "suppressions", "halt_on_error", "exitcode")
-    opts = [o for o in (meta.get("options") or "").split(":")
-            if o and o.partition("=")[0] not in drop]
-    opts += ["log_path=" + out, "gates=" + meta["gate"], "seed=%d" % meta.get("seed", 0),
+    run_opts = meta.get("options") if isinstance(meta.get("options"), str) else ""
+    opts = [o for o in run_opts.split(":")
+            if o and OPTION_NAME.match(o.partition("=")[0]) and o.partition("=")[0] not in drop]
+    opts += ["log_path=" + out, "gates=" + gate, "seed=%d" % seed,
              "check_first=1", "verbosity=0"]
-    if meta.get("contracts"):
-        opts.append("contracts=" + meta["contracts"])
+    if contracts:
+        opts.append("contracts=" + contracts)
     opts += list(options)
     env = dict(os.environ)
     env["KCHECK_OPTIONS"] = ":".join(opts)
     env["LD_PRELOAD"] = lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    child = subprocess.run([sys.executable, "-m", "kcheck.replay", meta["_dir"]], env=env,
-                           capture_output=True, text=True)
+    try:
+        child = subprocess.run([sys.executable, "-m", "kcheck.replay", meta["_dir"]], env=env,
+                               capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return 1, "kcheck repro: the replay of [%s] did not finish in %d s" % (gate, timeout)
     reports = sorted(glob.glob(out + ".*.jsonl"))
     kernel = meta["kernel"]["demangled"]
     if child.returncode != 0 or not reports:
@@ -158,7 +230,7 @@ def main(argv):
         return 2
     try:
         return replay_launch(load(argv[1]), os.environ.get("FAKECUDA_LIB", "libcuda.so.1"))
-    except (ReplayError, OSError, KeyError) as e:
+    except (ReplayError, OSError, KeyError, TypeError, ValueError) as e:
         print("kcheck replay: %s" % e, file=sys.stderr)
         return 1
 

@@ -90,7 +90,27 @@ def _parse(text):
             malformed.append((n, line[:80]))
             continue
         records.append(_sane(rec))
-    return records, malformed
+    return _settle_pending(records), malformed
+
+
+def _settle_pending(records):
+    """A violation is first written through as violation_pending (before
+    the launch returns), then in full by kcheck's findings thread with the
+    same `pending` id (violation or suppressed). A pending record whose full
+    one is missing (the process was killed in between) stands in for it, as
+    a violation marked `unfinished`; the others are dropped."""
+    done = {r.get("pending") for r in records
+            if r["type"] in ("violation", "suppressed") and r.get("pending") is not None}
+    out = []
+    for r in records:
+        if r["type"] == "violation_pending":
+            if r.get("pending") in done:
+                continue
+            r["type"] = "violation"
+            r["unfinished"] = ("the process ended before this violation was symbolised, "
+                               "matched against the suppressions and printed")
+        out.append(r)
+    return out
 
 
 _DICTS = ("evidence", "stack", "gates", "launch_record", "image")
@@ -128,6 +148,25 @@ def _sane(rec):
     if "cost_ms" in rec and not isinstance(rec["cost_ms"], (int, float)):
         rec.pop("cost_ms")
     return rec
+
+
+def write_file(path, data, mode=0o600):
+    """path's new contents (str or bytes): a private file made beside it and
+    renamed over it, so a symlink or file someone planted at path (a shared
+    /tmp) is replaced, never written through. mode: 0600 unless asked."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".kcheck-")
+    try:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def read(path):

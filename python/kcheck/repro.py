@@ -17,7 +17,6 @@ bundle cannot run the kernel without the program.
 import json
 import os
 import shlex
-import stat
 
 from kcheck import report as kr
 
@@ -28,22 +27,31 @@ class ReproError(kr.ReportError):
 
 REPLAY = """#!/bin/sh
 # Re-runs one launch of the program under kcheck (only this launch checked,
-# only gate {gate}, seed {seed}) and checks that the violation comes back.
-# Written by `kcheck repro` from {report}, violation {index}.
+# only gate {gate_c}, seed {seed}) and checks that the violation comes back.
+# Written by `kcheck repro` from {report_c}, violation {index}.
 set -u
+gate={gate}
+mangled={mangled}
+kernel={kernel}
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/replay-report"
 rm -f "$out".*.jsonl
 {command}
 status=$?
-if cat "$out".*.jsonl 2>/dev/null | grep -F '"type":"violation"' | grep -F '"gate":"{gate}"' \\
-   | grep -qF '"kernel_mangled":"{mangled}"'; then
-  echo "kcheck repro: the violation [{gate}] in {kernel_sh} is reproduced (program status $status)"
+if cat "$out".*.jsonl 2>/dev/null | grep -F '"type":"violation"' | grep -F "\\"gate\\":\\"$gate\\"" \\
+   | grep -qF "\\"kernel_mangled\\":\\"$mangled\\""; then
+  echo "kcheck repro: the violation [$gate] in $kernel is reproduced (program status $status)"
   exit 0
 fi
-echo "kcheck repro: the violation [{gate}] in {kernel_sh} did not reproduce (program status $status)" >&2
+echo "kcheck repro: the violation [$gate] in $kernel did not reproduce (program status $status)" >&2
 exit 1
 """
+
+
+def _comment(text):
+    """text for a comment line of the script: no control characters (a
+    newline would end the comment and start a command)."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
 
 
 def _narrowed(reproduce, out_prefix):
@@ -70,6 +78,10 @@ def _narrowed(reproduce, out_prefix):
     return " ".join(outw)
 
 
+def _write(path, text, mode=0o600):
+    kr.write_file(path, text, mode)
+
+
 def bundle(rep, index, outdir=None):
     vs = rep.violations
     if not vs:
@@ -83,7 +95,7 @@ def bundle(rep, index, outdir=None):
                          % (rep.path, index))
     outdir = outdir or "kcheck-repro-%s-%d" % (rep.pid, index)
     try:
-        os.makedirs(outdir, exist_ok=True)
+        os.makedirs(outdir, mode=0o700, exist_ok=True)
     except OSError as e:
         raise ReproError("cannot create %s: %s" % (outdir, e.strerror or e)) from None
     kernel = rep.kernels.get(v.get("kernel"), {})
@@ -108,21 +120,22 @@ def bundle(rep, index, outdir=None):
         "regenerate": _gen_commands(inputs),
         "reproduce": v.get("reproduce"),
     }
-    with open(os.path.join(outdir, "bundle.json"), "w") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
-        f.write("\n")
-    with open(os.path.join(outdir, "violation.json"), "w") as f:
-        json.dump(v, f, indent=1, sort_keys=True)
-        f.write("\n")
+    _write(os.path.join(outdir, "bundle.json"), json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    _write(os.path.join(outdir, "violation.json"), json.dumps(v, indent=1, sort_keys=True) + "\n")
     replay = os.path.join(outdir, "replay")
     mangled = v.get("kernel_mangled") or ""
-    with open(replay, "w") as f:
-        f.write(REPLAY.format(
-            gate=v.get("gate"), seed=v.get("seed"), report=rep.path, index=index,
-            command=_narrowed(v["reproduce"], "$out"),
-            mangled="".join(c for c in mangled if c not in "'\"\\"),
-            kernel_sh=(v.get("kernel_name") or "?").replace("'", "")))
-    os.chmod(replay, os.stat(replay).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    seed = v.get("seed")
+    # Every field of the report that goes into the script is quoted (a
+    # report may come from elsewhere: it must not run commands of its own).
+    # The names are matched in the report as JSON writes them (ASCII, and
+    # quotes and backslashes escaped): grep -F with shell-quoted values.
+    _write(replay, REPLAY.format(
+            gate_c=_comment(v.get("gate")), seed=seed if isinstance(seed, int) else "?",
+            report_c=_comment(rep.path), index=index,
+            gate=shlex.quote(json.dumps(str(v.get("gate")))[1:-1]),
+            mangled=shlex.quote(json.dumps(mangled)[1:-1]),
+            kernel=shlex.quote(_comment(v.get("kernel_name") or "?")),
+            command=_narrowed(v["reproduce"], "$out")), 0o700)
     return outdir
 
 

@@ -10,6 +10,13 @@
  *   app_shared unordered [T] [ITERS]  shared, but the CUDA-array read-back
  *       does not wait for the device-to-array copy: the ordering bug that
  *       stream_races=1 must report (under GPU load its values can be wrong).
+ *   app_shared managed [T] [ITERS]  ONE managed allocation (cuMemAllocManaged):
+ *       thread 0 writes its slice with CPU stores, scales it on the device
+ *       ITERS times and checks it; the other threads meanwhile write and
+ *       read back their own slices with plain CPU stores and loads (no
+ *       driver call: nothing holds them off while a launch is checked)
+ *       until thread 0 is done. A check that restored the allocation
+ *       would revert their stores.
  *   app_shared churn [T] [ITERS]    the same per thread, but each iteration
  *       allocates its own buffer and frees it (for save_all=1, whose checks
  *       snapshot every live allocation).
@@ -30,6 +37,8 @@
  * of kcheck's own test PTX on a GPU (KC_SCALE_PTX=path). */
 #include <cuda.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +50,8 @@ static const char *scale_name = "_Z5scalePffi";
 static CUcontext ctx;
 static CUfunction scale;
 static CUdeviceptr shared_buf;
-static int iters = 50, churn, graphs, global_capture, unordered;
+static int iters = 50, churn, graphs, global_capture, unordered, managed;
+static _Atomic int launcher_done;
 static long launches;
 static long wrong;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,9 +99,70 @@ static long graph_worker(long t, CUstream s, float *h, float *back) {
   return bad;
 }
 
+/* managed mode: CPU stores and loads of slice t of the managed allocation
+ * (threads 1..T-1), or thread 0's kernel launches on its slice. */
+static long managed_worker(long t) {
+  volatile float *x = (volatile float *)(uintptr_t)(shared_buf + (CUdeviceptr)t * (N + PAD) * 4);
+  long bad = 0;
+  if (t) {
+    for (int it = 0; !atomic_load(&launcher_done) || it < 2; it++) {
+      for (int i = 0; i < N; i++)
+        x[i] = (float)(t * 4096 + it) + 0.25f * (float)i;
+      for (int spin = 0; spin < 20; spin++) {
+        for (int i = 0; i < N; i += 7)
+          bad += x[i] != (float)(t * 4096 + it) + 0.25f * (float)i;
+        sched_yield();
+      }
+    }
+    return bad;
+  }
+  CUstream s;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  /* and a device buffer beside it: its launches are checked (save_all=1
+   * saves every allocation but the managed one) */
+  CUdeviceptr dev;
+  float *h = malloc(N * sizeof *h);
+  CK(cuMemAlloc(&dev, N * sizeof(float)));
+  for (int it = 0; it < iters; it++) {
+    for (int i = 0; i < N; i++)
+      h[i] = (float)it - 0.5f * (float)i;
+    CK(cuMemcpyHtoD(dev, h, N * sizeof(float)));
+    float f2 = 3.0f;
+    int n2 = N;
+    void *p2[] = {&dev, &f2, &n2};
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s, p2, NULL));
+    CK(cuStreamSynchronize(s));
+    CK(cuMemcpyDtoH(h, dev, N * sizeof(float)));
+    for (int i = 0; i < N; i++)
+      bad += h[i] != 3.0f * ((float)it - 0.5f * (float)i);
+    for (int i = 0; i < N; i++)
+      x[i] = (float)it + 0.25f * (float)i;
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)x;
+    float f = 2.0f;
+    int ni = N;
+    void *params[] = {&d, &f, &ni};
+    CK(cuLaunchKernel(scale, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+    CK(cuStreamSynchronize(s));
+    for (int i = 0; i < N; i++)
+      bad += x[i] != 2.0f * ((float)it + 0.25f * (float)i);
+  }
+  CK(cuMemFree(dev));
+  free(h);
+  CK(cuStreamDestroy(s));
+  atomic_store(&launcher_done, 1);
+  return bad;
+}
+
 static void *worker(void *arg) {
   long t = (long)arg;
   CK(cuCtxSetCurrent(ctx));
+  if (managed) {
+    long bad = managed_worker(t);
+    pthread_mutex_lock(&lock);
+    wrong += bad;
+    pthread_mutex_unlock(&lock);
+    return NULL;
+  }
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   float *h = malloc(N * sizeof *h), *back = malloc((N + 1) * sizeof *back);
@@ -198,10 +269,11 @@ int main(int argc, char **argv) {
   if (argc > 3) iters = atoi(argv[3]);
   if (threads < 1 || threads > 64 || iters < 1) return 2;
   churn = !strcmp(mode, "churn");
+  managed = !strcmp(mode, "managed");
   unordered = !strcmp(mode, "unordered");
   global_capture = !strcmp(mode, "graphs_global");
   graphs = global_capture || !strcmp(mode, "graphs");
-  launches = (long)threads * iters;
+  launches = managed ? 2L * iters : (long)threads * iters;
   CUdevice dev;
   CUmodule mod;
   CK(cuInit(0));
@@ -217,7 +289,11 @@ int main(int argc, char **argv) {
   CK(cuModuleLoadData(&mod, image ? image : ".entry _Z5scalePffi\n"));
   free(image);
   CK(cuModuleGetFunction(&scale, mod, scale_name));
-  CK(cuMemAlloc(&shared_buf, (size_t)threads * (N + PAD) * sizeof(float)));
+  if (managed)
+    CK(cuMemAllocManaged(&shared_buf, (size_t)threads * (N + PAD) * sizeof(float),
+                         CU_MEM_ATTACH_GLOBAL));
+  else
+    CK(cuMemAlloc(&shared_buf, (size_t)threads * (N + PAD) * sizeof(float)));
   pthread_t t[64];
   for (long i = 0; i < threads; i++)
     pthread_create(&t[i], NULL, worker, (void *)i);

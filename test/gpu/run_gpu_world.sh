@@ -2,8 +2,9 @@
 # test/gpu/run_gpu_world.sh — the world lock on a GPU, in one go:
 #   1. its cost: bench/world_lock (ns per shared enter/leave, 1-8 threads)
 #      and bench/launch_overhead with kcheck's lock on and off (check_lock);
-#   2. threads sharing one allocation and threads that allocate and free
-#      (test/apps/app_shared.c on the real driver): >= 20 runs each with
+#   2. threads sharing one allocation, threads that allocate and free, and
+#      CPU threads storing into one managed allocation while launches on it
+#      run (test/apps/app_shared.c on the real driver): >= 20 runs each with
 #      kcheck, 0 wrong results and 0 violations required; a few runs with
 #      check_lock=0 show what the lock prevents;
 #   3. a two-thread PyTorch program (test/gpu/torch_threads.py, each thread
@@ -75,6 +76,11 @@ for i in $(seq 1 "$RUNS"); do
   echo "shared.every.$i kcheck $EVERY $APP shared $t 8" >>"$J"
   echo "churn.def.$i kcheck save_all=1 $APP churn $t 30" >>"$J"
   echo "churn.every.$i kcheck save_all=1:$EVERY $APP churn $t 8" >>"$J"
+  # CPU threads storing into their slices of one managed allocation while
+  # the launches on it would be checked: never saved or restored (50 runs
+  # with RUNS=25)
+  echo "managed.def.$i kcheck - $APP managed 4 30" >>"$J"
+  echo "managed.every.$i kcheck save_all=1:$EVERY $APP managed 4 10" >>"$J"
 done
 for i in 1 2 3; do
   echo "shared.plain.$i plain - $APP shared 8 30" >>"$J"

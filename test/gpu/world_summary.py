@@ -100,7 +100,7 @@ lines += ["## Threads sharing one allocation; threads that allocate and free", "
 groups = collections.OrderedDict()
 for p in sorted(glob.glob(os.path.join(logs, "*.rc"))):
     tag = os.path.basename(p)[:-3]
-    if tag.startswith(("shared.", "churn.")):
+    if tag.startswith(("shared.", "churn.", "managed.")):
         groups.setdefault(tag.rsplit(".", 1)[0], []).append(tag)
 for g, tags in groups.items():
     n = len(tags)

@@ -114,7 +114,7 @@ def test_mutated_contracts_never_crash(app, tmp_path):
 
 # ---- the shapes gate: relaunches at other shapes on kcheck's own buffers ----
 
-def vecadd_contract(tmp_path, a="n", c="n", shapes="{n: 4099}"):
+def vecadd_contract(tmp_path, a="n", c="n", shapes="{n: 4099}", c_decl=None):
     """vecadd (the application's n is 1000) with the given extents of the
     input a and the output c, relaunched at the listed shapes."""
     path = tmp_path / "vecadd.yaml"
@@ -123,13 +123,13 @@ def vecadd_contract(tmp_path, a="n", c="n", shapes="{n: 4099}"):
     params:
       - {name: a, tensor: {role: in, format: fp32, shape: [%s]}}
       - {name: b, tensor: {role: in, format: fp32, shape: [n]}}
-      - {name: c, tensor: {role: out, format: fp32, shape: [%s]}}
+      - %s
       - {name: n, scalar: i32}
     op: add
     profile: fp32
     shapes: [%s]
     launch: {grid: ["ceil_div(n, 128)"], block: [128]}
-""" % (a, c, shapes))
+""" % (a, c_decl or "{name: c, tensor: {role: out, format: fp32, shape: [%s]}}" % c, shapes))
     return str(path)
 
 
@@ -211,3 +211,84 @@ def test_mutated_contracts_at_other_shapes_never_crash(app, tmp_path):
         assert rc == 0 and "basic ok" in out, "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
         assert "AddressSanitizer" not in err and "runtime error" not in err, \
             "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
+
+
+def test_shapes_refuses_an_opaque_pointer(app, tmp_path):
+    """c declared opaque: a relaunch at n=4099 would get the application's
+    own 1000-float buffer unrelocated and store 4099 floats through it. The
+    gate finds the undeclared pointer word, runs no other shape and says
+    why; the application's results stay its own."""
+    v, checks = shapes_run(app, tmp_path, vecadd_contract(
+        tmp_path, c_decl="{name: c, opaque: true}"))
+    assert not v, v
+    assert all(c["status"] == "inconclusive" for c in checks), checks
+    assert "offset 16" in checks[0]["reason"] and "opaque" in checks[0]["reason"], checks[0]
+    assert "trials" not in checks[0], checks[0]
+
+
+def test_shapes_with_launch_variables(app, tmp_path):
+    """c's extent spelled with the launch variables (gridDim.x * blockDim.x:
+    the grid rounds n up to 128): the gate's probe of which scalars size a
+    tensor evaluates it with gridDim/blockDim (variables 64-69) at the
+    probed value, inside its array (ASan: a stack read past vars[64]
+    before), and relaunches at other shapes."""
+    v, checks = shapes_run(app, tmp_path, vecadd_contract(
+        tmp_path, c="gridDim.x * blockDim.x", shapes="{n: 4099}"))
+    assert not [x for x in v if x["evidence"].get("verdict") == "out_of_bounds"], v
+    assert checks[0].get("trials"), checks[0]
+    assert {"n": 4099} in [t.get("scalars") for t in checks[0]["trials"]], checks[0]
+
+
+TENSOR_LINE = re.compile(r"\{name: (\w+), (?:offset: (\d+), )?tensor: \{[^}]*\}\}")
+
+
+def mutate_any(text, rng):
+    """mutate, and sometimes a tensor made opaque (an undeclared pointer:
+    a struct field drops out of the contract) or an extent spelled with the
+    launch variables."""
+    text = mutate(text, rng)
+    lines = text.splitlines()
+    for _ in range(rng.randint(0, 2)):
+        cand = [i for i, l in enumerate(lines) if TENSOR_LINE.search(l)]
+        i = rng.choice(cand)
+        m = TENSOR_LINE.search(lines[i])
+        if rng.random() < 0.5:
+            if m.group(2) is None:
+                lines[i] = lines[i][:m.start()] + "{name: %s, opaque: true}" % m.group(1) + \
+                    lines[i][m.end():]
+            else:  # a struct field: left out
+                lines[i] = ""
+        else:
+            lines[i] = re.sub(r"shape: \[[^\]]*\]", "shape: [%s]" % rng.choice(
+                ["gridDim.x * blockDim.x", "gridDim.x", "blockDim.x * 2", "n + blockDim.x"]),
+                lines[i])
+    return "\n".join(l for l in lines if l) + "\n"
+
+
+def mutants_all_gates(app, tmp_path, seed, count):
+    base = open(os.path.join(DATA, "contracts_basic.yaml")).read()
+    rng = random.Random(seed)
+    mutants = [mutate_any(base, rng) for _ in range(count)]
+
+    def one(i):
+        d = tmp_path / ("g%d" % i)
+        d.mkdir()
+        path = d / "c.yaml"
+        path.write_text(mutants[i])
+        r = basic(app, d, str(path), ":gates=all")
+        return i, r.rc, r.out, r.err
+
+    for i, rc, out, err in sweep(one, range(len(mutants))):
+        assert rc == 0 and "basic ok" in out, "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
+        assert "AddressSanitizer" not in err and "runtime error" not in err, \
+            "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
+
+
+def test_mutated_contracts_all_gates_never_crash(app, tmp_path):
+    """Seeded mutants, opaque parameters and launch-variable extents among
+    them, under gates=all (shapes included): 0 crashes, the application's
+    results unchanged. KCHECK_MUTANTS=N runs more (seed from
+    KCHECK_MUTANT_SEED)."""
+    count = int(os.environ.get("KCHECK_MUTANTS", "24"))
+    seed = int(os.environ.get("KCHECK_MUTANT_SEED", "3838"))
+    mutants_all_gates(app, tmp_path, seed, count)

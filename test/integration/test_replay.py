@@ -147,3 +147,103 @@ def test_module_loaded_from_a_file_is_referred_to_by_path(tmp_path):
     assert not os.path.exists(os.path.join(bs[0], "image.bin"))
     k = kcheck("repro", bs[0])
     assert k.returncode == 0, k.stdout + k.stderr
+
+
+# ---- bundles and reports from elsewhere: what they hold is data, never code
+
+def a_bundle(app, tmp_path):
+    r = run([app("app_linked"), "races"], tmp_path, options="repro_dir=%s" % (tmp_path / "rb"))
+    vs = [v for v in by_type(r.only_report(), "violation") if "bundle" in v]
+    assert vs, r.err[-2000:]
+    return vs[0]["bundle"]
+
+
+def edited(bundle, **changes):
+    meta_path = os.path.join(bundle, "bundle.json")
+    meta = json.load(open(meta_path))
+    for k, v in changes.items():
+        if k == "buffer_file":
+            meta["buffers"][0]["file"] = v
+        elif k == "image_file":
+            meta["image"]["file"] = v
+        else:
+            meta[k] = v
+    os.chmod(meta_path, 0o600)
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+
+
+def test_hostile_bundle_is_confined(app, tmp_path):
+    """A bundle's file names lead outside its folder, to a FIFO, through a
+    symlink to /dev/zero; its gate and contracts carry option text: each is
+    refused with why, promptly (nothing blocks, nothing is read without
+    bound), and no option of the bundle's own reaches KCHECK_OPTIONS."""
+    b = a_bundle(app, tmp_path)
+    os.mkfifo(os.path.join(b, "fifo"))
+    os.symlink("/dev/zero", os.path.join(b, "zero"))
+    evil = tmp_path / "evil"
+    cases = [
+        ({"buffer_file": "../../../../../../etc/passwd"}, "outside its folder"),
+        ({"buffer_file": "fifo"}, "not a regular file"),
+        ({"image_file": "zero"}, "cannot read"),
+        ({"gate": "race:log_path=%s" % evil}, "not a gate name"),
+        ({"contracts": "x.yaml:repro_dir=%s" % evil}, "not a list of files"),
+        ({"seed": "1:log_path=%s" % evil}, "not an integer"),
+    ]
+    original = open(os.path.join(b, "bundle.json")).read()
+    for change, why in cases:
+        with open(os.path.join(b, "bundle.json"), "w") as f:
+            f.write(original)
+        edited(b, **change)
+        k = kcheck("repro", b)
+        assert k.returncode != 0 and why in k.stdout + k.stderr, (change, k.stdout, k.stderr)
+    assert not glob.glob(str(evil) + "*")
+
+
+def test_hostile_report_fields_are_quoted(app, tmp_path):
+    """A report whose gate, kernel names and seed carry shell text (quotes,
+    $(...), backquotes, a newline that would end the script's comment): the
+    replay script `kcheck repro REPORT` writes parses, runs, and none of it
+    is executed."""
+    r = run([app("app_linked"), "races"], tmp_path)
+    lines = open(r.reports[0]).read().splitlines()
+    for i, l in enumerate(lines):
+        rec = json.loads(l)
+        if rec["type"] == "violation":
+            rec["gate"] = 'race"; touch P1; echo "\ntouch P2'
+            rec["kernel_name"] = "$(touch P3)`touch P4`'; touch P5; '"
+            rec["kernel_mangled"] = "x'$(touch P6)'\"$(touch P7)\""
+            rec["seed"] = "0\ntouch P8"
+            lines[i] = json.dumps(rec)
+            break
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "bundle"
+    k = kcheck("repro", str(hostile), "--violation", "0", "-o", str(out))
+    assert k.returncode == 0, k.stderr
+    script = str(out / "replay")
+    assert subprocess.run(["sh", "-n", script]).returncode == 0
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKECUDA)
+    rep = subprocess.run([script], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=str(tmp_path))
+    assert "did not reproduce" in rep.stderr, rep.stdout + rep.stderr
+    made = [p for d in (tmp_path, out) for p in os.listdir(d) if p.startswith("P")]
+    assert not made, made
+
+
+def test_command_outputs_replace_planted_symlinks(app, tmp_path):
+    """`kcheck report --sarif/--junit/--html FILE` where FILE is a symlink
+    someone planted: the file it points at stays as it was; FILE becomes
+    kcheck's own 0600 file."""
+    import stat
+    r = run([app("app_linked"), "races"], tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    for flag in ("--sarif", "--junit", "--html"):
+        out = tmp_path / ("out" + flag[2:])
+        os.symlink(victim, out)
+        k = kcheck("report", r.reports[0], flag, str(out))
+        assert k.returncode in (0, 1), k.stderr
+        st = os.lstat(out)
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, (flag, oct(st.st_mode))
+        assert victim.read_text() == "precious\n", flag

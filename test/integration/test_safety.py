@@ -179,3 +179,188 @@ def test_fork_after_activation_rearms_the_child(tmp_path):
     assert "parent_pid" not in runs[parent_pid][0]
     for recs in runs.values():
         assert by_type(recs, "summary"), "report ends without a summary"
+
+
+# ---- SIGKILL: findings are on disk before the launch that made them returns
+
+RACY = {"races last_writer": "last_writer", "races neighbor_read": "neighbor_read",
+        "races float_accum": "float_accum", "races uninit_shared": "uninit_shared"}
+
+
+def killed_run(app, tmp_path, trigger=None, delay=None):
+    """app_linked races, stdout on a pty (line-buffered, so a line means
+    the launches before it have returned); SIGKILL as soon as `trigger` is
+    printed, or after `delay` seconds. Returns the stdout lines seen before
+    the kill, the report's records and the report's path."""
+    import pty
+    import select
+    import subprocess
+    import time
+
+    from conftest import ALL_STRATEGIES, ASAN_RT, LIB, USE_SAN, base_env
+    from kcheck.report import read
+    env = base_env(tmp_path)
+    prefix = str(tmp_path / "kc")
+    env["LD_PRELOAD"] = ((ASAN_RT + " ") if USE_SAN else "") + LIB
+    env["KCHECK_OPTIONS"] = "log_path=%s:%s:check_first=1000000" % (prefix, ALL_STRATEGIES)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([app("app_linked"), "races"], stdout=slave, stderr=subprocess.DEVNULL,
+                         env=env, cwd=str(tmp_path))
+    os.close(slave)
+    seen, buf, t0 = [], b"", time.monotonic()
+    try:
+        while p.poll() is None:
+            if delay is not None and time.monotonic() - t0 >= delay:
+                break
+            if select.select([master], [], [], 0.005)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                seen += [l.decode(errors="replace").strip() for l in lines]
+                if trigger and any(trigger in l for l in seen):
+                    break
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        os.close(master)
+    import glob
+    paths = glob.glob(prefix + ".*.jsonl")
+    recs = read(paths[0]).records if paths else []
+    return seen, recs, p.returncode
+
+
+def assert_findings_kept(seen, recs):
+    """Every racy kernel whose result line was printed before the kill
+    (its launch had returned) has its violation in the report."""
+    names = {r.get("kernel_name", "").split("(")[0] for r in by_type(recs, "violation")}
+    for key, kernel in RACY.items():
+        if any(key in l for l in seen):
+            assert kernel in names, (key, seen, names)
+
+
+def test_sigkill_after_the_violation_keeps_it(app, tmp_path):
+    """SIGKILL (the OOM killer, timeout -s KILL) right after main's last
+    line: every violation is in the report, 12 kills out of 12 (the
+    violation is written through as violation_pending before its launch
+    returns; the findings thread's full record would come later). Then 24
+    kills at random moments: each violation whose kernel's result was
+    printed is there, and the report stays readable."""
+    import random
+
+    def one(i):
+        d = tmp_path / ("k%d" % i)
+        d.mkdir()
+        if i < 12:
+            return killed_run(app, d, trigger="races ok")
+        return killed_run(app, d, delay=random.Random(i).uniform(0.05, 2.5))
+
+    results = sweep(one, range(36))
+    for i, (seen, recs, rc) in enumerate(results):
+        assert rc == -signal.SIGKILL or i >= 12, (i, rc, seen)
+        if i < 12:
+            assert any("races ok" in l for l in seen), seen
+            assert len(by_type(recs, "violation")) == 4, (i, [r["type"] for r in recs])
+        assert_findings_kept(seen, recs)
+
+
+# ---- managed memory: CPU threads write it with no driver call
+
+MANAGED_EVERY = "check_first=1000000:clean_limit=-1:kernel_clean_limit=-1:time_budget=1"
+
+
+@pytest.mark.parametrize("save_all", [0, 1])
+def test_managed_memory_never_restored(app, tmp_path, save_all):
+    """app_shared managed: three threads store into and load from their
+    slices of one cuMemAllocManaged allocation with plain CPU stores while
+    the fourth's launches on its slice would be checked (every launch). A
+    check that saved and restored the allocation reverted their stores (5
+    of 10 runs wrong with the defaults before); now such a launch is not
+    checked (a skip record says why) and, with save_all=1, the checks of
+    the device-buffer launches leave the managed allocation out (recorded).
+    25 runs each: 0 wrong results."""
+    def one(i):
+        d = tmp_path / ("m%d" % i)
+        d.mkdir()
+        r = run([app("app_shared"), "managed", "4", "10"], d,
+                options=MANAGED_EVERY + ":gates=race,determinism:save_all=%d" % save_all)
+        return r.rc, r.out, r.err, r.only_report()
+
+    for rc, out, err, recs in sweep(one, range(25)):
+        assert rc == 0 and "wrong 0" in out, out + err[-2000:]
+        skips = by_type(recs, "skip")
+        assert len(skips) == 10 and all("managed memory" in s["reason"] for s in skips), skips
+        checks = by_type(recs, "check")
+        assert len(checks) == 10, [r["type"] for r in recs]
+        if save_all:
+            assert all(c["left_out"]["managed_allocations"] == 1 for c in checks), checks
+        else:
+            assert not any("left_out" in c for c in checks), checks
+
+
+# ---- files: never written through a name someone else planted
+
+def test_planted_symlinks_are_never_followed(app, tmp_path):
+    """Another user's symlinks in a shared folder, planted at the names
+    kcheck will write (the report <log_path>.<pid>.jsonl and the first
+    bundle's folder): the files they point at stay as they were; the
+    report is kcheck's own file (0600) under that name, the planted bundle
+    name is refused (bundle_skipped), other bundles are new 0700 folders of
+    0600 files."""
+    import stat
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.chmod(victim, 0o600)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = ("ln -s %s kc.$$.jsonl && mkdir rb && ln -s %s rb/bundle-$$-0-race && exec %s races"
+              % (victim, elsewhere, app("app_linked")))
+    r = run(["sh", "-c", script], tmp_path, options="repro_dir=%s" % (tmp_path / "rb"))
+    assert r.rc == 0, r.err[-2000:]
+    assert victim.read_text() == "precious\n"
+    assert os.listdir(elsewhere) == []
+    assert len(r.reports) == 1
+    st = os.lstat(r.reports[0])
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    vs = by_type(r.only_report(), "violation")
+    first = [v for v in vs if v["launch"] == 0 and v["gate"] == "race"]
+    assert first and "exists already" in first[0]["bundle_skipped"], first
+    made = [v["bundle"] for v in vs if "bundle" in v]
+    assert made, vs
+    for b in made:
+        assert stat.S_IMODE(os.lstat(b).st_mode) == 0o700
+        for f in os.listdir(b):
+            assert stat.S_IMODE(os.lstat(os.path.join(b, f)).st_mode) == 0o600, f
+
+
+def test_new_folders_are_private(app, tmp_path):
+    """A repro_dir that does not exist is made 0700; one that is a symlink
+    is refused (not followed)."""
+    import stat
+    r = run([app("app_linked"), "races"], tmp_path, options="repro_dir=%s" % (tmp_path / "new"))
+    assert r.rc == 0
+    assert stat.S_IMODE(os.lstat(tmp_path / "new").st_mode) == 0o700
+    d = tmp_path / "d2"
+    d.mkdir()
+    target = tmp_path / "target"
+    target.mkdir()
+    os.symlink(target, d / "link")
+    r = run([app("app_linked"), "races"], d, options="repro_dir=%s" % (d / "link"))
+    assert r.rc == 0
+    assert os.listdir(target) == []
+    vs = by_type(r.only_report(), "violation")
+    assert vs and all("not a folder of this user's own" in v["bundle_skipped"] for v in vs), vs
+
+
+def test_strict_makes_an_unwritable_report_fatal(app, tmp_path):
+    """log_path in a folder that does not exist: without strict the run goes
+    on without a report (one error line); with strict=1 it stops (exit 1)
+    before the application runs."""
+    bad = str(tmp_path / "no" / "such" / "kc")
+    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=" + bad)
+    assert r.rc == 0 and "cannot open report" in r.err, r.err[-2000:]
+    r = run([app("app_linked"), "basic"], tmp_path, options="strict=1:log_path=" + bad)
+    assert r.rc == 1 and "the report cannot be written" in r.err, r.err[-2000:]
+    assert "basic ok" not in r.out

@@ -519,7 +519,7 @@ static void parse_attrs(struct pctx *x, yaml_node_t *nd) {
         if (kc_attr_def((enum kc_attr_id)i)->classes >> k2 & 1u)
           used += snprintf(cls + used, sizeof cls - (size_t)used, "%s%s", used ? ", " : "",
                            oc_op_class_name((enum oc_op_class)k2));
-      diag(x, k, "attr '%s' does not apply to op '%s' (a %s op); it applies to %s ops", ks, c->op,
+      diag(x, k, "attr '%s' does not apply to op '%s' (class %s); it applies to %s ops", ks, c->op,
            oc_op_class_name(op->cls), cls);
       c->attr.v[i].set = 0;
       continue;

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <jansson.h>
 #include <limits.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -518,7 +519,7 @@ static void parse_attrs(struct pctx *x, yaml_node_t *nd) {
         if (kc_attr_def((enum kc_attr_id)i)->classes >> k2 & 1u)
           used += snprintf(cls + used, sizeof cls - (size_t)used, "%s%s", used ? ", " : "",
                            oc_op_class_name((enum oc_op_class)k2));
-      diag(x, k, "attr '%s' does not apply to op '%s' (a %s op); it applies to %s ops", ks, c->op,
+      diag(x, k, "attr '%s' does not apply to op '%s' (class %s); it applies to %s ops", ks, c->op,
            oc_op_class_name(op->cls), cls);
       c->attr.v[i].set = 0;
       continue;
@@ -683,14 +684,68 @@ static void lint_tensor(struct pctx *x, yaml_node_t *nd, int idx,
          want, idx);
 }
 
+/* A torch_op contract's shapes: [{input: [dims...], ...}, ...], each
+ * input one of args' keys: the author's own shapes for the shapes gate,
+ * beside those the op's class implies. */
+static void parse_torch_shapes(struct pctx *x, struct kc_contract *c, yaml_node_t *nd) {
+  if (!want_type(x, nd, YAML_SEQUENCE_NODE, "shapes")) return;
+  json_t *all = json_array();
+  for (yaml_node_item_t *it = nd->data.sequence.items.start; it < nd->data.sequence.items.top;
+       it++) {
+    yaml_node_t *row = node(x, *it);
+    if (!want_type(x, row, YAML_MAPPING_NODE, "shapes entry")) continue;
+    json_t *one = json_object();
+    for (yaml_node_pair_t *pr = row->data.mapping.pairs.start; pr < row->data.mapping.pairs.top;
+         pr++) {
+      yaml_node_t *k = node(x, pr->key), *v = node(x, pr->value);
+      const char *ks = want_scalar(x, k, "shapes key");
+      if (!ks) continue;
+      int known = 0;
+      for (int i = 0; i < c->ntorch_args; i++)
+        known |= !strcmp(c->torch_args[i].key, ks) && strcmp(ks, "out");
+      if (!known) {
+        diag(x, k, "shapes entry names '%s', which is not an input in args", ks);
+        continue;
+      }
+      if (!want_type(x, v, YAML_SEQUENCE_NODE, "shapes value")) continue;
+      json_t *dims = json_array();
+      int n = 0, ok = 1;
+      for (yaml_node_item_t *d = v->data.sequence.items.start; d < v->data.sequence.items.top;
+           d++, n++) {
+        const char *ds = want_scalar(x, node(x, *d), "shapes dimension");
+        char *end = NULL;
+        long long e = ds ? strtoll(ds, &end, 10) : 0;
+        if (!ds || end == ds || *end || e < 1 || e > (1LL << 40)) {
+          if (ds) diag(x, node(x, *d), "bad dimension '%s' in shapes (a positive integer)", ds);
+          ok = 0;
+          break;
+        }
+        json_array_append_new(dims, json_integer((json_int_t)e));
+      }
+      if (ok && (n < 1 || n > KC_CONTRACT_MAX_RANK)) {
+        diag(x, v, "shapes value for '%s' has %d dimensions (1 to %d)", ks, n,
+             KC_CONTRACT_MAX_RANK);
+        ok = 0;
+      }
+      if (ok)
+        json_object_set_new(one, ks, dims);
+      else
+        json_decref(dims);
+    }
+    json_array_append_new(all, one);
+  }
+  json_decref(c->torch_shapes);
+  c->torch_shapes = all;
+}
+
 /* torch_op: NAME and args: {oracle input: op argument name or position}
  * (the PyTorch binding maps the op's arguments with them). */
 static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
                            yaml_node_t **v) {
-  if (v[0] || v[1] || v[6] || v[7] || v[8])
+  if (v[0] || v[1] || v[6] || v[7])
     diag(x, nd,
-         "a torch_op contract names an op, not a kernel: no kernel, params, domain, "
-         "launch or shapes");
+         "a torch_op contract names an op, not a kernel: no kernel, params, domain or "
+         "launch");
   const char *name = v[9] ? want_scalar(x, v[9], "torch_op") : NULL;
   if (!v[9])
     diag(x, nd, "args without torch_op (expected torch_op: namespace::name)");
@@ -710,6 +765,7 @@ static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *n
     c->torch_args[c->ntorch_args].key = strdup(ks);
     c->torch_args[c->ntorch_args++].value = strdup(vs);
   }
+  if (v[8]) parse_torch_shapes(x, c, v[8]);
 }
 
 static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
@@ -807,7 +863,7 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
   if (c->op && !c->torch_op && x->errors == before) check_arity(x, c, v[2]);
   c->uses_launch_dims = x->launch_used;
   if (v[7]) parse_launch(x, v[7]);
-  if (v[8]) parse_shapes(x, v[8]);
+  if (v[8] && !(v[9] || v[10])) parse_shapes(x, v[8]); /* a torch op's: parse_torch_op */
   if (x->errors != before) {
     kc_contract_free(c);
     return NULL;
@@ -993,6 +1049,7 @@ void kc_contract_free(struct kc_contract *c) {
   free(c->where);
   free(c->pattern);
   free(c->torch_op);
+  json_decref(c->torch_shapes);
   for (int i = 0; i < c->ntorch_args; i++) {
     free(c->torch_args[i].key);
     free(c->torch_args[i].value);

@@ -169,6 +169,8 @@ struct kc_contract {
   char *torch_op;
   int ntorch_args;
   struct kc_contract_kv *torch_args;
+  /* torch_op contracts: the author's shapes, [{input: [dims]}] (json_t *) */
+  struct json_t *torch_shapes;
 };
 
 /* One problem found in a contract file. */

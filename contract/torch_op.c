@@ -46,10 +46,11 @@ KC_EXPORT long kcheck_torch_op_contracts(char *buf, unsigned long n) {
   for (int i = 0, k = kc_contracts_count(); i < k; i++) {
     const struct kc_contract *c = kc_contract_at(i);
     if (!c || !c->torch_op) continue;
-    json_array_append_new(all, json_pack("{s:s, s:s?, s:s?, s:o, s:o, s:s}", "torch_op",
-                                         c->torch_op, "op", c->op, "profile", c->profile_spec,
-                                         "attrs", typed_attrs(c), "args",
-                                         pairs(c->torch_args, c->ntorch_args), "where", c->where));
+    json_t *one = json_pack("{s:s, s:s?, s:s?, s:o, s:o, s:s}", "torch_op", c->torch_op, "op",
+                            c->op, "profile", c->profile_spec, "attrs", typed_attrs(c), "args",
+                            pairs(c->torch_args, c->ntorch_args), "where", c->where);
+    if (one && c->torch_shapes) json_object_set(one, "shapes", c->torch_shapes);
+    json_array_append_new(all, one);
   }
   char *s = json_dumps(all, JSON_COMPACT | JSON_ENSURE_ASCII);
   json_decref(all);

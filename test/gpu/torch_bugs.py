@@ -28,6 +28,10 @@ EXPECT = [
     ("top_mm_ok", "silent"), ("top_mm_fp16acc", "precision"),
     # cpp_extension.load_inline (torch_ext.py: namespace kcext)
     ("kcext::scale_ok", "silent"), ("kcext::scale_scratch", "immutability"),
+    # fused SDPA under a contract with `causal: true` (a typed boolean: it
+    # was read as false); nonfinite's specials in V judged per column and
+    # with the masked keys' default (either)
+    ("attn_causal_ok", "silent"), ("attn_causal_nomask", "oracle"),
 ]
 
 
@@ -167,6 +171,10 @@ def define():
         def f(x: T, bug=bug) -> T:
             return ew(x, 1, bug)
         reg("scale_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "nomask")):
+        def f(q: T, k: T, v: T, bug=bug) -> T:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=not bug)
+        reg("attn_causal_" + suffix, _strip(f))
     try:  # the load_inline extension (carried prebuilt to the GPU machine)
         import os
         import torch_ext
@@ -230,6 +238,9 @@ def run():
     r.append(call(ops, "top_mm_fp16acc", a, b))
     r.append(call(ops, "kcext::scale_ok", v.clone()))
     r.append(call(ops, "kcext::scale_scratch", v.clone()))
+    q, k, vv = (torch.randn(2, 4, 128, 64, device=dev) for _ in range(3))
+    r.append(call(ops, "attn_causal_ok", q, k, vv))
+    r.append(call(ops, "attn_causal_nomask", q, k, vv))
     torch.cuda.synchronize()
     print("RAN %d" % len(r))
     return 0

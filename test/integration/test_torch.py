@@ -920,12 +920,20 @@ def rowsum_ok(x: torch.Tensor) -> torch.Tensor:
     return x.double().sum(-1).float()
 
 x = torch.rand(32, 128)
-scale_tail(x)                               # line 25: correct at this shape
+scale_tail(x)                               # line 30: correct at this shape
 scale_ok(x)
-rowsum_block(x)                             # line 27: correct at this shape
+rowsum_block(x)                             # line 32: correct at this shape
 rowsum_ok(x)
+colsum_even(x)                              # line 34: correct at this shape
 print("done")
 """
+CLASS_SHAPES_PROG = CLASS_SHAPES_PROG.replace("x = torch.rand(32, 128)", '''
+@torch.library.custom_op("kcd::colsum_even", mutates_args=())
+def colsum_even(x: torch.Tensor) -> torch.Tensor:
+    n = x.shape[0] - x.shape[0] % 2          # the bug: an odd column loses its last row
+    return x[:n].sum(0)
+
+x = torch.rand(32, 128)'''.lstrip("\n"))
 
 
 def test_shapes_gate_derives_shapes_from_the_contracts_op_class(tmp_path):
@@ -934,22 +942,26 @@ def test_shapes_gate_derives_shapes_from_the_contracts_op_class(tmp_path):
     1, odd sizes, one past a power of two, long rows). The kernel that
     drops the tail of an odd size and the reduction that drops its last
     partial block are caught there with the line of the call; the correct
-    twins stay silent."""
+    twins stay silent. A reduction over axis 0 has no class rule: the
+    contract's own shapes list reaches it (an odd column caught)."""
     (tmp_path / "s.yaml").write_text(
         "contracts:\n"
         "  - {torch_op: 'kcd::scale_tail', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
         "  - {torch_op: 'kcd::scale_ok', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n"
         "  - {torch_op: 'kcd::rowsum_block', op: sum, args: {x: x}, profile: fp32}\n"
         "  - {torch_op: 'kcd::rowsum_ok', op: sum, args: {x: x}, attrs: {axis: -1}, "
-        "profile: fp32}\n")
+        "profile: fp32}\n"
+        "  - {torch_op: 'kcd::colsum_even', op: sum, args: {x: x}, attrs: {axis: 0}, "
+        "profile: fp32, shapes: [{x: [5, 3]}, {x: [4, 3]}]}\n")
     p, recs = run_py(tmp_path, CLASS_SHAPES_PROG,
                      options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
                      "gates=oracle,shapes:contracts=%s" % (tmp_path / "s.yaml"))
     assert p.returncode == 0, p.stderr
     viol = sorted((v["op"], v["gate"], v["stack"]["python"][-1]["line"])
                   for v in of(recs, "violation"))
-    assert viol == [("kcd::rowsum_block.default", "shapes", 27),
-                    ("kcd::scale_tail.default", "shapes", 25)], viol
+    assert viol == [("kcd::colsum_even.default", "shapes", 34),
+                    ("kcd::rowsum_block.default", "shapes", 32),
+                    ("kcd::scale_tail.default", "shapes", 30)], viol
     gates = {c["op"]: c["gates"] for c in of(recs, "op_check")}
     for op in ("kcd::scale_ok.default", "kcd::rowsum_ok.default"):
         g = gates[op]["shapes"]

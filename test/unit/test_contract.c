@@ -2,6 +2,7 @@
  * functions, errors with positions), good files parsed into the expected
  * structures, each class of error with its line and column, binding to
  * parameter bytes, matching, and the annotation API. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -538,6 +539,28 @@ static void test_attrs(void) {
   expect_errors(m, w, 3);
 }
 
+/* A torch_op contract's own shapes: inputs of its args, positive dims. */
+static void test_torch_shapes(void) {
+  const char ok[] = "contracts:\n"
+                    "  - {torch_op: 'm::rowsum', op: sum, profile: fp32, args: {x: x},\n"
+                    "     shapes: [{x: [3, 5]}, {x: [1, 4097]}]}\n";
+  struct kc_contract_set set = {0};
+  CHECK(kc_contract_parse_text(ok, strlen(ok), "s.yaml", &set) == 0 && set.n == 1);
+  if (set.n == 1) {
+    json_t *sh = set.c[0]->torch_shapes;
+    CHECK(sh && json_array_size(sh) == 2);
+    json_t *d = json_object_get(json_array_get(sh, 1), "x");
+    CHECK(json_array_size(d) == 2 && json_integer_value(json_array_get(d, 1)) == 4097);
+  }
+  kc_contract_set_free(&set);
+  const struct want w[] = {{3, 16, "shapes entry names 'y', which is not an input in args"},
+                           {3, 36, "bad dimension '0' in shapes"}};
+  expect_errors("contracts:\n"
+                "  - {torch_op: 'm::rowsum', op: sum, profile: fp32, args: {x: x},\n"
+                "     shapes: [{y: [3, 5]}, {x: [1, 0]}]}\n",
+                w, 2);
+}
+
 static void test_api(void) {
   CHECK(kcheck_api_version() == 4);
   int before = kc_contracts_count();
@@ -627,6 +650,7 @@ int main(void) {
   test_errors();
   test_launch_and_arity();
   test_attrs();
+  test_torch_shapes();
   test_api();
   return CHECK_DONE("test_contract");
 }

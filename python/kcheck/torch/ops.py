@@ -449,7 +449,8 @@ def contract_shaper(c):
     row-wise (softmax family, reductions, norms): x over its last axis
     (attr axis absent or last), a norm's weight and bias along; matmul: A
     [.., M, K], B [.., K, N] (transpose_a/b honoured), bias [N] or c
-    [.., M, N]; attention: the sequence length of q, k and v."""
+    [.., M, N]; attention: the sequence length of q, k and v. The
+    contract's own shapes ({oracle input: dims}) are added to them."""
     op = (c.get("op") or "").lower()
     args = dict(c.get("args") or {})
     args.pop("out", None)
@@ -515,14 +516,35 @@ def contract_shaper(c):
                 for lab, sl in _SEQ_SHAPES]
 
     if op in _ROW_OPS or op in _NORM_OPS:
-        return rows
-    if op == "matmul":
-        return mm
-    if op == "attention":
-        return attention
-    if op and op not in ("gated_delta",):
-        return _shapes_elementwise
-    return None
+        derived = rows
+    elif op == "matmul":
+        derived = mm
+    elif op == "attention":
+        derived = attention
+    elif op and op not in ("gated_delta",):
+        derived = _shapes_elementwise
+    else:
+        derived = None
+    own = c.get("shapes") or []
+    if not own:
+        return derived
+
+    def with_own(a):
+        out = list(derived(a)) if derived else []
+        for entry in own:  # the contract's shapes: {oracle input: dims}
+            ch = {}
+            for name, dims in entry.items():
+                t = a.get(ref(name)) if ref(name) else None
+                if t is None or not hasattr(t, "dim"):
+                    ch = None
+                    break
+                ch[ref(name)] = Layout(t, tuple(int(d) for d in dims))
+            if ch:
+                out.append(("contract " + " ".join(
+                    "%s=%s" % (n, "x".join(str(d) for d in dims)) for n, dims in entry.items()),
+                    ch))
+        return out
+    return with_own
 
 
 def shaper(entry):

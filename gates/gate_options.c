@@ -58,7 +58,9 @@ static int check_lists(void) {
     ngates++;
   return check_list("gates", "gate", kc_gate_opt.gates, gate_at, ngates, gate_words) +
          check_list("race_strategies", "race strategy", kc_gate_opt.race_strategies, strategy_at,
-                    nstrat, NULL);
+                    nstrat, NULL) +
+         check_list("race_no_code_strategies", "race strategy", kc_gate_opt.race_no_code_strategies,
+                    strategy_at, nstrat, NULL);
 }
 
 __attribute__((constructor)) static void register_rows(void) {

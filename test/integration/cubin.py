@@ -34,3 +34,17 @@ def app_kernel_names(apps_h):
     with open(apps_h) as f:
         text = f.read()
     return sorted(set(re.findall(r"\.entry \"?\s*\"?([_A-Za-z0-9$.]+)", text)))
+
+
+def app_ptx(apps_h):
+    """The text of the test applications' image (app_ptx in apps.h): the
+    PTX a Triton cache entry would keep beside its cubin."""
+    import codecs
+    import re
+    with open(apps_h) as f:
+        text = f.read()
+    start = text.index("static const char app_ptx[] =")
+    body = text[start:start + re.search(r'"\s*;[ \t]*\n', text[start:]).end()]
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', body)
+    return codecs.decode("".join(parts), "unicode_escape")

@@ -133,8 +133,7 @@ static void app_load_module(struct app *a) {
   long n = ftell(f);
   rewind(f);
   app_image = malloc(n > 0 ? (size_t)n : 1);
-  EXPECT(app_image && n > 0 && fread(app_image, 1, (size_t)n, f) == (size_t)n, "reading %s",
-         path);
+  EXPECT(app_image && n > 0 && fread(app_image, 1, (size_t)n, f) == (size_t)n, "reading %s", path);
   fclose(f);
   CK(cuModuleLoadData(&a->mod, app_image));
 }

@@ -35,7 +35,7 @@ else:
     ok = ok and lu.get("no_code_added") == "green,smem"
 print("[%s] triton_races %s: violations %s; race entry %s" % ("PASS" if ok else "FAIL", mode,
       {k: (v["gate"], v.get("exposed_by")) for k, v in viol.items()},
-      {k: lu.get(k) for k in ("intra_block", "no_code", "no_code_added", "strategies")}))
+      {k: lu.get(k) for k in ("intra_block", "no_code", "no_code_added", "strategies", "strategy_ms")}))
 sys.exit(0 if ok else 1)
 PYEOF
 done

@@ -17,6 +17,7 @@ static const struct kc_opt_row rows[] = {
 };
 
 struct kc_strategy_list kc_race_list;
+struct kc_strategy_list kc_race_no_code_list;
 unsigned long long kc_gates_chosen;
 
 static const char *gate_at(size_t i) { return kc_gates[i]->id; }
@@ -78,6 +79,15 @@ static int parse_lists(void) {
     kc_options_fatal("KCHECK_OPTIONS: race_strategies='%s' names no strategy (the race gate "
                      "would run nothing; leave race out of gates instead)",
                      kc_gate_opt.race_strategies);
+  /* race_no_code_strategies: '' (none) is a choice, not a lost list. */
+  memset(&kc_race_no_code_list, 0, sizeof kc_race_no_code_list);
+  const struct kc_list_spec no_code = {"race_no_code_strategies", "race strategy", strategy_at,
+                                       KC_STRAT_COUNT, NULL};
+  n = kc_options_list(&no_code, kc_gate_opt.race_no_code_strategies, idx, &words);
+  for (int i = 0; i < n; i++) {
+    kc_race_no_code_list.s[kc_race_no_code_list.n++] = (enum kc_strategy)idx[i];
+    kc_race_no_code_list.mask |= 1u << idx[i];
+  }
   return 0;
 }
 

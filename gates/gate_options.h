@@ -22,6 +22,8 @@ struct kc_strategy_list {
   unsigned mask;
 };
 extern struct kc_strategy_list kc_race_list;
+/* race_no_code_strategies, likewise (may be empty: none). */
+extern struct kc_strategy_list kc_race_no_code_list;
 extern unsigned long long kc_gates_chosen;
 /* l without the strategy s (a copy). */
 struct kc_strategy_list kc_strategy_list_without(const struct kc_strategy_list *l,

@@ -5,13 +5,20 @@
  * interference, cache state, the contents of never-written shared memory,
  * and the interleaving of warps inside a block (jitter, warporder: kcheck's
  * PTX copy of the kernel). All strategies run; the violation names those
- * that exposed it. Kernels whose differences may come from the order of
- * atomics are the nondeterminism gate's (rerun.h). */
+ * that exposed it; a kernel kcheck has no code of gets the block-order
+ * ones too on its signature's first check (race_no_code_strategies).
+ * Kernels whose differences may come from the order of atomics are the
+ * nondeterminism gate's (rerun.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "gate.h"
 #include "gate_options.h"
 #include "gate_util.h"
+#include "intra.h"
+#include "launch.h"
+#include "perturb.h"
+#include "policy.h"
 #include "rerun.h"
 
 /* A kernel whose differences are the nondeterminism gate's can still have
@@ -48,12 +55,77 @@ static int accesses_only(struct kc_gate_ctx *ctx) {
   return 1;
 }
 
+/* Whether a strategy's status says it ran (its run made and compared). */
+static int ran(const char *status) {
+  return status && (!strcmp(status, "same") || !strcmp(status, "differs") ||
+                    !strcmp(status, "conflicting accesses"));
+}
+
+/* Why kcheck has no code of the kernel to rewrite (NULL: it has). Where an
+ * intra-block strategy is listed its copy was built (or refused) by now,
+ * JIT failures included; with none listed, only whether the kernel's PTX
+ * can be read (no JIT for strategies nobody asked for). */
+static const char *no_code(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
+  const char *key, *why = NULL;
+  json_t *v;
+  json_object_foreach(r->status, key, v) {
+    int s = kc_strategy_find(key);
+    struct kc_perturb p;
+    if (s < 0) continue;
+    kc_strategy_perturb((enum kc_strategy)s, 0, 0, 0, &p);
+    if (p.intra) return kc_intra_usable(ctx->li, 0, &why) ? (why ? why : "no code") : NULL;
+  }
+  struct kc_ptx_atomics a;
+  return kc_intra_atomics(ctx->li->k, &a, &why) ? (why ? why : "its code is unavailable") : NULL;
+}
+
+/* Kernels kcheck has no PTX for (cubins: Triton, ATen, cuBLAS) get none of
+ * the intra-block strategies, and the cheap default ones (scrub, l2flush)
+ * do not change the order of blocks: a lost update between blocks whose
+ * re-run is scheduled as before gives the same bytes every time. So the
+ * first check of such a signature adds race_no_code_strategies (block
+ * order: green, smem), once, where their cost is paid once. The entry says
+ * which strategies could not run and why, and what was added. */
+static void no_code_strategies(struct kc_gate_ctx *ctx, struct kc_rerun *r) {
+  const char *why = no_code(ctx, r);
+  if (!why) return;
+  json_t *not_run = json_object();
+  const char *key;
+  json_t *v;
+  json_object_foreach(r->status, key, v) {
+    if (!ran(json_string_value(v))) json_object_set(not_run, key, v);
+  }
+  json_object_set_new(ctx->result, "not_run", not_run);
+  json_object_set_new(ctx->result, "no_code", json_string(why));
+  if (r->error || !kc_race_no_code_list.n) return;
+  if (kc_policy_checks_of(ctx->li->signature) > 1) {
+    json_object_set_new(ctx->result, "no_code_added",
+                        json_string("none: not the first check of the signature"));
+    return;
+  }
+  /* What the list adds: neither run already nor in race_strategies. */
+  struct kc_strategy_list add = {0};
+  char names[256] = "";
+  for (int i = 0; i < kc_race_no_code_list.n; i++) {
+    enum kc_strategy s = kc_race_no_code_list.s[i];
+    const char *name = kc_strategy_info(s)->name;
+    if (json_object_get(r->status, name) || kc_race_strategy_listed(s)) continue;
+    add.s[add.n++] = s;
+    add.mask |= 1u << s;
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "," : "",
+             name);
+  }
+  json_object_set_new(ctx->result, "no_code_added", json_string(names));
+  if (add.n) kc_rerun_strategies(ctx, &add, r);
+}
+
 int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   const char *cause = NULL;
   if (kc_rerun_not_mine(ctx, &cause)) return accesses_only(ctx);
   struct kc_rerun r;
   kc_rerun_init(&r);
   kc_rerun_strategies(ctx, &kc_race_list, &r);
+  no_code_strategies(ctx, &r);
   if (r.error) json_object_set_new(ctx->result, "error", json_string(r.error));
   json_object_set_new(ctx->result, "runs", json_integer(r.runs));
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "ptx_source.h"
 #include "report.h"
+#include "triton_cache.h"
 
 struct image_rec {
   void *handle;
@@ -25,6 +26,9 @@ struct image_rec {
   char *ptx;
   size_t ptx_len;
   const char *no_ptx;
+  /* A cubin: Triton's cache was searched for its PTX (once per image). */
+  int triton_tried;
+  char triton_why[160];
   UT_hash_handle hh;
 };
 
@@ -164,7 +168,50 @@ void kc_image_unloaded(void *handle) {
   free_rec(r);
 }
 
-char *kc_image_ptx(void *handle, const char **why) {
+/* A cubin loaded from memory (Triton's way) has no PTX in its image, but
+ * Triton may have kept it: looked up at the first ask (the search reads
+ * the file system, never on the launch path), outside the lock, by the
+ * hash taken at load (the application may have freed the bytes since). */
+static void triton_lookup(void *handle, const char *kernel) {
+  struct image_rec *r = NULL;
+  struct kc_image_info info;
+  pthread_mutex_lock(&lock);
+  HASH_FIND_PTR(by_handle, &handle, r);
+  int ask = r && !r->ptx && !r->triton_tried && !strcmp(r->info.format, "elf") && r->info.size;
+  if (ask) {
+    r->triton_tried = 1;
+    info = r->info;
+  }
+  pthread_mutex_unlock(&lock);
+  if (!ask) return;
+  char from[4096] = "";
+  const char *why = NULL;
+  size_t len = 0;
+  char *ptx = kc_triton_ptx(kernel, info.hash, info.size, from, sizeof from, &len, &why);
+  int stored = 0;
+  pthread_mutex_lock(&lock);
+  HASH_FIND_PTR(by_handle, &handle, r);
+  if (r && r->info.id == info.id) {
+    if (ptx) {
+      r->ptx = ptx, r->ptx_len = len, ptx = NULL, stored = 1;
+    } else {
+      snprintf(r->triton_why, sizeof r->triton_why, "the image is a cubin (SASS only) and %s",
+               why ? why : "Triton's cache has none");
+      r->no_ptx = r->triton_why;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  if (stored) {
+    KC_LOG(KC_LOG_INFO, "kcheck: PTX of %s (image %d) from Triton's cache: %s", kernel, info.id,
+           from);
+    kc_report_emit("image_ptx", json_pack("{s:i, s:s, s:s, s:s}", "image", info.id, "kernel",
+                                          kernel, "source", "triton_cache", "path", from));
+  }
+  free(ptx);
+}
+
+char *kc_image_ptx(void *handle, const char *kernel, const char **why) {
+  if (kernel) triton_lookup(handle, kernel);
   struct image_rec *r = NULL;
   char *copy = NULL;
   pthread_mutex_lock(&lock);

@@ -22,8 +22,11 @@ struct kc_image_info {
 void kc_image_loaded(void *handle, int is_library, const void *image, const char *path);
 void kc_image_unloaded(void *handle);
 /* A copy of the PTX image handle carries (malloc'd, NUL-terminated), or
- * NULL with *why (not seen, loaded from a file, SASS only, ...). */
-char *kc_image_ptx(void *handle, const char **why);
+ * NULL with *why (not seen, loaded from a file, SASS only, ...). For a
+ * cubin, the PTX Triton's cache keeps for it (kernel: the name Triton
+ * files it under; NULL: no search), searched once per image, at the first
+ * ask (an `image_ptx` record says where it came from). */
+char *kc_image_ptx(void *handle, const char *kernel, const char **why);
 /* 0 when the load of handle was seen. */
 int kc_image_lookup(void *handle, struct kc_image_info *out);
 /* Size of an in-memory image by its header (fatbin wrapper, fatbin, ELF,

@@ -203,6 +203,15 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
   return why;
 }
 
+long kc_policy_checks_of(uint64_t sig) {
+  pthread_mutex_lock(&lock);
+  struct sig_rec *r = NULL;
+  HASH_FIND(hh, sigs, &sig, sizeof sig, r);
+  long n = r ? r->checks : 0;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
 void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds) {
   pthread_mutex_lock(&lock);
   struct sig_rec *r = NULL;

@@ -17,6 +17,9 @@ uint64_t kc_policy_signature(const struct kc_launch_info *li);
 /* Per-signature decision after capture. NULL: check it; else the reason.
  * *first_time is set when this (signature, reason) pair is new. */
 const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time);
+/* How many checks of signature sig the policy has let through so far (the
+ * one running included); 0 when it has none. */
+long kc_policy_checks_of(uint64_t sig);
 /* Records a check's outcome and cost (seconds). */
 void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds);
 /* Deterministic per-launch uniform number in [0,1) from seed and seq. */

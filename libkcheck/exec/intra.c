@@ -89,7 +89,7 @@ static int app_var(const struct kc_kernel *k, const char *name, CUdeviceptr *d, 
 
 static int build(struct copy *c, const struct kc_kernel *k) {
   const char *why = NULL;
-  char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, &why) : NULL;
+  char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, k->name, &why) : NULL;
   if (!ptx) return fail(c, why ? why : "the kernel's image is unknown");
   char(*names)[128] = calloc(MAX_VARS, sizeof *names);
   int nvars = names ? kc_ptx_module_vars(ptx, names, MAX_VARS) : -1;
@@ -271,7 +271,7 @@ int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const 
   }
   if (c->atomics_state == 0) {
     const char *w = NULL;
-    char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, &w) : NULL;
+    char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, k->name, &w) : NULL;
     struct kc_ptx_span sp;
     c->atomics_state = 2;
     c->atomics_why = w ? w : "the kernel's image is unknown";

@@ -115,6 +115,29 @@ struct app {
   CUstream stream;
 };
 
+/* APP_IMAGE=FILE: the module's code is FILE's bytes, loaded from memory as
+ * Triton loads a cubin (the stand-in binds an ELF's .text.NAME sections);
+ * kcheck sees no PTX in it. Otherwise app_ptx. */
+static void *app_image;
+
+static void app_load_module(struct app *a) {
+  const char *path = getenv("APP_IMAGE");
+  if (!path || !*path) {
+    CK(cuModuleLoadData(&a->mod, app_ptx));
+    return;
+  }
+  FILE *f = fopen(path, "rb");
+  EXPECT(f != NULL, "cannot open APP_IMAGE %s", path);
+  if (!f) exit(1);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  app_image = malloc(n > 0 ? (size_t)n : 1);
+  EXPECT(app_image && n > 0 && fread(app_image, 1, (size_t)n, f) == (size_t)n, "reading %s", path);
+  fclose(f);
+  CK(cuModuleLoadData(&a->mod, app_image));
+}
+
 static void app_setup(struct app *a) {
   int n, sms, major, minor, ver;
   char name[128];
@@ -129,7 +152,7 @@ static void app_setup(struct app *a) {
   CK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, a->dev));
   CK(cuDevicePrimaryCtxRetain(&a->ctx, a->dev));
   CK(cuCtxSetCurrent(a->ctx));
-  CK(cuModuleLoadData(&a->mod, app_ptx));
+  app_load_module(a);
   CK(cuLibraryLoadData(&a->lib, app_ptx, NULL, NULL, 0, NULL, NULL, 0));
   CK(cuStreamCreate(&a->stream, CU_STREAM_NON_BLOCKING));
   printf("%s: device \"%s\" sm_%d%d, %d SMs, driver %d\n", app_name, name, major, minor, sms, ver);
@@ -139,6 +162,8 @@ static void app_teardown(struct app *a) {
   CK(cuStreamDestroy(a->stream));
   CK(cuLibraryUnload(a->lib));
   CK(cuModuleUnload(a->mod));
+  free(app_image);
+  app_image = NULL;
   CK(cuCtxSynchronize());
   CK(cuDevicePrimaryCtxRelease(a->dev));
 }

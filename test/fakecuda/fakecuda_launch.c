@@ -2,6 +2,7 @@
  * driver: text module images bound to registered C kernels, modules and
  * libraries, CUfunction vs CUkernel handles, parameter packing, and the
  * block scheduler whose order depends on the perturbation knobs. */
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,21 +410,77 @@ static int name_char(char c) {
          c == '$' || c == '.';
 }
 
-/* Reads every `.entry NAME` of a text image; a name with no registered C
- * kernel is left out, so cuModuleGetFunction says NOT_FOUND for it. */
+/* Binds name to its registered C kernel, if it has one (else leaves it
+ * out, so cuModuleGetFunction says NOT_FOUND for it). */
+static CUresult add_func(struct fk_module *m, const char *name) {
+  const struct fk_kernel_def *def = fakecuda_find_kernel(name);
+  if (def == NULL) return CUDA_SUCCESS;
+  struct fk_func **fs = realloc(m->funcs, (m->nfuncs + 1) * sizeof *fs);
+  struct fk_func *f = fk_new(sizeof *f);
+  if (fs) m->funcs = fs;
+  if (fs == NULL || f == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  *f = (struct fk_func){.magic = FK_MAGIC_FUNC,
+                        .def = def,
+                        .mod = m,
+                        .max_dyn_shared = (int)(FK_DEFAULT_SHARED - def->static_shared),
+                        .carveout = -1};
+  m->funcs[m->nfuncs++] = f;
+  return CUDA_SUCCESS;
+}
+
+/* A cubin stand-in: an ELF64 image whose kernels are its `.text.NAME`
+ * sections, as in nvcc's and Triton's cubins (no SASS runs here: each is
+ * bound to its C kernel by name). Lets tests load code that carries no
+ * PTX the way Triton does (cuModuleLoadData of an ELF). */
+static int is_elf64(const unsigned char *u) {
+  return u[0] == 0x7f && u[1] == 'E' && u[2] == 'L' && u[3] == 'F' && u[4] == 2;
+}
+
+static CUresult module_from_elf(const unsigned char *u, struct fk_module *m) {
+  Elf64_Ehdr eh;
+  memcpy(&eh, u, sizeof eh);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
+    return CUDA_ERROR_INVALID_IMAGE;
+  Elf64_Shdr strtab;
+  memcpy(&strtab, u + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof strtab, sizeof strtab);
+  for (unsigned i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh;
+    memcpy(&sh, u + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
+    if (sh.sh_name >= strtab.sh_size) return CUDA_ERROR_INVALID_IMAGE;
+    const char *name = (const char *)u + strtab.sh_offset + sh.sh_name;
+    if (strncmp(name, ".text.", 6)) continue;
+    CUresult rc = add_func(m, name + 6);
+    if (rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Reads every `.entry NAME` of a text image (or the `.text.NAME` sections
+ * of an ELF image); a name with no registered C kernel is left out. */
 CUresult fk_module_from_image(const void *image, struct fk_module **out) {
   if (image == NULL || out == NULL) return CUDA_ERROR_INVALID_VALUE;
   const unsigned char *u = image;
-  /* Real cubins and fatbins cannot run on the CPU. */
-  if ((u[0] == 0x7f && u[1] == 'E' && u[2] == 'L' && u[3] == 'F') ||
+  /* Real cubins (they hold no .text.NAME of a C kernel) and fatbins cannot
+   * run on the CPU. */
+  if ((u[0] == 0x7f && u[1] == 'E' && u[2] == 'L' && u[3] == 'F' && !is_elf64(u)) ||
       (u[0] == 0x50 && u[1] == 0xed && u[2] == 0x55 && u[3] == 0xba) ||
       (u[0] == 0xb1 && u[1] == 0x43 && u[2] == 0x62 && u[3] == 0x46))
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
-  const char *text = image;
-  size_t len = strlen(text);
   struct fk_module *m = fk_new(sizeof *m);
   if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   m->magic = FK_MAGIC_MODULE;
+  if (is_elf64(u)) {
+    CUresult rc = module_from_elf(u, m);
+    if (rc == CUDA_SUCCESS && m->nfuncs == 0) rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (rc != CUDA_SUCCESS) {
+      fk_module_free(m);
+      return rc;
+    }
+    *out = m;
+    return CUDA_SUCCESS;
+  }
+  const char *text = image;
+  size_t len = strlen(text);
   m->image = malloc(len + 1);
   if (m->image == NULL) {
     m->magic = FK_MAGIC_DEAD;
@@ -443,22 +500,10 @@ CUresult fk_module_from_image(const void *image, struct fk_module **out) {
     char name[1024];
     memcpy(name, q, n);
     name[n] = 0;
-    const struct fk_kernel_def *def = fakecuda_find_kernel(name);
-    if (def == NULL) continue;
-    struct fk_func **fs = realloc(m->funcs, (m->nfuncs + 1) * sizeof *fs);
-    struct fk_func *f = fk_new(sizeof *f);
-    if (fs == NULL || f == NULL) {
-      if (fs) m->funcs = fs;
+    if (add_func(m, name) != CUDA_SUCCESS) {
       fk_module_free(m);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    m->funcs = fs;
-    *f = (struct fk_func){.magic = FK_MAGIC_FUNC,
-                          .def = def,
-                          .mod = m,
-                          .max_dyn_shared = (int)(FK_DEFAULT_SHARED - def->static_shared),
-                          .carveout = -1};
-    m->funcs[m->nfuncs++] = f;
   }
   *out = m;
   return CUDA_SUCCESS;

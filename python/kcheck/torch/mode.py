@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api
-from kcheck.torch import judge, ops, profiles, trials
+from kcheck.torch import judge, nondet, ops, profiles, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -266,6 +266,8 @@ class KcheckMode(TorchDispatchMode):
         self.stats = Stats()
         self.entries = {}  # OpOverload -> ops.Entry or None
         self.uncovered = {}  # OpOverload -> calls (op not covered)
+        self.nondet = {}  # OpOverload -> nondet.py's (when, doc): documented nondeterministic
+        self.nondet_named = set()  # ops reported as such (once each)
         self.done = {}  # fast keys the policy will not check again -> [calls since, op]
         self.sample = float(_api.option("sample", "0") or 0)
         self.nchecks = 0
@@ -321,6 +323,11 @@ class KcheckMode(TorchDispatchMode):
             entry = self.entries[func]
         except KeyError:
             entry = self.entries[func] = self._entry(func)
+            nd = nondet.row_for(func)
+            if nd is not None:
+                self.nondet[func] = nd
+        if func in self.nondet:
+            self._nondeterministic(func, args, kwargs)
         if entry is None:
             un = self.uncovered
             un[func] = un.get(func, 0) + 1
@@ -341,6 +348,36 @@ class KcheckMode(TorchDispatchMode):
             return self._slow(func, entry, key, args, kwargs)
         finally:  # a new signature's whole cost on this thread (checked_call included)
             st.add_cost("new_signature", time.perf_counter() - t)
+
+    def _nondeterministic(self, func, args, kwargs):
+        """An op PyTorch documents as nondeterministic on CUDA (nondet.py):
+        a `nondeterminism` finding, cause "documented by PyTorch", once per
+        op. Under torch.use_deterministic_algorithms(True) PyTorch runs a
+        deterministic algorithm or raises: nothing to name, and what the
+        kernel-level gates find stays a violation."""
+        name = func._schema.name
+        if name in self.nondet_named or torch.are_deterministic_algorithms_enabled():
+            return
+        when, doc = self.nondet[func]
+        try:
+            dev = next((t.device.type for t in torch.utils._pytree.tree_leaves((args, kwargs))
+                        if isinstance(t, torch.Tensor)), None)
+            if dev not in self.devices or (when is not None and not when(args, kwargs)):
+                return
+        except Exception:  # an argument the row cannot read: not named
+            return
+        self.nondet_named.add(name)
+        stack, thread = _user_stack()
+        rec = {"op": name, "cause": "documented by PyTorch", "documented": doc,
+               "source": nondet.SOURCE, "python_thread": thread, "stack": {"python": stack},
+               "evidence": {"verdict": "documented_nondeterministic", "documented": doc}}
+        self.lib.kcheck_op_report(
+            b"nondeterminism", ("PyTorch documents %s as nondeterministic (%s): its result may "
+                                "differ run to run; torch.use_deterministic_algorithms(True) "
+                                "makes it deterministic or an error" % (name, doc)).encode(),
+            json.dumps(rec).encode())
+        with self.stats.lock:
+            self.stats.violations += 1
 
     def _done(self, key, entry):
         """The key will not be checked again (its first pass-through was

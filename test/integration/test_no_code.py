@@ -1,0 +1,97 @@
+"""Kernels kcheck has no code of to rewrite (cubins: Triton, ATen, cuBLAS):
+the intra-block strategies cannot run there, so the first check of such a
+signature adds race_no_code_strategies (green, smem: block order) and the
+race entry says which strategies could not run and why. The stand-in loads
+the test application's kernels from an ELF cubin (APP_IMAGE) the way Triton
+loads its cubins; the stand-in re-runs a kernel in the same block order
+unless a strategy changes it, as a short kernel on the GPU mostly does."""
+import os
+
+from conftest import ROOT, by_type, run
+from cubin import app_kernel_names, make_cubin
+
+CLEAN = {"block_disjoint", "atomic_sum", "shared_reverse"}
+
+
+def name(rec):
+    return rec["kernel_name"].split("(")[0]
+
+
+def cubin(tmp_path):
+    path = tmp_path / "app.cubin"
+    path.write_bytes(make_cubin(app_kernel_names(os.path.join(ROOT, "test", "apps", "apps.h"))))
+    return str(path)
+
+
+def races(app, tmp_path, options=""):
+    r = run([app("app_linked"), "races"], tmp_path, options=options, stock=True,
+            env_extra={"APP_IMAGE": cubin(tmp_path), "HOME": str(tmp_path)})
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    checks = {name(c): c for c in by_type(recs, "check")}
+    found = {name(v): v for v in by_type(recs, "violation") if v["gate"] == "race"}
+    return checks, found
+
+
+def test_block_order_added_for_a_cubin(app, tmp_path):
+    checks, found = races(app, tmp_path)
+    race = checks["last_writer"]["gates"]["race"]
+    why = "the image is a cubin (SASS only)"
+    assert race["no_code"].startswith("the image is a cubin (SASS only)"), race
+    for s in ("jitter", "warporder", "accesses"):
+        assert race["not_run"][s].startswith(why), race
+    # last_writer has no shared memory: scrub did not run either
+    assert race["not_run"]["scrub"] == "the kernel uses no shared memory", race
+    assert race["no_code_added"] == "green,smem"
+    assert list(race["strategies"]) == ["scrub", "l2flush", "jitter", "warporder", "accesses",
+                                        "green", "smem"]
+    assert set(race["strategy_ms"]) == set(race["strategies"])
+    # the lost update between blocks that scrub and l2flush leave alone
+    assert race["strategies"]["l2flush"] == "same"
+    assert {"last_writer", "neighbor_read"} <= set(found), sorted(found)
+    assert found["last_writer"]["exposed_by"][0] in ("green", "smem")
+    assert not set(found) & CLEAN, sorted(found)
+
+
+def test_option_empty_adds_nothing(app, tmp_path):
+    """Without the added strategies (the behaviour before them) the
+    stand-in's order-dependent kernels go unflagged: what the default
+    missed on cubins."""
+    checks, found = races(app, tmp_path, "race_no_code_strategies=")
+    race = checks["last_writer"]["gates"]["race"]
+    assert "no_code_added" not in race and "green" not in race["strategies"], race
+    assert race["no_code"].startswith("the image is a cubin")
+    assert "last_writer" not in found and "neighbor_read" not in found, sorted(found)
+
+
+def test_listed_strategies_not_added_twice(app, tmp_path):
+    checks, _ = races(app, tmp_path, "race_strategies=l2flush,green")
+    race = checks["last_writer"]["gates"]["race"]
+    assert list(race["strategies"]) == ["l2flush", "green", "smem"], race
+    assert race["no_code_added"] == "smem"
+    # no intra-block strategy listed: the reason is the PTX that is missing
+    assert race["no_code"].startswith("the image is a cubin"), race
+
+
+def test_only_the_first_check_of_a_signature(app, tmp_path):
+    """check_first=4: vecadd's signature is checked twice; the second
+    check does not pay for the block-order runs again."""
+    r = run([app("app_linked"), "basic"], tmp_path, stock=True,
+            options="check_first=4:gates=race",
+            env_extra={"APP_IMAGE": cubin(tmp_path), "HOME": str(tmp_path)})
+    assert r.rc == 0, r.err
+    vecadd = [c["gates"]["race"] for c in by_type(r.only_report(), "check")
+              if name(c) == "vecadd"]
+    assert len(vecadd) == 2, vecadd
+    assert vecadd[0]["no_code_added"] == "green,smem"
+    assert vecadd[1]["no_code_added"] == "none: not the first check of the signature"
+    assert "green" not in vecadd[1]["strategies"], vecadd[1]
+
+
+def test_kernels_with_ptx_unchanged(app, tmp_path):
+    """A kernel with PTX gets the intra-block strategies, no addition."""
+    r = run([app("app_linked"), "races"], tmp_path, stock=True)
+    assert r.rc == 0, r.err
+    for c in by_type(r.only_report(), "check"):
+        race = c["gates"]["race"]
+        assert "no_code" not in race and "no_code_added" not in race, race

@@ -19,6 +19,12 @@ const char *kcheck_version(void);
 int kcheck_api_version(void);
 /* Prints the KCHECK_OPTIONS table to stderr. */
 void kcheck_print_options(void);
+/* Checks a KCHECK_OPTIONS value as a run would, starting nothing: returns
+ * the number of problems that would stop the run (each printed on stderr:
+ * an unknown gate or race strategy, a list that names nothing, a kernel
+ * regex that cannot be used, an unreadable suppressions file); -1, checking
+ * nothing, in a process kcheck is active in. */
+int kcheck_check_options(const char *spec);
 /* Prints the gate registry (id, severity, contract) to stderr. */
 void kcheck_print_gates(void);
 

@@ -42,7 +42,7 @@ def library_files():
     elif os.path.exists(os.path.join(ROOT, "Makefile")):
         _make("build/libkcheck.so", "build/.carried")
         build = os.path.join(ROOT, "build")
-        carried = _make("-s", "print-carried").split()
+        carried = _make("-s", "--no-print-directory", "print-carried").split()
     else:
         raise SystemExit("kcheck: no libkcheck.so to package: build from the kcheck source tree "
                          "(pip install ./python), or set KCHECK_BUILD_DIR to a build folder")

@@ -448,6 +448,19 @@ int kc_options_init(void) {
   return problems;
 }
 
+int kc_options_validate(const char *spec) {
+  set_defaults();
+  kc_options_fatal_reset();
+  int saved = kc_verbosity;
+  kc_verbosity = 0; /* warnings are the run's to print; fatal lines are errors */
+  kc_options_parse(spec, "KCHECK_OPTIONS", 0);
+  check_filters();
+  for (size_t i = 0; i < nchecks; i++)
+    checks[i]();
+  kc_verbosity = saved;
+  return kc_options_fatal_count();
+}
+
 void kc_options_print_help(FILE *out) {
   static const char *const tnames[] = {"string", "int", "double", "size", "bool"};
   fprintf(out, "kcheck: KCHECK_OPTIONS=key=value:key=value...\n");

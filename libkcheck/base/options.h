@@ -83,6 +83,11 @@ int kc_options_list(const struct kc_list_spec *s, const char *value, int *idx,
  * came from in messages. Returns the number of problems found. Starts from
  * the defaults when reset is set. */
 int kc_options_parse(const char *spec, const char *source, int reset);
+/* spec parsed from the defaults with every check a run makes of it,
+ * without starting anything (the front end asks before it starts a
+ * program: a fatal list problem then costs no run). The number of fatal
+ * problems, each printed on its line. */
+int kc_options_validate(const char *spec);
 /* Reads KCHECK_OPTIONS and checks for mistyped KCHECK_* variables. Returns
  * the number of problems (fatal when strict=1: the caller exits). */
 int kc_options_init(void);

@@ -10,11 +10,25 @@
 #include "finding.h"
 #include "options.h"
 #include "report.h"
+#include "suppress.h"
 #include "version.h"
 
 KC_EXPORT const char *kcheck_version(void) { return KCHECK_VERSION; }
 
 KC_EXPORT void kcheck_print_options(void) { kc_options_print_help(stderr); }
+
+KC_EXPORT int kcheck_check_options(const char *spec) {
+  /* It parses into the live options: never in a process kcheck runs in. */
+  if (kc_core_initialized) return -1;
+  int fatal = kc_options_validate(spec);
+  /* the suppressions files, as a run loads them (each problem is fatal) */
+  if (!fatal) {
+    kc_options_fatal_reset();
+    kc_suppress_load(kc_opt.suppressions);
+    fatal = kc_options_fatal_count();
+  }
+  return fatal;
+}
 
 KC_EXPORT void kcheck_set_test(const char *id) {
   kc_finding_set_test(id);

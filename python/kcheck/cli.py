@@ -117,6 +117,22 @@ def unchecked_reason(reports):
         launches, "" if launches == 1 else "es", "; skipped: " + top if top else ""))
 
 
+def _check_options(lib, spec):
+    """Checks the options as the run would, before starting the program: a
+    list problem would stop it at its first CUDA call, after whatever it
+    did before (the library prints each problem)."""
+    try:
+        fn = ctypes.CDLL(lib).kcheck_check_options
+    except (OSError, AttributeError):
+        return  # an older library: the run itself stops
+    fn.argtypes, fn.restype = [ctypes.c_char_p], ctypes.c_int
+    sys.stderr.flush()
+    n = fn(spec.encode())
+    if n > 0:
+        raise UsageError("KCHECK_OPTIONS: %d problem%s above would stop the run; nothing was "
+                         "started" % (n, "" if n == 1 else "s"))
+
+
 def cmd_run(args):
     cmd = list(args.cmd or [])
     if cmd and cmd[0] == "--":
@@ -140,6 +156,7 @@ def cmd_run(args):
         env["KCHECK_OPTIONS"] = ":".join(opts)
     preload = env.get("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (" " + preload if preload else "")
+    _check_options(lib, env.get("KCHECK_OPTIONS", ""))
     prefix = _log_prefix(opts)
     before = {}
     if prefix:

@@ -121,3 +121,18 @@ def test_the_blocks_suppress_line_silences_its_finding(tmp_path):
     again = run(races, tmp_path, options="suppressions=%s" % supp)
     recs = again.only_report()
     assert not by_type(recs, "violation") and len(by_type(recs, "suppressed")) == len(viol)
+
+
+def test_run_refuses_a_fatal_list_before_starting_the_program(tmp_path):
+    r = kcheck(tmp_path, "run", "--lib", LIB, "-o", "gates=racee", "--",
+               "sh", "-c", "touch %s" % (tmp_path / "started"))
+    assert r.returncode == 2 and not (tmp_path / "started").exists(), r.stderr
+    assert "unknown gate 'racee' (did you mean 'race'?)" in r.stderr
+    assert "1 problem above would stop the run; nothing was started" in r.stderr
+    supp = kcheck(tmp_path, "run", "--lib", LIB, "-o", "suppressions=%s" % (tmp_path / "no.supp"),
+                  "--", "true")
+    assert supp.returncode == 2 and "no.supp: not a readable regular file" in supp.stderr
+    # warnings (an unknown option name) are the run's: it starts
+    ok = kcheck(tmp_path, "run", "--lib", LIB, "--allow-unchecked", "-o", "trcae=1", "--",
+                "sh", "-c", "touch %s" % (tmp_path / "started"))
+    assert ok.returncode == 0 and (tmp_path / "started").exists(), ok.stderr

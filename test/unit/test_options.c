@@ -58,6 +58,10 @@ static void test_lists(void) {
   kc_options_init();
   CHECK(kc_options_fatal_count() == 0);
   unsetenv("KCHECK_OPTIONS");
+  /* The front end's check before a run: the same verdicts, from a spec. */
+  CHECK(kc_options_validate("kernel_include_regex=(a:kernel_include=,") == 2);
+  CHECK(kc_options_validate("trcae=1:kernel_include=gemm") == 0);
+  CHECK(!strcmp(kc_opt.kernel_include, "gemm"));
   kc_verbosity = 0; /* the fuzz's warnings are expected */
 }
 

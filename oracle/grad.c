@@ -35,7 +35,9 @@
  * Non-finite inputs: the value is ATen's formula evaluated in IEEE
  * arithmetic (NaN for inf * 0), in double; where the same formula in
  * float (fp32 compute) gives another special value, that is accepted too
- * (an intermediate that overflows in one and not the other). */
+ * (an intermediate that overflows in one and not the other), and so is
+ * the other order of softmax_backward's steps, (g - S) y, which ATen's CPU
+ * kernel takes (inf - inf there is -inf * inf here). */
 #include <float.h>
 #include <math.h>
 #include <mpfr.h>
@@ -68,7 +70,9 @@ struct gctx {
 static double prim_abs(const struct gctx *g, enum oc_op op, double arg, double y, double v) {
   struct oc_prim_budget b = oc_primitive_budget(op, g->dbl, g->p->math, arg, y);
   enum oc_format c = g->dbl ? OC_FP64 : OC_FP32;
-  double q = oc_format_quantum(c, v);
+  /* the spacing at the far end of the budget (it doubles past a power of
+   * two: tanh's 2 ulps from 0.99999 reach beyond 1) */
+  double q = oc_format_quantum(c, fabs(v) + (b.ulps + 1) * oc_format_quantum(c, v));
   /* a budget in ulps is against the correctly rounded value: plus its rounding */
   return oc_add_up(oc_add_up(oc_mul_up(b.ulps + 0.5, q), b.abs), oc_mul_up(b.rel, fabs(v)));
 }
@@ -77,7 +81,7 @@ static double prim_abs(const struct gctx *g, enum oc_op op, double arg, double y
 
 /* ATen's formula evaluated in double (fl = 0) or float (fl = 1) for
  * non-finite inputs: the special value a kernel gives there. */
-static double ieee_form(const struct gctx *c, double g, double x, int fl) {
+static double ieee_form(const struct gctx *c, double g, double x, int fl, int alt) {
 #define F(v) (fl ? (double)(float)(v) : (v))
   switch (c->id) {
   case OC_GRAD_SIGMOID_BACKWARD: return F(F(g * F(1 - x)) * x);
@@ -102,7 +106,8 @@ static double ieee_form(const struct gctx *c, double g, double x, int fl) {
     double td = F(1 - F(t * t)), id = F(kb * F(1 + F(F(3 * kk) * xs)));
     return F(g * F(ld + F(F(left * td) * id)));
   }
-  case OC_GRAD_SOFTMAX_BACKWARD: return F(F(g * x) - F(x * c->s));
+  case OC_GRAD_SOFTMAX_BACKWARD: /* CUDA: g y - y S; ATen's CPU kernel: (g - S) y */
+    return alt ? F(F(g - c->s) * x) : F(F(g * x) - F(x * c->s));
   case OC_GRAD_LOG_SOFTMAX_BACKWARD: return F(g - F((fl ? (double)expf((float)x) : exp(x)) * c->s));
   case OC_GRAD_COUNT: break;
   }
@@ -286,13 +291,16 @@ static void finish_elem(const struct gctx *c, struct oc_elem *e, double kerr, do
 /* A non-finite input: ATen's IEEE formula (double, or float for a
  * float-compute kernel). */
 static void special_elem(const struct gctx *c, struct oc_elem *e, double g, double x) {
-  double v = ieee_form(c, g, x, 0);
+  double v = ieee_form(c, g, x, 0, 0);
   e->lo = e->hi = oc_round(c->p->out, v, c->p->out_ovf);
   e->bound = 0;
   e->exact_only = 1;
-  if (!same_value(e->k, e->lo) && !c->dbl &&
-      same_value(e->k, oc_round(c->p->out, ieee_form(c, g, x, 1), c->p->out_ovf)))
-    e->alt_ok = 1;
+  /* the same formula in float, or the other order of its steps */
+  for (int alt = 0; alt < 2 && !same_value(e->k, e->lo); alt++)
+    for (int fl = 0; fl < 2 - c->dbl; fl++)
+      if ((alt || fl) &&
+          same_value(e->k, oc_round(c->p->out, ieee_form(c, g, x, fl, alt), c->p->out_ovf)))
+        e->alt_ok = 1;
   /* a finite value from a non-finite input (g - 0 * S at y = -inf): no
    * bound derived here unless the op is exact */
   if (isfinite(v) && c->id != OC_GRAD_THRESHOLD_BACKWARD) e->bound = INFINITY;
@@ -329,7 +337,8 @@ static int check_ew(struct gctx *c, const struct oc_tensor *gt, const struct oc_
       double mag = 0;
       exact_ew(c, g, x, &mag);
       double ref = mpfr_get_d(c->r, MPFR_RNDN);
-      finish_elem(c, &e, kernel_err_ew(c, g, x, ref), mag);
+      /* first order above: 2^-10 more covers the products of small terms */
+      finish_elem(c, &e, oc_mul_up(kernel_err_ew(c, g, x, ref), 1 + 0x1p-10), mag);
       if (c->id == OC_GRAD_THRESHOLD_BACKWARD) {
         e.lo = e.hi = oc_round(c->p->out, e.lo, c->p->out_ovf);
         e.bound = 0;
@@ -427,7 +436,7 @@ static int check_rows(struct gctx *c, const struct oc_tensor *gt, const struct o
         double err2 = ex * es + (sabs + es) * eex + u * p2;
         double kerr = err2 + u * (fabs(g) + p2 + err2);
         double mag = ex * (sabs + eref_s) + fabs(g);
-        finish_elem(c, &e, oc_mul_up(kerr, 1 + 0x1p-20), mag);
+        finish_elem(c, &e, oc_mul_up(kerr, 1 + 0x1p-10), mag);
         e.bound = oc_add_up(e.bound, oc_mul_up(ex * 2, eref_s));
       } else {
         mpfr_d_sub(c->r, g, s, MPFR_RNDN);
@@ -435,7 +444,7 @@ static int check_rows(struct gctx *c, const struct oc_tensor *gt, const struct o
         double p1 = fabs(g * y), p2 = fabs(y) * (sabs + es);
         double err2 = fabs(y) * es + u * p2, err1 = u * p1;
         double kerr = err1 + err2 + u * (p1 + p2 + err1 + err2);
-        finish_elem(c, &e, oc_mul_up(kerr, 1 + 0x1p-20), p1 + p2);
+        finish_elem(c, &e, oc_mul_up(kerr, 1 + 0x1p-10), p1 + p2);
         e.bound = oc_add_up(e.bound, oc_mul_up(fabs(y) * 2, eref_s));
       }
       oc_rows_out_index(&r, idx, k, oidx);

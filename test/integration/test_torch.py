@@ -832,3 +832,121 @@ def test_kcheck_run_torch_front_end(tmp_path):
     assert "op checks by oracle op" in r.stdout
     assert any(line.split()[:2] == ["matmul", "1:"] and "oracle 1 " in line
                for line in r.stdout.splitlines()), r.stdout
+
+
+GRAD_PROG = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+for dt in (torch.float32, torch.float64, torch.bfloat16):
+    x = (torch.randn(16, 48) * 3).to(dt).requires_grad_()
+    ys = [torch.sigmoid(x), torch.tanh(x), torch.relu(x), F.silu(x),
+          F.gelu(x, approximate="tanh"), torch.softmax(x, -1), torch.log_softmax(x, -1)]
+    if dt == torch.float64:
+        # ATen's CPU gelu backward in float is up to ~150 ulps off where
+        # Phi(x) and x phi(x) cancel (x near -0.73: a faster exp than the
+        # CUDA budget the oracle holds it to), and in bf16 it flushes
+        # subnormal results; fp32 and bf16 are in test/gpu
+        ys.append(F.gelu(x))
+    for k, y in enumerate(ys):
+        g = torch.randn(y.shape).to(dt) / (k + 1)
+        y.backward(g)
+print("done")
+"""
+
+
+def test_activation_and_softmax_gradients_judged(tmp_path):
+    """The backward ops of the activations and the softmax family are
+    judged by the oracle (their own rows of the op table): in fp32, fp64
+    and bf16 every gate passes, no violation."""
+    p, recs = run_py(tmp_path, GRAD_PROG)
+    assert p.returncode == 0, p.stderr
+    grads = [v for v in of(recs, "violation") if "backward" in v["op"]]
+    assert not grads, [v["message"] for v in grads]
+    checks = of(recs, "op_check")
+    by = {}
+    for c in checks:
+        by.setdefault(c["oracle_op"], []).append(c)
+    want = {"sigmoid_backward", "tanh_backward", "threshold_backward", "silu_backward",
+            "gelu_erf_backward", "gelu_tanh_backward", "softmax_backward",
+            "log_softmax_backward"}
+    assert want <= set(by), sorted(by)
+    for op in want:
+        for c in by[op]:
+            assert c["gates"]["oracle"]["status"] in ("bitwise", "pass"), c
+            for g, r in c["gates"].items():
+                assert r.get("status") not in ("fail", "violation"), (op, g, r)
+    assert {c["profile"].split(":")[0] for c in by["softmax_backward"]} >= {"fp32", "fp64"}
+
+
+GRAD_BUGS_PROG = """
+import torch
+
+@torch.library.custom_op("kcg::softmax_bwd_nosub", mutates_args=())
+def softmax_bwd_nosub(g: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return g * y                            # the bug: no - y * sum(g * y)
+
+@torch.library.custom_op("kcg::softmax_bwd_ok", mutates_args=())
+def softmax_bwd_ok(g: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten._softmax_backward_data(g, y, -1, y.dtype)
+
+@torch.library.custom_op("kcg::silu_bwd_half", mutates_args=())
+def silu_bwd_half(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    h, gh = x.half(), g.half()              # the bug: fp16 arithmetic
+    s = torch.sigmoid(h)
+    return (gh * s * (1 + h * (1 - s))).float()
+
+@torch.library.custom_op("kcg::silu_bwd_ok", mutates_args=())
+def silu_bwd_ok(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.silu_backward(g, x)
+
+@torch.library.custom_op("kcg::relu_bwd_strict", mutates_args=())
+def relu_bwd_strict(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x < 0, torch.zeros_like(g), g)   # the bug: x = 0 passes g
+
+torch.manual_seed(0)
+y = torch.softmax(torch.randn(8, 64), -1); g = torch.randn(8, 64)
+x = torch.randn(8, 64) * 4
+xz = torch.randn(8, 64); xz[:, ::3] = 0.0
+softmax_bwd_nosub(g, y)                     # line 30
+softmax_bwd_ok(g, y)
+silu_bwd_half(g, x)                         # line 32
+silu_bwd_ok(g, x)
+relu_bwd_strict(g, xz)                      # line 34
+print("ran")
+"""
+
+GRAD_BUGS_YAML = """
+contracts:
+  - {torch_op: "kcg::softmax_bwd_nosub", op: softmax_backward, args: {g: g, y: y}, attrs: {axis: -1}, profile: fp32}
+  - {torch_op: "kcg::softmax_bwd_ok", op: softmax_backward, args: {g: g, y: y}, attrs: {axis: -1}, profile: fp32}
+  - {torch_op: "kcg::silu_bwd_half", op: silu_backward, args: {g: g, x: x}, profile: fp32}
+  - {torch_op: "kcg::silu_bwd_ok", op: silu_backward, args: {g: g, x: x}, profile: fp32}
+  - {torch_op: "kcg::relu_bwd_strict", op: threshold_backward, args: {g: g, x: x}, profile: fp32}
+"""
+
+
+def test_planted_gradient_bugs_caught_with_python_line(tmp_path):
+    """Wrong gradients behind custom ops: a softmax backward without the
+    subtraction, a SiLU backward in fp16 arithmetic, a ReLU backward that
+    passes g at x = 0: each a violation at its Python line; ATen's own
+    gradients behind the same contracts stay silent."""
+    (tmp_path / "g.yaml").write_text(GRAD_BUGS_YAML)
+    p, recs = run_py(tmp_path, GRAD_BUGS_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "g.yaml"))
+    assert p.returncode == 0, p.stderr
+    got, lines = {}, {}
+    for v in of(recs, "violation"):
+        got.setdefault(v["op"], set()).add(v["gate"])
+        lines[v["op"]] = v["stack"]["python"][-1]["line"]
+    assert "oracle" in got["kcg::softmax_bwd_nosub.default"]
+    assert lines["kcg::softmax_bwd_nosub.default"] == 30
+    assert "oracle" in got["kcg::silu_bwd_half.default"]
+    assert lines["kcg::silu_bwd_half.default"] == 32
+    assert "oracle" in got["kcg::relu_bwd_strict.default"]
+    assert lines["kcg::relu_bwd_strict.default"] == 34
+    for ok in ("kcg::softmax_bwd_ok.default", "kcg::silu_bwd_ok.default"):
+        assert ok not in got, (ok, got.get(ok))
+    checked = {c["op"] for c in of(recs, "op_check")}
+    assert {"kcg::softmax_bwd_ok.default", "kcg::silu_bwd_ok.default"} <= checked

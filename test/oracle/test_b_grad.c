@@ -10,6 +10,17 @@ enum { R = 16, C = 64, N = R * C };
 
 enum bug { OK, DROP, HALF }; /* correct; a term dropped / wrong formula; fp16 intermediates */
 
+/* exp, erf and tanh correctly rounded to float (double libm, rounded),
+ * then, for a kernel at the edge of the CUDA budget (2 ulps, ORACLE.md
+ * §3), moved that far in one direction: edge > 0 up, < 0 down. */
+static int edge;
+static double T(double v) {
+  float f = (float)v;
+  for (int i = 0; i < (edge < 0 ? -edge : edge); i++)
+    f = nextafterf(f, edge < 0 ? -INFINITY : INFINITY);
+  return f;
+}
+
 static double rnd_c(int dbl, int half, double v) {
   if (half) return t_rnd(OC_FP16, v);
   return dbl ? v : (double)(float)v;
@@ -26,16 +37,16 @@ static double sim_ew(enum oc_grad_op op, enum bug bug, int dbl, double g, double
   case OC_GRAD_TANH_BACKWARD: return bug == DROP ? F(g * F(1 - x)) : F(g * F(1 - F(x * x)));
   case OC_GRAD_THRESHOLD_BACKWARD: return (bug == DROP ? x < 0 : x <= 0) ? 0.0 : g;
   case OC_GRAD_SILU_BACKWARD: {
-    double e = dbl ? exp(-x) : F(expf((float)-x));
+    double e = dbl ? exp(-x) : T(exp((double)(float)-x));
     double s = F(1 / F(1 + e));
     if (bug == DROP) return F(g * s);
     return F(F(g * s) * F(1 + F(x * F(1 - s))));
   }
   case OC_GRAD_GELU_ERF_BACKWARD: {
-    double er = dbl ? erf(x * M_SQRT1_2) : F(erff((float)F(x * (float)M_SQRT1_2)));
+    double er = dbl ? erf(x * M_SQRT1_2) : T(erf(F(x * (float)M_SQRT1_2)));
     double cdf = F(0.5 * F(1 + er));
     double a = F(F(-0.5 * x) * x);
-    double ex = dbl ? exp(a) : F(expf((float)a));
+    double ex = dbl ? exp(a) : T(exp(a));
     double pdf = F(ex * F(M_2_SQRTPI * M_SQRT1_2 * 0.5));
     if (bug == DROP) return F(g * cdf);
     return F(g * F(cdf + F(x * pdf)));
@@ -45,7 +56,7 @@ static double sim_ew(enum oc_grad_op op, enum bug bug, int dbl, double g, double
     double kb = F(M_SQRT2 * M_2_SQRTPI * 0.5), kk = F(0.044715);
     double xs = F(x * x), xc = F(xs * x);
     double in = F(kb * F(x + F(kk * xc)));
-    double t = dbl ? tanh(in) : F(tanhf((float)in));
+    double t = dbl ? tanh(in) : T(tanh(in));
     double left = F(0.5 * x), right = F(1 + t), ld = F(0.5 * right);
     double td = F(1 - F(t * t)), id = F(kb * F(1 + F(F(3 * kk) * xs)));
     return F(g * F(ld + F(F(left * td) * id)));
@@ -247,7 +258,28 @@ static void extremes(void) {
   t_line("silu/gelu gradients over |x| from 2^-8 to 2^32 stay within their bounds", before);
 }
 
+/* glibc's expf, erff and tanhf moved by the full 2-ulp budget: still
+ * within the bounds of silu and gelu's gradients. */
+static void budget_edges(void) {
+  int before = t_fail;
+  static double g[N], x[N], o[N];
+  for (int op = OC_GRAD_SILU_BACKWARD; op <= OC_GRAD_GELU_TANH_BACKWARD; op++)
+    for (edge = -2; edge <= 2; edge += 4) {
+      uint64_t st = 3 + (uint64_t)op;
+      inputs((enum oc_grad_op)op, OC_FP32, &st, g, x);
+      for (int i = 0; i < N; i++)
+        o[i] = t_rnd(OC_FP32, sim_ew((enum oc_grad_op)op, OK, 0, g[i], x[i]));
+      struct oc_verdict v = judge((enum oc_grad_op)op, OC_FP32, g, x, o, 0);
+      if (getenv("GRAD_VERBOSE")) t_print_verdict(&v);
+      EXPECT(v.kind == OC_BITWISE || v.kind == OC_PASS, "%s edge %d: %s (ratio %g)",
+             gname((enum oc_grad_op)op), edge, oc_verdict_name(v.kind), v.ratio);
+    }
+  edge = 0;
+  t_line("silu/gelu gradients with exp, erf, tanh off by their whole 2-ulp budget pass", before);
+}
+
 int main(void) {
+  budget_edges();
   activations();
   rows();
   specials();

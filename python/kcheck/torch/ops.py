@@ -186,6 +186,33 @@ def _gelu(a):
     return Plan("gelu_tanh" if approx == "tanh" else "gelu_erf", [("self", a["self"])], _first)
 
 
+def _grad(op):
+    """An activation's gradient: the incoming gradient, then the forward
+    output (sigmoid, tanh) or input (threshold, silu, gelu)."""
+    second = {"sigmoid_backward": "output", "tanh_backward": "output"}.get(op, "self")
+
+    def m(a):
+        attrs = {}
+        if op == "threshold_backward":
+            attrs["threshold"] = float(a["threshold"])
+        return Plan(op, [("g", a["grad_output"]), ("x", a[second])], _first, attrs)
+    return m
+
+
+def _gelu_backward(a):
+    approx = a.get("approximate", "none")
+    return Plan("gelu_tanh_backward" if approx == "tanh" else "gelu_erf_backward",
+                [("g", a["grad_output"]), ("x", a["self"])], _first)
+
+
+def _softmax_grad(op):
+    def m(a):
+        y = a["output"]
+        return Plan(op, [("g", a["grad_output"]), ("y", y)], _first,
+                    {"axis": a["dim"] % max(1, y.dim())}, "softmax")
+    return m
+
+
 def _attention(kind):
     def m(a):
         if float(a.get("dropout_p", 0.0)) != 0.0:
@@ -242,6 +269,17 @@ ROWS = [
     (["log"], "log", _unary("log"), ""),
     (["sqrt"], "sqrt", _unary("sqrt"), ""),
     (["rsqrt"], "rsqrt", _unary("rsqrt"), ""),
+    (["sigmoid_backward"], "sigmoid_backward", _grad("sigmoid_backward"), "g*(1-y)*y"),
+    (["tanh_backward"], "tanh_backward", _grad("tanh_backward"), "g*(1-y*y)"),
+    (["threshold_backward"], "threshold_backward", _grad("threshold_backward"),
+     "relu's gradient: x <= threshold ? 0 : g, exact"),
+    (["silu_backward"], "silu_backward", _grad("silu_backward"), ""),
+    (["gelu_backward"], "gelu_erf_backward / gelu_tanh_backward", _gelu_backward,
+     "approximate='none' and 'tanh'"),
+    (["_softmax_backward_data"], "softmax_backward", _softmax_grad("softmax_backward"),
+     "y*(g - sum(g*y)), bound for ATen's g*y - y*sum"),
+    (["_log_softmax_backward_data"], "log_softmax_backward",
+     _softmax_grad("log_softmax_backward"), "g - exp(y)*sum(g)"),
 ]
 
 # Gates that do not apply to an ATen op, with the reason (the op_check
@@ -275,11 +313,7 @@ EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
 
 # What the oracle has no op for, with the reason (README table).
 UNCOVERED = [
-    ("_softmax_backward_data, _log_softmax_backward_data", "the oracle has no op for the gradient "
-     "formula y*(g - sum(g*y))"),
     ("native_layer_norm_backward, _fused_rms_norm_backward", "no oracle op for norm gradients"),
-    ("gelu_backward, silu_backward, sigmoid_backward, tanh_backward, threshold_backward",
-     "no oracle op for activation gradients"),
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_* (optimizers), addcmul, addcdiv, lerp", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
@@ -433,7 +467,8 @@ SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "
            "baddbmm": _shapes_addmm("batch1", "batch2"), "_softmax": _shapes_softmax,
            "_log_softmax": _shapes_softmax}
 for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
-           "exp", "log", "sqrt", "rsqrt"):
+           "exp", "log", "sqrt", "rsqrt", "sigmoid_backward", "tanh_backward",
+           "threshold_backward", "silu_backward", "gelu_backward"):
     SHAPERS[_n] = _shapes_elementwise
 
 

@@ -28,6 +28,12 @@ EXPECT = [
     ("top_mm_ok", "silent"), ("top_mm_fp16acc", "precision"),
     # cpp_extension.load_inline (torch_ext.py: namespace kcext)
     ("kcext::scale_ok", "silent"), ("kcext::scale_scratch", "immutability"),
+    # gradients in plain PyTorch (the oracle's GRAD ops): a softmax backward
+    # without the subtraction, a SiLU backward in fp16, a ReLU backward that
+    # passes g at x = 0; ATen's own backward ops behind the same contracts
+    ("softmax_bwd_ok", "silent"), ("softmax_bwd_nosub", "oracle"),
+    ("silu_bwd_ok", "silent"), ("silu_bwd_half", "oracle"),
+    ("relu_bwd_ok", "silent"), ("relu_bwd_strict", "oracle"),
 ]
 
 
@@ -167,6 +173,28 @@ def define():
         def f(x: T, bug=bug) -> T:
             return ew(x, 1, bug)
         reg("scale_" + suffix, _strip(f))
+    def softmax_bwd_ok(g: T, y: T) -> T:
+        return torch.ops.aten._softmax_backward_data(g, y, -1, y.dtype)
+
+    def softmax_bwd_nosub(g: T, y: T) -> T:
+        return g * y
+
+    def silu_bwd_ok(g: T, x: T) -> T:
+        return torch.ops.aten.silu_backward(g, x)
+
+    def silu_bwd_half(g: T, x: T) -> T:
+        h, gh = x.half(), g.half()
+        s = torch.sigmoid(h)
+        return (gh * s * (1 + h * (1 - s))).float()
+
+    def relu_bwd_ok(g: T, x: T) -> T:
+        return torch.ops.aten.threshold_backward(g, x, 0.0)
+
+    def relu_bwd_strict(g: T, x: T) -> T:
+        return torch.where(x < 0, torch.zeros_like(g), g)
+    for f in (softmax_bwd_ok, softmax_bwd_nosub, silu_bwd_ok, silu_bwd_half, relu_bwd_ok,
+              relu_bwd_strict):
+        reg(f.__name__, f)
     try:  # the load_inline extension (carried prebuilt to the GPU machine)
         import os
         import torch_ext
@@ -230,6 +258,15 @@ def run():
     r.append(call(ops, "top_mm_fp16acc", a, b))
     r.append(call(ops, "kcext::scale_ok", v.clone()))
     r.append(call(ops, "kcext::scale_scratch", v.clone()))
+    y = torch.softmax(x, -1)
+    xz = x.clone()
+    xz[:, ::3] = 0.0
+    r.append(call(ops, "softmax_bwd_ok", x, y))
+    r.append(call(ops, "softmax_bwd_nosub", x, y))
+    r.append(call(ops, "silu_bwd_ok", x, x * 4))
+    r.append(call(ops, "silu_bwd_half", x, x * 4))
+    r.append(call(ops, "relu_bwd_ok", x, xz))
+    r.append(call(ops, "relu_bwd_strict", x, xz))
     torch.cuda.synchronize()
     print("RAN %d" % len(r))
     return 0

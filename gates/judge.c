@@ -343,8 +343,20 @@ static int judge_grad(const struct kc_contract *c, const struct kc_contract_sb *
   if (described(sb, ig, &j->ins[0], "g", err, n) ||
       described(sb, ix, &j->ins[1], "the forward value (y or x)", err, n))
     return -1;
-  struct oc_grad_args a = {&j->ins[0], &j->ins[1], axis_of(c, &j->ins[1]),
-                           num_attr(c, "threshold", 0)};
+  /* the norms' saved statistics and weight, by name */
+  int im = input(j, sb, "mean", -1), ir = input(j, sb, "rstd", -1), iw = input(j, sb, "weight", -1);
+  struct oc_tensor tm, tr, tw;
+  if ((im >= 0 && describe(sb, im, 0, &tm, err, n)) ||
+      (ir >= 0 && describe(sb, ir, 0, &tr, err, n)) ||
+      (iw >= 0 && describe(sb, iw, 0, &tw, err, n)))
+    return -1;
+  struct oc_grad_args a = {&j->ins[0],
+                           &j->ins[1],
+                           axis_of(c, &j->ins[1]),
+                           num_attr(c, "threshold", 0),
+                           im >= 0 ? &tm : NULL,
+                           ir >= 0 ? &tr : NULL,
+                           iw >= 0 ? &tw : NULL};
   if (oc_check_grad((enum oc_grad_op)op->kind, &a, outp, &c->profile, o, &j->v)) {
     snprintf(err, n, "the oracle rejected the %s tensors (g and the forward value: shapes)", c->op);
     return -1;
@@ -723,7 +735,13 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     }
     int axis = (int)kc_judge_attr_num(a->attrs, "axis", -1);
     if (axis < 0) axis += x->rank;
-    struct oc_grad_args ga = {g, x, axis, kc_judge_attr_num(a->attrs, "threshold", 0)};
+    struct oc_grad_args ga = {g,
+                              x,
+                              axis,
+                              kc_judge_attr_num(a->attrs, "threshold", 0),
+                              named(a, "mean", -1),
+                              named(a, "rstd", -1),
+                              named(a, "weight", -1)};
     r = oc_check_grad((enum oc_grad_op)op->kind, &ga, a->out, a->p, a->o, v);
     break;
   }

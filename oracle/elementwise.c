@@ -116,6 +116,7 @@ static long eval(mpfr_ptr r, const void *vc) {
   case OC_OP_RELU:
   case OC_OP_RELU_FMAX:
   case OC_OP_CLAMP:
+  case OC_OP_COPY:
   case OC_OP_COUNT: break;
   }
   mpfr_clear(x);
@@ -241,6 +242,7 @@ static int double_form(enum oc_op op, double x, double y, double *v, double *kul
   case OC_OP_RELU:
   case OC_OP_RELU_FMAX:
   case OC_OP_CLAMP:
+  case OC_OP_COPY:
   case OC_OP_COUNT: return 0;
   }
   if (!isnormal(r) || !libm_trusted(fn)) return 0;
@@ -341,8 +343,9 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
   case OC_OP_NEG: return oc_encode(f, -x, ovf);
   case OC_OP_ABS: return oc_encode(f, fabs(x), ovf);
   case OC_OP_RELU: return oc_encode(f, isnan(x) ? x : x > 0 ? x : 0.0, ovf);
-  case OC_OP_RELU_FMAX:
-    return oc_encode(f, x > 0 ? x : 0.0, ovf); /* NaN -> +0 */
+  case OC_OP_RELU_FMAX: return oc_encode(f, x > 0 ? x : 0.0, ovf); /* NaN -> +0 */
+  case OC_OP_COPY:
+    return oc_encode(f, x, ovf); /* one rounding */
   /* the others: NaN first, then their special values below */
   case OC_OP_GELU_ERF:
   case OC_OP_GELU_TANH:
@@ -414,6 +417,7 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
   case OC_OP_RELU:
   case OC_OP_RELU_FMAX:
   case OC_OP_CLAMP:
+  case OC_OP_COPY:
   case OC_OP_COUNT: return oc_encode(f, nan, ovf);
   }
   return ziv(op, f, ovf, x, y);
@@ -498,6 +502,7 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
     case OC_OP_SQRT:
     case OC_OP_RELU_FMAX:
     case OC_OP_CLAMP:
+    case OC_OP_COPY:
     case OC_OP_COUNT: break;
     }
     return p;
@@ -543,6 +548,7 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
   case OC_OP_SIGMOID:
   case OC_OP_RELU_FMAX:
   case OC_OP_CLAMP:
+  case OC_OP_COPY:
   case OC_OP_COUNT: break;
   }
   return p;
@@ -584,6 +590,7 @@ static double approx(enum oc_op op, double x, double y) {
   case OC_OP_ABS: return fabs(x);
   case OC_OP_RELU: return x > 0 ? x : 0;
   case OC_OP_RELU_FMAX: return x > 0 ? x : 0;
+  case OC_OP_COPY: return x;
   case OC_OP_GELU_ERF: return 0.5 * x * erfc(-x * M_SQRT1_2);
   case OC_OP_GELU_TANH: return gelu_tanh_d(x);
   case OC_OP_SILU: return x / (1 + exp(-x));
@@ -612,7 +619,8 @@ static double compute_error(enum oc_op op, enum oc_format c, enum oc_math_mode m
   case OC_OP_NEG:
   case OC_OP_ABS:
   case OC_OP_RELU:
-  case OC_OP_RELU_FMAX: return 0;
+  case OC_OP_RELU_FMAX:
+  case OC_OP_COPY: return 0;
   case OC_OP_DIV:
   case OC_OP_SQRT:
   case OC_OP_RSQRT:
@@ -692,6 +700,7 @@ double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, 
     case OC_OP_SIGMOID:
     case OC_OP_RELU_FMAX:
     case OC_OP_CLAMP:
+    case OC_OP_COPY:
     case OC_OP_COUNT: break;
     }
   }

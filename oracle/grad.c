@@ -109,6 +109,8 @@ static double ieee_form(const struct gctx *c, double g, double x, int fl, int al
   case OC_GRAD_SOFTMAX_BACKWARD: /* CUDA: g y - y S; ATen's CPU kernel: (g - S) y */
     return alt ? F(F(g - c->s) * x) : F(F(g * x) - F(x * c->s));
   case OC_GRAD_LOG_SOFTMAX_BACKWARD: return F(g - F((fl ? (double)expf((float)x) : exp(x)) * c->s));
+  case OC_GRAD_LAYER_NORM_BACKWARD:
+  case OC_GRAD_RMS_NORM_BACKWARD: /* check_norm */
   case OC_GRAD_COUNT: break;
   }
   return NAN;
@@ -199,7 +201,9 @@ static void exact_ew(struct gctx *c, double g, double x, double *mag) {
   }
   case OC_GRAD_SOFTMAX_BACKWARD:
   case OC_GRAD_LOG_SOFTMAX_BACKWARD:
-  case OC_GRAD_COUNT: /* row ops: check_rows */
+  case OC_GRAD_LAYER_NORM_BACKWARD:
+  case OC_GRAD_RMS_NORM_BACKWARD:
+  case OC_GRAD_COUNT: /* row ops: check_rows, check_norm */
     mpfr_set_nan(c->r);
     *mag = 0;
     break;
@@ -262,7 +266,9 @@ static double kernel_err_ew(const struct gctx *c, double g, double x, double ref
   }
   case OC_GRAD_SOFTMAX_BACKWARD:
   case OC_GRAD_LOG_SOFTMAX_BACKWARD:
-  case OC_GRAD_COUNT: break; /* row ops: check_rows */
+  case OC_GRAD_LAYER_NORM_BACKWARD:
+  case OC_GRAD_RMS_NORM_BACKWARD:
+  case OC_GRAD_COUNT: break; /* row ops: check_rows, check_norm */
   }
   return INFINITY;
 }
@@ -458,6 +464,163 @@ static int check_rows(struct gctx *c, const struct oc_tensor *gt, const struct o
   return 0;
 }
 
+/* ------------------------------------------------------- norm gradients */
+
+/* The statistic of row `idx` (x's multi-index, last axis at 0) in t, x's
+ * shape with the last dim 1 (or NULL: 0). */
+static double row_stat(const struct oc_tensor *t, const int64_t *idx, int rank) {
+  if (!t) return 0;
+  int64_t off = 0;
+  for (int d = 0; d < rank - 1; d++)
+    off += idx[d] * t->stride[d];
+  return oc_tensor_at(t, off);
+}
+
+/* dx of layer_norm (mean != NULL) or rms_norm over the last axis:
+ * rstd (w g - A - xh B), A = mean(w g) (layer_norm only), B = mean(w g xh),
+ * xh = (x - mean) rstd. ATen evaluates it as that (x-hat form) or with
+ * ds = sum w g x, db = sum w g and dx = rstd w g + c2 x + c3 (c2, c3 from
+ * ds, db, mean, rstd: LayerNorm's CUDA kernels), in the compute format.
+ * Bound for either: every monomial of the expanded formula carries at most
+ * n + 10 roundings, so the error is within gamma_(n+10) of the sum of the
+ * monomials' magnitudes, rstd (|w g_i| + Q/n + (|x_i| + |mean|) rstd P/n),
+ * Q = sum |w g|, P = sum |w g| (|x| + |mean|) rstd. */
+static int check_norm(struct gctx *c, const struct oc_grad_args *a, const struct oc_tensor *out,
+                      const struct oc_options *o, struct oc_verdict *v, const char *name) {
+  const struct oc_tensor *gt = a->g, *xt = a->x, *mt = a->mean, *rt = a->rstd, *wt = a->weight;
+  int ln = c->id == OC_GRAD_LAYER_NORM_BACKWARD, rank = xt->rank;
+  if (!rt || (ln && !mt) || rank < 1 || gt->rank != rank) return -1;
+  struct oc_rows r;
+  if (oc_rows_init(&r, xt, rank - 1, out, 1)) return -1;
+  int64_t n = r.n;
+  for (int d = 0; d < rank; d++)
+    if (gt->shape[d] != xt->shape[d]) return -1;
+  const struct oc_tensor *st[2] = {mt, rt};
+  for (int k = 0; k < 2; k++) {
+    if (!st[k]) continue;
+    if (st[k]->rank != rank || st[k]->shape[rank - 1] != 1) return -1;
+    for (int d = 0; d < rank - 1; d++)
+      if (st[k]->shape[d] != xt->shape[d]) return -1;
+  }
+  if (wt && (wt->rank != 1 || wt->shape[0] != n)) return -1;
+  size_t sz = (size_t)(n ? n : 1) * sizeof(double);
+  double *gv = malloc(sz), *xv = malloc(sz), *wv = malloc(sz);
+  if (!gv || !xv || !wv) {
+    free(gv);
+    free(xv);
+    free(wv);
+    return -1;
+  }
+  if (wt)
+    oc_tensor_gather(wt, 0, wt->stride[0], n, wv);
+  else
+    for (int64_t j = 0; j < n; j++)
+      wv[j] = 1;
+  struct oc_check chk;
+  oc_check_init(&chk, name, c->p, o, v, oc_tensor_numel(out), out->rank, NULL, NULL);
+  double gam = oc_gamma((double)n + 10, c->u);
+  mpfr_t A, B, t;
+  mpfr_inits2(WPREC, A, B, t, (mpfr_ptr)0);
+  for (int64_t row = 0; row < r.nrows; row++) {
+    int64_t xoff, ooff, idx[OC_MAX_RANK], oidx[OC_MAX_RANK];
+    oc_rows_at(&r, row, &xoff, &ooff, idx);
+    int64_t goff = 0;
+    for (int d = 0; d < rank; d++)
+      goff += idx[d] * gt->stride[d];
+    oc_tensor_gather(gt, goff, gt->stride[rank - 1], n, gv);
+    oc_tensor_gather(xt, xoff, xt->stride[rank - 1], n, xv);
+    double mu = row_stat(mt, idx, rank), rs = row_stat(rt, idx, rank);
+    int finite = isfinite(mu) && isfinite(rs);
+    for (int64_t j = 0; j < n && finite; j++)
+      finite = isfinite(gv[j]) && isfinite(xv[j]) && isfinite(wv[j]);
+    if (!finite) {
+      /* ATen's formula in IEEE arithmetic, both forms: where both are
+       * NaN the kernel's must be; elsewhere no bound is derived */
+      double sa = 0, sb = 0, sds = 0;
+      for (int64_t j = 0; j < n; j++) {
+        double wg = wv[j] * gv[j];
+        sa += wg, sb += wg * (xv[j] - mu) * rs, sds += wg * xv[j];
+      }
+      double c2 = (sa * mu - sds) * rs * rs * rs / (double)n, c3 = -c2 * mu - sa * rs / (double)n;
+      for (int64_t k = 0; k < n; k++) {
+        double wg = wv[k] * gv[k], xh = (xv[k] - mu) * rs;
+        double f1 = rs * (wg - (ln ? sa / (double)n : 0) - xh * sb / (double)n);
+        double f2 = rs * wg + c2 * xv[k] + (ln ? c3 : 0.0);
+        struct oc_elem e;
+        memset(&e, 0, sizeof e);
+        e.k = oc_tensor_at(out, ooff + k * out->stride[rank - 1]);
+        e.prob = INFINITY;
+        e.exact_only = 1;
+        oc_rows_out_index(&r, idx, k, oidx);
+        if (f1 != f1 && f2 != f2) {
+          e.lo = e.hi = NAN;
+          oc_check_elem(&chk, &e, oidx);
+        } else {
+          v->checked++;
+          oc_check_inconclusive(&chk, "a row holds Inf or NaN: no bound for the norm gradient");
+        }
+      }
+      continue;
+    }
+    /* A, B exactly enough; Q, P for the bound */
+    mpfr_set_ui(A, 0, MPFR_RNDN);
+    mpfr_set_ui(B, 0, MPFR_RNDN);
+    double q = 0, pm = 0;
+    for (int64_t j = 0; j < n; j++) {
+      mpfr_set_d(t, wv[j], MPFR_RNDN);
+      mpfr_mul_d(t, t, gv[j], MPFR_RNDN); /* w g: exact */
+      mpfr_add(A, A, t, MPFR_RNDN);
+      mpfr_set_d(c->a, xv[j], MPFR_RNDN);
+      mpfr_sub_d(c->a, c->a, mu, MPFR_RNDN);
+      mpfr_mul_d(c->a, c->a, rs, MPFR_RNDN);
+      mpfr_mul(c->a, c->a, t, MPFR_RNDN);
+      mpfr_add(B, B, c->a, MPFR_RNDN);
+      double awg = fabs(wv[j] * gv[j]);
+      q = oc_add_up(q, awg);
+      pm = oc_add_up(pm, oc_mul_up(awg, oc_mul_up(fabs(xv[j]) + fabs(mu), fabs(rs))));
+    }
+    mpfr_div_si(A, A, (long)n, MPFR_RNDN);
+    mpfr_div_si(B, B, (long)n, MPFR_RNDN);
+    double qn = q / (double)n, pn = pm / (double)n;
+    /* The ds/db form's intermediates (rstd^3, c2 x) may overflow the
+     * compute format where the result does not: Inf or NaN there is
+     * consistent with a correct kernel and proves nothing. */
+    double sx = 0, xmax = 0;
+    for (int64_t j = 0; j < n; j++)
+      sx += fabs(wv[j] * gv[j] * xv[j]), xmax = fmax(xmax, fabs(xv[j]));
+    double r3 = fabs(rs * rs * rs), top = c->dbl ? DBL_MAX : 0x1.fffffep127;
+    int ovf = !(fmax(r3, r3 * (sx + q * fabs(mu)) * (xmax + fabs(mu))) < top / 4);
+    for (int64_t k = 0; k < n; k++) {
+      struct oc_elem e;
+      memset(&e, 0, sizeof e);
+      e.k = oc_tensor_at(out, ooff + k * out->stride[rank - 1]);
+      e.prob = INFINITY;
+      mpfr_set_d(c->a, xv[k], MPFR_RNDN);
+      mpfr_sub_d(c->a, c->a, mu, MPFR_RNDN);
+      mpfr_mul_d(c->a, c->a, rs, MPFR_RNDN); /* xh */
+      mpfr_mul(c->a, c->a, B, MPFR_RNDN);
+      mpfr_set_d(c->r, wv[k], MPFR_RNDN);
+      mpfr_mul_d(c->r, c->r, gv[k], MPFR_RNDN);
+      if (ln) mpfr_sub(c->r, c->r, A, MPFR_RNDN);
+      mpfr_sub(c->r, c->r, c->a, MPFR_RNDN);
+      mpfr_mul_d(c->r, c->r, rs, MPFR_RNDN);
+      double xk = oc_mul_up(fabs(xv[k]) + fabs(mu), fabs(rs)); /* rstd generated may be negative */
+      double mag = oc_mul_up(
+          fabs(rs), oc_add_up(oc_add_up(fabs(wv[k] * gv[k]), ln ? qn : 0), oc_mul_up(xk, pn)));
+      finish_elem(c, &e, oc_mul_up(gam, mag), oc_mul_up(mag, (double)n + 8));
+      e.ovf_ok = ovf;
+      oc_rows_out_index(&r, idx, k, oidx);
+      oc_check_elem(&chk, &e, oidx);
+    }
+  }
+  mpfr_clears(A, B, t, (mpfr_ptr)0);
+  free(gv);
+  free(xv);
+  free(wv);
+  oc_check_finish(&chk, 0);
+  return 0;
+}
+
 int oc_check_grad(enum oc_grad_op id, const struct oc_grad_args *a, const struct oc_tensor *out,
                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v) {
   const struct oc_op_info *op = NULL;
@@ -482,6 +645,8 @@ int oc_check_grad(enum oc_grad_op id, const struct oc_grad_args *a, const struct
   mpfr_inits2(WPREC, c.a, c.b, c.c, c.r, c.k, (mpfr_ptr)0);
   int r = id == OC_GRAD_SOFTMAX_BACKWARD || id == OC_GRAD_LOG_SOFTMAX_BACKWARD
               ? check_rows(&c, a->g, a->x, a->axis, out, o, v, op->name)
+          : id == OC_GRAD_LAYER_NORM_BACKWARD || id == OC_GRAD_RMS_NORM_BACKWARD
+              ? check_norm(&c, a, out, o, v, op->name)
               : check_ew(&c, a->g, a->x, out, o, v, op->name);
   mpfr_clears(c.a, c.b, c.c, c.r, c.k, (mpfr_ptr)0);
   return r;

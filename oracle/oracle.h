@@ -230,7 +230,9 @@ int oc_check_clamp(const struct oc_tensor *x, double lo, double hi, const struct
  * output y for sigmoid and tanh, the forward input for threshold, silu and
  * gelu; g and x have out's rank, each dim equal or 1), or along `axis` for
  * softmax_backward y (g - sum g y) and log_softmax_backward g - e^y sum g
- * (g, y and out of one shape). Every element checked against its exact
+ * (g, y and out of one shape), or over the last axis for the norms' dx:
+ * rstd (w g - mean(w g) - xh mean(w g xh)), xh = (x - mean) rstd (rms:
+ * without the mean terms, xh = x rstd). Every element checked against its exact
  * value with a rigorous bound for ATen's evaluation in the profile's
  * compute precision (acc fp32, or fp64) and math mode. */
 enum oc_grad_op {
@@ -242,6 +244,10 @@ struct oc_grad_args {
   const struct oc_tensor *g, *x;
   int axis;         /* softmax family */
   double threshold; /* threshold_backward: x <= threshold gives 0 */
+  /* layer_norm_backward / rms_norm_backward (dx over the last axis): the
+   * forward's saved statistics, x's shape with the last dim 1 (mean NULL
+   * for rms), and the weight ([N] or NULL) */
+  const struct oc_tensor *mean, *rstd, *weight;
 };
 int oc_check_grad(enum oc_grad_op op, const struct oc_grad_args *a, const struct oc_tensor *out,
                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);

@@ -34,6 +34,7 @@ EXPECT = [
     ("softmax_bwd_ok", "silent"), ("softmax_bwd_nosub", "oracle"),
     ("silu_bwd_ok", "silent"), ("silu_bwd_half", "oracle"),
     ("relu_bwd_ok", "silent"), ("relu_bwd_strict", "oracle"),
+    ("ln_bwd_ok", "silent"), ("ln_bwd_nomean", "oracle"),
 ]
 
 
@@ -192,8 +193,15 @@ def define():
 
     def relu_bwd_strict(g: T, x: T) -> T:
         return torch.where(x < 0, torch.zeros_like(g), g)
+    def ln_bwd_ok(g: T, x: T, mean: T, rstd: T, w: T) -> T:
+        return torch.ops.aten.native_layer_norm_backward(g, x, [x.shape[-1]], mean, rstd, w, None,
+                                                         [True, False, False])[0]
+
+    def ln_bwd_nomean(g: T, x: T, mean: T, rstd: T, w: T) -> T:
+        xh = (x - mean) * rstd
+        return rstd * (w * g - xh * (w * g * xh).mean(-1, keepdim=True))
     for f in (softmax_bwd_ok, softmax_bwd_nosub, silu_bwd_ok, silu_bwd_half, relu_bwd_ok,
-              relu_bwd_strict):
+              relu_bwd_strict, ln_bwd_ok, ln_bwd_nomean):
         reg(f.__name__, f)
     try:  # the load_inline extension (carried prebuilt to the GPU machine)
         import os
@@ -267,6 +275,10 @@ def run():
     r.append(call(ops, "silu_bwd_half", x, x * 4))
     r.append(call(ops, "relu_bwd_ok", x, xz))
     r.append(call(ops, "relu_bwd_strict", x, xz))
+    xl = x + 3
+    _, ml, rl = torch.ops.aten.native_layer_norm(xl, [xl.shape[-1]], w, None, 1e-5)
+    r.append(call(ops, "ln_bwd_ok", x, xl, ml, rl, w))
+    r.append(call(ops, "ln_bwd_nomean", x, xl, ml, rl, w))
     torch.cuda.synchronize()
     print("RAN %d" % len(r))
     return 0

@@ -838,18 +838,21 @@ GRAD_PROG = """
 import torch
 import torch.nn.functional as F
 torch.manual_seed(0)
-for dt in (torch.float32, torch.float64, torch.bfloat16):
-    x = (torch.randn(16, 48) * 3).to(dt).requires_grad_()
-    ys = [torch.sigmoid(x), torch.tanh(x), torch.relu(x), F.silu(x),
-          F.gelu(x, approximate="tanh"), torch.softmax(x, -1), torch.log_softmax(x, -1)]
-    if dt == torch.float64:
-        # ATen's CPU gelu backward in float is up to ~150 ulps off where
-        # Phi(x) and x phi(x) cancel (x near -0.73: a faster exp than the
-        # CUDA budget the oracle holds it to), and in bf16 it flushes
-        # subnormal results; fp32 and bf16 are in test/gpu
-        ys.append(F.gelu(x))
+# twice: a signature deferred while judgments are pending is checked at its next call
+for dt in (torch.float32, torch.float64, torch.bfloat16) * 2:
+    x = (torch.randn(16, 48, dtype=dt) * 3).requires_grad_()
+    w = (torch.rand(48, dtype=dt) + 0.5).requires_grad_()
+    b = torch.randn(48, dtype=dt).requires_grad_()
+    # ATen's CPU gelu backward in float is up to ~150 ulps off where
+    # Phi(x) and x phi(x) cancel (x near -0.73: a faster exp than the CUDA
+    # budget the oracle holds it to), and in bf16 it flushes subnormal
+    # results: fp64 here, fp32 and bf16 in test/gpu
+    ys = [F.gelu(x)] if dt == torch.float64 else []
+    ys += [torch.sigmoid(x), torch.tanh(x), torch.relu(x), F.silu(x),
+          F.gelu(x, approximate="tanh"), torch.softmax(x, -1), torch.log_softmax(x, -1),
+          F.layer_norm(x + 2, (48,), w, b), F.layer_norm(x, (48,)), F.rms_norm(x, (48,), w)]
     for k, y in enumerate(ys):
-        g = torch.randn(y.shape).to(dt) / (k + 1)
+        g = torch.randn(y.shape, dtype=dt) / (k + 1)
         y.backward(g)
 print("done")
 """
@@ -869,7 +872,7 @@ def test_activation_and_softmax_gradients_judged(tmp_path):
         by.setdefault(c["oracle_op"], []).append(c)
     want = {"sigmoid_backward", "tanh_backward", "threshold_backward", "silu_backward",
             "gelu_erf_backward", "gelu_tanh_backward", "softmax_backward",
-            "log_softmax_backward"}
+            "log_softmax_backward", "layer_norm_backward"}  # CPU rms_norm: no fused op
     assert want <= set(by), sorted(by)
     for op in want:
         for c in by[op]:
@@ -913,6 +916,23 @@ softmax_bwd_ok(g, y)
 silu_bwd_half(g, x)                         # line 32
 silu_bwd_ok(g, x)
 relu_bwd_strict(g, xz)                      # line 34
+
+@torch.library.custom_op("kcg::ln_bwd_nomean", mutates_args=())
+def ln_bwd_nomean(g: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+                  w: torch.Tensor) -> torch.Tensor:
+    xh = (x - mean) * rstd
+    return rstd * (w * g - xh * (w * g * xh).mean(-1, keepdim=True))   # the bug: no mean(w g)
+
+@torch.library.custom_op("kcg::ln_bwd_ok", mutates_args=())
+def ln_bwd_ok(g: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+              w: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.native_layer_norm_backward(g, x, [x.shape[-1]], mean, rstd, w, None,
+                                                     [True, False, False])[0]
+
+xl = torch.randn(8, 64) + 3; wl = torch.rand(64) + 0.5
+_, ml, rl = torch.ops.aten.native_layer_norm(xl, [64], wl, None, 1e-5)
+ln_bwd_nomean(g, xl, ml, rl, wl)            # line 50
+ln_bwd_ok(g, xl, ml, rl, wl)
 print("ran")
 """
 
@@ -923,14 +943,17 @@ contracts:
   - {torch_op: "kcg::silu_bwd_half", op: silu_backward, args: {g: g, x: x}, profile: fp32}
   - {torch_op: "kcg::silu_bwd_ok", op: silu_backward, args: {g: g, x: x}, profile: fp32}
   - {torch_op: "kcg::relu_bwd_strict", op: threshold_backward, args: {g: g, x: x}, profile: fp32}
+  - {torch_op: "kcg::ln_bwd_nomean", op: layer_norm_backward, args: {g: g, x: x, mean: mean, rstd: rstd, weight: w}, profile: fp32}
+  - {torch_op: "kcg::ln_bwd_ok", op: layer_norm_backward, args: {g: g, x: x, mean: mean, rstd: rstd, weight: w}, profile: fp32}
 """
 
 
 def test_planted_gradient_bugs_caught_with_python_line(tmp_path):
     """Wrong gradients behind custom ops: a softmax backward without the
     subtraction, a SiLU backward in fp16 arithmetic, a ReLU backward that
-    passes g at x = 0: each a violation at its Python line; ATen's own
-    gradients behind the same contracts stay silent."""
+    passes g at x = 0, a layer_norm backward without the mean term: each a
+    violation at its Python line; ATen's own gradients behind the same
+    contracts stay silent."""
     (tmp_path / "g.yaml").write_text(GRAD_BUGS_YAML)
     p, recs = run_py(tmp_path, GRAD_BUGS_PROG,
                      options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
@@ -946,7 +969,70 @@ def test_planted_gradient_bugs_caught_with_python_line(tmp_path):
     assert lines["kcg::silu_bwd_half.default"] == 32
     assert "oracle" in got["kcg::relu_bwd_strict.default"]
     assert lines["kcg::relu_bwd_strict.default"] == 34
-    for ok in ("kcg::softmax_bwd_ok.default", "kcg::silu_bwd_ok.default"):
+    assert "oracle" in got["kcg::ln_bwd_nomean.default"]
+    assert lines["kcg::ln_bwd_nomean.default"] == 50
+    oks = ("kcg::softmax_bwd_ok.default", "kcg::silu_bwd_ok.default", "kcg::ln_bwd_ok.default")
+    for ok in oks:
         assert ok not in got, (ok, got.get(ok))
     checked = {c["op"] for c in of(recs, "op_check")}
-    assert {"kcg::softmax_bwd_ok.default", "kcg::silu_bwd_ok.default"} <= checked
+    assert set(oks) <= checked
+
+
+COPY_PROG = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(16, 40) * 100
+x[0, :4] = torch.tensor([float("nan"), float("inf"), -0.0, 1e-40])
+b = x.to(torch.bfloat16)
+h = x.half()
+d = b.double()
+f = d.float()
+y = torch.empty(16, 40, dtype=torch.float16)
+y.copy_(x)
+e = x.to(torch.float8_e4m3fn)
+
+@torch.library.custom_op("kcc::bf16_trunc", mutates_args=())
+def bf16_trunc(x: torch.Tensor) -> torch.Tensor:
+    # the bug: the low 16 bits dropped (round toward zero)
+    return (x.view(torch.int32) & -65536).view(torch.float32).to(torch.bfloat16)
+
+@torch.library.custom_op("kcc::bf16_ok", mutates_args=())
+def bf16_ok(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.bfloat16)
+
+bf16_trunc(torch.randn(64, 64))              # line 23
+bf16_ok(torch.randn(64, 64))
+print("done")
+"""
+
+COPY_YAML = """
+contracts:
+  - {torch_op: "kcc::bf16_trunc", op: copy, args: {x: x}, profile: "fp32:out=bf16"}
+  - {torch_op: "kcc::bf16_ok", op: copy, args: {x: x}, profile: "fp32:out=bf16"}
+"""
+
+
+def test_dtype_conversions_judged_bitwise_and_truncation_caught(tmp_path):
+    """_to_copy and copy_ between float types are judged by the oracle's
+    copy op: correctly rounded (NaN, Inf, -0 and subnormals included), so
+    bitwise; a conversion that truncates is a violation at its line."""
+    (tmp_path / "c.yaml").write_text(COPY_YAML)
+    p, recs = run_py(tmp_path, COPY_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr
+    copies = [c for c in of(recs, "op_check") if c["oracle_op"] == "copy" and
+              c["op"].startswith("aten::")]
+    profs = {c["profile"] for c in copies}
+    assert {"fp32:in=fp32:acc=fp32:out=bf16", "fp32:in=fp32:acc=fp32:out=fp16",
+            "fp32:in=bf16:acc=fp32:out=fp64", "fp64:out=fp32"} <= profs, profs
+    assert any(c["op"].startswith("aten::copy_") for c in copies)
+    for c in copies:
+        assert c["gates"]["oracle"]["status"] == "bitwise", c
+    # fp8: PyTorch's overflow rule changed between releases: passed through
+    assert "conversion to fp8: PyTorch's overflow rule differs across versions" in \
+        of(recs, "torch_summary")[0]["passed_through"]
+    viol = of(recs, "violation")
+    assert {v["op"] for v in viol} == {"kcc::bf16_trunc.default"}, [v["message"] for v in viol]
+    v = [v for v in viol if v["gate"] == "oracle"][0]
+    assert v["stack"]["python"][-1]["line"] == 23

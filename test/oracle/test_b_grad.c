@@ -63,6 +63,8 @@ static double sim_ew(enum oc_grad_op op, enum bug bug, int dbl, double g, double
   }
   case OC_GRAD_SOFTMAX_BACKWARD:
   case OC_GRAD_LOG_SOFTMAX_BACKWARD:
+  case OC_GRAD_LAYER_NORM_BACKWARD:
+  case OC_GRAD_RMS_NORM_BACKWARD:
   case OC_GRAD_COUNT: break;
   }
 #undef F
@@ -86,7 +88,7 @@ static struct oc_verdict judge(enum oc_grad_op op, enum oc_format f, const doubl
            oc_format_info(f)->name, oc_format_info(f)->name);
   struct oc_profile p;
   EXPECT(oc_profile_parse(spec, &p) == 0, "profile %s", spec);
-  struct oc_grad_args a = {&G, &X, 1, thr};
+  struct oc_grad_args a = {&G, &X, 1, thr, NULL, NULL, NULL};
   struct oc_verdict v;
   int rc = oc_check_grad(op, &a, &O, &p, NULL, &v);
   EXPECT(rc == 0 && v.checked == N, "rc %d checked %lld", rc, (long long)v.checked);
@@ -278,11 +280,99 @@ static void budget_edges(void) {
   t_line("silu/gelu gradients with exp, erf, tanh off by their whole 2-ulp budget pass", before);
 }
 
+/* layer_norm / rms_norm dx from the saved statistics: ATen's x-hat form
+ * and its ds/db form (LayerNorm's CUDA kernels), in float, pass; a
+ * backward without the mean term A, without the x-hat term B, or with
+ * fp16 sums fails. form: 0 x-hat, 1 ds/db, 2 no A, 3 no B, 4 fp16 sums. */
+static void sim_norm(int ln, int form, const double *g, const double *x, const double *w,
+                     const double *mu, const double *rs, double *o) {
+  for (int r = 0; r < R; r++) {
+    const double *gr = g + r * C, *xr = x + r * C;
+    double m = ln ? mu[r] : 0, s = rs[r];
+    float sa = 0, sb = 0, sds = 0;
+    for (int j = 0; j < C; j++) {
+      float wg = (float)(w[j] * gr[j]);
+      float xh = (float)((float)(xr[j] - m) * s);
+      sa = (float)rnd_c(0, form == 4, sa + wg);
+      sb = (float)rnd_c(0, form == 4, sb + (float)(wg * xh));
+      sds = (float)rnd_c(0, form == 4, sds + (float)(wg * (float)xr[j]));
+    }
+    float c2 = (float)((float)((float)(sa * (float)m) - sds) * (float)(s * s * s)) / (float)C;
+    float c3 = (float)(-c2 * (float)m) - (float)(sa * (float)s) / (float)C;
+    for (int j = 0; j < C; j++) {
+      float wg = (float)(w[j] * gr[j]);
+      float xh = (float)((float)(xr[j] - m) * s);
+      float a = ln && form != 2 ? sa / (float)C : 0, b = form == 3 ? 0 : sb / (float)C;
+      float v = form == 1 ? (float)(s * wg) + (float)(c2 * (float)xr[j]) + (ln ? c3 : 0)
+                          : (float)s * (float)((float)(wg - a) - (float)(xh * b));
+      o[r * C + j] = v;
+    }
+  }
+}
+
+static void norms(void) {
+  int before = t_fail;
+  static double g[N], x[N], o[N], w[C], mu[R], rs[R];
+  static float gb[N], xb[N], ob[N], wb[C], mb[R], rb[R];
+  uint64_t st = 41;
+  for (int ln = 0; ln < 2; ln++) {
+    for (int j = 0; j < C; j++)
+      w[j] = (float)(0.5 + oc_rand_unit(&st));
+    for (int r = 0; r < R; r++) {
+      double s1 = 0, s2 = 0;
+      for (int j = 0; j < C; j++) {
+        x[r * C + j] = (float)(3 + 2 * oc_rand_unit(&st) - 1 + r);
+        g[r * C + j] = (float)(2 * oc_rand_unit(&st) - 0.7);
+        s1 += x[r * C + j];
+      }
+      mu[r] = (float)(s1 / C);
+      for (int j = 0; j < C; j++)
+        s2 += ln ? (x[r * C + j] - mu[r]) * (x[r * C + j] - mu[r]) : x[r * C + j] * x[r * C + j];
+      rs[r] = (float)(1 / sqrt(s2 / C + 1e-5));
+    }
+    for (int form = 0; form <= 4; form++) {
+      if (!ln && form == 2) continue; /* rms has no mean term */
+      sim_norm(ln, form, g, x, w, mu, rs, o);
+      for (int i = 0; i < N; i++)
+        gb[i] = (float)g[i], xb[i] = (float)x[i], ob[i] = (float)o[i];
+      for (int i = 0; i < C; i++)
+        wb[i] = (float)w[i];
+      for (int i = 0; i < R; i++)
+        mb[i] = (float)mu[i], rb[i] = (float)rs[i];
+      struct oc_tensor G, X, O, M, S, W;
+      t_tensor2(&G, gb, OC_FP32, R, C);
+      t_tensor2(&X, xb, OC_FP32, R, C);
+      t_tensor2(&O, ob, OC_FP32, R, C);
+      t_tensor2(&M, mb, OC_FP32, R, 1);
+      t_tensor2(&S, rb, OC_FP32, R, 1);
+      int64_t wn = C;
+      oc_tensor_make(&W, wb, OC_FP32, 1, &wn, NULL);
+      struct oc_profile p;
+      oc_profile_parse("fp32", &p);
+      struct oc_grad_args a = {&G, &X, -1, 0, ln ? &M : NULL, &S, &W};
+      struct oc_verdict v;
+      enum oc_grad_op op = ln ? OC_GRAD_LAYER_NORM_BACKWARD : OC_GRAD_RMS_NORM_BACKWARD;
+      EXPECT(oc_check_grad(op, &a, &O, &p, NULL, &v) == 0 && v.checked == N, "rc");
+      if (getenv("GRAD_VERBOSE")) t_print_verdict(&v);
+      if (form <= 1)
+        EXPECT(v.kind == OC_BITWISE || v.kind == OC_PASS, "%s form %d: %s (ratio %g)", gname(op),
+               form, oc_verdict_name(v.kind), v.ratio);
+      else
+        EXPECT(oc_verdict_is_fail(v.kind), "%s bug %d: %s (ratio %g)", gname(op), form,
+               oc_verdict_name(v.kind), v.ratio);
+    }
+  }
+  t_line("layer_norm/rms_norm dx: x-hat and ds/db forms pass; no mean term, no x-hat term, fp16 "
+         "sums fail",
+         before);
+}
+
 int main(void) {
   budget_edges();
   activations();
   rows();
   specials();
   extremes();
+  norms();
   return t_done("test_b_grad");
 }

@@ -25,7 +25,7 @@ ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
 EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
           "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sigmoid_backward",
           "tanh_backward", "threshold_backward", "silu_backward", "gelu_backward",
-          "gelu_erf_backward", "gelu_tanh_backward"}
+          "gelu_erf_backward", "gelu_tanh_backward", "copy"}
 APP_CAP = 1 << 16    # output elements judged on the application's inputs
 TRIAL_CAP = 1 << 12  # on generated inputs
 # The oracle's own sampling (matmul, attention) on generated inputs: a
@@ -143,6 +143,9 @@ class Job:
                     (plan.klass != "norm" or rank > 1) and \
                     all(len(s) == rank for s, _ in lay if plan.klass != "norm"):
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
+        if plan.klass == "norm_grad" and rank > 1:
+            # g, x and the statistics share dim 0; the weight (1-D) does not
+            sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)
         if sampled:
             ctx["sampled_rows"] = {"dim": 0, "judged": sampled[0], "of": sampled[1]}
             # one slice of dim 0 still above the cap (attention's batch of

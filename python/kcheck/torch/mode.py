@@ -500,6 +500,9 @@ class KcheckMode(TorchDispatchMode):
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
+        elif len(in_fmts) > 1 and plan.klass == "norm_grad":
+            # the forward's statistics are kept in acc_type: the gradient's type
+            in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
             return "inputs of different dtypes", None, None
         in_fmt = in_fmts.pop()

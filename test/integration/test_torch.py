@@ -1036,3 +1036,33 @@ def test_dtype_conversions_judged_bitwise_and_truncation_caught(tmp_path):
     assert {v["op"] for v in viol} == {"kcc::bf16_trunc.default"}, [v["message"] for v in viol]
     v = [v for v in viol if v["gate"] == "oracle"][0]
     assert v["stack"]["python"][-1]["line"] == 23
+
+
+CLAMP_PROG = """
+import torch
+torch.manual_seed(0)
+for dt in (torch.float32, torch.bfloat16, torch.float64):
+    x = torch.randn(16, 40, dtype=dt)
+    x[0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    a = x.clamp(-0.5, 0.5)
+    b = x.clamp_min(0.25)
+    c = x.clamp(max=1.0)
+    x.clone().clamp_(-2.0, 2.0)
+h = torch.randn(8, dtype=torch.float16).clamp(0.1, 0.9)   # 0.1 not exact in fp16: passed through
+print("done")
+"""
+
+
+def test_clamp_with_number_bounds_judged_exactly(tmp_path):
+    """clamp, clamp_min, clamp_max and clamp_ with number bounds are judged
+    by the oracle's exact clamp (NaN propagates, -0 kept): bitwise; a bound
+    not exact in fp16/bf16 is passed through with the reason."""
+    p, recs = run_py(tmp_path, CLAMP_PROG)
+    assert p.returncode == 0, p.stderr
+    assert not of(recs, "violation"), [v["message"] for v in of(recs, "violation")]
+    cl = [c for c in of(recs, "op_check") if c["oracle_op"] == "clamp"]
+    ops_ = {c["op"].split(".")[0] for c in cl}
+    assert {"aten::clamp", "aten::clamp_min", "aten::clamp_"} <= ops_, ops_
+    for c in cl:
+        assert c["gates"]["oracle"]["status"] == "bitwise", c
+    assert "clamp bound not exact in float16" in of(recs, "torch_summary")[0]["passed_through"]

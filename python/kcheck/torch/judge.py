@@ -25,7 +25,7 @@ ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
 EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
           "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sigmoid_backward",
           "tanh_backward", "threshold_backward", "silu_backward", "gelu_backward",
-          "gelu_erf_backward", "gelu_tanh_backward", "copy"}
+          "gelu_erf_backward", "gelu_tanh_backward", "copy", "clamp"}
 APP_CAP = 1 << 16    # output elements judged on the application's inputs
 TRIAL_CAP = 1 << 12  # on generated inputs
 # The oracle's own sampling (matmul, attention) on generated inputs: a

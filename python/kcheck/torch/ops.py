@@ -221,6 +221,29 @@ def _norm_backward(op):
     return m
 
 
+def _clamp(lo_name, hi_name):
+    """torch.clamp with number bounds (clamp_min / clamp_max: one of them)."""
+    def m(a):
+        import torch
+        x = a["self"]
+        attrs = {}
+        for key, name in (("min", lo_name), ("max", hi_name)):
+            v = a.get(name) if name else None
+            if v is None:
+                continue
+            if hasattr(v, "dim"):
+                raise Skip("clamp with tensor bounds")
+            v = float(v)
+            if x.dtype in (torch.float16, torch.bfloat16) and \
+                    torch.tensor(v, dtype=torch.float64).to(x.dtype).double().item() != v:
+                # ATen converts the bound to the tensor's type, the oracle
+                # rounds it to float: they may differ at a tie
+                raise Skip("clamp bound not exact in %s" % str(x.dtype).split(".")[-1])
+            attrs[key] = v
+        return Plan("clamp", [("self", x)], _first, attrs)
+    return m
+
+
 def _fp8_dest(dtype):
     if dtype is not None and "float8" in str(dtype):
         # measured: torch 2.15's CPU conversion saturates (inf -> 448)
@@ -308,6 +331,9 @@ ROWS = [
     (["log"], "log", _unary("log"), ""),
     (["sqrt"], "sqrt", _unary("sqrt"), ""),
     (["rsqrt"], "rsqrt", _unary("rsqrt"), ""),
+    (["clamp"], "clamp", _clamp("min", "max"), "number bounds; exact"),
+    (["clamp_min"], "clamp", _clamp("min", None), "number bound; exact"),
+    (["clamp_max"], "clamp", _clamp(None, "max"), "number bound; exact"),
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
@@ -516,7 +542,8 @@ SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "
            "_log_softmax": _shapes_softmax}
 for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
            "exp", "log", "sqrt", "rsqrt", "sigmoid_backward", "tanh_backward",
-           "threshold_backward", "silu_backward", "gelu_backward", "_to_copy"):
+           "threshold_backward", "silu_backward", "gelu_backward", "_to_copy", "clamp",
+           "clamp_min", "clamp_max"):
     SHAPERS[_n] = _shapes_elementwise
 
 

@@ -367,6 +367,32 @@ static int check_ew(struct gctx *c, const struct oc_tensor *gt, const struct oc_
 
 /* ------------------------------------------------------- softmax family */
 
+/* The row ops' kernel error from an element's ingredients (e->in: the
+ * magnitude of S's terms, n, |g y| or |g|, |y| or e^y, |S|, exp's error)
+ * and S's accumulation theta; shared by the check and the ladder. */
+static double rows_kerr(int logsm, double theta, double u, const double *in) {
+  double es = theta * in[0], ay = in[3], sabs = in[4];
+  double p1 = in[2], p2 = ay * (sabs + es);
+  double err2 = ay * es + (logsm ? (sabs + es) * in[5] : 0) + u * p2;
+  double err1 = logsm ? 0 : u * p1;
+  return oc_mul_up(err1 + err2 + u * (p1 + p2 + err1 + err2), 1 + 0x1p-10);
+}
+
+struct rows_ctx {
+  int logsm;
+  double u;
+};
+
+/* A ladder rung's bound (oc_bound_fn): the same steps with S accumulated
+ * under the rung's profile (a precision failure then reads "consistent
+ * with fp16 accumulation" where that explains it). */
+static double rows_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
+  const struct rows_ctx *rc = ctx;
+  int64_t n = (int64_t)e->in[1];
+  double theta = rc->logsm ? oc_sum_theta(p, n, 0) : oc_dot_theta(p, n, 0);
+  return oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), rows_kerr(rc->logsm, theta, rc->u, e->in));
+}
+
 static int check_rows(struct gctx *c, const struct oc_tensor *gt, const struct oc_tensor *yt,
                       int axis, const struct oc_tensor *out, const struct oc_options *o,
                       struct oc_verdict *v, const char *name) {
@@ -385,7 +411,8 @@ static int check_rows(struct gctx *c, const struct oc_tensor *gt, const struct o
     return -1;
   }
   struct oc_check chk;
-  oc_check_init(&chk, name, c->p, o, v, oc_tensor_numel(out), out->rank, NULL, NULL);
+  struct rows_ctx rc = {logsm, c->u};
+  oc_check_init(&chk, name, c->p, o, v, oc_tensor_numel(out), out->rank, rows_bound, &rc);
   double theta = logsm ? oc_sum_theta(c->p, n, 0) : oc_dot_theta(c->p, n, 0);
   double u = c->u;
   mpfr_t s;
@@ -436,21 +463,20 @@ static int check_rows(struct gctx *c, const struct oc_tensor *gt, const struct o
         mpfr_exp(c->a, c->a, MPFR_RNDN);
         mpfr_mul(c->r, c->a, s, MPFR_RNDN);
         mpfr_d_sub(c->r, g, c->r, MPFR_RNDN);
-        double ex = exp(y), p2 = ex * (sabs + es);
+        double ex = exp(y);
         /* exp(-inf) is +0 exactly in every math mode */
         double eex = y == -INFINITY ? 0 : prim_abs(c, OC_OP_EXP, y, 0, ex);
-        double err2 = ex * es + (sabs + es) * eex + u * p2;
-        double kerr = err2 + u * (fabs(g) + p2 + err2);
+        double in[OC_ELEM_IN] = {smag, (double)n, fabs(g), ex, sabs, eex};
         double mag = ex * (sabs + eref_s) + fabs(g);
-        finish_elem(c, &e, oc_mul_up(kerr, 1 + 0x1p-10), mag);
+        finish_elem(c, &e, rows_kerr(1, theta, u, in), mag);
+        memcpy(e.in, in, sizeof in);
         e.bound = oc_add_up(e.bound, oc_mul_up(ex * 2, eref_s));
       } else {
         mpfr_d_sub(c->r, g, s, MPFR_RNDN);
         mpfr_mul_d(c->r, c->r, y, MPFR_RNDN);
-        double p1 = fabs(g * y), p2 = fabs(y) * (sabs + es);
-        double err2 = fabs(y) * es + u * p2, err1 = u * p1;
-        double kerr = err1 + err2 + u * (p1 + p2 + err1 + err2);
-        finish_elem(c, &e, oc_mul_up(kerr, 1 + 0x1p-10), p1 + p2);
+        double in[OC_ELEM_IN] = {smag, (double)n, fabs(g * y), fabs(y), sabs, 0};
+        finish_elem(c, &e, rows_kerr(0, theta, u, in), fabs(g * y) + fabs(y) * (sabs + es));
+        memcpy(e.in, in, sizeof in);
         e.bound = oc_add_up(e.bound, oc_mul_up(fabs(y) * 2, eref_s));
       }
       oc_rows_out_index(&r, idx, k, oidx);

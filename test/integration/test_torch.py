@@ -290,6 +290,23 @@ def test_large_attention_and_elementwise_outputs_sampled_within_the_cap():
     assert rows is None and n == 512
 
 
+def test_norm_gradient_rows_sampled_with_their_statistics():
+    """layer_norm_backward above the cap: g, x and the saved mean and rstd
+    are sampled along dim 0 together; the weight (1-D, here as long as the
+    rows) is kept whole."""
+    from kcheck.torch import judge, ops
+    shapes = [("g", (16, 64)), ("x", (16, 64)), ("mean", (16, 1)), ("rstd", (16, 1)),
+              ("weight", (16,))]
+    ins = [judge.HostTensor(n, torch.zeros(sh)) for n, sh in shapes]
+    out = judge.HostTensor("out", torch.zeros(16, 64))
+    plan = ops.Plan("layer_norm_backward", [], None, {}, "norm_grad")
+    j = judge.Job(None, "oracle", 0, plan, ins, out, "fp32", {}, {}, 256, None)
+    assert j.ctx["sampled_rows"] == {"dim": 0, "judged": 4, "of": 16}
+    assert [j.arr[k].shape[0] for k in range(5)] == [4, 4, 4, 4, 16]
+    assert [j.arr[k].strides[0] for k in range(4)] == [64 * 5, 64 * 5, 5, 5]
+    assert j.cout.shape[0] == 4 and j.cout.shape[1] == 64
+
+
 # ------------------------------------------------------------ checks, policy, gates
 
 OPS_PROG = """

@@ -1083,3 +1083,30 @@ def test_clamp_with_number_bounds_judged_exactly(tmp_path):
     for c in cl:
         assert c["gates"]["oracle"]["status"] == "bitwise", c
     assert "clamp bound not exact in float16" in of(recs, "torch_summary")[0]["passed_through"]
+
+
+GRAD_SHAPES_PROG = """
+import torch
+import torch.nn.functional as F
+x = torch.randn(8, 32, requires_grad=True)
+w = (torch.rand(32) + 0.5).requires_grad_()
+for y in (torch.softmax(x, -1), torch.log_softmax(x, -1), F.layer_norm(x, (32,), w)):
+    y.backward(torch.randn(8, 32))
+print("done")
+"""
+
+
+def test_shapes_gate_on_softmax_and_norm_gradients(tmp_path):
+    """The shapes gate runs the softmax family's and layer_norm's
+    gradients at other row counts and lengths (1x1, 5x3, 2x1025, 1x4097),
+    the saved statistics and weight shaped to match: every run passes."""
+    p, recs = run_py(tmp_path, GRAD_SHAPES_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle,shapes")
+    assert p.returncode == 0, p.stderr
+    assert not of(recs, "violation"), [v["message"] for v in of(recs, "violation")]
+    gates = {c["op"]: c["gates"] for c in of(recs, "op_check")}
+    for op in ("aten::_softmax_backward_data.default", "aten::_log_softmax_backward_data.default",
+               "aten::native_layer_norm_backward.default"):
+        g = gates[op]["shapes"]
+        assert g["status"] == "pass" and len(g["runs"]) == 4, (op, g)
+        assert all(r["class"] in ("bitwise", "pass") for r in g["runs"]), (op, g)

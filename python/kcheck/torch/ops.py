@@ -537,9 +537,42 @@ def _shapes_softmax(a):
                             ("1x4097", (1, 4097)))]
 
 
+_ROW_SHAPES = (("1x1", (1, 1)), ("5x3", (5, 3)), ("2x1025", (2, 1025)), ("1x4097", (1, 4097)))
+
+
+def _shapes_softmax_grad(a):
+    g, y = a["grad_output"], a["output"]
+    return [(lab, {"grad_output": Layout(g, sh), "output": Layout(y, sh), "dim": 1})
+            for lab, sh in _ROW_SHAPES]
+
+
+def _shapes_norm_grad(stats):
+    """native_layer_norm_backward (stats mean, rstd) / _fused_rms_norm_backward
+    (rstd) at other row counts and lengths, the statistics and weight to
+    match."""
+    def f(a):
+        g, x = a["grad_out"], a["input"]
+        out = []
+        for lab, (r, n) in _ROW_SHAPES:
+            new = {"grad_out": Layout(g, (r, n)), "input": Layout(x, (r, n)),
+                   "normalized_shape": [n]}
+            for st in stats:
+                new[st] = Layout(a[st], (r, 1))
+            if a.get("weight") is not None:
+                new["weight"] = Layout(a["weight"], (n,))
+            if a.get("bias") is not None:
+                new["bias"] = Layout(a["bias"], (n,))
+            out.append((lab, new))
+        return out
+    return f
+
+
 SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "mat2"),
            "baddbmm": _shapes_addmm("batch1", "batch2"), "_softmax": _shapes_softmax,
-           "_log_softmax": _shapes_softmax}
+           "_log_softmax": _shapes_softmax, "_softmax_backward_data": _shapes_softmax_grad,
+           "_log_softmax_backward_data": _shapes_softmax_grad,
+           "native_layer_norm_backward": _shapes_norm_grad(("mean", "rstd")),
+           "_fused_rms_norm_backward": _shapes_norm_grad(("rstd",))}
 for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
            "exp", "log", "sqrt", "rsqrt", "sigmoid_backward", "tanh_backward",
            "threshold_backward", "silu_backward", "gelu_backward", "_to_copy", "clamp",

@@ -384,6 +384,17 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
   case OC_CLASS_REDUCE:
   case OC_CLASS_SOFTMAX: return judge_rows(c, sb, j, op, &out, o);
   case OC_CLASS_GRAD: return judge_grad(c, sb, j, op, &out, o);
+  case OC_CLASS_GATHER: {
+    struct oc_tensor x, ix;
+    if (described(sb, input(j, sb, "x", 0), &x, "x", err, n) ||
+        described(sb, input(j, sb, "index", 1), &ix, "index", err, n))
+      return -1;
+    if (oc_check_index_select(&x, axis_of(c, &x), &ix, &out, &c->profile, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the %s tensors (x, 1-D index, axis)", c->op);
+      return -1;
+    }
+    return 0;
+  }
   }
   snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
   return -1;
@@ -724,6 +735,16 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
             ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)
             : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p, a->o,
                                v);
+    break;
+  }
+  case OC_CLASS_GATHER: {
+    const struct oc_tensor *x = named(a, "x", 0), *ix = named(a, "index", 1);
+    if (!x || !ix) {
+      snprintf(err, n, "%s needs x and index", op->name);
+      return -1;
+    }
+    int axis = (int)kc_judge_attr_num(a->attrs, "axis", 0);
+    r = oc_check_index_select(x, axis, ix, a->out, a->p, a->o, v);
     break;
   }
   case OC_CLASS_GRAD: {

@@ -14,6 +14,7 @@ enum oc_op_class {
   OC_CLASS_ATTENTION,   /* oc_check_attention */
   OC_CLASS_RECURRENCE,  /* oc_check_gated_delta */
   OC_CLASS_GRAD,        /* oc_check_grad (gradients of activations, softmax family) */
+  OC_CLASS_GATHER,      /* oc_check_index_select */
 };
 
 enum oc_opid {
@@ -52,6 +53,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_ATTENTION(...)
 #define OC_OP_IF_EW_RECURRENCE(...)
 #define OC_OP_IF_EW_GRAD(...)
+#define OC_OP_IF_EW_GATHER(...)
 
 /* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
 #define OC_OP_IF_GRAD(cls, ...) OC_OP_IF_GRAD_##cls(__VA_ARGS__)
@@ -63,5 +65,6 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_GRAD_NORM(...)
 #define OC_OP_IF_GRAD_ATTENTION(...)
 #define OC_OP_IF_GRAD_RECURRENCE(...)
+#define OC_OP_IF_GRAD_GATHER(...)
 
 #endif

@@ -252,6 +252,16 @@ struct oc_grad_args {
 int oc_check_grad(enum oc_grad_op op, const struct oc_grad_args *a, const struct oc_tensor *out,
                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
+/* out = x with `axis` indexed by index (1-D; integer values carried as
+ * doubles, e.g. int64 indices converted on the host): out has x's shape
+ * with that dim of index's length, and every element must be the selected
+ * element of x bit for bit (same format). An index that is not an integer
+ * in [0, size) (or [-size, size), counted from the end) leaves the verdict
+ * inconclusive: the kernel's behaviour there is not defined. */
+int oc_check_index_select(const struct oc_tensor *x, int axis, const struct oc_tensor *index,
+                          const struct oc_tensor *out, const struct oc_profile *p,
+                          const struct oc_options *o, struct oc_verdict *v);
+
 /* ---------------------------------------------------------------- references */
 
 /* Reference values (exact, rounded to nearest double) and rigorous bounds

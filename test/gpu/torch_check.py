@@ -24,7 +24,9 @@ TRAIN_ORACLE_OPS = ["matmul", "softmax", "log_softmax", "logsumexp", "layer_norm
                     # gradients of the activations and the softmax family
                     "sigmoid_backward", "tanh_backward", "threshold_backward", "silu_backward",
                     "gelu_erf_backward", "gelu_tanh_backward", "softmax_backward",
-                    "log_softmax_backward", "layer_norm_backward", "rms_norm_backward"]
+                    "log_softmax_backward", "layer_norm_backward", "rms_norm_backward",
+                    # the embedding's rows (bit for bit) and dtype conversions
+                    "index_select", "copy"]
 
 
 def load(paths):

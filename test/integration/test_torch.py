@@ -1110,3 +1110,57 @@ def test_shapes_gate_on_softmax_and_norm_gradients(tmp_path):
         g = gates[op]["shapes"]
         assert g["status"] == "pass" and len(g["runs"]) == 4, (op, g)
         assert all(r["class"] in ("bitwise", "pass") for r in g["runs"]), (op, g)
+
+
+GATHER_PROG = """
+import torch
+torch.manual_seed(0)
+w = torch.randn(50, 16)
+w[3, 0] = -0.0
+idx = torch.randint(0, 50, (4, 7))
+e = torch.nn.functional.embedding(idx, w)
+s = torch.index_select(w.bfloat16(), 0, torch.tensor([3, 0, 49, 3]))
+
+@torch.library.custom_op("kcx::embed_shift", mutates_args=())
+def embed_shift(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return w[(idx + (idx == 7).long()) % w.shape[0]]   # the bug: row 7 read from row 8
+
+@torch.library.custom_op("kcx::embed_ok", mutates_args=())
+def embed_ok(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return w[idx]
+
+i1 = torch.arange(0, 50, 3)
+embed_shift(w, i1 % 10)                   # line 19
+embed_ok(w, i1)
+print("done")
+"""
+
+GATHER_YAML = """
+contracts:
+  - {torch_op: "kcx::embed_shift", op: index_select, args: {x: w, index: idx}, attrs: {axis: 0}, profile: fp32}
+  - {torch_op: "kcx::embed_ok", op: index_select, args: {x: w, index: idx}, attrs: {axis: 0}, profile: fp32}
+"""
+
+
+def test_embedding_and_index_select_judged_bit_for_bit(tmp_path):
+    """embedding and index_select are judged by the oracle's index_select
+    (int64 indices carried as exact doubles): bitwise; the generated-input
+    gates are not applicable (generated indices would be out of range); a
+    custom embedding that reads a neighbouring row is a violation at its
+    line, the correct one silent."""
+    (tmp_path / "x.yaml").write_text(GATHER_YAML)
+    p, recs = run_py(tmp_path, GATHER_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "x.yaml"))
+    assert p.returncode == 0, p.stderr
+    checks = {c["op"]: c for c in of(recs, "op_check")}
+    for op in ("aten::embedding.default", "aten::index_select.default", "kcx::embed_ok.default"):
+        c = checks[op]
+        assert c["oracle_op"] == "index_select" and c["gates"]["oracle"]["status"] == "bitwise", c
+        assert {"nonfinite", "precision", "extremes", "coverage"} <= set(c["gates"]), c["gates"]
+        for g in ("nonfinite", "precision", "extremes", "coverage", "bounds", "shapes"):
+            if g in c["gates"]:  # (shapes only when the gates option names it)
+                assert c["gates"][g]["status"] == "not_applicable", (op, g, c["gates"][g])
+    viol = of(recs, "violation")
+    assert {(v["op"], v["gate"]) for v in viol} == {("kcx::embed_shift.default", "oracle")}, viol
+    assert viol[0]["stack"]["python"][-1]["line"] == 19

@@ -1,5 +1,6 @@
-/* test/oracle/test_b_copy.c — the copy op (dtype conversions of _to_copy
- * and copy_): a correctly rounded conversion is bitwise between every
+/* test/oracle/test_b_copy.c — data movement: index_select (embedding
+ * rows) bit for bit, and the copy op (dtype conversions of _to_copy and
+ * copy_): a correctly rounded conversion is bitwise between every
  * pair of float formats; one that truncates (round toward zero) fails;
  * NaN, Inf, -0 and overflow follow the output format; fp64 to a 16-bit
  * format through fp32 (c10's conversions) is accepted, a truncating one
@@ -96,7 +97,54 @@ static void double_rounding_and_specials(void) {
   t_line("copy: fp64 -> bf16 through fp32 accepted; a lost -0 or NaN fails", before);
 }
 
+/* index_select / embedding rows: the selected rows bit for bit (-0 and
+ * NaN kept) are bitwise; one row read from its neighbour fails; an index
+ * out of range leaves the verdict inconclusive. */
+static void index_select(void) {
+  int before = t_fail;
+  enum { V = 50, D = 24, M = 37 };
+  static float w[V * D], o[M * D];
+  static double ix[M];
+  uint64_t st = 9;
+  for (int i = 0; i < V * D; i++)
+    w[i] = (float)(2 * oc_rand_unit(&st) - 1);
+  w[3] = -0.0f, w[4] = NAN;
+  for (int i = 0; i < M; i++)
+    ix[i] = i == 0 ? 0 : i == 1 ? -1 : (double)(int)(oc_rand_unit(&st) * V);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < D; j++)
+      o[i * D + j] = w[(((int)ix[i] + V) % V) * D + j];
+  struct oc_tensor W, I, O;
+  t_tensor2(&W, w, OC_FP32, V, D);
+  t_tensor2(&O, o, OC_FP32, M, D);
+  int64_t m = M;
+  oc_tensor_make(&I, ix, OC_FP64, 1, &m, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  struct oc_verdict v;
+  EXPECT(oc_check_index_select(&W, 0, &I, &O, &p, NULL, &v) == 0, "rc");
+  EXPECT(v.kind == OC_BITWISE && v.checked == M * D, "correct rows: %s", oc_verdict_name(v.kind));
+  for (int j = 0; j < D; j++)
+    o[5 * D + j] = w[((((int)ix[5] + 1) % V)) * D + j]; /* the neighbouring row */
+  EXPECT(oc_check_index_select(&W, 0, &I, &O, &p, NULL, &v) == 0 && oc_verdict_is_fail(v.kind) &&
+             v.index[0] == 5,
+         "wrong row: %s at %lld", oc_verdict_name(v.kind), (long long)v.index[0]);
+  for (int j = 0; j < D; j++)
+    o[5 * D + j] = w[(int)ix[5] * D + j];
+  o[3] = 0.0f; /* -0 copied as +0 */
+  EXPECT(oc_check_index_select(&W, 0, &I, &O, &p, NULL, &v) == 0 && v.kind == OC_FAIL_SPECIAL,
+         "-0 lost: %s", oc_verdict_name(v.kind));
+  o[3] = -0.0f;
+  ix[9] = V; /* out of range */
+  EXPECT(oc_check_index_select(&W, 0, &I, &O, &p, NULL, &v) == 0 && v.kind == OC_INCONCLUSIVE,
+         "index out of range: %s", oc_verdict_name(v.kind));
+  t_line("index_select: selected rows bitwise; a neighbouring row or a lost -0 fails; an index "
+         "out of range is inconclusive",
+         before);
+}
+
 int main(void) {
+  index_select();
   conversions();
   double_rounding_and_specials();
   return t_done("test_b_copy");

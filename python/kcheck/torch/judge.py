@@ -65,6 +65,11 @@ class HostTensor:
         self.flat, self.shape, self.strides = host(t)
         self.fmt = profiles.fmt(t.dtype)
         self.dtype = t.dtype
+        self.raw = self.flat  # the bytes as read (the immutability gate compares them)
+        if self.fmt is None and t.dtype in (torch.int32, torch.int64):
+            # indices (index_select, embedding): exact as doubles below 2^53,
+            # converted on the host copy
+            self.flat, self.fmt, self.dtype = self.flat.double(), "fp64", torch.float64
 
     @classmethod
     def scalar(cls, name, value, fmt, rank):

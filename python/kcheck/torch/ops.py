@@ -244,6 +244,27 @@ def _clamp(lo_name, hi_name):
     return m
 
 
+def _index_select(a):
+    x, index = a["self"], a["index"]
+    if index.dim() != 1:
+        raise Skip("index of other than one dim")
+    return Plan("index_select", [("x", x), ("index", index)], _first,
+                {"axis": a["dim"] % max(1, x.dim())}, "gather")
+
+
+def _embedding(a):
+    w, idx = a["weight"], a["indices"]
+    if w.dim() != 2 or not idx.is_contiguous():
+        raise Skip("embedding of a non-2-D weight or non-contiguous indices")
+    d = w.shape[1]
+    return Plan("index_select", [("x", w), ("index", idx.view(-1))],
+                lambda res: _first(res).view(-1, d), {"axis": 0}, "gather")
+
+
+# their integer tensors are indices, carried to the oracle as exact doubles
+_index_select.index_args = _embedding.index_args = True
+
+
 def _fp8_dest(dtype):
     if dtype is not None and "float8" in str(dtype):
         # measured: torch 2.15's CPU conversion saturates (inf -> 448)
@@ -334,6 +355,8 @@ ROWS = [
     (["clamp"], "clamp", _clamp("min", "max"), "number bounds; exact"),
     (["clamp_min"], "clamp", _clamp("min", None), "number bound; exact"),
     (["clamp_max"], "clamp", _clamp(None, "max"), "number bound; exact"),
+    (["embedding"], "index_select", _embedding, "the selected rows bit for bit"),
+    (["index_select"], "index_select", _index_select, "1-D index; bit for bit"),
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
@@ -378,6 +401,14 @@ NOT_APPLICABLE = {
                      "the limit"},
 }
 
+# Every gate that runs the op on generated inputs (coverage, bounds and
+# shapes included) would hand it random indices: out of range, a
+# device-side assert that ends the program's CUDA context.
+_GENERATED_INDEX = "generated inputs would hold out-of-range indices (a device-side assert)"
+for _n in ("embedding", "index_select"):
+    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in ("nonfinite", "precision", "extremes",
+                                                        "coverage", "bounds", "shapes")}
+
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
                       "div_.Scalar_mode", "div.out_mode", "add.default", "sub.default",
@@ -390,7 +421,7 @@ UNCOVERED = [
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_* (optimizers), addcmul, addcdiv, lerp", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
-    ("embedding, index_select, gather, scatter, index_add", "data movement: no numerical "
+    ("gather, scatter, index_add, embedding_dense_backward", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss_forward, cross_entropy pieces", "no oracle op (log_softmax before it is checked)"),
     ("clone, view ops", "copies within one dtype: no numerical content (bounds and "
@@ -628,6 +659,7 @@ def _contract_mapper(c):
         p = Plan(op, ins, out, attrs, "contract")
         p.profile = c.get("profile")
         return p
+    m.index_args = op == "index_select"
     return m
 
 
@@ -637,6 +669,8 @@ def contract_entry(func, c):
     schema = func._schema
     e = Entry("%s.%s" % (schema.name, func._overloadname), _contract_mapper(c), schema)
     e.contract = c
+    if c.get("op") == "index_select":
+        e.not_applicable = NOT_APPLICABLE["index_select"]
     return e
 
 
@@ -666,12 +700,13 @@ def gates_of(name):
     g += [x for x in ("nonfinite", "precision", "extremes") if x not in NOT_APPLICABLE.get(name, {})]
     g.append("coverage")
     packet = getattr(torch.ops.aten, name)
+    na = NOT_APPLICABLE.get(name, {})
     if any(out_overload(getattr(packet, o)) for o in packet.overloads()
            if not o.endswith("out")):
         g.append("bounds")
     if SHAPERS.get(name):
         g.append("shapes")
-    return g
+    return [x for x in g if x not in na]
 
 
 def markdown():

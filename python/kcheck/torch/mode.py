@@ -779,7 +779,7 @@ class KcheckMode(TorchDispatchMode):
             names = ctypes.create_string_buffer(8192)
             nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
-        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor)]
+        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and h.name != "index"]
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)

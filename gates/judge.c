@@ -321,6 +321,38 @@ static int judge_rows(const struct kc_contract *c, const struct kc_contract_sb *
   return 0;
 }
 
+/* A gradient: the incoming gradient g, then the forward value (y or x). */
+static int judge_grad(const struct kc_contract *c, const struct kc_contract_sb *sb,
+                      struct kc_judgment *j, const struct oc_op_info *op,
+                      const struct oc_tensor *outp, const struct oc_options *o) {
+  char *err = j->err;
+  size_t n = sizeof j->err;
+  int ig = input(j, sb, "g", 0), ix = input(j, sb, "y", -1);
+  if (ix < 0) ix = input(j, sb, "x", 1);
+  if (described(sb, ig, &j->ins[0], "g", err, n) ||
+      described(sb, ix, &j->ins[1], "the forward value (y or x)", err, n))
+    return -1;
+  /* the norms' saved statistics and weight, by name */
+  int im = input(j, sb, "mean", -1), ir = input(j, sb, "rstd", -1), iw = input(j, sb, "weight", -1);
+  struct oc_tensor tm, tr, tw;
+  if ((im >= 0 && describe(sb, im, 0, &tm, err, n)) ||
+      (ir >= 0 && describe(sb, ir, 0, &tr, err, n)) ||
+      (iw >= 0 && describe(sb, iw, 0, &tw, err, n)))
+    return -1;
+  struct oc_grad_args a = {&j->ins[0],
+                           &j->ins[1],
+                           axis_of(c, &j->ins[1]),
+                           kc_attr_num(&c->attr, KC_ATTR_THRESHOLD, 0),
+                           im >= 0 ? &tm : NULL,
+                           ir >= 0 ? &tr : NULL,
+                           iw >= 0 ? &tw : NULL};
+  if (oc_check_grad((enum oc_grad_op)op->kind, &a, outp, &c->profile, o, &j->v)) {
+    snprintf(err, n, "the oracle rejected the %s tensors (g and the forward value: shapes)", c->op);
+    return -1;
+  }
+  return 0;
+}
+
 static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb,
                     struct kc_judgment *j, const struct oc_options *o) {
   char *err = j->err;
@@ -340,6 +372,20 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
   case OC_CLASS_RECURRENCE: return judge_delta(c, sb, j, &out, o);
   case OC_CLASS_REDUCE:
   case OC_CLASS_SOFTMAX: return judge_rows(c, sb, j, op, &out, o);
+  case OC_CLASS_GRAD: return judge_grad(c, sb, j, op, &out, o);
+  case OC_CLASS_GATHER: {
+    struct oc_tensor x, ix;
+    if (described(sb, input(j, sb, "x", 0), &x, "x", err, n) ||
+        described(sb, input(j, sb, "index", 1), &ix, "index", err, n))
+      return -1;
+    int axis = (int)kc_attr_num(&c->attr, KC_ATTR_AXIS, 0); /* index_select: dim 0 */
+    if (axis < 0) axis += x.rank;
+    if (oc_check_index_select(&x, axis, &ix, &out, &c->profile, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the %s tensors (x, 1-D index, axis)", c->op);
+      return -1;
+    }
+    return 0;
+  }
   }
   snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
   return -1;
@@ -668,6 +714,36 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
             ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)
             : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p, a->o,
                                v);
+    break;
+  }
+  case OC_CLASS_GATHER: {
+    const struct oc_tensor *x = named(a, "x", 0), *ix = named(a, "index", 1);
+    if (!x || !ix) {
+      snprintf(err, n, "%s needs x and index", op->name);
+      return -1;
+    }
+    int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, 0);
+    if (axis < 0) axis += x->rank;
+    r = oc_check_index_select(x, axis, ix, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_GRAD: {
+    const struct oc_tensor *g = named(a, "g", 0), *x = named(a, "y", -1);
+    if (!x) x = named(a, "x", 1);
+    if (!g || !x) {
+      snprintf(err, n, "%s needs g and the forward value (y or x)", op->name);
+      return -1;
+    }
+    int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, -1);
+    if (axis < 0) axis += x->rank;
+    struct oc_grad_args ga = {g,
+                              x,
+                              axis,
+                              kc_attr_num(&at, KC_ATTR_THRESHOLD, 0),
+                              named(a, "mean", -1),
+                              named(a, "rstd", -1),
+                              named(a, "weight", -1)};
+    r = oc_check_grad((enum oc_grad_op)op->kind, &ga, a->out, a->p, a->o, v);
     break;
   }
   }

@@ -107,7 +107,17 @@ static long eval(mpfr_ptr r, const void *vc) {
     k = (long)ceil(9 * z2) + 8;
     break;
   }
-  default: break;
+  /* no Ziv evaluation: exact (add, sub, mul), sign ops, clamp */
+  case OC_OP_ADD:
+  case OC_OP_SUB:
+  case OC_OP_MUL:
+  case OC_OP_NEG:
+  case OC_OP_ABS:
+  case OC_OP_RELU:
+  case OC_OP_RELU_FMAX:
+  case OC_OP_CLAMP:
+  case OC_OP_COPY:
+  case OC_OP_COUNT: break;
   }
   mpfr_clear(x);
   mpfr_clear(a);
@@ -140,8 +150,10 @@ static double libm_call(enum libm_fn fn, double v) {
   case LIBM_LOG: return log(v);
   case LIBM_TANH: return tanh(v);
   case LIBM_ERFC: return erfc(v);
-  default: return NAN;
+  case LIBM_NONE:
+  case LIBM_COUNT: break;
   }
+  return NAN;
 }
 
 static int libm_mpfr(enum libm_fn fn, mpfr_ptr r, mpfr_srcptr v) {
@@ -150,8 +162,10 @@ static int libm_mpfr(enum libm_fn fn, mpfr_ptr r, mpfr_srcptr v) {
   case LIBM_LOG: return mpfr_log(r, v, MPFR_RNDN);
   case LIBM_TANH: return mpfr_tanh(r, v, MPFR_RNDN);
   case LIBM_ERFC: return mpfr_erfc(r, v, MPFR_RNDN);
-  default: return 0;
+  case LIBM_NONE:
+  case LIBM_COUNT: break;
   }
+  return 0;
 }
 
 /* Arguments over the ranges the ops reach (results normal doubles). */
@@ -162,8 +176,10 @@ static double calibration_point(enum libm_fn fn, unsigned i) {
   case LIBM_LOG: return ldexp(0.5 + 0.5 * u, (int)(i % 2000) - 1000);
   case LIBM_TANH: return -20 + 40 * u;
   case LIBM_ERFC: return -6 + 32 * u; /* erfc(26) ~ 1e-296 */
-  default: return 0;
+  case LIBM_NONE:
+  case LIBM_COUNT: break;
   }
+  return 0;
 }
 
 static int libm_trusted(enum libm_fn fn) {
@@ -199,7 +215,7 @@ int oc_libm_exp_log_trusted(void) { return libm_trusted(LIBM_EXP) && libm_truste
  * not a normal double). */
 static int double_form(enum oc_op op, double x, double y, double *v, double *kulps) {
   enum libm_fn fn = LIBM_NONE;
-  double r, k;
+  double r = 0, k = 0;
   switch (op) {
   case OC_OP_DIV: r = x / y, k = 1; break;
   case OC_OP_SQRT: r = sqrt(x), k = 1; break;
@@ -217,7 +233,17 @@ static int double_form(enum oc_op op, double x, double y, double *v, double *kul
     fn = LIBM_EXP, r = x / (1 + exp(-z2)), k = 2 * LIBM_ULPS * (ceil(9 * fabs(z2)) + 8);
     break;
   }
-  default: return 0;
+  /* exact or sign-only ops: never reach the Ziv loop */
+  case OC_OP_ADD:
+  case OC_OP_SUB:
+  case OC_OP_MUL:
+  case OC_OP_NEG:
+  case OC_OP_ABS:
+  case OC_OP_RELU:
+  case OC_OP_RELU_FMAX:
+  case OC_OP_CLAMP:
+  case OC_OP_COPY:
+  case OC_OP_COUNT: return 0;
   }
   if (!isnormal(r) || !libm_trusted(fn)) return 0;
   *v = r;
@@ -318,7 +344,20 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
   case OC_OP_ABS: return oc_encode(f, fabs(x), ovf);
   case OC_OP_RELU: return oc_encode(f, isnan(x) ? x : x > 0 ? x : 0.0, ovf);
   case OC_OP_RELU_FMAX: return oc_encode(f, x > 0 ? x : 0.0, ovf); /* NaN -> +0 */
-  default: break;
+  case OC_OP_COPY:
+    return oc_encode(f, x, ovf); /* one rounding */
+  /* the others: NaN first, then their special values below */
+  case OC_OP_GELU_ERF:
+  case OC_OP_GELU_TANH:
+  case OC_OP_SILU:
+  case OC_OP_SIGMOID:
+  case OC_OP_TANH:
+  case OC_OP_EXP:
+  case OC_OP_LOG:
+  case OC_OP_SQRT:
+  case OC_OP_RSQRT:
+  case OC_OP_CLAMP:
+  case OC_OP_COUNT: break;
   }
   if (isnan(x)) return oc_encode(f, nan, ovf);
   switch (op) {
@@ -367,7 +406,19 @@ static uint64_t encode_op(enum oc_op op, enum oc_format f, enum oc_overflow ovf,
     if (x < (op == OC_OP_SILU ? -800 : op == OC_OP_GELU_ERF ? -40 : -25))
       return oc_encode(f, -0.0, ovf);
     break;
-  default: return oc_encode(f, nan, ovf);
+  /* handled above (arithmetic, sign ops), or not a value op (clamp's
+   * bounds come from outside: oc_check_clamp) */
+  case OC_OP_ADD:
+  case OC_OP_SUB:
+  case OC_OP_MUL:
+  case OC_OP_DIV:
+  case OC_OP_NEG:
+  case OC_OP_ABS:
+  case OC_OP_RELU:
+  case OC_OP_RELU_FMAX:
+  case OC_OP_CLAMP:
+  case OC_OP_COPY:
+  case OC_OP_COUNT: return oc_encode(f, nan, ovf);
   }
   return ziv(op, f, ovf, x, y);
 }
@@ -434,8 +485,25 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
     case OC_OP_EXP:
     case OC_OP_LOG:
     case OC_OP_TANH: p.ulps = 1; break;
-    case OC_OP_GELU_ERF: p.ulps = 2; break; /* stands for erf */
-    default: break;
+    case OC_OP_GELU_ERF:
+      p.ulps = 2;
+      break; /* stands for erf */
+    /* correctly rounded (+ - * / sqrt in double) or not a primitive */
+    case OC_OP_ADD:
+    case OC_OP_SUB:
+    case OC_OP_MUL:
+    case OC_OP_DIV:
+    case OC_OP_NEG:
+    case OC_OP_ABS:
+    case OC_OP_RELU:
+    case OC_OP_GELU_TANH:
+    case OC_OP_SILU:
+    case OC_OP_SIGMOID:
+    case OC_OP_SQRT:
+    case OC_OP_RELU_FMAX:
+    case OC_OP_CLAMP:
+    case OC_OP_COPY:
+    case OC_OP_COUNT: break;
     }
     return p;
   }
@@ -465,8 +533,23 @@ static struct prim primitive(enum oc_op op, int dbl, enum oc_math_mode mode, dou
     else
       p.ulps = 2;
     break;
-  case OC_OP_GELU_ERF: p.ulps = 2; break; /* erff in every mode */
-  default: break;
+  case OC_OP_GELU_ERF:
+    p.ulps = 2;
+    break; /* erff in every mode */
+  /* correctly rounded in every mode, or not a primitive */
+  case OC_OP_ADD:
+  case OC_OP_SUB:
+  case OC_OP_MUL:
+  case OC_OP_NEG:
+  case OC_OP_ABS:
+  case OC_OP_RELU:
+  case OC_OP_GELU_TANH:
+  case OC_OP_SILU:
+  case OC_OP_SIGMOID:
+  case OC_OP_RELU_FMAX:
+  case OC_OP_CLAMP:
+  case OC_OP_COPY:
+  case OC_OP_COUNT: break;
   }
   return p;
 }
@@ -507,6 +590,7 @@ static double approx(enum oc_op op, double x, double y) {
   case OC_OP_ABS: return fabs(x);
   case OC_OP_RELU: return x > 0 ? x : 0;
   case OC_OP_RELU_FMAX: return x > 0 ? x : 0;
+  case OC_OP_COPY: return x;
   case OC_OP_GELU_ERF: return 0.5 * x * erfc(-x * M_SQRT1_2);
   case OC_OP_GELU_TANH: return gelu_tanh_d(x);
   case OC_OP_SILU: return x / (1 + exp(-x));
@@ -516,8 +600,10 @@ static double approx(enum oc_op op, double x, double y) {
   case OC_OP_LOG: return log(x);
   case OC_OP_SQRT: return sqrt(x);
   case OC_OP_RSQRT: return 1 / sqrt(x);
-  default: return NAN;
+  case OC_OP_CLAMP: /* bounds from outside the op */
+  case OC_OP_COUNT: break;
   }
+  return NAN;
 }
 
 /* Absolute error bound of op computed in format c (fp32 or fp64) with the
@@ -533,7 +619,8 @@ static double compute_error(enum oc_op op, enum oc_format c, enum oc_math_mode m
   case OC_OP_NEG:
   case OC_OP_ABS:
   case OC_OP_RELU:
-  case OC_OP_RELU_FMAX: return 0;
+  case OC_OP_RELU_FMAX:
+  case OC_OP_COPY: return 0;
   case OC_OP_DIV:
   case OC_OP_SQRT:
   case OC_OP_RSQRT:
@@ -574,8 +661,10 @@ static double compute_error(enum oc_op op, enum oc_format c, enum oc_math_mode m
     double e_tanh = prim_abs(primitive(OC_OP_TANH, dbl, mode, z, 0), c, t);
     return 0.5 * fabs(x) * (e_arg + e_tanh + u * fabs(1 + t)) + 2 * u * fabs(ref);
   }
-  default: return INFINITY;
+  case OC_OP_CLAMP: /* bounds from outside the op: oc_check_clamp */
+  case OC_OP_COUNT: break;
   }
+  return INFINITY;
 }
 
 double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, double x,
@@ -598,7 +687,21 @@ double oc_ulp_budget(enum oc_op op, enum oc_format fmt, enum oc_math_mode mode, 
       if (p.abs == 0 && p.rel == 0) return p.ulps;
       break;
     }
-    default: break;
+    /* composites and exact ops: from compute_error */
+    case OC_OP_ADD:
+    case OC_OP_SUB:
+    case OC_OP_MUL:
+    case OC_OP_NEG:
+    case OC_OP_ABS:
+    case OC_OP_RELU:
+    case OC_OP_GELU_ERF:
+    case OC_OP_GELU_TANH:
+    case OC_OP_SILU:
+    case OC_OP_SIGMOID:
+    case OC_OP_RELU_FMAX:
+    case OC_OP_CLAMP:
+    case OC_OP_COPY:
+    case OC_OP_COUNT: break;
     }
   }
   return to_ulps(fmt, ref, e);

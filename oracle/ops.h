@@ -13,6 +13,8 @@ enum oc_op_class {
   OC_CLASS_NORM,        /* oc_check_layer_norm, oc_check_rms_norm */
   OC_CLASS_ATTENTION,   /* oc_check_attention */
   OC_CLASS_RECURRENCE,  /* oc_check_gated_delta */
+  OC_CLASS_GRAD,        /* oc_check_grad (gradients of activations, softmax family) */
+  OC_CLASS_GATHER,      /* oc_check_index_select */
 };
 
 enum oc_opid {
@@ -27,7 +29,8 @@ struct oc_op_info {
   int arity; /* input tensors required */
   enum oc_op_class cls;
   /* The op in its class's own enum: enum oc_op (ELEMENTWISE), enum
-   * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX); 0 otherwise. */
+   * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX), enum oc_grad_op
+   * (GRAD); 0 otherwise. */
   int kind;
 };
 
@@ -49,5 +52,19 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_NORM(...)
 #define OC_OP_IF_EW_ATTENTION(...)
 #define OC_OP_IF_EW_RECURRENCE(...)
+#define OC_OP_IF_EW_GRAD(...)
+#define OC_OP_IF_EW_GATHER(...)
+
+/* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
+#define OC_OP_IF_GRAD(cls, ...) OC_OP_IF_GRAD_##cls(__VA_ARGS__)
+#define OC_OP_IF_GRAD_GRAD(...) __VA_ARGS__
+#define OC_OP_IF_GRAD_ELEMENTWISE(...)
+#define OC_OP_IF_GRAD_MATMUL(...)
+#define OC_OP_IF_GRAD_REDUCE(...)
+#define OC_OP_IF_GRAD_SOFTMAX(...)
+#define OC_OP_IF_GRAD_NORM(...)
+#define OC_OP_IF_GRAD_ATTENTION(...)
+#define OC_OP_IF_GRAD_RECURRENCE(...)
+#define OC_OP_IF_GRAD_GATHER(...)
 
 #endif

@@ -234,6 +234,43 @@ int oc_check_elementwise(enum oc_op op, const struct oc_tensor *x, const struct 
 int oc_check_clamp(const struct oc_tensor *x, double lo, double hi, const struct oc_tensor *out,
                    const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
+/* Gradients (ops.def class GRAD; grad.c gives each formula and bound):
+ * out = op'(g, x) elementwise for the activations (x is the forward
+ * output y for sigmoid and tanh, the forward input for threshold, silu and
+ * gelu; g and x have out's rank, each dim equal or 1), or along `axis` for
+ * softmax_backward y (g - sum g y) and log_softmax_backward g - e^y sum g
+ * (g, y and out of one shape), or over the last axis for the norms' dx:
+ * rstd (w g - mean(w g) - xh mean(w g xh)), xh = (x - mean) rstd (rms:
+ * without the mean terms, xh = x rstd). Every element checked against its exact
+ * value with a rigorous bound for ATen's evaluation in the profile's
+ * compute precision (acc fp32, or fp64) and math mode. */
+enum oc_grad_op {
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_GRAD(cls, OC_GRAD_##id, )
+#include "ops.def"
+  OC_GRAD_COUNT
+};
+struct oc_grad_args {
+  const struct oc_tensor *g, *x;
+  int axis;         /* softmax family */
+  double threshold; /* threshold_backward: x <= threshold gives 0 */
+  /* layer_norm_backward / rms_norm_backward (dx over the last axis): the
+   * forward's saved statistics, x's shape with the last dim 1 (mean NULL
+   * for rms), and the weight ([N] or NULL) */
+  const struct oc_tensor *mean, *rstd, *weight;
+};
+int oc_check_grad(enum oc_grad_op op, const struct oc_grad_args *a, const struct oc_tensor *out,
+                  const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
+
+/* out = x with `axis` indexed by index (1-D; integer values carried as
+ * doubles, e.g. int64 indices converted on the host): out has x's shape
+ * with that dim of index's length, and every element must be the selected
+ * element of x bit for bit (same format). An index that is not an integer
+ * in [0, size) (or [-size, size), counted from the end) leaves the verdict
+ * inconclusive: the kernel's behaviour there is not defined. */
+int oc_check_index_select(const struct oc_tensor *x, int axis, const struct oc_tensor *index,
+                          const struct oc_tensor *out, const struct oc_profile *p,
+                          const struct oc_options *o, struct oc_verdict *v);
+
 /* ---------------------------------------------------------------- references */
 
 /* Reference values (exact, rounded to nearest double) and rigorous bounds

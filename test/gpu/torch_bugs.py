@@ -32,6 +32,13 @@ EXPECT = [
     # was read as false); nonfinite's specials in V judged per column and
     # with the masked keys' default (either)
     ("attn_causal_ok", "silent"), ("attn_causal_nomask", "oracle"),
+    # gradients in plain PyTorch (the oracle's GRAD ops): a softmax backward
+    # without the subtraction, a SiLU backward in fp16, a ReLU backward that
+    # passes g at x = 0; ATen's own backward ops behind the same contracts
+    ("softmax_bwd_ok", "silent"), ("softmax_bwd_nosub", "oracle"),
+    ("silu_bwd_ok", "silent"), ("silu_bwd_half", "oracle"),
+    ("relu_bwd_ok", "silent"), ("relu_bwd_strict", "oracle"),
+    ("ln_bwd_ok", "silent"), ("ln_bwd_nomean", "oracle"),
 ]
 
 
@@ -175,6 +182,35 @@ def define():
         def f(q: T, k: T, v: T, bug=bug) -> T:
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=not bug)
         reg("attn_causal_" + suffix, _strip(f))
+    def softmax_bwd_ok(g: T, y: T) -> T:
+        return torch.ops.aten._softmax_backward_data(g, y, -1, y.dtype)
+
+    def softmax_bwd_nosub(g: T, y: T) -> T:
+        return g * y
+
+    def silu_bwd_ok(g: T, x: T) -> T:
+        return torch.ops.aten.silu_backward(g, x)
+
+    def silu_bwd_half(g: T, x: T) -> T:
+        h, gh = x.half(), g.half()
+        s = torch.sigmoid(h)
+        return (gh * s * (1 + h * (1 - s))).float()
+
+    def relu_bwd_ok(g: T, x: T) -> T:
+        return torch.ops.aten.threshold_backward(g, x, 0.0)
+
+    def relu_bwd_strict(g: T, x: T) -> T:
+        return torch.where(x < 0, torch.zeros_like(g), g)
+    def ln_bwd_ok(g: T, x: T, mean: T, rstd: T, w: T) -> T:
+        return torch.ops.aten.native_layer_norm_backward(g, x, [x.shape[-1]], mean, rstd, w, None,
+                                                         [True, False, False])[0]
+
+    def ln_bwd_nomean(g: T, x: T, mean: T, rstd: T, w: T) -> T:
+        xh = (x - mean) * rstd
+        return rstd * (w * g - xh * (w * g * xh).mean(-1, keepdim=True))
+    for f in (softmax_bwd_ok, softmax_bwd_nosub, silu_bwd_ok, silu_bwd_half, relu_bwd_ok,
+              relu_bwd_strict, ln_bwd_ok, ln_bwd_nomean):
+        reg(f.__name__, f)
     try:  # the load_inline extension (carried prebuilt to the GPU machine)
         import os
         import torch_ext
@@ -241,6 +277,19 @@ def run():
     q, k, vv = (torch.randn(2, 4, 128, 64, device=dev) for _ in range(3))
     r.append(call(ops, "attn_causal_ok", q, k, vv))
     r.append(call(ops, "attn_causal_nomask", q, k, vv))
+    y = torch.softmax(x, -1)
+    xz = x.clone()
+    xz[:, ::3] = 0.0
+    r.append(call(ops, "softmax_bwd_ok", x, y))
+    r.append(call(ops, "softmax_bwd_nosub", x, y))
+    r.append(call(ops, "silu_bwd_ok", x, x * 4))
+    r.append(call(ops, "silu_bwd_half", x, x * 4))
+    r.append(call(ops, "relu_bwd_ok", x, xz))
+    r.append(call(ops, "relu_bwd_strict", x, xz))
+    xl = x + 3
+    _, ml, rl = torch.ops.aten.native_layer_norm(xl, [xl.shape[-1]], w, None, 1e-5)
+    r.append(call(ops, "ln_bwd_ok", x, xl, ml, rl, w))
+    r.append(call(ops, "ln_bwd_nomean", x, xl, ml, rl, w))
     torch.cuda.synchronize()
     print("RAN %d" % len(r))
     return 0

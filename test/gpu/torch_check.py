@@ -20,7 +20,13 @@ import sys
 TRAIN_ORACLE_OPS = ["matmul", "softmax", "log_softmax", "logsumexp", "layer_norm", "rms_norm",
                     "sum", "mean", "max", "min", "norm2", "add", "sub", "mul", "div", "neg",
                     "abs", "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
-                    "log", "sqrt", "rsqrt", "attention"]
+                    "log", "sqrt", "rsqrt", "attention",
+                    # gradients of the activations and the softmax family
+                    "sigmoid_backward", "tanh_backward", "threshold_backward", "silu_backward",
+                    "gelu_erf_backward", "gelu_tanh_backward", "softmax_backward",
+                    "log_softmax_backward", "layer_norm_backward", "rms_norm_backward",
+                    # the embedding's rows (bit for bit) and dtype conversions
+                    "index_select", "copy"]
 
 # ATen rows on which nonfinite must run (once marked not applicable).
 NONFINITE_ROWS = ["aten::_fused_rms_norm", "aten::_scaled_dot_product_flash_attention",

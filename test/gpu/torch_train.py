@@ -12,7 +12,8 @@ baddbmm, _softmax), scaled_dot_product_attention (flash in bf16, efficient
 in fp32), layer_norm, rms_norm, gelu (erf and tanh), silu, relu, sigmoid,
 tanh, exp, log, sqrt, rsqrt, add, sub, mul, div, neg, abs, sum, mean, amax,
 amin, logsumexp, log_softmax (cross entropy), linalg_vector_norm (gradient
-clipping). fp32 runs with TF32 off; --bf16 under autocast with PyTorch's
+clipping); their gradients (sigmoid, tanh, threshold, silu, gelu
+backward, _softmax_backward_data, _log_softmax_backward_data). fp32 runs with TF32 off; --bf16 under autocast with PyTorch's
 default reduced-precision settings.
 
 Prints OPS_USED, FINAL_LOSS <hex>, PARAMS_SHA256 <hex>.

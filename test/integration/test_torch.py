@@ -290,6 +290,23 @@ def test_large_attention_and_elementwise_outputs_sampled_within_the_cap():
     assert rows is None and n == 512
 
 
+def test_norm_gradient_rows_sampled_with_their_statistics():
+    """layer_norm_backward above the cap: g, x and the saved mean and rstd
+    are sampled along dim 0 together; the weight (1-D, here as long as the
+    rows) is kept whole."""
+    from kcheck.torch import judge, ops
+    shapes = [("g", (16, 64)), ("x", (16, 64)), ("mean", (16, 1)), ("rstd", (16, 1)),
+              ("weight", (16,))]
+    ins = [judge.HostTensor(n, torch.zeros(sh)) for n, sh in shapes]
+    out = judge.HostTensor("out", torch.zeros(16, 64))
+    plan = ops.Plan("layer_norm_backward", [], None, {}, "norm_grad")
+    j = judge.Job(None, "oracle", 0, plan, ins, out, "fp32", {}, {}, 256, None)
+    assert j.ctx["sampled_rows"] == {"dim": 0, "judged": 4, "of": 16}
+    assert [j.arr[k].shape[0] for k in range(5)] == [4, 4, 4, 4, 16]
+    assert [j.arr[k].strides[0] for k in range(4)] == [64 * 5, 64 * 5, 5, 5]
+    assert j.cout.shape[0] == 4 and j.cout.shape[1] == 64
+
+
 # ------------------------------------------------------------ checks, policy, gates
 
 OPS_PROG = """
@@ -968,3 +985,319 @@ def test_shapes_gate_derives_shapes_from_the_contracts_op_class(tmp_path):
         assert g["status"] == "pass" and len(g["runs"]) >= 4, (op, g)
     for op in ("kcd::scale_tail.default", "kcd::rowsum_block.default"):
         assert gates[op]["oracle"]["status"] in ("bitwise", "pass"), gates[op]
+GRAD_PROG = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+# twice: a signature deferred while judgments are pending is checked at its next call
+for dt in (torch.float32, torch.float64, torch.bfloat16) * 2:
+    x = (torch.randn(16, 48, dtype=dt) * 3).requires_grad_()
+    w = (torch.rand(48, dtype=dt) + 0.5).requires_grad_()
+    b = torch.randn(48, dtype=dt).requires_grad_()
+    # ATen's CPU gelu backward in float is up to ~150 ulps off where
+    # Phi(x) and x phi(x) cancel (x near -0.73: a faster exp than the CUDA
+    # budget the oracle holds it to), and in bf16 it flushes subnormal
+    # results: fp64 here, fp32 and bf16 in test/gpu
+    ys = [F.gelu(x)] if dt == torch.float64 else []
+    ys += [torch.sigmoid(x), torch.tanh(x), torch.relu(x), F.silu(x),
+          F.gelu(x, approximate="tanh"), torch.softmax(x, -1), torch.log_softmax(x, -1),
+          F.layer_norm(x + 2, (48,), w, b), F.layer_norm(x, (48,)), F.rms_norm(x, (48,), w)]
+    for k, y in enumerate(ys):
+        g = torch.randn(y.shape, dtype=dt) / (k + 1)
+        y.backward(g)
+print("done")
+"""
+
+
+def test_activation_and_softmax_gradients_judged(tmp_path):
+    """The backward ops of the activations and the softmax family are
+    judged by the oracle (their own rows of the op table): in fp32, fp64
+    and bf16 every gate passes, no violation. No limit on the exit's
+    checks: on a loaded machine the last queued judgments would be left."""
+    p, recs = run_py(tmp_path, GRAD_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_exit_budget=-1")
+    assert p.returncode == 0, p.stderr
+    grads = [v for v in of(recs, "violation") if "backward" in v["op"]]
+    assert not grads, [v["message"] for v in grads]
+    checks = of(recs, "op_check")
+    by = {}
+    for c in checks:
+        by.setdefault(c["oracle_op"], []).append(c)
+    want = {"sigmoid_backward", "tanh_backward", "threshold_backward", "silu_backward",
+            "gelu_erf_backward", "gelu_tanh_backward", "softmax_backward",
+            "log_softmax_backward", "layer_norm_backward"}  # CPU rms_norm: no fused op
+    assert want <= set(by), sorted(by)
+    for op in want:
+        for c in by[op]:
+            assert c["gates"]["oracle"]["status"] in ("bitwise", "pass"), c
+            for g, r in c["gates"].items():
+                assert r.get("status") not in ("fail", "violation"), (op, g, r)
+    assert {c["profile"].split(":")[0] for c in by["softmax_backward"]} >= {"fp32", "fp64"}
+
+
+GRAD_BUGS_PROG = """
+import torch
+
+@torch.library.custom_op("kcg::softmax_bwd_nosub", mutates_args=())
+def softmax_bwd_nosub(g: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return g * y                            # the bug: no - y * sum(g * y)
+
+@torch.library.custom_op("kcg::softmax_bwd_ok", mutates_args=())
+def softmax_bwd_ok(g: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten._softmax_backward_data(g, y, -1, y.dtype)
+
+@torch.library.custom_op("kcg::silu_bwd_half", mutates_args=())
+def silu_bwd_half(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    h, gh = x.half(), g.half()              # the bug: fp16 arithmetic
+    s = torch.sigmoid(h)
+    return (gh * s * (1 + h * (1 - s))).float()
+
+@torch.library.custom_op("kcg::silu_bwd_ok", mutates_args=())
+def silu_bwd_ok(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.silu_backward(g, x)
+
+@torch.library.custom_op("kcg::relu_bwd_strict", mutates_args=())
+def relu_bwd_strict(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x < 0, torch.zeros_like(g), g)   # the bug: x = 0 passes g
+
+torch.manual_seed(0)
+y = torch.softmax(torch.randn(8, 64), -1); g = torch.randn(8, 64)
+x = torch.randn(8, 64) * 4
+xz = torch.randn(8, 64); xz[:, ::3] = 0.0
+softmax_bwd_nosub(g, y)                     # line 30
+softmax_bwd_ok(g, y)
+silu_bwd_half(g, x)                         # line 32
+silu_bwd_ok(g, x)
+relu_bwd_strict(g, xz)                      # line 34
+
+@torch.library.custom_op("kcg::ln_bwd_nomean", mutates_args=())
+def ln_bwd_nomean(g: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+                  w: torch.Tensor) -> torch.Tensor:
+    xh = (x - mean) * rstd
+    return rstd * (w * g - xh * (w * g * xh).mean(-1, keepdim=True))   # the bug: no mean(w g)
+
+@torch.library.custom_op("kcg::ln_bwd_ok", mutates_args=())
+def ln_bwd_ok(g: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+              w: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.native_layer_norm_backward(g, x, [x.shape[-1]], mean, rstd, w, None,
+                                                     [True, False, False])[0]
+
+xl = torch.randn(8, 64) + 3; wl = torch.rand(64) + 0.5
+_, ml, rl = torch.ops.aten.native_layer_norm(xl, [64], wl, None, 1e-5)
+ln_bwd_nomean(g, xl, ml, rl, wl)            # line 50
+ln_bwd_ok(g, xl, ml, rl, wl)
+print("ran")
+"""
+
+GRAD_BUGS_YAML = """
+contracts:
+  - {torch_op: "kcg::softmax_bwd_nosub", op: softmax_backward, args: {g: g, y: y}, attrs: {axis: -1}, profile: fp32}
+  - {torch_op: "kcg::softmax_bwd_ok", op: softmax_backward, args: {g: g, y: y}, attrs: {axis: -1}, profile: fp32}
+  - {torch_op: "kcg::silu_bwd_half", op: silu_backward, args: {g: g, x: x}, profile: fp32}
+  - {torch_op: "kcg::silu_bwd_ok", op: silu_backward, args: {g: g, x: x}, profile: fp32}
+  - {torch_op: "kcg::relu_bwd_strict", op: threshold_backward, args: {g: g, x: x}, profile: fp32}
+  - {torch_op: "kcg::ln_bwd_nomean", op: layer_norm_backward, args: {g: g, x: x, mean: mean, rstd: rstd, weight: w}, profile: fp32}
+  - {torch_op: "kcg::ln_bwd_ok", op: layer_norm_backward, args: {g: g, x: x, mean: mean, rstd: rstd, weight: w}, profile: fp32}
+"""
+
+
+def test_planted_gradient_bugs_caught_with_python_line(tmp_path):
+    """Wrong gradients behind custom ops: a softmax backward without the
+    subtraction, a SiLU backward in fp16 arithmetic, a ReLU backward that
+    passes g at x = 0, a layer_norm backward without the mean term: each a
+    violation at its Python line; ATen's own gradients behind the same
+    contracts stay silent."""
+    (tmp_path / "g.yaml").write_text(GRAD_BUGS_YAML)
+    p, recs = run_py(tmp_path, GRAD_BUGS_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "g.yaml"))
+    assert p.returncode == 0, p.stderr
+    got, lines = {}, {}
+    for v in of(recs, "violation"):
+        got.setdefault(v["op"], set()).add(v["gate"])
+        lines[v["op"]] = v["stack"]["python"][-1]["line"]
+    assert "oracle" in got["kcg::softmax_bwd_nosub.default"]
+    assert lines["kcg::softmax_bwd_nosub.default"] == 30
+    assert "oracle" in got["kcg::silu_bwd_half.default"]
+    assert lines["kcg::silu_bwd_half.default"] == 32
+    assert "oracle" in got["kcg::relu_bwd_strict.default"]
+    assert lines["kcg::relu_bwd_strict.default"] == 34
+    assert "oracle" in got["kcg::ln_bwd_nomean.default"]
+    assert lines["kcg::ln_bwd_nomean.default"] == 50
+    oks = ("kcg::softmax_bwd_ok.default", "kcg::silu_bwd_ok.default", "kcg::ln_bwd_ok.default")
+    for ok in oks:
+        assert ok not in got, (ok, got.get(ok))
+    checked = {c["op"] for c in of(recs, "op_check")}
+    assert set(oks) <= checked
+
+
+COPY_PROG = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(16, 40) * 100
+x[0, :4] = torch.tensor([float("nan"), float("inf"), -0.0, 1e-40])
+b = x.to(torch.bfloat16)
+h = x.half()
+d = b.double()
+f = d.float()
+y = torch.empty(16, 40, dtype=torch.float16)
+y.copy_(x)
+e = x.to(torch.float8_e4m3fn)
+
+@torch.library.custom_op("kcc::bf16_trunc", mutates_args=())
+def bf16_trunc(x: torch.Tensor) -> torch.Tensor:
+    # the bug: the low 16 bits dropped (round toward zero)
+    return (x.view(torch.int32) & -65536).view(torch.float32).to(torch.bfloat16)
+
+@torch.library.custom_op("kcc::bf16_ok", mutates_args=())
+def bf16_ok(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.bfloat16)
+
+bf16_trunc(torch.randn(64, 64))              # line 23
+bf16_ok(torch.randn(64, 64))
+print("done")
+"""
+
+COPY_YAML = """
+contracts:
+  - {torch_op: "kcc::bf16_trunc", op: copy, args: {x: x}, profile: "fp32:out=bf16"}
+  - {torch_op: "kcc::bf16_ok", op: copy, args: {x: x}, profile: "fp32:out=bf16"}
+"""
+
+
+def test_dtype_conversions_judged_bitwise_and_truncation_caught(tmp_path):
+    """_to_copy and copy_ between float types are judged by the oracle's
+    copy op: correctly rounded (NaN, Inf, -0 and subnormals included), so
+    bitwise; a conversion that truncates is a violation at its line."""
+    (tmp_path / "c.yaml").write_text(COPY_YAML)
+    p, recs = run_py(tmp_path, COPY_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr
+    copies = [c for c in of(recs, "op_check") if c["oracle_op"] == "copy" and
+              c["op"].startswith("aten::")]
+    profs = {c["profile"] for c in copies}
+    assert {"fp32:in=fp32:acc=fp32:out=bf16", "fp32:in=fp32:acc=fp32:out=fp16",
+            "fp32:in=bf16:acc=fp32:out=fp64", "fp64:out=fp32"} <= profs, profs
+    assert any(c["op"].startswith("aten::copy_") for c in copies)
+    for c in copies:
+        assert c["gates"]["oracle"]["status"] == "bitwise", c
+    # fp8: PyTorch's overflow rule changed between releases: passed through
+    assert "conversion to fp8: PyTorch's overflow rule differs across versions" in \
+        of(recs, "torch_summary")[0]["passed_through"]
+    viol = of(recs, "violation")
+    assert {v["op"] for v in viol} == {"kcc::bf16_trunc.default"}, [v["message"] for v in viol]
+    v = [v for v in viol if v["gate"] == "oracle"][0]
+    assert v["stack"]["python"][-1]["line"] == 23
+
+
+CLAMP_PROG = """
+import torch
+torch.manual_seed(0)
+for dt in (torch.float32, torch.bfloat16, torch.float64):
+    x = torch.randn(16, 40, dtype=dt)
+    x[0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    a = x.clamp(-0.5, 0.5)
+    b = x.clamp_min(0.25)
+    c = x.clamp(max=1.0)
+    x.clone().clamp_(-2.0, 2.0)
+h = torch.randn(8, dtype=torch.float16).clamp(0.1, 0.9)   # 0.1 not exact in fp16: passed through
+print("done")
+"""
+
+
+def test_clamp_with_number_bounds_judged_exactly(tmp_path):
+    """clamp, clamp_min, clamp_max and clamp_ with number bounds are judged
+    by the oracle's exact clamp (NaN propagates, -0 kept): bitwise; a bound
+    not exact in fp16/bf16 is passed through with the reason."""
+    p, recs = run_py(tmp_path, CLAMP_PROG)
+    assert p.returncode == 0, p.stderr
+    assert not of(recs, "violation"), [v["message"] for v in of(recs, "violation")]
+    cl = [c for c in of(recs, "op_check") if c["oracle_op"] == "clamp"]
+    ops_ = {c["op"].split(".")[0] for c in cl}
+    assert {"aten::clamp", "aten::clamp_min", "aten::clamp_"} <= ops_, ops_
+    for c in cl:
+        assert c["gates"]["oracle"]["status"] == "bitwise", c
+    assert "clamp bound not exact in float16" in of(recs, "torch_summary")[0]["passed_through"]
+
+
+GRAD_SHAPES_PROG = """
+import torch
+import torch.nn.functional as F
+x = torch.randn(8, 32, requires_grad=True)
+w = (torch.rand(32) + 0.5).requires_grad_()
+for y in (torch.softmax(x, -1), torch.log_softmax(x, -1), F.layer_norm(x, (32,), w)):
+    y.backward(torch.randn(8, 32))
+print("done")
+"""
+
+
+def test_shapes_gate_on_softmax_and_norm_gradients(tmp_path):
+    """The shapes gate runs the softmax family's and layer_norm's
+    gradients at other row counts and lengths (1x1, 5x3, 2x1025, 1x4097),
+    the saved statistics and weight shaped to match: every run passes."""
+    p, recs = run_py(tmp_path, GRAD_SHAPES_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle,shapes")
+    assert p.returncode == 0, p.stderr
+    assert not of(recs, "violation"), [v["message"] for v in of(recs, "violation")]
+    gates = {c["op"]: c["gates"] for c in of(recs, "op_check")}
+    for op in ("aten::_softmax_backward_data.default", "aten::_log_softmax_backward_data.default",
+               "aten::native_layer_norm_backward.default"):
+        g = gates[op]["shapes"]
+        assert g["status"] == "pass" and len(g["runs"]) == 4, (op, g)
+        assert all(r["class"] in ("bitwise", "pass") for r in g["runs"]), (op, g)
+
+
+GATHER_PROG = """
+import torch
+torch.manual_seed(0)
+w = torch.randn(50, 16)
+w[3, 0] = -0.0
+idx = torch.randint(0, 50, (4, 7))
+e = torch.nn.functional.embedding(idx, w)
+s = torch.index_select(w.bfloat16(), 0, torch.tensor([3, 0, 49, 3]))
+
+@torch.library.custom_op("kcx::embed_shift", mutates_args=())
+def embed_shift(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return w[(idx + (idx == 7).long()) % w.shape[0]]   # the bug: row 7 read from row 8
+
+@torch.library.custom_op("kcx::embed_ok", mutates_args=())
+def embed_ok(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return w[idx]
+
+i1 = torch.arange(0, 50, 3)
+embed_shift(w, i1 % 10)                   # line 19
+embed_ok(w, i1)
+print("done")
+"""
+
+GATHER_YAML = """
+contracts:
+  - {torch_op: "kcx::embed_shift", op: index_select, args: {x: w, index: idx}, attrs: {axis: 0}, profile: fp32}
+  - {torch_op: "kcx::embed_ok", op: index_select, args: {x: w, index: idx}, attrs: {axis: 0}, profile: fp32}
+"""
+
+
+def test_embedding_and_index_select_judged_bit_for_bit(tmp_path):
+    """embedding and index_select are judged by the oracle's index_select
+    (int64 indices carried as exact doubles): bitwise; the generated-input
+    gates are not applicable (generated indices would be out of range); a
+    custom embedding that reads a neighbouring row is a violation at its
+    line, the correct one silent."""
+    (tmp_path / "x.yaml").write_text(GATHER_YAML)
+    p, recs = run_py(tmp_path, GATHER_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "x.yaml"))
+    assert p.returncode == 0, p.stderr
+    checks = {c["op"]: c for c in of(recs, "op_check")}
+    for op in ("aten::embedding.default", "aten::index_select.default", "kcx::embed_ok.default"):
+        c = checks[op]
+        assert c["oracle_op"] == "index_select" and c["gates"]["oracle"]["status"] == "bitwise", c
+        assert not c["profile"].startswith("fp64"), c["profile"]  # the indices' doubles aside
+        assert {"nonfinite", "precision", "extremes", "coverage"} <= set(c["gates"]), c["gates"]
+        for g in ("nonfinite", "precision", "extremes", "coverage", "bounds", "shapes"):
+            if g in c["gates"]:  # (shapes only when the gates option names it)
+                assert c["gates"][g]["status"] == "not_applicable", (op, g, c["gates"][g])
+    viol = of(recs, "violation")
+    assert {(v["op"], v["gate"]) for v in viol} == {("kcx::embed_shift.default", "oracle")}, viol
+    assert viol[0]["stack"]["python"][-1]["line"] == 19

@@ -23,7 +23,9 @@ from kcheck.torch import profiles
 
 ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
 EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
-          "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
+          "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sigmoid_backward",
+          "tanh_backward", "threshold_backward", "silu_backward", "gelu_backward",
+          "gelu_erf_backward", "gelu_tanh_backward", "copy", "clamp"}
 APP_CAP = 1 << 16    # output elements judged on the application's inputs
 TRIAL_CAP = 1 << 12  # on generated inputs
 # The oracle's own sampling (matmul, attention) on generated inputs: a
@@ -63,6 +65,11 @@ class HostTensor:
         self.flat, self.shape, self.strides = host(t)
         self.fmt = profiles.fmt(t.dtype)
         self.dtype = t.dtype
+        self.raw = self.flat  # the bytes as read (the immutability gate compares them)
+        if self.fmt is None and t.dtype in (torch.int32, torch.int64):
+            # indices (index_select, embedding): exact as doubles below 2^53,
+            # converted on the host copy
+            self.flat, self.fmt, self.dtype = self.flat.double(), "fp64", torch.float64
 
     @classmethod
     def scalar(cls, name, value, fmt, rank):
@@ -149,6 +156,9 @@ class Job:
                     (plan.klass != "norm" or rank > 1) and \
                     all(len(s) == rank for s, _ in lay if plan.klass != "norm"):
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
+        if plan.klass == "norm_grad" and rank > 1:
+            # g, x and the statistics share dim 0; the weight (1-D) does not
+            sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)
         if sampled:
             ctx["sampled_rows"] = {"dim": 0, "judged": sampled[0], "of": sampled[1]}
             # one slice of dim 0 still above the cap (attention's batch of

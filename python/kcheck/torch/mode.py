@@ -152,8 +152,10 @@ def _user_stack():
             for f in user[-12:]], thread
 
 
-def _tensor_reason(t, devices):
-    """Why tensor t cannot be judged (None when it can)."""
+def _tensor_reason(t, devices, index_ok=False):
+    """Why tensor t cannot be judged (None when it can); index_ok: int32 and
+    int64 tensors are an op's indices (judge.HostTensor carries them as
+    exact doubles)."""
     if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
         return "tensor subclass"
     if t.is_sparse or t.layout != torch.strided:
@@ -169,7 +171,7 @@ def _tensor_reason(t, devices):
         return "%s tensor" % dev
     if t.is_complex():
         return "complex dtype"
-    if profiles.fmt(t.dtype) is None:
+    if profiles.fmt(t.dtype) is None and not (index_ok and t.dtype in (torch.int32, torch.int64)):
         return "dtype %s" % str(t.dtype).replace("torch.", "")
     if t.numel() == 0:
         return "empty tensor"
@@ -521,10 +523,11 @@ class KcheckMode(TorchDispatchMode):
             return "CUDA graph capture"
         if torch.compiler.is_compiling():
             return "inside torch.compile"
+        index_ok = getattr(entry.mapper, "index_args", False)
         for a in list(args) + list(kwargs.values()):
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
-                    r = _tensor_reason(t, self.devices)
+                    r = _tensor_reason(t, self.devices, index_ok)
                     if r:
                         return r
         return None
@@ -532,11 +535,14 @@ class KcheckMode(TorchDispatchMode):
     def _profile(self, plan):
         """(reason, settings, input format): the reason is None when a
         documented profile exists for the call."""
-        tensors = [t for _, t in plan.inputs if isinstance(t, torch.Tensor)]
+        tensors = [t for n, t in plan.inputs if isinstance(t, torch.Tensor) and n != "index"]
         in_fmts = {profiles.fmt(t.dtype) for t in tensors}
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
+        elif len(in_fmts) > 1 and plan.klass == "norm_grad":
+            # the forward's statistics are kept in acc_type: the gradient's type
+            in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
             return "inputs of different dtypes", None, None
         in_fmt = in_fmts.pop()
@@ -810,7 +816,7 @@ class KcheckMode(TorchDispatchMode):
             names = ctypes.create_string_buffer(8192)
             nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
-        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor)]
+        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and h.name != "index"]
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)
@@ -862,7 +868,7 @@ class KcheckMode(TorchDispatchMode):
             if name in entry.written or entry.inplace or entry.has_out:
                 continue
             after, _, _ = judge.host(v)
-            pairs.append((name, h.flat, after))
+            pairs.append((name, getattr(h, "raw", h.flat), after))
         return pairs
 
     def _immutability(self, pairs, ctx):

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "allocmap.h"
+#include "devmem.h"
 #include "driver.h"
 #include "intra.h"
 #include "log.h"
@@ -271,7 +272,10 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   if (synced != CUDA_SUCCESS)
     return fail(s, why, "device synchronization failed before the launch");
   s->staging = kc_staging_get(staged);
-  if (!s->staging) return fail(s, why, "device memory for the snapshot unavailable");
+  if (!s->staging)
+    return fail(s, why,
+                kc_devmem_refused() ? kc_devmem_refused()
+                                    : "device memory for the snapshot unavailable");
   /* Pre-states first, then the comparison slots; post-states are placed
    * after the application's launch, only for what it changed. */
   CUdeviceptr at = s->staging;

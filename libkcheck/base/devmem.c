@@ -38,11 +38,13 @@ static struct {
 static int nlive;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A few texts a thread: one check may be refused more than once (a
- * strategy's buffer, then another's) before its record is written. */
-#define WHY_RING 8
-static __thread char why_buf[WHY_RING][160];
-static __thread unsigned why_next;
+/* The refusals' texts, a ring under the lock (not thread-local: the
+ * library's static TLS is small, and dlopen'ed libkcheck must fit it). A
+ * check may be refused more than once (a strategy's buffer, then
+ * another's) before its record is written, and checks run one at a time. */
+#define WHY_RING 16
+static char why_buf[WHY_RING][160];
+static unsigned why_next;
 static __thread const char *refused_last;
 
 static void raise_peak(_Atomic uint64_t *peak, uint64_t now) {

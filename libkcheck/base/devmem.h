@@ -36,8 +36,8 @@ void kc_devmem_drop(enum kc_devmem_cat cat, uint64_t bytes);
 
 /* Why this thread's last allocation or creation was refused by the
  * budget ("device_mem_budget: staging needs N bytes, M in use of B"), or
- * NULL when it was not. The text stays until the thread's eighth refusal
- * after it. */
+ * NULL when it was not. The text stays until the sixteenth refusal after
+ * it (of any thread). */
 const char *kc_devmem_refused(void);
 /* Bytes kcheck may still allocate under the budget (UINT64_MAX: no cap). */
 uint64_t kc_devmem_room(void);

@@ -1,6 +1,10 @@
 """kcheck's own device memory: the summary's device_mem categories against
 what the stand-in driver saw allocated, and the device_mem_budget cap."""
-from conftest import by_type, run
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, by_type, run
 
 
 def allocated(path):
@@ -91,6 +95,12 @@ def test_tiny_budget_turns_checks_into_skips(app, tmp_path):
         st = c["gates"].get("race", {}).get("strategies", {})
         assert st.get("l2flush", "").startswith("device_mem_budget: l2flush needs"), st
     assert checksums(kc) == checksums(plain)
+    # kcheck report: the peak against the budget, each category used or refused
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "report",
+                          kc.reports[0]], capture_output=True, text=True, timeout=60).stdout
+    assert "budget 4.0 KiB, %d refused" % dm["refused"] in out, out
+    staging = next(l for l in out.splitlines() if l.strip().startswith("staging "))
+    assert "%d refused" % dm["categories"]["staging"]["refused"] in staging, staging
 
 
 def test_budget_zero_is_unlimited(app, tmp_path):

@@ -106,6 +106,16 @@ CUresult kc_devmem_alloc(enum kc_devmem_cat cat, CUdeviceptr *p, size_t bytes) {
   return r;
 }
 
+int kc_devmem_fits(enum kc_devmem_cat cat, uint64_t bytes, uint64_t held) {
+  refused_last = NULL;
+  uint64_t room = kc_devmem_room();
+  if (room == UINT64_MAX || bytes <= room || bytes - room <= held) return 1;
+  pthread_mutex_lock(&lock);
+  refuse(cat, bytes);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 CUresult kc_devmem_free(CUdeviceptr p) {
   if (!p) return CUDA_SUCCESS;
   pthread_mutex_lock(&lock);

@@ -22,6 +22,10 @@ enum kc_devmem_cat {
  * else the driver's answer. A success is accounted and marked as kcheck's
  * own (own.h). */
 CUresult kc_devmem_alloc(enum kc_devmem_cat cat, CUdeviceptr *p, size_t bytes);
+/* Whether `bytes` for cat fit the budget once `held` bytes kcheck holds
+ * now (a buffer to be replaced) are given back; 0 records the refusal, as
+ * kc_devmem_alloc would, before any work is done for it. */
+int kc_devmem_fits(enum kc_devmem_cat cat, uint64_t bytes, uint64_t held);
 /* cuMemFree of what kc_devmem_alloc gave (0: nothing). */
 CUresult kc_devmem_free(CUdeviceptr p);
 

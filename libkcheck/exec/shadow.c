@@ -266,6 +266,7 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
       staged + (256u << 20) > free_b + have)
     /* Never make the application run out of memory because of a check. */
     return fail(s, why, "not enough free device memory for the snapshot");
+  if (!kc_staging_fits(staged)) return fail(s, why, kc_devmem_refused());
   double w0 = kc_now_s();
   CUresult synced = kc_sync_device();
   s->wait_ms = 1e3 * (kc_now_s() - w0);

@@ -66,12 +66,8 @@ static int grow(uint64_t bytes) {
   uint64_t capped = kc_devmem_room();
   capped = capped == UINT64_MAX ? capped : capped + buf_size;
   if (grown > capped) grown = capped;
-  if (bytes > capped) {
-    /* refused (and recorded) by the budget without losing the buffer */
-    CUdeviceptr none;
-    kc_devmem_alloc(KC_DM_staging, &none, bytes);
-    return -1;
-  }
+  /* refused (and recorded) by the budget without losing the buffer */
+  if (!kc_devmem_fits(KC_DM_staging, bytes, buf_size)) return -1;
   free_buf();
   uint64_t want = ((bytes > grown ? bytes : grown) + ALIGN - 1) & ~(ALIGN - 1);
   if (want > capped) want = bytes;
@@ -114,6 +110,13 @@ void kc_staging_put(void) {
   held = 0;
   if (buf_size > keep_limit()) free_buf();
   pthread_mutex_unlock(&lock);
+}
+
+int kc_staging_fits(uint64_t bytes) {
+  pthread_mutex_lock(&lock);
+  int ok = bytes <= buf_size || kc_devmem_fits(KC_DM_staging, bytes, buf_size);
+  pthread_mutex_unlock(&lock);
+  return ok;
 }
 
 uint64_t kc_staging_size(void) {

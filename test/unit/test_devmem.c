@@ -60,6 +60,12 @@ int main(void) {
   CHECK(kc_devmem_refused() &&
         !strcmp(kc_devmem_refused(),
                 "device_mem_budget: l2flush needs 500 bytes, 600 in use of 1000"));
+  /* a buffer replacing the 600 held may take their room too */
+  CHECK(kc_devmem_fits(KC_DM_staging, 1000, 600) == 1 && kc_devmem_refused() == NULL);
+  CHECK(kc_devmem_fits(KC_DM_staging, 1001, 600) == 0);
+  CHECK(kc_devmem_refused() &&
+        !strcmp(kc_devmem_refused(),
+                "device_mem_budget: staging needs 1001 bytes, 600 in use of 1000"));
   /* exactly the room left fits */
   CHECK(kc_devmem_alloc(KC_DM_hash_slots, &c, 400) == CUDA_SUCCESS && c);
   CHECK(kc_devmem_refused() == NULL && kc_devmem_room() == 0);
@@ -90,8 +96,9 @@ int main(void) {
   json_t *s = kc_devmem_summary_json();
   CHECK(s && json_integer_value(json_object_get(s, "budget")) == 1000);
   CHECK(json_integer_value(json_object_get(s, "peak")) == 500 + 8192);
-  CHECK(json_integer_value(json_object_get(s, "refused")) == 2);
+  CHECK(json_integer_value(json_object_get(s, "refused")) == 3);
   CHECK(cat_field(s, "staging", "peak") == 600 && cat_field(s, "staging", "current") == 0);
+  CHECK(cat_field(s, "staging", "refused") == 1);
   CHECK(cat_field(s, "staging", "allocated") == 600 && cat_field(s, "staging", "count") == 1);
   CHECK(cat_field(s, "l2flush", "refused") == 1 && cat_field(s, "l2flush", "current") == 500);
   CHECK(cat_field(s, "hash_slots", "allocated") == 400 && cat_field(s, "hash_slots", "count") == 1);

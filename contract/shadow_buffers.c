@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "devmem.h"
 #include "driver.h"
 #include "options.h"
 #include "own.h"
@@ -144,8 +145,7 @@ void kc_contract_sb_free(struct kc_contract_sb *s) {
   for (int i = 0; i < s->n; i++) {
     struct kc_contract_sb_tensor *t = &s->t[i];
     if (t->alloc) {
-      kc_own_remove(t->alloc);
-      kc_drv.cuMemFree_v2(t->alloc);
+      kc_devmem_free(t->alloc);
       t->alloc = 0;
     }
     free(t->before);
@@ -220,12 +220,13 @@ int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_in
       return -1;
     }
     uint64_t total = KC_CONTRACT_SB_GUARD + t->bytes + t->tail;
-    if (kc_drv.cuMemAlloc_v2(&t->alloc, total) != CUDA_SUCCESS) {
+    if (kc_devmem_alloc(KC_DM_contract_shadow, &t->alloc, total) != CUDA_SUCCESS) {
       t->alloc = 0;
       kc_contract_sb_free(s);
-      return fail(err, n, "device memory for the shadow tensors unavailable");
+      return fail(err, n,
+                  kc_devmem_refused() ? kc_devmem_refused()
+                                      : "device memory for the shadow tensors unavailable");
     }
-    kc_own_add(t->alloc, total);
     t->dev = t->alloc + KC_CONTRACT_SB_GUARD;
     t->before = malloc(total);
     t->after = malloc(total);

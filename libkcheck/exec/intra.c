@@ -11,11 +11,11 @@
 
 #include "access.h"
 #include "allocmap.h"
+#include "devmem.h"
 #include "driver.h"
 #include "image.h"
 #include "kernel.h"
 #include "log.h"
-#include "own.h"
 #include "report.h"
 
 #define MAX_VARS 64
@@ -39,9 +39,8 @@ struct copy {
   int sites;
   double jit_ms;
   struct kc_ptx_sites logged; /* the accesses and fences the copy can log */
-  CUdeviceptr log;            /* the access log, log_cap records */
-  unsigned log_cap;
-  unsigned stride; /* the last logged run's block stride */
+  uint64_t mod_bytes;         /* device memory the copy's module took (devmem.h) */
+  unsigned stride;            /* the last logged run's block stride */
   /* the kernel's atomics, for the nondeterminism gate */
   int atomics_state; /* 0 untried, 1 known, 2 unknown */
   struct kc_ptx_atomics atomics;
@@ -51,6 +50,27 @@ struct copy {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct copy *copies;
+
+/* The access log, one a context shared by every copy: checks run one at a
+ * time and a log is read before the check ends, so a log a kernel (32 MiB
+ * at the default access_records, kept as long as the image) would only
+ * multiply kcheck's device memory. */
+#define MAX_LOGS 16
+static struct ctx_log {
+  CUcontext ctx;
+  CUdeviceptr p; /* cap records */
+  unsigned cap;
+} logs[MAX_LOGS];
+
+static struct ctx_log *ctx_log(CUcontext ctx) {
+  struct ctx_log *free_slot = NULL;
+  for (int i = 0; i < MAX_LOGS; i++) {
+    if (logs[i].ctx == ctx) return &logs[i];
+    if (!logs[i].ctx && !free_slot) free_slot = &logs[i];
+  }
+  if (free_slot) free_slot->ctx = ctx;
+  return free_slot;
+}
 
 static struct copy *find(void *handle, void *image, CUcontext ctx) {
   for (struct copy *c = copies; c; c = c->next)
@@ -165,7 +185,14 @@ static struct copy *usable_locked(struct kc_launch_info *li, int log, const char
     *why = "out of host memory";
     return NULL;
   }
-  if (c->state == 0) build(c, li->k);
+  if (c->state == 0) {
+    /* the module and the variables its globals hold; kept until the
+     * image goes, so never refused by the budget (the access log is) */
+    size_t free_before;
+    (void)kc_devmem_begin(KC_DM_modules, 0, &free_before);
+    build(c, li->k);
+    c->mod_bytes = kc_devmem_end(KC_DM_modules, free_before);
+  }
   if (c->state != 1) {
     *why = c->why;
     return NULL;
@@ -187,23 +214,26 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WOR
   if (!c) goto out;
   if (cfg[KC_CFG_LOG]) {
     /* The access log, allocated at the first run that asks for it. */
-    if (c->log && c->log_cap < cfg[KC_CFG_CAP]) {
-      kc_own_remove(c->log);
-      kc_drv.cuMemFree_v2(c->log);
-      c->log = 0;
+    struct ctx_log *L = ctx_log(c->ctx);
+    if (!L) {
+      *why = "too many contexts for an access log";
+      goto out;
     }
-    if (!c->log) {
-      if (kc_drv.cuMemAlloc_v2(&c->log, (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access)) !=
-          CUDA_SUCCESS) {
-        c->log = 0;
-        *why = "no device memory for the access log";
+    if (L->p && L->cap < cfg[KC_CFG_CAP]) {
+      kc_devmem_free(L->p);
+      L->p = 0;
+    }
+    if (!L->p) {
+      if (kc_devmem_alloc(KC_DM_access_log, &L->p,
+                          (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access)) != CUDA_SUCCESS) {
+        L->p = 0;
+        *why = kc_devmem_refused() ? kc_devmem_refused() : "no device memory for the access log";
         goto out;
       }
-      kc_own_add(c->log, (size_t)cfg[KC_CFG_CAP] * sizeof(struct kc_access));
-      c->log_cap = cfg[KC_CFG_CAP];
+      L->cap = cfg[KC_CFG_CAP];
     }
-    cfg[KC_CFG_BUF_LO] = (uint32_t)c->log;
-    cfg[KC_CFG_BUF_HI] = (uint32_t)((uint64_t)c->log >> 32);
+    cfg[KC_CFG_BUF_LO] = (uint32_t)L->p;
+    cfg[KC_CFG_BUF_HI] = (uint32_t)((uint64_t)L->p >> 32);
     cfg[KC_CFG_COUNT] = 0;
     if (!cfg[KC_CFG_STRIDE]) cfg[KC_CFG_STRIDE] = 1;
     c->stride = cfg[KC_CFG_STRIDE];
@@ -304,10 +334,7 @@ void kc_intra_forget_image(void *image) {
     }
     *pc = c->next;
     if (c->mod) kc_drv.cuModuleUnload(c->mod);
-    if (c->log) {
-      kc_own_remove(c->log);
-      kc_drv.cuMemFree_v2(c->log);
-    }
+    kc_devmem_drop(KC_DM_modules, c->mod_bytes);
     kc_ptx_sites_free(&c->logged);
     free(c->var_name);
     free(c);
@@ -398,7 +425,8 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
   int rc = -1;
   uint32_t count = 0;
   struct kc_access *rec = NULL;
-  if (!c || !c->log) {
+  struct ctx_log *L = c ? ctx_log(c->ctx) : NULL;
+  if (!L || !L->p) {
     *why = "no access log";
     goto out;
   }
@@ -407,10 +435,10 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
     goto out;
   }
   uint64_t blocks = (uint64_t)li->grid[0] * li->grid[1] * li->grid[2];
-  if (count > c->log_cap) {
+  if (count > L->cap) {
     /* Fewer blocks next time: enough to fit, with room for blocks that
      * do more than the average. */
-    uint64_t s = (uint64_t)c->stride * (2 * ((uint64_t)count / c->log_cap + 1));
+    uint64_t s = (uint64_t)c->stride * (2 * ((uint64_t)count / L->cap + 1));
     if (s < blocks) *retry_stride = (unsigned)s;
     *why = "over budget: the logged blocks made more accesses than access_records";
     rc = -2;
@@ -421,7 +449,7 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
     *why = "out of host memory";
     goto out;
   }
-  if (count && kc_drv.cuMemcpyDtoH_v2(rec, c->log, count * sizeof *rec) != CUDA_SUCCESS) {
+  if (count && kc_drv.cuMemcpyDtoH_v2(rec, L->p, count * sizeof *rec) != CUDA_SUCCESS) {
     *why = "reading the access log failed";
     goto out;
   }

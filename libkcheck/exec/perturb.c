@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devmem.h"
 #include "driver.h"
 #include "guard.h"
 #include "intra.h"
 #include "kernels/cmp_table.h"
 #include "log.h"
 #include "options.h"
-#include "own.h"
 #include "prof.h"
 #include "report.h"
 #include "staging.h"
@@ -52,6 +52,8 @@ struct dev_state {
   int green_sms;
   CUgreenCtx green;
   CUstream green_stream;
+  /* device memory the module and green contexts took (devmem.h) */
+  uint64_t module_bytes;
   CUstream side; /* for the hammer */
   CUdeviceptr hammer_buf, flush_buf;
   size_t hammer_words, flush_words;
@@ -86,6 +88,8 @@ static struct dev_state *state(void) {
   if (d->ctx != ctx) {
     /* A new context on this device (or the first): kernels are per context. */
     d->ctx = ctx;
+    kc_devmem_drop(KC_DM_modules, d->module_bytes);
+    d->module_bytes = 0;
     d->tried_module = 0;
     d->module = NULL;
     d->setup_done = 0;
@@ -107,6 +111,9 @@ static int load_module(struct dev_state *d) {
    * JIT-compiled by the driver on a newer architecture; the PTX text is
    * the fallback where the fatbin is refused. */
   module_form = "fatbin";
+  /* never refused by the budget: the checks cannot do without it */
+  size_t free_before;
+  (void)kc_devmem_begin(KC_DM_modules, 0, &free_before);
   if (!kc_perturb_fatbin_size ||
       kc_drv.cuModuleLoadData(&d->module, kc_perturb_fatbin) != CUDA_SUCCESS) {
     module_form = "ptx";
@@ -117,6 +124,7 @@ static int load_module(struct dev_state *d) {
       return -1;
     }
   }
+  d->module_bytes = kc_devmem_end(KC_DM_modules, free_before);
   module_load_ms = 1e3 * (kc_now_s() - t0);
   kc_prof_lap(KC_PS_chk_setup, tp);
   if (kc_drv.cuModuleGetFunction(&d->scrub, d->module, "kc_scrub_shared") != CUDA_SUCCESS ||
@@ -162,14 +170,13 @@ static int scrub(struct dev_state *d, CUstream stream, uint64_t seed) {
              : -1;
 }
 
-static int ensure_buf(CUdeviceptr *buf, size_t *words, size_t want_bytes) {
+static int ensure_buf(enum kc_devmem_cat cat, CUdeviceptr *buf, size_t *words, size_t want_bytes) {
   if (*buf) return 0;
   uint64_t tp = kc_prof_now();
-  if (kc_drv.cuMemAlloc_v2(buf, want_bytes) != CUDA_SUCCESS) {
+  if (kc_devmem_alloc(cat, buf, want_bytes) != CUDA_SUCCESS) {
     *buf = 0;
     return -1;
   }
-  kc_own_add(*buf, want_bytes);
   kc_drv.cuMemsetD8_v2(*buf, 0, want_bytes);
   *words = want_bytes / 4;
   kc_prof_lap(KC_PS_chk_setup, tp);
@@ -194,6 +201,11 @@ static int green_stream(struct dev_state *d, int sms, CUstream *out, const char 
     *why = "green contexts unsupported by the driver";
     return 1;
   }
+  size_t free_before;
+  if (!kc_devmem_begin(KC_DM_green_ctx, 1, &free_before)) {
+    *why = kc_devmem_refused();
+    return 1;
+  }
   CUdevice dev;
   kc_drv.cuCtxGetDevice(&dev);
   CUdevResource all, part[1], rest;
@@ -215,6 +227,8 @@ static int green_stream(struct dev_state *d, int sms, CUstream *out, const char 
     *why = "creating a green-context stream failed";
     return 1;
   }
+  /* the context replaced is kept (its stream may still run): not dropped */
+  kc_devmem_end(KC_DM_green_ctx, free_before);
   d->green_sms = sms;
   *out = d->green_stream;
   return 0;
@@ -302,8 +316,8 @@ int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUs
   if (p->extra_shmem && (rc = add_shmem(li, d, p->extra_shmem, shmem, why))) goto out;
   if (p->l2flush) {
     size_t bytes = flush_bytes(d);
-    if (ensure_buf(&d->flush_buf, &d->flush_words, bytes)) {
-      *why = "no device memory for the L2 flush buffer";
+    if (ensure_buf(KC_DM_l2flush, &d->flush_buf, &d->flush_words, bytes)) {
+      *why = kc_devmem_refused() ? kc_devmem_refused() : "no device memory for the L2 flush buffer";
       rc = 1;
       goto out;
     }
@@ -327,8 +341,8 @@ int kc_perturb_before(const struct kc_perturb *p, struct kc_launch_info *li, CUs
       rc = 1;
       goto out;
     }
-    if (ensure_buf(&d->hammer_buf, &d->hammer_words, 64u << 20)) {
-      *why = "no device memory for the memory hammer";
+    if (ensure_buf(KC_DM_hammer, &d->hammer_buf, &d->hammer_words, 64u << 20)) {
+      *why = kc_devmem_refused() ? kc_devmem_refused() : "no device memory for the memory hammer";
       rc = 1;
       goto out;
     }
@@ -355,7 +369,7 @@ int kc_perturb_compare(CUdeviceptr a, CUdeviceptr b, uint64_t words, uint64_t *c
   if (!d || load_module(d)) goto out;
   if (!d->compare_out) {
     size_t w;
-    if (ensure_buf(&d->compare_out, &w, 16)) goto out;
+    if (ensure_buf(KC_DM_hash_slots, &d->compare_out, &w, 16)) goto out;
   }
   uint64_t init[2] = {0, 0}, res[2];
   if (kc_drv.cuMemcpyHtoD_v2(d->compare_out, init, sizeof init) != CUDA_SUCCESS) goto out;
@@ -475,13 +489,12 @@ static int clean_slots(struct dev_state *d, size_t n) {
   if (d->clean_slots) {
     /* a hash may still be adding into the old ones */
     if (kc_drv.cuCtxSynchronize) kc_drv.cuCtxSynchronize();
-    kc_own_remove(d->clean_slots);
-    kc_drv.cuMemFree_v2(d->clean_slots);
+    kc_devmem_free(d->clean_slots);
     d->clean_slots = 0;
     d->clean_slots_n = 0;
   }
   size_t want = n < 256 ? 256 : n, unused;
-  if (ensure_buf(&d->clean_slots, &unused, 16u * want)) return -1;
+  if (ensure_buf(KC_DM_hash_slots, &d->clean_slots, &unused, 16u * want)) return -1;
   d->clean_slots_n = want;
   return 0;
 }
@@ -493,8 +506,8 @@ static int clean_slots(struct dev_state *d, size_t n) {
 static uint64_t *publish_slots(struct dev_state *d, size_t words, size_t n) {
   size_t unused;
   if (!kc_opt.hash_publish || !kc_drv.cuMemHostGetDevicePointer_v2 ||
-      ensure_buf(&d->publish_done, &unused, 16) || clean_slots(d, n) || !host_slots(d, words) ||
-      !d->host_slots_ctx)
+      ensure_buf(KC_DM_hash_slots, &d->publish_done, &unused, 16) || clean_slots(d, n) ||
+      !host_slots(d, words) || !d->host_slots_ctx)
     return NULL;
   if (!d->host_slots_dev || d->host_slots_ctx != d->ctx) {
     CUdeviceptr dp = 0;
@@ -599,7 +612,7 @@ double kc_perturb_setup(int l2flush, CUstream stream) {
     d->setup_done = 1;
     /* each part is made where it is needed, should it fail here */
     if (!load_module(d)) {
-      if (l2flush) ensure_buf(&d->flush_buf, &d->flush_words, flush_bytes(d));
+      if (l2flush) ensure_buf(KC_DM_l2flush, &d->flush_buf, &d->flush_words, flush_bytes(d));
       /* room for a save's and a hash's sums of 256 regions, as
        * kc_perturb_copy_hash_queue asks */
       if (kc_opt.hash_compare && d->hash_table && slots_ready()) publish_slots(d, 4u * 256, 256);
@@ -722,12 +735,12 @@ static int measure_costs(struct dev_state *d, CUstream s) {
     return -1;
   if (!d->compare_out) {
     size_t w;
-    if (ensure_buf(&d->compare_out, &w, 16)) return -1;
+    if (ensure_buf(KC_DM_hash_slots, &d->compare_out, &w, 16)) return -1;
   }
   CUdeviceptr buf = 0;
   CUevent e[2] = {NULL, NULL};
   int rc = -1;
-  if (kc_drv.cuMemAlloc_v2(&buf, 2 * (size_t)BYTES) != CUDA_SUCCESS) return -1;
+  if (kc_devmem_alloc(KC_DM_probe, &buf, 2 * (size_t)BYTES) != CUDA_SUCCESS) return -1;
   if (kc_drv.cuEventCreate(&e[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
       kc_drv.cuEventCreate(&e[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
     goto out;
@@ -760,7 +773,7 @@ static int measure_costs(struct dev_state *d, CUstream s) {
 out:
   for (int i = 0; i < 2; i++)
     if (e[i]) kc_drv.cuEventDestroy_v2(e[i]);
-  kc_drv.cuMemFree_v2(buf);
+  kc_devmem_free(buf);
   return rc;
 }
 
@@ -811,8 +824,7 @@ void kc_perturb_fini(void) {
                            &d->publish_done};
     for (int b = 0; b < 5; b++)
       if (*bufs[b]) {
-        kc_own_remove(*bufs[b]);
-        kc_drv.cuMemFree_v2(*bufs[b]);
+        kc_devmem_free(*bufs[b]);
         *bufs[b] = 0;
       }
   }

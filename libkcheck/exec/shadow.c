@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "allocmap.h"
+#include "devmem.h"
 #include "driver.h"
 #include "intra.h"
 #include "log.h"
@@ -298,13 +299,17 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
       staged + (256u << 20) > free_b + have)
     /* Never make the application run out of memory because of a check. */
     return fail(s, why, "not enough free device memory for the snapshot");
+  if (!kc_staging_fits(staged)) return fail(s, why, kc_devmem_refused());
   double w0 = kc_now_s();
   CUresult synced = kc_sync_device();
   s->wait_ms = 1e3 * (kc_now_s() - w0);
   if (synced != CUDA_SUCCESS)
     return fail(s, why, "device synchronization failed before the launch");
   s->staging = kc_staging_get(staged);
-  if (!s->staging) return fail(s, why, "device memory for the snapshot unavailable");
+  if (!s->staging)
+    return fail(s, why,
+                kc_devmem_refused() ? kc_devmem_refused()
+                                    : "device memory for the snapshot unavailable");
   /* Pre-states first, then the comparison slots; post-states are placed
    * after the application's launch, only for what it changed. */
   CUdeviceptr at = s->staging;

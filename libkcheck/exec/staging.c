@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "devmem.h"
 #include "driver.h"
 #include "log.h"
 #include "options.h"
@@ -19,8 +20,7 @@ static int held;
 
 static void free_buf(void) {
   if (!buf) return;
-  kc_own_remove(buf);
-  kc_drv.cuMemFree_v2(buf);
+  kc_devmem_free(buf);
   buf = 0;
   buf_size = 0;
 }
@@ -62,16 +62,22 @@ static int grow(uint64_t bytes) {
   uint64_t grown = 2 * buf_size < keep_limit() ? 2 * buf_size : keep_limit();
   uint64_t room = quarter_free();
   if (grown > room) grown = room;
+  /* nor past device_mem_budget: only what is needed may be refused */
+  uint64_t capped = kc_devmem_room();
+  capped = capped == UINT64_MAX ? capped : capped + buf_size;
+  if (grown > capped) grown = capped;
+  /* refused (and recorded) by the budget without losing the buffer */
+  if (!kc_devmem_fits(KC_DM_staging, bytes, buf_size)) return -1;
   free_buf();
   uint64_t want = ((bytes > grown ? bytes : grown) + ALIGN - 1) & ~(ALIGN - 1);
-  if (kc_drv.cuMemAlloc_v2(&buf, want) != CUDA_SUCCESS) {
+  if (want > capped) want = bytes;
+  if (kc_devmem_alloc(KC_DM_staging, &buf, want) != CUDA_SUCCESS) {
     /* The rounding may be what does not fit. */
     want = bytes;
-    if (kc_drv.cuMemAlloc_v2(&buf, want) != CUDA_SUCCESS) buf = 0;
+    if (kc_devmem_alloc(KC_DM_staging, &buf, want) != CUDA_SUCCESS) buf = 0;
   }
   if (!buf) return -1;
   buf_size = want;
-  kc_own_add(buf, buf_size);
   kc_prof_lap(KC_PS_chk_setup, tp);
   return 0;
 }
@@ -91,6 +97,10 @@ void kc_staging_reserve(uint64_t bytes) {
   pthread_mutex_lock(&lock);
   if (bytes > keep_limit()) bytes = keep_limit();
   if (bytes > quarter_free()) bytes = quarter_free();
+  /* a reservation is not a check: it stays inside device_mem_budget
+   * rather than being refused by it */
+  uint64_t capped = kc_devmem_room();
+  if (capped != UINT64_MAX && bytes > capped + buf_size) bytes = capped + buf_size;
   if (!held) (void)grow(bytes);
   pthread_mutex_unlock(&lock);
 }
@@ -100,6 +110,13 @@ void kc_staging_put(void) {
   held = 0;
   if (buf_size > keep_limit()) free_buf();
   pthread_mutex_unlock(&lock);
+}
+
+int kc_staging_fits(uint64_t bytes) {
+  pthread_mutex_lock(&lock);
+  int ok = bytes <= buf_size || kc_devmem_fits(KC_DM_staging, bytes, buf_size);
+  pthread_mutex_unlock(&lock);
+  return ok;
 }
 
 uint64_t kc_staging_size(void) {

@@ -21,6 +21,10 @@ void kc_staging_reserve(uint64_t bytes);
 /* The check is over: the buffer stays for the next one unless it is larger
  * than kcheck may keep. */
 void kc_staging_put(void);
+/* Whether a buffer of `bytes` fits device_mem_budget (the one kept now
+ * given back first); 0 records the refusal (kc_devmem_refused says why),
+ * before a check waits for the device for nothing. */
+int kc_staging_fits(uint64_t bytes);
 /* The size of the buffer kept now (0: none). */
 uint64_t kc_staging_size(void);
 /* Frees the buffer unless a check holds it. 1 when memory was given back. */

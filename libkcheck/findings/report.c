@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devmem.h"
 #include "finding.h"
 #include "launch_entry.h"
 #include "log.h"
@@ -331,6 +332,8 @@ void kc_report_finish(void) {
     /* How kcheck's own kernels were loaded, and the device costs behind
      * the checks' floors. */
     if (own_kernels_section) json_object_set_new(sum, "own_kernels", own_kernels_section());
+    /* kcheck's own device memory by category, and device_mem_budget */
+    json_object_set_new(sum, "device_mem", kc_devmem_summary_json());
   }
   kc_report_emit("summary", sum);
   if (kc_opt.verbosity >= 1 || viol) {

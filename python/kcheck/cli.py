@@ -361,6 +361,8 @@ def cmd_report(args):
                 print("  check stages (profile=1), median ms over %d checks: %s" % (
                     cost["with_stages"], ", ".join("%s %.3f" % (k[4:] if k.startswith("chk_") else k, v)
                                                    for k, v in cost["stages_median_ms"].items())))
+        for line in kr.device_mem_lines(rep.summary):
+            print(line)
         for n, text in rep.malformed:
             print("%s:%d: not a JSON record (cut short by a crash?): %s" % (rep.path, n, text))
             status = 1

@@ -442,3 +442,34 @@ def gen_suppressions(reports):
         out.append("# %s in %s (%d time%s)" % (f.gate, kernel, f.count, "" if f.count == 1 else "s"))
         out.append(suppression_line(f.gate, kernel))
     return out
+
+
+def _mib(n):
+    """Bytes as B, KiB or MiB, whichever reads best."""
+    if n < 1024:
+        return "%d B" % n
+    if n < 1048576:
+        return "%.1f KiB" % (n / 1024.0)
+    return "%.1f MiB" % (n / 1048576.0)
+
+
+def device_mem_lines(summary):
+    """`kcheck report`'s lines on the device memory kcheck held for itself
+    (the summary's device_mem): the peak against device_mem_budget, then
+    each category used or refused. None before it was recorded."""
+    dm = (summary or {}).get("device_mem")
+    if not dm:
+        return []
+    budget = dm.get("budget", 0)
+    lines = ["  kcheck's device memory: peak %s, %s at exit, budget %s, %d refused" % (
+        _mib(dm.get("peak", 0)), _mib(dm.get("current", 0)),
+        _mib(budget) if budget else "none (0)", dm.get("refused", 0))]
+    for name, c in (dm.get("categories") or {}).items():
+        if not (c.get("peak") or c.get("refused") or c.get("count")):
+            continue
+        lines.append("    %-16s peak %10s, %10s in all, %d %s%s%s" % (
+            name, _mib(c.get("peak", 0)), _mib(c.get("allocated", 0)), c.get("count", 0),
+            "allocation(s)" if c.get("how") == "alloc" else "object(s), measured",
+            ", %d refused" % c["refused"] if c.get("refused") else "",
+            ", %s held at exit" % _mib(c["current"]) if c.get("current") else ""))
+    return lines

@@ -130,6 +130,9 @@ static void write_calls_out(void) {
   for (int i = 0; i < FI_MAX_NAMES && fi.names[i]; i++)
     fprintf(f, "entry %s %lld\n", fi.names[i], fi.counts[i]);
   pthread_mutex_unlock(&fi.lock);
+  unsigned long long allocs, alloc_bytes;
+  fk_mem_counts(&allocs, &alloc_bytes);
+  fprintf(f, "allocated %llu %llu\n", allocs, alloc_bytes);
   fclose(f);
 }
 

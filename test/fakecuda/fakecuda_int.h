@@ -244,6 +244,10 @@ int fk_mem_valid(CUdeviceptr p, size_t n);
 int fk_mem_is_device(CUdeviceptr p);
 /* Size of the device memory. */
 size_t fk_mem_total(void);
+/* Successful allocations so far and the bytes they asked for (module
+ * globals included), for FAKECUDA_CALLS_OUT: a test can tell what a
+ * process allocated from what it would without kcheck. */
+void fk_mem_counts(unsigned long long *count, unsigned long long *bytes);
 enum { FK_MEM_DEVICE = 0, FK_MEM_MANAGED = 1, FK_MEM_ASYNC = 2 };
 
 /* ---- launches (fakecuda_launch.c) ---- */

@@ -55,6 +55,7 @@ static struct {
   struct mapping *m;
   size_t nm, capm;
   unsigned long long next_id;
+  unsigned long long allocs, alloc_bytes; /* fk_mem_counts */
 } mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void fk_mem_init(void) {
@@ -80,6 +81,13 @@ void fk_mem_init(void) {
 size_t fk_mem_total(void) {
   fk_mem_init();
   return mem.size;
+}
+
+void fk_mem_counts(unsigned long long *count, unsigned long long *bytes) {
+  pthread_mutex_lock(&mem.lock);
+  *count = mem.allocs;
+  *bytes = mem.alloc_bytes;
+  pthread_mutex_unlock(&mem.lock);
 }
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -176,6 +184,8 @@ CUresult fk_mem_alloc(CUdeviceptr *out, size_t bytes, int kind) {
       rc = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
       mem.used += body;
+      mem.allocs++;
+      mem.alloc_bytes += bytes;
       *out = p;
     }
   }

@@ -4,6 +4,8 @@
 #                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts),
 #                    then test/gpu/run_gpu_torch.sh ($(GPU_OUT)/torch)
 #   make test-gpu-torch  the PyTorch binding (run_gpu_torch.sh; $(GPU_OUT))
+#   make test-gpu-devmem  kcheck's device memory, plain vs under kcheck, with
+#                    the summary's categories (run_gpu_devmem.sh; $(GPU_OUT))
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
 #   make bench-gpu-torch  the PyTorch binding's cost (run_gpu_torch.sh's bench
 #                    part, plain and --torch alternating; $(GPU_OUT))
@@ -123,6 +125,11 @@ test-gpu:
 test-gpu-torch:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
+
+.PHONY: test-gpu-devmem
+test-gpu-devmem: $(BUILD)/libkcheck.so
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_devmem.sh $(GPU_OUT)
 
 # The PyTorch binding's cost on the GPT-style step at bench/run_targets.sh's
 # size (6 layers, d 512, seq 256, batch 16), plain and --torch alternating

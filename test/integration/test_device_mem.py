@@ -1,0 +1,127 @@
+"""kcheck's own device memory: the summary's device_mem categories against
+what the stand-in driver saw allocated, and the device_mem_budget cap."""
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, by_type, run
+
+
+def allocated(path):
+    """(allocations, bytes) the stand-in made for the whole process."""
+    for line in open(path):
+        parts = line.split()
+        if parts[0] == "allocated":
+            return int(parts[1]), int(parts[2])
+    raise AssertionError("the stand-in wrote no allocation counts to %s" % path)
+
+
+def plain_and_checked(app, tmp_path, mode, options):
+    got = []
+    for kc in (False, True):
+        d = tmp_path / ("kc" if kc else "plain")
+        d.mkdir()
+        r = run([app("app_linked"), mode], d, options=options, kcheck=kc,
+                env_extra={"FAKECUDA_CALLS_OUT": str(d / "calls.txt")})
+        assert r.rc == 0, r.err
+        got.append((r, allocated(str(d / "calls.txt"))))
+    return got
+
+
+def checksums(r):
+    return sorted(l for l in r.out.splitlines() if "checksum" in l)
+
+
+def alloc_categories(dm):
+    return {k: v for k, v in dm["categories"].items() if v["how"] == "alloc"}
+
+
+def test_categories_add_up_to_what_the_driver_allocated(app, tmp_path):
+    """Every allocation kcheck made is in one category: what the process
+    allocated under kcheck less what it allocates alone is exactly the sum
+    of the categories' bytes, allocation for allocation. The strategies
+    here load no instrumented copy, so no module variable is allocated."""
+    (plain, (n0, b0)), (kc, (n1, b1)) = plain_and_checked(
+        app, tmp_path, "races", "race_strategies=scrub,l2flush,hammer,green,smem")
+    recs = kc.only_report()
+    assert by_type(recs, "check")
+    dm = by_type(recs, "summary")[-1]["device_mem"]
+    cats = alloc_categories(dm)
+    assert sum(c["allocated"] for c in cats.values()) == b1 - b0
+    assert sum(c["count"] for c in cats.values()) == n1 - n0
+    for name in ("staging", "l2flush", "hammer", "hash_slots"):
+        assert cats[name]["allocated"] > 0 and cats[name]["peak"] > 0, name
+    assert dm["peak"] >= max(c["peak"] for c in cats.values())
+    assert dm["refused"] == 0 and dm["budget"] == 256 << 20
+    assert checksums(kc) == checksums(plain)
+
+
+def test_instrumented_copies_are_counted_as_modules(app, tmp_path):
+    """The intra-block strategies load instrumented copies whose variables
+    the driver allocates: measured under modules (the fall of free memory,
+    whole pages on the stand-in), they close the gap to the driver's
+    count; one access log serves every copy."""
+    (plain, (n0, b0)), (kc, (n1, b1)) = plain_and_checked(
+        app, tmp_path, "races", "race_strategies=jitter,warporder,accesses")
+    dm = by_type(kc.only_report(), "summary")[-1]["device_mem"]
+    cats = alloc_categories(dm)
+    mods = dm["categories"]["modules"]
+    assert mods["how"] == "measured" and mods["allocated"] > 0
+    mine = sum(c["allocated"] for c in cats.values())
+    assert mine < b1 - b0 <= mine + mods["allocated"]
+    assert dm["categories"]["access_log"]["count"] == 1
+    assert checksums(kc) == checksums(plain)
+
+
+def test_tiny_budget_turns_checks_into_skips(app, tmp_path):
+    """A budget smaller than any snapshot: the checks become skips whose
+    reason names the category, the bytes and the budget; strategies whose
+    buffers do not fit are skipped inside a check that fits; the
+    application's results are unchanged and kcheck's own allocations stay
+    inside the budget."""
+    (plain, _), (kc, (n1, b1)) = plain_and_checked(app, tmp_path, "races",
+                                                   "device_mem_budget=4K")
+    recs = kc.only_report()
+    skips = [s for s in by_type(recs, "skip") if s["reason"].startswith("device_mem_budget:")]
+    assert skips, [s["reason"] for s in by_type(recs, "skip")]
+    assert all("staging needs" in s["reason"] and "of 4096" in s["reason"] for s in skips)
+    dm = by_type(recs, "summary")[-1]["device_mem"]
+    assert dm["budget"] == 4096 and dm["refused"] >= len(skips)
+    assert dm["categories"]["staging"]["refused"] >= len(skips)
+    for name, c in alloc_categories(dm).items():
+        assert c["peak"] <= 4096, (name, c)
+    assert dm["peak"] <= 4096 + dm["categories"]["modules"]["allocated"]
+    for c in by_type(recs, "check"):
+        st = c["gates"].get("race", {}).get("strategies", {})
+        assert st.get("l2flush", "").startswith("device_mem_budget: l2flush needs"), st
+    assert checksums(kc) == checksums(plain)
+    # kcheck report: the peak against the budget, each category used or refused
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "report",
+                          kc.reports[0]], capture_output=True, text=True, timeout=60).stdout
+    assert "budget 4.0 KiB, %d refused" % dm["refused"] in out, out
+    staging = next(l for l in out.splitlines() if l.strip().startswith("staging "))
+    assert "%d refused" % dm["categories"]["staging"]["refused"] in staging, staging
+
+
+def test_budget_zero_is_unlimited(app, tmp_path):
+    """device_mem_budget=0: no refusal, and the same checks as with a
+    budget far above what the run needs."""
+    def one(sub, budget):
+        d = tmp_path / sub
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d, options="device_mem_budget=" + budget)
+        assert r.rc == 0, r.err
+        recs = r.only_report()
+        dm = by_type(recs, "summary")[-1]["device_mem"]
+        return recs, dm, r
+
+    recs0, dm0, r0 = one("zero", "0")
+    recs1, dm1, _ = one("big", "1T")
+    assert dm0["budget"] == 0 and dm0["refused"] == 0 and dm1["refused"] == 0
+    assert not [s for s in by_type(recs0, "skip") if "device_mem_budget" in s["reason"]]
+    assert [c["kernel_name"] for c in by_type(recs0, "check")] == \
+        [c["kernel_name"] for c in by_type(recs1, "check")]
+    assert by_type(recs0, "check") and dm0["peak"] > 0
+    for c in by_type(recs0, "check"):
+        st = c["gates"].get("race", {}).get("strategies", {})
+        assert not any("device_mem_budget" in v for v in st.values()), st

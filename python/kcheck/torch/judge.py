@@ -18,12 +18,11 @@ import os
 
 import torch
 
-from kcheck import _api
+from kcheck import _api, _defs
 from kcheck.torch import profiles
 
 ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
-EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
-          "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"}
+EW_OPS = _defs.oracle_ops("elementwise", aliases=True)  # oracle/ops.def
 APP_CAP = 1 << 16    # output elements judged on the application's inputs
 TRIAL_CAP = 1 << 12  # on generated inputs
 # The oracle's own sampling (matmul, attention) on generated inputs: a

@@ -22,7 +22,7 @@ SANFLAGS  := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize
 # The test build also aborts on a broken internal invariant (KC_ASSERT).
 CHECKFLAGS := -DKC_CHECKED
 
-.PHONY: all test test-cpu test-gpu bench format lint install clean
+.PHONY: all test test-cpu test-gpu bench format lint install clean defs
 all:
 
 include oracle/module.mk
@@ -42,6 +42,12 @@ lint:
 	  '-DElfW(t)=Elf64_##t' $$(git ls-files '*.c')
 	clang-tidy --quiet $$(git ls-files 'libkcheck/*/*.c' 'contract/*.c' 'shim/*.c' 'gates/*.c' 'oracle/*.c') -- \
 	  $(CSTD) $(KC_LINT_INC) -I $(CUDA_HOME)/include
+
+# python/kcheck/_defs.py: the gate, status, fill and oracle-op vocabularies
+# for the Python side, generated from the .def files (committed; `make
+# docs-test` fails while it is stale).
+defs:
+	$(PYTHON) scripts/gen_defs.py
 
 clean:
 	rm -rf $(BUILD)

@@ -22,7 +22,7 @@ static long first_changed(const unsigned char *g, size_t n, size_t *count) {
 
 int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {
   struct kc_contract_sb sb;
-  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xA5)) return 0;
+  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, KC_FILL_POISON_A)) return 0;
   int violations = 0;
   for (int i = 0; i < sb.n; i++) {
     const struct kc_contract_sb_tensor *t = &sb.t[i];

@@ -10,8 +10,8 @@
 #include "gate.h"
 #include "gate_util.h"
 
-#define POISON_A 0xA5u
-#define POISON_B 0x5Au
+#define POISON_A KC_FILL_POISON_A
+#define POISON_B KC_FILL_POISON_B
 
 struct scan {
   const struct kc_contract_sb_tensor *t;

@@ -22,9 +22,8 @@
 
 const char *kc_gate_status_name(enum kc_gate_status s) {
   static const char *const names[] = {
-#define KC_GS_NAME(id, name) [KC_GS_##id] = name,
-      KC_GATE_STATUSES(KC_GS_NAME)
-#undef KC_GS_NAME
+#define KC_GATE_STATUS(id, name, meaning) [KC_GS_##id] = name,
+#include "gate_status.def"
   };
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unset";
 }

@@ -14,22 +14,19 @@ struct kc_shadow;
 struct kc_contract;
 
 /* A gate's verdict on one launch (the `status` of its entry in the check
- * record). KC_GS_UNSET: the gate set none (an internal error). */
-#define KC_GATE_STATUSES(X)                                                                        \
-  X(UNSET, "unset")                                                                                \
-  X(PASS, "pass")                                                                                  \
-  X(BITWISE, "bitwise")                                                                            \
-  X(INCONCLUSIVE, "inconclusive")                                                                  \
-  X(FAIL, "fail")                                                                                  \
-  X(ERROR, "error")                                                                                \
-  X(ALLOWED, "allowed")                                                                            \
-  X(NOT_RUN, "not run")
+ * record), one row each in gate_status.def. KC_GS_UNSET: the gate set none
+ * (an internal error). */
 enum kc_gate_status {
-#define KC_GS_ENUM(id, name) KC_GS_##id,
-  KC_GATE_STATUSES(KC_GS_ENUM)
-#undef KC_GS_ENUM
+#define KC_GATE_STATUS(id, name, meaning) KC_GS_##id,
+#include "gate_status.def"
 };
 const char *kc_gate_status_name(enum kc_gate_status s);
+
+/* The bytes the gates fill memory with (gate_fills.def): KC_FILL_<ID>. */
+enum {
+#define KC_FILL(id, value, use) KC_FILL_##id = value,
+#include "gate_fills.def"
+};
 
 /* What a gate found on one launch: its status and its violations (each a
  * JSON object with message and evidence, owned by the result). The runner

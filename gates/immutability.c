@@ -28,7 +28,7 @@ static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
 
 int kc_gate_immutability_run(struct kc_gate_ctx *ctx) {
   struct kc_contract_sb sb;
-  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, 0xA5)) return 0;
+  if (kc_gate_sb_create(ctx, &sb) || kc_gate_sb_run(ctx, &sb, KC_FILL_POISON_A)) return 0;
   int violations = 0;
   for (int i = 0; i < sb.n; i++) {
     const struct kc_contract_sb_tensor *t = &sb.t[i];

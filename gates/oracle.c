@@ -12,7 +12,7 @@
 #include "judge.h"
 #include "trial.h"
 
-#define POISON 0xFFu /* NaN in every float format: an unwritten output fails */
+#define POISON KC_FILL_NAN /* NaN in every float format: an unwritten output fails */
 
 int kc_gate_oracle_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->contract;

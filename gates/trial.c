@@ -16,7 +16,7 @@
 #include "options.h"
 #include "trial.h"
 
-#define POISON 0xFFu /* NaN in every float format */
+#define POISON KC_FILL_NAN /* NaN in every float format */
 
 static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -18,7 +18,7 @@
 #define MAXPOISON 64
 /* A quiet NaN as fp32, a large value as an integer: unlike fresh memory's
  * zeros, it changes what any read of it computes. */
-#define POISON 0x7fa5a5a5u
+#define POISON ((unsigned)KC_FILL_UNINIT_WORD)
 
 int kc_gate_uninit_applies(const struct kc_launch_info *li) {
   return kc_opt.graph_uninit && li->graph != NULL;

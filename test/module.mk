@@ -62,6 +62,7 @@ build-test: $(BUILD)/libkcheck.so
 .PHONY: docs-test gates-index-test
 docs-test:
 	$(PYTHON) test/docs/check_tables.py
+	$(PYTHON) scripts/gen_defs.py --check
 gates-index-test:
 	$(PYTHON) test/gates/check_fixtures.py
 

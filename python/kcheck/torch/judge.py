@@ -18,14 +18,17 @@ import os
 
 import torch
 
-from kcheck import _api
+from kcheck import _api, _defs
 from kcheck.torch import profiles
 
 ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
-EW_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_erf", "gelu_tanh",
-          "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sigmoid_backward",
-          "tanh_backward", "threshold_backward", "silu_backward", "gelu_backward",
-          "gelu_erf_backward", "gelu_tanh_backward", "copy", "clamp"}
+# Laid out as elementwise ops: the elementwise class of oracle/ops.def and
+# the pointwise gradients (class grad, whose g and forward value have the
+# output's shape); the row-wise gradients are laid out as rows.
+_ROW_GRADS = {"softmax_backward", "log_softmax_backward", "layer_norm_backward",
+              "rms_norm_backward"}
+EW_OPS = (_defs.oracle_ops("elementwise", aliases=True)
+          | (_defs.oracle_ops("grad", aliases=True) - _ROW_GRADS))  # oracle/ops.def
 APP_CAP = 1 << 16    # output elements judged on the application's inputs
 TRIAL_CAP = 1 << 12  # on generated inputs
 # The oracle's own sampling (matmul, attention) on generated inputs: a

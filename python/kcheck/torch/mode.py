@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kcheck import _api
+from kcheck import _api, _defs
 from kcheck.torch import judge, nondet, ops, profiles, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
@@ -178,8 +178,16 @@ def _tensor_reason(t, devices, index_ok=False):
     return None
 
 
-_GUARD = 256  # bytes of each guard zone around a bounds trial's output
-_GUARD_BYTE = 0xA5
+# The guard zones around a bounds trial's output: the C gates' (the shadow
+# buffers' guard size and byte, contract/shadow_buffers.h via kcheck._defs).
+_GUARD = _defs.GUARD_BYTES
+_GUARD_BYTE = _defs.GUARD_BYTE
+# A gate entry's status: the C gates' names (gates/gate_status.def). Before
+# they were shared the binding wrote "not_run" where C writes "not run";
+# readers accept both (kcheck.op_report).
+_S_PASS, _S_FAIL, _S_NOT_RUN = _defs.STATUS_PASS, _defs.STATUS_FAIL, _defs.STATUS_NOT_RUN
+_S_NOT_APPLICABLE, _S_SKIPPED = _defs.STATUS_NOT_APPLICABLE, _defs.STATUS_SKIPPED
+_S_DEFERRED = _defs.STATUS_DEFERRED
 
 
 def _flat_bytes(t):
@@ -227,8 +235,7 @@ def _key_part(a):
     return type(a).__name__
 
 
-_ALL_GATES = ("determinism", "race", "coverage", "immutability", "bounds", "oracle", "nonfinite",
-              "precision", "extremes", "shapes")
+_ALL_GATES = _defs.GATE_IDS  # what gates=all enables (gates/gates.def)
 
 
 def _lower_priority(nice):
@@ -591,7 +598,7 @@ class KcheckMode(TorchDispatchMode):
                           if g in self.gates]
                 for gate in wanted:
                     if gate in entry.not_applicable:
-                        gates[gate] = {"status": "not_applicable",
+                        gates[gate] = {"status": _S_NOT_APPLICABLE,
                                        "reason": entry.not_applicable[gate]}
                 if generated_now:
                     tg = time.perf_counter()
@@ -601,7 +608,7 @@ class KcheckMode(TorchDispatchMode):
                     self.parts_n += 1
                 elif any(g not in gates for g in wanted):
                     for g in wanted:
-                        gates.setdefault(g, {"status": "deferred",
+                        gates.setdefault(g, {"status": _S_DEFERRED,
                                              "reason": "torch_budget: run at a later safe point"})
                     self.later.append((func, entry, plan.op, settings, skey,
                                        trials.specs(args, kwargs, self.devices), ctx))
@@ -637,7 +644,7 @@ class KcheckMode(TorchDispatchMode):
                 if tl:
                     trial_jobs["shapes"] = tl
                 else:
-                    gates["shapes"] = {"status": "not_applicable",
+                    gates["shapes"] = {"status": _S_NOT_APPLICABLE,
                                        "reason": "no shape variants for this op"}
         return trial_jobs
 
@@ -664,7 +671,7 @@ class KcheckMode(TorchDispatchMode):
                 with _disable_current_modes():
                     gates = {}
                     for g in entry.not_applicable:
-                        gates[g] = {"status": "not_applicable"}
+                        gates[g] = {"status": _S_NOT_APPLICABLE}
                     trial_jobs = self._generated(func, entry, op, settings, args, kwargs, gates,
                                                  ctx)
                     for g in entry.not_applicable:
@@ -714,10 +721,10 @@ class KcheckMode(TorchDispatchMode):
                     self._count(status, res)
                 for gate, tl in trial_jobs.items():
                     runs = []
-                    gates[gate] = {"status": "pass" if tl else "not_run", "runs": runs}
+                    gates[gate] = {"status": _S_PASS if tl else _S_NOT_RUN, "runs": runs}
                     for meta, j in tl:
                         if j is None:
-                            runs.append(dict(meta, **{"class": "skipped"}))
+                            runs.append(dict(meta, **{"class": _S_SKIPPED}))
                             continue
                         t = time.perf_counter()
                         status, res = j.run()
@@ -729,9 +736,9 @@ class KcheckMode(TorchDispatchMode):
                         if status == _api.VIOLATION:
                             with self.stats.lock:
                                 self.stats.violations += 1
-                            gates[gate]["status"] = "fail"
+                            gates[gate]["status"] = _S_FAIL
                             break
-                clean = all(g.get("status") != "fail" for g in gates.values())
+                clean = all(g.get("status") != _S_FAIL for g in gates.values())
                 dt = prep + time.perf_counter() - t1
                 rec = {"op": entry.name, "oracle_op": ctx.get("oracle_op"),
                        "profile": ctx.get("profile"),
@@ -807,7 +814,7 @@ class KcheckMode(TorchDispatchMode):
             raise TypeError("the op's result is not a tensor")
         why = _tensor_reason(out, self.devices)
         if why:
-            return None, {"_result": {"status": "skipped", "reason": "output " + why}}
+            return None, {"_result": {"status": _S_SKIPPED, "reason": "output " + why}}
         st = self.stats
         with st.timed("in_job:out_copy"):  # inside the caller's phase (copy_output, trials:*)
             oh = judge.HostTensor("out", out)
@@ -885,7 +892,7 @@ class KcheckMode(TorchDispatchMode):
             changed.append({"tensor": name, "first_byte": int(diff[0]) if diff.numel() else 0,
                             "bytes_changed": int(diff.numel())})
         if not changed:
-            return {"status": "pass"}
+            return {"status": _S_PASS}
         rec = {k: v for k, v in ctx.items() if not k.startswith("_")}
         rec["evidence"] = {"verdict": "input_modified", "changed": changed}
         self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
@@ -893,7 +900,7 @@ class KcheckMode(TorchDispatchMode):
                                   json.dumps(rec).encode())
         with self.stats.lock:
             self.stats.violations += 1
-        return {"status": "fail", "changed": changed}
+        return {"status": _S_FAIL, "changed": changed}
 
     def _fresh(self, entry, args, kwargs, fill):
         """The call's arguments with every tensor replaced by one of
@@ -930,12 +937,13 @@ class KcheckMode(TorchDispatchMode):
 
     def _coverage(self, func, entry, settings, args, kwargs, ctx0):
         """Two runs on generated inputs, the output memory poisoned with
-        0xff and then 0x7f bytes: an element holding each run's poison was
-        never written."""
+        the C coverage gate's two fills (FILL_POISON_A, then FILL_POISON_B
+        bytes): an element holding each run's poison was never written."""
         outs = []
-        for poison in (0xFF, 0x7F):
+        for poison in (_defs.FILL_POISON_A, _defs.FILL_POISON_B):
             def fill(t, k):
-                return trials.generate(self.lib, "uniform", "none", t, trials.role(k), 7 + k)
+                return trials.generate(self.lib, "uniform", "none", t, trials.role(k),
+                                       _defs.SEED_COVERAGE + k)
             nargs, nkw = self._fresh(entry, args, kwargs, fill)
             for name in entry.written | ({"out"} if entry.has_out else set()):
                 t = nkw.get(name)
@@ -952,14 +960,14 @@ class KcheckMode(TorchDispatchMode):
                 self.lib.kcheck_own_end()
             out = plan.out(res)
             if not isinstance(out, torch.Tensor) or entry.inplace:
-                return {"status": "not_run", "reason": "in place, or no tensor output"}
+                return {"status": _S_NOT_RUN, "reason": "in place, or no tensor output"}
             outs.append((poison, judge.host(out)[0].view(torch.uint8)))
         (p1, a), (p2, b) = outs
         if a.numel() != b.numel():
-            return {"status": "not_run", "reason": "outputs of different sizes"}
+            return {"status": _S_NOT_RUN, "reason": "outputs of different sizes"}
         unwritten = ((a == p1) & (b == p2)).nonzero()
         if not unwritten.numel():
-            return {"status": "pass"}
+            return {"status": _S_PASS}
         first = int(unwritten[0])
         rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]},
                "evidence": {"verdict": "unwritten", "first_byte": first,
@@ -973,7 +981,7 @@ class KcheckMode(TorchDispatchMode):
                                   "both runs: never written" % (int(unwritten.numel()),
                                                                  entry.name)).encode(),
                                   json.dumps(rec).encode())
-        return {"status": "fail", "bytes_unwritten": int(unwritten.numel())}
+        return {"status": _S_FAIL, "bytes_unwritten": int(unwritten.numel())}
 
     def _shapes(self, func, entry, settings, args, kwargs, ctx0):
         """The op at the shaper's adversarial shapes (ops.SHAPERS), on
@@ -987,7 +995,7 @@ class KcheckMode(TorchDispatchMode):
         except Exception:  # a layout the shaper does not handle: not applicable
             return []
         out = []
-        seed = 23
+        seed = _defs.SEED_SHAPES
         for label, changes in variants:
             meta = {"shape": label, "generator": "uniform", "transform": "none", "seed": seed}
             cmds = []
@@ -1017,24 +1025,26 @@ class KcheckMode(TorchDispatchMode):
     def _bounds(self, func, entry, args, kwargs, ctx0):
         """The op's out= overload run on generated inputs into an output
         that sits inside a larger buffer of kcheck's, between guard zones
-        of _GUARD bytes filled with 0xa5: a guard byte that changed was
+        of _GUARD bytes filled with _GUARD_BYTE (the C bounds gate's guard
+        zones): a guard byte that changed was
         written outside the output. (A functional op's fresh output has no
         neighbour kcheck owns: its out= overload, the same kernels in ATen,
         stands for it.)"""
         if entry.inplace:
-            return {"status": "not_applicable", "reason": "in place: it writes its input"}
+            return {"status": _S_NOT_APPLICABLE, "reason": "in place: it writes its input"}
         outf = func if entry.has_out else ops.out_overload(func)
         if outf is None:
-            return {"status": "not_applicable", "reason": "no out= overload with one output"}
+            return {"status": _S_NOT_APPLICABLE, "reason": "no out= overload with one output"}
 
         def fill(t, k):
-            return trials.generate(self.lib, "uniform", "none", t, trials.role(k), 11 + k)
+            return trials.generate(self.lib, "uniform", "none", t, trials.role(k),
+                                   _defs.SEED_BOUNDS + k)
         nargs, nkw = self._fresh(entry, args, kwargs, fill)
         self.lib.kcheck_own_begin()
         try:
             ref = nkw.get("out") if entry.has_out else func(*nargs, **nkw)
             if not isinstance(ref, torch.Tensor):
-                return {"status": "not_run", "reason": "no tensor output"}
+                return {"status": _S_NOT_RUN, "reason": "no tensor output"}
             span = 1
             for n, st in zip(ref.shape, ref.stride()):
                 span += (n - 1) * st if n else 0
@@ -1051,14 +1061,15 @@ class KcheckMode(TorchDispatchMode):
         hit_b = (before != _GUARD_BYTE).nonzero()
         hit_a = (after != _GUARD_BYTE).nonzero()
         if not hit_b.numel() and not hit_a.numel():
-            return {"status": "pass", "overload": _op_name(outf)}
+            return {"status": _S_PASS, "overload": _op_name(outf)}
         ev = {"verdict": "out_of_bounds", "overload": _op_name(outf), "guard_bytes": _GUARD,
               "bytes_written_before": int(hit_b.numel()),
               "bytes_written_after": int(hit_a.numel()),
               "first_after_end": int(hit_a[0]) if hit_a.numel() else None,
               "last_before_start": int(_GUARD - 1 - hit_b[-1]) if hit_b.numel() else None}
         rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]}, "evidence": ev,
-               "exposed_by": {"inputs": "generated", "generator": "uniform", "seed": 11}}
+               "exposed_by": {"inputs": "generated", "generator": "uniform",
+                              "seed": _defs.SEED_BOUNDS}}
         if entry.contract:
             rec["contract"] = entry.contract.get("where")
         with self.stats.lock:
@@ -1067,7 +1078,7 @@ class KcheckMode(TorchDispatchMode):
                                   "of %d bytes around an out= tensor)" % (
                                       _op_name(outf), int(hit_b.numel() + hit_a.numel()),
                                       _GUARD)).encode(), json.dumps(rec).encode())
-        return {"status": "fail", "bytes_outside": int(hit_b.numel() + hit_a.numel())}
+        return {"status": _S_FAIL, "bytes_outside": int(hit_b.numel() + hit_a.numel())}
 
     def _poison_pool(self, nargs, poison):
         if not trials.pooled():

@@ -8,6 +8,7 @@ reason the call passes through.
 """
 import math
 
+from kcheck import _defs
 
 
 class Skip(Exception):
@@ -603,8 +604,8 @@ for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "si
 
 # The op classes of oracle/ops.def, for the shapes a torch_op contract's
 # op implies (a custom op without a Python shaper).
-_ROW_OPS = {"softmax", "log_softmax", "logsumexp", "sum", "mean", "max", "min", "norm2"}
-_NORM_OPS = {"layer_norm", "rms_norm"}
+_ROW_OPS = _defs.oracle_ops("softmax") | _defs.oracle_ops("reduce")  # oracle/ops.def
+_NORM_OPS = _defs.oracle_ops("norm")
 _ROW_SHAPES = [("1x1", 1, 1), ("5x3", 5, 3), ("3x1023", 3, 1023), ("2x1025", 2, 1025),
                ("1x4097", 1, 4097)]
 _SEQ_SHAPES = [("S=1", 1), ("S=3", 3), ("S=65", 65), ("S=257", 257)]

@@ -12,7 +12,7 @@
 #      perturb.def (PTX ones included) on racy_last_writer; gates=racee stops
 #      the program (exit 1); kcheck run exits 5 for gates=none, N for
 #      --error-exitcode N with a violation
-# usage: run_gpu_findings.sh [OUTDIR]   (BUILD=build; RACES=build/gpu/races_g)
+# usage: run_gpu_findings.sh [OUTDIR]   (BUILD=build; RACES=build/gpu/races)
 # Everything goes to OUTDIR/findings.txt; the reports to OUTDIR/findings.tar.gz.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +22,14 @@ mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 BUILD=${BUILD:-build}
 LIB="$ROOT/$BUILD/libkcheck.so"
-RACES=${RACES:-$ROOT/$BUILD/gpu/races_g}
+RACES=${RACES:-$ROOT/$BUILD/gpu/races}
+NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
+# (built with host debug info by `make` where nvcc exists: GPU_NVCCFLAGS)
+if [ ! -x "$RACES" ] && [ -x "$NVCC" ]; then # a build made where nvcc was missing
+  mkdir -p "$(dirname "$RACES")"
+  "$NVCC" -O2 -g -arch=sm_90 -cudart static "$ROOT/test/gpu/races.cu" -o "$RACES" -lcuda
+fi
+[ -x "$RACES" ] || { echo "run_gpu_findings: no $RACES" >&2; exit 1; }
 K=(python3 "$ROOT/scripts/kcheck")
 W=$(mktemp -d /tmp/kcheck-findings.XXXXXX)
 LOG="$OUTDIR/findings.txt"

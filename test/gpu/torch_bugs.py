@@ -86,9 +86,11 @@ def define():
         elif KIND == 1:  # rms_norm
             ms = tl.sum(v * v, 0) / n
             inv = 1.0 / tl.sqrt_rn(ms) if BUG else 1.0 / tl.sqrt_rn(ms + eps)  # the bug: no eps
+            # plain IEEE arithmetic, as PyTorch's kernels: a row holding an
+            # Inf has ms = Inf and inv = 0, so its finite elements give 0
+            # and the Inf itself 0 * Inf = NaN (the oracle's rule since
+            # rms_norm's special values follow IEEE kernels)
             out = v * inv * tl.load(w + offs, mask=m, other=0.0)
-            # a row holding NaN or Inf is NaN throughout (the oracle's rule)
-            out = tl.where((ms == ms) & (ms < float("inf")), out, float("nan"))
         else:  # layer_norm without weight
             mean = tl.sum(v, 0) / n
             if BUG:  # the bug: one-pass variance E[x^2] - E[x]^2

@@ -9,10 +9,10 @@
 
 #include "contract.h"
 #include "core.h"
+#include "dispatch.h"
 #include "gate.h"
 #include "guard.h"
 #include "kernel.h"
-#include "dispatch.h"
 #include "log.h"
 #include "options.h"
 #include "shim.h"

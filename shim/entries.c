@@ -5,9 +5,9 @@
 
 #include "allocmap.h"
 #include "core.h"
+#include "dispatch.h"
 #include "graph.h"
 #include "guard.h"
-#include "dispatch.h"
 #include "log.h"
 #include "options.h"
 #include "serving.h"

@@ -2,8 +2,8 @@
  * framework binding can name the kernels inside one op (kcheck.h:
  * kcheck_thread_launches, kcheck_thread_kernels). A thread-local count and
  * ring: no lock, no allocation on the launch path. */
-#include "export.h"
 #include "thread_launches.h"
+#include "export.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "dispatch.h"
 #include "guard.h"
 #include "kernel.h"
-#include "dispatch.h"
 #include "log.h"
 #include "options.h"
 #include "policy.h"

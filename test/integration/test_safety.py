@@ -354,13 +354,14 @@ def test_new_folders_are_private(app, tmp_path):
     assert vs and all("not a folder of this user's own" in v["bundle_skipped"] for v in vs), vs
 
 
-def test_strict_makes_an_unwritable_report_fatal(app, tmp_path):
-    """log_path in a folder that does not exist: without strict the run goes
-    on without a report (one error line); with strict=1 it stops (exit 1)
-    before the application runs."""
-    bad = str(tmp_path / "no" / "such" / "kc")
-    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=" + bad)
-    assert r.rc == 0 and "cannot open report" in r.err, r.err[-2000:]
-    r = run([app("app_linked"), "basic"], tmp_path, options="strict=1:log_path=" + bad)
-    assert r.rc == 1 and "the report cannot be written" in r.err, r.err[-2000:]
-    assert "basic ok" not in r.out
+def test_unwritable_report_is_fatal_with_or_without_strict(app, tmp_path):
+    """A report that cannot be made (a file where its folder should be)
+    stops the run before the application's first kernel, strict=1 or not:
+    a run without its report would read as clean. (A folder that does not
+    exist is made: test_option_values.)"""
+    (tmp_path / "afile").write_text("")
+    bad = str(tmp_path / "afile" / "kc")
+    for opts in ("log_path=" + bad, "strict=1:log_path=" + bad):
+        r = run([app("app_linked"), "basic"], tmp_path, options=opts)
+        assert r.rc == 1 and "cannot open report" in r.err, (opts, r.err[-2000:])
+        assert "basic ok" not in r.out, opts

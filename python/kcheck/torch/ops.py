@@ -559,13 +559,13 @@ def _shapes_softmax(a):
                             ("1x4097", (1, 4097)))]
 
 
-_ROW_SHAPES = (("1x1", (1, 1)), ("5x3", (5, 3)), ("2x1025", (2, 1025)), ("1x4097", (1, 4097)))
+_GRAD_ROW_SHAPES = (("1x1", (1, 1)), ("5x3", (5, 3)), ("2x1025", (2, 1025)), ("1x4097", (1, 4097)))
 
 
 def _shapes_softmax_grad(a):
     g, y = a["grad_output"], a["output"]
     return [(lab, {"grad_output": Layout(g, sh), "output": Layout(y, sh), "dim": 1})
-            for lab, sh in _ROW_SHAPES]
+            for lab, sh in _GRAD_ROW_SHAPES]
 
 
 def _shapes_norm_grad(stats):
@@ -575,7 +575,7 @@ def _shapes_norm_grad(stats):
     def f(a):
         g, x = a["grad_out"], a["input"]
         out = []
-        for lab, (r, n) in _ROW_SHAPES:
+        for lab, (r, n) in _GRAD_ROW_SHAPES:
             new = {"grad_out": Layout(g, (r, n)), "input": Layout(x, (r, n)),
                    "normalized_shape": [n]}
             for st in stats:
@@ -606,7 +606,7 @@ for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "si
 # op implies (a custom op without a Python shaper).
 _ROW_OPS = _defs.oracle_ops("softmax") | _defs.oracle_ops("reduce")  # oracle/ops.def
 _NORM_OPS = _defs.oracle_ops("norm")
-_ROW_SHAPES = [("1x1", 1, 1), ("5x3", 5, 3), ("3x1023", 3, 1023), ("2x1025", 2, 1025),
+_CLASS_ROW_SHAPES = [("1x1", 1, 1), ("5x3", 5, 3), ("3x1023", 3, 1023), ("2x1025", 2, 1025),
                ("1x4097", 1, 4097)]
 _SEQ_SHAPES = [("S=1", 1), ("S=3", 3), ("S=65", 65), ("S=257", 257)]
 
@@ -644,7 +644,7 @@ def contract_shaper(c):
         if axis not in (-1, x.dim() - 1):
             return []
         out = []
-        for lab, r, n in _ROW_SHAPES:
+        for lab, r, n in _CLASS_ROW_SHAPES:
             ch = {ref("x"): Layout(x, _lead(x, r) + (n,))}
             for side in ("weight", "bias"):
                 t = a.get(ref(side)) if ref(side) else None

@@ -11,6 +11,68 @@ _HERE = os.path.dirname(os.path.realpath(__file__))
 _PROCESS = None  # ctypes handle of the process's global namespace, once looked up
 
 
+class Tensor(ctypes.Structure):
+    """struct kcheck_tensor: a tensor in host memory."""
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p), ("format", ctypes.c_char_p),
+                ("rank", ctypes.c_int), ("shape", ctypes.POINTER(ctypes.c_long)),
+                ("strides", ctypes.POINTER(ctypes.c_long))]
+
+
+def _prototypes():
+    c = ctypes
+    s, i, u, v = c.c_char_p, c.c_int, c.c_ulong, None
+    return {
+        "kcheck_version": (s, []),
+        "kcheck_api_version": (i, []),
+        "kcheck_print_options": (v, []),
+        "kcheck_check_options": (i, [s]),
+        "kcheck_print_gates": (v, []),
+        "kcheck_contract_load": (i, [s]),
+        "kcheck_contract_lint": (i, [s]),
+        "kcheck_contract_register_yaml": (i, [s, s]),
+        "kcheck_annotate_begin": (i, [s, s]),
+        "kcheck_annotate_tensor": (i, [s, c.c_void_p, s, i, c.POINTER(c.c_long),
+                                       c.POINTER(c.c_long)]),
+        "kcheck_annotate_end": (i, []),
+        "kcheck_annotate_clear": (v, []),
+        "kcheck_annotation_describe": (i, [s, u]),
+        "kcheck_set_test": (v, [s]),
+        "kcheck_report_path": (s, []),
+        "kcheck_flush": (v, []),
+        "kcheck_generate": (i, [s, s, s, i, c.c_longlong, c.c_longlong, c.c_ulonglong, c.c_void_p]),
+        "kcheck_op_decide": (i, [s, s, s, u]),
+        "kcheck_op_judge": (i, [s, s, s, s, i, c.POINTER(Tensor), c.POINTER(Tensor), c.c_uint, s,
+                                s, u]),
+        "kcheck_op_trials": (i, [s, s, s, u, c.POINTER(c.c_uint)]),
+        "kcheck_op_report": (v, [s, s, s]),
+        "kcheck_op_done": (v, [s, s, i, c.c_double, s]),
+        "kcheck_record": (v, [s, s]),
+        "kcheck_option": (i, [s, s, u]),
+        "kcheck_torch_op_contracts": (c.c_long, [s, u]),
+        "kcheck_own_begin": (v, []),
+        "kcheck_own_end": (v, []),
+        "kcheck_thread_launches": (c.c_ulonglong, []),
+        "kcheck_thread_kernels": (c.c_longlong, [c.c_ulonglong, s, u]),
+    }
+
+
+# Every function of include/kcheck.h: (restype, argtypes), declared here
+# once (test_package checks the table against the header).
+PROTOTYPES = _prototypes()
+
+
+def prototyped(lib):
+    """lib with the prototype of each function of PROTOTYPES it has set (an
+    older library lacks the newer ones); returns lib."""
+    for name, (res, args) in PROTOTYPES.items():
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            continue
+        f.restype, f.argtypes = res, args
+    return lib
+
+
 class LibraryError(Exception):
     """A library named explicitly (--lib, KCHECK_LIB) that is not there."""
 
@@ -46,4 +108,4 @@ def loaded():
         _PROCESS.kcheck_api_version
     except AttributeError:
         return None
-    return _PROCESS
+    return prototyped(_PROCESS)

@@ -27,6 +27,7 @@ import sys
 
 from kcheck import __version__
 from kcheck import report as kr
+from kcheck import _lib
 from kcheck._lib import LibraryError, find_library
 
 # Exit statuses (the module docstring): nothing was checked.
@@ -50,7 +51,7 @@ def find_lib(explicit):
 def open_lib(explicit):
     path = find_lib(explicit)
     try:
-        return ctypes.CDLL(path)
+        return _lib.prototyped(ctypes.CDLL(path))
     except OSError as e:
         raise UsageError("cannot load %s: %s" % (path, e)) from None
 
@@ -122,10 +123,9 @@ def _check_options(lib, spec):
     list problem would stop it at its first CUDA call, after whatever it
     did before (the library prints each problem)."""
     try:
-        fn = ctypes.CDLL(lib).kcheck_check_options
+        fn = _lib.prototyped(ctypes.CDLL(lib)).kcheck_check_options
     except (OSError, AttributeError):
         return  # an older library: the run itself stops
-    fn.argtypes, fn.restype = [ctypes.c_char_p], ctypes.c_int
     sys.stderr.flush()
     n = fn(spec.encode())
     if n > 0:
@@ -201,8 +201,6 @@ def cmd_contract(args):
     # libkcheck.so activates lazily (on the first CUDA call), so loading it
     # here only to parse YAML starts nothing and needs no driver.
     lib = open_lib(args.lib)
-    lib.kcheck_contract_lint.argtypes = [ctypes.c_char_p]
-    lib.kcheck_contract_lint.restype = ctypes.c_int
     errors = 0
     for path in args.files:
         if not os.path.exists(path):
@@ -239,10 +237,6 @@ def cmd_gen(args):
     of a violation whose exposed_by says generator G, transform T, seed S is
     `kcheck gen -g G -t T -s S+k -f FORMAT --shape ROWS,COLS --role R`."""
     lib = open_lib(args.lib)
-    lib.kcheck_generate.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
-                                    ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong,
-                                    ctypes.c_void_p]
-    lib.kcheck_generate.restype = ctypes.c_int
     try:
         dims = [int(d) for d in args.shape.split(",")]
     except ValueError:
@@ -435,8 +429,7 @@ def version_text():
     cver = None
     if lib:
         try:
-            h = ctypes.CDLL(lib)
-            h.kcheck_version.restype = ctypes.c_char_p
+            h = _lib.prototyped(ctypes.CDLL(lib))
             cver = h.kcheck_version().decode()
         except (OSError, AttributeError):
             cver = None

@@ -12,7 +12,6 @@ summary (JSON) from the controller, xdist workers included.
 kcheck/__init__.py holds the two entry hooks, so that `-p kcheck` works
 from a source checkout; they import this module (and pytest) only then.
 """
-import ctypes
 import glob
 import json
 import os
@@ -50,7 +49,6 @@ class _Reports:
     children, which share the report prefix), incrementally."""
 
     def __init__(self, lib):
-        lib.kcheck_report_path.restype = ctypes.c_char_p
         self.lib = lib
         self.prefix = None
         self.offsets = {}
@@ -151,7 +149,6 @@ class _Session:
     def _set(self, nodeid):
         if self.lib is None:
             return
-        self.lib.kcheck_set_test.argtypes = [ctypes.c_char_p]
         self.lib.kcheck_set_test(nodeid.encode() if nodeid else None)
         if nodeid:
             os.environ[_ENV] = nodeid

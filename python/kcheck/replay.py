@@ -22,7 +22,6 @@ import glob
 import json
 import os
 import re
-import shlex
 import stat
 import subprocess
 import sys

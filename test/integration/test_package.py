@@ -76,3 +76,26 @@ def test_fresh_venv_runs_kcheck_with_nothing_else_on_the_path(wheel, tmp_path):
     rep = subprocess.run([kc, "report", str(reports[0])], capture_output=True, text=True, env=env,
                          timeout=60)
     assert rep.returncode == 0 and "verdict: clean" in rep.stdout, rep.stdout
+
+
+def test_ctypes_prototypes_match_the_public_header():
+    """python/kcheck/_lib.py declares the ctypes prototype of every function
+    of include/kcheck.h once, with as many arguments as the header: a
+    function added to the header without its prototype (or one dropped)
+    fails here, not in a caller that passes a pointer as an int."""
+    import re
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    try:
+        from kcheck import _lib
+    finally:
+        sys.path.pop(0)
+    text = open(os.path.join(ROOT, "include", "kcheck.h")).read()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    decls = {}
+    for m in re.finditer(r"\b(kcheck_\w+)\s*\(([^)]*)\)\s*;", text):
+        args = m.group(2).strip()
+        decls[m.group(1)] = 0 if args in ("", "void") else args.count(",") + 1
+    assert len(decls) >= 25, decls
+    assert set(decls) == set(_lib.PROTOTYPES), (set(decls) ^ set(_lib.PROTOTYPES))
+    for name, n in decls.items():
+        assert len(_lib.PROTOTYPES[name][1]) == n, (name, n, _lib.PROTOTYPES[name])

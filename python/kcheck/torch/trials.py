@@ -25,7 +25,6 @@ import ctypes
 
 import torch
 
-from kcheck import _api
 from kcheck.torch import profiles
 
 GATES = ("nonfinite", "precision", "extremes")

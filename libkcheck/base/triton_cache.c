@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+
+#include "file_hash.h"
 
 /* Bounds: a cache of many compiles must not make a check read it all. */
 #define MAX_ENTRIES 16384         /* cache entries (folders) looked at */
@@ -34,24 +34,10 @@ int kc_triton_cache_dir(char *out, size_t out_len) {
 /* 1 when the file at path is `size` bytes hashing to `hash`, 0 when not,
  * -1 when it cannot be read. */
 static int same_bytes(const char *path, uint64_t hash, size_t size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  XXH3_state_t *st = XXH3_createState();
-  if (!st) {
-    fclose(f);
-    return -1;
-  }
-  XXH3_64bits_reset(st);
-  unsigned char buf[65536];
-  size_t n, total = 0;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-    XXH3_64bits_update(st, buf, n);
-    total += n;
-  }
-  int same = total == size && XXH3_64bits_digest(st) == hash;
-  XXH3_freeState(st);
-  fclose(f);
-  return same;
+  uint64_t h;
+  size_t n;
+  if (kc_file_hash(path, &h, &n)) return -1;
+  return n == size && h == hash;
 }
 
 static char *read_text(const char *path, size_t *len) {

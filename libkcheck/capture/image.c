@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "driver.h"
+#include "file_hash.h"
 #include "log.h"
 #include "ptx_source.h"
 #include "report.h"
@@ -77,28 +78,6 @@ const void *kc_image_extent(const void *image, size_t *size, const char **format
   return image;
 }
 
-static int hash_file(const char *path, uint64_t *hash, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  XXH3_state_t *st = XXH3_createState();
-  if (!st) {
-    fclose(f);
-    return -1;
-  }
-  XXH3_64bits_reset(st);
-  unsigned char buf[65536];
-  size_t n, total = 0;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-    XXH3_64bits_update(st, buf, n);
-    total += n;
-  }
-  *hash = XXH3_64bits_digest(st);
-  *size = total;
-  XXH3_freeState(st);
-  fclose(f);
-  return 0;
-}
-
 /* The compute capability of the current context's device (major * 10 +
  * minor); 1000 when unknown (then the newest PTX is kept). */
 static int current_cc(void) {
@@ -133,7 +112,7 @@ void kc_image_loaded(void *handle, int is_library, const void *image, const char
   if (path) {
     snprintf(r->info.source, sizeof r->info.source, "%s", path);
     snprintf(r->info.format, sizeof r->info.format, "file");
-    if (hash_file(path, &r->info.hash, &r->info.size)) r->info.size = 0;
+    if (kc_file_hash(path, &r->info.hash, &r->info.size)) r->info.size = 0;
   } else if (image) {
     const char *fmt = "?";
     size_t size = 0;

@@ -93,9 +93,12 @@ static struct oc_tensor unit_last(const struct oc_tensor *t) {
 }
 
 /* Runs head b under profile p: lo/hi enclose the exact output, bnd is the
- * rigorous bound of the profile (row-major [T][V]). Returns -1 on OOM. */
+ * rigorous bound of the profile (row-major [T][V]); ovf (NULL: not wanted)
+ * marks the outputs whose state may overflow the profile's accumulator on
+ * the way (a kernel's Inf or NaN there is consistent with correct
+ * arithmetic). Returns -1 on OOM. */
 static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, double *lo,
-                    double *hi, double *bnd) {
+                    double *hi, double *bnd, uint8_t *ovf) {
   const struct oc_delta_args *a = g->a;
   const int64_t T = g->T, K = g->K, V = g->V, KV = K * V;
   const int nl = g->nl;
@@ -249,6 +252,8 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
       double br = U(U(fmin(s1r[j], U(qn * er[j])) + U(thor * shr[j])) + U(ETA_R * U(K + 2.0)));
       double rad = U(br + fabs(w[j].lo)), y = w[j].hi;
       int64_t at = t * V + j;
+      int state_ovf = bad[j] || !(U(sh[j] * 2) < maxacc);
+      if (ovf) ovf[at] = (uint8_t)state_ovf;
       if (!isfinite(y) || !isfinite(rad)) {
         lo[at] = hi[at] = NAN;
         bnd[at] = INFINITY;
@@ -256,7 +261,7 @@ static int run_head(const struct gd *g, int64_t b, const struct oc_profile *p, d
       }
       lo[at] = oc_down(y - rad);
       hi[at] = oc_up(y + rad);
-      if (bad[j] || !(U(sh[j] * 2) < maxacc)) bk = INFINITY; /* state may overflow */
+      if (state_ovf) bk = INFINITY; /* state may overflow */
       double fb = oc_out_bound(p, fmax(fabs(lo[at]), fabs(hi[at])), bk);
       bnd[at] = fb == fb ? fb : INFINITY;
     }
@@ -292,7 +297,7 @@ static double gd_bound(const struct oc_profile *p, const struct oc_elem *el, con
     memset(g->have, 0, (size_t)g->nb);
   }
   if (!g->have[b]) {
-    if (run_head(g, b, p, g->tlo, g->thi, g->cache + b * TV) < 0) {
+    if (run_head(g, b, p, g->tlo, g->thi, g->cache + b * TV, NULL) < 0) {
       g->oom = 1;
       return INFINITY;
     }
@@ -345,10 +350,11 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
   oc_check_init(&c, "gated_delta", p, o, v, g.nb * TV, out->rank, gd_bound, &g);
   double *lo = malloc((size_t)(TV ? TV : 1) * 8), *hi = malloc((size_t)(TV ? TV : 1) * 8);
   double *bd = malloc((size_t)(TV ? TV : 1) * 8);
-  int rc = lo && hi && bd ? 0 : -1;
+  uint8_t *ovf = malloc((size_t)(TV ? TV : 1));
+  int rc = lo && hi && bd && ovf ? 0 : -1;
   int64_t idx[OC_MAX_RANK];
   for (int64_t b = 0; b < g.nb && rc == 0; b++) {
-    if (run_head(&g, b, p, lo, hi, bd) < 0) {
+    if (run_head(&g, b, p, lo, hi, bd, ovf) < 0) {
       rc = -1;
       break;
     }
@@ -363,6 +369,10 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
         el.hi = hi[at];
         el.bound = bd[at];
         el.prob = INFINITY; /* no probabilistic model for the recurrence */
+        /* the state may pass the accumulator's largest value on the way
+         * (a 1e20 in k or v): Inf - Inf = NaN is what correct fp32
+         * arithmetic gives there, so a special value proves nothing */
+        el.ovf_ok = ovf[at];
         el.k = oc_tensor_at(out, oo + t * out->stride[g.nl] + j * out->stride[g.nl + 1]);
         /* A non-finite input (NaN, or Inf, whose IEEE result depends on the
          * evaluation order) makes the exact value NaN: any non-finite kernel
@@ -379,6 +389,6 @@ int oc_check_gated_delta(const struct oc_delta_args *args, const struct oc_tenso
   if (rc == 0 && g.oom) oc_check_inconclusive(&c, "out of memory while explaining a failure");
   oc_check_finish(&c, 0);
   if (rc == 0 && g.oom && !oc_verdict_is_fail(v->kind)) v->kind = OC_INCONCLUSIVE;
-  free(lo), free(hi), free(bd), free(g.cache), free(g.tlo), free(g.thi), free(g.have);
+  free(lo), free(hi), free(bd), free(ovf), free(g.cache), free(g.tlo), free(g.thi), free(g.have);
   return rc;
 }

@@ -121,7 +121,10 @@ done
 
 # (b) planted bugs
 if want bugs; then
-run bugs "${KC[@]}" run --torch -o "log_path=$WORK/bugs" -o "contracts=$ROOT/test/gpu/torch_bugs.yaml" -- \
+# gates=all: the default gates and shapes (the op class's shapes show the
+# two shape bugs)
+run bugs "${KC[@]}" run --torch -o "log_path=$WORK/bugs" -o gates=all \
+  -o "contracts=$ROOT/test/gpu/torch_bugs.yaml" -- \
   "$PYTHON" test/gpu/torch_bugs.py
 out=$("$PYTHON" test/gpu/torch_bugs.py --check $(reports bugs) <"$LOGS/bugs.out" 2>&1)
 echo "$out" >"$LOGS/bugs_check.txt"

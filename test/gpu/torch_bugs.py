@@ -39,6 +39,18 @@ EXPECT = [
     ("silu_bwd_ok", "silent"), ("silu_bwd_half", "oracle"),
     ("relu_bwd_ok", "silent"), ("relu_bwd_strict", "oracle"),
     ("ln_bwd_ok", "silent"), ("ln_bwd_nomean", "oracle"),
+    # shape bugs correct at the application's own shape (n a multiple of
+    # the block): an elementwise grid that drops the tail, a row reduction
+    # that drops its last partial block; only the shapes the contract's op
+    # class implies (no Python shaper) show them
+    ("add_ok", "silent"), ("add_droptail", "shapes"),
+    ("sum_ok", "silent"), ("sum_droplast", "shapes"),
+    # a gather (embedding rows, bitwise) that rounds through bf16
+    ("embedding_ok", "silent"), ("embedding_bf16", "oracle"),
+    # the gated delta rule (recurrence) in plain PyTorch, its state kept in bf16
+    ("gated_delta_ok", "silent"), ("gated_delta_bf16state", "oracle"),
+    # load_inline CUDA: a row sum accumulated in fp16
+    ("kcext::rowsum_ok", "silent"), ("kcext::rowsum_half", "oracle"),
 ]
 
 
@@ -116,6 +128,53 @@ def define():
                 tl.store(x + offs, v * 4.0, mask=m)
             tl.store(y + offs, v * 2.0, mask=m)
 
+    @triton.jit
+    def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(z + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+    @triton.jit
+    def rowsum_kernel(x, y, n, BUG: tl.constexpr, BLOCK: tl.constexpr):
+        r = tl.program_id(0)
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        # the bug: the loop stops at the last whole block
+        end = (n // BLOCK) * BLOCK if BUG else n
+        for k0 in range(0, end, BLOCK):
+            offs = k0 + tl.arange(0, BLOCK)
+            acc += tl.load(x + r * n + offs, mask=offs < n, other=0.0)
+        tl.store(y + r, tl.sum(acc, 0))
+
+    @triton.jit
+    def gather_kernel(w, idx, y, d, BUG: tl.constexpr, BLOCK: tl.constexpr):
+        r = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        m = offs < d
+        row = tl.load(idx + r)
+        v = tl.load(w + row * d + offs, mask=m)
+        if BUG:  # the bug: the rows pass through bf16
+            v = v.to(tl.bfloat16).to(tl.float32)
+        tl.store(y + r * d + offs, v, mask=m)
+
+    def add(x, y, bug):
+        z = torch.empty_like(x)
+        n = x.numel()
+        # the bug: n // 256 blocks, the tail of n % 256 elements never run
+        add_kernel[(n // 256 if bug else triton.cdiv(n, 256),)](x, y, z, n, 256)
+        return z
+
+    def rowsum(x, bug):
+        n = x.shape[-1]
+        y = torch.empty(x.shape[:-1], device=x.device, dtype=x.dtype)
+        rowsum_kernel[(x.numel() // max(n, 1),)](x, y, n, bug, 128)
+        return y
+
+    def gather(w, idx, bug):
+        d = w.shape[1]
+        y = torch.empty(idx.numel(), d, device=w.device, dtype=w.dtype)
+        gather_kernel[(idx.numel(),)](w, idx, y, d, bug, triton.next_power_of_2(d))
+        return y
+
     def mm(a, b, bug):
         M, K = a.shape
         N = b.shape[1]
@@ -180,6 +239,22 @@ def define():
         def f(x: T, bug=bug) -> T:
             return ew(x, 1, bug)
         reg("scale_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "droptail")):
+        def f(x: T, y: T, bug=bug) -> T:
+            return add(x, y, bug)
+        reg("add_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "droplast")):
+        def f(x: T, bug=bug) -> T:
+            return rowsum(x, bug)
+        reg("sum_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "bf16")):
+        def f(w: T, idx: T, bug=bug) -> T:
+            return gather(w, idx, bug)
+        reg("embedding_" + suffix, _strip(f))
+    for bug, suffix in ((False, "ok"), (True, "bf16state")):
+        def f(q: T, k: T, v: T, g: T, beta: T, bug=bug) -> T:
+            return gated_delta(q, k, v, g, beta, bug)
+        reg("gated_delta_" + suffix, _strip(f))
     for bug, suffix in ((False, "ok"), (True, "nomask")):
         def f(q: T, k: T, v: T, bug=bug) -> T:
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=not bug)
@@ -220,9 +295,32 @@ def define():
         torch_ext.load(os.environ.get("KC_TORCH_EXT", os.path.join(root, "build", "torch_ext")))
         ops["kcext::scale_ok"] = torch.ops.kcext.scale_ok
         ops["kcext::scale_scratch"] = torch.ops.kcext.scale_scratch
+        ops["kcext::rowsum_ok"] = torch.ops.kcext.rowsum_ok
+        ops["kcext::rowsum_half"] = torch.ops.kcext.rowsum_half
     except Exception as e:  # reported by --check as never checked
         print("EXT unavailable: %s: %s" % (type(e).__name__, e), flush=True)
     return ops
+
+
+def gated_delta(q, k, v, g, beta, bug):
+    """The gated delta rule's recurrent form (flash-linear-attention's
+    naive reference): h *= g_t; v' = beta_t (v_t - h^T k_t); h += k_t v'^T;
+    o_t = h^T (q_t / sqrt(dk)). q, k [B, H, T, dk], v [B, H, T, dv],
+    g, beta [B, H, T]."""
+    import torch
+    B, H, T, K = q.shape
+    h = torch.zeros(B, H, K, v.shape[-1], device=q.device, dtype=torch.float32)
+    o = torch.empty_like(v)
+    scale = K ** -0.5
+    for t in range(T):
+        h = h * g[:, :, t, None, None]
+        kt = k[:, :, t]
+        vp = beta[:, :, t, None] * (v[:, :, t] - (h * kt[..., None]).sum(-2))
+        h = h + kt[..., None] * vp[..., None, :]
+        if bug:  # the bug: the state kept in bf16 between steps
+            h = h.to(torch.bfloat16).float()
+        o[:, :, t] = (h * (q[:, :, t] * scale)[..., None]).sum(-2)
+    return o
 
 
 def _strip(f):
@@ -279,6 +377,24 @@ def run():
     q, k, vv = (torch.randn(2, 4, 128, 64, device=dev) for _ in range(3))
     r.append(call(ops, "attn_causal_ok", q, k, vv))
     r.append(call(ops, "attn_causal_nomask", q, k, vv))
+    xa, ya = torch.randn(4096, device=dev), torch.randn(4096, device=dev)
+    r.append(call(ops, "add_ok", xa, ya))
+    r.append(call(ops, "add_droptail", xa, ya))
+    xs = torch.randn(64, 1024, device=dev)
+    r.append(call(ops, "sum_ok", xs))
+    r.append(call(ops, "sum_droplast", xs))
+    emb = torch.randn(1000, 96, device=dev)
+    idx = torch.randint(0, 1000, (200,), device=dev)
+    r.append(call(ops, "embedding_ok", emb, idx))
+    r.append(call(ops, "embedding_bf16", emb, idx))
+    gq, gk, gv = (torch.randn(1, 2, 32, 16, device=dev) for _ in range(3))
+    gk = torch.nn.functional.normalize(gk, dim=-1)
+    gg = torch.sigmoid(torch.randn(1, 2, 32, device=dev) + 2)
+    gb = torch.sigmoid(torch.randn(1, 2, 32, device=dev))
+    r.append(call(ops, "gated_delta_ok", gq, gk, gv, gg, gb))
+    r.append(call(ops, "gated_delta_bf16state", gq, gk, gv, gg, gb))
+    r.append(call(ops, "kcext::rowsum_ok", xs))
+    r.append(call(ops, "kcext::rowsum_half", xs))
     y = torch.softmax(x, -1)
     xz = x.clone()
     xz[:, ::3] = 0.0

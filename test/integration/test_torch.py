@@ -985,6 +985,63 @@ def test_shapes_gate_derives_shapes_from_the_contracts_op_class(tmp_path):
         assert g["status"] == "pass" and len(g["runs"]) >= 4, (op, g)
     for op in ("kcd::scale_tail.default", "kcd::rowsum_block.default"):
         assert gates[op]["oracle"]["status"] in ("bitwise", "pass"), gates[op]
+DELTA_PROG = """
+import sys
+import torch
+sys.path.insert(0, %r)
+from torch_bugs import gated_delta
+T = torch.Tensor
+
+
+@torch.library.custom_op("kcr::delta_ok", mutates_args=())
+def delta_ok(q: T, k: T, v: T, g: T, beta: T) -> T:
+    return gated_delta(q, k, v, g, beta, False)
+
+
+@torch.library.custom_op("kcr::delta_bf16state", mutates_args=())
+def delta_bf16state(q: T, k: T, v: T, g: T, beta: T) -> T:
+    return gated_delta(q, k, v, g, beta, True)
+
+
+torch.manual_seed(0)
+q, k, v = (torch.randn(1, 2, 24, 8) for _ in range(3))
+k = torch.nn.functional.normalize(k, dim=-1)
+g = torch.sigmoid(torch.randn(1, 2, 24) + 2)
+beta = torch.sigmoid(torch.randn(1, 2, 24))
+delta_ok(q, k, v, g, beta)
+delta_bf16state(q, k, v, g, beta)
+""" % os.path.join(ROOT, "test", "gpu")
+
+
+def test_gated_delta_custom_op(tmp_path):
+    """A torch_op contract with op gated_delta (the RECURRENCE class): the
+    correct fp32 recurrence stays silent under oracle, nonfinite, precision
+    and extremes (the extremes gate's cancelling inputs overflow the fp32
+    state: Inf - Inf = NaN there was once read as fail_special), the one
+    that keeps its state in bf16 is caught by the oracle."""
+    (tmp_path / "d.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcr::delta_ok', op: gated_delta, "
+        "args: {q: q, k: k, v: v, g: g, beta: beta}, profile: fp32}\n"
+        "  - {torch_op: 'kcr::delta_bf16state', op: gated_delta, "
+        "args: {q: q, k: k, v: v, g: g, beta: beta}, profile: fp32}\n")
+    p, recs = run_py(tmp_path, DELTA_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=100:"
+                     "gates=oracle,nonfinite,precision,extremes:contracts=%s" % (tmp_path / "d.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = {(v["op"], v["gate"]) for v in of(recs, "violation")}
+    assert ("kcr::delta_bf16state.default", "oracle") in viol, viol
+    assert not [x for x in viol if x[0] == "kcr::delta_ok.default"], viol
+    done = {}
+    for c in of(recs, "op_check"):
+        if c["op"] == "kcr::delta_ok.default":
+            for gate, r in c["gates"].items():
+                if isinstance(r, dict) and r.get("status") not in (None, "deferred"):
+                    done[gate] = r["status"]
+    assert set(done) >= {"oracle", "nonfinite", "precision", "extremes"}, done
+    assert done["oracle"] in ("pass", "bitwise"), done
+
+
 GRAD_PROG = """
 import torch
 import torch.nn.functional as F

@@ -234,9 +234,50 @@ static void test_nan(void) {
          before);
 }
 
+/* Huge values in v (the extremes gate's cancelling inputs reach 1e37):
+ * the fp32 state overflows on the way although the exact output may be
+ * finite in double; a correct fp32 kernel then returns Inf or NaN (Inf -
+ * Inf), which proves nothing: inconclusive, never fail_special. A kernel
+ * that returns finite values off the bound where nothing overflows still
+ * fails. */
+static void test_state_overflow(void) {
+  int before = t_fail;
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  struct prob P;
+  make(&P, 1, 32, 16, 16, 5, 0);
+  float *vf = malloc((size_t)32 * 16 * 4);
+  /* columns 0, 3, .. alternate between +-3e38 over time: v - h^T k
+   * reaches 6e38 */
+  for (int x = 0; x < 32 * 16; x++)
+    vf[x] = (x % 16) % 3 == 0 ? ((x / 16) % 2 ? 3e38f : -3e38f) : (float)P.v[x];
+  for (int x = 0; x < 32 * 16; x++)
+    P.v[x] = vf[x];
+  int64_t sv[3] = {1, 32, 16};
+  oc_tensor_make(&P.Vt, vf, OC_FP32, 3, sv, NULL);
+  struct oc_verdict vd;
+  EXPECT(check(&P, G_FP32, &p, 0, &vd) == 0, "rc");
+  int specials = 0;
+  for (int x = 0; x < 32 * 16; x++)
+    specials += !isfinite(P.out[x]);
+  EXPECT(specials > 0, "the simulated kernel overflowed nowhere");
+  EXPECT(!oc_verdict_is_fail(vd.kind), "overflowing fp32 kernel: %s", oc_verdict_name(vd.kind));
+  t_print_verdict(&vd);
+  free(vf);
+  unmake(&P);
+  /* nothing near overflow: a wrong kernel still fails */
+  make(&P, 1, 32, 16, 16, 5, 0);
+  EXPECT(check(&P, G_NO_BETA, &p, 0, &vd) == 0 && oc_verdict_is_fail(vd.kind), "no beta: %s",
+         oc_verdict_name(vd.kind));
+  unmake(&P);
+  t_line("gated delta: a state that overflows fp32 gives Inf/NaN: not a failure; no beta fails",
+         before);
+}
+
 int main(void) {
   test_sweep();
   test_bf16_out();
   test_nan();
+  test_state_overflow();
   return t_done("test_b_recurrence");
 }

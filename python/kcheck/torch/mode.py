@@ -1011,6 +1011,10 @@ class KcheckMode(TorchDispatchMode):
                 inputs = self._copy_inputs(plan)
                 self.lib.kcheck_own_begin()
                 try:
+                    # the pool's free blocks may hold an earlier run's
+                    # output at this shape (the same generated inputs): an
+                    # element the op never writes would read as correct
+                    self._poison_pool(nargs, _defs.FILL_POISON_A)
                     res = func(*nargs, **nkw)
                 finally:
                     self.lib.kcheck_own_end()

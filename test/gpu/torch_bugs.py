@@ -53,6 +53,13 @@ EXPECT = [
     ("kcext::rowsum_ok", "silent"), ("kcext::rowsum_half", "oracle"),
 ]
 
+# ATen's own fused rows, called directly: nonfinite (and every gate that
+# applies) must run on them and pass — (op name prefix, gates that must pass)
+EXPECT_ATEN = [
+    ("aten::_fused_rms_norm", ("oracle", "nonfinite", "extremes")),
+    ("aten::_scaled_dot_product_", ("oracle", "nonfinite", "extremes")),
+]
+
 
 def qualified(name):
     return name if "::" in name else "kcbug::" + name
@@ -408,6 +415,11 @@ def run():
     _, ml, rl = torch.ops.aten.native_layer_norm(xl, [xl.shape[-1]], w, None, 1e-5)
     r.append(call(ops, "ln_bwd_ok", x, xl, ml, rl, w))
     r.append(call(ops, "ln_bwd_nomean", x, xl, ml, rl, w))
+    # ATen's fused rms_norm and SDPA rows (not custom ops)
+    x16 = torch.randn(32, 512, device=dev)
+    r.append(torch.nn.functional.rms_norm(x16, (512,), torch.rand(512, device=dev) + 0.5, 1e-6))
+    qa, ka, va = (torch.randn(2, 4, 128, 64, device=dev, dtype=torch.bfloat16) for _ in range(3))
+    r.append(torch.nn.functional.scaled_dot_product_attention(qa, ka, va, is_causal=True))
     torch.cuda.synchronize()
     print("RAN %d" % len(r))
     return 0
@@ -439,6 +451,27 @@ def check(paths, calls):
             why = "gates %s, python line(s) %s (call at line %s)" % (gates, lines, line)
         failed += not ok
         print("%s %s (expect %s): %s" % ("PASS" if ok else "FAIL", name, expect, why))
+    aten_viol = [v for v in recs if v["type"] == "violation" and
+                 str(v.get("op", "")).startswith("aten::")]
+    for prefix, want in EXPECT_ATEN:
+        mine = [c for c in recs if c["type"] == "op_check" and
+                str(c.get("op", "")).startswith(prefix)]
+        status = {}
+        for c in mine:
+            for g, res in (c.get("gates") or {}).items():
+                st = res.get("status") if isinstance(res, dict) else res
+                if st not in (None, "deferred"):
+                    status.setdefault(g, set()).add(st)
+        bad = [g for g in want if not status.get(g) or
+               not status[g] <= {"pass", "bitwise"}]
+        viol = sorted({v["gate"] for v in aten_viol if str(v["op"]).startswith(prefix)})
+        ok = bool(mine) and not bad and not viol
+        failed += not ok
+        print("%s %s* (gates %s pass, silent): %s" % (
+            "PASS" if ok else "FAIL", prefix, ",".join(want),
+            "ops %s; statuses %s; violations %s" % (
+                sorted({c["op"] for c in mine}),
+                {g: sorted(v) for g, v in sorted(status.items())}, viol or "none")))
     return 1 if failed else 0
 
 

@@ -99,3 +99,38 @@ def test_ctypes_prototypes_match_the_public_header():
     assert set(decls) == set(_lib.PROTOTYPES), (set(decls) ^ set(_lib.PROTOTYPES))
     for name, n in decls.items():
         assert len(_lib.PROTOTYPES[name][1]) == n, (name, n, _lib.PROTOTYPES[name])
+
+
+def test_sdist_carries_the_source_and_builds_its_wheel(tmp_path):
+    """`python -m build python` makes an sdist, then the wheel from it: the
+    sdist carries libkcheck's source tree (kcheck-src/, without the run
+    records and the manual), and the wheel built from the unpacked sdist
+    alone holds the library it built there."""
+    sd = tmp_path / "sdist"
+    r = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(sd)],
+                       cwd=os.path.join(ROOT, "python"), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    (tarball,) = list(sd.glob("kcheck-*.tar.gz"))
+    import tarfile
+    with tarfile.open(tarball) as t:
+        names = t.getnames()
+        kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        t.extractall(tmp_path / "x", **kw)
+    top = names[0].split("/")[0]
+    for want in ("kcheck-src/Makefile", "kcheck-src/libkcheck/module.mk",
+                 "kcheck-src/oracle/ops.def", "kcheck-src/include/kcheck.h", "setup.py",
+                 "kcheck/cli.py"):
+        assert "%s/%s" % (top, want) in names, want
+    assert not [n for n in names if "/kcheck-src/test/gpu/results/" in n or
+                "/kcheck-src/docs/" in n or "/kcheck-src/python/" in n]
+    # the wheel from the unpacked sdist: no checkout above it
+    wo = tmp_path / "wheel"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "--no-build-isolation", "-w", str(wo), str(tmp_path / "x" / top)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-4000:]
+    (whl,) = list(wo.glob("kcheck-*.whl"))
+    names = zipfile.ZipFile(whl).namelist()
+    assert "kcheck/lib/libkcheck.so" in names and all("kcheck/lib/" + c in names
+                                                      for c in CARRIED), names

@@ -268,6 +268,11 @@ class _Session:
         return 5, ("kcheck: nothing was checked during this session (no check in the reports "
                    "under %s; --kcheck-allow-unchecked accepts it)" % prefix)
 
+    def pytest_terminal_summary(self, terminalreporter):
+        line = getattr(self, "unchecked_line", None)
+        if line:
+            terminalreporter.write_line(line, red=True, bold=True)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
         if (self.lib is not None and not hasattr(self.config, "workerinput")
@@ -276,8 +281,8 @@ class _Session:
             why = self._unchecked()
             if why:
                 tr = self.config.pluginmanager.get_plugin("terminalreporter")
-                if tr is not None:
-                    tr.write_line(why[1], red=True, bold=True)
+                if tr is not None:  # in the terminal summary, after the progress line ends
+                    self.unchecked_line = why[1]
                 else:
                     print(why[1], file=sys.stderr)
                 if session.exitstatus == 0:

@@ -219,6 +219,8 @@ def test_a_session_that_checked_nothing_fails_with_the_reason(tmp_path):
     r = pytest_suite(tmp_path, SUITE2, options="gates=none")
     assert r.returncode == 5, r.stdout[-3000:] + r.stderr[-2000:]
     assert "kcheck: nothing was checked during this session" in r.stdout, r.stdout[-3000:]
+    # on a line of its own, not after the progress dots
+    assert "\nkcheck: nothing was checked" in r.stdout, r.stdout[-3000:]
     ok = pytest_suite(tmp_path, SUITE2, "--kcheck-allow-unchecked", options="gates=none")
     assert ok.returncode == 0, ok.stdout[-3000:]
     # checks made: the session's own verdict stands

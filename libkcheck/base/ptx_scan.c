@@ -214,7 +214,10 @@ void kc_ptx_scan_atomics(const char *ptx, const struct kc_ptx_span *sp, struct k
 /* ---------------------------------------------------- module variables */
 
 int kc_ptx_module_vars(const char *ptx, char (*names)[128], int max) {
-  int n = 0, depth = 0;
+  /* depth: inside a function body; paren: inside a parameter list, whose
+   * pointer parameters Triton declares ".param .u64 .ptr .global .align 1
+   * name": not module variables */
+  int n = 0, depth = 0, paren = 0;
   for (const char *line = ptx; line && *line;) {
     const char *eol = strchr(line, '\n');
     size_t len = eol ? (size_t)(eol - line) : strlen(line);
@@ -225,7 +228,8 @@ int kc_ptx_module_vars(const char *ptx, char (*names)[128], int max) {
     if (depth == 0 &&
         (strstr(buf, ".texref") || strstr(buf, ".surfref") || strstr(buf, ".samplerref")))
       return -1;
-    if (depth == 0 && !strstr(buf, ".extern") && !strstr(buf, ".entry") && !strstr(buf, ".func") &&
+    if (depth == 0 && paren == 0 && !strstr(buf, ".extern") && !strstr(buf, ".entry") &&
+        !strstr(buf, ".func") && !strstr(buf, ".param") &&
         (strstr(buf, ".global ") || strstr(buf, ".const "))) {
       /* ".visible .global .align 4 .b8 name[16] = {...};": the name is the
        * first token that is neither a directive nor a number */
@@ -237,8 +241,10 @@ int kc_ptx_module_vars(const char *ptx, char (*names)[128], int max) {
     for (size_t i = 0; i < len; i++) {
       if (line[i] == '/' && i + 1 < len && line[i + 1] == '/') break;
       depth += line[i] == '{' ? 1 : line[i] == '}' ? -1 : 0;
+      paren += line[i] == '(' ? 1 : line[i] == ')' ? -1 : 0;
     }
     if (depth < 0) depth = 0;
+    if (paren < 0) paren = 0;
     line = eol ? eol + 1 : NULL;
   }
   return n;

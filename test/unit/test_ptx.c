@@ -145,6 +145,16 @@ int main(int argc, char **argv) {
   int nv = kc_ptx_module_vars(ptx, names, 8);
   CHECK(nv == 2 && !strcmp(names[0], "done") && !strcmp(names[1], "scale"));
   CHECK(kc_ptx_module_vars(".version 9.0\n.target sm_90\n.global .texref t;\n", names, 8) == -1);
+  /* Triton's entries declare pointer parameters ".ptr .global": not
+   * module variables (the PTX route refused every Triton kernel) */
+  CHECK(kc_ptx_module_vars(".version 8.7\n.target sm_90a\n.address_size 64\n"
+                           ".global .align 1 .b8 _$_str[11] = {95, 95};\n"
+                           ".visible .entry kc_lost_update(\n"
+                           "\t.param .u64 .ptr .global .align 1 kc_lost_update_param_0,\n"
+                           "\t.param .u32 kc_lost_update_param_1\n)\n"
+                           ".reqntid 128, 1, 1\n{\n\tret;\n}\n",
+                           names, 8) == 1 &&
+        !strcmp(names[0], "_$_str"));
 
   int sites = 0;
   struct kc_ptx_sites logged;

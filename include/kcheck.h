@@ -163,6 +163,11 @@ long kcheck_torch_op_contracts(char *buf, unsigned long n);
  * its own tensors): launches inside are neither counted nor checked. */
 void kcheck_own_begin(void);
 void kcheck_own_end(void);
+/* The binding's private device memory pool (device_mem category
+ * torch_pool): with check, whether `bytes` more fit device_mem_budget (0;
+ * -1 refused, counted, the reason into why); without, the pool holds
+ * `bytes` now (accounted, never refused). */
+int kcheck_torch_pool(unsigned long long bytes, int check, char *why, unsigned long n);
 /* Launches made so far by the calling thread. */
 unsigned long long kcheck_thread_launches(void);
 /* The demangled names of the kernels the calling thread launched since its

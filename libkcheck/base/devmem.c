@@ -163,6 +163,23 @@ void kc_devmem_drop(enum kc_devmem_cat cat, uint64_t bytes) {
   if (bytes) sub(cat, bytes);
 }
 
+int kc_devmem_hold(enum kc_devmem_cat cat, uint64_t bytes, int check) {
+  if (check) return kc_devmem_fits(cat, bytes, 0);
+  pthread_mutex_lock(&lock); /* one set at a time: current moves by the difference */
+  uint64_t held = atomic_load(&cats[cat].current);
+  if (bytes > held) {
+    uint64_t more = bytes - held;
+    raise_peak(&cats[cat].peak, atomic_fetch_add(&cats[cat].current, more) + more);
+    raise_peak(&total_peak, atomic_fetch_add(&total_current, more) + more);
+    atomic_fetch_add(&cats[cat].allocated, more);
+    if (!held) atomic_fetch_add(&cats[cat].count, 1); /* count: times it went from none to some */
+  } else {
+    sub(cat, held - bytes);
+  }
+  pthread_mutex_unlock(&lock);
+  return 1;
+}
+
 json_t *kc_devmem_summary_json(void) {
   json_t *by = json_object();
   for (int i = 0; by && i < KC_DM_COUNT; i++)

@@ -38,6 +38,12 @@ int kc_devmem_begin(enum kc_devmem_cat cat, int may_refuse, size_t *free_before)
 uint64_t kc_devmem_end(enum kc_devmem_cat cat, size_t free_before);
 void kc_devmem_drop(enum kc_devmem_cat cat, uint64_t bytes);
 
+/* A reported category (devmem.def): with check, whether `bytes` more fit
+ * the budget (1; 0 records the refusal, kc_devmem_refused says why);
+ * without, the category holds `bytes` now (accounted, peaks raised, never
+ * refused: the memory is already in use). Returns 1 for a set. */
+int kc_devmem_hold(enum kc_devmem_cat cat, uint64_t bytes, int check);
+
 /* Why this thread's last allocation or creation was refused by the
  * budget ("device_mem_budget: staging needs N bytes, M in use of B"), or
  * NULL when it was not. The text stays until the sixteenth refusal after

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "core.h"
+#include "devmem.h"
 #include "export.h"
 #include "finding.h"
 #include "options.h"
@@ -56,4 +57,14 @@ KC_EXPORT int kcheck_option(const char *name, char *buf, unsigned long n) {
   }
   json_decref(all);
   return len;
+}
+
+KC_EXPORT int kcheck_torch_pool(unsigned long long bytes, int check, char *why, unsigned long n) {
+  if (kc_core_activate) kc_core_activate(); /* the budget is an option */
+  int ok = kc_devmem_hold(KC_DM_torch_pool, bytes, check);
+  if (why && n) {
+    const char *r = ok ? NULL : kc_devmem_refused();
+    snprintf(why, n, "%s", r ? r : "");
+  }
+  return ok ? 0 : -1;
 }

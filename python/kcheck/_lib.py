@@ -51,6 +51,7 @@ def _prototypes():
         "kcheck_torch_op_contracts": (c.c_long, [s, u]),
         "kcheck_own_begin": (v, []),
         "kcheck_own_end": (v, []),
+        "kcheck_torch_pool": (i, [c.c_ulonglong, i, s, u]),
         "kcheck_thread_launches": (c.c_ulonglong, []),
         "kcheck_thread_kernels": (c.c_longlong, [c.c_ulonglong, s, u]),
     }

@@ -125,3 +125,45 @@ def test_budget_zero_is_unlimited(app, tmp_path):
     for c in by_type(recs0, "check"):
         st = c["gates"].get("race", {}).get("strategies", {})
         assert not any("device_mem_budget" in v for v in st.values()), st
+
+
+POOL_PROG = r"""
+import ctypes, sys
+sys.path.insert(0, %r)
+from kcheck import _lib
+lib = _lib.prototyped(ctypes.CDLL(None))
+ctypes.CDLL("libcuda.so.1").cuInit(0)
+why = ctypes.create_string_buffer(256)
+print("fits", lib.kcheck_torch_pool(512 << 10, 1, why, 256), why.value.decode())
+print("over", lib.kcheck_torch_pool(3 << 20, 1, why, 256), why.value.decode())
+lib.kcheck_torch_pool(768 << 10, 0, None, 0)   # the pool held 768 KiB at its end
+lib.kcheck_torch_pool(0, 0, None, 0)           # then gone
+lib.kcheck_torch_pool(256 << 10, 0, None, 0)   # a second op's re-runs
+"""
+
+
+def test_binding_pool_is_accounted_and_capped(tmp_path):
+    """The PyTorch binding's private pool (kcheck_torch_pool, category
+    torch_pool, how reported): a re-run that would not fit
+    device_mem_budget is refused with the reason (and counted), what the
+    pool held is accounted with its peak, and what it holds at exit stays
+    in the summary's current."""
+    from conftest import BUILD, FAKECUDA
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KCHECK_", "LD_PRELOAD"))}
+    env.update(LD_PRELOAD=os.path.join(BUILD, "libkcheck.so"), LD_LIBRARY_PATH=FAKECUDA,
+               KCHECK_OPTIONS="log_path=%s:device_mem_budget=2M" % (tmp_path / "kc"))
+    p = subprocess.run([sys.executable, "-c", POOL_PROG % os.path.join(ROOT, "python")],
+                       env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    assert lines[0] == "fits 0 ", lines
+    assert lines[1].startswith("over -1 device_mem_budget: torch_pool needs 3145728 bytes"), lines
+    import glob
+    import json
+    (rep,) = glob.glob(str(tmp_path / "kc.*.jsonl"))
+    summ = [json.loads(l) for l in open(rep) if '"summary"' in l][-1]
+    pool = summ["device_mem"]["categories"]["torch_pool"]
+    assert pool["how"] == "reported", pool
+    assert pool["peak"] == 768 << 10 and pool["current"] == 256 << 10, pool
+    assert pool["count"] == 2 and pool["refused"] == 1, pool
+    assert summ["device_mem"]["refused"] == 1

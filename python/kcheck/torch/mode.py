@@ -251,6 +251,22 @@ def _lower_priority(nice):
         pass  # a sandbox may refuse it: the judgments run at the program's priority
 
 
+def _reruns_estimate(args, kwargs):
+    """Device bytes an op's re-runs may hold at once in kcheck's pool: its
+    tensors (or their layouts) four times over — generated inputs, an
+    output, coverage's two poisoned outputs."""
+    total = 0
+    for a in list(args) + list((kwargs or {}).values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            shape, dtype = getattr(t, "shape", None), getattr(t, "dtype", None)
+            if shape is not None and isinstance(dtype, torch.dtype):
+                n = 1
+                for d in shape:
+                    n *= int(d)
+                total += n * dtype.itemsize
+    return 4 * total
+
+
 def _gates(spec):
     """The enabled gates of the gates option (as the C side reads it)."""
     names = {g for g in spec.split(",") if g}
@@ -622,31 +638,43 @@ class KcheckMode(TorchDispatchMode):
     def _generated(self, func, entry, op, settings, args, kwargs, gates, ctx):
         """The generated-input gates' trials and coverage, run on the device
         now ({gate: trials} for the judgments; coverage's result in gates).
-        args may be the call's tensors or their layouts (trials.specs)."""
-        st = self.stats
+        args may be the call's tensors or their layouts (trials.specs).
+        Refused by device_mem_budget: each such gate a recorded skip."""
         trial_jobs = {}
-        with trials.own_memory(self._device(args)):
-            for gate in trials.GATES:
-                if gate not in self.gates or gate in gates:
-                    continue
-                with st.timed("trials:" + gate):
-                    trial_jobs[gate] = self._trials(gate, func, entry, op, settings, args, kwargs,
-                                                    ctx)
-            if "coverage" in self.gates and "coverage" not in gates:
-                with st.timed("coverage"):
-                    gates["coverage"] = self._coverage(func, entry, settings, args, kwargs, ctx)
-            if "bounds" in self.gates and "bounds" not in gates:
-                with st.timed("bounds"):
-                    gates["bounds"] = self._bounds(func, entry, args, kwargs, ctx)
-            if "shapes" in self.gates and "shapes" not in gates:
-                with st.timed("shapes"):
-                    tl = self._shapes(func, entry, settings, args, kwargs, ctx)
-                if tl:
-                    trial_jobs["shapes"] = tl
-                else:
-                    gates["shapes"] = {"status": _S_NOT_APPLICABLE,
-                                       "reason": "no shape variants for this op"}
+        try:
+            with trials.own_memory(self._device(args), self.lib, _reruns_estimate(args, kwargs)):
+                self._generated_in_pool(func, entry, op, settings, args, kwargs, gates, ctx,
+                                        trial_jobs)
+        except trials.OverBudget as e:  # a recorded skip, never an OOM in the program
+            for g in trials.GATES + ("coverage", "bounds", "shapes"):
+                if g in self.gates and g not in gates:
+                    gates[g] = {"status": _S_SKIPPED, "reason": str(e)}
         return trial_jobs
+
+    def _generated_in_pool(self, func, entry, op, settings, args, kwargs, gates, ctx, trial_jobs):
+        """_generated's runs, inside kcheck's pool: trials into trial_jobs,
+        coverage's and bounds' results into gates."""
+        st = self.stats
+        for gate in trials.GATES:
+            if gate not in self.gates or gate in gates:
+                continue
+            with st.timed("trials:" + gate):
+                trial_jobs[gate] = self._trials(gate, func, entry, op, settings, args, kwargs,
+                                                ctx)
+        if "coverage" in self.gates and "coverage" not in gates:
+            with st.timed("coverage"):
+                gates["coverage"] = self._coverage(func, entry, settings, args, kwargs, ctx)
+        if "bounds" in self.gates and "bounds" not in gates:
+            with st.timed("bounds"):
+                gates["bounds"] = self._bounds(func, entry, args, kwargs, ctx)
+        if "shapes" in self.gates and "shapes" not in gates:
+            with st.timed("shapes"):
+                tl = self._shapes(func, entry, settings, args, kwargs, ctx)
+            if tl:
+                trial_jobs["shapes"] = tl
+            else:
+                gates["shapes"] = {"status": _S_NOT_APPLICABLE,
+                                   "reason": "no shape variants for this op"}
 
     def run_later(self, until_budget=True, deadline=None):
         """The generated-input parts left by torch_budget, at a safe point

@@ -31,21 +31,47 @@ GATES = ("nonfinite", "precision", "extremes")
 _POOL = None
 
 
+class OverBudget(Exception):
+    """The re-runs would take kcheck over device_mem_budget (the reason)."""
+
+
+def _pool_bytes(pool):
+    """The bytes a MemPool's segments hold (0 when torch cannot say)."""
+    try:
+        return sum(int(seg.get("total_size", 0)) for seg in pool.snapshot())
+    except Exception:  # an older torch without MemPool.snapshot
+        return 0
+
+
 @contextlib.contextmanager
-def own_memory(device):
+def own_memory(device, lib=None, estimate=0):
     """kcheck's own allocations: a private pool on CUDA, released when the
     block ends (a block still in use, e.g. a library workspace first
-    allocated here, lives on until it is freed); plain on CPU."""
+    allocated here, lives on until it is freed); plain on CPU. With lib,
+    the pool is kcheck's device memory (category torch_pool): the block
+    is refused (OverBudget) when `estimate` bytes do not fit
+    device_mem_budget, and the pool's segments are accounted when it
+    ends."""
     global _POOL
     if device.type != "cuda":
         yield
         return
+    if lib is not None and estimate:
+        why = ctypes.create_string_buffer(256)
+        if lib.kcheck_torch_pool(int(estimate), 1, why, len(why)) != 0:
+            raise OverBudget(why.value.decode(errors="replace") or "device_mem_budget")
     _POOL = torch.cuda.MemPool()
     try:
         with torch.cuda.use_mem_pool(_POOL, device):
             yield
     finally:
-        _POOL = None  # the last reference: ~MemPool releases its free blocks
+        pool, _POOL = _POOL, None
+        if lib is not None:
+            # the segments at the end are the pool's peak: it frees none
+            # before it goes (then back to none held)
+            lib.kcheck_torch_pool(_pool_bytes(pool), 0, None, 0)
+            lib.kcheck_torch_pool(0, 0, None, 0)
+        del pool  # the last reference: ~MemPool releases its free blocks
 
 
 def pooled():

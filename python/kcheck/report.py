@@ -422,15 +422,40 @@ def contract_location(v):
 # -------------------------------------------------------- suppressions
 
 def _glob_escape(name):
-    return "".join("[%s]" % c if c in "*?[" else c for c in name)
+    # A character the file cannot hold (a line break, any control
+    # character) or that it reads as a field separator (a ':' not paired
+    # into C++'s '::', scanned as libkcheck's suppress.c does) becomes '?':
+    # one line that still matches the name.
+    out, i = [], 0
+    while i < len(name):
+        c = name[i]
+        if name.startswith("::", i):
+            out.append("::")
+            i += 2
+            continue
+        if ord(c) < 32 or ord(c) == 127 or c == ":":
+            out.append("?")
+        elif c in "*?[":
+            out.append("[%s]" % c)
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _comment_text(s):
+    """s on one comment line: control characters (a line break would end
+    the comment and start a rule) as '?'."""
+    return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in s)
 
 
 def suppression_line(gate, kernel):
     """The suppressions=FILE line `gate:kernel-glob` that silences findings
     of gate in kernel: its demangled name up to the argument list, so the
-    same kernel at any spelling of its parameters."""
+    same kernel at any spelling of its parameters. One line of any length
+    (libkcheck reads whole lines)."""
     base, paren, _ = (kernel or "?").partition("(")
-    return "%s:%s" % (gate, _glob_escape(base.strip()) + ("(*" if paren else ""))
+    return "%s:%s" % (_glob_escape(gate or "?"), _glob_escape(base.strip()) + ("(*" if paren else ""))
 
 
 def gen_suppressions(reports):
@@ -439,7 +464,8 @@ def gen_suppressions(reports):
     out = []
     for f in merge(reports):
         kernel = f.kernel or "?"
-        out.append("# %s in %s (%d time%s)" % (f.gate, kernel, f.count, "" if f.count == 1 else "s"))
+        out.append(_comment_text("# %s in %s (%d time%s)" % (f.gate, kernel, f.count,
+                                                              "" if f.count == 1 else "s")))
         out.append(suppression_line(f.gate, kernel))
     return out
 

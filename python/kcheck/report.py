@@ -34,6 +34,16 @@ class Report:
         return self.by_type("violation")
 
     @property
+    def unrecorded_violations(self):
+        """Violations the summary counts beyond the report's records of them
+        (a file cut or edited after the run): 0 when every one has its
+        record. Each still counts against the run."""
+        n = (self.summary or {}).get("violations")
+        if not isinstance(n, int) or isinstance(n, bool):
+            return 0
+        return max(0, n - len(self.violations))
+
+    @property
     def suppressed(self):
         return self.by_type("suppressed")
 
@@ -89,8 +99,30 @@ def _parse(text):
         if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
             malformed.append((n, line[:80]))
             continue
+        if "\\ud" in line or "\\uD" in line:
+            rec = _no_lone_surrogates(rec)
         records.append(_sane(rec))
     return _settle_pending(records), malformed
+
+
+def _no_surrogate(s):
+    # json pairs a valid "\\ud83d\\ude00" into one character: any
+    # surrogate left is a lone one.
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in s) \
+        if any("\ud800" <= c <= "\udfff" for c in s) else s
+
+
+def _no_lone_surrogates(v):
+    """v with each lone surrogate (JSON's "\\ud800" decodes to one) as
+    U+FFFD: no text, file or XML can be written with one in it. A record is
+    a few levels deep; the parser has bounded that already."""
+    if isinstance(v, str):
+        return _no_surrogate(v)
+    if isinstance(v, list):
+        return [_no_lone_surrogates(x) for x in v]
+    if isinstance(v, dict):
+        return {_no_surrogate(k): _no_lone_surrogates(x) for k, x in v.items()}
+    return v
 
 
 def _settle_pending(records):
@@ -169,18 +201,48 @@ def write_file(path, data, mode=0o600):
         raise
 
 
-def read(path):
-    """The report at path. Raises ReportError (one line) when it cannot be read."""
+def _read_regular(path):
+    """path's bytes, when it is a regular file. Opened without blocking and
+    checked on the open descriptor: a FIFO (or a device, /dev/zero) would
+    block or never end, and a check before the open could be raced."""
+    import stat
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         raise ReportError("%s: no such report" % path) from None
     except IsADirectoryError:
         raise ReportError("%s: is a directory, not a report" % path) from None
     except OSError as e:
         raise ReportError("%s: cannot read it (%s)" % (path, e.strerror or e)) from None
-    records, malformed = _parse(text)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReportError("%s: is a directory, not a report" % path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError("%s: not a regular file (a FIFO, socket or device): kcheck "
+                              "reads reports only from regular files" % path)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            return f.read()
+    except OSError as e:
+        raise ReportError("%s: cannot read it (%s)" % (path, e.strerror or e)) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def read(path):
+    """The report at path. Raises ReportError (one line) when it cannot be
+    read: missing, not a regular file, or a record nested too deeply."""
+    text = _read_regular(path).decode("utf-8", errors="replace")
+    try:
+        records, malformed = _parse(text)
+    except RecursionError:
+        # json's parser recurses per level: a hostile line of 100,000 "["
+        # would end in a traceback. kcheck's records nest a few levels.
+        raise ReportError("%s: a line nests JSON deeper than Python's parser takes; "
+                          "kcheck writes no such record" % path) from None
     return Report(path, records, malformed)
 
 

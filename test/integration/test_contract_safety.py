@@ -37,6 +37,31 @@ def test_understated_shape_is_a_bounds_violation(app, tmp_path):
     assert v[0]["evidence"]["side"] == "after_end"
 
 
+def test_overstated_shape_is_skipped_before_any_allocation(app, tmp_path):
+    """The output declared 4 GB on vecadd's 4 KB buffer, with both memory
+    budgets out of the way (mem_budget=16G, device_mem_budget=0): the
+    contract gates skip it with the reason, before allocating a shadow (it
+    once cost 108 s and 15.7 GB for one check)."""
+    import resource
+    import time
+    t0 = time.monotonic()
+    r = basic(app, tmp_path, os.path.join(DATA, "shape_overstated.yaml"),
+              ":mem_budget=16G:device_mem_budget=0")
+    took = time.monotonic() - t0
+    assert_host_fine(r)
+    assert took < 30, took
+    # the largest child this test process ran: far below the 4 GB shape
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 * 1024 * 1024
+    checks = [c for c in by_type(r.only_report(), "check") if c["kernel_name"].startswith("vecadd")]
+    assert checks
+    for c in checks:
+        for gate in ("coverage", "bounds", "immutability"):
+            g = c["gates"][gate]
+            assert g["status"] == "inconclusive", g
+            assert "tensor 'c': the contract's shape declares 4000000000 bytes" in g["reason"], g
+            assert "overstates it" in g["reason"], g
+
+
 def test_understated_format_refused_by_lint(app, tmp_path):
     """Matched by its mangled name, the kernel's parameter is a float*: lint
     refuses the bool format, the contract is not loaded, the run goes on."""

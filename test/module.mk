@@ -117,11 +117,16 @@ test-tsan: $(BUILD)/tsan/libkcheck.so $(BUILD)/.carried $(FAKECUDA_LIB) $(BUILD)
 	BUILD=$(BUILD) sh test/tsan/run.sh
 test-cpu: test-tsan
 
-# Exit work of the application's own, kept with exitcode=N.
-$(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB)
+# Exit work of the application's own and of a library it links, kept with
+# exitcode=N.
+$(BUILD)/test/libatexit_lib.so: test/apps/atexit_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -shared -o $@ $<
+$(BUILD)/test/app_atexit: test/apps/app_atexit.c $(FAKECUDA_LIB) $(BUILD)/test/libatexit_lib.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -I$(CUDA_HOME)/include -o $@ $< \
-	  -L$(BUILD)/fakecuda -lcuda -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda'
+	  -L$(BUILD)/fakecuda -lcuda -L$(BUILD)/test -latexit_lib \
+	  -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../fakecuda:$$ORIGIN'
 integration-test: $(BUILD)/test/app_atexit
 
 # CUDA graphs built by capture and node by node (kcheck's graph replay).

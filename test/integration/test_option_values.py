@@ -172,6 +172,15 @@ def test_report_open_failure_names_the_reason_and_exits(app, tmp_path):
     # A file where a folder should be: the report cannot be made, and no
     # report would read as a clean run.
     (tmp_path / "afile").write_text("")
-    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=%s/afile/kc" % tmp_path)
-    assert r.rc == 1 and "basic ok" not in r.out, r.err[-2000:]
-    assert "cannot open report" in r.err and "Not a directory" in r.err and "exiting" in r.err, r.err
+    for strict in ("", ":strict=1", ":strict=0"):
+        r = run([app("app_linked"), "basic"], tmp_path,
+                options="log_path=%s/afile/kc%s" % (tmp_path, strict))
+        assert r.rc == 1 and "basic ok" not in r.out, r.err[-2000:]
+        assert "cannot open report" in r.err and "Not a directory" in r.err and "exiting" in r.err, \
+            r.err
+    # kcheck's text log (log_file) that cannot be opened: stderr instead,
+    # fatal under strict=1 like every option problem
+    lf = run([app("app_linked"), "basic"], tmp_path,
+             options="log_file=%s/afile/log:strict=1" % tmp_path)
+    assert lf.rc == 1 and "basic ok" not in lf.out, lf.err[-2000:]
+    assert "cannot open %s/afile/log" % tmp_path in lf.err and "strict=1: 1 option problem" in lf.err

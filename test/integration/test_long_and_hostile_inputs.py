@@ -11,9 +11,6 @@ import sys
 
 from conftest import ROOT, base_env, by_type, run
 
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from kcheck import report as kr  # noqa: E402
-
 KCHECK = [sys.executable, os.path.join(ROOT, "scripts", "kcheck")]
 
 

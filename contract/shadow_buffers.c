@@ -128,6 +128,20 @@ static int cover(struct kc_contract_sb_tensor *t, const struct kc_contract_sb *s
     }
     uint64_t reach = base + size - ptr; /* bytes from the pointer to the allocation's end */
     if (reach > t->bytes && reach - t->bytes > t->tail) t->tail = reach - t->bytes;
+    /* At the application's own shape the kernel ran on that allocation: a
+     * shape that declares far more (a 4 GB extent on a 4 KB buffer) only
+     * makes kcheck allocate, fill and compare gigabytes the kernel never
+     * touches (108 s and 15.7 GB for one check). Overstating by up to the
+     * slack still runs: coverage reports the part never written. */
+    if (t->bytes > reach && t->bytes - reach > KC_CONTRACT_SB_OVERSTATED_SLACK) {
+      snprintf(err, n,
+               "tensor '%s': the contract's shape declares %llu bytes, the allocation behind its "
+               "pointer holds %llu from there: the shape overstates it (by more than %llu "
+               "bytes), so the contract is not run at this launch",
+               t->t->v->name, (unsigned long long)t->bytes, (unsigned long long)reach,
+               (unsigned long long)KC_CONTRACT_SB_OVERSTATED_SLACK);
+      return 1;
+    }
   }
   uint64_t total = KC_CONTRACT_SB_GUARD + t->bytes + t->tail;
   if (total < t->bytes || total > *budget) {
@@ -135,7 +149,7 @@ static int cover(struct kc_contract_sb_tensor *t, const struct kc_contract_sb *s
              "tensor '%s': a shadow buffer covering its allocation needs %llu bytes, over what "
              "is left of mem_budget (%llu)",
              t->t->v->name, (unsigned long long)total, (unsigned long long)*budget);
-    return -1;
+    return 1;
   }
   *budget -= total;
   return 0;
@@ -162,7 +176,7 @@ void kc_contract_sb_free(struct kc_contract_sb *s) {
 
 int kc_contract_sb_create(struct kc_contract_sb *s, const struct kc_launch_info *li,
                           const struct kc_contract *c, char *err, size_t n) {
-  return kc_contract_sb_create_at(s, li, c, NULL, err, n) ? -1 : 0;
+  return kc_contract_sb_create_at(s, li, c, NULL, err, n);
 }
 
 int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_info *li,
@@ -202,6 +216,9 @@ int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_in
     kc_contract_sb_free(s);
     return fail(err, n, "the contract's tensors do not match the kernel's parameters");
   }
+  /* Every tensor sized and bounded before anything is allocated: a shape
+   * over the budgets costs nothing but this arithmetic. */
+  uint64_t need = 0;
   for (int i = 0; i < s->b.ntensors; i++) {
     struct kc_contract_sb_tensor *t = &s->t[s->n++];
     t->t = &s->b.tensors[i];
@@ -215,10 +232,23 @@ int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_in
       snprintf(err, n, "tensor '%s' has no usable extent", t->t->v->name);
       return -1;
     }
-    if (cover(t, s, li, &budget, err, n)) {
+    int r = cover(t, s, li, &budget, err, n);
+    if (r) {
       kc_contract_sb_free(s);
-      return -1;
+      return r;
     }
+    need += KC_CONTRACT_SB_GUARD + t->bytes + t->tail; /* <= mem_budget: no overflow */
+  }
+  if (need > kc_devmem_room()) {
+    snprintf(err, n,
+             "the shadow tensors need %llu bytes of device memory, over the %llu "
+             "device_mem_budget leaves: the contract is not run at this launch",
+             (unsigned long long)need, (unsigned long long)kc_devmem_room());
+    kc_contract_sb_free(s);
+    return 1;
+  }
+  for (int i = 0; i < s->n; i++) {
+    struct kc_contract_sb_tensor *t = &s->t[i];
     uint64_t total = KC_CONTRACT_SB_GUARD + t->bytes + t->tail;
     if (kc_devmem_alloc(KC_DM_contract_shadow, &t->alloc, total) != CUDA_SUCCESS) {
       t->alloc = 0;

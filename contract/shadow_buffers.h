@@ -23,6 +23,11 @@
  * scaled by the relaunch's thread count reaches, up to the maximum. */
 #define KC_CONTRACT_SB_RESHAPED_GUARD (64ull << 10)
 #define KC_CONTRACT_SB_RESHAPED_MAX (64ull << 20)
+/* At the application's shape, bytes a tensor's declared extent may reach
+ * past the allocation behind its pointer and still be run (the part past
+ * it is poison; coverage reports it unwritten). Beyond, the shape
+ * overstates the tensor and the contract is skipped at that launch. */
+#define KC_CONTRACT_SB_OVERSTATED_SLACK (64ull << 20)
 
 struct kc_contract_sb_tensor {
   const struct kc_contract_tensor_val *t; /* shape, strides, declaration */
@@ -61,17 +66,21 @@ struct kc_contract_sb {
 };
 
 /* Binds c to the launch and allocates a guarded device buffer per tensor.
- * A tensor whose pointer lies in no known allocation, or whose allocation
- * cannot be covered within mem_budget, refuses the contract at this launch.
- * 0 on success; else -1 with why in err (nothing stays allocated). */
+ * A tensor whose pointer lies in no known allocation refuses the contract
+ * at this launch (-1). Every tensor is sized before anything is allocated:
+ * shadows over mem_budget or what device_mem_budget leaves, or (at the
+ * application's shape) a shape that declares more than
+ * KC_CONTRACT_SB_OVERSTATED_SLACK bytes past the allocation behind its
+ * pointer, are a skip (1, the reason in err). 0 on success; -1 with why in
+ * err on other errors (nothing stays allocated either way). */
 int kc_contract_sb_create(struct kc_contract_sb *s, const struct kc_launch_info *li,
                           const struct kc_contract *c, char *err, size_t n);
 /* As kc_contract_sb_create, with the scalars set to ivals (one per contract scalar,
  * binding order; NULL: the launch's own). Changed scalars are written into
  * the parameter copy, shapes re-evaluated, the domain checked, and grid,
  * block and shared memory taken from the contract's launch section.
- * Returns 0; 1 when the domain rejects ivals (why in err, nothing
- * allocated); -1 on other errors. */
+ * Returns 0; 1 when the domain rejects ivals or the budgets refuse the
+ * shadows (why in err, nothing allocated); -1 on other errors. */
 int kc_contract_sb_create_at(struct kc_contract_sb *s, const struct kc_launch_info *li,
                              const struct kc_contract *c, const int64_t *ivals, char *err,
                              size_t n);

@@ -31,7 +31,15 @@ int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_contract_sb *sb) {
     return -1;
   }
   json_object_set_new(ctx->result, "contract", json_string(c->where));
-  if (kc_contract_sb_create(sb, ctx->li, c, err, sizeof err)) {
+  int r = kc_contract_sb_create(sb, ctx->li, c, err, sizeof err);
+  if (r > 0) {
+    /* Refused by a bound (a budget, an overstated shape) before any
+     * allocation: not a failure of the gate, a check it did not make. */
+    ctx->out.status = KC_GS_INCONCLUSIVE;
+    json_object_set_new(ctx->result, "reason", json_string(err));
+    return -1;
+  }
+  if (r) {
     gate_error(ctx, err);
     return -1;
   }

@@ -21,8 +21,10 @@ long kc_compare_with_post(struct kc_shadow *s, json_t **evidence);
 /* determinism, race: when the launch's contract says `nondeterminism:
  * allowed`, sets status KC_GS_ALLOWED (nothing is run) and returns 1. */
 int kc_gate_nondeterminism_allowed(struct kc_gate_ctx *ctx);
-/* Creates the shadow buffers of the launch's contract; on failure sets the
- * gate's status to KC_GS_ERROR with the reason and returns -1. */
+/* Creates the shadow buffers of the launch's contract; on failure returns
+ * -1 with the gate's status KC_GS_INCONCLUSIVE and a `reason` where a bound
+ * refused them (a budget, an overstated shape), else KC_GS_ERROR and an
+ * `error`. */
 int kc_gate_sb_create(struct kc_gate_ctx *ctx, struct kc_contract_sb *sb);
 /* One run on the shadow buffers (inputs from the check's pre-state); on
  * failure sets status KC_GS_ERROR and frees sb. */

@@ -28,24 +28,36 @@ static size_t skip_bracket(const char *s, size_t i) {
   return s[j] ? j + 1 : j;
 }
 
-/* Parses "{m}", "{m,}" or "{m,n}" at s[i]; returns the index past it and the
- * largest count in *count, or 0 when it is not a bound. */
+/* Reads the digits at s[*j] (advancing *j), clamped: an overlong count is
+ * still one number, not digits the caller would take for a literal '{'. */
+static long count_at(const char *s, size_t *j) {
+  long v = 0;
+  while (isdigit((unsigned char)s[*j])) {
+    if (v < 1000000) v = 10 * v + (s[*j] - '0');
+    (*j)++;
+  }
+  return v;
+}
+
+/* Parses a bound at s[i] == '{': "{m}", "{m,}", "{m,n}" and glibc's "{,n}"
+ * (0 to n) and "{,}" (0 or more) — regcomp takes all five as repetition, so
+ * each must be counted here or "{,30000}" would pass as a literal brace.
+ * Returns the index past it and the largest count in *count (1 for an
+ * open-ended one: it costs what '*' costs), or 0 when regcomp would not take
+ * it as a bound either. */
 static size_t bound(const char *s, size_t i, long *count) {
   size_t j = i + 1;
-  long m = 0, n = -1;
-  if (!isdigit((unsigned char)s[j])) return 0;
-  while (isdigit((unsigned char)s[j]) && m < 100000)
-    m = 10 * m + (s[j++] - '0');
+  int has_m = isdigit((unsigned char)s[j]) != 0;
+  long m = count_at(s, &j), n = -1;
   if (s[j] == ',') {
     j++;
-    if (isdigit((unsigned char)s[j])) {
-      n = 0;
-      while (isdigit((unsigned char)s[j]) && n < 100000)
-        n = 10 * n + (s[j++] - '0');
-    }
+    if (isdigit((unsigned char)s[j])) n = count_at(s, &j);
+  } else if (!has_m) {
+    return 0;
   }
   if (s[j] != '}') return 0;
   *count = n > m ? n : m;
+  if (*count == 0) *count = 1;
   return j + 1;
 }
 

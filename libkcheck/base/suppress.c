@@ -96,13 +96,22 @@ static int load_one(const char *path) {
     kc_options_fatal("suppressions=%s: cannot open it", path);
     return 1;
   }
-  char line[4096];
+  /* Whole lines, however long (the file is at most MAX_FILE_BYTES): a
+   * fixed buffer split a long line, and the tail of a comment became a
+   * rule. --gen-suppressions writes lines as long as the C++ names. */
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
   int lineno = 0, problems = 0;
-  while (fgets(line, sizeof line, f)) {
+  while ((len = getline(&line, &cap, f)) >= 0) {
     lineno++;
-    int r = parse_line(line, path, lineno);
+    /* A NUL would end the line early, its rest silently ignored. */
+    int r = memchr(line, 0, (size_t)len) ? -3 : parse_line(line, path, lineno);
     if (r == -1) {
       kc_options_fatal("%s:%d: error: expected gate:kernel-glob[:frame-glob]", path, lineno);
+      problems++;
+    } else if (r == -3) {
+      kc_options_fatal("%s:%d: error: a NUL byte in the line", path, lineno);
       problems++;
     } else if (r == -2) {
       kc_options_fatal("%s:%d: error: more than %d suppressions", path, lineno, MAX_RULES);
@@ -110,6 +119,7 @@ static int load_one(const char *path) {
       break;
     }
   }
+  free(line);
   fclose(f);
   return problems;
 }

@@ -49,17 +49,32 @@ _Noreturn void kc_exit_process(int status) {
 }
 
 /* exitcode=N: the exit status tells CI that violations exist (like the
- * sanitizers'). exit() cannot be given another status from inside, so this
- * is the last thing the process does: an ELF destructor of libkcheck runs
- * in the dynamic linker's finalisation, after every atexit handler of the
- * application, its C++ static destructors and the destructors of libraries
- * finalised before libkcheck; it flushes stdio (what exit would still do)
- * and ends the process with N. Only the finalisers of libkcheck's own
- * dependencies (libc, jansson, ...) are skipped. */
-__attribute__((destructor)) static void exit_status(void) {
-  if (kc_disabled || !kc_opt.exitcode || !atomic_load(&kc_count.violations)) return;
+ * sanitizers'). exit() cannot be given another status from inside, so the
+ * process is ended with N as the last step of exit's own work: an ELF
+ * destructor of libkcheck runs in the dynamic linker's finalisation
+ * (_dl_fini, itself exit's first-registered, so last-run, handler), after
+ * every atexit handler of the application and its C++ static destructors
+ * but before the destructors of libraries finalised after libkcheck (any
+ * the application links that libkcheck does not depend on). Ending the
+ * process there skipped those; so the destructor registers one more exit
+ * handler (glibc runs handlers registered while exit runs them, after the
+ * one running: here after the whole of _dl_fini) and that one flushes stdio
+ * (what exit would still do) and ends the process with N. Only when the
+ * registration fails does the destructor end the process itself. */
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+static void exit_with_status(void *unused) {
+  (void)unused;
   fflush(NULL);
   kc_exit_process((int)kc_opt.exitcode);
+}
+
+__attribute__((destructor)) static void exit_status(void) {
+  if (kc_disabled || !kc_opt.exitcode || !atomic_load(&kc_count.violations)) return;
+  /* No DSO handle: the handler belongs to no library, so no library's
+   * finalisation runs it early. */
+  if (__cxa_atexit(exit_with_status, NULL, NULL) == 0) return;
+  exit_with_status(NULL);
 }
 
 int kc_core_init(int (*layers_init)(void)) {

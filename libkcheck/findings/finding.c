@@ -40,11 +40,16 @@ static struct key keys[MAX_KEYS];
 static int nkeys;
 static long printed, suppressed, unique, repeats;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char test_id[512];
+/* The whole id, however long: the pytest plugin matches a violation to its
+ * test by equality, so a truncated id (a long parametrised one) would let
+ * the test that caused the violation pass. NULL: no test. */
+static char *test_id;
 
 void kc_finding_set_test(const char *id) {
+  char *copy = id && *id ? strdup(id) : NULL;
   pthread_mutex_lock(&lock);
-  snprintf(test_id, sizeof test_id, "%s", id ? id : "");
+  free(test_id);
+  test_id = copy;
   pthread_mutex_unlock(&lock);
 }
 
@@ -599,7 +604,7 @@ int kc_finding_report(json_t *rec) {
                             : kc_stack_json_fast(3));
   kc_guard_leave();
   pthread_mutex_lock(&lock);
-  if (test_id[0] && !json_object_get(rec, "test"))
+  if (test_id && !json_object_get(rec, "test"))
     json_object_set_new(rec, "test", json_string(test_id));
   pthread_mutex_unlock(&lock);
   /* Queued, the record is written when the findings thread gets to it

@@ -105,7 +105,8 @@ def unchecked_reason(reports):
     if not reports:
         return EXIT_UNCHECKED, "nothing was checked: no report (no process made a CUDA call)"
     # a violation (stream_order needs no check) is a verdict
-    if any(r.violations for r in reports) or sum(r.checks_made for r in reports):
+    if any(r.violations or r.unrecorded_violations for r in reports) \
+            or sum(r.checks_made for r in reports):
         return None
     launches = sum((r.summary or {}).get("launches", 0) for r in reports)
     why = {}
@@ -174,7 +175,7 @@ def cmd_run(args):
             print("kcheck: log_path=none: no report to tell what was checked", file=sys.stderr)
         return rc
     reports = [kr.read(p) for p in _reports_since(prefix, before)]
-    if args.error_exitcode and any(r.violations for r in reports):
+    if args.error_exitcode and any(r.violations or r.unrecorded_violations for r in reports):
         return args.error_exitcode
     if rc:
         return rc
@@ -302,9 +303,10 @@ def verdict(rep):
         return "none: the run did not finish"
     s = rep.summary
     checks, launches = rep.checks_made, s.get("launches", 0)
-    if rep.violations:
+    n = len(rep.violations) + rep.unrecorded_violations
+    if n:
         return "%d violation%s in %d check%s of %d launch%s" % (
-            len(rep.violations), "" if len(rep.violations) == 1 else "s", checks,
+            n, "" if n == 1 else "s", checks,
             "" if checks == 1 else "s", launches, "" if launches == 1 else "es")
     if not checks:
         return "none: nothing was checked (0 checks of %d launch%s)" % (
@@ -371,6 +373,12 @@ def cmd_report(args):
             print("  the run did not finish: no summary record (the process crashed or was killed)")
             status = 1
         elif rep.violations:
+            status = 1
+        if rep.finished and rep.unrecorded_violations:
+            # A violation counted is never a clean run, record or not.
+            print("  the summary counts %d violation%s without a record in this report (the "
+                  "file was cut or edited after the run): not clean" % (
+                      rep.unrecorded_violations, "" if rep.unrecorded_violations == 1 else "s"))
             status = 1
         print("  verdict: %s" % verdict(rep))
     why = None if args.allow_unchecked else unchecked_reason(reports)

@@ -2,6 +2,7 @@
 dashboards), from one or more kcheck reports (findings de-duplicated)."""
 import hashlib
 import os
+import re
 import xml.etree.ElementTree as ET
 
 from kcheck import __version__
@@ -115,4 +116,19 @@ def junit(reports):
     suite.set("tests", str(len(cases) + errors))
     root = ET.Element("testsuites")
     root.append(suite)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+    return _xml_chars(ET.tostring(root, encoding="unicode", xml_declaration=True)) + "\n"
+
+
+# Characters XML 1.0 does not allow in a document, not even as character
+# references (C0 controls other than tab, LF, CR; U+FFFE/U+FFFF) and lone
+# surrogates (JSON's "\ud800" decodes to one; it cannot be encoded).
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_chars(text):
+    """text with each character XML 1.0 forbids written as visible text
+    (\\xNN, \\uNNNN): a kernel name or evidence with a control character
+    in it still gives a well-formed file. ElementTree escapes markup but
+    passes these through."""
+    return _XML_FORBIDDEN.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 256
+                              else "\\u%04x" % ord(m.group()), text)

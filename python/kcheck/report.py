@@ -34,6 +34,16 @@ class Report:
         return self.by_type("violation")
 
     @property
+    def unrecorded_violations(self):
+        """Violations the summary counts beyond the report's records of them
+        (a file cut or edited after the run): 0 when every one has its
+        record. Each still counts against the run."""
+        n = (self.summary or {}).get("violations")
+        if not isinstance(n, int) or isinstance(n, bool):
+            return 0
+        return max(0, n - len(self.violations))
+
+    @property
     def suppressed(self):
         return self.by_type("suppressed")
 
@@ -89,8 +99,30 @@ def _parse(text):
         if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
             malformed.append((n, line[:80]))
             continue
+        if "\\ud" in line or "\\uD" in line:
+            rec = _no_lone_surrogates(rec)
         records.append(_sane(rec))
     return _settle_pending(records), malformed
+
+
+def _no_surrogate(s):
+    # json pairs a valid "\\ud83d\\ude00" into one character: any
+    # surrogate left is a lone one.
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in s) \
+        if any("\ud800" <= c <= "\udfff" for c in s) else s
+
+
+def _no_lone_surrogates(v):
+    """v with each lone surrogate (JSON's "\\ud800" decodes to one) as
+    U+FFFD: no text, file or XML can be written with one in it. A record is
+    a few levels deep; the parser has bounded that already."""
+    if isinstance(v, str):
+        return _no_surrogate(v)
+    if isinstance(v, list):
+        return [_no_lone_surrogates(x) for x in v]
+    if isinstance(v, dict):
+        return {_no_surrogate(k): _no_lone_surrogates(x) for k, x in v.items()}
+    return v
 
 
 def _settle_pending(records):
@@ -169,18 +201,48 @@ def write_file(path, data, mode=0o600):
         raise
 
 
-def read(path):
-    """The report at path. Raises ReportError (one line) when it cannot be read."""
+def _read_regular(path):
+    """path's bytes, when it is a regular file. Opened without blocking and
+    checked on the open descriptor: a FIFO (or a device, /dev/zero) would
+    block or never end, and a check before the open could be raced."""
+    import stat
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         raise ReportError("%s: no such report" % path) from None
     except IsADirectoryError:
         raise ReportError("%s: is a directory, not a report" % path) from None
     except OSError as e:
         raise ReportError("%s: cannot read it (%s)" % (path, e.strerror or e)) from None
-    records, malformed = _parse(text)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReportError("%s: is a directory, not a report" % path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportError("%s: not a regular file (a FIFO, socket or device): kcheck "
+                              "reads reports only from regular files" % path)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            return f.read()
+    except OSError as e:
+        raise ReportError("%s: cannot read it (%s)" % (path, e.strerror or e)) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def read(path):
+    """The report at path. Raises ReportError (one line) when it cannot be
+    read: missing, not a regular file, or a record nested too deeply."""
+    text = _read_regular(path).decode("utf-8", errors="replace")
+    try:
+        records, malformed = _parse(text)
+    except RecursionError:
+        # json's parser recurses per level: a hostile line of 100,000 "["
+        # would end in a traceback. kcheck's records nest a few levels.
+        raise ReportError("%s: a line nests JSON deeper than Python's parser takes; "
+                          "kcheck writes no such record" % path) from None
     return Report(path, records, malformed)
 
 
@@ -422,15 +484,40 @@ def contract_location(v):
 # -------------------------------------------------------- suppressions
 
 def _glob_escape(name):
-    return "".join("[%s]" % c if c in "*?[" else c for c in name)
+    # A character the file cannot hold (a line break, any control
+    # character) or that it reads as a field separator (a ':' not paired
+    # into C++'s '::', scanned as libkcheck's suppress.c does) becomes '?':
+    # one line that still matches the name.
+    out, i = [], 0
+    while i < len(name):
+        c = name[i]
+        if name.startswith("::", i):
+            out.append("::")
+            i += 2
+            continue
+        if ord(c) < 32 or ord(c) == 127 or c == ":":
+            out.append("?")
+        elif c in "*?[":
+            out.append("[%s]" % c)
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _comment_text(s):
+    """s on one comment line: control characters (a line break would end
+    the comment and start a rule) as '?'."""
+    return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in s)
 
 
 def suppression_line(gate, kernel):
     """The suppressions=FILE line `gate:kernel-glob` that silences findings
     of gate in kernel: its demangled name up to the argument list, so the
-    same kernel at any spelling of its parameters."""
+    same kernel at any spelling of its parameters. One line of any length
+    (libkcheck reads whole lines)."""
     base, paren, _ = (kernel or "?").partition("(")
-    return "%s:%s" % (gate, _glob_escape(base.strip()) + ("(*" if paren else ""))
+    return "%s:%s" % (_glob_escape(gate or "?"), _glob_escape(base.strip()) + ("(*" if paren else ""))
 
 
 def gen_suppressions(reports):
@@ -439,7 +526,8 @@ def gen_suppressions(reports):
     out = []
     for f in merge(reports):
         kernel = f.kernel or "?"
-        out.append("# %s in %s (%d time%s)" % (f.gate, kernel, f.count, "" if f.count == 1 else "s"))
+        out.append(_comment_text("# %s in %s (%d time%s)" % (f.gate, kernel, f.count,
+                                                              "" if f.count == 1 else "s")))
         out.append(suppression_line(f.gate, kernel))
     return out
 

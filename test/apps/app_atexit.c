@@ -1,7 +1,8 @@
 /* test/apps/app_atexit.c — a program with exit work of its own (an atexit
  * handler registered before its first CUDA call, one after, and an ELF
- * destructor), launching a racy kernel so that kcheck finds a violation:
- * with exitcode=N the status must be N and every handler must still run. */
+ * destructor) and of a library it links (atexit_lib.c), launching a racy
+ * kernel so that kcheck finds a violation: with exitcode=N the status must
+ * be N and every handler and destructor must still run. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,10 @@ __attribute__((destructor)) static void dtor(void) { printf("app_atexit: destruc
     }                                                                                              \
   } while (0)
 
+int atexit_lib_loaded(void);
+
 int main(void) {
+  if (!atexit_lib_loaded()) return 2;
   atexit(before);
   CUdevice dev;
   CUcontext ctx;

@@ -37,6 +37,31 @@ def test_understated_shape_is_a_bounds_violation(app, tmp_path):
     assert v[0]["evidence"]["side"] == "after_end"
 
 
+def test_overstated_shape_is_skipped_before_any_allocation(app, tmp_path):
+    """The output declared 4 GB on vecadd's 4 KB buffer, with both memory
+    budgets out of the way (mem_budget=16G, device_mem_budget=0): the
+    contract gates skip it with the reason, before allocating a shadow (it
+    once cost 108 s and 15.7 GB for one check)."""
+    import resource
+    import time
+    t0 = time.monotonic()
+    r = basic(app, tmp_path, os.path.join(DATA, "shape_overstated.yaml"),
+              ":mem_budget=16G:device_mem_budget=0")
+    took = time.monotonic() - t0
+    assert_host_fine(r)
+    assert took < 30, took
+    # the largest child this test process ran: far below the 4 GB shape
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 * 1024 * 1024
+    checks = [c for c in by_type(r.only_report(), "check") if c["kernel_name"].startswith("vecadd")]
+    assert checks
+    for c in checks:
+        for gate in ("coverage", "bounds", "immutability"):
+            g = c["gates"][gate]
+            assert g["status"] == "inconclusive", g
+            assert "tensor 'c': the contract's shape declares 4000000000 bytes" in g["reason"], g
+            assert "overstates it" in g["reason"], g
+
+
 def test_understated_format_refused_by_lint(app, tmp_path):
     """Matched by its mangled name, the kernel's parameter is a float*: lint
     refuses the bool format, the contract is not loaded, the run goes on."""
@@ -278,17 +303,24 @@ def mutants_all_gates(app, tmp_path, seed, count):
         r = basic(app, d, str(path), ":gates=all")
         return i, r.rc, r.out, r.err
 
+    ran = 0
     for i, rc, out, err in sweep(one, range(len(mutants))):
         assert rc == 0 and "basic ok" in out, "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
         assert "AddressSanitizer" not in err and "runtime error" not in err, \
             "mutant %d:\n%s\n%s" % (i, mutants[i], err[-3000:])
+        ran += 1
+    return ran
 
 
 def test_mutated_contracts_all_gates_never_crash(app, tmp_path):
     """Seeded mutants, opaque parameters and launch-variable extents among
     them, under gates=all (shapes included): 0 crashes, the application's
-    results unchanged. KCHECK_MUTANTS=N runs more (seed from
-    KCHECK_MUTANT_SEED)."""
+    results unchanged. `make test` runs 24; `make test-mutants` (CI runs it
+    after `make test`) runs 1,024 (KCHECK_MUTANTS=N, seed from
+    KCHECK_MUTANT_SEED). The count run is stated on stdout (pytest -s)."""
     count = int(os.environ.get("KCHECK_MUTANTS", "24"))
     seed = int(os.environ.get("KCHECK_MUTANT_SEED", "3838"))
-    mutants_all_gates(app, tmp_path, seed, count)
+    ran = mutants_all_gates(app, tmp_path, seed, count)
+    assert ran == count
+    print("\ncontract mutants under gates=all: %d run (seed %d), 0 crashes, results unchanged"
+          % (ran, seed))

@@ -133,8 +133,11 @@ def test_regex_bomb_option_is_quick(app, tmp_path):
 def test_exitcode_keeps_the_applications_exit_work(app, tmp_path):
     r = run([app("app_atexit")], tmp_path, options="exitcode=3")
     assert r.rc == 3, r.err[-2000:]
+    # and the exit work of a library the program links, finalised after
+    # libkcheck (its destructor and the atexit handler it registered)
     for line in ("main done", "handler registered after CUDA ran",
-                 "handler registered before CUDA ran", "destructor ran"):
+                 "handler registered before CUDA ran", "destructor ran",
+                 "library destructor ran", "library's atexit handler ran"):
         assert "app_atexit: " + line in r.out, r.out
     assert by_type(r.only_report(), "violation")
     assert by_type(r.only_report(), "summary")
@@ -169,6 +172,15 @@ def test_report_open_failure_names_the_reason_and_exits(app, tmp_path):
     # A file where a folder should be: the report cannot be made, and no
     # report would read as a clean run.
     (tmp_path / "afile").write_text("")
-    r = run([app("app_linked"), "basic"], tmp_path, options="log_path=%s/afile/kc" % tmp_path)
-    assert r.rc == 1 and "basic ok" not in r.out, r.err[-2000:]
-    assert "cannot open report" in r.err and "Not a directory" in r.err and "exiting" in r.err, r.err
+    for strict in ("", ":strict=1", ":strict=0"):
+        r = run([app("app_linked"), "basic"], tmp_path,
+                options="log_path=%s/afile/kc%s" % (tmp_path, strict))
+        assert r.rc == 1 and "basic ok" not in r.out, r.err[-2000:]
+        assert "cannot open report" in r.err and "Not a directory" in r.err and "exiting" in r.err, \
+            r.err
+    # kcheck's text log (log_file) that cannot be opened: stderr instead,
+    # fatal under strict=1 like every option problem
+    lf = run([app("app_linked"), "basic"], tmp_path,
+             options="log_file=%s/afile/log:strict=1" % tmp_path)
+    assert lf.rc == 1 and "basic ok" not in lf.out, lf.err[-2000:]
+    assert "cannot open %s/afile/log" % tmp_path in lf.err and "strict=1: 1 option problem" in lf.err

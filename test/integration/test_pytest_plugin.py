@@ -226,3 +226,27 @@ def test_a_session_that_checked_nothing_fails_with_the_reason(tmp_path):
     # checks made: the session's own verdict stands
     clean = pytest_suite(tmp_path, SUITE2, "-k", "clean")
     assert clean.returncode == 0 and "nothing was checked" not in clean.stdout, clean.stdout[-3000:]
+
+
+SUITE_LONG_ID = r'''
+import sys
+import pytest
+sys.path.insert(0, %(apps)r)
+import app_ctypes
+
+
+# A parametrised id of 700 bytes (longer than any fixed buffer for it).
+@pytest.mark.parametrize("label", ["x" * 700], ids=["x" * 700])
+def test_racy_long(label):
+    sys.argv = ["app_ctypes", "races"]
+    assert app_ctypes.main() == 0
+''' % {"apps": APPS_DIR}
+
+
+def test_a_long_test_id_still_fails_the_test(tmp_path):
+    # The violation carries the whole id, so the plugin matches it to the
+    # test (a 511-byte cut once let this test pass).
+    r = pytest_suite(tmp_path, SUITE_LONG_ID)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "FAILED test_suite.py::test_racy_long[" + "x" * 700 + "]" in r.stdout, r.stdout[-3000:]
+    assert "kcheck violation(s) during this test" in r.stdout

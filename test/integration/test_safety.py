@@ -232,38 +232,49 @@ def killed_run(app, tmp_path, trigger=None, delay=None):
     return seen, recs, p.returncode
 
 
-def assert_findings_kept(seen, recs):
-    """Every racy kernel whose result line was printed before the kill
-    (its launch had returned) has its violation in the report."""
+def findings_lost(seen, recs):
+    """The racy kernels whose result line was printed before the kill (their
+    launch had returned) but whose violation is not in the report, and how
+    many were printed."""
     names = {r.get("kernel_name", "").split("(")[0] for r in by_type(recs, "violation")}
-    for key, kernel in RACY.items():
-        if any(key in l for l in seen):
-            assert kernel in names, (key, seen, names)
+    printed = [kernel for key, kernel in RACY.items() if any(key in l for l in seen)]
+    return [k for k in printed if k not in names], len(printed)
 
 
 def test_sigkill_after_the_violation_keeps_it(app, tmp_path):
     """SIGKILL (the OOM killer, timeout -s KILL) right after main's last
-    line: every violation is in the report, 12 kills out of 12 (the
+    line: every violation is in the report, 10 kills out of 10 (the
     violation is written through as violation_pending before its launch
-    returns; the findings thread's full record would come later). Then 24
-    kills at random moments: each violation whose kernel's result was
-    printed is there, and the report stays readable."""
+    returns; the findings thread's full record would come later). Then 60
+    kills at random moments over the run: each violation whose kernel's
+    result was printed is there (0 lost), and the report stays readable.
+    About 50 s on two cores."""
     import random
+    after_main, at_random = 10, 60
 
     def one(i):
         d = tmp_path / ("k%d" % i)
         d.mkdir()
-        if i < 12:
+        if i < after_main:
             return killed_run(app, d, trigger="races ok")
-        return killed_run(app, d, delay=random.Random(i).uniform(0.05, 2.5))
+        # the run takes about 2 s under ASan: kills spread over all of it
+        return killed_run(app, d, delay=random.Random(i).uniform(0.05, 2.2))
 
-    results = sweep(one, range(36))
+    results = sweep(one, range(after_main + at_random))
+    lost, printed, killed = [], 0, 0
     for i, (seen, recs, rc) in enumerate(results):
-        assert rc == -signal.SIGKILL or i >= 12, (i, rc, seen)
-        if i < 12:
+        assert rc == -signal.SIGKILL or i >= after_main, (i, rc, seen)
+        if i < after_main:
             assert any("races ok" in l for l in seen), seen
             assert len(by_type(recs, "violation")) == 4, (i, [r["type"] for r in recs])
-        assert_findings_kept(seen, recs)
+        else:
+            killed += rc == -signal.SIGKILL
+        gone, n = findings_lost(seen, recs)
+        lost += [(i, k) for k in gone]
+        printed += n
+    assert lost == [], lost
+    # the random kills did land during the runs, with violations to lose
+    assert killed >= at_random // 2 and printed >= 4 * after_main + at_random // 2, (killed, printed)
 
 
 # ---- managed memory: CPU threads write it with no driver call

@@ -166,14 +166,25 @@ static void test_regex(void) {
   CHECK(kc_regex_check("a{2}{3}", err, sizeof err) && strstr(err, "nested"));
   CHECK(kc_regex_check("a{1000}", err, sizeof err) && strstr(err, "over the limit of 100"));
   CHECK(kc_regex_check("(a)\\1", err, sizeof err) && strstr(err, "back-references"));
+  /* Every bound regcomp takes, glibc's "{,n}" and "{,}" included, is
+   * counted and its nesting refused ("{,30000}" once passed as a literal
+   * brace and cost 12 GB). */
+  static const char *const over[] = {"a{,30000}", "a{,101}",        "a{101,}",
+                                     "a{5,101}",  "a{99999999999}", "a{,99999999999}"};
+  for (size_t i = 0; i < sizeof over / sizeof *over; i++)
+    CHECK(kc_regex_check(over[i], err, sizeof err) && strstr(err, "over the limit of 100"));
+  static const char *const nested[] = {"(a{,3}){,3}", "a{,3}{,3}", "(a{2,}){2}",
+                                       "(a{,}b)*",    "(a*){,5}",  "a{,}{,}"};
+  for (size_t i = 0; i < sizeof nested / sizeof *nested; i++)
+    CHECK(kc_regex_check(nested[i], err, sizeof err) && strstr(err, "nested"));
   char *longp = repeat("", "a", KC_REGEX_MAX_LEN + 1, "");
   CHECK(kc_regex_check(longp, err, sizeof err) && strstr(err, "over the limit of 256"));
   free(longp);
   CHECK(now() - t0 < 1.0);
   /* Ordinary patterns pass and compile. */
   static const char *const good[] = {
-      "^gemm_.*_kernel$", "(foo|bar)+_k",       "[+*]+x", "a{3}b?", "x\\+y+",
-      "softmax(_rows)?",  "[[:alpha:]]+[0-9]*", NULL};
+      "^gemm_.*_kernel$",   "(foo|bar)+_k", "[+*]+x", "a{3}b?",         "x\\+y+", "softmax(_rows)?",
+      "[[:alpha:]]+[0-9]*", "a{,3}b",       "a{2,}c", "x{,100}y{100,}", "a{,}",   NULL};
   for (int i = 0; good[i]; i++) {
     regex_t re;
     int ok = kc_regex_compile(&re, good[i], err, sizeof err) == 0;

@@ -31,7 +31,7 @@ void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
 /* Adds unique_violations, suppressed and repeats to the summary record. */
 void kc_findings_summary(json_t *summary);
 /* The stderr summary's lines for repeated and suppressed findings. */
-void kc_findings_print_summary(void);
+long kc_findings_print_summary(void);
 /* After fork: the child counts its own findings. */
 void kc_findings_reset_child(void);
 

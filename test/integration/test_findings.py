@@ -323,7 +323,7 @@ def test_report_text_and_status(app, tmp_path):
     racy = run([app("app_linked"), "races"], tmp_path)
     r = kcheck("report", racy.reports[0])
     assert r.returncode == 1
-    assert "violation [race] in last_writer(int*)" in r.stdout
+    assert "bug [race] in last_writer(int*)" in r.stdout
     assert "at test/apps/apps.h:" in r.stdout
 
 

@@ -3,7 +3,7 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate|junk|streams] [--lib PATH]
+usage: app_ctypes.py [basic|races|annotate|junk|streams] [--lib PATH] [--launch-via LIB]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
@@ -111,9 +111,18 @@ class Driver:
         return call
 
 
+# --launch-via LIB: kernels are launched by LIB's via_launch(f, grid,
+# block, stream, params) (a library without debug information or .symtab,
+# as libtorch's and libcudart's frames are), not by ctypes directly.
+VIA = []
+
+
 def launch(d, func, grid, block, *args, stream=None):
     """args: ctypes objects, one per kernel parameter."""
     arr = (C.c_void_p * len(args))(*[C.cast(C.byref(a), C.c_void_p) for a in args])
+    if VIA:
+        assert VIA[0](func, grid, block, stream, arr) == 0
+        return
     d.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, stream, arr, None)
 
 
@@ -254,6 +263,11 @@ def main():
         a = argv.pop(0)
         if a == "--lib":
             path = argv.pop(0)
+        elif a == "--launch-via":
+            via = C.CDLL(argv.pop(0)).via_launch
+            via.argtypes = [C.c_void_p, C.c_uint, C.c_uint, C.c_void_p, C.c_void_p]
+            via.restype = C.c_int
+            VIA.append(via)
         else:
             mode = a
     if mode not in ("basic", "races", "annotate", "junk", "streams"):

@@ -126,6 +126,8 @@ def finding_text(v, test_location=None):
     in_test = [f for f in (v.get("stack") or {}).get("python") or []
                if test_location and f.get("file")
                and os.path.realpath(f["file"]) == os.path.realpath(test_location[0])]
+    # the test function's own frame first (helpers in its file are below it)
+    in_test = [f for f in in_test if f.get("function") == test_location[2]] or in_test
     if in_test:
         lines.append("  at:        %s:%s in %s (the test)" % (
             in_test[0]["file"], in_test[0].get("line"), in_test[0].get("function")))

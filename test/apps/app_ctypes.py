@@ -3,7 +3,7 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate|junk|streams] [--lib PATH] [--launch-via LIB]
+usage: app_ctypes.py [basic|races|annotate|junk|streams|bugs] [--lib PATH] [--launch-via LIB]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
@@ -16,6 +16,12 @@ streams: on two non-blocking streams, scale(x) on the first then
 vecadd(x, x, y) on the second, from the same lines in STREAM_ROUNDS
 rounds; the rounds are ordered by a context synchronisation between the
 two launches except the last, where the second reads x unordered.
+bugs: two missing stream waits. The first recurs with other operations
+from the same lines: three rounds copy x host->device on one stream
+(upload, a different size each round) and launch a kernel reading x on
+the other (compute: scale, vecadd, scale) with no wait between them; the
+second is one unordered copy of y and a kernel reading it, from two other
+lines. Two bugs, the first with three occurrences.
 The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
 LD_LIBRARY_PATH). Exit status 0 only when every result is right.
 """
@@ -86,6 +92,7 @@ class Driver:
             "cuMemFree_v2": [u64],
             "cuMemcpyHtoD_v2": [u64, vp, C.c_size_t],
             "cuMemcpyDtoH_v2": [vp, u64, C.c_size_t],
+            "cuMemcpyHtoDAsync_v2": [u64, vp, C.c_size_t, vp],
             "cuMemsetD32_v2": [u64, u32, C.c_size_t],
             "cuLaunchKernel": [vp, u32, u32, u32, u32, u32, u32, u32, vp,
                                C.POINTER(vp), C.POINTER(vp)],
@@ -230,6 +237,36 @@ def streams(d, func, alloc):
     return int(host[10] != want)
 
 
+def bugs(d, func, alloc):
+    s1, s2 = C.c_void_p(), C.c_void_p()
+    d.cuStreamCreate(C.byref(s1), 1)  # CU_STREAM_NON_BLOCKING
+    d.cuStreamCreate(C.byref(s2), 1)
+    x, y = alloc(4 * N), alloc(4 * N)
+    host = (C.c_float * N)(*[float(i) for i in range(N)])
+    scale, vecadd = func(b"_Z5scalePffi"), func(b"_Z6vecaddPKfS0_Pfi")
+    grid = (N + 127) // 128
+
+    def upload(n):
+        d.cuMemcpyHtoDAsync_v2(x, host, 4 * n, s1)
+
+    def compute(k, *args):
+        launch(d, k, grid, 128, *args, stream=s2)
+
+    for r, (k, args) in enumerate(((scale, (x, C.c_float(2.0), C.c_int(N))),
+                                   (vecadd, (x, x, y, C.c_int(N))),
+                                   (scale, (x, C.c_float(3.0), C.c_int(N))))):
+        upload(N // (r + 1))
+        compute(k, *args)
+        d.cuCtxSynchronize()
+    d.cuMemcpyHtoDAsync_v2(y, host, 4 * N, s1)
+    again = scale
+    launch(d, again, grid, 128, y, C.c_float(1.0), C.c_int(N), stream=s2)
+    d.cuCtxSynchronize()
+    for s in (s1, s2):
+        d.cuStreamDestroy_v2(s)
+    return 0
+
+
 JUNK_VARIANTS, JUNK_ROUNDS = 32, 4
 
 
@@ -270,8 +307,9 @@ def main():
             VIA.append(via)
         else:
             mode = a
-    if mode not in ("basic", "races", "annotate", "junk", "streams"):
-        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams)\n" % (NAME, mode))
+    if mode not in ("basic", "races", "annotate", "junk", "streams", "bugs"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams, bugs)\n"
+                         % (NAME, mode))
         return 2
     d = Driver(path)
     d.cuInit(0)
@@ -321,6 +359,8 @@ def main():
         failures += junk(d, func, alloc)
     elif mode == "streams":
         failures += streams(d, func, alloc)
+    elif mode == "bugs":
+        failures += bugs(d, func, alloc)
     else:
         B, T = 64, 128
         dout, dd = alloc(4), alloc(4 * B * T)

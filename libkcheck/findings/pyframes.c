@@ -153,8 +153,18 @@ static int on_own_stack(uintptr_t p) {
   return p >= stack_lo && p < stack_hi;
 }
 
-static int walk(uintptr_t ts, struct kc_pyframe *out, int max, int full, int safe,
-                const char **why) {
+/* A frame's identity into a running key. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+/* Frames into out (names and lines when full), or, with out NULL, each
+ * frame's code and instruction into *key. */
+static int walk(uintptr_t ts, struct kc_pyframe *out, int max, int full, int safe, const char **why,
+                uint64_t *key) {
   const struct layout *l = py.l;
   uintptr_t f = 0;
   if (l->ts_cframe >= 0) {
@@ -178,6 +188,12 @@ static int walk(uintptr_t ts, struct kc_pyframe *out, int max, int full, int saf
     code &= py.tag_mask;
     if (l->shim_owner < 0 || owner != l->shim_owner) { /* not a C stack's entry frame */
       if (!is_type(code, py.code_type, safe)) goto bad;
+      if (!out) {
+        *key = mix(mix(*key, code), instr);
+        n++;
+        f = prev;
+        continue;
+      }
       struct kc_pyframe *o = &out[n++];
       o->code = code;
       o->instr = instr;
@@ -214,12 +230,12 @@ int kc_pyframes_read(void *tstate, struct kc_pyframe *out, int max, int full, co
     *why = py.why;
     return -1;
   }
-  if (s > 0) return walk((uintptr_t)tstate, out, max, full, 0, why);
+  if (s > 0) return walk((uintptr_t)tstate, out, max, full, 0, why, NULL);
   /* The first frames of the process: read with reads that cannot fault,
    * every frame's code checked; a layout that passes is read directly
    * from then on. A thread without frames decides nothing. */
   pthread_mutex_lock(&validating);
-  int n = walk((uintptr_t)tstate, out, max, 1, 1, why);
+  int n = walk((uintptr_t)tstate, out, max, 1, 1, why, NULL);
   for (int i = 0; i < 2; i++)
     if (pipe_fd[i] >= 0) close(pipe_fd[i]), pipe_fd[i] = -1;
   if (n < 0 && atomic_load(&state) == 0) {
@@ -233,4 +249,20 @@ int kc_pyframes_read(void *tstate, struct kc_pyframe *out, int max, int full, co
   }
   pthread_mutex_unlock(&validating);
   return n;
+}
+
+int kc_pyframes_key(void *tstate, uint64_t *key, const char **why) {
+  (void)pthread_once(&once, lookup);
+  if (!py.l || atomic_load_explicit(&state, memory_order_acquire) < 0) {
+    *why = py.why;
+    return -1;
+  }
+  if (atomic_load_explicit(&state, memory_order_acquire) == 0) {
+    /* the first read (checked) takes names: it needs a few frames' room */
+    struct kc_pyframe *fr = malloc(16 * sizeof *fr);
+    int n = fr ? kc_pyframes_read(tstate, fr, 16, 1, why) : -1;
+    free(fr);
+    if (n < 0 || atomic_load(&state) <= 0) return n < 0 ? -1 : 0;
+  }
+  return walk((uintptr_t)tstate, NULL, 64, 0, 0, why, key);
 }

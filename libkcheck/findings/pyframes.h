@@ -27,5 +27,8 @@ struct kc_pyframe {
  * returns how many; -1 with *why when the frames cannot be read. tstate:
  * PyGILState_GetThisThreadState() of the calling thread. */
 int kc_pyframes_read(void *tstate, struct kc_pyframe *out, int max, int full, const char **why);
+/* The same frames' identity (each one's code object and instruction)
+ * mixed into *key, without copying them: how many frames, or -1 (*why). */
+int kc_pyframes_key(void *tstate, uint64_t *key, const char **why);
 
 #endif

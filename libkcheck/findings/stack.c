@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -156,13 +157,20 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
 
 /* A Python thread that released the GIL around this call (PyTorch's
  * bindings, ctypes, graph replay): its frames read without the GIL
- * (pyframes.h) into fr. 1 read (*n frames), 0 not such a thread, -1 not
- * readable (*why). */
-static int py_raw(struct kc_pyframe *fr, int max, int full, int *n, const char **why) {
+ * (pyframes.h), into *frames (malloc'd, max of them) or, frames NULL,
+ * into *key. 1 read (*n frames), 0 not such a thread, -1 not readable
+ * (*why). */
+static int py_raw(struct kc_pyframe **frames, int max, uint64_t *key, int *n, const char **why) {
   if (!py_available() || py.gil_check()) return 0;
   void *ts = py.this_thread_state();
   if (!ts) return 0;
-  *n = kc_pyframes_read(ts, fr, max, full, why);
+  if (!frames) {
+    *n = kc_pyframes_key(ts, key, why);
+  } else {
+    /* on the heap: a thread's stack may be small, and this is ~24 KiB */
+    *frames = malloc((size_t)max * sizeof **frames);
+    *n = *frames ? kc_pyframes_read(ts, *frames, max, 1, why) : -1;
+  }
   return *n >= 0 ? 1 : -1;
 }
 
@@ -241,12 +249,14 @@ static json_t *raw_json(const struct kc_pyframe *fr, int n) {
 static json_t *python_stack(const char **why, int *without_gil) {
   int ensured, state = 0, n = 0;
   const char *raw_why = NULL;
-  struct kc_pyframe fr[MAX_FRAMES];
+  struct kc_pyframe *fr = NULL;
   *without_gil = 0;
-  int raw = kc_opt.python_stack ? py_raw(fr, MAX_FRAMES, 1, &n, &raw_why) : 0;
+  int raw = kc_opt.python_stack ? py_raw(&fr, MAX_FRAMES, NULL, &n, &raw_why) : 0;
+  json_t *taken = raw > 0 ? raw_json(fr, n) : NULL;
+  free(fr);
   if (raw > 0) {
     *without_gil = 1;
-    return raw_json(fr, n);
+    return taken;
   }
   if (!py_enter(why, &ensured, &state, raw_why)) return NULL;
   json_t *frames = json_array();
@@ -343,15 +353,8 @@ static uint64_t python_key(uint64_t salt) {
   uint64_t h = mix64(salt ^ 0x5bd1e995u), start = h;
   /* without the GIL: keyed on each frame's code and instruction (no
    * names or lines, which only the stack taken on a miss needs) */
-  struct kc_pyframe fr[MAX_FRAMES];
-  int raw = py_raw(fr, MAX_FRAMES, 0, &n, &raw_why);
-  if (raw > 0) {
-    for (int i = 0; i < n; i++) {
-      h = mix64(h ^ fr[i].code) ^ fr[i].instr;
-      h = mix64(h + 0x9e3779b97f4a7c15ull);
-    }
-    return h == start ? 0 : (h | 1);
-  }
+  int raw = py_raw(NULL, MAX_FRAMES, &h, &n, &raw_why);
+  if (raw > 0) return n == 0 ? 0 : (h | 1);
   if (!py_enter(&why, &ensured, &state, raw_why)) return 0;
   py_walk(frame_to_key, &h);
   py_leave(ensured, state);

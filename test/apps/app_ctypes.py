@@ -3,7 +3,7 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate|junk|streams|bugs] [--lib PATH] [--launch-via LIB]
+usage: app_ctypes.py [basic|races|annotate|junk|streams|bugs|graph] [--lib PATH] [--launch-via LIB]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
@@ -22,6 +22,9 @@ from the same lines: three rounds copy x host->device on one stream
 the other (compute: scale, vecadd, scale) with no wait between them; the
 second is one unordered copy of y and a kernel reading it, from two other
 lines. Two bugs, the first with three occurrences.
+graph: the racy last_writer captured into a CUDA graph on a stream, the
+graph launched twice (replay); ctypes releases the GIL around each launch,
+as torch.cuda.CUDAGraph.replay does.
 The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
 LD_LIBRARY_PATH). Exit status 0 only when every result is right.
 """
@@ -99,6 +102,12 @@ class Driver:
             "cuStreamCreate": [C.POINTER(vp), u32],
             "cuStreamSynchronize": [vp],
             "cuStreamDestroy_v2": [vp],
+            "cuStreamBeginCapture_v2": [vp, u32],
+            "cuStreamEndCapture": [vp, C.POINTER(vp)],
+            "cuGraphInstantiateWithFlags": [C.POINTER(vp), vp, u64],
+            "cuGraphLaunch": [vp, vp],
+            "cuGraphExecDestroy": [vp],
+            "cuGraphDestroy": [vp],
         }
         for name, args in sig.items():
             fn = getattr(self.lib, name)
@@ -267,6 +276,30 @@ def bugs(d, func, alloc):
     return 0
 
 
+def graph(d, func, alloc):
+    s, g, e = C.c_void_p(), C.c_void_p(), C.c_void_p()
+    d.cuStreamCreate(C.byref(s), 1)
+    out = alloc(4)
+    d.cuMemsetD32_v2(out, 0xFFFFFFFF, 1)
+    d.cuStreamBeginCapture_v2(s, 0)  # CU_STREAM_CAPTURE_MODE_GLOBAL
+    launch(d, func(b"_Z11last_writerPi"), 64, 128, out, stream=s)
+    d.cuStreamEndCapture(s, C.byref(g))
+    d.cuGraphInstantiateWithFlags(C.byref(e), g, 0)
+
+    def replay():
+        d.cuGraphLaunch(e, s)
+
+    for _ in range(2):
+        replay()
+    d.cuCtxSynchronize()
+    last = C.c_int()
+    d.cuMemcpyDtoH_v2(C.byref(last), out, 4)
+    d.cuGraphExecDestroy(e)
+    d.cuGraphDestroy(g)
+    d.cuStreamDestroy_v2(s)
+    return int(not 0 <= last.value < 64)
+
+
 JUNK_VARIANTS, JUNK_ROUNDS = 32, 4
 
 
@@ -307,8 +340,8 @@ def main():
             VIA.append(via)
         else:
             mode = a
-    if mode not in ("basic", "races", "annotate", "junk", "streams", "bugs"):
-        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams, bugs)\n"
+    if mode not in ("basic", "races", "annotate", "junk", "streams", "bugs", "graph"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams, bugs, graph)\n"
                          % (NAME, mode))
         return 2
     d = Driver(path)
@@ -361,6 +394,8 @@ def main():
         failures += streams(d, func, alloc)
     elif mode == "bugs":
         failures += bugs(d, func, alloc)
+    elif mode == "graph":
+        failures += graph(d, func, alloc)
     else:
         B, T = 64, 128
         dout, dd = alloc(4), alloc(4 * B * T)

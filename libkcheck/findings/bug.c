@@ -153,7 +153,7 @@ long kc_bug_note(json_t *rec, int suppressed, int *index) {
   } else {
     /* the kernel is part of the bug; where it was launched from tells
      * launches of one kernel by different code apart */
-    key = fnv(key, str(rec, "kernel_name"));
+    key = fnv(key, str(rec, "kernel_name")[0] ? str(rec, "kernel_name") : str(rec, "op"));
     if (site_of(json_object_get(rec, "stack"), labels[0], sizeof labels[0], &h)) {
       key ^= h;
       nsites = 1;
@@ -181,7 +181,9 @@ long kc_bug_note(json_t *rec, int suppressed, int *index) {
   memset(g, 0, sizeof *g);
   g->key = key;
   snprintf(g->gate, sizeof g->gate, "%s", gate);
-  snprintf(g->kernel_name, sizeof g->kernel_name, "%s", str(rec, "kernel_name"));
+  /* the PyTorch binding's op-level records name an op instead */
+  snprintf(g->kernel_name, sizeof g->kernel_name, "%s",
+           str(rec, "kernel_name")[0] ? str(rec, "kernel_name") : str(rec, "op"));
   memcpy(g->sites, labels, sizeof g->sites);
   g->nsites = nsites;
   g->first_launch = (long)json_integer_value(json_object_get(rec, "launch"));

@@ -1,7 +1,8 @@
 /* libkcheck/findings/finding.c — what happens to a violation once a gate has
  * described it: the one place where it is attributed (test id), symbolised,
- * suppressed, de-duplicated by (gate, kernel, signature), counted, written
- * to the report and printed on stderr as a finding block (ASan-style, one
+ * suppressed, de-duplicated by (gate, kernel, signature), grouped into
+ * bugs by its code sites (bug.h: one block per bug), counted, written to
+ * the report and printed on stderr as a finding block (ASan-style, one
  * write so blocks of several threads never interleave). */
 #include "finding.h"
 

@@ -1,6 +1,7 @@
 /* libkcheck/findings/pyframes.c — this thread's Python frames without the
  * GIL (pyframes.h). Offsets are CPython's own (Include/cpython/pystate.h,
- * Include/internal/pycore_frame.h, Include/cpython/code.h and
+ * Include/internal/pycore_frame.h, Include/cpython/code.h (3.10:
+ * Include/cpython/frameobject.h) and
  * unicodeobject.h of each version), checked for 3.11 with offsetof against
  * the installed headers. Nothing here takes a reference, allocates or
  * calls the interpreter except PyUnstable_InterpreterFrame_GetLine (3.12+)
@@ -28,17 +29,19 @@ struct layout {
   long fr_owner;   /* frame -> owner (char) */
   int shim_owner;  /* owner of the C stack's entry frames (3.12+), else -1 */
   long co_code;    /* code -> its first instruction (3.11's line), else 0 */
+  long co_file;    /* code -> co_filename (co_name follows it) */
   long ascii_size; /* sizeof(PyASCIIObject): a compact ASCII string's text */
   long utf8;       /* PyCompactUnicodeObject.utf8 */
 };
 
-static const struct layout L311 = {56, 8, -1, 32, 48, 56, 69, -1, 184, 48, 56};
-static const struct layout L312 = {56, 0, -1, 0, 8, 56, 70, 3, 0, 40, 48};
-static const struct layout L313 = {-1, 0, 72, 0, 8, 56, 70, 3, 0, 40, 48};
-static const struct layout L314 = {-1, 0, 72, 0, 8, 56, 74, 3, 0, 40, 48};
+/* 3.10: tstate->frame, a PyFrameObject: f_back, f_code, f_lasti (with
+ * f_lineno: an identity), no owner (a byte of f_trace_lines is read) */
+static const struct layout L310 = {-1, 0, 24, 32, 24, 96, 84, -1, 0, 48, 56, 104};
+static const struct layout L311 = {56, 8, -1, 32, 48, 56, 69, -1, 184, 48, 56, 112};
+static const struct layout L312 = {56, 0, -1, 0, 8, 56, 70, 3, 0, 40, 48, 112};
+static const struct layout L313 = {-1, 0, 72, 0, 8, 56, 70, 3, 0, 40, 48, 112};
+static const struct layout L314 = {-1, 0, 72, 0, 8, 56, 74, 3, 0, 40, 48, 112};
 
-#define CO_FILENAME 112 /* the same from 3.11 to 3.14 */
-#define CO_NAME 120
 #define OB_TYPE 8 /* PyObject_HEAD: refcount, type (not in free-threaded builds) */
 #define STR_LENGTH 16
 #define STR_STATE 32
@@ -65,6 +68,7 @@ static void lookup(void) {
     py.why = "no Python interpreter version found";
     return;
   }
+  if (major == 3 && minor == 10) py.l = &L310;
   if (major == 3 && minor == 11) py.l = &L311;
   if (major == 3 && minor == 12) py.l = &L312;
   if (major == 3 && minor == 13) py.l = &L313;
@@ -72,10 +76,12 @@ static void lookup(void) {
   py.tag_mask = minor >= 14 ? ~(uintptr_t)3 : ~(uintptr_t)0; /* _PyStackRef's tag bits */
   py.code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
   py.str_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-  py.frame_line = (int (*)(void *))dlsym(RTLD_DEFAULT, "PyUnstable_InterpreterFrame_GetLine");
+  /* 3.10's frames are frame objects, whose line needs no GIL either */
+  py.frame_line = (int (*)(void *))dlsym(
+      RTLD_DEFAULT, minor == 10 ? "PyFrame_GetLineNumber" : "PyUnstable_InterpreterFrame_GetLine");
   py.addr2line = (int (*)(void *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
   if (!py.l)
-    py.why = "this Python version's frames cannot be read without the GIL (3.11 to 3.14 can)";
+    py.why = "this Python version's frames cannot be read without the GIL (3.10 to 3.14 can)";
   else if (!py.code_type || !py.str_type || (py.l->co_code ? !py.addr2line : !py.frame_line))
     py.why = "the interpreter does not export what reading its frames needs";
   if (py.why) py.l = NULL;
@@ -201,8 +207,9 @@ static int walk(uintptr_t ts, struct kc_pyframe *out, int max, int full, int saf
       o->file[0] = o->func[0] = 0;
       if (full) {
         uintptr_t name = 0, file = 0;
-        if (rd_word(&file, code + CO_FILENAME, safe)) str_text(file, o->file, sizeof o->file, safe);
-        if (rd_word(&name, code + CO_NAME, safe)) str_text(name, o->func, sizeof o->func, safe);
+        uintptr_t co_file = code + (uintptr_t)l->co_file;
+        if (rd_word(&file, co_file, safe)) str_text(file, o->file, sizeof o->file, safe);
+        if (rd_word(&name, co_file + 8, safe)) str_text(name, o->func, sizeof o->func, safe);
         /* the line of the instruction the frame is in (a call) */
         if (l->co_code)
           o->line =

@@ -5,7 +5,7 @@
  * switch interval and can deadlock, but the thread's frames cannot change
  * while it is blocked inside kcheck, so they can be read as they are.
  *
- * Supported: CPython 3.11 to 3.14 with the GIL (the layouts are per
+ * Supported: CPython 3.10 to 3.14 with the GIL (the layouts are per
  * version, below in pyframes.c). The first read of the process is made
  * with reads that cannot fault (process_vm_readv) and checks every frame's
  * code object's type; only a layout that passed is then read directly.

@@ -29,9 +29,9 @@ struct layout {
   long fr_owner;   /* frame -> owner (char) */
   int shim_owner;  /* owner of the C stack's entry frames (3.12+), else -1 */
   long co_code;    /* code -> its first instruction (3.11's line), else 0 */
-  long co_file;    /* code -> co_filename (co_name follows it) */
   long ascii_size; /* sizeof(PyASCIIObject): a compact ASCII string's text */
   long utf8;       /* PyCompactUnicodeObject.utf8 */
+  long co_file;    /* code -> co_filename (co_name follows it) */
 };
 
 /* 3.10: tstate->frame, a PyFrameObject: f_back, f_code, f_lasti (with
@@ -251,7 +251,7 @@ int kc_pyframes_read(void *tstate, struct kc_pyframe *out, int max, int full, co
              "read safely (read without the GIL)";
     py.why = *why;
     atomic_store_explicit(&state, -1, memory_order_release);
-  } else if (n > 0 && out[0].file[0] && out[0].line > 0) {
+  } else if (n > 0) { /* every frame's code object checked on the way */
     atomic_store_explicit(&state, 1, memory_order_release);
   }
   pthread_mutex_unlock(&validating);

@@ -21,6 +21,7 @@
 #include "guard.h"
 #include "log.h"
 #include "options.h"
+#include "pyframes.h"
 #include "report.h"
 #include "stack.h"
 #include "stack_snap.h"
@@ -668,6 +669,9 @@ void kc_findings_summary(json_t *summary) {
   }
   json_object_set_new(summary, "violations_by_gate", by);
   kc_bugs_summary(summary);
+  /* how the Python frames of threads that released the GIL were read */
+  json_t *pf = kc_pyframes_summary();
+  if (pf) json_object_set_new(summary, "python_frames", pf);
   if (locked) pthread_mutex_unlock(&lock);
 }
 

@@ -59,6 +59,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 /* 0 not yet validated, 1 validated (direct reads), -1 failed (py.why) */
 static atomic_int state;
 static pthread_mutex_t validating = PTHREAD_MUTEX_INITIALIZER;
+static int py_minor;
+/* walks made, and those of them made with reads that cannot fault */
+static atomic_long walks, checked_walks;
 
 static void lookup(void) {
   const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
@@ -68,6 +71,7 @@ static void lookup(void) {
     py.why = "no Python interpreter version found";
     return;
   }
+  py_minor = minor;
   if (major == 3 && minor == 10) py.l = &L310;
   if (major == 3 && minor == 11) py.l = &L311;
   if (major == 3 && minor == 12) py.l = &L312;
@@ -237,7 +241,9 @@ int kc_pyframes_read(void *tstate, struct kc_pyframe *out, int max, int full, co
     *why = py.why;
     return -1;
   }
+  atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
   if (s > 0) return walk((uintptr_t)tstate, out, max, full, 0, why, NULL);
+  atomic_fetch_add_explicit(&checked_walks, 1, memory_order_relaxed);
   /* The first frames of the process: read with reads that cannot fault,
    * every frame's code checked; a layout that passes is read directly
    * from then on. A thread without frames decides nothing. */
@@ -271,5 +277,22 @@ int kc_pyframes_key(void *tstate, uint64_t *key, const char **why) {
     free(fr);
     if (n < 0 || atomic_load(&state) <= 0) return n < 0 ? -1 : 0;
   }
+  atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
   return walk((uintptr_t)tstate, NULL, 64, 0, 0, why, key);
+}
+
+json_t *kc_pyframes_summary(void) {
+  long n = atomic_load(&walks);
+  if (!n) return NULL; /* no thread ever reached kcheck without the GIL */
+  int s = atomic_load(&state);
+  char layout[16];
+  snprintf(layout, sizeof layout, "3.%d", py_minor);
+  json_t *o =
+      json_pack("{s:s, s:s, s:I, s:I}", "layout", py.l ? layout : "none", "state",
+                s > 0   ? "checked"
+                : s < 0 ? "refused"
+                        : "unchecked",
+                "reads", (json_int_t)n, "checked_reads", (json_int_t)atomic_load(&checked_walks));
+  if (o && s < 0 && py.why) json_object_set_new(o, "why", json_string(py.why));
+  return o;
 }

@@ -14,6 +14,7 @@
 #ifndef KC_PYFRAMES_H
 #define KC_PYFRAMES_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 struct kc_pyframe {
@@ -30,5 +31,10 @@ int kc_pyframes_read(void *tstate, struct kc_pyframe *out, int max, int full, co
 /* The same frames' identity (each one's code object and instruction)
  * mixed into *key, without copying them: how many frames, or -1 (*why). */
 int kc_pyframes_key(void *tstate, uint64_t *key, const char **why);
+/* For the summary: {layout ("3.12", "none"), state (checked: read
+ * directly after the first read passed; refused, with why; unchecked),
+ * reads, checked_reads (made with reads that cannot fault)}; NULL when no
+ * frames were read without the GIL. */
+json_t *kc_pyframes_summary(void);
 
 #endif

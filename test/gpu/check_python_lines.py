@@ -84,6 +84,7 @@ def main():
     named, total = host_named(stacks)
     check("%s: libtorch/libc10/libcudart host frames named (.dynsym at least)" % kind,
           total == 0 or named > 0, "%d of %d named" % (named, total))
+    print("INFO python_frames: %s" % [(r.summary or {}).get("python_frames") for r in reps])
     print("INFO summary bugs: %s" % json.dumps([s.get("bugs") for s in
                                                (r.summary or {} for r in reps)])[:1500])
     return 1 if failed else 0

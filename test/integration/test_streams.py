@@ -196,6 +196,12 @@ def test_one_finding_per_bug(tmp_path):
     summary = by_type(recs, "summary")[0]
     counts = {g["bug"]: g["occurrences"] for g in summary["bugs"]}
     assert summary["unique_bugs"] == 3 and counts[first[0]["bug"]] == len(first)
+    # the frames were read without the GIL, checked once with reads that
+    # cannot fault, then directly (a layout that never passes would read
+    # every frame through a system call)
+    pf = summary["python_frames"]
+    assert pf["layout"] == "3.%d" % sys.version_info[1] and pf["state"] == "checked", pf
+    assert pf["checked_reads"] <= 2 and pf["reads"] > 4 * pf["checked_reads"], pf
     # the report tools count bugs with their occurrences
     rep = kr.load(r.reports)
     found = [f for f in kr.merge(rep) if f.gate == "stream_order"]

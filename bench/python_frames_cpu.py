@@ -9,12 +9,17 @@ trace=2 takes a stack for every launch (host frames as module and offset,
 Python frames named with their lines); stream_races=1 takes one for every
 tracked operation, reused from an earlier operation with the same Python
 frames. Prints microseconds per launch for each (median of ROUNDS runs,
-alternated) and the difference.
+alternated) and the difference; then the read itself, alone
+(bench/pyframes_read.c compiled with libkcheck's pyframes.c, called
+through ctypes DEPTH frames deep): microseconds per read of the frames
+with names and lines (a finding, a trace=2 record) and per reuse key (a
+tracked operation).
 Timing only: no assertion (make test runs nothing of it)."""
 import ctypes as C
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,8 +84,35 @@ def main():
             mode, depth + 3, results[mode + ", python_stack=1"] - results[mode + ", python_stack=0"]))
 
 
+def read_alone(depth, n=100000):
+    """(us per full read, us per key) of DEPTH+2 frames, or None."""
+    out = os.path.join(tempfile.mkdtemp(), "pyframes_read.so")
+    src = os.path.join(ROOT, "libkcheck", "findings")
+    r = subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-shared", "-fPIC", "-I" + src,
+                        os.path.join(ROOT, "bench", "pyframes_read.c"),
+                        os.path.join(src, "pyframes.c"), "-o", out, "-ldl", "-lpthread",
+                        "-ljansson"], capture_output=True, text=True)
+    if r.returncode:
+        print("pyframes_read.c did not build: %s" % r.stderr[-500:])
+        return None
+    lib = C.CDLL(out)
+    lib.pyframes_bench.restype = C.c_double
+
+    def nest(k):
+        if k:
+            return nest(k - 1)
+        return lib.pyframes_bench(n, 1) / 1e3, lib.pyframes_bench(n, 0) / 1e3
+
+    return nest(depth)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         main()
+        depth = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+        alone = read_alone(depth)
+        if alone:
+            print("read alone, %d frames: %.2f us with names and lines, %.2f us as a reuse key"
+                  % (depth + 2, alone[0], alone[1]))

@@ -13,11 +13,11 @@
 
 struct bug {
   uint64_t key;
+  long count, first_launch;
+  int nsites;
+  int suppressed; /* its first occurrence was suppressed: so are the others */
   char gate[32], kernel_name[160];
   char sites[2][200]; /* as labels in kc_bug_note */
-  int nsites;
-  long count, first_launch;
-  int suppressed; /* its first occurrence was suppressed: so are the others */
 };
 static struct bug bugs[MAX_BUGS];
 static int nbugs;

@@ -15,6 +15,7 @@
 #include "gate.h"
 #include "gate_util.h"
 #include "options.h"
+#include "stack.h"
 
 int kc_gate_stream_delay_applies(const struct kc_launch_info *li) {
   return kc_opt.stream_races && li->delay.n > 0 && li->graph == NULL;
@@ -95,6 +96,11 @@ int kc_gate_stream_delay_run(struct kc_gate_ctx *ctx) {
     json_object_set_new(
         ev, "delayed",
         json_pack("{s:s, s:i, s:o}", "op", d->what, "stream", d->stream, "ranges", ranges));
+    /* the earlier side's stack (taken when it was tracked), without
+     * kcheck's frames: reporting symbolises it and names its line */
+    if (d->stack)
+      json_object_set_new(json_object_get(ev, "delayed"), "stack",
+                          kc_stack_copy_without_own(d->stack));
   } else {
     json_decref(ranges);
   }

@@ -51,9 +51,11 @@ Dwfl *kc_process_dwfl(void) {
   return dwfl;
 }
 
-json_t *kc_symbolize_host(json_t *host) {
+/* Names come from the module's .symtab, else (a stripped library:
+ * libtorch's, libcudart's) its .dynsym: libdwfl falls back to the dynamic
+ * symbol table by itself (tested with a stripped library, test_findings). */
+static json_t *symbolize_with(Dwfl *dwfl, json_t *host) {
   json_t *out = json_array();
-  Dwfl *dwfl = kc_process_dwfl();
   size_t i;
   json_t *fr;
   json_array_foreach(host, i, fr) {
@@ -95,6 +97,25 @@ json_t *kc_symbolize_host(json_t *host) {
     }
     json_array_append_new(out, copy);
   }
+  return out;
+}
+
+json_t *kc_symbolize_host(json_t *host) {
+  Dwfl *dwfl = kc_process_dwfl();
+  json_t *out = symbolize_with(dwfl, host);
   if (dwfl) dwfl_end(dwfl);
   return out;
+}
+
+void kc_symbolize_stacks(json_t *const *stacks, int n) {
+  Dwfl *dwfl = NULL;
+  for (int i = 0; i < n; i++) {
+    json_t *host = json_object_get(stacks[i], "host");
+    if (!json_is_array(host)) continue;
+    /* one session for every stack of a finding: reporting the modules is
+     * most of the cost */
+    if (!dwfl) dwfl = kc_process_dwfl();
+    json_object_set_new(stacks[i], "host", symbolize_with(dwfl, host));
+  }
+  if (dwfl) dwfl_end(dwfl);
 }

@@ -14,6 +14,9 @@ Dwfl *kc_process_dwfl(void);
  * without kcheck's own, each with file and line where the module has
  * DWARF line information. */
 json_t *kc_symbolize_host(json_t *host);
+/* kc_symbolize_host on the "host" array of each of stacks (objects;
+ * NULL or hostless ones are left alone), in place, with one session. */
+void kc_symbolize_stacks(json_t *const *stacks, int n);
 /* Is module (a path from dladdr) libkcheck.so itself? */
 int kc_frame_is_own(const char *module);
 

@@ -199,8 +199,10 @@ out:
 void kc_capture_free(struct kc_launch_info *li) {
   if (li->param_buf != li->inline_buf) free(li->param_buf);
   free(li->ptrs);
+  if (li->delay.stack) json_decref(li->delay.stack);
   li->param_buf = NULL;
   li->ptrs = NULL;
+  li->delay.stack = NULL;
 }
 
 /* ---- the launch record, formatted by hand: trace=1 writes one per launch,

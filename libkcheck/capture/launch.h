@@ -59,6 +59,8 @@ struct kc_delay {
   uint64_t addr[KC_MAX_DELAY], size[KC_MAX_DELAY]; /* size 1: a kernel's write, extent unknown */
   char what[96];                                   /* the first write's operation */
   int stream;                                      /* its stream (streams.c's index) */
+  json_t *stack; /* the first write's stack (a counted reference; kc_capture_free drops it), so
+                  * that a stream_delay finding names both sides' lines */
 };
 
 struct kc_launch_info {

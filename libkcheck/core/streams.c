@@ -252,6 +252,7 @@ static void note_delays(const struct race *races, int n, struct kc_launch_info *
     li->delay.size[li->delay.n++] = x->first.size;
     snprintf(li->delay.what, sizeof li->delay.what, "%s", x->first.what);
     li->delay.stream = x->first.s;
+    if (x->first.stack && !li->delay.stack) li->delay.stack = json_incref(x->first.stack);
   }
 }
 

@@ -1,7 +1,8 @@
 /* libkcheck/findings/finding.c — what happens to a violation once a gate has
  * described it: the one place where it is attributed (test id), symbolised,
- * suppressed, de-duplicated by (gate, kernel, signature), counted, written
- * to the report and printed on stderr as a finding block (ASan-style, one
+ * suppressed, de-duplicated by (gate, kernel, signature), grouped into
+ * bugs by its code sites (bug.h: one block per bug), counted, written to
+ * the report and printed on stderr as a finding block (ASan-style, one
  * write so blocks of several threads never interleave). */
 #include "finding.h"
 
@@ -16,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bug.h"
 #include "guard.h"
 #include "log.h"
 #include "options.h"
+#include "pyframes.h"
 #include "report.h"
 #include "stack.h"
 #include "stack_snap.h"
@@ -34,6 +37,7 @@ struct key {
   char sig[24];
   long count, first_launch;
   int suppressed; /* its first occurrence was suppressed: so are repeats */
+  int bug;        /* its slot in bug.c's table (-1 none yet) */
   char kernel_name[160];
 };
 static struct key keys[MAX_KEYS];
@@ -165,19 +169,6 @@ static void evidence_words(struct buf *b, json_t *rec) {
   }
 }
 
-/* The innermost Python frame outside kcheck's and the frameworks' code. */
-static json_t *user_frame(json_t *python) {
-  size_t i;
-  json_t *fr;
-  json_array_foreach(python, i, fr) {
-    const char *f = str(fr, "file");
-    if (!strstr(f, "/kcheck/") && !strstr(f, "/torch/") && !strstr(f, "site-packages") &&
-        !strstr(f, "<frozen") && f[0])
-      return fr;
-  }
-  return json_array_get(python, 0);
-}
-
 /* ------------------------------------------------------- reproduce line */
 
 /* Appends s single-quoted for sh. */
@@ -250,6 +241,28 @@ static void reproduce(struct buf *b, json_t *rec) {
 
 /* ------------------------------------------------------------ the block */
 
+/* Both operations of a two-sided finding (stream_order, stream_delay),
+ * each with the line it came from, and the bug's sites. */
+static void sides_text(struct buf *b, json_t *rec) {
+  json_t *ev = json_object_get(rec, "evidence");
+  static const char *const names[][2] = {
+      {"first", "first:   "}, {"second", "second:  "}, {"delayed", "delayed: "}};
+  for (int i = 0; i < 3; i++) {
+    json_t *side = json_object_get(ev, names[i][0]);
+    if (!json_is_object(side)) continue;
+    char where[400];
+    kc_site_label(json_object_get(side, "stack"), where, sizeof where);
+    add(b, "kcheck:   %s   %s on stream %lld at %s\n", names[i][1], str(side, "op"),
+        (long long)json_integer_value(json_object_get(side, "stream")), where);
+  }
+  json_t *sites = json_object_get(rec, "sites");
+  if (json_object_get(rec, "bug"))
+    add(b,
+        "kcheck:   bug:        %s (%zu site%s: occurrences at the same sites are this bug, counted "
+        "in the summary)\n",
+        str(rec, "bug"), json_array_size(sites), json_array_size(sites) == 1 ? "" : "s");
+}
+
 static void print_block(json_t *rec, long repeat) {
   struct buf *b = calloc(1, sizeof *b);
   if (!b) return;
@@ -282,8 +295,9 @@ static void print_block(json_t *rec, long repeat) {
   evidence_words(b, rec);
   if (json_object_get(rec, "contract"))
     add(b, "kcheck:   contract file: %s\n", str(rec, "contract"));
+  sides_text(b, rec);
   json_t *stack = json_object_get(rec, "stack");
-  json_t *py = user_frame(json_object_get(stack, "python"));
+  json_t *py = kc_user_frame(json_object_get(stack, "python"));
   if (py)
     add(b, "kcheck:   python:     File \"%s\", line %lld, in %s\n", str(py, "file"),
         (long long)json_integer_value(json_object_get(py, "line")), str(py, "function"));
@@ -337,12 +351,16 @@ static struct key *find_key(const char *gate, long kernel, const char *sig, cons
   snprintf(k->kernel_name, sizeof k->kernel_name, "%s", kname);
   k->kernel = kernel;
   k->first_launch = launch;
+  k->bug = -1;
   *made = 1;
   return k;
 }
 
-/* n-th occurrence (1-based) of the record's (gate, kernel, signature). */
-static long count_key(json_t *rec, int is_suppressed) {
+/* n-th occurrence (1-based) of the record's (gate, kernel, signature);
+ * *bug_n: that of its bug (bug.h), which decides what is printed. */
+static long count_key(json_t *rec, int is_suppressed, long *bug_n) {
+  int bug = -1;
+  *bug_n = kc_bug_note(rec, is_suppressed, &bug);
   if (!json_object_get(rec, "signature")) { /* op-level records: each one is new */
     if (!is_suppressed) unique++;
     return 1;
@@ -355,6 +373,7 @@ static long count_key(json_t *rec, int is_suppressed) {
   if (made && !is_suppressed) unique++;
   if (!k) return 1; /* table full: counted as new */
   k->suppressed = is_suppressed;
+  if (bug >= 0) k->bug = bug;
   return ++k->count;
 }
 
@@ -364,6 +383,7 @@ static void repeat_now(const char *gate, long kernel, const char *kernel_name, c
   int made;
   struct key *k = find_key(gate, kernel, sig, kernel_name, -1, &made);
   if (k) k->count += n;
+  if (k) kc_bug_repeat(k->bug, n);
   if (k && k->suppressed)
     suppressed += n;
   else
@@ -389,15 +409,21 @@ static int report_now(json_t *rec, struct kc_stack_snap *snap) {
           json_string("the copy of the launching thread's stack could not be unwound"));
   }
   kc_stack_snap_free(snap);
-  json_t *host = json_object_get(stack, "host");
-  if (host) json_object_set_new(stack, "host", kc_symbolize_host(host));
+  /* every stack of the finding: the launch's, and both sides' of a
+   * two-sided one (which make its bug, bug.h) */
+  json_t *ev = json_object_get(rec, "evidence");
+  json_t *stacks[4] = {stack, json_object_get(json_object_get(ev, "first"), "stack"),
+                       json_object_get(json_object_get(ev, "second"), "stack"),
+                       json_object_get(json_object_get(ev, "delayed"), "stack")};
+  kc_symbolize_stacks(stacks, 4);
   kc_guard_leave();
 
   pthread_mutex_lock(&lock);
   const char *rule = kc_suppress_match(rec);
   if (rule) {
     suppressed++;
-    count_key(rec, 1);
+    long ignored;
+    count_key(rec, 1, &ignored);
     pthread_mutex_unlock(&lock);
     json_object_set_new(rec, "suppressed_by", json_string(rule));
     KC_LOG(KC_LOG_INFO, "violation in %s [%s] suppressed by %s", str(rec, "kernel_name"),
@@ -405,14 +431,18 @@ static int report_now(json_t *rec, struct kc_stack_snap *snap) {
     kc_report_emit("suppressed", rec);
     return 0;
   }
-  long repeat = count_key(rec, 0);
-  int show = repeat == 1 && (kc_opt.print_limit < 0 || printed < kc_opt.print_limit);
-  int limit_note = repeat == 1 && !show && printed == kc_opt.print_limit;
+  long occurrence;
+  long repeat = count_key(rec, 0, &occurrence);
+  /* one block per bug: later occurrences (other operations, sizes,
+   * kernels at the same sites) are counted, not printed */
+  int show = occurrence == 1 && (kc_opt.print_limit < 0 || printed < kc_opt.print_limit);
+  int limit_note = occurrence == 1 && !show && printed == kc_opt.print_limit;
   if (show || limit_note) printed++;
   pthread_mutex_unlock(&lock);
 
   atomic_fetch_add(&kc_count.violations, 1);
   json_object_set_new(rec, "repeat", json_integer(repeat));
+  json_object_set_new(rec, "occurrence", json_integer(occurrence));
   struct buf *b = calloc(1, sizeof *b);
   if (b) {
     reproduce(b, rec);
@@ -643,11 +673,16 @@ void kc_findings_summary(json_t *summary) {
                         json_integer((c ? json_integer_value(c) : 0) + keys[i].count));
   }
   json_object_set_new(summary, "violations_by_gate", by);
+  kc_bugs_summary(summary);
+  /* how the Python frames of threads that released the GIL were read */
+  json_t *pf = kc_pyframes_summary();
+  if (pf) json_object_set_new(summary, "python_frames", pf);
   if (locked) pthread_mutex_unlock(&lock);
 }
 
-void kc_findings_print_summary(void) {
+long kc_findings_print_summary(void) {
   int locked = kc_lock_for_exit(&lock);
+  long nbugs = kc_bugs_print_summary();
   char line[512] = "";
   size_t at = 0;
   for (int i = 0; i < nkeys; i++) {
@@ -673,6 +708,7 @@ void kc_findings_print_summary(void) {
     kc_log_printf(KC_LOG_WARN, "%ld violation%s suppressed (suppressions=%s)", suppressed,
                   suppressed == 1 ? "" : "s", kc_opt.suppressions);
   if (locked) pthread_mutex_unlock(&lock);
+  return nbugs;
 }
 
 void kc_findings_reset_child(void) {
@@ -687,5 +723,6 @@ void kc_findings_reset_child(void) {
   forked_child = 1;
   atomic_store(&outstanding, 0);
   nkeys = 0;
+  kc_bugs_reset_child();
   printed = suppressed = unique = repeats = 0;
 }

@@ -28,10 +28,12 @@ void kc_finding_set_test(const char *id);
  * summary, as suppressed when the first one was. */
 void kc_finding_repeat(const char *gate, long kernel, const char *kernel_name,
                        unsigned long long signature, int n);
-/* Adds unique_violations, suppressed and repeats to the summary record. */
+/* Adds unique_violations, suppressed, repeats and the bugs (bug.h) to the
+ * summary record. */
 void kc_findings_summary(json_t *summary);
-/* The stderr summary's lines for repeated and suppressed findings. */
-void kc_findings_print_summary(void);
+/* The stderr summary's lines for bugs, repeated and suppressed findings;
+ * returns the number of bugs (for the SUMMARY line). */
+long kc_findings_print_summary(void);
 /* After fork: the child counts its own findings. */
 void kc_findings_reset_child(void);
 

@@ -353,11 +353,14 @@ void kc_report_finish(void) {
                     atomic_load(&kc_count.graph_kernel_launches),
                     atomic_load(&kc_count.graph_kernel_checks));
     kc_log_printf(lvl, "%ld checks, %ld skipped, %ld internal errors", checks, skips, internal);
-    kc_findings_print_summary();
+    long bugs = kc_findings_print_summary();
     if (kc_report_path()) kc_log_printf(lvl, "report: %s", path);
     char line[256];
-    snprintf(line, sizeof line, "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches\n",
-             viol, viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches);
+    /* violations are occurrences; bugs group them by code sites (bug.h) */
+    snprintf(line, sizeof line,
+             "SUMMARY: kcheck: %ld violation%s in %ld check%s of %ld launches%s%.0ld%s\n", viol,
+             viol == 1 ? "" : "s", checks, checks == 1 ? "" : "s", launches, bugs ? ": " : "", bugs,
+             bugs ? (bugs == 1 ? " bug" : " bugs") : "");
     ssize_t w = write(kc_log_fd, line, strlen(line));
     (void)w;
   }

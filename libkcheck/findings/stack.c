@@ -8,11 +8,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
 #include "options.h"
+#include "pyframes.h"
 #include "report.h"
 #include "stack_snap.h"
 #include "symbolize.h"
@@ -153,19 +155,45 @@ static void code_string(void *code, const char *attr, char *out, size_t n) {
   py.decref(s);
 }
 
+/* A Python thread that released the GIL around this call (PyTorch's
+ * bindings, ctypes, graph replay): its frames read without the GIL
+ * (pyframes.h), into *frames (malloc'd, max of them) or, frames NULL,
+ * into *key. 1 read (*n frames), 0 not such a thread, -1 not readable
+ * (*why). */
+static int py_raw(struct kc_pyframe **frames, int max, uint64_t *key, int *n, const char **why) {
+  if (!py_available() || py.gil_check()) return 0;
+  void *ts = py.this_thread_state();
+  if (!ts) return 0;
+  if (!frames) {
+    *n = kc_pyframes_key(ts, key, why);
+  } else {
+    /* on the heap: a thread's stack may be small, and this is ~24 KiB */
+    *frames = malloc((size_t)max * sizeof **frames);
+    *n = *frames ? kc_pyframes_read(ts, *frames, max, 1, why) : -1;
+  }
+  return *n >= 0 ? 1 : -1;
+}
+
 /* Takes the GIL for walking this thread's frames where that is allowed;
- * returns 0 (why set where it helps) when the frames cannot be walked. */
-static int py_enter(const char **why, int *ensured, int *state) {
+ * returns 0 (why set where it helps) when the frames cannot be walked.
+ * raw_why: why py_raw could not read them, where it was tried. */
+static int py_enter(const char **why, int *ensured, int *state, const char *raw_why) {
   *ensured = 0;
   if (!py_available()) return 0;
-  /* Frames are only safe to walk with the GIL held by this thread. A Python
-   * thread that released it around this call (ctypes, extensions) can take it
-   * back when python_stack=2; threads without a Python thread state (autograd
-   * workers, pure C++) have no Python frames. */
+  /* Frames are only safe to walk with the GIL held by this thread, or
+   * (py_raw) without it by the thread itself while it is blocked here. A
+   * Python thread whose frames py_raw could not read can take the GIL
+   * back when python_stack=2; threads without a Python thread state
+   * (autograd workers, pure C++) have no Python frames. */
   if (py.gil_check()) return 1;
   if (!py.this_thread_state()) return 0;
   if (kc_opt.python_stack < 2) {
-    *why = "the launching thread released the GIL (python_stack=2 takes it back outside checks)";
+    static __thread char buf[320];
+    snprintf(buf, sizeof buf,
+             "the launching thread released the GIL and %s (python_stack=2 takes it back "
+             "outside checks)",
+             raw_why ? raw_why : "its frames were not read");
+    *why = buf;
     return 0;
   }
   /* Inside a check every other application thread may be waiting on
@@ -209,9 +237,28 @@ static void frame_to_json(void *f, void *code, void *arg) {
                                                  py.frame_line(f), "function", func));
 }
 
-static json_t *python_stack(const char **why) {
-  int ensured, state = 0;
-  if (!py_enter(why, &ensured, &state)) return NULL;
+/* Frames read by py_raw as frame_to_json writes them. */
+static json_t *raw_json(const struct kc_pyframe *fr, int n) {
+  json_t *frames = json_array();
+  for (int i = 0; frames && i < n; i++)
+    json_array_append_new(frames, json_pack("{s:s, s:i, s:s}", "file", fr[i].file, "line",
+                                            fr[i].line, "function", fr[i].func));
+  return frames;
+}
+
+static json_t *python_stack(const char **why, int *without_gil) {
+  int ensured, state = 0, n = 0;
+  const char *raw_why = NULL;
+  struct kc_pyframe *fr = NULL;
+  *without_gil = 0;
+  int raw = kc_opt.python_stack ? py_raw(&fr, MAX_FRAMES, NULL, &n, &raw_why) : 0;
+  json_t *taken = raw > 0 ? raw_json(fr, n) : NULL;
+  free(fr);
+  if (raw > 0) {
+    *without_gil = 1;
+    return taken;
+  }
+  if (!py_enter(why, &ensured, &state, raw_why)) return NULL;
   json_t *frames = json_array();
   py_walk(frame_to_json, frames);
   py_leave(ensured, state);
@@ -234,8 +281,11 @@ static void frame_to_key(void *f, void *code, void *arg) {
 /* o's "python" frames, or "python_not_taken" saying why there are none. */
 static void add_python(json_t *o) {
   const char *why = NULL;
-  json_t *p = kc_opt.python_stack ? python_stack(&why) : NULL;
+  int without_gil = 0;
+  json_t *p = kc_opt.python_stack ? python_stack(&why, &without_gil) : NULL;
   if (p) json_object_set_new(o, "python", p);
+  /* read from the interpreter's structures: the thread had released the GIL */
+  if (p && without_gil) json_object_set_new(o, "python_without_gil", json_true());
   /* A Python thread whose frames were not taken: say why. */
   if (!p && why) json_object_set_new(o, "python_not_taken", json_string(why));
 }
@@ -298,10 +348,14 @@ __attribute__((constructor)) static void reuse_atfork(void) {
 /* The key of this thread's Python frames and salt; 0 when there are none
  * to key on. */
 static uint64_t python_key(uint64_t salt) {
-  const char *why = NULL;
-  int ensured, state = 0;
-  if (!py_enter(&why, &ensured, &state)) return 0;
+  const char *why = NULL, *raw_why = NULL;
+  int ensured, state = 0, n = 0;
   uint64_t h = mix64(salt ^ 0x5bd1e995u), start = h;
+  /* without the GIL: keyed on each frame's code and instruction (no
+   * names or lines, which only the stack taken on a miss needs) */
+  int raw = py_raw(NULL, MAX_FRAMES, &h, &n, &raw_why);
+  if (raw > 0) return n == 0 ? 0 : (h | 1);
+  if (!py_enter(&why, &ensured, &state, raw_why)) return 0;
   py_walk(frame_to_key, &h);
   py_leave(ensured, state);
   return h == start ? 0 : (h | 1);

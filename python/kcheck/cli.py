@@ -281,14 +281,17 @@ def cmd_gen(args):
 
 def _print_finding(f, merged):
     v = f.first
-    times = " (x%d)" % f.count if f.count > 1 else ""
+    n = f.occurrences
+    times = " (%d occurrence%s)" % (n, "" if n == 1 else "s")
     where = ""
     if merged and (len(f.where) > 1 or f.ranks):
         where = " in %d process%s%s" % (len(f.where), "" if len(f.where) == 1 else "es",
                                         ", ranks %s" % ",".join(map(str, f.ranks)) if f.ranks else "")
-    print("  violation [%s] in %s%s%s: %s" % (f.gate, f.kernel, times, where, v.get("message", "")))
+    print("  bug [%s] in %s%s%s: %s" % (f.gate, f.kernel, times, where, v.get("message", "")))
     for line in kr.evidence_text(v)[1:]:
         print("    " + line)
+    if f.sites:
+        print("    sites: %s" % " -> ".join(f.sites))
     at = kr.contract_location(v) or kr.user_frame(v)
     if at:
         print("    at %s:%s" % (at[0], at[1]))
@@ -387,9 +390,10 @@ def cmd_report(args):
         status = why[0]
     if args.merge:
         findings = kr.merge(reports)
-        print("merged: %d report%s, %d finding%s (%d violations)" % (
+        print("merged: %d report%s, %d finding%s: %d bug%s (%d occurrences)" % (
             len(reports), "" if len(reports) == 1 else "s", len(findings),
-            "" if len(findings) == 1 else "s", sum(f.count for f in findings)))
+            "" if len(findings) == 1 else "s", len(findings), "" if len(findings) == 1 else "s",
+            sum(f.occurrences for f in findings)))
         for f in findings:
             _print_finding(f, True)
     if args.sarif:

@@ -48,14 +48,17 @@ def sarif(reports):
     for f in findings:
         v = f.first
         key = "|".join(str(x) for x in kr.finding_key(v))
-        text = "%s in %s: %s" % (f.gate, f.kernel, " ".join(kr.evidence_text(v)))
+        text = "%s in %s (%d occurrence%s%s): %s" % (
+            f.gate, f.kernel, f.occurrences, "" if f.occurrences == 1 else "s",
+            (", sites " + " -> ".join(f.sites)) if f.sites else "", " ".join(kr.evidence_text(v)))
         res = {"ruleId": f.gate, "ruleIndex": index[f.gate], "level": "error",
                "message": {"text": text},
                "locations": [_location(v, f.kernel)],
                "partialFingerprints": {"kcheckFinding/v1": hashlib.sha256(key.encode()).hexdigest()},
-               "occurrenceCount": f.count,
+               "occurrenceCount": f.occurrences,
                "properties": {"kernel": f.kernel, "launch": v.get("launch"),
                               "signature": v.get("signature"), "seed": v.get("seed"),
+                              "bug": v.get("bug"), "sites": f.sites,
                               "processes": [p for _, p, _ in f.where], "ranks": f.ranks,
                               "tests": f.tests, "reproduce": v.get("reproduce", "")}}
         results.append(res)
@@ -102,8 +105,11 @@ def junit(reports):
                            classname="kcheck.tests" if tests else "kcheck.kernels")
         for f in fs:
             fail = ET.SubElement(tc, "failure", type=f.gate,
-                                 message="%s in %s" % (f.gate, f.kernel))
+                                 message="%s in %s (%d occurrence%s)" % (
+                                     f.gate, f.kernel, f.occurrences,
+                                     "" if f.occurrences == 1 else "s"))
             fail.text = "\n".join(kr.evidence_text(f.first) +
+                                  (["sites: " + " -> ".join(f.sites)] if f.sites else []) +
                                   ["reproduce: %s" % f.first.get("reproduce", "")])
     for r in reports:
         if not r.finished:

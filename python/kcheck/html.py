@@ -142,10 +142,10 @@ def render(reports):
          "<p>kcheck %s &middot; %d report%s: %s</p>" % (
              _e(__version__), len(reports), "" if len(reports) == 1 else "s",
              ", ".join(_e(os.path.basename(r.path)) for r in reports))]
-    verdict = ('<span class="bad">%d finding%s</span>' % (len(findings), "" if len(findings) == 1 else "s")
+    verdict = ('<span class="bad">%d bug%s</span>' % (len(findings), "" if len(findings) == 1 else "s")
                if findings else '<span class="ok">no violations</span>')
     h.append("<h2>Summary</h2><p>%s &middot; %d launches, %d checks, %d violations "
-             "(%d unique), %d suppressed, %d skipped</p>" % (
+             "(%d bugs), %d suppressed, %d skipped</p>" % (
                  verdict, total["launches"], total["checks"], total["violations"], len(findings),
                  total["suppressed"], total["skips"]))
     if unfinished:
@@ -156,7 +156,7 @@ def render(reports):
     by_kernel = {}
     for f in findings:
         by_kernel.setdefault(f.kernel, {}).setdefault(f.gate, 0)
-        by_kernel[f.kernel][f.gate] += f.count
+        by_kernel[f.kernel][f.gate] += f.occurrences
     h.append(bar_chart("Violations by kernel and gate",
                        [(k, sorted(g.items())) for k, g in by_kernel.items()]))
     cost_rows = []
@@ -190,8 +190,10 @@ def render(reports):
     for i, f in enumerate(findings):
         v = f.first
         where = kr.contract_location(v) or kr.user_frame(v)
-        h.append('<div class="finding"><b>#%d [%s] %s</b> &times;%d<br>' % (
-            i, _e(f.gate), _e(f.kernel), f.count))
+        h.append('<div class="finding"><b>#%d [%s] %s</b> &times;%d (occurrences)<br>' % (
+            i, _e(f.gate), _e(f.kernel), f.occurrences))
+        if f.sites:
+            h.append("sites: %s<br>" % " &rarr; ".join(_e(s) for s in f.sites))
         if v.get("gate_contract"):
             h.append("<i>%s</i><br>" % _e(v["gate_contract"]))
         h.append("launch %s, signature %s, seed %s%s<br>" % (

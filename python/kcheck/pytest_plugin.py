@@ -121,7 +121,17 @@ def finding_text(v, test_location=None):
     if v.get("contract"):
         lines.append("  contract file: %s" % v["contract"])
     where = kr.user_frame(v)
-    if where:
+    # the test's own frame, where the stack has it: the line of the test
+    # that led to the launch, rather than a helper it went through
+    in_test = [f for f in (v.get("stack") or {}).get("python") or []
+               if test_location and f.get("file")
+               and os.path.realpath(f["file"]) == os.path.realpath(test_location[0])]
+    # the test function's own frame first (helpers in its file are below it)
+    in_test = [f for f in in_test if f.get("function") == test_location[2]] or in_test
+    if in_test:
+        lines.append("  at:        %s:%s in %s (the test)" % (
+            in_test[0]["file"], in_test[0].get("line"), in_test[0].get("function")))
+    elif where:
         lines.append("  at:        %s:%s in %s" % where)
     elif test_location:
         why = (v.get("stack") or {}).get("python_not_taken")

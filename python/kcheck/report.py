@@ -361,7 +361,11 @@ def check_costs(records):
 
 
 def finding_key(v):
-    """Violations of one (gate, kernel, signature) are one finding."""
+    """Violations of one bug are one finding: libkcheck groups them by their
+    code sites ("bug", from the Python lines or host frames of both sides,
+    not the operation); records without one by (gate, kernel, signature)."""
+    if v.get("bug"):
+        return (v.get("gate"), v["bug"])
     return (v.get("gate"), v.get("kernel_name") or v.get("kernel"), v.get("signature"))
 
 
@@ -371,7 +375,8 @@ class Finding:
     def __init__(self, first, report):
         self.first = first
         self.report = report
-        self.count = 0
+        self.count = 0  # violation records
+        self.counted = 0  # occurrences the reports' summaries counted (repeats included)
         self.where = []  # [(path, pid, rank)] in order of first sight
         self.tests = []
 
@@ -383,6 +388,19 @@ class Finding:
         t = v.get("test")
         if t and t not in self.tests:
             self.tests.append(t)
+
+    @property
+    def occurrences(self):
+        """How many times the bug happened: its summaries' count where the
+        reports have one (checks that repeat a finding write no record),
+        else its records."""
+        return max(self.count, self.counted)
+
+    @property
+    def sites(self):
+        """The bug's code sites: both sides' of a two-sided finding
+        (stream_order, stream_delay), else the launch's."""
+        return self.first.get("sites") or []
 
     @property
     def gate(self):
@@ -407,6 +425,10 @@ def merge(reports):
             if k not in found:
                 found[k] = Finding(v, rep)
             found[k].add(v, rep)
+        for b in (rep.summary or {}).get("bugs") or []:
+            f = found.get((b.get("gate"), b.get("bug")))
+            if f is not None:
+                f.counted += int(b.get("occurrences") or 0)
     return list(found.values())
 
 

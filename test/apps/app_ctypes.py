@@ -3,7 +3,7 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate|junk|streams] [--lib PATH]
+usage: app_ctypes.py [basic|races|annotate|junk|streams|bugs|graph] [--lib PATH] [--launch-via LIB]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
@@ -16,6 +16,15 @@ streams: on two non-blocking streams, scale(x) on the first then
 vecadd(x, x, y) on the second, from the same lines in STREAM_ROUNDS
 rounds; the rounds are ordered by a context synchronisation between the
 two launches except the last, where the second reads x unordered.
+bugs: two missing stream waits. The first recurs with other operations
+from the same lines: three rounds copy x host->device on one stream
+(upload, a different size each round) and launch a kernel reading x on
+the other (compute: scale, vecadd, scale) with no wait between them; the
+second is one unordered copy of y and a kernel reading it, from two other
+lines. Two bugs, the first with three occurrences.
+graph: the racy last_writer captured into a CUDA graph on a stream, the
+graph launched twice (replay); ctypes releases the GIL around each launch,
+as torch.cuda.CUDAGraph.replay does.
 The library is PATH, else $FAKECUDA_LIB, else "libcuda.so.1" (found through
 LD_LIBRARY_PATH). Exit status 0 only when every result is right.
 """
@@ -86,12 +95,19 @@ class Driver:
             "cuMemFree_v2": [u64],
             "cuMemcpyHtoD_v2": [u64, vp, C.c_size_t],
             "cuMemcpyDtoH_v2": [vp, u64, C.c_size_t],
+            "cuMemcpyHtoDAsync_v2": [u64, vp, C.c_size_t, vp],
             "cuMemsetD32_v2": [u64, u32, C.c_size_t],
             "cuLaunchKernel": [vp, u32, u32, u32, u32, u32, u32, u32, vp,
                                C.POINTER(vp), C.POINTER(vp)],
             "cuStreamCreate": [C.POINTER(vp), u32],
             "cuStreamSynchronize": [vp],
             "cuStreamDestroy_v2": [vp],
+            "cuStreamBeginCapture_v2": [vp, u32],
+            "cuStreamEndCapture": [vp, C.POINTER(vp)],
+            "cuGraphInstantiateWithFlags": [C.POINTER(vp), vp, u64],
+            "cuGraphLaunch": [vp, vp],
+            "cuGraphExecDestroy": [vp],
+            "cuGraphDestroy": [vp],
         }
         for name, args in sig.items():
             fn = getattr(self.lib, name)
@@ -111,9 +127,18 @@ class Driver:
         return call
 
 
+# --launch-via LIB: kernels are launched by LIB's via_launch(f, grid,
+# block, stream, params) (a library without debug information or .symtab,
+# as libtorch's and libcudart's frames are), not by ctypes directly.
+VIA = []
+
+
 def launch(d, func, grid, block, *args, stream=None):
     """args: ctypes objects, one per kernel parameter."""
     arr = (C.c_void_p * len(args))(*[C.cast(C.byref(a), C.c_void_p) for a in args])
+    if VIA:
+        assert VIA[0](func, grid, block, stream, arr) == 0
+        return
     d.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, stream, arr, None)
 
 
@@ -221,6 +246,60 @@ def streams(d, func, alloc):
     return int(host[10] != want)
 
 
+def bugs(d, func, alloc):
+    s1, s2 = C.c_void_p(), C.c_void_p()
+    d.cuStreamCreate(C.byref(s1), 1)  # CU_STREAM_NON_BLOCKING
+    d.cuStreamCreate(C.byref(s2), 1)
+    x, y = alloc(4 * N), alloc(4 * N)
+    host = (C.c_float * N)(*[float(i) for i in range(N)])
+    scale, vecadd = func(b"_Z5scalePffi"), func(b"_Z6vecaddPKfS0_Pfi")
+    grid = (N + 127) // 128
+
+    def upload(n):
+        d.cuMemcpyHtoDAsync_v2(x, host, 4 * n, s1)
+
+    def compute(k, *args):
+        launch(d, k, grid, 128, *args, stream=s2)
+
+    for r, (k, args) in enumerate(((scale, (x, C.c_float(2.0), C.c_int(N))),
+                                   (vecadd, (x, x, y, C.c_int(N))),
+                                   (scale, (x, C.c_float(3.0), C.c_int(N))))):
+        upload(N // (r + 1))
+        compute(k, *args)
+        d.cuCtxSynchronize()
+    d.cuMemcpyHtoDAsync_v2(y, host, 4 * N, s1)
+    again = scale
+    launch(d, again, grid, 128, y, C.c_float(1.0), C.c_int(N), stream=s2)
+    d.cuCtxSynchronize()
+    for s in (s1, s2):
+        d.cuStreamDestroy_v2(s)
+    return 0
+
+
+def graph(d, func, alloc):
+    s, g, e = C.c_void_p(), C.c_void_p(), C.c_void_p()
+    d.cuStreamCreate(C.byref(s), 1)
+    out = alloc(4)
+    d.cuMemsetD32_v2(out, 0xFFFFFFFF, 1)
+    d.cuStreamBeginCapture_v2(s, 0)  # CU_STREAM_CAPTURE_MODE_GLOBAL
+    launch(d, func(b"_Z11last_writerPi"), 64, 128, out, stream=s)
+    d.cuStreamEndCapture(s, C.byref(g))
+    d.cuGraphInstantiateWithFlags(C.byref(e), g, 0)
+
+    def replay():
+        d.cuGraphLaunch(e, s)
+
+    for _ in range(2):
+        replay()
+    d.cuCtxSynchronize()
+    last = C.c_int()
+    d.cuMemcpyDtoH_v2(C.byref(last), out, 4)
+    d.cuGraphExecDestroy(e)
+    d.cuGraphDestroy(g)
+    d.cuStreamDestroy_v2(s)
+    return int(not 0 <= last.value < 64)
+
+
 JUNK_VARIANTS, JUNK_ROUNDS = 32, 4
 
 
@@ -254,10 +333,16 @@ def main():
         a = argv.pop(0)
         if a == "--lib":
             path = argv.pop(0)
+        elif a == "--launch-via":
+            via = C.CDLL(argv.pop(0)).via_launch
+            via.argtypes = [C.c_void_p, C.c_uint, C.c_uint, C.c_void_p, C.c_void_p]
+            via.restype = C.c_int
+            VIA.append(via)
         else:
             mode = a
-    if mode not in ("basic", "races", "annotate", "junk", "streams"):
-        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams)\n" % (NAME, mode))
+    if mode not in ("basic", "races", "annotate", "junk", "streams", "bugs", "graph"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams, bugs, graph)\n"
+                         % (NAME, mode))
         return 2
     d = Driver(path)
     d.cuInit(0)
@@ -307,6 +392,10 @@ def main():
         failures += junk(d, func, alloc)
     elif mode == "streams":
         failures += streams(d, func, alloc)
+    elif mode == "bugs":
+        failures += bugs(d, func, alloc)
+    elif mode == "graph":
+        failures += graph(d, func, alloc)
     else:
         B, T = 64, 128
         dout, dd = alloc(4), alloc(4 * B * T)

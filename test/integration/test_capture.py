@@ -161,9 +161,14 @@ def test_python_ctypes_app(tmp_path):
                for f in stack["host"] if f["module"] != "?")
     # The launching thread runs Python: its frames name this app's file.
     assert any(f["file"].endswith("app_ctypes.py") and f["line"] > 0 for f in stack["python"])
-    # By default a thread that released the GIL gets no Python frames.
+    # By default a thread that released the GIL (ctypes) gets its Python
+    # frames too, read without the GIL; python_stack=0 takes none.
     r = run(cmd, tmp_path, options="trace=2")
     assert r.rc == 0, r.err
+    stack = by_type(r.only_report(), "launch")[0]["stack"]
+    assert stack.get("python_without_gil") is True, stack
+    assert any(f["file"].endswith("app_ctypes.py") and f["line"] > 0 for f in stack["python"])
+    r = run(cmd, tmp_path, options="trace=2:python_stack=0")
     assert "python" not in by_type(r.only_report(), "launch")[0]["stack"]
 
 

@@ -6,9 +6,11 @@ stream operations); the application's memory afterwards must equal a plain
 run's byte for byte. Graphs kcheck cannot replay faithfully are launched
 unchanged and reported with the reason; communication kernels never run
 more often than the application launches them."""
+import sys
+
 import pytest
 
-from conftest import by_type, run
+from conftest import CTYPES_APP, FAKECUDA, by_type, run
 
 EVERY = "check_first=1000000:clean_limit=-1:kernel_clean_limit=-1:time_budget=1"
 MODES = ["capture", "clean", "explicit", "host", "update", "nccl"]
@@ -171,3 +173,21 @@ def test_memory_written_before_the_graph_reads_it_is_silent(app, tmp_path, optio
     if "graph_sample=1" in options:
         assert len(checks) == 8  # four kernel nodes, two launches
 
+
+
+def test_graph_finding_names_the_python_line_of_the_replay(tmp_path):
+    """app_ctypes graph: a race captured into a CUDA graph, found when the
+    graph launch is replayed node by node. ctypes released the GIL around
+    cuGraphLaunch (as torch.cuda.CUDAGraph.replay does): the finding still
+    names the Python line that launched the graph, read without the GIL."""
+    r = run([sys.executable, CTYPES_APP, "graph", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path)
+    assert r.rc == 0 and "graph ok" in r.out, r.err[-3000:]
+    v = [x for x in by_type(r.only_report(), "violation") if x.get("graph")]
+    assert v and v[0]["gate"] in ("race", "determinism"), r.err[-3000:]
+    st = v[0]["stack"]
+    assert st["python_without_gil"] is True, st
+    with open(CTYPES_APP) as f:
+        lines = f.read().splitlines()
+    replay = 1 + lines.index("        d.cuGraphLaunch(e, s)")
+    assert [(f["function"], f["line"]) for f in st["python"]][1] == ("replay", replay), st["python"]
+    assert "graph:      node 0 of 1 of CUDA graph" in r.err

@@ -5,11 +5,16 @@ violation naming both operations and their streams; each correct form
 stream) gives none; results are unchanged; off by default. A Python
 program's tracked operations reuse the stack of an earlier operation with
 the same name, stream and Python frames (app_ctypes.py streams)."""
+import os
+import re
 import sys
 
 import pytest
 
-from conftest import CTYPES_APP, FAKECUDA, by_type, run
+from conftest import CTYPES_APP, FAKECUDA, ROOT, by_type, run
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from kcheck import export, html as khtml, report as kr  # noqa: E402
 
 MODES = ["copy", "sync", "query", "legacy", "reuse", "kernels", "copy2d", "graph", "array", "batch",
          "batch3d"]
@@ -150,3 +155,62 @@ def test_tracked_stacks_of_a_python_program(tmp_path, python_stack):
                 assert [f["line"] for f in st["python"] if f["function"] == "streams"] == [line]
             else:
                 assert "reused" not in st and "python" not in st
+
+
+def test_one_finding_per_bug(tmp_path):
+    """app_ctypes bugs: a missing wait that recurs with other operations
+    (copy sizes, kernels) between the same two lines is one bug, printed
+    once, with its occurrences counted; another pair of lines is another
+    bug. Every stream_order side names its Python line (ctypes released the
+    GIL), and report, SARIF, JUnit and HTML count bugs."""
+    r = run([sys.executable, CTYPES_APP, "bugs", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
+            options="stream_races=1", stock=True)
+    assert r.rc == 0 and "bugs ok" in r.out, r.err[-3000:]
+    recs = r.only_report()
+    order = [v for v in by_type(recs, "violation") if v["gate"] == "stream_order"]
+    bugs = {}
+    for v in order:
+        bugs.setdefault(v["bug"], []).append(v)
+        for side in ("first", "second"):
+            st = v["evidence"][side]["stack"]
+            assert st["python_without_gil"] is True and st["python"], st
+    assert len(bugs) == 2, {b: [v["sites"] for v in vs] for b, vs in bugs.items()}
+    first, second = sorted(bugs.values(), key=len, reverse=True)
+    assert len(first) >= 3 and len(second) == 1
+    # other operations at the same sites: other kernels and copy sizes
+    assert len({v["kernel_name"] for v in first}) == 2
+    with open(CTYPES_APP) as f:
+        lines = f.read().splitlines()
+    upload = 1 + lines.index("        upload(N // (r + 1))")
+    compute = 1 + lines.index("        launch(d, k, grid, 128, *args, stream=s2)")
+    a, b = first[0]["sites"]
+    assert a.startswith(CTYPES_APP + ":") and a.endswith(":%d" % upload), a
+    assert b.endswith(":%d" % compute), b
+    assert [v["occurrence"] for v in first] == list(range(1, len(first) + 1))
+    # one block per bug, the occurrences in the exit summary
+    assert r.err.count("[stream_order]\n") == 2, r.err[-4000:]
+    assert "first:      cuMemcpyHtoDAsync_v2 on stream 1 at %s:" % CTYPES_APP in r.err
+    assert "[stream_order] %s -> %s: %d occurrences" % (a, b, len(first)) in r.err, r.err[-3000:]
+    assert re.search(r"SUMMARY: kcheck: \d+ violations in \d+ checks of \d+ launches: 3 bugs",
+                     r.err), r.err[-500:]
+    summary = by_type(recs, "summary")[0]
+    counts = {g["bug"]: g["occurrences"] for g in summary["bugs"]}
+    assert summary["unique_bugs"] == 3 and counts[first[0]["bug"]] == len(first)
+    # the frames were read without the GIL, checked once with reads that
+    # cannot fault, then directly (a layout that never passes would read
+    # every frame through a system call)
+    pf = summary["python_frames"]
+    assert pf["layout"] == "3.%d" % sys.version_info[1] and pf["state"] == "checked", pf
+    assert pf["checked_reads"] <= 2 and pf["reads"] > 4 * pf["checked_reads"], pf
+    # the report tools count bugs with their occurrences
+    rep = kr.load(r.reports)
+    found = [f for f in kr.merge(rep) if f.gate == "stream_order"]
+    assert sorted(f.occurrences for f in found) == [1, len(first)]
+    sarif = export.sarif(rep)
+    occ = sorted(x["occurrenceCount"] for x in sarif["runs"][0]["results"]
+                 if x["ruleId"] == "stream_order")
+    assert occ == [1, len(first)]
+    junit = export.junit(rep)
+    assert junit.count('type="stream_order"') == 2 and "(%d occurrences)" % len(first) in junit
+    page = khtml.render(rep)
+    assert "&times;%d (occurrences)" % len(first) in page and "sites: " in page

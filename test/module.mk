@@ -7,7 +7,9 @@
 -include test/gpu/module.mk
 -include test/fuzz/module.mk
 
-UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem
+UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem \
+              bug_sites
+UNIT_OBJS_bug_sites := libkcheck/findings/bug libkcheck/base/log
 UNIT_OBJS_devmem := libkcheck/base/devmem libkcheck/base/own libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
 UNIT_OBJS_access := libkcheck/base/access

@@ -57,6 +57,23 @@ static int interpreter_module(const char *module) {
   return 0;
 }
 
+/* The CUDA runtime's and driver's frames (shared, or the static runtime
+ * linked into the program: its symbols carry a libcudart_static_ prefix)
+ * and nvcc's launch stubs are the same for every launch: the site is the
+ * code that called them. */
+static int runtime_frame(const char *module, const char *symbol) {
+  const char *b = strrchr(module, '/') ? strrchr(module, '/') + 1 : module;
+  static const char *const mods[] = {"libcudart", "libcuda.so", NULL};
+  static const char *const syms[] = {
+      "libcudart_static_", "cudaLaunch", "cudaGraphLaunch", "__device_stub__", "cuLaunch",
+      "cuGraphLaunch",     NULL};
+  for (int i = 0; mods[i]; i++)
+    if (!strncmp(b, mods[i], strlen(mods[i]))) return 1;
+  for (int i = 0; syms[i]; i++)
+    if (!strncmp(symbol, syms[i], strlen(syms[i]))) return 1;
+  return 0;
+}
+
 static int user_file(const char *f) {
   return f[0] && !strstr(f, "/kcheck/") && !strstr(f, "/torch/") && !strstr(f, "site-packages") &&
          !strstr(f, "<frozen");
@@ -93,7 +110,7 @@ static int site_of(json_t *stack, char *label, size_t n, uint64_t *h) {
   json_array_foreach(json_object_get(stack, "host"), i, fr) {
     const char *mod = str(fr, "module");
     if (used == HOST_SITE_FRAMES) break;
-    if (interpreter_module(mod)) continue;
+    if (interpreter_module(mod) || runtime_frame(mod, str(fr, "symbol"))) continue;
     const char *base = strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod;
     *h = fnv(fnv(*h, base), str(fr, "offset"));
     if (!used++) {

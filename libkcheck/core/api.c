@@ -11,6 +11,7 @@
 #include "finding.h"
 #include "options.h"
 #include "report.h"
+#include "staging.h"
 #include "suppress.h"
 #include "version.h"
 
@@ -61,6 +62,10 @@ KC_EXPORT int kcheck_option(const char *name, char *buf, unsigned long n) {
 
 KC_EXPORT int kcheck_torch_pool(unsigned long long bytes, int check, char *why, unsigned long n) {
   if (kc_core_activate) kc_core_activate(); /* the budget is an option */
+  /* The staging buffer kept between checks is a cache (the next check
+   * makes it again): under the budget it yields to the binding's re-runs,
+   * which would otherwise find no room once it has grown. */
+  if (check && bytes > kc_devmem_room()) kc_staging_release();
   int ok = kc_devmem_hold(KC_DM_torch_pool, bytes, check);
   if (why && n) {
     const char *r = ok ? NULL : kc_devmem_refused();

@@ -7,10 +7,12 @@
 -include test/gpu/module.mk
 -include test/fuzz/module.mk
 
-UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem
+UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem \
+              byte_verdicts
 UNIT_OBJS_devmem := libkcheck/base/devmem libkcheck/base/own libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
 UNIT_OBJS_access := libkcheck/base/access
+UNIT_OBJS_byte_verdicts := gates/byte_verdicts
 UNIT_OBJS_allocmap := libkcheck/base/allocmap libkcheck/base/log
 UNIT_OBJS_policy := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_signature := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log

@@ -542,8 +542,8 @@ def test_bounds_gate_at_op_level_out_overload_in_guard_zones(tmp_path):
     viol = [v for v in of(recs, "violation") if v["gate"] == "bounds"]
     assert [v["op"] for v in viol] == ["kcb::spill.default"], viol
     ev = viol[0]["evidence"]
-    assert ev["overload"] == "kcb::spill.out" and ev["bytes_written_after"] == 12
-    assert ev["first_after_end"] == 0 and ev["bytes_written_before"] == 0
+    assert ev["overload"] == "kcb::spill.out" and ev["changed_bytes_after"] == 12
+    assert ev["bytes_past_end"] == 0 and ev["changed_bytes_before"] == 0
     assert viol[0]["stack"]["python"][-1]["line"] == 28
     gates = {c["op"]: c["gates"]["bounds"] for c in of(recs, "op_check")}
     assert gates["kcb::ok.default"]["status"] == "pass"

@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
-from kcheck.torch import judge, nondet, ops, profiles, trials
+from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -202,13 +202,6 @@ def _cpu_scalar(t):
     return t.dim() == 0 and t.device.type == "cpu"
 
 
-def _libc_memcmp():
-    f = ctypes.CDLL(None).memcmp  # the process's libc; ctypes releases the GIL around it
-    f.restype, f.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-    return f
-
-
-_memcmp = _libc_memcmp()
 _Tensor = torch.Tensor
 _PLAIN = (int, float, bool, str, type(None))
 _TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
@@ -880,27 +873,29 @@ class KcheckMode(TorchDispatchMode):
 
     def _immutability(self, pairs, ctx):
         """The inputs' bytes before and after the application's call
-        compared (memcmp, the GIL released: on kcheck's worker, beside the
-        program); a changed input is a violation."""
+        compared by libkcheck's rule (byte_verdicts.changed, the C gate's;
+        the GIL released: on kcheck's worker, beside the program); a
+        changed input is a violation."""
         changed = []
         for name, before, after in pairs:
-            a, b = before.view(torch.uint8), after.view(torch.uint8)
-            if a.numel() == b.numel() and (not a.numel() or _memcmp(a.data_ptr(), b.data_ptr(),
-                                                                     a.numel()) == 0):
+            if before.numel() * before.element_size() != after.numel() * after.element_size():
+                changed.append({"tensor": name, "first_byte": 0, "bytes_changed": 1})
                 continue
-            diff = (a != b).nonzero() if a.numel() == b.numel() else torch.zeros(1, 1)
-            changed.append({"tensor": name, "first_byte": int(diff[0]) if diff.numel() else 0,
-                            "bytes_changed": int(diff.numel())})
+            n, first, _ = byte_verdicts.changed(self.lib, before, after)
+            if n:
+                changed.append({"tensor": name, "first_byte": first, "bytes_changed": n})
         if not changed:
             return {"status": _S_PASS}
         rec = {k: v for k, v in ctx.items() if not k.startswith("_")}
-        rec["evidence"] = {"verdict": "input_modified", "changed": changed}
+        # the first changed input's fields as the kernel level names them
+        # (tensor); every changed input in tensors
+        rec["evidence"] = dict(changed[0], verdict="input_modified", tensors=changed)
         self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
                                   "not declare written" % changed[0]["tensor"]).encode(),
                                   json.dumps(rec).encode())
         with self.stats.lock:
             self.stats.violations += 1
-        return {"status": _S_FAIL, "changed": changed}
+        return {"status": _S_FAIL, "tensors": changed}
 
     def _fresh(self, entry, args, kwargs, fill):
         """The call's arguments with every tensor replaced by one of
@@ -965,23 +960,20 @@ class KcheckMode(TorchDispatchMode):
         (p1, a), (p2, b) = outs
         if a.numel() != b.numel():
             return {"status": _S_NOT_RUN, "reason": "outputs of different sizes"}
-        unwritten = ((a == p1) & (b == p2)).nonzero()
-        if not unwritten.numel():
+        n, first, _ = byte_verdicts.unwritten(self.lib, a, b, p1, p2)
+        if not n:
             return {"status": _S_PASS}
-        first = int(unwritten[0])
         rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]},
-               "evidence": {"verdict": "unwritten", "first_byte": first,
-                            "bytes_unwritten": int(unwritten.numel()),
-                            "poisons": [p1, p2]}}
+               "evidence": {"verdict": "unwritten", "first_byte": first, "bytes_unwritten": n,
+                            "poison": [p1, p2]}}
         if entry.contract:
             rec["contract"] = entry.contract.get("where")
         with self.stats.lock:
             self.stats.violations += 1
         self.lib.kcheck_op_report(b"coverage", ("%d output bytes of %s kept kcheck's poison in "
-                                  "both runs: never written" % (int(unwritten.numel()),
-                                                                 entry.name)).encode(),
+                                  "both runs: never written" % (n, entry.name)).encode(),
                                   json.dumps(rec).encode())
-        return {"status": _S_FAIL, "bytes_unwritten": int(unwritten.numel())}
+        return {"status": _S_FAIL, "bytes_unwritten": n}
 
     def _shapes(self, func, entry, settings, args, kwargs, ctx0):
         """The op at the shaper's adversarial shapes (ops.SHAPERS), on
@@ -1058,15 +1050,17 @@ class KcheckMode(TorchDispatchMode):
             after = buf[_GUARD + span * esize:].cpu()
         finally:
             self.lib.kcheck_own_end()
-        hit_b = (before != _GUARD_BYTE).nonzero()
-        hit_a = (after != _GUARD_BYTE).nonzero()
-        if not hit_b.numel() and not hit_a.numel():
+        nb, _, last_b = byte_verdicts.not_fill(self.lib, before, _GUARD_BYTE)
+        na, first_a, _ = byte_verdicts.not_fill(self.lib, after, _GUARD_BYTE)
+        if not nb and not na:
             return {"status": _S_PASS, "overload": _op_name(outf)}
+        # the kernel level's names (gates/bounds.c) where the meaning is the
+        # same: changed guard bytes on each side; the first changed byte
+        # after the end as bytes past it
         ev = {"verdict": "out_of_bounds", "overload": _op_name(outf), "guard_bytes": _GUARD,
-              "bytes_written_before": int(hit_b.numel()),
-              "bytes_written_after": int(hit_a.numel()),
-              "first_after_end": int(hit_a[0]) if hit_a.numel() else None,
-              "last_before_start": int(_GUARD - 1 - hit_b[-1]) if hit_b.numel() else None}
+              "changed_bytes_before": nb, "changed_bytes_after": na,
+              "bytes_past_end": first_a if na else None,
+              "last_before_start": _GUARD - 1 - last_b if nb else None}
         rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]}, "evidence": ev,
                "exposed_by": {"inputs": "generated", "generator": "uniform",
                               "seed": _defs.SEED_BOUNDS}}
@@ -1076,9 +1070,9 @@ class KcheckMode(TorchDispatchMode):
             self.stats.violations += 1
         self.lib.kcheck_op_report(b"bounds", ("%s wrote %d bytes outside its output (guard zones "
                                   "of %d bytes around an out= tensor)" % (
-                                      _op_name(outf), int(hit_b.numel() + hit_a.numel()),
-                                      _GUARD)).encode(), json.dumps(rec).encode())
-        return {"status": _S_FAIL, "bytes_outside": int(hit_b.numel() + hit_a.numel())}
+                                      _op_name(outf), nb + na, _GUARD)).encode(),
+                                  json.dumps(rec).encode())
+        return {"status": _S_FAIL, "bytes_outside": nb + na}
 
     def _poison_pool(self, nargs, poison):
         if not trials.pooled():

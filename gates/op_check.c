@@ -256,21 +256,16 @@ done:
 
 KC_EXPORT int kcheck_op_trials(const char *gate, const char *op, char *buf, unsigned long n,
                                unsigned *fail_mask) {
-  static const struct {
-    const char *id;
-    int (*trials)(const char *op, struct kc_trial *t);
-    unsigned mask;
-  } tab[] = {{"nonfinite", kc_nonfinite_trials, 1u << OC_FAIL_SPECIAL},
-             {"precision", kc_precision_trials, KC_VERDICT_FAILS},
-             {"extremes", kc_extremes_trials, KC_VERDICT_FAILS}};
   if (buf && n) buf[0] = 0;
   if (!gate || !op || !ready()) return -1;
-  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
-    if (strcmp(gate, tab[i].id)) continue;
-    const struct kc_gate *g = gate_by_id(gate);
-    if (!g || !kc_gate_enabled(g)) return 0;
+  /* The gates whose op column is trials (gates.def): each lists its own. */
+  for (size_t i = 0; kc_gates[i]; i++) {
+    const struct kc_gate *g = kc_gates[i];
+    if (!g->trials || strcmp(gate, g->id)) continue;
+    if (!kc_gate_enabled(g)) return 0;
     struct kc_trial t[KC_MAX_TRIALS];
-    int k = tab[i].trials(op, t);
+    unsigned mask = 0;
+    int k = g->trials(op, t, &mask);
     size_t used = 0;
     for (int j = 0; j < k && buf; j++) {
       int w =
@@ -279,7 +274,7 @@ KC_EXPORT int kcheck_op_trials(const char *gate, const char *op, char *buf, unsi
       if (w < 0 || (size_t)w >= n - used) return -1;
       used += (size_t)w;
     }
-    if (fail_mask) *fail_mask = tab[i].mask;
+    if (fail_mask) *fail_mask = mask;
     return k;
   }
   return -1;

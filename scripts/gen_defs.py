@@ -2,7 +2,8 @@
 """Generates python/kcheck/_defs.py, the vocabularies the Python side
 shares with the C side, from the .def files that define them:
 
-  gates/gates.def          the gates: id, severity, needs a contract, contract
+  gates/gates.def          the gates: id, severity, needs a contract, op level,
+                           evidence fields, contract
   gates/gate_status.def    a gate entry's status names (C's and the op level's)
   gates/gate_fills.def     the fill bytes of the gates, the op level's seeds
   contract/shadow_buffers.h  the guard zones of shadow buffers (size, byte)
@@ -114,12 +115,18 @@ def generate():
          "",
          "",
          "class Gate(tuple):",
-         '    """A gates.def row: id, severity, needs_contract, contract."""',
+         '    """A gates.def row: id, severity, needs_contract, op (how the op',
+         "    level runs it; \"none\": kernel level only), kernel_evidence and",
+         "    op_evidence (the evidence fields at each level), contract.\"\"\"",
          "    __slots__ = ()",
          "    id = property(lambda s: s[0])",
          "    severity = property(lambda s: s[1])",
          "    needs_contract = property(lambda s: s[2])",
-         "    contract = property(lambda s: s[3])",
+         "    op = property(lambda s: s[3])",
+         "    kernel_evidence = property(lambda s: tuple(s[4].split()))",
+         "    op_evidence = property(lambda s: tuple(s[5].split()))",
+         "    contract = property(lambda s: s[6])",
+         '    levels = property(lambda s: ("kernel",) if s[3] == "none" else ("kernel", "op"))',
          "",
          "",
          "class OracleOp(tuple):",
@@ -133,8 +140,14 @@ def generate():
          "# gates/gates.def, in registry order",
          "GATES = ("]
     for g in gates:
-        L.append("    Gate((%r, %r, %d, %r))," % (g[0], g[1], g[2], g[3]))
-    L += [")", "GATE_IDS = tuple(g.id for g in GATES)", "GATE = {g.id: g for g in GATES}", "",
+        if len(g) != 7:
+            raise SystemExit("gen_defs: gates.def row %s has %d columns, not 7" % (g[0], len(g)))
+        L.append("    Gate((%r, %r, %d, %r,\n          %r,\n          %r,\n          %r))," % tuple(g))
+    L += [")", "GATE_IDS = tuple(g.id for g in GATES)", "GATE = {g.id: g for g in GATES}",
+          "# the gates the op level (the PyTorch binding) runs, in registry order,",
+          "# and those of them it runs as generated-input trials (kcheck_op_trials)",
+          'OP_GATES = tuple(g.id for g in GATES if g.op != "none")',
+          'OP_TRIAL_GATES = tuple(g.id for g in GATES if g.op == "trials")', "",
           "# gates/gate_status.def: the status of a gate's entry in a record (C's",
           "# enum kc_gate_status, then the statuses only the op level writes)"]
     for s in st + op_st:

@@ -7,12 +7,18 @@ fails while this file is stale)."""
 
 
 class Gate(tuple):
-    """A gates.def row: id, severity, needs_contract, contract."""
+    """A gates.def row: id, severity, needs_contract, op (how the op
+    level runs it; "none": kernel level only), kernel_evidence and
+    op_evidence (the evidence fields at each level), contract."""
     __slots__ = ()
     id = property(lambda s: s[0])
     severity = property(lambda s: s[1])
     needs_contract = property(lambda s: s[2])
-    contract = property(lambda s: s[3])
+    op = property(lambda s: s[3])
+    kernel_evidence = property(lambda s: tuple(s[4].split()))
+    op_evidence = property(lambda s: tuple(s[5].split()))
+    contract = property(lambda s: s[6])
+    levels = property(lambda s: ("kernel",) if s[3] == "none" else ("kernel", "op"))
 
 
 class OracleOp(tuple):
@@ -25,22 +31,65 @@ class OracleOp(tuple):
 
 # gates/gates.def, in registry order
 GATES = (
-    Gate(('nondeterminism', 'warning', 0, 're-runs of a kernel whose code has order-dependent atomics (float atomic adds, atomic worklist slots) give identical bytes; a difference is reported with cause atomic-order, apart from races, and `nondeterminism: allowed` accepts it')),
-    Gate(('determinism', 'error', 0, 'an identical re-run of the launch from the same inputs gives identical bytes')),
-    Gate(('race', 'error', 0, 're-runs under each timing perturbation (block order, occupancy, interference, cache, shared-memory contents) give identical bytes')),
-    Gate(('uninit', 'error', 0, 'a kernel node of a replayed CUDA graph gives the same bytes when the memory nothing has written since it was allocated is poison-filled (graph_uninit=1: reads of never-initialised memory)')),
-    Gate(('stream_delay', 'error', 0, 'a launch that races with an unordered write on another stream (stream_races=1) gives the same bytes when that write has not landed yet (re-run with its bytes zeroed): a stream_order finding shown as a changed result')),
-    Gate(('coverage', 'error', 1, 'every element of every output tensor is written (two runs from different poison fills agree)')),
-    Gate(('immutability', 'error', 1, 'tensors declared role: in are bytewise unchanged by the kernel')),
-    Gate(('bounds', 'error', 1, 'the kernel writes nothing outside its tensors (guard zones around each stay intact)')),
-    Gate(('oracle', 'error', 1, 'the outputs match the declared op within the declared precision profile (numerical oracle)')),
-    Gate(('nonfinite', 'error', 1, 'NaN/Inf placed in the inputs propagate as the exact math requires; finite inputs give no NaN/Inf')),
-    Gate(('precision', 'error', 1, 'on adversarial inputs the outputs stay within the declared precision profile (fail_precision proves a cheaper accumulation)')),
-    Gate(('extremes', 'error', 1, 'huge, tiny, subnormal, signed-zero and cancelling inputs (large logits for softmax) give outputs within the declared profile')),
-    Gate(('shapes', 'error', 1, 'relaunched at other shapes its domain admits (1, odd, tile +-1, primes, large; grid from the contract) the kernel still computes its op')),
+    Gate(('nondeterminism', 'warning', 0, 'documented',
+          'allocation offset pointed_to_by expected got differing_words regions atomics',
+          'documented',
+          're-runs of a kernel whose code has order-dependent atomics (float atomic adds, atomic worklist slots) give identical bytes; a difference is reported with cause atomic-order, apart from races, and `nondeterminism: allowed` accepts it')),
+    Gate(('determinism', 'error', 0, 'none',
+          'allocation offset pointed_to_by expected got differing_words regions runs',
+          '',
+          'an identical re-run of the launch from the same inputs gives identical bytes')),
+    Gate(('race', 'error', 0, 'none',
+          'allocation offset pointed_to_by expected got differing_words regions strategy run seed',
+          '',
+          're-runs under each timing perturbation (block order, occupancy, interference, cache, shared-memory contents) give identical bytes')),
+    Gate(('uninit', 'error', 0, 'none',
+          'allocation offset pointed_to_by expected got differing_words regions untouched',
+          '',
+          'a kernel node of a replayed CUDA graph gives the same bytes when the memory nothing has written since it was allocated is poison-filled (graph_uninit=1: reads of never-initialised memory)')),
+    Gate(('stream_delay', 'error', 0, 'none',
+          'allocation offset pointed_to_by expected got differing_words regions delayed',
+          '',
+          'a launch that races with an unordered write on another stream (stream_races=1) gives the same bytes when that write has not landed yet (re-run with its bytes zeroed): a stream_order finding shown as a changed result')),
+    Gate(('coverage', 'error', 1, 'poison',
+          'tensor first_unwritten unwritten poison',
+          'first_byte bytes_unwritten poison',
+          'every element of every output tensor is written (two runs from different poison fills agree)')),
+    Gate(('immutability', 'error', 1, 'inputs',
+          'tensor index changed before after',
+          'tensor first_byte bytes_changed tensors',
+          'tensors declared role: in are bytewise unchanged by the kernel')),
+    Gate(('bounds', 'error', 1, 'guards',
+          'tensor side bytes_past_end bytes_before_start relative_to tensor_bytes changed_bytes_before changed_bytes_after before after',
+          'overload guard_bytes changed_bytes_before changed_bytes_after bytes_past_end last_before_start',
+          'the kernel writes nothing outside its tensors (guard zones around each stay intact)')),
+    Gate(('oracle', 'error', 1, 'oracle',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line',
+          'the outputs match the declared op within the declared precision profile (numerical oracle)')),
+    Gate(('nonfinite', 'error', 1, 'trials',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line guard_damage',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line',
+          'NaN/Inf placed in the inputs propagate as the exact math requires; finite inputs give no NaN/Inf')),
+    Gate(('precision', 'error', 1, 'trials',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line explained_by guard_damage',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line explained_by',
+          'on adversarial inputs the outputs stay within the declared precision profile (fail_precision proves a cheaper accumulation)')),
+    Gate(('extremes', 'error', 1, 'trials',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line guard_damage',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line',
+          'huge, tiny, subnormal, signed-zero and cancelling inputs (large logits for softmax) give outputs within the declared profile')),
+    Gate(('shapes', 'error', 1, 'shapes',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line stage guard_damage',
+          'tensor op profile index kernel exact bound error ratio n_fail n_special verdict_line',
+          'relaunched at other shapes its domain admits (1, odd, tile +-1, primes, large; grid from the contract) the kernel still computes its op')),
 )
 GATE_IDS = tuple(g.id for g in GATES)
 GATE = {g.id: g for g in GATES}
+# the gates the op level (the PyTorch binding) runs, in registry order,
+# and those of them it runs as generated-input trials (kcheck_op_trials)
+OP_GATES = tuple(g.id for g in GATES if g.op != "none")
+OP_TRIAL_GATES = tuple(g.id for g in GATES if g.op == "trials")
 
 # gates/gate_status.def: the status of a gate's entry in a record (C's
 # enum kc_gate_status, then the statuses only the op level writes)

@@ -229,6 +229,21 @@ def _key_part(a):
 
 
 _ALL_GATES = _defs.GATE_IDS  # what gates=all enables (gates/gates.def)
+# The op level's gates by how it runs them (gates.def's op column), in the
+# order the runs happen (ops.OP_KINDS): on the application's call (oracle,
+# inputs), then on generated inputs (trials, poison, guards, shapes).
+# (documented: named when called, __torch_dispatch__)
+_GENERATED_KINDS = ops.OP_KINDS[2:]
+
+
+def _op_gates(kind):
+    return tuple(g.id for g in _defs.GATES if g.op == kind)
+
+
+_GENERATED = ops.GENERATED_GATES
+# the gate that judges the application's own call (one: its job carries
+# the call's context to every other gate)
+(_ORACLE,) = _op_gates("oracle")
 
 
 def _lower_priority(nice):
@@ -373,13 +388,14 @@ class KcheckMode(TorchDispatchMode):
         rec = {"op": name, "cause": "documented by PyTorch", "documented": doc,
                "source": nondet.SOURCE, "python_thread": thread, "stack": {"python": stack},
                "evidence": {"verdict": "documented_nondeterministic", "documented": doc}}
-        self.lib.kcheck_op_report(
-            b"nondeterminism", ("PyTorch documents %s as nondeterministic (%s): its result may "
+        for gate in _op_gates("documented"):
+            self.lib.kcheck_op_report(
+                gate.encode(), ("PyTorch documents %s as nondeterministic (%s): its result may "
                                 "differ run to run; torch.use_deterministic_algorithms(True) "
                                 "makes it deterministic or an error" % (name, doc)).encode(),
-            json.dumps(rec).encode())
-        with self.stats.lock:
-            self.stats.violations += 1
+                json.dumps(rec).encode())
+            with self.stats.lock:
+                self.stats.violations += 1
 
     def _done(self, key, entry):
         """The key will not be checked again (its first pass-through was
@@ -578,17 +594,18 @@ class KcheckMode(TorchDispatchMode):
             res = func(*args, **kwargs)
         try:
             with st.timed("copy_output"):
-                jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
+                jobs, ctx = self._job(_ORACLE, 0, entry, plan, settings, inputs, res, mark, None)
             gates = {}
             imm = None
-            if "immutability" in self.gates:
-                with st.timed("immutability"):  # the copies only: compared on the worker
-                    imm = self._immutability_copies(entry, plan, inputs)
-                gates["immutability"] = None  # (its place in the record)
+            for gate in _op_gates("inputs"):
+                if gate not in self.gates:
+                    continue
+                with st.timed(gate):  # the copies only: compared on the worker
+                    imm = (gate, self._immutability_copies(entry, plan, inputs))
+                gates[gate] = None  # (its place in the record)
             trial_jobs = {}
             if jobs is not None:
-                wanted = [g for g in trials.GATES + ("coverage", "bounds", "shapes")
-                          if g in self.gates]
+                wanted = [g for g in _GENERATED if g in self.gates]
                 for gate in wanted:
                     if gate in entry.not_applicable:
                         gates[gate] = {"status": _S_NOT_APPLICABLE,
@@ -606,7 +623,7 @@ class KcheckMode(TorchDispatchMode):
                     self.later.append((func, entry, plan.op, settings, skey,
                                        trials.specs(args, kwargs, self.devices), ctx))
             else:
-                gates["oracle"] = ctx.get("_result")
+                gates[_ORACLE] = ctx.get("_result")
             self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm)
         except Exception as e:  # never the program's problem: count, say once
             self._internal(entry, e)
@@ -619,26 +636,29 @@ class KcheckMode(TorchDispatchMode):
         st = self.stats
         trial_jobs = {}
         with trials.own_memory(self._device(args)):
-            for gate in trials.GATES:
-                if gate not in self.gates or gate in gates:
-                    continue
-                with st.timed("trials:" + gate):
-                    trial_jobs[gate] = self._trials(gate, func, entry, op, settings, args, kwargs,
-                                                    ctx)
-            if "coverage" in self.gates and "coverage" not in gates:
-                with st.timed("coverage"):
-                    gates["coverage"] = self._coverage(func, entry, settings, args, kwargs, ctx)
-            if "bounds" in self.gates and "bounds" not in gates:
-                with st.timed("bounds"):
-                    gates["bounds"] = self._bounds(func, entry, args, kwargs, ctx)
-            if "shapes" in self.gates and "shapes" not in gates:
-                with st.timed("shapes"):
-                    tl = self._shapes(func, entry, settings, args, kwargs, ctx)
-                if tl:
-                    trial_jobs["shapes"] = tl
-                else:
-                    gates["shapes"] = {"status": _S_NOT_APPLICABLE,
-                                       "reason": "no shape variants for this op"}
+            for kind in _GENERATED_KINDS:
+                for gate in _op_gates(kind):
+                    if gate not in self.gates or gate in gates:
+                        continue
+                    if kind == "trials":
+                        with st.timed("trials:" + gate):
+                            trial_jobs[gate] = self._trials(gate, func, entry, op, settings,
+                                                            args, kwargs, ctx)
+                    elif kind == "poison":
+                        with st.timed(gate):
+                            gates[gate] = self._coverage(gate, func, entry, settings, args,
+                                                         kwargs, ctx)
+                    elif kind == "guards":
+                        with st.timed(gate):
+                            gates[gate] = self._bounds(gate, func, entry, args, kwargs, ctx)
+                    else:
+                        with st.timed(gate):
+                            tl = self._shapes(gate, func, entry, settings, args, kwargs, ctx)
+                        if tl:
+                            trial_jobs[gate] = tl
+                        else:
+                            gates[gate] = {"status": _S_NOT_APPLICABLE,
+                                           "reason": "no shape variants for this op"}
         return trial_jobs
 
     def run_later(self, until_budget=True, deadline=None):
@@ -704,13 +724,13 @@ class KcheckMode(TorchDispatchMode):
                 t1 = time.perf_counter()
                 if imm is not None:
                     t = time.perf_counter()
-                    gates["immutability"] = self._immutability(imm, ctx)
-                    self.stats.add_cost("judge:immutability", time.perf_counter() - t)
+                    gates[imm[0]] = self._immutability(imm[0], imm[1], ctx)
+                    self.stats.add_cost("judge:" + imm[0], time.perf_counter() - t)
                 if job is not None:
                     t = time.perf_counter()
                     status, res = job.run()
-                    self.stats.add_cost("judge:oracle", time.perf_counter() - t)
-                    gates["oracle"] = res
+                    self.stats.add_cost("judge:" + _ORACLE, time.perf_counter() - t)
+                    gates[_ORACLE] = res
                     self._count(status, res)
                 for gate, tl in trial_jobs.items():
                     runs = []
@@ -759,7 +779,7 @@ class KcheckMode(TorchDispatchMode):
         jobs = ([job] if job is not None else []) + [j for tl in trial_jobs.values()
                                                      for _, j in tl if j is not None]
         nbytes = sum(j.nbytes() for j in jobs) + sum(
-            a.numel() * a.element_size() for _, _, a in imm or ())
+            a.numel() * a.element_size() for _, _, a in (imm[1] if imm else ()))
         with self.stats.lock:
             self.inflight += 1
             self.pending_bytes += nbytes
@@ -871,7 +891,7 @@ class KcheckMode(TorchDispatchMode):
             pairs.append((name, getattr(h, "raw", h.flat), after))
         return pairs
 
-    def _immutability(self, pairs, ctx):
+    def _immutability(self, gate, pairs, ctx):
         """The inputs' bytes before and after the application's call
         compared by libkcheck's rule (byte_verdicts.changed, the C gate's;
         the GIL released: on kcheck's worker, beside the program); a
@@ -890,7 +910,7 @@ class KcheckMode(TorchDispatchMode):
         # the first changed input's fields as the kernel level names them
         # (tensor); every changed input in tensors
         rec["evidence"] = dict(changed[0], verdict="input_modified", tensors=changed)
-        self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
+        self.lib.kcheck_op_report(gate.encode(), ("the op changed its input '%s', which it does "
                                   "not declare written" % changed[0]["tensor"]).encode(),
                                   json.dumps(rec).encode())
         with self.stats.lock:
@@ -930,7 +950,7 @@ class KcheckMode(TorchDispatchMode):
             out.append((meta, j))
         return out
 
-    def _coverage(self, func, entry, settings, args, kwargs, ctx0):
+    def _coverage(self, gate, func, entry, settings, args, kwargs, ctx0):
         """Two runs on generated inputs, the output memory poisoned with
         the C coverage gate's two fills (FILL_POISON_A, then FILL_POISON_B
         bytes): an element holding each run's poison was never written."""
@@ -970,12 +990,12 @@ class KcheckMode(TorchDispatchMode):
             rec["contract"] = entry.contract.get("where")
         with self.stats.lock:
             self.stats.violations += 1
-        self.lib.kcheck_op_report(b"coverage", ("%d output bytes of %s kept kcheck's poison in "
+        self.lib.kcheck_op_report(gate.encode(), ("%d output bytes of %s kept kcheck's poison in "
                                   "both runs: never written" % (n, entry.name)).encode(),
                                   json.dumps(rec).encode())
         return {"status": _S_FAIL, "bytes_unwritten": n}
 
-    def _shapes(self, func, entry, settings, args, kwargs, ctx0):
+    def _shapes(self, gate, func, entry, settings, args, kwargs, ctx0):
         """The op at the shaper's adversarial shapes (ops.SHAPERS), on
         generated inputs, judged by the oracle: [(meta, Job or None)]."""
         sh = ops.shaper(entry)
@@ -1010,11 +1030,11 @@ class KcheckMode(TorchDispatchMode):
                 out.append((dict(meta, reason="%s: %s" % (type(e).__name__, str(e)[:120])), None))
                 continue
             exposed = dict(meta, inputs="generated", commands=cmds)
-            j, _ = self._job("shapes", 0, entry, plan, settings, inputs, res, None, exposed, ctx0)
+            j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed, ctx0)
             out.append((meta, j))
         return out
 
-    def _bounds(self, func, entry, args, kwargs, ctx0):
+    def _bounds(self, gate, func, entry, args, kwargs, ctx0):
         """The op's out= overload run on generated inputs into an output
         that sits inside a larger buffer of kcheck's, between guard zones
         of _GUARD bytes filled with _GUARD_BYTE (the C bounds gate's guard
@@ -1068,7 +1088,7 @@ class KcheckMode(TorchDispatchMode):
             rec["contract"] = entry.contract.get("where")
         with self.stats.lock:
             self.stats.violations += 1
-        self.lib.kcheck_op_report(b"bounds", ("%s wrote %d bytes outside its output (guard zones "
+        self.lib.kcheck_op_report(gate.encode(), ("%s wrote %d bytes outside its output (guard zones "
                                   "of %d bytes around an out= tensor)" % (
                                       _op_name(outf), nb + na, _GUARD)).encode(),
                                   json.dumps(rec).encode())

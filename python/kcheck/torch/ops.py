@@ -392,13 +392,18 @@ NOT_APPLICABLE = {
                           "the oracle's rule is the limit -0"},
 }
 
+# gates.def's op column in the order the binding runs the gates: on the
+# application's call, then on generated inputs (a documented-
+# nondeterministic op is named apart: nondet.py)
+OP_KINDS = ("oracle", "inputs", "trials", "poison", "guards", "shapes")
+GENERATED_GATES = tuple(g.id for k in OP_KINDS[2:] for g in _defs.GATES if g.op == k)
+
 # Every gate that runs the op on generated inputs (coverage, bounds and
 # shapes included) would hand it random indices: out of range, a
 # device-side assert that ends the program's CUDA context.
 _GENERATED_INDEX = "generated inputs would hold out-of-range indices (a device-side assert)"
 for _n in ("embedding", "index_select"):
-    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in ("nonfinite", "precision", "extremes",
-                                                        "coverage", "bounds", "shapes")}
+    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
@@ -809,18 +814,18 @@ def out_overload(func):
 
 
 def gates_of(name):
-    """The op-level gates that apply to ATen op `name` (docs/torch.md table)."""
+    """The op-level gates that apply to ATen op `name` (docs/torch.md
+    table): those gates.def runs at op level, in the order the binding runs
+    them, less those that cannot apply to this op (no out= overload for
+    guards, no shaper for shapes, NOT_APPLICABLE)."""
     import torch
-    g = ["oracle", "immutability"]
-    g += [x for x in ("nonfinite", "precision", "extremes") if x not in NOT_APPLICABLE.get(name, {})]
-    g.append("coverage")
     packet = getattr(torch.ops.aten, name)
     na = NOT_APPLICABLE.get(name, {})
-    if any(out_overload(getattr(packet, o)) for o in packet.overloads()
-           if not o.endswith("out")):
-        g.append("bounds")
-    if SHAPERS.get(name):
-        g.append("shapes")
+    has_out = any(out_overload(getattr(packet, o)) for o in packet.overloads()
+                  if not o.endswith("out"))
+    applies = {"guards": has_out, "shapes": bool(SHAPERS.get(name)), "documented": False}
+    g = [x.id for kind in OP_KINDS for x in _defs.GATES
+         if x.op == kind and applies.get(kind, True)]
     return [x for x in g if x not in na]
 
 

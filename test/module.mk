@@ -60,13 +60,15 @@ build-test: $(BUILD)/libkcheck.so
 
 # One list per vocabulary: the docs' tables against the .def files (and the
 # docs' relative links against the tree), and
-# every gate's fixtures findable from its name (test/gates/<id>/fixtures).
+# every gate's fixtures findable from its name (test/gates/<id>/fixtures);
+# a new gate is at most three hand-written files (scripts/new_gate.py).
 .PHONY: docs-test gates-index-test
 docs-test:
 	$(PYTHON) test/docs/check_tables.py
 	$(PYTHON) scripts/gen_defs.py --check
 gates-index-test:
 	$(PYTHON) test/gates/check_fixtures.py
+	CC='$(CC)' KC_INC_gates='$(KC_INC_gates)' $(PYTHON) test/gates/check_new_gate.py
 
 test-cpu: unit-test build-test docs-test gates-index-test fakecuda-test integration-test fuzz-smoke
 test: test-cpu

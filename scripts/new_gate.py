@@ -37,8 +37,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The oracle's evidence (gates/judge.c), what a trials gate's violations carry.
-JUDGE_EVIDENCE = ("tensor op profile index kernel exact bound error ratio n_fail n_special "
-                  "verdict_line")
+JUDGE_EVIDENCE = ("tensor op profile index kernel exact bound error ratio shape n_fail n_special "
+                  "verdict_line explained_by detail")
 
 C_HEAD = '''/* gates/{id}.c — contract: {contract}
  * (gates/gates.def). Given the launch, its shadow check and its contract

@@ -391,8 +391,8 @@ class KcheckMode(TorchDispatchMode):
         for gate in _op_gates("documented"):
             self.lib.kcheck_op_report(
                 gate.encode(), ("PyTorch documents %s as nondeterministic (%s): its result may "
-                                "differ run to run; torch.use_deterministic_algorithms(True) "
-                                "makes it deterministic or an error" % (name, doc)).encode(),
+                                 "differ run to run; torch.use_deterministic_algorithms(True) "
+                                 "makes it deterministic or an error" % (name, doc)).encode(),
                 json.dumps(rec).encode())
             with self.stats.lock:
                 self.stats.violations += 1

@@ -96,21 +96,34 @@ struct kc_gate {
   int (*run)(struct kc_gate_ctx *ctx);
   /* op trials: kc_gate_<id>_trials; NULL for every other op. */
   kc_gate_trials_fn trials;
+  /* A gate that runs only on some launches defines
+   * kc_gate_<id>_applies in its own file (the registry finds it); NULL:
+   * every launch its needs_contract allows. */
+  int (*applies)(const struct kc_launch_info *li);
+};
+
+/* The number of gates, from gates.def (the runner's per-check arrays). */
+enum {
+#define KC_GATE(id, sev, needs, op, kev, oev, contract) KC_GATE_INDEX_##id,
+#include "gates.def"
+#undef KC_GATE
+  KC_NGATES
 };
 
 /* Each gate file defines kc_gate_<id>_run (a trials gate kc_gate_<id>_trials
- * too); registry.c makes the kc_gate_<id> rows from gates.def. */
+ * too, a gate for some launches only kc_gate_<id>_applies: weak, so a gate
+ * without one leaves it NULL); registry.c makes the kc_gate_<id> rows from
+ * gates.def. (uninit applies to kernel nodes of replayed graphs under
+ * graph_uninit, stream_delay to launches that race with a new unordered
+ * write.) */
 #define KC_GATE(id, sev, needs, op, kev, oev, contract)                                            \
   extern const struct kc_gate kc_gate_##id;                                                        \
   int kc_gate_##id##_run(struct kc_gate_ctx *ctx);                                                 \
-  int kc_gate_##id##_trials(const char *op, struct kc_trial *t, unsigned *fail_mask);
+  int kc_gate_##id##_trials(const char *op, struct kc_trial *t, unsigned *fail_mask);              \
+  __attribute__((weak, visibility("hidden"))) int kc_gate_##id##_applies(                          \
+      const struct kc_launch_info *li);
 #include "gates.def"
 #undef KC_GATE
-
-/* uninit runs only on kernel nodes of replayed graphs under graph_uninit. */
-int kc_gate_uninit_applies(const struct kc_launch_info *li);
-/* stream_delay only on launches that race with a new unordered write. */
-int kc_gate_stream_delay_applies(const struct kc_launch_info *li);
 
 /* All gates, in registry order, NULL-terminated. */
 extern const struct kc_gate *const kc_gates[];

@@ -16,16 +16,19 @@
 #define KC_TRIALS_guards(id) NULL
 #define KC_TRIALS_shapes(id) NULL
 #define KC_TRIALS_documented(id) NULL
-#define KC_GATE(id, sev, needs, op, kev, oev, contract)                                            \
-  const struct kc_gate kc_gate_##id = {#id,                                                        \
-                                       sev,                                                        \
-                                       needs,                                                      \
-                                       KC_GATE_OP_##op,                                            \
-                                       kev,                                                        \
-                                       oev,                                                        \
-                                       contract,                                                   \
-                                       kc_gate_##id##_run,                                         \
-                                       KC_TRIALS_##op(id)};
+/* (The parameters are not named as the fields they set, which the
+ * designators name.) */
+#define KC_GATE(gid, sev, needs, how, kev, oev, text)                                              \
+  const struct kc_gate kc_gate_##gid = {.id = #gid,                                                \
+                                        .severity = sev,                                           \
+                                        .needs_contract = needs,                                   \
+                                        .op = KC_GATE_OP_##how,                                    \
+                                        .kernel_evidence = kev,                                    \
+                                        .op_evidence = oev,                                        \
+                                        .contract = text,                                          \
+                                        .run = kc_gate_##gid##_run,                                \
+                                        .trials = KC_TRIALS_##how(gid),                            \
+                                        .applies = kc_gate_##gid##_applies};
 #include "gates.def"
 #undef KC_GATE
 

@@ -27,7 +27,8 @@ only. (The binding's other ways of running a gate — the op column's
 oracle, inputs, poison, guards, shapes — are its built-in gates'.)
 --dry-run prints what it would write, then the files by kind.
 docs/architecture.md ("A gate, defined once") says what else a gate may
-need (options, the default gates list, an applies test)."""
+need (options, the default gates list; a gate for some launches only
+defines kc_gate_ID_applies in gates/ID.c, no file more)."""
 import argparse
 import os
 import re

@@ -6,18 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/kcheck.h"
 #include "gate.h"
 #include "gate_util.h"
 
-/* First changed byte of a guard zone, or -1. */
+/* First changed byte of a guard zone, or -1; its count in *count (the
+ * rule the op level applies to its guard zones too). */
 static long first_changed(const unsigned char *g, size_t n, size_t *count) {
-  long first = -1;
-  for (size_t i = 0; i < n; i++)
-    if (g[i] != KC_CONTRACT_SB_GUARD_BYTE) {
-      if (first < 0) first = (long)i;
-      (*count)++;
-    }
-  return first;
+  long long first;
+  *count = kcheck_bytes_not_fill(g, n, KC_CONTRACT_SB_GUARD_BYTE, &first, NULL);
+  return (long)first;
 }
 
 int kc_gate_bounds_run(struct kc_gate_ctx *ctx) {

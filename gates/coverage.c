@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/kcheck.h"
 #include "gate.h"
 #include "gate_util.h"
 
@@ -24,18 +25,13 @@ struct scan {
   int nondeterministic;
 };
 
-static int all(const unsigned char *p, unsigned char v, int n) {
-  for (int i = 0; i < n; i++)
-    if (p[i] != v) return 0;
-  return 1;
-}
-
 static int visit(void *ctx, const int64_t *idx, int rank, uint64_t off) {
   struct scan *s = ctx;
   const unsigned char *b = s->t->after + KC_CONTRACT_SB_GUARD + off;
   const unsigned char *a = s->first_run + off;
-  if (s->nondeterministic ? !(all(a, POISON_A, s->t->esize) && all(b, POISON_B, s->t->esize))
-                          : !memcmp(a, b, (size_t)s->t->esize))
+  /* One element: the rule the op level applies to its host copies too. */
+  unsigned es = (unsigned)s->t->esize;
+  if (!kcheck_bytes_unwritten(a, b, es, es, POISON_A, POISON_B, s->nondeterministic, NULL, NULL))
     return 0;
   if (!s->count++) {
     memcpy(s->idx, idx, (size_t)rank * sizeof *idx);

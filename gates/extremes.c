@@ -8,8 +8,9 @@
 #include "gate.h"
 #include "trial.h"
 
-int kc_extremes_trials(const char *name, struct kc_trial *t) {
+int kc_gate_extremes_trials(const char *name, struct kc_trial *t, unsigned *fail_mask) {
   int n = 0;
+  *fail_mask = KC_VERDICT_FAILS;
   const struct oc_op_info *op = name ? oc_op_find(name) : NULL;
   if (op && op->cls == OC_CLASS_SOFTMAX)
     t[n++] = (struct kc_trial){OC_GEN_LARGE_LOGITS, KC_TF_NONE, NULL, 0};
@@ -24,8 +25,9 @@ int kc_extremes_trials(const char *name, struct kc_trial *t) {
 int kc_gate_extremes_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->contract;
   struct kc_trial t[KC_MAX_TRIALS];
-  int n = kc_extremes_trials(c ? c->op : NULL, t);
-  return kc_trials_gate(ctx, &kc_gate_extremes, t, n, KC_VERDICT_FAILS,
+  unsigned fails;
+  int n = kc_gate_extremes_trials(c ? c->op : NULL, t, &fails);
+  return kc_trials_gate(ctx, &kc_gate_extremes, t, n, fails,
                         "at extreme input magnitudes the outputs violate the declared op and "
                         "profile (numerical oracle)");
 }

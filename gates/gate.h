@@ -59,30 +59,71 @@ struct kc_gate_ctx {
  * ownership of details. */
 void kc_gate_violation(struct kc_gate_ctx *ctx, json_t *details);
 
+/* How the op level (a framework binding) runs a gate: gates.def's op
+ * column (KC_GATE_OP_none: kernel level only). */
+enum kc_gate_op {
+  KC_GATE_OP_none,
+  KC_GATE_OP_oracle,
+  KC_GATE_OP_inputs,
+  KC_GATE_OP_trials,
+  KC_GATE_OP_poison,
+  KC_GATE_OP_guards,
+  KC_GATE_OP_shapes,
+  KC_GATE_OP_documented,
+};
+const char *kc_gate_op_name(enum kc_gate_op op);
+
+struct kc_trial;
+/* A trials gate's generated-input runs for oracle op `op` (NULL: none
+ * named) into t (KC_MAX_TRIALS at most): how many; the verdicts that are
+ * its violations into *fail_mask (bit 1 << enum oc_verdict_kind). The
+ * kernel level runs them on shadow buffers, the op level through
+ * kcheck_op_trials. */
+typedef int (*kc_gate_trials_fn)(const char *op, struct kc_trial *t, unsigned *fail_mask);
+
 /* A registry row (gates.def). A gate with needs_contract runs only on
  * launches that have a contract (matched or from an annotation). */
 struct kc_gate {
   const char *id;
   const char *severity;
   int needs_contract;
+  enum kc_gate_op op;
+  /* Its evidence fields at kernel and op level (space-separated). */
+  const char *kernel_evidence, *op_evidence;
   const char *contract;
   /* Runs the gate: sets ctx->out.status, adds violations and details.
    * Returns the number of violations it added (checked by the runner). */
   int (*run)(struct kc_gate_ctx *ctx);
+  /* op trials: kc_gate_<id>_trials; NULL for every other op. */
+  kc_gate_trials_fn trials;
+  /* A gate that runs only on some launches defines
+   * kc_gate_<id>_applies in its own file (the registry finds it); NULL:
+   * every launch its needs_contract allows. */
+  int (*applies)(const struct kc_launch_info *li);
 };
 
-/* Each gate file defines only kc_gate_<id>_run; registry.c makes the
- * kc_gate_<id> rows from gates.def. */
-#define KC_GATE(id, sev, needs, contract)                                                          \
-  extern const struct kc_gate kc_gate_##id;                                                        \
-  int kc_gate_##id##_run(struct kc_gate_ctx *ctx);
+/* The number of gates, from gates.def (the runner's per-check arrays). */
+enum {
+#define KC_GATE(id, sev, needs, op, kev, oev, contract) KC_GATE_INDEX_##id,
 #include "gates.def"
 #undef KC_GATE
+  KC_NGATES
+};
 
-/* uninit runs only on kernel nodes of replayed graphs under graph_uninit. */
-int kc_gate_uninit_applies(const struct kc_launch_info *li);
-/* stream_delay only on launches that race with a new unordered write. */
-int kc_gate_stream_delay_applies(const struct kc_launch_info *li);
+/* Each gate file defines kc_gate_<id>_run (a trials gate kc_gate_<id>_trials
+ * too, a gate for some launches only kc_gate_<id>_applies: weak, so a gate
+ * without one leaves it NULL); registry.c makes the kc_gate_<id> rows from
+ * gates.def. (uninit applies to kernel nodes of replayed graphs under
+ * graph_uninit, stream_delay to launches that race with a new unordered
+ * write.) */
+#define KC_GATE(id, sev, needs, op, kev, oev, contract)                                            \
+  extern const struct kc_gate kc_gate_##id;                                                        \
+  int kc_gate_##id##_run(struct kc_gate_ctx *ctx);                                                 \
+  int kc_gate_##id##_trials(const char *op, struct kc_trial *t, unsigned *fail_mask);              \
+  __attribute__((weak, visibility("hidden"))) int kc_gate_##id##_applies(                          \
+      const struct kc_launch_info *li);
+#include "gates.def"
+#undef KC_GATE
 
 /* All gates, in registry order, NULL-terminated. */
 extern const struct kc_gate *const kc_gates[];

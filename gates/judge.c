@@ -536,22 +536,30 @@ static json_t *input_slices(const struct kc_contract_sb *sb, const struct kc_jud
   return a;
 }
 
+json_t *kc_verdict_evidence(const char *tensor, const char *op, const int64_t *shape, int rank,
+                            const struct oc_verdict *v) {
+  char line[1024];
+  oc_verdict_format(v, line, sizeof line);
+  json_t *ev =
+      json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "tensor",
+                tensor, "verdict", oc_verdict_name(v->kind), "op", op, "profile", v->profile,
+                "index", kc_gate_index_json(v->index, v->rank), "kernel", jnum(v->kernel), "exact",
+                jnum(v->exact), "bound", jnum(v->bound), "error", jnum(v->error), "ratio",
+                jnum(v->ratio), "shape", kc_gate_index_json(shape, rank), "n_fail",
+                (json_int_t)v->n_fail, "n_special", (json_int_t)v->n_special, "verdict_line", line);
+  if (!ev) return NULL;
+  if (v->kind == OC_FAIL_PRECISION && v->explained_by[0])
+    json_object_set_new(ev, "explained_by", json_string(v->explained_by));
+  if (v->detail[0]) json_object_set_new(ev, "detail", json_string(v->detail));
+  return ev;
+}
+
 json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_sb *sb,
                           const struct kc_judgment *j) {
   const struct oc_verdict *v = &j->v;
   const struct kc_contract_sb_tensor *t = &sb->t[j->out];
-  char line[1024];
-  oc_verdict_format(v, line, sizeof line);
-  json_t *ev = json_pack(
-      "{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "tensor",
-      t->t->v->name, "verdict", oc_verdict_name(v->kind), "op", c->op, "profile", v->profile,
-      "index", kc_gate_index_json(v->index, v->rank), "kernel", jnum(v->kernel), "exact",
-      jnum(v->exact), "bound", jnum(v->bound), "error", jnum(v->error), "ratio", jnum(v->ratio),
-      "shape", kc_gate_index_json(t->t->shape, t->t->rank), "n_fail", (json_int_t)v->n_fail,
-      "n_special", (json_int_t)v->n_special, "verdict_line", line);
-  if (v->kind == OC_FAIL_PRECISION && v->explained_by[0])
-    json_object_set_new(ev, "explained_by", json_string(v->explained_by));
-  if (v->detail[0]) json_object_set_new(ev, "detail", json_string(v->detail));
+  json_t *ev = kc_verdict_evidence(t->t->v->name, c->op, t->t->shape, t->t->rank, v);
+  if (!ev) return NULL;
   /* Elementwise ops: the inputs at the worst index (broadcast dims at 0). */
   if (j->nins) {
     json_t *in = json_object();

@@ -44,9 +44,15 @@ int kc_judge(const struct kc_contract *c, const struct kc_contract_sb *sb, struc
 enum kc_gate_status kc_verdict_status(enum oc_verdict_kind k);
 /* Adds verdict, class and coverage to a gate's result object. */
 void kc_judge_result(const struct kc_judgment *j, json_t *result);
-/* The evidence of a verdict: tensor, multi-index, values, bound, class. */
+/* The evidence of a verdict: tensor, multi-index, values, bound, class;
+ * the inputs at the worst index where the op is elementwise. */
 json_t *kc_judge_evidence(const struct kc_contract *c, const struct kc_contract_sb *sb,
                           const struct kc_judgment *j);
+/* Its fields common to kernel and op level (gates.def's evidence columns),
+ * for output `tensor` of oracle op `op` and that shape: the op level
+ * (gates/op_check.c) writes these, kc_judge_evidence adds the inputs. */
+json_t *kc_verdict_evidence(const char *tensor, const char *op, const int64_t *shape, int rank,
+                            const struct oc_verdict *v);
 
 /* An op over tensors already described (the PyTorch binding's host copies,
  * gates/op_check.c): the oracle op's name (ops.def, aliases included), its

@@ -147,31 +147,6 @@ static json_t *jnum(double d) {
   return json_real(d);
 }
 
-static json_t *index_json(const int64_t *idx, int rank) {
-  json_t *a = json_array();
-  for (int d = 0; d < rank; d++)
-    json_array_append_new(a, json_integer((json_int_t)idx[d]));
-  return a;
-}
-
-/* The evidence of a verdict, as the contract gates write it. */
-static json_t *evidence(const char *op, const char *out_name, const struct oc_tensor *out,
-                        const struct oc_verdict *v) {
-  char line[512];
-  oc_verdict_format(v, line, sizeof line);
-  json_t *ev =
-      json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "tensor",
-                out_name, "verdict", oc_verdict_name(v->kind), "op", op, "profile", v->profile,
-                "index", index_json(v->index, v->rank), "kernel", jnum(v->kernel), "exact",
-                jnum(v->exact), "bound", jnum(v->bound), "error", jnum(v->error), "ratio",
-                jnum(v->ratio), "shape", index_json(out->shape, out->rank), "n_fail",
-                (json_int_t)v->n_fail, "n_special", (json_int_t)v->n_special, "verdict_line", line);
-  if (ev && v->kind == OC_FAIL_PRECISION && v->explained_by[0])
-    json_object_set_new(ev, "explained_by", json_string(v->explained_by));
-  if (ev && v->detail[0]) json_object_set_new(ev, "detail", json_string(v->detail));
-  return ev;
-}
-
 /* The gate result object (status, verdict line, class, coverage). */
 static json_t *result(const struct oc_verdict *v) {
   char line[512];
@@ -242,7 +217,9 @@ KC_EXPORT int kcheck_op_judge(const char *gate, const char *op, const char *prof
     json_object_set_new(rec, "gate", json_string(g->id));
     json_object_set_new(rec, "severity", json_string(g->severity));
     json_object_set_new(rec, "message", json_string(msg));
-    json_object_set_new(rec, "evidence", evidence(op, out->name ? out->name : "out", &to, &v));
+    json_object_set_new(
+        rec, "evidence",
+        kc_verdict_evidence(out->name ? out->name : "out", op, to.shape, to.rank, &v));
     if (!json_object_get(rec, "kernel_name")) /* the core's log line names it */
       json_object_set_new(rec, "kernel_name", json_string(op));
     kc_findings_emit(rec);
@@ -256,21 +233,16 @@ done:
 
 KC_EXPORT int kcheck_op_trials(const char *gate, const char *op, char *buf, unsigned long n,
                                unsigned *fail_mask) {
-  static const struct {
-    const char *id;
-    int (*trials)(const char *op, struct kc_trial *t);
-    unsigned mask;
-  } tab[] = {{"nonfinite", kc_nonfinite_trials, 1u << OC_FAIL_SPECIAL},
-             {"precision", kc_precision_trials, KC_VERDICT_FAILS},
-             {"extremes", kc_extremes_trials, KC_VERDICT_FAILS}};
   if (buf && n) buf[0] = 0;
   if (!gate || !op || !ready()) return -1;
-  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
-    if (strcmp(gate, tab[i].id)) continue;
-    const struct kc_gate *g = gate_by_id(gate);
-    if (!g || !kc_gate_enabled(g)) return 0;
+  /* The gates whose op column is trials (gates.def): each lists its own. */
+  for (size_t i = 0; kc_gates[i]; i++) {
+    const struct kc_gate *g = kc_gates[i];
+    if (!g->trials || strcmp(gate, g->id)) continue;
+    if (!kc_gate_enabled(g)) return 0;
     struct kc_trial t[KC_MAX_TRIALS];
-    int k = tab[i].trials(op, t);
+    unsigned mask = 0;
+    int k = g->trials(op, t, &mask);
     size_t used = 0;
     for (int j = 0; j < k && buf; j++) {
       int w =
@@ -279,7 +251,7 @@ KC_EXPORT int kcheck_op_trials(const char *gate, const char *op, char *buf, unsi
       if (w < 0 || (size_t)w >= n - used) return -1;
       used += (size_t)w;
     }
-    if (fail_mask) *fail_mask = tab[i].mask;
+    if (fail_mask) *fail_mask = mask;
     return k;
   }
   return -1;

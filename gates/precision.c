@@ -10,7 +10,8 @@
 #include "gate.h"
 #include "trial.h"
 
-int kc_precision_trials(const char *name, struct kc_trial *t) {
+int kc_gate_precision_trials(const char *name, struct kc_trial *t, unsigned *fail_mask) {
+  *fail_mask = KC_VERDICT_FAILS;
   int g[KC_MAX_TRIALS], n = 0;
   const struct oc_op_info *op = oc_op_find(name);
   enum oc_opid id = op ? op->id : OC_ID_COUNT;
@@ -31,8 +32,9 @@ int kc_precision_trials(const char *name, struct kc_trial *t) {
 int kc_gate_precision_run(struct kc_gate_ctx *ctx) {
   const struct kc_contract *c = ctx->contract;
   struct kc_trial t[KC_MAX_TRIALS];
-  int n = c && c->op ? kc_precision_trials(c->op, t) : 0;
-  return kc_trials_gate(ctx, &kc_gate_precision, t, n, KC_VERDICT_FAILS,
+  unsigned fails = KC_VERDICT_FAILS;
+  int n = c && c->op ? kc_gate_precision_trials(c->op, t, &fails) : 0;
+  return kc_trials_gate(ctx, &kc_gate_precision, t, n, fails,
                         "on adversarial inputs the outputs fall outside the declared precision "
                         "profile (numerical oracle)");
 }

@@ -100,15 +100,14 @@ static void free_gate_result(struct kc_gate_ctx *ctx) {
 
 static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c,
                           const char *annotation_note, const char *contract_note) {
-  const struct kc_gate *run_list[16];
+  const struct kc_gate *run_list[KC_NGATES];
   int n = 0;
   /* Contract gates run only where a contract matched; they work on shadow
    * buffers of their own, so they share this check (and its pre-state, the
    * source of their inputs) without needing anything else from it. */
-  for (int i = 0; kc_gates[i] && n < 16; i++)
+  for (int i = 0; kc_gates[i] && n < KC_NGATES; i++)
     if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || c) &&
-        (kc_gates[i] != &kc_gate_uninit || kc_gate_uninit_applies(li)) &&
-        (kc_gates[i] != &kc_gate_stream_delay || kc_gate_stream_delay_applies(li)))
+        (!kc_gates[i]->applies || kc_gates[i]->applies(li)))
       run_list[n++] = kc_gates[i];
   if (!n) {
     /* nothing left to run: the contract's refusal is the record */
@@ -138,7 +137,7 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   CUresult r = kc_shadow_app_launch(&s, &ok);
   if (ok && kc_opt.stream_races) learn_writes(li, &s);
   json_t *results = json_object();
-  struct kc_gate_ctx ctx[16];
+  struct kc_gate_ctx ctx[KC_NGATES];
   kc_guard_enter();
   /* profile=1: each gate's wall time in the check (its runs included) */
   json_t *gate_ms = kc_prof_on ? json_object() : NULL;

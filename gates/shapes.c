@@ -2,7 +2,8 @@
  * admits, not only the application's. Relaunches at other values of the
  * scalars that size its tensors — the contract's own `shapes` rows first,
  * then 1, small odd sizes, tile sizes ± 1 (31/33, 63/65, 127/129, 255/257),
- * primes and a large size, each for all size scalars at once, and two mixes
+ * primes and a large size (shape_rules.def, the op level's list too), each
+ * for all size scalars at once, and two mixes
  * where they differ — with grid, block and shared memory from the
  * contract's `launch` section, generated signed inputs, outputs poisoned
  * with NaN and guard zones around every tensor. A failing verdict or a
@@ -32,8 +33,18 @@
 #define MAX_BYTES (64ull << 20)
 #define MAX_WORK (1ll << 25) /* product of the size scalars */
 
-static const int64_t sizes[] = {1, 3, 17, 31, 33, 65, 127, 129, 251, 257, 1031, 4099};
-static const int64_t mix[] = {33, 17, 65, 3, 129};
+/* shape_rules.def: the sizes every size scalar takes at once, and the
+ * values the scalars take in turn in the mixes (the op level reads the
+ * same file). */
+static const int64_t sizes[] = {
+#define KC_SHAPE_SIZE(n) n,
+#include "shape_rules.def"
+};
+static const int64_t mix[] = {
+#define KC_SHAPE_MIX(n) n,
+#include "shape_rules.def"
+};
+#define NMIX ((int)(sizeof mix / sizeof mix[0]))
 
 /* Calls fn on every tensor declaration of c. */
 static void each_tensor(const struct kc_contract *c,
@@ -301,7 +312,7 @@ int kc_gate_shapes_run(struct kc_gate_ctx *ctx) {
     int64_t place = 0;
     for (int i = 0, s = 0; i < c->nscalars; i++)
       if (kind[i] == 1) {
-        want[i] = mix[(s++ + 2 * m) % 5];
+        want[i] = mix[(s++ + 2 * m) % NMIX];
         if (want[i] > place) place = want[i];
       }
     if (assign(c, ctx->li, b->ivals, kind, want, place, rows[0], rows[n])) n++;

@@ -234,12 +234,12 @@ json_t *kc_trial_guard_damage(const struct kc_contract_sb *sb) {
   for (int i = 0; i < sb->n; i++) {
     const struct kc_contract_sb_tensor *t = &sb->t[i];
     const unsigned char *before = t->after, *after = t->after + KC_CONTRACT_SB_GUARD + t->bytes;
-    long first_after = -1, last_before = -1, changed = 0;
-    for (long k = 0; k < (long)t->tail; k++)
-      if (after[k] != KC_CONTRACT_SB_GUARD_BYTE)
-        changed++, first_after = first_after < 0 ? k : first_after;
-    for (long k = 0; k < (long)KC_CONTRACT_SB_GUARD; k++)
-      if (before[k] != KC_CONTRACT_SB_GUARD_BYTE) changed++, last_before = k;
+    /* The bounds gate's rule (byte_verdicts.c) on both guard zones. */
+    long long first_after, last_before;
+    long changed = (long)(kcheck_bytes_not_fill(after, t->tail, KC_CONTRACT_SB_GUARD_BYTE,
+                                                &first_after, NULL) +
+                          kcheck_bytes_not_fill(before, KC_CONTRACT_SB_GUARD,
+                                                KC_CONTRACT_SB_GUARD_BYTE, NULL, &last_before));
     if (!changed) continue;
     int past = first_after >= 0;
     json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}", "tensor", t->t->v->name, "side",

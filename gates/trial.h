@@ -47,13 +47,10 @@ int kc_trial_run(struct kc_gate_ctx *ctx, const struct kc_contract *c, const str
 json_t *kc_trial_guard_damage(const struct kc_contract_sb *sb);
 /* Every failing verdict, as a fail_mask. */
 #define KC_VERDICT_FAILS (1u << OC_FAIL_PRECISION | 1u << OC_FAIL_VALUE | 1u << OC_FAIL_SPECIAL)
-/* The trials of the generated-input gates for an oracle op (also what a
- * binding's op-level checks run, kcheck_op_trials): at most KC_MAX_TRIALS
- * into t; returns how many. */
+/* The most trials a generated-input gate lists for an oracle op (its
+ * kc_gate_<id>_trials, gate.h: also what a binding's op-level checks run,
+ * kcheck_op_trials). */
 #define KC_MAX_TRIALS 8
-int kc_precision_trials(const char *op, struct kc_trial *t);
-int kc_extremes_trials(const char *op, struct kc_trial *t);
-int kc_nonfinite_trials(const char *op, struct kc_trial *t);
 /* Runs trials in order until one gives a verdict in fail_mask (bits 1 <<
  * enum oc_verdict_kind) or, for trials at other scalars, changes a guard
  * zone; reports that as g's violation (message, evidence, exposed_by) and

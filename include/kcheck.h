@@ -152,6 +152,25 @@ void kcheck_op_done(const char *op, const char *key, int clean, double seconds,
 /* Writes a binding's record ("op_skip", "torch", "torch_summary"). */
 void kcheck_record(const char *type, const char *record_json);
 
+/* The byte verdicts of the coverage, immutability and bounds gates (the
+ * C gates' own, on their shadow buffers): a binding passes its host copies.
+ * Each looks at n bytes in units of `unit` bytes (an element; 1: bytes),
+ * returns how many units it counts and stores the index of the first and
+ * the last of them in first and last (either may be NULL; -1 for none). */
+/* Immutability: units whose bytes differ between before and after. */
+unsigned long long kcheck_bytes_changed(const void *before, const void *after, unsigned long long n,
+                                        unsigned unit, long long *first, long long *last);
+/* Coverage: units never written by two runs whose outputs started as
+ * poison_a and poison_b bytes: units that kept both fills, or (may_differ
+ * 0: a written unit gets the same bytes in both runs) that differ. */
+unsigned long long kcheck_bytes_unwritten(const void *run_a, const void *run_b,
+                                          unsigned long long n, unsigned unit, int poison_a,
+                                          int poison_b, int may_differ, long long *first,
+                                          long long *last);
+/* Bounds: bytes of a guard zone that no longer hold its fill byte. */
+unsigned long long kcheck_bytes_not_fill(const void *zone, unsigned long long n, int fill,
+                                         long long *first, long long *last);
+
 /* The value of option `name` as text (after KCHECK_OPTIONS was parsed):
  * its length, or -1 for an unknown name. */
 int kcheck_option(const char *name, char *buf, unsigned long n);

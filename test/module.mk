@@ -8,11 +8,12 @@
 -include test/fuzz/module.mk
 
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem \
-              bug_sites
+              bug_sites byte_verdicts
 UNIT_OBJS_bug_sites := libkcheck/findings/bug libkcheck/base/log
 UNIT_OBJS_devmem := libkcheck/base/devmem libkcheck/base/own libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
 UNIT_OBJS_access := libkcheck/base/access
+UNIT_OBJS_byte_verdicts := gates/byte_verdicts
 UNIT_OBJS_allocmap := libkcheck/base/allocmap libkcheck/base/log
 UNIT_OBJS_policy := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_signature := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
@@ -60,13 +61,15 @@ build-test: $(BUILD)/libkcheck.so
 
 # One list per vocabulary: the docs' tables against the .def files (and the
 # docs' relative links against the tree), and
-# every gate's fixtures findable from its name (test/gates/<id>/fixtures).
+# every gate's fixtures findable from its name (test/gates/<id>/fixtures);
+# a new gate is at most three hand-written files (scripts/new_gate.py).
 .PHONY: docs-test gates-index-test
 docs-test:
 	$(PYTHON) test/docs/check_tables.py
 	$(PYTHON) scripts/gen_defs.py --check
 gates-index-test:
 	$(PYTHON) test/gates/check_fixtures.py
+	CC='$(CC)' KC_INC_gates='$(KC_INC_gates)' $(PYTHON) test/gates/check_new_gate.py
 
 test-cpu: unit-test build-test docs-test gates-index-test fakecuda-test integration-test fuzz-smoke
 

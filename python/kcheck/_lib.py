@@ -21,6 +21,7 @@ class Tensor(ctypes.Structure):
 def _prototypes():
     c = ctypes
     s, i, u, v = c.c_char_p, c.c_int, c.c_ulong, None
+    ll_p = c.POINTER(c.c_longlong)
     return {
         "kcheck_version": (s, []),
         "kcheck_api_version": (i, []),
@@ -47,6 +48,11 @@ def _prototypes():
         "kcheck_op_report": (v, [s, s, s]),
         "kcheck_op_done": (v, [s, s, i, c.c_double, s]),
         "kcheck_record": (v, [s, s]),
+        "kcheck_bytes_changed": (c.c_ulonglong, [c.c_void_p, c.c_void_p, c.c_ulonglong, c.c_uint,
+                                                 ll_p, ll_p]),
+        "kcheck_bytes_unwritten": (c.c_ulonglong, [c.c_void_p, c.c_void_p, c.c_ulonglong,
+                                                   c.c_uint, i, i, i, ll_p, ll_p]),
+        "kcheck_bytes_not_fill": (c.c_ulonglong, [c.c_void_p, c.c_ulonglong, i, ll_p, ll_p]),
         "kcheck_option": (i, [s, s, u]),
         "kcheck_torch_op_contracts": (c.c_long, [s, u]),
         "kcheck_own_begin": (v, []),

@@ -9,8 +9,12 @@ gates on the application's own inputs."""
 import collections
 import math
 import os
+import sys
 
 from conftest import ROOT, by_type, run
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from kcheck import _defs  # noqa: E402  (the gates' evidence fields, gates/gates.def)
 
 CONTRACTS = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
 CONTRACT_GATES = {"coverage", "immutability", "bounds", "oracle"}
@@ -98,6 +102,11 @@ def test_each_bug_caught_by_its_gate(app, tmp_path):
     assert ev["bytes_past_end"] == 0 and ev["relative_to"] == "end"
     assert ev["tensor_bytes"] == 4 * N and ev["changed_bytes_after"] == 4
     assert ev["changed_bytes_before"] == 0 and ev["before"] != ev["after"]
+
+    # Every field is one gates.def names for the gate at kernel level.
+    for v in viol.values():
+        declared = set(_defs.GATE[v["gate"]].kernel_evidence) | {"verdict", "exposed_by"}
+        assert set(v["evidence"]) <= declared, (v["gate"], set(v["evidence"]) - declared)
 
     checks = {name(c): c for c in by_type(recs, "check")}
     for k, gate in (("tail_unwritten", "coverage"), ("input_scratch", "immutability"),

@@ -490,6 +490,11 @@ def test_custom_op_contracts_catch_planted_bugs_with_python_line(tmp_path):
         assert ok not in got, (ok, got.get(ok))
     checked = {c["op"] for c in of(recs, "op_check")}
     assert {"kct::scale_ok.default", "kct::softmax_ok.default", "kct::mm_ok.default"} <= checked
+    # Every evidence field is one gates.def names for the gate at op level.
+    from kcheck import _defs
+    for v in viol:
+        declared = set(_defs.GATE[v["gate"]].op_evidence) | {"verdict", "exposed_by"}
+        assert set(v["evidence"]) <= declared, (v["gate"], set(v["evidence"]) - declared)
     v = [v for v in viol if v["gate"] == "precision"][0]
     assert v["exposed_by"]["inputs"] == "generated"
     assert v["regenerate"][0].startswith("kcheck gen -g ")
@@ -542,8 +547,10 @@ def test_bounds_gate_at_op_level_out_overload_in_guard_zones(tmp_path):
     viol = [v for v in of(recs, "violation") if v["gate"] == "bounds"]
     assert [v["op"] for v in viol] == ["kcb::spill.default"], viol
     ev = viol[0]["evidence"]
-    assert ev["overload"] == "kcb::spill.out" and ev["bytes_written_after"] == 12
-    assert ev["first_after_end"] == 0 and ev["bytes_written_before"] == 0
+    assert ev["overload"] == "kcb::spill.out" and ev["changed_bytes_after"] == 12
+    assert ev["bytes_past_end"] == 0 and ev["changed_bytes_before"] == 0
+    from kcheck import _defs  # the fields gates.def names for bounds at op level
+    assert set(ev) - {"verdict"} <= set(_defs.GATE["bounds"].op_evidence), ev
     assert viol[0]["stack"]["python"][-1]["line"] == 28
     gates = {c["op"]: c["gates"]["bounds"] for c in of(recs, "op_check")}
     assert gates["kcb::ok.default"]["status"] == "pass"

@@ -44,8 +44,10 @@ json_t *kc_bundle_write(const struct kc_launch_info *li, const struct kc_shadow 
   bundles_written++;
   return json_pack("{s:s}", "bundle", gate);
 }
-static const struct kc_gate g_race = {"race", "error", 0, "re-runs agree", NULL};
-static const struct kc_gate g_bounds = {"bounds", "error", 1, "guards intact", NULL};
+static const struct kc_gate g_race = {
+    .id = "race", .severity = "error", .contract = "re-runs agree"};
+static const struct kc_gate g_bounds = {
+    .id = "bounds", .severity = "error", .needs_contract = 1, .contract = "guards intact"};
 const struct kc_gate *const kc_gates[] = {&g_race, &g_bounds, NULL};
 
 static int report(const struct kc_gate *g, struct kc_launch_info *li, enum kc_gate_status st,

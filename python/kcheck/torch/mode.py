@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
-from kcheck.torch import judge, nondet, ops, profiles, trials
+from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -202,13 +202,6 @@ def _cpu_scalar(t):
     return t.dim() == 0 and t.device.type == "cpu"
 
 
-def _libc_memcmp():
-    f = ctypes.CDLL(None).memcmp  # the process's libc; ctypes releases the GIL around it
-    f.restype, f.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-    return f
-
-
-_memcmp = _libc_memcmp()
 _Tensor = torch.Tensor
 _PLAIN = (int, float, bool, str, type(None))
 _TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
@@ -236,6 +229,21 @@ def _key_part(a):
 
 
 _ALL_GATES = _defs.GATE_IDS  # what gates=all enables (gates/gates.def)
+# The op level's gates by how it runs them (gates.def's op column), in the
+# order the runs happen (ops.OP_KINDS): on the application's call (oracle,
+# inputs), then on generated inputs (trials, poison, guards, shapes).
+# (documented: named when called, __torch_dispatch__)
+_GENERATED_KINDS = ops.OP_KINDS[2:]
+
+
+def _op_gates(kind):
+    return tuple(g.id for g in _defs.GATES if g.op == kind)
+
+
+_GENERATED = ops.GENERATED_GATES
+# the gate that judges the application's own call (one: its job carries
+# the call's context to every other gate)
+(_ORACLE,) = _op_gates("oracle")
 
 
 def _lower_priority(nice):
@@ -396,13 +404,14 @@ class KcheckMode(TorchDispatchMode):
         rec = {"op": name, "cause": "documented by PyTorch", "documented": doc,
                "source": nondet.SOURCE, "python_thread": thread, "stack": {"python": stack},
                "evidence": {"verdict": "documented_nondeterministic", "documented": doc}}
-        self.lib.kcheck_op_report(
-            b"nondeterminism", ("PyTorch documents %s as nondeterministic (%s): its result may "
-                                "differ run to run; torch.use_deterministic_algorithms(True) "
-                                "makes it deterministic or an error" % (name, doc)).encode(),
-            json.dumps(rec).encode())
-        with self.stats.lock:
-            self.stats.violations += 1
+        for gate in _op_gates("documented"):
+            self.lib.kcheck_op_report(
+                gate.encode(), ("PyTorch documents %s as nondeterministic (%s): its result may "
+                                 "differ run to run; torch.use_deterministic_algorithms(True) "
+                                 "makes it deterministic or an error" % (name, doc)).encode(),
+                json.dumps(rec).encode())
+            with self.stats.lock:
+                self.stats.violations += 1
 
     def _done(self, key, entry):
         """The key will not be checked again (its first pass-through was
@@ -601,17 +610,18 @@ class KcheckMode(TorchDispatchMode):
             res = func(*args, **kwargs)
         try:
             with st.timed("copy_output"):
-                jobs, ctx = self._job("oracle", 0, entry, plan, settings, inputs, res, mark, None)
+                jobs, ctx = self._job(_ORACLE, 0, entry, plan, settings, inputs, res, mark, None)
             gates = {}
             imm = None
-            if "immutability" in self.gates:
-                with st.timed("immutability"):  # the copies only: compared on the worker
-                    imm = self._immutability_copies(entry, plan, inputs)
-                gates["immutability"] = None  # (its place in the record)
+            for gate in _op_gates("inputs"):
+                if gate not in self.gates:
+                    continue
+                with st.timed(gate):  # the copies only: compared on the worker
+                    imm = (gate, self._immutability_copies(entry, plan, inputs))
+                gates[gate] = None  # (its place in the record)
             trial_jobs = {}
             if jobs is not None:
-                wanted = [g for g in trials.GATES + ("coverage", "bounds", "shapes")
-                          if g in self.gates]
+                wanted = [g for g in _GENERATED if g in self.gates]
                 for gate in wanted:
                     if gate in entry.not_applicable:
                         gates[gate] = {"status": _S_NOT_APPLICABLE,
@@ -629,7 +639,7 @@ class KcheckMode(TorchDispatchMode):
                     self.later.append((func, entry, plan.op, settings, skey,
                                        trials.specs(args, kwargs, self.devices), ctx))
             else:
-                gates["oracle"] = ctx.get("_result")
+                gates[_ORACLE] = ctx.get("_result")
             self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm)
         except Exception as e:  # never the program's problem: count, say once
             self._internal(entry, e)
@@ -646,35 +656,39 @@ class KcheckMode(TorchDispatchMode):
                 self._generated_in_pool(func, entry, op, settings, args, kwargs, gates, ctx,
                                         trial_jobs)
         except trials.OverBudget as e:  # a recorded skip, never an OOM in the program
-            for g in trials.GATES + ("coverage", "bounds", "shapes"):
+            for g in _GENERATED:
                 if g in self.gates and g not in gates:
                     gates[g] = {"status": _S_SKIPPED, "reason": str(e)}
         return trial_jobs
 
     def _generated_in_pool(self, func, entry, op, settings, args, kwargs, gates, ctx, trial_jobs):
-        """_generated's runs, inside kcheck's pool: trials into trial_jobs,
-        coverage's and bounds' results into gates."""
+        """_generated's runs, inside kcheck's pool, in gates.def's op kinds'
+        order: trials into trial_jobs, the other gates' results into
+        gates."""
         st = self.stats
-        for gate in trials.GATES:
-            if gate not in self.gates or gate in gates:
-                continue
-            with st.timed("trials:" + gate):
-                trial_jobs[gate] = self._trials(gate, func, entry, op, settings, args, kwargs,
-                                                ctx)
-        if "coverage" in self.gates and "coverage" not in gates:
-            with st.timed("coverage"):
-                gates["coverage"] = self._coverage(func, entry, settings, args, kwargs, ctx)
-        if "bounds" in self.gates and "bounds" not in gates:
-            with st.timed("bounds"):
-                gates["bounds"] = self._bounds(func, entry, args, kwargs, ctx)
-        if "shapes" in self.gates and "shapes" not in gates:
-            with st.timed("shapes"):
-                tl = self._shapes(func, entry, settings, args, kwargs, ctx)
-            if tl:
-                trial_jobs["shapes"] = tl
-            else:
-                gates["shapes"] = {"status": _S_NOT_APPLICABLE,
-                                   "reason": "no shape variants for this op"}
+        for kind in _GENERATED_KINDS:
+            for gate in _op_gates(kind):
+                if gate not in self.gates or gate in gates:
+                    continue
+                if kind == "trials":
+                    with st.timed("trials:" + gate):
+                        trial_jobs[gate] = self._trials(gate, func, entry, op, settings,
+                                                        args, kwargs, ctx)
+                elif kind == "poison":
+                    with st.timed(gate):
+                        gates[gate] = self._coverage(gate, func, entry, settings, args,
+                                                     kwargs, ctx)
+                elif kind == "guards":
+                    with st.timed(gate):
+                        gates[gate] = self._bounds(gate, func, entry, args, kwargs, ctx)
+                else:
+                    with st.timed(gate):
+                        tl = self._shapes(gate, func, entry, settings, args, kwargs, ctx)
+                    if tl:
+                        trial_jobs[gate] = tl
+                    else:
+                        gates[gate] = {"status": _S_NOT_APPLICABLE,
+                                       "reason": "no shape variants for this op"}
 
     def run_later(self, until_budget=True, deadline=None):
         """The generated-input parts left by torch_budget, at a safe point
@@ -739,13 +753,13 @@ class KcheckMode(TorchDispatchMode):
                 t1 = time.perf_counter()
                 if imm is not None:
                     t = time.perf_counter()
-                    gates["immutability"] = self._immutability(imm, ctx)
-                    self.stats.add_cost("judge:immutability", time.perf_counter() - t)
+                    gates[imm[0]] = self._immutability(imm[0], imm[1], ctx)
+                    self.stats.add_cost("judge:" + imm[0], time.perf_counter() - t)
                 if job is not None:
                     t = time.perf_counter()
                     status, res = job.run()
-                    self.stats.add_cost("judge:oracle", time.perf_counter() - t)
-                    gates["oracle"] = res
+                    self.stats.add_cost("judge:" + _ORACLE, time.perf_counter() - t)
+                    gates[_ORACLE] = res
                     self._count(status, res)
                 for gate, tl in trial_jobs.items():
                     runs = []
@@ -794,7 +808,7 @@ class KcheckMode(TorchDispatchMode):
         jobs = ([job] if job is not None else []) + [j for tl in trial_jobs.values()
                                                      for _, j in tl if j is not None]
         nbytes = sum(j.nbytes() for j in jobs) + sum(
-            a.numel() * a.element_size() for _, _, a in imm or ())
+            a.numel() * a.element_size() for _, _, a in (imm[1] if imm else ()))
         with self.stats.lock:
             self.inflight += 1
             self.pending_bytes += nbytes
@@ -906,29 +920,31 @@ class KcheckMode(TorchDispatchMode):
             pairs.append((name, getattr(h, "raw", h.flat), after))
         return pairs
 
-    def _immutability(self, pairs, ctx):
+    def _immutability(self, gate, pairs, ctx):
         """The inputs' bytes before and after the application's call
-        compared (memcmp, the GIL released: on kcheck's worker, beside the
-        program); a changed input is a violation."""
+        compared by libkcheck's rule (byte_verdicts.changed, the C gate's;
+        the GIL released: on kcheck's worker, beside the program); a
+        changed input is a violation."""
         changed = []
         for name, before, after in pairs:
-            a, b = before.view(torch.uint8), after.view(torch.uint8)
-            if a.numel() == b.numel() and (not a.numel() or _memcmp(a.data_ptr(), b.data_ptr(),
-                                                                     a.numel()) == 0):
+            if before.numel() * before.element_size() != after.numel() * after.element_size():
+                changed.append({"tensor": name, "first_byte": 0, "bytes_changed": 1})
                 continue
-            diff = (a != b).nonzero() if a.numel() == b.numel() else torch.zeros(1, 1)
-            changed.append({"tensor": name, "first_byte": int(diff[0]) if diff.numel() else 0,
-                            "bytes_changed": int(diff.numel())})
+            n, first, _ = byte_verdicts.changed(self.lib, before, after)
+            if n:
+                changed.append({"tensor": name, "first_byte": first, "bytes_changed": n})
         if not changed:
             return {"status": _S_PASS}
         rec = {k: v for k, v in ctx.items() if not k.startswith("_")}
-        rec["evidence"] = {"verdict": "input_modified", "changed": changed}
-        self.lib.kcheck_op_report(b"immutability", ("the op changed its input '%s', which it does "
+        # the first changed input's fields as the kernel level names them
+        # (tensor); every changed input in tensors
+        rec["evidence"] = dict(changed[0], verdict="input_modified", tensors=changed)
+        self.lib.kcheck_op_report(gate.encode(), ("the op changed its input '%s', which it does "
                                   "not declare written" % changed[0]["tensor"]).encode(),
                                   json.dumps(rec).encode())
         with self.stats.lock:
             self.stats.violations += 1
-        return {"status": _S_FAIL, "changed": changed}
+        return {"status": _S_FAIL, "tensors": changed}
 
     def _fresh(self, entry, args, kwargs, fill):
         """The call's arguments with every tensor replaced by one of
@@ -963,7 +979,7 @@ class KcheckMode(TorchDispatchMode):
             out.append((meta, j))
         return out
 
-    def _coverage(self, func, entry, settings, args, kwargs, ctx0):
+    def _coverage(self, gate, func, entry, settings, args, kwargs, ctx0):
         """Two runs on generated inputs, the output memory poisoned with
         the C coverage gate's two fills (FILL_POISON_A, then FILL_POISON_B
         bytes): an element holding each run's poison was never written."""
@@ -993,25 +1009,22 @@ class KcheckMode(TorchDispatchMode):
         (p1, a), (p2, b) = outs
         if a.numel() != b.numel():
             return {"status": _S_NOT_RUN, "reason": "outputs of different sizes"}
-        unwritten = ((a == p1) & (b == p2)).nonzero()
-        if not unwritten.numel():
+        n, first, _ = byte_verdicts.unwritten(self.lib, a, b, p1, p2)
+        if not n:
             return {"status": _S_PASS}
-        first = int(unwritten[0])
         rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]},
-               "evidence": {"verdict": "unwritten", "first_byte": first,
-                            "bytes_unwritten": int(unwritten.numel()),
-                            "poisons": [p1, p2]}}
+               "evidence": {"verdict": "unwritten", "first_byte": first, "bytes_unwritten": n,
+                            "poison": [p1, p2]}}
         if entry.contract:
             rec["contract"] = entry.contract.get("where")
         with self.stats.lock:
             self.stats.violations += 1
-        self.lib.kcheck_op_report(b"coverage", ("%d output bytes of %s kept kcheck's poison in "
-                                  "both runs: never written" % (int(unwritten.numel()),
-                                                                 entry.name)).encode(),
+        self.lib.kcheck_op_report(gate.encode(), ("%d output bytes of %s kept kcheck's poison in "
+                                  "both runs: never written" % (n, entry.name)).encode(),
                                   json.dumps(rec).encode())
-        return {"status": _S_FAIL, "bytes_unwritten": int(unwritten.numel())}
+        return {"status": _S_FAIL, "bytes_unwritten": n}
 
-    def _shapes(self, func, entry, settings, args, kwargs, ctx0):
+    def _shapes(self, gate, func, entry, settings, args, kwargs, ctx0):
         """The op at the shaper's adversarial shapes (ops.SHAPERS), on
         generated inputs, judged by the oracle: [(meta, Job or None)]."""
         sh = ops.shaper(entry)
@@ -1050,11 +1063,11 @@ class KcheckMode(TorchDispatchMode):
                 out.append((dict(meta, reason="%s: %s" % (type(e).__name__, str(e)[:120])), None))
                 continue
             exposed = dict(meta, inputs="generated", commands=cmds)
-            j, _ = self._job("shapes", 0, entry, plan, settings, inputs, res, None, exposed, ctx0)
+            j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed, ctx0)
             out.append((meta, j))
         return out
 
-    def _bounds(self, func, entry, args, kwargs, ctx0):
+    def _bounds(self, gate, func, entry, args, kwargs, ctx0):
         """The op's out= overload run on generated inputs into an output
         that sits inside a larger buffer of kcheck's, between guard zones
         of _GUARD bytes filled with _GUARD_BYTE (the C bounds gate's guard
@@ -1090,15 +1103,17 @@ class KcheckMode(TorchDispatchMode):
             after = buf[_GUARD + span * esize:].cpu()
         finally:
             self.lib.kcheck_own_end()
-        hit_b = (before != _GUARD_BYTE).nonzero()
-        hit_a = (after != _GUARD_BYTE).nonzero()
-        if not hit_b.numel() and not hit_a.numel():
+        nb, _, last_b = byte_verdicts.not_fill(self.lib, before, _GUARD_BYTE)
+        na, first_a, _ = byte_verdicts.not_fill(self.lib, after, _GUARD_BYTE)
+        if not nb and not na:
             return {"status": _S_PASS, "overload": _op_name(outf)}
+        # the kernel level's names (gates/bounds.c) where the meaning is the
+        # same: changed guard bytes on each side; the first changed byte
+        # after the end as bytes past it
         ev = {"verdict": "out_of_bounds", "overload": _op_name(outf), "guard_bytes": _GUARD,
-              "bytes_written_before": int(hit_b.numel()),
-              "bytes_written_after": int(hit_a.numel()),
-              "first_after_end": int(hit_a[0]) if hit_a.numel() else None,
-              "last_before_start": int(_GUARD - 1 - hit_b[-1]) if hit_b.numel() else None}
+              "changed_bytes_before": nb, "changed_bytes_after": na,
+              "bytes_past_end": first_a if na else None,
+              "last_before_start": _GUARD - 1 - last_b if nb else None}
         rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]}, "evidence": ev,
                "exposed_by": {"inputs": "generated", "generator": "uniform",
                               "seed": _defs.SEED_BOUNDS}}
@@ -1106,11 +1121,11 @@ class KcheckMode(TorchDispatchMode):
             rec["contract"] = entry.contract.get("where")
         with self.stats.lock:
             self.stats.violations += 1
-        self.lib.kcheck_op_report(b"bounds", ("%s wrote %d bytes outside its output (guard zones "
+        self.lib.kcheck_op_report(gate.encode(), ("%s wrote %d bytes outside its output (guard zones "
                                   "of %d bytes around an out= tensor)" % (
-                                      _op_name(outf), int(hit_b.numel() + hit_a.numel()),
-                                      _GUARD)).encode(), json.dumps(rec).encode())
-        return {"status": _S_FAIL, "bytes_outside": int(hit_b.numel() + hit_a.numel())}
+                                      _op_name(outf), nb + na, _GUARD)).encode(),
+                                  json.dumps(rec).encode())
+        return {"status": _S_FAIL, "bytes_outside": nb + na}
 
     def _poison_pool(self, nargs, poison):
         if not trials.pooled():

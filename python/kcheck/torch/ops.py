@@ -392,13 +392,18 @@ NOT_APPLICABLE = {
                           "the oracle's rule is the limit -0"},
 }
 
+# gates.def's op column in the order the binding runs the gates: on the
+# application's call, then on generated inputs (a documented-
+# nondeterministic op is named apart: nondet.py)
+OP_KINDS = ("oracle", "inputs", "trials", "poison", "guards", "shapes")
+GENERATED_GATES = tuple(g.id for k in OP_KINDS[2:] for g in _defs.GATES if g.op == k)
+
 # Every gate that runs the op on generated inputs (coverage, bounds and
 # shapes included) would hand it random indices: out of range, a
 # device-side assert that ends the program's CUDA context.
 _GENERATED_INDEX = "generated inputs would hold out-of-range indices (a device-side assert)"
 for _n in ("embedding", "index_select"):
-    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in ("nonfinite", "precision", "extremes",
-                                                        "coverage", "bounds", "shapes")}
+    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
@@ -511,9 +516,20 @@ def Layout(like, shape):
     return TensorSpec.contiguous(like, shape)
 
 
+def _dim(v, own):
+    """A matmul row's dimension: a number, or the call's own M, K or N
+    with an offset ("K + 1")."""
+    if isinstance(v, int):
+        return v
+    name, _, off = v.replace(" ", "").partition("+")
+    return own[name] + int(off or 0)
+
+
 def _mnk(m, k, n):
-    return [("1x1x1", (1, 1, 1)), ("3x17x5", (3, 17, 5)), ("17x(K+1)x3", (17, k + 1, 3)),
-            ("(M+1)xKx(N+1)", (m + 1, k, n + 1)), ("MxK=1xN", (m, 1, n))]
+    """The matmul shapes of gates/shape_rules.def for a call's M, K, N."""
+    own = {"M": m, "K": k, "N": n}
+    return [(lab, (_dim(a, own), _dim(b, own), _dim(c, own)))
+            for lab, a, b, c in _defs.SHAPE_MNK]
 
 
 def _shapes_mm(a):
@@ -540,8 +556,7 @@ def _shapes_addmm(first, second):
     return f
 
 
-_EW_SHAPES = [("1", (1,)), ("3", (3,)), ("1023", (1023,)), ("4097", (4097,)),
-              ("5x7x33", (5, 7, 33))]
+_EW_SHAPES = _defs.SHAPE_EW  # gates/shape_rules.def
 
 
 def _shapes_elementwise(a):
@@ -552,14 +567,13 @@ def _shapes_elementwise(a):
     return [(lab, {k: Layout(t, sh) for k, t in ts.items()}) for lab, sh in _EW_SHAPES]
 
 
+# The rows of the ATen softmax and gradient shapers (gates/shape_rules.def)
+_GRAD_ROW_SHAPES = tuple((lab, (r, n)) for lab, r, n, aten in _defs.SHAPE_ROWS if aten)
+
+
 def _shapes_softmax(a):
     x = a["self"]
-    return [(lab, {"self": Layout(x, sh), "dim": 1})
-            for lab, sh in (("1x1", (1, 1)), ("5x3", (5, 3)), ("2x1025", (2, 1025)),
-                            ("1x4097", (1, 4097)))]
-
-
-_GRAD_ROW_SHAPES = (("1x1", (1, 1)), ("5x3", (5, 3)), ("2x1025", (2, 1025)), ("1x4097", (1, 4097)))
+    return [(lab, {"self": Layout(x, sh), "dim": 1}) for lab, sh in _GRAD_ROW_SHAPES]
 
 
 def _shapes_softmax_grad(a):
@@ -606,9 +620,9 @@ for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "si
 # op implies (a custom op without a Python shaper).
 _ROW_OPS = _defs.oracle_ops("softmax") | _defs.oracle_ops("reduce")  # oracle/ops.def
 _NORM_OPS = _defs.oracle_ops("norm")
-_CLASS_ROW_SHAPES = [("1x1", 1, 1), ("5x3", 5, 3), ("3x1023", 3, 1023), ("2x1025", 2, 1025),
-               ("1x4097", 1, 4097)]
-_SEQ_SHAPES = [("S=1", 1), ("S=3", 3), ("S=65", 65), ("S=257", 257)]
+# gates/shape_rules.def: the rows of a row-wise class, attention's lengths
+_CLASS_ROW_SHAPES = [(lab, r, n) for lab, r, n, _ in _defs.SHAPE_ROWS]
+_SEQ_SHAPES = _defs.SHAPE_SEQ
 
 
 def _lead(x, rows):
@@ -809,18 +823,18 @@ def out_overload(func):
 
 
 def gates_of(name):
-    """The op-level gates that apply to ATen op `name` (docs/torch.md table)."""
+    """The op-level gates that apply to ATen op `name` (docs/torch.md
+    table): those gates.def runs at op level, in the order the binding runs
+    them, less those that cannot apply to this op (no out= overload for
+    guards, no shaper for shapes, NOT_APPLICABLE)."""
     import torch
-    g = ["oracle", "immutability"]
-    g += [x for x in ("nonfinite", "precision", "extremes") if x not in NOT_APPLICABLE.get(name, {})]
-    g.append("coverage")
     packet = getattr(torch.ops.aten, name)
     na = NOT_APPLICABLE.get(name, {})
-    if any(out_overload(getattr(packet, o)) for o in packet.overloads()
-           if not o.endswith("out")):
-        g.append("bounds")
-    if SHAPERS.get(name):
-        g.append("shapes")
+    has_out = any(out_overload(getattr(packet, o)) for o in packet.overloads()
+                  if not o.endswith("out"))
+    applies = {"guards": has_out, "shapes": bool(SHAPERS.get(name)), "documented": False}
+    g = [x.id for kind in OP_KINDS for x in _defs.GATES
+         if x.op == kind and applies.get(kind, True)]
     return [x for x in g if x not in na]
 
 

@@ -25,9 +25,12 @@ import ctypes
 
 import torch
 
+from kcheck import _defs
 from kcheck.torch import profiles
 
-GATES = ("nonfinite", "precision", "extremes")
+# The gates run as generated-input trials (gates.def op trials), each
+# listing its own (kcheck_op_trials): a new one needs nothing here.
+GATES = _defs.OP_TRIAL_GATES
 _POOL = None
 
 

@@ -291,6 +291,16 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_contra
   return 0;
 }
 
+/* A reduction along axis; var and std with the attr correction. */
+static int reduce(const struct oc_op_info *op, const struct kc_attrs *at, const struct oc_tensor *x,
+                  int axis, const struct oc_tensor *out, const struct oc_profile *p,
+                  const struct oc_options *o, struct oc_verdict *v) {
+  if (op->id == OC_ID_VAR || op->id == OC_ID_STD)
+    return oc_check_var(x, axis, kc_attr_num(at, KC_ATTR_CORRECTION, 1), op->id == OC_ID_STD, out,
+                        p, o, v);
+  return oc_check_reduce((enum oc_reduce_op)op->kind, x, axis, out, p, o, v);
+}
+
 /* A reduction or the softmax family along the `axis` attribute. */
 static int judge_rows(const struct kc_contract *c, const struct kc_contract_sb *sb,
                       struct kc_judgment *j, const struct oc_op_info *op,
@@ -308,7 +318,7 @@ static int judge_rows(const struct kc_contract *c, const struct kc_contract_sb *
   j->ctx = KC_CTX_ROW, j->axis = axis, j->ctx_sb[0] = j->in[0];
   j->reduced = outp->rank < x->rank;
   if (op->cls == OC_CLASS_REDUCE) {
-    if (oc_check_reduce((enum oc_reduce_op)op->kind, x, axis, outp, p, o, &j->v)) {
+    if (reduce(op, &c->attr, x, axis, outp, p, o, &j->v)) {
       snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
       return -1;
     }
@@ -710,10 +720,9 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     }
     int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, -1);
     if (axis < 0) axis += a->in[0].rank;
-    r = op->cls == OC_CLASS_REDUCE
-            ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)
-            : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p, a->o,
-                               v);
+    r = op->cls == OC_CLASS_REDUCE ? reduce(op, &at, &a->in[0], axis, a->out, a->p, a->o, v)
+                                   : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0],
+                                                      axis, a->out, a->p, a->o, v);
     break;
   }
   case OC_CLASS_GATHER: {

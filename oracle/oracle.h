@@ -137,7 +137,15 @@ enum oc_act {
 };
 int oc_act_parse(const char *name); /* "none", "relu", "gelu", "gelu_tanh", ... ; -1 unknown */
 
-enum oc_reduce_op { OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN, OC_RED_NORM2 };
+enum oc_reduce_op {
+  OC_RED_SUM,
+  OC_RED_MEAN,
+  OC_RED_MAX,
+  OC_RED_MIN,
+  OC_RED_NORM2,
+  OC_RED_VAR, /* oc_check_reduce: correction 1 (oc_check_var for another) */
+  OC_RED_STD
+};
 
 /* Reduction of x along `axis`. out has x's shape without that axis (or with
  * it of size 1). Checked in full. NaN propagates through every op (max/min
@@ -145,6 +153,16 @@ enum oc_reduce_op { OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN, OC_RED_NORM
 int oc_check_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
                     const struct oc_tensor *out, const struct oc_profile *p,
                     const struct oc_options *o, struct oc_verdict *v);
+
+/* var (take_sqrt 0) or std (1) of x along `axis`: sum (x - mean)^2 /
+ * (n - correction), std its square root (torch.var, torch.std; correction
+ * 1 is the unbiased estimate). out as oc_check_reduce's. Checked in full
+ * with a bound that holds for Welford updates and merges in any order and
+ * for two passes (variance.c); a row with Inf or NaN gives NaN, n <=
+ * correction a division by zero (Inf, or NaN). */
+int oc_check_var(const struct oc_tensor *x, int axis, double correction, int take_sqrt,
+                 const struct oc_tensor *out, const struct oc_profile *p,
+                 const struct oc_options *o, struct oc_verdict *v);
 
 enum oc_softmax_kind { OC_SOFTMAX, OC_LOG_SOFTMAX, OC_LOGSUMEXP };
 /* Softmax family along `axis`; out has x's shape (logsumexp: without axis).

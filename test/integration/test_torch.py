@@ -1358,3 +1358,68 @@ def test_embedding_and_index_select_judged_bit_for_bit(tmp_path):
     viol = of(recs, "violation")
     assert {(v["op"], v["gate"]) for v in viol} == {("kcx::embed_shift.default", "oracle")}, viol
     assert viol[0]["stack"]["python"][-1]["line"] == 19
+
+
+VAR_PROG = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(12, 40) * 3 + 5
+x[0, 3] = float("nan")
+for dt in (torch.float32, torch.bfloat16, torch.float64):
+    y = x.to(dt)
+    torch.var(y, -1)
+    torch.std(y, 1, unbiased=False)
+    torch.var(y, dim=0, correction=0.5, keepdim=True)
+    torch.std_mean(y, -1)
+    torch.var_mean(y, 0, correction=2)
+torch.var(x.view(3, 4, 40), dim=(1, 2))               # adjacent dims merged
+torch.mean(x.view(3, 4, 40), dim=(1, 2), keepdim=True)
+torch.var(x.view(3, 4, 40), dim=(0, 2))               # not adjacent: passed through
+torch.var(torch.randn(3, 2), dim=1, correction=3)     # n <= correction: Inf or NaN
+
+@torch.library.custom_op("kcv::var_biased", mutates_args=())
+def var_biased(x: torch.Tensor) -> torch.Tensor:
+    return ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)   # the bug: divides by n
+
+@torch.library.custom_op("kcv::var_ok", mutates_args=())
+def var_ok(x: torch.Tensor) -> torch.Tensor:
+    return torch.var(x, -1)
+
+z = torch.randn(16, 24)
+var_biased(z)                                # line 27
+var_ok(z)
+print("done")
+"""
+
+VAR_YAML = """
+contracts:
+  - {torch_op: "kcv::var_biased", op: var, args: {x: x}, attrs: {axis: -1, correction: 1}, profile: fp32}
+  - {torch_op: "kcv::var_ok", op: var, args: {x: x}, attrs: {axis: -1, correction: 1}, profile: fp32}
+"""
+
+
+def test_var_std_with_a_dim_judged_and_a_biased_variance_caught(tmp_path):
+    """var, std, var_mean and std_mean with a dim (one, or adjacent dims of
+    a contiguous tensor), correction and unbiased honoured, in fp32, bf16
+    and fp64: PyTorch's own results are never a violation (a NaN row gives
+    NaN, n <= correction Inf or NaN); a variance that divides by n where
+    the contract says correction 1 is caught at its line."""
+    (tmp_path / "v.yaml").write_text(VAR_YAML)
+    p, recs = run_py(tmp_path, VAR_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "v.yaml"))
+    assert p.returncode == 0, p.stderr
+    checks = [c for c in of(recs, "op_check") if c["oracle_op"] in ("var", "std", "mean") and
+              c["op"].startswith("aten::")]
+    ops_ = {c["op"] for c in checks}
+    assert {"aten::var.correction", "aten::std.correction", "aten::std_mean.correction",
+            "aten::var_mean.correction", "aten::mean.dim"} <= ops_, ops_
+    for c in checks:
+        assert c["gates"]["oracle"]["status"] in ("bitwise", "pass"), c
+    assert "reduction over several dims that are not adjacent" in \
+        of(recs, "torch_summary")[0]["passed_through"]
+    viol = of(recs, "violation")
+    assert {v["op"] for v in viol} == {"kcv::var_biased.default"}, [v["message"] for v in viol]
+    v = [v for v in viol if v["gate"] == "oracle"][0]
+    assert v["stack"]["python"][-1]["line"] == 27
+    assert "kcv::var_ok.default" in {c["op"] for c in of(recs, "op_check")}

@@ -64,6 +64,23 @@ def _one_axis(x, dim):
     return x, {"axis": dims[0]}
 
 
+def _merged_axes(x, dim):
+    """(x as the oracle reads it, attrs): one reduced axis as _one_axis, or
+    several adjacent dims of a contiguous tensor merged into one (a view:
+    the same elements in the same order), the reduction over them being
+    the reduction over that axis."""
+    dims = _dims(dim, x.dim())
+    if dims is None or len(dims) == 1 or len(set(dims)) != len(dims):
+        return _one_axis(x, dim)
+    a, b = dims[0], dims[-1]
+    if dims != list(range(a, b + 1)):
+        raise Skip("reduction over several dims that are not adjacent")
+    if not x.is_contiguous():
+        raise Skip("reduction over several dims of a non-contiguous tensor")
+    shape = list(x.shape[:a]) + [-1] + list(x.shape[b + 1:])
+    return x.reshape(shape), {"axis": a}
+
+
 # ---------------------------------------------------------------- mappers
 
 def _mm(a):
@@ -130,17 +147,36 @@ def _reduce(op):
     def m(a):
         if a.get("dtype") is not None:
             raise Skip("dtype= conversion inside the reduction")
-        x, attrs = _one_axis(a["self"], a.get("dim"))
-        return Plan(op, [("x", x)], _reduced_out(a, attrs), attrs, "reduce")
+        x, attrs = _merged_axes(a["self"], a.get("dim"))
+        return Plan(op, [("x", x)], _reduced_out(x, attrs), attrs, "reduce")
     return m
 
 
-def _reduced_out(a, attrs):
-    """The result shaped as the oracle expects: x's shape without the axis
-    (or with it of size 1), a full reduction as a 0-dim result."""
+def _var(op):
+    """var / std (and var_mean / std_mean's first result): the divisor
+    n - correction, from correction= or unbiased= (1 or 0)."""
+    def m(a):
+        x, attrs = _merged_axes(a["self"], a.get("dim"))
+        c = a.get("correction")
+        if c is None:
+            c = 1 if a.get("unbiased", True) else 0
+        if hasattr(c, "dim"):
+            raise Skip("correction as a tensor")
+        attrs["correction"] = float(c)
+        return Plan(op, [("x", x)], _reduced_out(x, attrs), attrs, "reduce")
+    return m
+
+
+def _reduced_out(x, attrs):
+    """The result shaped as the oracle expects: x's shape (x as the oracle
+    reads it, adjacent reduced dims merged) without the axis, so a keepdim
+    result or one of several reduced dims reads the same elements; a full
+    reduction as a 1-element result."""
+    shape = [n for d, n in enumerate(x.shape) if d != attrs["axis"]] or [1]
+
     def out(res):
         r = _first(res)
-        return r.reshape(1) if r.dim() == 0 else r
+        return r.reshape(shape) if r.dim() != len(shape) or list(r.shape) != shape else r
     return out
 
 
@@ -150,7 +186,7 @@ def _norm(a):
     if a.get("dtype") is not None:
         raise Skip("dtype= conversion inside the norm")
     x, attrs = _one_axis(a["self"], a.get("dim"))
-    return Plan("norm2", [("x", x)], _reduced_out(a, attrs), attrs, "reduce")
+    return Plan("norm2", [("x", x)], _reduced_out(x, attrs), attrs, "reduce")
 
 
 def _binary(op):
@@ -333,8 +369,11 @@ ROWS = [
     (["logsumexp"], "logsumexp", _logsumexp, "one dim, keepdim=False"),
     (["native_layer_norm"], "layer_norm", _layer_norm, "normalized over the last dim"),
     (["_fused_rms_norm"], "rms_norm", _rms_norm, "normalized over the last dim"),
-    (["sum"], "sum", _reduce("sum"), "one dim, or all of a contiguous tensor"),
-    (["mean"], "mean", _reduce("mean"), "one dim, or all of a contiguous tensor"),
+    (["sum"], "sum", _reduce("sum"), "one dim, adjacent dims or all of a contiguous tensor"),
+    (["mean"], "mean", _reduce("mean"), "one dim, adjacent dims or all of a contiguous tensor"),
+    (["var", "var_mean"], "var", _var("var"), "correction / unbiased honoured; dims as mean; "
+     "var_mean: the var (any Welford order or two passes)"),
+    (["std", "std_mean"], "std", _var("std"), "as var"),
     (["amax"], "max", _reduce("max"), "one dim"),
     (["amin"], "min", _reduce("min"), "one dim"),
     (["linalg_vector_norm"], "norm2", _norm, "ord=2"),

@@ -383,6 +383,20 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
   case OC_CLASS_REDUCE:
   case OC_CLASS_SOFTMAX: return judge_rows(c, sb, j, op, &out, o);
   case OC_CLASS_GRAD: return judge_grad(c, sb, j, op, &out, o);
+  case OC_CLASS_POINTWISE: {
+    struct oc_tensor t[3];
+    for (int k = 0; k < 3; k++)
+      if (described(sb, k < j->nin ? j->in[k] : -1, &t[k], c->op, err, n)) return -1;
+    struct oc_pointwise_args a = {&t[0], &t[1], &t[2], kc_attr_num(&c->attr, KC_ATTR_VALUE, 1)};
+    if (oc_check_pointwise((enum oc_pw_op)op->kind, &a, &out, &c->profile, o, &j->v)) {
+      snprintf(err, n,
+               "the oracle rejected the %s tensors (three of the output's shape, or "
+               "broadcast)",
+               c->op);
+      return -1;
+    }
+    return 0;
+  }
   case OC_CLASS_GATHER: {
     struct oc_tensor x, ix;
     if (described(sb, input(j, sb, "x", 0), &x, "x", err, n) ||
@@ -723,6 +737,16 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     r = op->cls == OC_CLASS_REDUCE ? reduce(op, &at, &a->in[0], axis, a->out, a->p, a->o, v)
                                    : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0],
                                                       axis, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_POINTWISE: {
+    if (a->n != 3) {
+      snprintf(err, n, "%s takes 3 input tensors, %d given", op->name, a->n);
+      return -1;
+    }
+    struct oc_pointwise_args pa = {&a->in[0], &a->in[1], &a->in[2],
+                                   kc_attr_num(&at, KC_ATTR_VALUE, 1)};
+    r = oc_check_pointwise((enum oc_pw_op)op->kind, &pa, a->out, a->p, a->o, v);
     break;
   }
   case OC_CLASS_GATHER: {

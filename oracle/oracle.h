@@ -289,6 +289,25 @@ int oc_check_index_select(const struct oc_tensor *x, int axis, const struct oc_t
                           const struct oc_tensor *out, const struct oc_profile *p,
                           const struct oc_options *o, struct oc_verdict *v);
 
+/* The ops of three operand tensors (ops.def class POINTWISE; pointwise.c
+ * gives each formula and bound): where c ? a : b (x the condition, any
+ * nonzero value true; exact), addcmul x + value y z, addcdiv x + value y /
+ * z, lerp x + z (y - x), in ATen's compute type (the profile's acc: fp32,
+ * or fp64) with `value` as ATen holds it (rounded to it). x, y, z have
+ * out's rank, each dim equal to out's or 1. */
+enum oc_pw_op {
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_PW(cls, OC_PW_##id, )
+#include "ops.def"
+  OC_PW_COUNT
+};
+struct oc_pointwise_args {
+  const struct oc_tensor *x, *y, *z;
+  double value; /* addcmul, addcdiv */
+};
+int oc_check_pointwise(enum oc_pw_op op, const struct oc_pointwise_args *a,
+                       const struct oc_tensor *out, const struct oc_profile *p,
+                       const struct oc_options *o, struct oc_verdict *v);
+
 /* ---------------------------------------------------------------- references */
 
 /* Reference values (exact, rounded to nearest double) and rigorous bounds

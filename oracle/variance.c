@@ -42,7 +42,8 @@
  * + gamma_2 S) / (n - c); std = sqrt(var) (1 + u_sqrt), whose error is at
  * most min(sqrt(E_v), E_v / sqrt(v)) plus the sqrt's; plus the output
  * rounding (oc_out_bound). Underflow: every rounding may also lose half a
- * subnormal (64 n eta per path, times the magnitudes, is added).
+ * subnormal (64 n eta per path, times the magnitudes, is added; eta a
+ * whole subnormal, as fp64's half is 0 in double).
  * Special values: a row with Inf or NaN gives NaN on every path (x - m is
  * Inf - Inf or NaN); n <= correction divides by zero (ATen: M2 / 0, or
  * NaN): NaN where every x_i is equal, Inf or NaN otherwise. Where the
@@ -104,7 +105,10 @@ int oc_check_var(const struct oc_tensor *x, int axis, double correction, int tak
   if (axis < 0) axis += x->rank;
   if (oc_rows_init(&rw, x, axis, out, 0)) return -1;
   int64_t n = rw.n;
-  double u = oc_profile_u_acc(p), eta = oc_acc_eta(p), top = oc_overflow_threshold(p->acc);
+  /* eta: per rounding, the flush floor or a whole subnormal (half of
+   * fp64's is 0 in double: its squares of subnormal data underflow) */
+  double u = oc_profile_u_acc(p), top = oc_overflow_threshold(p->acc);
+  double eta = fmax(oc_acc_eta(p), oc_format_info(p->acc)->min_subnormal);
   double dv = (double)n - correction; /* the divisor, exact */
   /* the divisor as the kernel holds it: n and c in the accumulator (ATen's
    * nf - correction), one rounding unless exact */

@@ -1423,3 +1423,82 @@ def test_var_std_with_a_dim_judged_and_a_biased_variance_caught(tmp_path):
     v = [v for v in viol if v["gate"] == "oracle"][0]
     assert v["stack"]["python"][-1]["line"] == 27
     assert "kcv::var_ok.default" in {c["op"] for c in of(recs, "op_check")}
+
+
+POINTWISE_PROG = """
+import torch
+torch.manual_seed(0)
+for dt in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+    x = torch.randn(16, 40, dtype=dt)
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), -0.0, 0.0])
+    t1 = torch.randn(16, 40, dtype=dt); t2 = torch.rand(16, 40, dtype=dt) + 0.5
+    t2[1, 0] = 0.0
+    m = torch.rand(16, 40) > 0.5
+    torch.where(m, x, t1)
+    torch.where(m, x, 0.1)
+    x.masked_fill(m, -1e4)
+    x.masked_fill(m, torch.tensor(0.3))
+    x.clone().masked_fill_(m, float("-inf"))
+    torch.addcmul(x, t1, t2, value=0.3)
+    torch.addcdiv(x, t1, t2, value=-0.7)
+    torch.lerp(x, t1, 0.3)
+    torch.lerp(x, t1, torch.rand(16, 40, dtype=dt) * 1.4 - 0.2)
+
+@torch.library.custom_op("kcp::addcmul_bf16", mutates_args=())
+def addcmul_bf16(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return x + 0.5 * (a * b).bfloat16().float()      # the bug: the product through bf16
+
+@torch.library.custom_op("kcp::addcmul_ok", mutates_args=())
+def addcmul_ok(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.addcmul(x, a, b, value=0.5)
+
+@torch.library.custom_op("kcp::where_pos0", mutates_args=())
+def where_pos0(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.where(c, a, b) + 0.0                 # the bug: -0 becomes +0
+
+a = torch.randn(32, 32); b = torch.randn(32, 32); x = torch.randn(32, 32)
+c = torch.rand(32, 32) > 0.5; a[c] = -0.0
+addcmul_bf16(x, a, b)                                 # line 34
+addcmul_ok(x, a, b)
+where_pos0(c, a, b)                                   # line 36
+print("done")
+"""
+
+POINTWISE_YAML = """
+contracts:
+  - {torch_op: "kcp::addcmul_bf16", op: addcmul, args: {x: x, t1: a, t2: b}, attrs: {value: 0.5}, profile: fp32}
+  - {torch_op: "kcp::addcmul_ok", op: addcmul, args: {x: x, t1: a, t2: b}, attrs: {value: 0.5}, profile: fp32}
+  - {torch_op: "kcp::where_pos0", op: where, args: {c: c, a: a, b: b}, profile: fp32}
+"""
+
+
+def test_where_masked_fill_addcmul_addcdiv_lerp_judged(tmp_path):
+    """where and masked_fill (a number, a 0-dim tensor, in place) are
+    judged bit for bit; addcmul, addcdiv and lerp (both of ATen's branches,
+    a scalar or tensor weight) within the bound of any evaluation order, in
+    fp32, bf16, fp16 and fp64 with NaN, Inf, -0 and a zero divisor: no
+    violation on PyTorch's own results; an addcmul whose product goes
+    through bf16 and a where that loses -0 are caught at their lines."""
+    (tmp_path / "p.yaml").write_text(POINTWISE_YAML)
+    p, recs = run_py(tmp_path, POINTWISE_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "p.yaml"))
+    assert p.returncode == 0, p.stderr
+    checks = [c for c in of(recs, "op_check") if c["op"].startswith("aten::") and
+              c["oracle_op"] in ("where", "addcmul", "addcdiv", "lerp")]
+    ops_ = {c["op"] for c in checks}
+    assert {"aten::where.self", "aten::masked_fill.Scalar",
+            "aten::masked_fill.Tensor", "aten::masked_fill_.Scalar", "aten::addcmul.default",
+            "aten::addcdiv.default", "aten::lerp.Scalar", "aten::lerp.Tensor"} <= ops_, ops_
+    for c in checks:
+        st = c["gates"]["oracle"]["status"]
+        if c["oracle_op"] == "where":
+            assert st == "bitwise", c
+        else:
+            assert st in ("bitwise", "pass"), c
+    viol = of(recs, "violation")
+    assert {v["op"] for v in viol} == {"kcp::addcmul_bf16.default", "kcp::where_pos0.default"}, \
+        [v["message"] for v in viol]
+    lines = {v["op"]: v["stack"]["python"][-1]["line"] for v in viol if v["gate"] == "oracle"}
+    assert lines == {"kcp::addcmul_bf16.default": 34, "kcp::where_pos0.default": 36}, lines
+    assert "kcp::addcmul_ok.default" in {c["op"] for c in of(recs, "op_check")}

@@ -169,7 +169,22 @@ static void specials(void) {
   o[3] = 7;
   EXPECT(oc_check_var(&X, 1, 4, 0, &O, &p, NULL, &v) == 0 && v.kind == OC_FAIL_SPECIAL,
          "a number for a zero divisor: %s", oc_verdict_name(v.kind));
-  t_line("var/std: Inf/NaN rows give NaN, equal points 0, a zero divisor Inf or NaN", before);
+  /* fp64 subnormal data: every square underflows, a correct kernel's
+   * var is 0 and its std 0 where the exact std is about 1e-310 */
+  static double xd[8] = {3e-310, -2e-310, 1e-310, 4e-310, -3e-310, 2e-310, 0, 5e-311};
+  double od = 0;
+  struct oc_tensor XD, OD;
+  int64_t shd[1] = {1};
+  t_tensor2(&XD, xd, OC_FP64, 1, 8);
+  oc_tensor_make(&OD, &od, OC_FP64, 1, shd, NULL);
+  struct oc_profile pd;
+  oc_profile_parse("fp64", &pd);
+  for (int sq = 0; sq < 2; sq++)
+    EXPECT(oc_check_var(&XD, 1, 1, sq, &OD, &pd, NULL, &v) == 0 && !oc_verdict_is_fail(v.kind),
+           "fp64 subnormal %s 0: %s", sq ? "std" : "var", oc_verdict_name(v.kind));
+  t_line("var/std: Inf/NaN rows give NaN, equal points 0, a zero divisor Inf or NaN; fp64 "
+         "subnormal data whose squares underflow",
+         before);
 }
 
 int main(void) {

@@ -319,6 +319,47 @@ def _copy_(a):
     return Plan("copy", [("src", a["src"])], _first)
 
 
+def _where(a):
+    """where(condition, self, other), self or other a number: a selection,
+    exact; masked_fill(self, mask, value) is where(mask, value, self)."""
+    c = a["condition"]
+    x, y = a["self"], a["other"]
+    return Plan("where", [("cond", c), ("a", x if hasattr(x, "dim") else float(x)),
+                          ("b", y if hasattr(y, "dim") else float(y))], _first)
+
+
+def _masked_fill(a):
+    x, v = a["self"], a["value"]
+    if hasattr(v, "dim") and v.dim() != 0:
+        raise Skip("masked_fill value of other than 0 dims")
+    return Plan("where", [("cond", a["mask"]), ("a", v if hasattr(v, "dim") else float(v)),
+                          ("b", x)], _first)
+
+
+# the condition and mask are bool tensors, carried as 0 and 1
+_where.index_args = _masked_fill.index_args = True
+
+
+def _addc(op):
+    """addcmul / addcdiv: self + value * tensor1 (* or /) tensor2."""
+    def m(a):
+        v = a.get("value", 1)
+        if hasattr(v, "dim") or isinstance(v, complex):
+            raise Skip("value as a tensor or complex")
+        return Plan(op, [("x", a["self"]), ("t1", a["tensor1"]), ("t2", a["tensor2"])], _first,
+                    {"value": float(v)})
+    return m
+
+
+def _lerp(a):
+    w = a["weight"]
+    if not hasattr(w, "dim"):
+        if isinstance(w, complex):
+            raise Skip("complex weight")
+        w = float(w)
+    return Plan("lerp", [("x", a["self"]), ("end", a["end"]), ("weight", w)], _first)
+
+
 def _gelu_backward(a):
     approx = a.get("approximate", "none")
     return Plan("gelu_tanh_backward" if approx == "tanh" else "gelu_erf_backward",
@@ -397,6 +438,13 @@ ROWS = [
     (["clamp_max"], "clamp", _clamp(None, "max"), "number bound; exact"),
     (["embedding"], "index_select", _embedding, "the selected rows bit for bit"),
     (["index_select"], "index_select", _index_select, "1-D index; bit for bit"),
+    (["where"], "where", _where, "c ? a : b, exact (a number converted as c10 does)"),
+    (["masked_fill"], "where", _masked_fill, "where(mask, value, self), exact"),
+    (["addcmul"], "addcmul", _addc("addcmul"), "self + value*t1*t2: any order of the product, "
+     "fused or not"),
+    (["addcdiv"], "addcdiv", _addc("addcdiv"), "self + value*t1/t2: value*(t1/t2) or "
+     "(value*t1)/t2, fused or not"),
+    (["lerp"], "lerp", _lerp, "ATen's two branches at |weight| < 0.5, fused or not"),
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
@@ -438,18 +486,24 @@ _GENERATED_INDEX = "generated inputs would hold out-of-range indices (a device-s
 for _n in ("embedding", "index_select"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in ("nonfinite", "precision", "extremes",
                                                         "coverage", "bounds", "shapes")}
+# The generators fill float tensors: a condition or mask (bool) has none.
+_GENERATED_COND = "the generators make float inputs, not a bool condition"
+for _n in ("where", "masked_fill"):
+    NOT_APPLICABLE[_n] = {g: _GENERATED_COND for g in ("nonfinite", "precision", "extremes",
+                                                       "coverage", "bounds", "shapes")}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
                       "div_.Scalar_mode", "div.out_mode", "add.default", "sub.default",
-                      "mul.default", "div.default", "sum.int"}
+                      "mul.default", "div.default", "sum.int",
+                      "where.default"}  # where(condition): nonzero's indices
 
 # What the oracle has no op for, with the reason (docs/torch.md table).
 UNCOVERED = [
     ("dweight, dbias of native_layer_norm_backward and _fused_rms_norm_backward", "one judged "
      "result per op (dx)"),
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
-    ("_foreach_* (optimizers), addcmul, addcdiv, lerp", "fused multi-tensor ops: no oracle op"),
+    ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
     ("gather, scatter, index_add, embedding_dense_backward", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
@@ -637,7 +691,7 @@ SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "
 for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
            "exp", "log", "sqrt", "rsqrt", "sigmoid_backward", "tanh_backward",
            "threshold_backward", "silu_backward", "gelu_backward", "_to_copy", "clamp",
-           "clamp_min", "clamp_max"):
+           "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp"):
     SHAPERS[_n] = _shapes_elementwise
 
 
@@ -813,7 +867,7 @@ def _contract_mapper(c):
         p = Plan(op, ins, out, attrs, "contract")
         p.profile = c.get("profile")
         return p
-    m.index_args = op == "index_select"
+    m.index_args = op in ("index_select", "where")
     return m
 
 
@@ -823,8 +877,8 @@ def contract_entry(func, c):
     schema = func._schema
     e = Entry("%s.%s" % (schema.name, func._overloadname), _contract_mapper(c), schema)
     e.contract = c
-    if c.get("op") == "index_select":
-        e.not_applicable = NOT_APPLICABLE["index_select"]
+    if c.get("op") in ("index_select", "where"):
+        e.not_applicable = NOT_APPLICABLE[c["op"]]
     return e
 
 

@@ -291,6 +291,21 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_contra
   return 0;
 }
 
+/* nll_loss and its backward from the tensors x, target, weight, g,
+ * total_weight (NULL where absent) and the attrs reduction, ignore_index. */
+static int nll(const struct oc_op_info *op, const struct kc_attrs *at,
+               const struct oc_tensor *const *t, const struct oc_tensor *out,
+               const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v) {
+  struct oc_nll_args a = {t[0],
+                          t[1],
+                          t[2],
+                          t[3],
+                          t[4],
+                          (enum oc_nll_reduction)kc_attr_enum(at, KC_ATTR_REDUCTION, OC_NLL_MEAN),
+                          (int64_t)kc_attr_num(at, KC_ATTR_IGNORE_INDEX, -100)};
+  return oc_check_nll_loss((enum oc_loss_op)op->kind, &a, out, p, o, v);
+}
+
 /* A reduction along axis; var and std with the attr correction. */
 static int reduce(const struct oc_op_info *op, const struct kc_attrs *at, const struct oc_tensor *x,
                   int axis, const struct oc_tensor *out, const struct oc_profile *p,
@@ -393,6 +408,23 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
                "the oracle rejected the %s tensors (three of the output's shape, or "
                "broadcast)",
                c->op);
+      return -1;
+    }
+    return 0;
+  }
+  case OC_CLASS_LOSS: {
+    struct oc_tensor t[5];
+    static const char *const names[5] = {"x", "target", "weight", "g", "total_weight"};
+    const struct oc_tensor *pt[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 5; k++) {
+      int i = input(j, sb, names[k], -1);
+      if (i >= 0) {
+        if (describe(sb, i, 0, &t[k], err, n)) return -1;
+        pt[k] = &t[k];
+      }
+    }
+    if (nll(op, &c->attr, pt, &out, &c->profile, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the %s tensors (x [N, C], target [N]; by name)", c->op);
       return -1;
     }
     return 0;
@@ -747,6 +779,13 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     struct oc_pointwise_args pa = {&a->in[0], &a->in[1], &a->in[2],
                                    kc_attr_num(&at, KC_ATTR_VALUE, 1)};
     r = oc_check_pointwise((enum oc_pw_op)op->kind, &pa, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_LOSS: {
+    const struct oc_tensor *t[5] = {named(a, "x", -1), named(a, "target", -1),
+                                    named(a, "weight", -1), named(a, "g", -1),
+                                    named(a, "total_weight", -1)};
+    r = nll(op, &at, t, a->out, a->p, a->o, v);
     break;
   }
   case OC_CLASS_GATHER: {

@@ -308,6 +308,29 @@ int oc_check_pointwise(enum oc_pw_op op, const struct oc_pointwise_args *a,
                        const struct oc_tensor *out, const struct oc_profile *p,
                        const struct oc_options *o, struct oc_verdict *v);
 
+/* The negative log-likelihood loss (ops.def class LOSS; loss.c gives the
+ * bounds): nll_loss over log-probabilities x [N, C] (or [C]) and class
+ * indices target [N] (integer values carried as doubles; ignore_index
+ * skips a row), weight [C] or NULL: out [N] (reduction none) or one
+ * element (sum, mean); nll_loss_backward: out [N, C] (or [C]), zero but
+ * at each row's class, from the incoming gradient g ([N] for none, one
+ * element otherwise) and, for mean, the forward's total_weight (x is not
+ * read: NULL is fine). */
+enum oc_loss_op {
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_LOSS(cls, OC_LOSS_##id, )
+#include "ops.def"
+  OC_LOSS_COUNT
+};
+enum oc_nll_reduction { OC_NLL_NONE, OC_NLL_MEAN, OC_NLL_SUM }; /* ATen's Reduction enum */
+struct oc_nll_args {
+  const struct oc_tensor *x, *target, *weight;
+  const struct oc_tensor *g, *total_weight; /* backward */
+  enum oc_nll_reduction reduction;
+  int64_t ignore_index;
+};
+int oc_check_nll_loss(enum oc_loss_op op, const struct oc_nll_args *a, const struct oc_tensor *out,
+                      const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
+
 /* ---------------------------------------------------------------- references */
 
 /* Reference values (exact, rounded to nearest double) and rigorous bounds

@@ -134,6 +134,8 @@ ORACLE_OPS = (
     OracleOp(('addcmul', 3, 'pointwise')),
     OracleOp(('addcdiv', 3, 'pointwise')),
     OracleOp(('lerp', 3, 'pointwise')),
+    OracleOp(('nll_loss', 2, 'loss')),
+    OracleOp(('nll_loss_backward', 2, 'loss')),
 )
 ORACLE_OP = {o.name: o for o in ORACLE_OPS}
 # other accepted spellings: alias -> op name

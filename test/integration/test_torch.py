@@ -1502,3 +1502,71 @@ def test_where_masked_fill_addcmul_addcdiv_lerp_judged(tmp_path):
     lines = {v["op"]: v["stack"]["python"][-1]["line"] for v in viol if v["gate"] == "oracle"}
     assert lines == {"kcp::addcmul_bf16.default": 34, "kcp::where_pos0.default": 36}, lines
     assert "kcp::addcmul_ok.default" in {c["op"] for c in of(recs, "op_check")}
+
+
+NLL_PROG = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+for dt in (torch.float32, torch.float64):
+    logits = torch.randn(24, 11, dtype=dt, requires_grad=True)
+    t = torch.randint(0, 11, (24,)); t[::5] = -100
+    w = torch.rand(11, dtype=dt) + 0.5
+    for red in ("mean", "sum", "none"):
+        F.cross_entropy(logits, t, reduction=red).sum().backward()
+        F.cross_entropy(logits, t.clamp(min=3), weight=w, reduction=red,
+                        ignore_index=3).sum().backward()
+    F.nll_loss(torch.log_softmax(logits[0], -1), t[1])          # one row: x [C]
+F.nll_loss(torch.randn(4, 5), torch.full((4,), -100, dtype=torch.long))   # every row ignored: NaN
+lb = torch.log_softmax(torch.randn(24, 11), -1).bfloat16()
+F.nll_loss(lb, t, reduction="none")                       # bf16, none
+F.nll_loss(lb, t)                                         # bf16 mean on the CPU: passed through
+
+@torch.library.custom_op("kcl::nll_mean_all", mutates_args=())
+def nll_mean_all(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    keep = t != -100
+    picked = x.gather(1, t.clamp(min=0)[:, None])[:, 0] * keep
+    return -(picked.sum() / t.numel())          # the bug: ignored rows counted
+
+@torch.library.custom_op("kcl::nll_ok", mutates_args=())
+def nll_ok(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    return F.nll_loss(x, t)
+
+x = torch.log_softmax(torch.randn(32, 9), -1); t = torch.randint(0, 9, (32,)); t[::4] = -100
+nll_mean_all(x, t)                            # line 30
+nll_ok(x, t)
+print("done")
+"""
+
+NLL_YAML = """
+contracts:
+  - {torch_op: "kcl::nll_mean_all", op: nll_loss, args: {x: x, target: t}, attrs: {reduction: mean, ignore_index: -100}, profile: fp32}
+  - {torch_op: "kcl::nll_ok", op: nll_loss, args: {x: x, target: t}, attrs: {reduction: mean, ignore_index: -100}, profile: fp32}
+"""
+
+
+def test_nll_loss_forward_and_backward_judged(tmp_path):
+    """cross_entropy's nll_loss_forward and nll_loss_backward (reduction
+    none, sum, mean; weight; ignore_index; one row; every row ignored) are
+    judged: no violation on PyTorch's results (reduction none and the
+    unweighted gradient bitwise); bf16 sums on the CPU are passed through
+    (ATen sums in bf16 there); a mean that counts the ignored rows is
+    caught at its line."""
+    (tmp_path / "l.yaml").write_text(NLL_YAML)
+    p, recs = run_py(tmp_path, NLL_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "l.yaml"))
+    assert p.returncode == 0, p.stderr
+    checks = [c for c in of(recs, "op_check") if c["op"].startswith("aten::nll_loss")]
+    assert {c["op"] for c in checks} >= {"aten::nll_loss_forward.default",
+                                         "aten::nll_loss_backward.default"}
+    assert len(checks) >= 12, len(checks)
+    for c in checks:
+        assert c["gates"]["oracle"]["status"] in ("bitwise", "pass"), c
+    assert "ATen's CPU nll_loss sums in the 16-bit type itself" in \
+        of(recs, "torch_summary")[0]["passed_through"]
+    viol = of(recs, "violation")
+    assert {v["op"] for v in viol} == {"kcl::nll_mean_all.default"}, [v["message"] for v in viol]
+    v = [v for v in viol if v["gate"] == "oracle"][0]
+    assert v["stack"]["python"][-1]["line"] == 30
+    assert "kcl::nll_ok.default" in {c["op"] for c in of(recs, "op_check")}

@@ -164,6 +164,12 @@ class Job:
                     (plan.klass != "norm" or rank > 1) and \
                     all(len(s) == rank for s, _ in lay if plan.klass != "norm"):
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
+        if plan.klass == "loss" and plan.op == "nll_loss_backward" and rank > 1:
+            # the rows of grad_input, the targets and (reduction none) the
+            # incoming gradient share dim 0; weight and total_weight do not
+            rows = [lt for h, lt in zip(inputs, lay) if h.name == "target" or
+                    (h.name == "g" and attrs.get("reduction") == "none")]
+            sampled = _subsample(rows, olay, 0, cap)
         if plan.klass == "norm_grad" and rank > 1:
             # g, x and the statistics share dim 0; the weight (1-D) does not
             sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)

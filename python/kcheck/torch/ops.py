@@ -360,6 +360,45 @@ def _lerp(a):
     return Plan("lerp", [("x", a["self"]), ("end", a["end"]), ("weight", w)], _first)
 
 
+_REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
+
+
+def _nll_common(a, x):
+    if x.dim() not in (1, 2):
+        raise Skip("nll_loss over more than 2 dims")
+    red = _REDUCTIONS[int(a["reduction"])]
+    return red, {"reduction": red, "ignore_index": int(a["ignore_index"])}
+
+
+def _nll_loss(a):
+    """nll_loss_forward's loss (total_weight, its second result, is not
+    judged): -w x[i, t_i], summed or averaged."""
+    import torch
+    x, w = a["self"], a["weight"]
+    red, attrs = _nll_common(a, x)
+    if red != "none" and x.device.type == "cpu" and x.dtype in (torch.float16, torch.bfloat16):
+        raise Skip("ATen's CPU nll_loss sums in the 16-bit type itself")
+    ins = [("x", x), ("target", a["target"])] + ([("weight", w)] if w is not None else [])
+    return Plan("nll_loss", ins, lambda res: _first(res).reshape(-1), attrs, "loss")
+
+
+def _nll_loss_backward(a):
+    """grad_input: zero but -(g / total_weight) w at each row's class (x is
+    read for its shape only, so it is not copied)."""
+    x, w = a["self"], a["weight"]
+    red, attrs = _nll_common(a, x)
+    ins = [("g", a["grad_output"]), ("target", a["target"])]
+    if w is not None:
+        ins.append(("weight", w))
+    if red == "mean":
+        ins.append(("total_weight", a["total_weight"]))
+    return Plan("nll_loss_backward", ins, _first, attrs, "loss")
+
+
+# the targets are class indices, carried as exact doubles
+_nll_loss.index_args = _nll_loss_backward.index_args = True
+
+
 def _gelu_backward(a):
     approx = a.get("approximate", "none")
     return Plan("gelu_tanh_backward" if approx == "tanh" else "gelu_erf_backward",
@@ -445,6 +484,10 @@ ROWS = [
     (["addcdiv"], "addcdiv", _addc("addcdiv"), "self + value*t1/t2: value*(t1/t2) or "
      "(value*t1)/t2, fused or not"),
     (["lerp"], "lerp", _lerp, "ATen's two branches at |weight| < 0.5, fused or not"),
+    (["nll_loss_forward"], "nll_loss", _nll_loss, "reduction none (bitwise), sum, mean; "
+     "ignore_index, weight; cross_entropy is _log_softmax then this"),
+    (["nll_loss_backward"], "nll_loss_backward", _nll_loss_backward, "-(g/total_weight)*w at "
+     "each row's class, zero elsewhere"),
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
@@ -488,6 +531,10 @@ for _n in ("embedding", "index_select"):
                                                         "coverage", "bounds", "shapes")}
 # The generators fill float tensors: a condition or mask (bool) has none.
 _GENERATED_COND = "the generators make float inputs, not a bool condition"
+# nll_loss: random class indices (out of range: a device-side assert)
+for _n in ("nll_loss_forward", "nll_loss_backward"):
+    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in ("nonfinite", "precision", "extremes",
+                                                        "coverage", "bounds", "shapes")}
 for _n in ("where", "masked_fill"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_COND for g in ("nonfinite", "precision", "extremes",
                                                        "coverage", "bounds", "shapes")}
@@ -507,7 +554,7 @@ UNCOVERED = [
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
     ("gather, scatter, index_add, embedding_dense_backward", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
-    ("nll_loss_forward, cross_entropy pieces", "no oracle op (log_softmax before it is checked)"),
+    ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),
     ("clone, view ops", "copies within one dtype: no numerical content (bounds and "
      "determinism still apply at kernel level)"),
 ]
@@ -831,6 +878,12 @@ def shaper(entry):
 
 # ---------------------------------------------------------------- custom ops
 
+# Oracle ops with an index or condition tensor (int, bool), and the ATen
+# op whose generated-input gates are not applicable for the same reason.
+_INDEXED_OPS = {"index_select": "index_select", "where": "where", "nll_loss": "nll_loss_forward",
+                "nll_loss_backward": "nll_loss_backward"}
+
+
 def _contract_mapper(c):
     """A mapper from a torch_op contract: args maps each oracle input to an
     argument of the op (by schema name or position); "out" names the
@@ -867,7 +920,7 @@ def _contract_mapper(c):
         p = Plan(op, ins, out, attrs, "contract")
         p.profile = c.get("profile")
         return p
-    m.index_args = op in ("index_select", "where")
+    m.index_args = op in _INDEXED_OPS
     return m
 
 
@@ -877,8 +930,8 @@ def contract_entry(func, c):
     schema = func._schema
     e = Entry("%s.%s" % (schema.name, func._overloadname), _contract_mapper(c), schema)
     e.contract = c
-    if c.get("op") in ("index_select", "where"):
-        e.not_applicable = NOT_APPLICABLE[c["op"]]
+    if c.get("op") in _INDEXED_OPS:
+        e.not_applicable = NOT_APPLICABLE[_INDEXED_OPS[c["op"]]]
     return e
 
 

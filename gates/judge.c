@@ -431,6 +431,18 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
   }
   case OC_CLASS_GATHER: {
     struct oc_tensor x, ix;
+    if (op->id == OC_ID_EMBEDDING_BACKWARD) {
+      if (described(sb, input(j, sb, "g", 0), &x, "g", err, n) ||
+          described(sb, input(j, sb, "index", 1), &ix, "index", err, n))
+        return -1;
+      if (oc_check_embedding_backward(&x, &ix,
+                                      (int64_t)kc_attr_num(&c->attr, KC_ATTR_PADDING_IDX, -1), &out,
+                                      &c->profile, o, &j->v)) {
+        snprintf(err, n, "the oracle rejected the %s tensors (g [M, D], 1-D index [M])", c->op);
+        return -1;
+      }
+      return 0;
+    }
     if (described(sb, input(j, sb, "x", 0), &x, "x", err, n) ||
         described(sb, input(j, sb, "index", 1), &ix, "index", err, n))
       return -1;
@@ -789,6 +801,16 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     break;
   }
   case OC_CLASS_GATHER: {
+    if (op->id == OC_ID_EMBEDDING_BACKWARD) {
+      const struct oc_tensor *g = named(a, "g", 0), *ix = named(a, "index", 1);
+      if (!g || !ix) {
+        snprintf(err, n, "%s needs g and index", op->name);
+        return -1;
+      }
+      r = oc_check_embedding_backward(g, ix, (int64_t)kc_attr_num(&at, KC_ATTR_PADDING_IDX, -1),
+                                      a->out, a->p, a->o, v);
+      break;
+    }
     const struct oc_tensor *x = named(a, "x", 0), *ix = named(a, "index", 1);
     if (!x || !ix) {
       snprintf(err, n, "%s needs x and index", op->name);

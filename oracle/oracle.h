@@ -331,6 +331,16 @@ struct oc_nll_args {
 int oc_check_nll_loss(enum oc_loss_op op, const struct oc_nll_args *a, const struct oc_tensor *out,
                       const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
+/* grad_weight of an embedding: out [num_weights, D], row r the sum of the
+ * rows of g [M, D] whose index (1-D [M], integer values as doubles) is r,
+ * zero for padding_idx (-1: none) and for rows no index names; the bound
+ * holds for any summation order, in acc_type or in the output's type
+ * (scatter.c). */
+int oc_check_embedding_backward(const struct oc_tensor *g, const struct oc_tensor *index,
+                                int64_t padding_idx, const struct oc_tensor *out,
+                                const struct oc_profile *p, const struct oc_options *o,
+                                struct oc_verdict *v);
+
 /* ---------------------------------------------------------------- references */
 
 /* Reference values (exact, rounded to nearest double) and rigorous bounds

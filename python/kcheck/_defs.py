@@ -130,6 +130,7 @@ ORACLE_OPS = (
     OracleOp(('layer_norm_backward', 4, 'grad')),
     OracleOp(('rms_norm_backward', 3, 'grad')),
     OracleOp(('index_select', 2, 'gather')),
+    OracleOp(('embedding_backward', 2, 'gather')),
     OracleOp(('where', 3, 'pointwise')),
     OracleOp(('addcmul', 3, 'pointwise')),
     OracleOp(('addcdiv', 3, 'pointwise')),

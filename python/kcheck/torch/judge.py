@@ -170,6 +170,13 @@ class Job:
             rows = [lt for h, lt in zip(inputs, lay) if h.name == "target" or
                     (h.name == "g" and attrs.get("reduction") == "none")]
             sampled = _subsample(rows, olay, 0, cap)
+        if plan.klass == "scatter" and rank == 2:
+            # every row of grad_weight is a sum over the whole index: keep
+            # the rows, take every step-th column of the gradient and of it
+            sampled = _subsample(lay[:1], olay, 1, cap)
+            if sampled:
+                ctx["sampled_cols"] = {"dim": 1, "judged": sampled[0], "of": sampled[1]}
+                sampled = None
         if plan.klass == "norm_grad" and rank > 1:
             # g, x and the statistics share dim 0; the weight (1-D) does not
             sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)

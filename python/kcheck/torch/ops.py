@@ -298,8 +298,21 @@ def _embedding(a):
                 lambda res: _first(res).view(-1, d), {"axis": 0}, "gather")
 
 
+def _embedding_backward(a):
+    """embedding_dense_backward: grad_weight's row r, the sum of the
+    gradient rows whose index is r (none for padding_idx)."""
+    g, idx = a["grad_output"], a["indices"]
+    if a.get("scale_grad_by_freq"):
+        raise Skip("scale_grad_by_freq (a division by each index's count)")
+    if not g.is_contiguous() or not idx.is_contiguous():
+        raise Skip("non-contiguous gradient or indices")
+    d = g.shape[-1]
+    return Plan("embedding_backward", [("g", g.view(-1, d)), ("index", idx.view(-1))], _first,
+                {"padding_idx": int(a["padding_idx"])}, "scatter")
+
+
 # their integer tensors are indices, carried to the oracle as exact doubles
-_index_select.index_args = _embedding.index_args = True
+_index_select.index_args = _embedding.index_args = _embedding_backward.index_args = True
 
 
 def _fp8_dest(dtype):
@@ -477,6 +490,8 @@ ROWS = [
     (["clamp_max"], "clamp", _clamp(None, "max"), "number bound; exact"),
     (["embedding"], "index_select", _embedding, "the selected rows bit for bit"),
     (["index_select"], "index_select", _index_select, "1-D index; bit for bit"),
+    (["embedding_dense_backward"], "embedding_backward", _embedding_backward,
+     "row sums in any order (CUDA's may vary run to run); no scale_grad_by_freq"),
     (["where"], "where", _where, "c ? a : b, exact (a number converted as c10 does)"),
     (["masked_fill"], "where", _masked_fill, "where(mask, value, self), exact"),
     (["addcmul"], "addcmul", _addc("addcmul"), "self + value*t1*t2: any order of the product, "
@@ -526,7 +541,7 @@ NOT_APPLICABLE = {
 # shapes included) would hand it random indices: out of range, a
 # device-side assert that ends the program's CUDA context.
 _GENERATED_INDEX = "generated inputs would hold out-of-range indices (a device-side assert)"
-for _n in ("embedding", "index_select"):
+for _n in ("embedding", "index_select", "embedding_dense_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in ("nonfinite", "precision", "extremes",
                                                         "coverage", "bounds", "shapes")}
 # The generators fill float tensors: a condition or mask (bool) has none.
@@ -552,7 +567,7 @@ UNCOVERED = [
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
-    ("gather, scatter, index_add, embedding_dense_backward", "data movement: no numerical "
+    ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),
     ("clone, view ops", "copies within one dtype: no numerical content (bounds and "
@@ -880,7 +895,8 @@ def shaper(entry):
 
 # Oracle ops with an index or condition tensor (int, bool), and the ATen
 # op whose generated-input gates are not applicable for the same reason.
-_INDEXED_OPS = {"index_select": "index_select", "where": "where", "nll_loss": "nll_loss_forward",
+_INDEXED_OPS = {"index_select": "index_select", "embedding_backward": "embedding_dense_backward",
+                "where": "where", "nll_loss": "nll_loss_forward",
                 "nll_loss_backward": "nll_loss_backward"}
 
 

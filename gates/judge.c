@@ -306,10 +306,12 @@ static int nll(const struct oc_op_info *op, const struct kc_attrs *at,
   return oc_check_nll_loss((enum oc_loss_op)op->kind, &a, out, p, o, v);
 }
 
-/* A reduction along axis; var and std with the attr correction. */
+/* A reduction along axis; var and std with the attr correction, cumsum
+ * (out of x's shape). */
 static int reduce(const struct oc_op_info *op, const struct kc_attrs *at, const struct oc_tensor *x,
                   int axis, const struct oc_tensor *out, const struct oc_profile *p,
                   const struct oc_options *o, struct oc_verdict *v) {
+  if (op->id == OC_ID_CUMSUM) return oc_check_cumsum(x, axis, out, p, o, v);
   if (op->id == OC_ID_VAR || op->id == OC_ID_STD)
     return oc_check_var(x, axis, kc_attr_num(at, KC_ATTR_CORRECTION, 1), op->id == OC_ID_STD, out,
                         p, o, v);

@@ -143,9 +143,15 @@ enum oc_reduce_op {
   OC_RED_MAX,
   OC_RED_MIN,
   OC_RED_NORM2,
-  OC_RED_VAR, /* oc_check_reduce: correction 1 (oc_check_var for another) */
+  OC_RED_CUMSUM, /* oc_check_cumsum */
+  OC_RED_VAR,    /* oc_check_reduce: correction 1 (oc_check_var for another) */
   OC_RED_STD
 };
+/* Inclusive prefix sums of x along axis (torch.cumsum), out of x's shape:
+ * each prefix within gamma_k sum |x_j| of its exact value for any
+ * association a scan takes, in acc_type or the output's type (scan.c). */
+int oc_check_cumsum(const struct oc_tensor *x, int axis, const struct oc_tensor *out,
+                    const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
 /* Reduction of x along `axis`. out has x's shape without that axis (or with
  * it of size 1). Checked in full. NaN propagates through every op (max/min

@@ -96,6 +96,7 @@ ORACLE_OPS = (
     OracleOp(('max', 1, 'reduce')),
     OracleOp(('min', 1, 'reduce')),
     OracleOp(('norm2', 1, 'reduce')),
+    OracleOp(('cumsum', 1, 'reduce')),
     OracleOp(('var', 1, 'reduce')),
     OracleOp(('std', 1, 'reduce')),
     OracleOp(('attention', 3, 'attention')),

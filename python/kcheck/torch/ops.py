@@ -167,6 +167,15 @@ def _var(op):
     return m
 
 
+def _cumsum(a):
+    """Inclusive prefix sums along dim: out has self's shape."""
+    x = a["self"]
+    dt = a.get("dtype")
+    if dt is not None and dt != x.dtype:
+        raise Skip("dtype= conversion inside the scan")
+    return Plan("cumsum", [("x", x)], _first, {"axis": int(a["dim"]) % max(1, x.dim())}, "reduce")
+
+
 def _reduced_out(x, attrs):
     """The result shaped as the oracle expects: x's shape (x as the oracle
     reads it, adjacent reduced dims merged) without the axis, so a keepdim
@@ -464,6 +473,8 @@ ROWS = [
     (["_fused_rms_norm"], "rms_norm", _rms_norm, "normalized over the last dim"),
     (["sum"], "sum", _reduce("sum"), "one dim, adjacent dims or all of a contiguous tensor"),
     (["mean"], "mean", _reduce("mean"), "one dim, adjacent dims or all of a contiguous tensor"),
+    (["cumsum"], "cumsum", _cumsum, "each prefix within the bound of any association a scan "
+     "takes, in acc_type or the tensor's type"),
     (["var", "var_mean"], "var", _var("var"), "correction / unbiased honoured; dims as mean; "
      "var_mean: the var (any Welford order or two passes)"),
     (["std", "std_mean"], "std", _var("std"), "as var"),

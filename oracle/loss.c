@@ -10,13 +10,15 @@
  *  sum   -S, S = sum_i w_{t_i} x[i, t_i] accumulated in acc_type in any
  *        order (CUDA: per-thread sums, then a block reduction; CPU: a
  *        cascade of partial sums): |S~ - S| <= gamma_n' sum |w x| + n' eta
- *        (n' the rows not ignored; a weighted term is rounded once more,
- *        inside gamma_n').
+ *        (n' the rows not ignored), and with a weight u_in sum |w x| more:
+ *        CUDA's kernel rounds each product to the input's type
+ *        (input * cur_weight in scalar_t) before adding it.
  *  mean  -S / W, W = sum of the weights (the count without a weight,
  *        exact in fp32 below 2^24): W~ within gamma_(n'-1) sum |w|, so
  *        |S~/W~ - S/W| <= (E_S + |S/W| E_W) / (W - E_W), then the division's
  *        rounding u and the output's. W = 0 (every row ignored) is 0/0:
- *        NaN.
+ *        NaN; for one row x [C] ATen's CUDA kernel returns 0 there, also
+ *        accepted.
  * Backward, grad_input [N, C]: zero except at (i, t_i), not ignored,
  *  where it is -(g / W) w_{t_i} (mean; sum and none: -g w, g the
  *  incoming gradient, g_i for none) in the output's type, step by step
@@ -153,12 +155,20 @@ static int forward(const struct oc_nll_args *a, int64_t n, int64_t c, const stru
     double r = mean ? -sd / wsum : -sd;
     e.lo = e.hi = oc_round(out->fmt, r, p->out_ovf);
     e.exact_only = 1;
+    /* one row of [C] whose target is ignored: ATen's CUDA kernel returns
+     * 0 there (pytorch/pytorch#64572), its 2-D kernels 0/0 */
+    if (mean && used == 0 && a->x->rank == 1 && e.k == 0) e.alt_ok = 1;
     e.ovf_ok = isfinite(sabs) && !(oc_mul_up(sabs, 1.01) < oc_overflow_threshold(p->acc));
     oc_check_elem(&chk, &e, idx);
   } else {
     double u = oc_profile_u_acc(p),
            eta = fmax(oc_acc_eta(p), oc_format_info(p->acc)->min_subnormal);
     double es = oc_add_up(oc_mul_up(oc_gamma((double)used, u), sabs), oc_mul_up(eta, (double)used));
+    if (a->weight) { /* CUDA rounds each product w x to the input's type first */
+      enum oc_format fi = a->x->fmt;
+      es = oc_add_up(es, oc_add_up(oc_mul_up(oc_unit_roundoff(fi) * (1 + 4 * u), sabs),
+                                   oc_mul_up(oc_format_info(fi)->min_subnormal, (double)used)));
+    }
     double lo = oc_down(oc_acc_round(s, MPFR_RNDD) - perr),
            hi = oc_up(oc_acc_round(s, MPFR_RNDU) + perr);
     double pre = es;

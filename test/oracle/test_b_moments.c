@@ -7,7 +7,7 @@
  * divides by zero. */
 #include "test_b_util.h"
 
-enum { R = 24, N = 200 };
+enum { R = 24, N = 2000 };
 
 struct wf {
   float n, m, m2;

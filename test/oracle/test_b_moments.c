@@ -182,8 +182,22 @@ static void specials(void) {
   for (int sq = 0; sq < 2; sq++)
     EXPECT(oc_check_var(&XD, 1, 1, sq, &OD, &pd, NULL, &v) == 0 && !oc_verdict_is_fail(v.kind),
            "fp64 subnormal %s 0: %s", sq ? "std" : "var", oc_verdict_name(v.kind));
+  /* a bf16 accumulator over rows of 200: no finite bound, inconclusive */
+  static float xl[R * 200], ol[R];
+  for (int i = 0; i < R * 200; i++)
+    xl[i] = (float)(i % 17) / 16;
+  for (int r = 0; r < R; r++)
+    ol[r] = kernel(SEQ, xl + r * 200, 200, 1, 0);
+  struct oc_tensor XL, OL;
+  t_tensor2(&XL, xl, OC_FP32, R, 200);
+  int64_t shl[1] = {R};
+  oc_tensor_make(&OL, ol, OC_FP32, 1, shl, NULL);
+  struct oc_profile pb;
+  EXPECT(oc_profile_parse("fp32:acc=bf16", &pb) == 0, "fp32:acc=bf16");
+  EXPECT(oc_check_var(&XL, 1, 1, 0, &OL, &pb, NULL, &v) == 0 && v.kind == OC_INCONCLUSIVE,
+         "bf16 accumulator, n = 200: %s", oc_verdict_name(v.kind));
   t_line("var/std: Inf/NaN rows give NaN, equal points 0, a zero divisor Inf or NaN; fp64 "
-         "subnormal data whose squares underflow",
+         "subnormal data whose squares underflow; no finite bound: inconclusive",
          before);
 }
 

@@ -509,7 +509,8 @@ ROWS = [
      "fused or not"),
     (["addcdiv"], "addcdiv", _addc("addcdiv"), "self + value*t1/t2: value*(t1/t2) or "
      "(value*t1)/t2, fused or not"),
-    (["lerp"], "lerp", _lerp, "ATen's two branches (weight below 0.5 in magnitude or not), fused or not"),
+    (["lerp"], "lerp", _lerp, "ATen's two branches (weight below 0.5 in magnitude or not), "
+     "fused or not"),
     (["nll_loss_forward"], "nll_loss", _nll_loss, "reduction none (bitwise), sum, mean; "
      "ignore_index, weight; cross_entropy is _log_softmax then this"),
     (["nll_loss_backward"], "nll_loss_backward", _nll_loss_backward, "-(g/total_weight)*w at "

@@ -291,6 +291,33 @@ static int judge_elementwise(const struct kc_contract *c, const struct kc_contra
   return 0;
 }
 
+/* nll_loss and its backward from the tensors x, target, weight, g,
+ * total_weight (NULL where absent) and the attrs reduction, ignore_index. */
+static int nll(const struct oc_op_info *op, const struct kc_attrs *at,
+               const struct oc_tensor *const *t, const struct oc_tensor *out,
+               const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v) {
+  struct oc_nll_args a = {t[0],
+                          t[1],
+                          t[2],
+                          t[3],
+                          t[4],
+                          (enum oc_nll_reduction)kc_attr_enum(at, KC_ATTR_REDUCTION, OC_NLL_MEAN),
+                          (int64_t)kc_attr_num(at, KC_ATTR_IGNORE_INDEX, -100)};
+  return oc_check_nll_loss((enum oc_loss_op)op->kind, &a, out, p, o, v);
+}
+
+/* A reduction along axis; var and std with the attr correction, cumsum
+ * (out of x's shape). */
+static int reduce(const struct oc_op_info *op, const struct kc_attrs *at, const struct oc_tensor *x,
+                  int axis, const struct oc_tensor *out, const struct oc_profile *p,
+                  const struct oc_options *o, struct oc_verdict *v) {
+  if (op->id == OC_ID_CUMSUM) return oc_check_cumsum(x, axis, out, p, o, v);
+  if (op->id == OC_ID_VAR || op->id == OC_ID_STD)
+    return oc_check_var(x, axis, kc_attr_num(at, KC_ATTR_CORRECTION, 1), op->id == OC_ID_STD, out,
+                        p, o, v);
+  return oc_check_reduce((enum oc_reduce_op)op->kind, x, axis, out, p, o, v);
+}
+
 /* A reduction or the softmax family along the `axis` attribute. */
 static int judge_rows(const struct kc_contract *c, const struct kc_contract_sb *sb,
                       struct kc_judgment *j, const struct oc_op_info *op,
@@ -308,7 +335,7 @@ static int judge_rows(const struct kc_contract *c, const struct kc_contract_sb *
   j->ctx = KC_CTX_ROW, j->axis = axis, j->ctx_sb[0] = j->in[0];
   j->reduced = outp->rank < x->rank;
   if (op->cls == OC_CLASS_REDUCE) {
-    if (oc_check_reduce((enum oc_reduce_op)op->kind, x, axis, outp, p, o, &j->v)) {
+    if (reduce(op, &c->attr, x, axis, outp, p, o, &j->v)) {
       snprintf(err, n, "the oracle rejected the %s tensors (axis %d)", c->op, axis);
       return -1;
     }
@@ -373,8 +400,51 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
   case OC_CLASS_REDUCE:
   case OC_CLASS_SOFTMAX: return judge_rows(c, sb, j, op, &out, o);
   case OC_CLASS_GRAD: return judge_grad(c, sb, j, op, &out, o);
+  case OC_CLASS_POINTWISE: {
+    struct oc_tensor t[3];
+    for (int k = 0; k < 3; k++)
+      if (described(sb, k < j->nin ? j->in[k] : -1, &t[k], c->op, err, n)) return -1;
+    struct oc_pointwise_args a = {&t[0], &t[1], &t[2], kc_attr_num(&c->attr, KC_ATTR_VALUE, 1)};
+    if (oc_check_pointwise((enum oc_pw_op)op->kind, &a, &out, &c->profile, o, &j->v)) {
+      snprintf(err, n,
+               "the oracle rejected the %s tensors (three of the output's shape, or "
+               "broadcast)",
+               c->op);
+      return -1;
+    }
+    return 0;
+  }
+  case OC_CLASS_LOSS: {
+    struct oc_tensor t[5];
+    static const char *const names[5] = {"x", "target", "weight", "g", "total_weight"};
+    const struct oc_tensor *pt[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 5; k++) {
+      int i = input(j, sb, names[k], -1);
+      if (i >= 0) {
+        if (describe(sb, i, 0, &t[k], err, n)) return -1;
+        pt[k] = &t[k];
+      }
+    }
+    if (nll(op, &c->attr, pt, &out, &c->profile, o, &j->v)) {
+      snprintf(err, n, "the oracle rejected the %s tensors (x [N, C], target [N]; by name)", c->op);
+      return -1;
+    }
+    return 0;
+  }
   case OC_CLASS_GATHER: {
     struct oc_tensor x, ix;
+    if (op->id == OC_ID_EMBEDDING_BACKWARD) {
+      if (described(sb, input(j, sb, "g", 0), &x, "g", err, n) ||
+          described(sb, input(j, sb, "index", 1), &ix, "index", err, n))
+        return -1;
+      if (oc_check_embedding_backward(&x, &ix,
+                                      (int64_t)kc_attr_num(&c->attr, KC_ATTR_PADDING_IDX, -1), &out,
+                                      &c->profile, o, &j->v)) {
+        snprintf(err, n, "the oracle rejected the %s tensors (g [M, D], 1-D index [M])", c->op);
+        return -1;
+      }
+      return 0;
+    }
     if (described(sb, input(j, sb, "x", 0), &x, "x", err, n) ||
         described(sb, input(j, sb, "index", 1), &ix, "index", err, n))
       return -1;
@@ -718,13 +788,39 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     }
     int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, -1);
     if (axis < 0) axis += a->in[0].rank;
-    r = op->cls == OC_CLASS_REDUCE
-            ? oc_check_reduce((enum oc_reduce_op)op->kind, &a->in[0], axis, a->out, a->p, a->o, v)
-            : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0], axis, a->out, a->p, a->o,
-                               v);
+    r = op->cls == OC_CLASS_REDUCE ? reduce(op, &at, &a->in[0], axis, a->out, a->p, a->o, v)
+                                   : oc_check_softmax((enum oc_softmax_kind)op->kind, &a->in[0],
+                                                      axis, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_POINTWISE: {
+    if (a->n != 3) {
+      snprintf(err, n, "%s takes 3 input tensors, %d given", op->name, a->n);
+      return -1;
+    }
+    struct oc_pointwise_args pa = {&a->in[0], &a->in[1], &a->in[2],
+                                   kc_attr_num(&at, KC_ATTR_VALUE, 1)};
+    r = oc_check_pointwise((enum oc_pw_op)op->kind, &pa, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_LOSS: {
+    const struct oc_tensor *t[5] = {named(a, "x", -1), named(a, "target", -1),
+                                    named(a, "weight", -1), named(a, "g", -1),
+                                    named(a, "total_weight", -1)};
+    r = nll(op, &at, t, a->out, a->p, a->o, v);
     break;
   }
   case OC_CLASS_GATHER: {
+    if (op->id == OC_ID_EMBEDDING_BACKWARD) {
+      const struct oc_tensor *g = named(a, "g", 0), *ix = named(a, "index", 1);
+      if (!g || !ix) {
+        snprintf(err, n, "%s needs g and index", op->name);
+        return -1;
+      }
+      r = oc_check_embedding_backward(g, ix, (int64_t)kc_attr_num(&at, KC_ATTR_PADDING_IDX, -1),
+                                      a->out, a->p, a->o, v);
+      break;
+    }
     const struct oc_tensor *x = named(a, "x", 0), *ix = named(a, "index", 1);
     if (!x || !ix) {
       snprintf(err, n, "%s needs x and index", op->name);

@@ -15,6 +15,8 @@ enum oc_op_class {
   OC_CLASS_RECURRENCE,  /* oc_check_gated_delta */
   OC_CLASS_GRAD,        /* oc_check_grad (gradients of activations, softmax family) */
   OC_CLASS_GATHER,      /* oc_check_index_select */
+  OC_CLASS_POINTWISE,   /* oc_check_pointwise (three operand tensors) */
+  OC_CLASS_LOSS,        /* oc_check_nll_loss */
 };
 
 enum oc_opid {
@@ -30,7 +32,7 @@ struct oc_op_info {
   enum oc_op_class cls;
   /* The op in its class's own enum: enum oc_op (ELEMENTWISE), enum
    * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX), enum oc_grad_op
-   * (GRAD); 0 otherwise. */
+   * (GRAD), enum oc_pw_op (POINTWISE), enum oc_loss_op (LOSS); 0 otherwise. */
   int kind;
 };
 
@@ -54,6 +56,8 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_RECURRENCE(...)
 #define OC_OP_IF_EW_GRAD(...)
 #define OC_OP_IF_EW_GATHER(...)
+#define OC_OP_IF_EW_POINTWISE(...)
+#define OC_OP_IF_EW_LOSS(...)
 
 /* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
 #define OC_OP_IF_GRAD(cls, ...) OC_OP_IF_GRAD_##cls(__VA_ARGS__)
@@ -66,5 +70,35 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_GRAD_ATTENTION(...)
 #define OC_OP_IF_GRAD_RECURRENCE(...)
 #define OC_OP_IF_GRAD_GATHER(...)
+#define OC_OP_IF_GRAD_POINTWISE(...)
+#define OC_OP_IF_GRAD_LOSS(...)
+
+/* OC_OP_IF_PW(CLASS, ...): the same filter for POINTWISE rows (enum oc_pw_op). */
+#define OC_OP_IF_PW(cls, ...) OC_OP_IF_PW_##cls(__VA_ARGS__)
+#define OC_OP_IF_PW_POINTWISE(...) __VA_ARGS__
+#define OC_OP_IF_PW_ELEMENTWISE(...)
+#define OC_OP_IF_PW_MATMUL(...)
+#define OC_OP_IF_PW_REDUCE(...)
+#define OC_OP_IF_PW_SOFTMAX(...)
+#define OC_OP_IF_PW_NORM(...)
+#define OC_OP_IF_PW_ATTENTION(...)
+#define OC_OP_IF_PW_RECURRENCE(...)
+#define OC_OP_IF_PW_GRAD(...)
+#define OC_OP_IF_PW_GATHER(...)
+#define OC_OP_IF_PW_LOSS(...)
+
+/* OC_OP_IF_LOSS(CLASS, ...): the same filter for LOSS rows (enum oc_loss_op). */
+#define OC_OP_IF_LOSS(cls, ...) OC_OP_IF_LOSS_##cls(__VA_ARGS__)
+#define OC_OP_IF_LOSS_LOSS(...) __VA_ARGS__
+#define OC_OP_IF_LOSS_ELEMENTWISE(...)
+#define OC_OP_IF_LOSS_MATMUL(...)
+#define OC_OP_IF_LOSS_REDUCE(...)
+#define OC_OP_IF_LOSS_SOFTMAX(...)
+#define OC_OP_IF_LOSS_NORM(...)
+#define OC_OP_IF_LOSS_ATTENTION(...)
+#define OC_OP_IF_LOSS_RECURRENCE(...)
+#define OC_OP_IF_LOSS_GRAD(...)
+#define OC_OP_IF_LOSS_GATHER(...)
+#define OC_OP_IF_LOSS_POINTWISE(...)
 
 #endif

@@ -137,7 +137,21 @@ enum oc_act {
 };
 int oc_act_parse(const char *name); /* "none", "relu", "gelu", "gelu_tanh", ... ; -1 unknown */
 
-enum oc_reduce_op { OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN, OC_RED_NORM2 };
+enum oc_reduce_op {
+  OC_RED_SUM,
+  OC_RED_MEAN,
+  OC_RED_MAX,
+  OC_RED_MIN,
+  OC_RED_NORM2,
+  OC_RED_CUMSUM, /* oc_check_cumsum */
+  OC_RED_VAR,    /* oc_check_reduce: correction 1 (oc_check_var for another) */
+  OC_RED_STD
+};
+/* Inclusive prefix sums of x along axis (torch.cumsum), out of x's shape:
+ * each prefix within gamma_k sum |x_j| of its exact value for any
+ * association a scan takes, in acc_type or the output's type (scan.c). */
+int oc_check_cumsum(const struct oc_tensor *x, int axis, const struct oc_tensor *out,
+                    const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
 
 /* Reduction of x along `axis`. out has x's shape without that axis (or with
  * it of size 1). Checked in full. NaN propagates through every op (max/min
@@ -145,6 +159,16 @@ enum oc_reduce_op { OC_RED_SUM, OC_RED_MEAN, OC_RED_MAX, OC_RED_MIN, OC_RED_NORM
 int oc_check_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
                     const struct oc_tensor *out, const struct oc_profile *p,
                     const struct oc_options *o, struct oc_verdict *v);
+
+/* var (take_sqrt 0) or std (1) of x along `axis`: sum (x - mean)^2 /
+ * (n - correction), std its square root (torch.var, torch.std; correction
+ * 1 is the unbiased estimate). out as oc_check_reduce's. Checked in full
+ * with a bound that holds for Welford updates and merges in any order and
+ * for two passes (variance.c); a row with Inf or NaN gives NaN, n <=
+ * correction a division by zero (Inf, or NaN). */
+int oc_check_var(const struct oc_tensor *x, int axis, double correction, int take_sqrt,
+                 const struct oc_tensor *out, const struct oc_profile *p,
+                 const struct oc_options *o, struct oc_verdict *v);
 
 enum oc_softmax_kind { OC_SOFTMAX, OC_LOG_SOFTMAX, OC_LOGSUMEXP };
 /* Softmax family along `axis`; out has x's shape (logsumexp: without axis).
@@ -270,6 +294,58 @@ int oc_check_grad(enum oc_grad_op op, const struct oc_grad_args *a, const struct
 int oc_check_index_select(const struct oc_tensor *x, int axis, const struct oc_tensor *index,
                           const struct oc_tensor *out, const struct oc_profile *p,
                           const struct oc_options *o, struct oc_verdict *v);
+
+/* The ops of three operand tensors (ops.def class POINTWISE; pointwise.c
+ * gives each formula and bound): where c ? a : b (x the condition, any
+ * nonzero value true; exact), addcmul x + value y z, addcdiv x + value y /
+ * z, lerp x + z (y - x), in ATen's compute type (the profile's acc: fp32,
+ * or fp64) with `value` as ATen holds it (rounded to it). x, y, z have
+ * out's rank, each dim equal to out's or 1. */
+enum oc_pw_op {
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_PW(cls, OC_PW_##id, )
+#include "ops.def"
+  OC_PW_COUNT
+};
+struct oc_pointwise_args {
+  const struct oc_tensor *x, *y, *z;
+  double value; /* addcmul, addcdiv */
+};
+int oc_check_pointwise(enum oc_pw_op op, const struct oc_pointwise_args *a,
+                       const struct oc_tensor *out, const struct oc_profile *p,
+                       const struct oc_options *o, struct oc_verdict *v);
+
+/* The negative log-likelihood loss (ops.def class LOSS; loss.c gives the
+ * bounds): nll_loss over log-probabilities x [N, C] (or [C]) and class
+ * indices target [N] (integer values carried as doubles; ignore_index
+ * skips a row), weight [C] or NULL: out [N] (reduction none) or one
+ * element (sum, mean); nll_loss_backward: out [N, C] (or [C]), zero but
+ * at each row's class, from the incoming gradient g ([N] for none, one
+ * element otherwise) and, for mean, the forward's total_weight (x is not
+ * read: NULL is fine). */
+enum oc_loss_op {
+#define OC_OPDEF(id, name, arity, cls) OC_OP_IF_LOSS(cls, OC_LOSS_##id, )
+#include "ops.def"
+  OC_LOSS_COUNT
+};
+enum oc_nll_reduction { OC_NLL_NONE, OC_NLL_MEAN, OC_NLL_SUM }; /* ATen's Reduction enum */
+struct oc_nll_args {
+  const struct oc_tensor *x, *target, *weight;
+  const struct oc_tensor *g, *total_weight; /* backward */
+  enum oc_nll_reduction reduction;
+  int64_t ignore_index;
+};
+int oc_check_nll_loss(enum oc_loss_op op, const struct oc_nll_args *a, const struct oc_tensor *out,
+                      const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);
+
+/* grad_weight of an embedding: out [num_weights, D], row r the sum of the
+ * rows of g [M, D] whose index (1-D [M], integer values as doubles) is r,
+ * zero for padding_idx (-1: none) and for rows no index names; the bound
+ * holds for any summation order, in acc_type or in the output's type
+ * (scatter.c). */
+int oc_check_embedding_backward(const struct oc_tensor *g, const struct oc_tensor *index,
+                                int64_t padding_idx, const struct oc_tensor *out,
+                                const struct oc_profile *p, const struct oc_options *o,
+                                struct oc_verdict *v);
 
 /* ---------------------------------------------------------------- references */
 

@@ -180,6 +180,9 @@ int oc_check_reduce(enum oc_reduce_op op, const struct oc_tensor *x, int axis,
                     const struct oc_tensor *out, const struct oc_profile *p,
                     const struct oc_options *o, struct oc_verdict *v) {
   if (!out || !v) return -1;
+  if (op == OC_RED_CUMSUM) return oc_check_cumsum(x, axis, out, p, o, v);
+  if (op == OC_RED_VAR || op == OC_RED_STD)
+    return oc_check_var(x, axis, 1, op == OC_RED_STD, out, p, o, v);
   return reduce_run(op, x, axis, out, p, o, v, NULL, NULL);
 }
 

@@ -181,6 +181,9 @@ ORACLE_OPS = (
     OracleOp(('max', 1, 'reduce')),
     OracleOp(('min', 1, 'reduce')),
     OracleOp(('norm2', 1, 'reduce')),
+    OracleOp(('cumsum', 1, 'reduce')),
+    OracleOp(('var', 1, 'reduce')),
+    OracleOp(('std', 1, 'reduce')),
     OracleOp(('attention', 3, 'attention')),
     OracleOp(('gated_delta', 5, 'recurrence')),
     OracleOp(('add', 2, 'elementwise')),
@@ -213,6 +216,13 @@ ORACLE_OPS = (
     OracleOp(('layer_norm_backward', 4, 'grad')),
     OracleOp(('rms_norm_backward', 3, 'grad')),
     OracleOp(('index_select', 2, 'gather')),
+    OracleOp(('embedding_backward', 2, 'gather')),
+    OracleOp(('where', 3, 'pointwise')),
+    OracleOp(('addcmul', 3, 'pointwise')),
+    OracleOp(('addcdiv', 3, 'pointwise')),
+    OracleOp(('lerp', 3, 'pointwise')),
+    OracleOp(('nll_loss', 2, 'loss')),
+    OracleOp(('nll_loss_backward', 2, 'loss')),
 )
 ORACLE_OP = {o.name: o for o in ORACLE_OPS}
 # other accepted spellings: alias -> op name

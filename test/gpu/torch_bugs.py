@@ -51,6 +51,18 @@ EXPECT = [
     ("gated_delta_ok", "silent"), ("gated_delta_bf16state", "oracle"),
     # load_inline CUDA: a row sum accumulated in fp16
     ("kcext::rowsum_ok", "silent"), ("kcext::rowsum_half", "oracle"),
+    # the rest of a training step in plain PyTorch: a variance divided by
+    # n where the contract says correction 1, an addcmul whose product goes
+    # through bf16, a where that loses -0, a cross-entropy mean that counts
+    # the ignored rows, an embedding gradient that keeps one row of a
+    # repeated index, an exclusive cumsum; ATen's own ops behind the same
+    # contracts
+    ("var_ok", "silent"), ("var_biased", "oracle"),
+    ("addcmul_ok", "silent"), ("addcmul_bf16", "oracle"),
+    ("where_ok", "silent"), ("where_pos0", "oracle"),
+    ("nll_ok", "silent"), ("nll_mean_all", "oracle"),
+    ("emb_bwd_ok", "silent"), ("emb_bwd_last", "oracle"),
+    ("cumsum_ok", "silent"), ("cumsum_excl", "oracle"),
 ]
 
 # ATen's own fused rows, called directly: nonfinite (and every gate that
@@ -295,6 +307,7 @@ def define():
     for f in (softmax_bwd_ok, softmax_bwd_nosub, silu_bwd_ok, silu_bwd_half, relu_bwd_ok,
               relu_bwd_strict, ln_bwd_ok, ln_bwd_nomean):
         reg(f.__name__, f)
+    step_ops(torch, reg, T)
     try:  # the load_inline extension (carried prebuilt to the GPU machine)
         import os
         import torch_ext
@@ -307,6 +320,54 @@ def define():
     except Exception as e:  # reported by --check as never checked
         print("EXT unavailable: %s: %s" % (type(e).__name__, e), flush=True)
     return ops
+
+
+def step_ops(torch, reg, T):
+    """The rest of a training step's ops, each right (ATen's) and wrong."""
+    F = torch.nn.functional
+
+    def var_ok(x: T) -> T:
+        return torch.var(x, -1)
+
+    def var_biased(x: T) -> T:
+        return ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)
+
+    def addcmul_ok(x: T, a: T, b: T) -> T:
+        return torch.addcmul(x, a, b, value=0.5)
+
+    def addcmul_bf16(x: T, a: T, b: T) -> T:
+        return x + 0.5 * (a * b).bfloat16().float()
+
+    def where_ok(c: T, a: T, b: T) -> T:
+        return torch.where(c, a, b)
+
+    def where_pos0(c: T, a: T, b: T) -> T:
+        return torch.where(c, a, b) + 0.0
+
+    def nll_ok(x: T, t: T) -> T:
+        return F.nll_loss(x, t)
+
+    def nll_mean_all(x: T, t: T) -> T:
+        keep = t != -100
+        picked = x.gather(1, t.clamp(min=0)[:, None])[:, 0] * keep
+        return -(picked.sum() / t.numel())
+
+    def emb_bwd_ok(g: T, idx: T) -> T:
+        return torch.ops.aten.embedding_dense_backward(g, idx, 40, -1, False)
+
+    def emb_bwd_last(g: T, idx: T) -> T:
+        out = torch.zeros(40, g.shape[1], device=g.device)
+        out[idx] = g
+        return out
+
+    def cumsum_ok(x: T) -> T:
+        return torch.cumsum(x, -1)
+
+    def cumsum_excl(x: T) -> T:
+        return torch.cumsum(x, -1) - x
+    for f in (var_ok, var_biased, addcmul_ok, addcmul_bf16, where_ok, where_pos0, nll_ok,
+              nll_mean_all, emb_bwd_ok, emb_bwd_last, cumsum_ok, cumsum_excl):
+        reg(f.__name__, f)
 
 
 def gated_delta(q, k, v, g, beta, bug):
@@ -415,6 +476,27 @@ def run():
     _, ml, rl = torch.ops.aten.native_layer_norm(xl, [xl.shape[-1]], w, None, 1e-5)
     r.append(call(ops, "ln_bwd_ok", x, xl, ml, rl, w))
     r.append(call(ops, "ln_bwd_nomean", x, xl, ml, rl, w))
+    z = torch.randn(16, 24, device=dev)
+    r.append(call(ops, "var_ok", z))
+    r.append(call(ops, "var_biased", z))
+    za, zb = torch.randn(32, 32, device=dev), torch.randn(32, 32, device=dev)
+    zc = torch.rand(32, 32, device=dev) > 0.5
+    za[zc] = -0.0
+    r.append(call(ops, "addcmul_ok", z[:, :16].repeat(2, 2), za, zb))
+    r.append(call(ops, "addcmul_bf16", z[:, :16].repeat(2, 2), za, zb))
+    r.append(call(ops, "where_ok", zc, za, zb))
+    r.append(call(ops, "where_pos0", zc, za, zb))
+    lp = torch.log_softmax(torch.randn(32, 9, device=dev), -1)
+    tg = torch.randint(0, 9, (32,), device=dev)
+    tg[::4] = -100
+    r.append(call(ops, "nll_ok", lp, tg))
+    r.append(call(ops, "nll_mean_all", lp, tg))
+    ge, ie = torch.randn(300, 16, device=dev), torch.randint(0, 40, (300,), device=dev)
+    r.append(call(ops, "emb_bwd_ok", ge, ie))
+    r.append(call(ops, "emb_bwd_last", ge, ie))
+    zs = torch.rand(16, 64, device=dev)
+    r.append(call(ops, "cumsum_ok", zs))
+    r.append(call(ops, "cumsum_excl", zs))
     # ATen's fused rms_norm and SDPA rows (not custom ops)
     x16 = torch.randn(32, 512, device=dev)
     r.append(torch.nn.functional.rms_norm(x16, (512,), torch.rand(512, device=dev) + 0.5, 1e-6))

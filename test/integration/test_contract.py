@@ -41,12 +41,12 @@ def test_lint_reports_every_error_with_its_position():
         f + ":10:54: error: shape expression 'n +': expected a number, a scalar name or '(', "
         "found end of expression at column 4 of the expression",
         f + ":13:9: error: unknown op 'softmaks' (did you mean 'softmax'? known: matmul, softmax, "
-        "log_softmax, logsumexp, layer_norm, rms_norm, sum, mean, max, min, norm2, attention, "
+        "log_softmax, logsumexp, layer_norm, rms_norm, sum, mean, max, min, norm2, cumsum, var, std, attention, "
         "gated_delta, add, sub, mul, div, neg, abs, relu, gelu_erf, gelu_tanh, silu, sigmoid, "
         "tanh, exp, log, sqrt, rsqrt, relu_fmax, clamp, copy, sigmoid_backward, tanh_backward, "
         "threshold_backward, silu_backward, gelu_erf_backward, gelu_tanh_backward, "
         "softmax_backward, log_softmax_backward, layer_norm_backward, rms_norm_backward, "
-        "index_select)",
+        "index_select, embedding_backward, where, addcmul, addcdiv, lerp, nll_loss, nll_loss_backward)",
         f + ":14:14: error: bad profile 'fp32:math=sloppy': bad value 'sloppy' for key 'math' "
         "(expected precise, fast or triton)",
         f + ":15:5: error: unknown key 'nondeterminsm' in contract (did you mean "

@@ -143,7 +143,76 @@ static void index_select(void) {
          before);
 }
 
+/* embedding's gradient: row sums in any order (fp32 sequential, reversed,
+ * batches of 32 added in bf16 as ATen's feature kernel does for bf16
+ * weights) pass; a kernel that drops repeated indices (keeps the last row
+ * only) or sums into padding_idx fails. */
+static void embedding_backward(void) {
+  int before = t_fail;
+  enum { M = 400, D = 24, NW = 50, PAD = 7 };
+  static float g[M * D], o[NW * D];
+  static double ix[M];
+  uint64_t st = 21;
+  for (int i = 0; i < M * D; i++)
+    g[i] = (float)(2 * oc_rand_unit(&st) - 1);
+  for (int i = 0; i < M; i++)
+    ix[i] = (double)((i * 13 + i / 9) % NW);
+  struct oc_tensor G, I, O;
+  t_tensor2(&G, g, OC_FP32, M, D);
+  int64_t sm[1] = {M};
+  oc_tensor_make(&I, ix, OC_FP64, 1, sm, NULL);
+  struct oc_verdict v;
+  for (int form = 0; form < 5; form++) {
+    enum oc_format f = form == 2 ? OC_BF16 : OC_FP32;
+    static float acc[NW * D];
+    memset(acc, 0, sizeof acc);
+    static unsigned char ob[NW * D * 4];
+    for (int b = 0; b < M; b += 32) { /* batches of 32 indices */
+      static float part[NW * D];
+      memset(part, 0, sizeof part);
+      for (int ii = b; ii < b + 32 && ii < M; ii++) {
+        int i = form == 1 ? M - 1 - ii : ii, r = (int)ix[i];
+        if (r == PAD && form != 4) continue;
+        for (int k = 0; k < D; k++) {
+          if (form == 3)
+            part[r * D + k] = g[i * D + k]; /* the bug: the last row wins */
+          else
+            part[r * D + k] += g[i * D + k];
+        }
+      }
+      for (int j = 0; j < NW * D; j++)
+        acc[j] = (float)t_rnd(f, acc[j] + part[j]); /* into the weight's type */
+    }
+    for (int j = 0; j < NW * D; j++) {
+      o[j] = acc[j];
+      t_put(ob, f, j, acc[j]);
+    }
+    t_tensor2(&O, ob, f, NW, D);
+    char spec[48];
+    snprintf(spec, sizeof spec, "fp32:in=%s:out=%s", oc_format_info(f)->name,
+             oc_format_info(f)->name);
+    struct oc_profile p;
+    oc_profile_parse(spec, &p);
+    static unsigned char gb[M * D * 4];
+    for (int i = 0; i < M * D; i++)
+      t_put(gb, f, i, t_rnd(f, g[i]));
+    struct oc_tensor GF;
+    t_tensor2(&GF, gb, f, M, D);
+    EXPECT(oc_check_embedding_backward(f == OC_FP32 ? &G : &GF, &I, PAD, &O, &p, NULL, &v) == 0,
+           "rc");
+    if (form < 3)
+      EXPECT(!oc_verdict_is_fail(v.kind), "form %d: %s", form, oc_verdict_name(v.kind));
+    else
+      EXPECT(oc_verdict_is_fail(v.kind), "planted form %d: %s", form, oc_verdict_name(v.kind));
+    (void)o;
+  }
+  t_line("embedding_backward: row sums in any order, bf16 partial sums, pass; repeated indices "
+         "dropped or padding_idx summed fail",
+         before);
+}
+
 int main(void) {
+  embedding_backward();
   index_select();
   conversions();
   double_rounding_and_specials();

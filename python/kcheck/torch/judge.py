@@ -28,7 +28,11 @@ ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
 _ROW_GRADS = {"softmax_backward", "log_softmax_backward", "layer_norm_backward",
               "rms_norm_backward"}
 EW_OPS = (_defs.oracle_ops("elementwise", aliases=True)
+          | _defs.oracle_ops("pointwise", aliases=True)
           | (_defs.oracle_ops("grad", aliases=True) - _ROW_GRADS))  # oracle/ops.def
+# An op's indices or condition, not its data: carried as exact doubles
+# (below 2^53; bool as 0 and 1), their dtype left out of the op's profile.
+INDEX_DTYPES = (torch.int32, torch.int64, torch.bool)
 APP_CAP = 1 << 16    # output elements judged on the application's inputs
 TRIAL_CAP = 1 << 12  # on generated inputs
 # The oracle's own sampling (matmul, attention) on generated inputs: a
@@ -69,9 +73,10 @@ class HostTensor:
         self.fmt = profiles.fmt(t.dtype)
         self.dtype = t.dtype
         self.raw = self.flat  # the bytes as read (the immutability gate compares them)
-        if self.fmt is None and t.dtype in (torch.int32, torch.int64):
-            # indices (index_select, embedding): exact as doubles below 2^53,
-            # converted on the host copy
+        self.index = self.fmt is None and t.dtype in INDEX_DTYPES
+        if self.index:
+            # indices (index_select, embedding) and conditions (where,
+            # masked_fill): exact as doubles, converted on the host copy
             self.flat, self.fmt, self.dtype = self.flat.double(), "fp64", torch.float64
 
     @classmethod
@@ -79,7 +84,7 @@ class HostTensor:
         """A scalar operand in the op's compute type (ATen's opmath: float
         for fp16/bf16/fp32, double for fp64), broadcast to rank."""
         h = cls.__new__(cls)
-        h.name = name
+        h.name, h.index = name, False
         dtype = torch.float64 if fmt == "fp64" else torch.float32
         h.flat = torch.tensor([float(value)], dtype=dtype)
         h.shape, h.strides = [1] * rank, [0] * rank
@@ -159,6 +164,19 @@ class Job:
                     (plan.klass != "norm" or rank > 1) and \
                     all(len(s) == rank for s, _ in lay if plan.klass != "norm"):
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
+        if plan.klass == "loss" and plan.op == "nll_loss_backward" and rank > 1:
+            # the rows of grad_input, the targets and (reduction none) the
+            # incoming gradient share dim 0; weight and total_weight do not
+            rows = [lt for h, lt in zip(inputs, lay) if h.name == "target" or
+                    (h.name == "g" and attrs.get("reduction") == "none")]
+            sampled = _subsample(rows, olay, 0, cap)
+        if plan.klass == "scatter" and rank == 2:
+            # every row of grad_weight is a sum over the whole index: keep
+            # the rows, take every step-th column of the gradient and of it
+            sampled = _subsample(lay[:1], olay, 1, cap)
+            if sampled:
+                ctx["sampled_cols"] = {"dim": 1, "judged": sampled[0], "of": sampled[1]}
+                sampled = None
         if plan.klass == "norm_grad" and rank > 1:
             # g, x and the statistics share dim 0; the weight (1-D) does not
             sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)

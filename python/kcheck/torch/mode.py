@@ -39,6 +39,10 @@ _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
 
 
 _ORDER = judge.ORDER
+# The ops of three operands (oracle/ops.def class pointwise) take a scalar
+# as ATen does (a selection's value converted once to the result's type,
+# lerp's weight in opmath): no double rounding to pass through.
+_POINTWISE = _defs.oracle_ops("pointwise")
 # Reasons that hold for this call only: the same signature is checked at a
 # later call outside them.
 _TRANSIENT = ("CUDA graph capture", "inside torch.compile")
@@ -153,9 +157,9 @@ def _user_stack():
 
 
 def _tensor_reason(t, devices, index_ok=False):
-    """Why tensor t cannot be judged (None when it can); index_ok: int32 and
-    int64 tensors are an op's indices (judge.HostTensor carries them as
-    exact doubles)."""
+    """Why tensor t cannot be judged (None when it can); index_ok: int32,
+    int64 and bool tensors are an op's indices or condition
+    (judge.HostTensor carries them as exact doubles)."""
     if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
         return "tensor subclass"
     if t.is_sparse or t.layout != torch.strided:
@@ -171,7 +175,7 @@ def _tensor_reason(t, devices, index_ok=False):
         return "%s tensor" % dev
     if t.is_complex():
         return "complex dtype"
-    if profiles.fmt(t.dtype) is None and not (index_ok and t.dtype in (torch.int32, torch.int64)):
+    if profiles.fmt(t.dtype) is None and not (index_ok and t.dtype in judge.INDEX_DTYPES):
         return "dtype %s" % str(t.dtype).replace("torch.", "")
     if t.numel() == 0:
         return "empty tensor"
@@ -567,7 +571,9 @@ class KcheckMode(TorchDispatchMode):
     def _profile(self, plan):
         """(reason, settings, input format): the reason is None when a
         documented profile exists for the call."""
-        tensors = [t for n, t in plan.inputs if isinstance(t, torch.Tensor) and n != "index"]
+        # indices and conditions (int, bool) are not the op's data
+        tensors = [t for n, t in plan.inputs
+                   if isinstance(t, torch.Tensor) and profiles.fmt(t.dtype) is not None]
         in_fmts = {profiles.fmt(t.dtype) for t in tensors}
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
@@ -579,7 +585,8 @@ class KcheckMode(TorchDispatchMode):
             return "inputs of different dtypes", None, None
         in_fmt = in_fmts.pop()
         for _, v in plan.inputs:
-            if not isinstance(v, torch.Tensor) and in_fmt in ("bf16", "fp16"):
+            if not isinstance(v, torch.Tensor) and in_fmt in ("bf16", "fp16") and \
+                    plan.op not in _POINTWISE:
                 # ATen computes in float with the scalar as a float: unless
                 # the scalar is exact in the tensor's type, the result is
                 # rounded twice, which the oracle's 0-ulp budget rejects.
@@ -865,7 +872,7 @@ class KcheckMode(TorchDispatchMode):
             names = ctypes.create_string_buffer(8192)
             nk = self.lib.kcheck_thread_kernels(mark, names, len(names))
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
-        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and h.name != "index"]
+        fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and not h.index]
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)

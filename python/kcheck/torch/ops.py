@@ -64,6 +64,23 @@ def _one_axis(x, dim):
     return x, {"axis": dims[0]}
 
 
+def _merged_axes(x, dim):
+    """(x as the oracle reads it, attrs): one reduced axis as _one_axis, or
+    several adjacent dims of a contiguous tensor merged into one (a view:
+    the same elements in the same order), the reduction over them being
+    the reduction over that axis."""
+    dims = _dims(dim, x.dim())
+    if dims is None or len(dims) == 1 or len(set(dims)) != len(dims):
+        return _one_axis(x, dim)
+    a, b = dims[0], dims[-1]
+    if dims != list(range(a, b + 1)):
+        raise Skip("reduction over several dims that are not adjacent")
+    if not x.is_contiguous():
+        raise Skip("reduction over several dims of a non-contiguous tensor")
+    shape = list(x.shape[:a]) + [-1] + list(x.shape[b + 1:])
+    return x.reshape(shape), {"axis": a}
+
+
 # ---------------------------------------------------------------- mappers
 
 def _mm(a):
@@ -130,17 +147,45 @@ def _reduce(op):
     def m(a):
         if a.get("dtype") is not None:
             raise Skip("dtype= conversion inside the reduction")
-        x, attrs = _one_axis(a["self"], a.get("dim"))
-        return Plan(op, [("x", x)], _reduced_out(a, attrs), attrs, "reduce")
+        x, attrs = _merged_axes(a["self"], a.get("dim"))
+        return Plan(op, [("x", x)], _reduced_out(x, attrs), attrs, "reduce")
     return m
 
 
-def _reduced_out(a, attrs):
-    """The result shaped as the oracle expects: x's shape without the axis
-    (or with it of size 1), a full reduction as a 0-dim result."""
+def _var(op):
+    """var / std (and var_mean / std_mean's first result): the divisor
+    n - correction, from correction= or unbiased= (1 or 0)."""
+    def m(a):
+        x, attrs = _merged_axes(a["self"], a.get("dim"))
+        c = a.get("correction")
+        if c is None:
+            c = 1 if a.get("unbiased", True) else 0
+        if hasattr(c, "dim"):
+            raise Skip("correction as a tensor")
+        attrs["correction"] = float(c)
+        return Plan(op, [("x", x)], _reduced_out(x, attrs), attrs, "reduce")
+    return m
+
+
+def _cumsum(a):
+    """Inclusive prefix sums along dim: out has self's shape."""
+    x = a["self"]
+    dt = a.get("dtype")
+    if dt is not None and dt != x.dtype:
+        raise Skip("dtype= conversion inside the scan")
+    return Plan("cumsum", [("x", x)], _first, {"axis": int(a["dim"]) % max(1, x.dim())}, "reduce")
+
+
+def _reduced_out(x, attrs):
+    """The result shaped as the oracle expects: x's shape (x as the oracle
+    reads it, adjacent reduced dims merged) without the axis, so a keepdim
+    result or one of several reduced dims reads the same elements; a full
+    reduction as a 1-element result."""
+    shape = [n for d, n in enumerate(x.shape) if d != attrs["axis"]] or [1]
+
     def out(res):
         r = _first(res)
-        return r.reshape(1) if r.dim() == 0 else r
+        return r.reshape(shape) if r.dim() != len(shape) or list(r.shape) != shape else r
     return out
 
 
@@ -150,7 +195,7 @@ def _norm(a):
     if a.get("dtype") is not None:
         raise Skip("dtype= conversion inside the norm")
     x, attrs = _one_axis(a["self"], a.get("dim"))
-    return Plan("norm2", [("x", x)], _reduced_out(a, attrs), attrs, "reduce")
+    return Plan("norm2", [("x", x)], _reduced_out(x, attrs), attrs, "reduce")
 
 
 def _binary(op):
@@ -262,8 +307,21 @@ def _embedding(a):
                 lambda res: _first(res).view(-1, d), {"axis": 0}, "gather")
 
 
+def _embedding_backward(a):
+    """embedding_dense_backward: grad_weight's row r, the sum of the
+    gradient rows whose index is r (none for padding_idx)."""
+    g, idx = a["grad_output"], a["indices"]
+    if a.get("scale_grad_by_freq"):
+        raise Skip("scale_grad_by_freq (a division by each index's count)")
+    if not g.is_contiguous() or not idx.is_contiguous():
+        raise Skip("non-contiguous gradient or indices")
+    d = g.shape[-1]
+    return Plan("embedding_backward", [("g", g.view(-1, d)), ("index", idx.view(-1))], _first,
+                {"padding_idx": int(a["padding_idx"])}, "scatter")
+
+
 # their integer tensors are indices, carried to the oracle as exact doubles
-_index_select.index_args = _embedding.index_args = True
+_index_select.index_args = _embedding.index_args = _embedding_backward.index_args = True
 
 
 def _fp8_dest(dtype):
@@ -281,6 +339,86 @@ def _to_copy(a):
 def _copy_(a):
     _fp8_dest(a["self"].dtype)
     return Plan("copy", [("src", a["src"])], _first)
+
+
+def _where(a):
+    """where(condition, self, other), self or other a number: a selection,
+    exact; masked_fill(self, mask, value) is where(mask, value, self)."""
+    c = a["condition"]
+    x, y = a["self"], a["other"]
+    return Plan("where", [("cond", c), ("a", x if hasattr(x, "dim") else float(x)),
+                          ("b", y if hasattr(y, "dim") else float(y))], _first)
+
+
+def _masked_fill(a):
+    x, v = a["self"], a["value"]
+    if hasattr(v, "dim") and v.dim() != 0:
+        raise Skip("masked_fill value of other than 0 dims")
+    return Plan("where", [("cond", a["mask"]), ("a", v if hasattr(v, "dim") else float(v)),
+                          ("b", x)], _first)
+
+
+# the condition and mask are bool tensors, carried as 0 and 1
+_where.index_args = _masked_fill.index_args = True
+
+
+def _addc(op):
+    """addcmul / addcdiv: self + value * tensor1 (* or /) tensor2."""
+    def m(a):
+        v = a.get("value", 1)
+        if hasattr(v, "dim") or isinstance(v, complex):
+            raise Skip("value as a tensor or complex")
+        return Plan(op, [("x", a["self"]), ("t1", a["tensor1"]), ("t2", a["tensor2"])], _first,
+                    {"value": float(v)})
+    return m
+
+
+def _lerp(a):
+    w = a["weight"]
+    if not hasattr(w, "dim"):
+        if isinstance(w, complex):
+            raise Skip("complex weight")
+        w = float(w)
+    return Plan("lerp", [("x", a["self"]), ("end", a["end"]), ("weight", w)], _first)
+
+
+_REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
+
+
+def _nll_common(a, x):
+    if x.dim() not in (1, 2):
+        raise Skip("nll_loss over more than 2 dims")
+    red = _REDUCTIONS[int(a["reduction"])]
+    return red, {"reduction": red, "ignore_index": int(a["ignore_index"])}
+
+
+def _nll_loss(a):
+    """nll_loss_forward's loss (total_weight, its second result, is not
+    judged): -w x[i, t_i], summed or averaged."""
+    import torch
+    x, w = a["self"], a["weight"]
+    red, attrs = _nll_common(a, x)
+    if red != "none" and x.device.type == "cpu" and x.dtype in (torch.float16, torch.bfloat16):
+        raise Skip("ATen's CPU nll_loss sums in the 16-bit type itself")
+    ins = [("x", x), ("target", a["target"])] + ([("weight", w)] if w is not None else [])
+    return Plan("nll_loss", ins, lambda res: _first(res).reshape(-1), attrs, "loss")
+
+
+def _nll_loss_backward(a):
+    """grad_input: zero but -(g / total_weight) w at each row's class (x is
+    read for its shape only, so it is not copied)."""
+    x, w = a["self"], a["weight"]
+    red, attrs = _nll_common(a, x)
+    ins = [("g", a["grad_output"]), ("target", a["target"])]
+    if w is not None:
+        ins.append(("weight", w))
+    if red == "mean":
+        ins.append(("total_weight", a["total_weight"]))
+    return Plan("nll_loss_backward", ins, _first, attrs, "loss")
+
+
+# the targets are class indices, carried as exact doubles
+_nll_loss.index_args = _nll_loss_backward.index_args = True
 
 
 def _gelu_backward(a):
@@ -333,8 +471,13 @@ ROWS = [
     (["logsumexp"], "logsumexp", _logsumexp, "one dim, keepdim=False"),
     (["native_layer_norm"], "layer_norm", _layer_norm, "normalized over the last dim"),
     (["_fused_rms_norm"], "rms_norm", _rms_norm, "normalized over the last dim"),
-    (["sum"], "sum", _reduce("sum"), "one dim, or all of a contiguous tensor"),
-    (["mean"], "mean", _reduce("mean"), "one dim, or all of a contiguous tensor"),
+    (["sum"], "sum", _reduce("sum"), "one dim, adjacent dims or all of a contiguous tensor"),
+    (["mean"], "mean", _reduce("mean"), "one dim, adjacent dims or all of a contiguous tensor"),
+    (["cumsum"], "cumsum", _cumsum, "each prefix within the bound of any association a scan "
+     "takes, in acc_type or the tensor's type"),
+    (["var", "var_mean"], "var", _var("var"), "correction / unbiased honoured; dims as mean; "
+     "var_mean: the var (any Welford order or two passes)"),
+    (["std", "std_mean"], "std", _var("std"), "as var"),
     (["amax"], "max", _reduce("max"), "one dim"),
     (["amin"], "min", _reduce("min"), "one dim"),
     (["linalg_vector_norm"], "norm2", _norm, "ord=2"),
@@ -358,6 +501,20 @@ ROWS = [
     (["clamp_max"], "clamp", _clamp(None, "max"), "number bound; exact"),
     (["embedding"], "index_select", _embedding, "the selected rows bit for bit"),
     (["index_select"], "index_select", _index_select, "1-D index; bit for bit"),
+    (["embedding_dense_backward"], "embedding_backward", _embedding_backward,
+     "row sums in any order (CUDA's may vary run to run); no scale_grad_by_freq"),
+    (["where"], "where", _where, "c ? a : b, exact (a number converted as c10 does)"),
+    (["masked_fill"], "where", _masked_fill, "where(mask, value, self), exact"),
+    (["addcmul"], "addcmul", _addc("addcmul"), "self + value*t1*t2: any order of the product, "
+     "fused or not"),
+    (["addcdiv"], "addcdiv", _addc("addcdiv"), "self + value*t1/t2: value*(t1/t2) or "
+     "(value*t1)/t2, fused or not"),
+    (["lerp"], "lerp", _lerp, "ATen's two branches (weight below 0.5 in magnitude or not), "
+     "fused or not"),
+    (["nll_loss_forward"], "nll_loss", _nll_loss, "reduction none (bitwise), sum, mean; "
+     "ignore_index, weight; cross_entropy is _log_softmax then this"),
+    (["nll_loss_backward"], "nll_loss_backward", _nll_loss_backward, "-(g/total_weight)*w at "
+     "each row's class, zero elsewhere"),
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
@@ -402,24 +559,32 @@ GENERATED_GATES = tuple(g.id for k in OP_KINDS[2:] for g in _defs.GATES if g.op 
 # shapes included) would hand it random indices: out of range, a
 # device-side assert that ends the program's CUDA context.
 _GENERATED_INDEX = "generated inputs would hold out-of-range indices (a device-side assert)"
-for _n in ("embedding", "index_select"):
+for _n in ("embedding", "index_select", "embedding_dense_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
+# The generators fill float tensors: a condition or mask (bool) has none.
+_GENERATED_COND = "the generators make float inputs, not a bool condition"
+# nll_loss: random class indices (out of range: a device-side assert)
+for _n in ("nll_loss_forward", "nll_loss_backward"):
+    NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
+for _n in ("where", "masked_fill"):
+    NOT_APPLICABLE[_n] = {g: _GENERATED_COND for g in GENERATED_GATES}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
                       "div_.Scalar_mode", "div.out_mode", "add.default", "sub.default",
-                      "mul.default", "div.default", "sum.int"}
+                      "mul.default", "div.default", "sum.int",
+                      "where.default"}  # where(condition): nonzero's indices
 
 # What the oracle has no op for, with the reason (docs/torch.md table).
 UNCOVERED = [
     ("dweight, dbias of native_layer_norm_backward and _fused_rms_norm_backward", "one judged "
      "result per op (dx)"),
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
-    ("_foreach_* (optimizers), addcmul, addcdiv, lerp", "fused multi-tensor ops: no oracle op"),
+    ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
-    ("gather, scatter, index_add, embedding_dense_backward", "data movement: no numerical "
+    ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
-    ("nll_loss_forward, cross_entropy pieces", "no oracle op (log_softmax before it is checked)"),
+    ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),
     ("clone, view ops", "copies within one dtype: no numerical content (bounds and "
      "determinism still apply at kernel level)"),
 ]
@@ -612,7 +777,7 @@ SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "
 for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
            "exp", "log", "sqrt", "rsqrt", "sigmoid_backward", "tanh_backward",
            "threshold_backward", "silu_backward", "gelu_backward", "_to_copy", "clamp",
-           "clamp_min", "clamp_max"):
+           "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp"):
     SHAPERS[_n] = _shapes_elementwise
 
 
@@ -752,6 +917,13 @@ def shaper(entry):
 
 # ---------------------------------------------------------------- custom ops
 
+# Oracle ops with an index or condition tensor (int, bool), and the ATen
+# op whose generated-input gates are not applicable for the same reason.
+_INDEXED_OPS = {"index_select": "index_select", "embedding_backward": "embedding_dense_backward",
+                "where": "where", "nll_loss": "nll_loss_forward",
+                "nll_loss_backward": "nll_loss_backward"}
+
+
 def _contract_mapper(c):
     """A mapper from a torch_op contract: args maps each oracle input to an
     argument of the op (by schema name or position); "out" names the
@@ -788,7 +960,7 @@ def _contract_mapper(c):
         p = Plan(op, ins, out, attrs, "contract")
         p.profile = c.get("profile")
         return p
-    m.index_args = op == "index_select"
+    m.index_args = op in _INDEXED_OPS
     return m
 
 
@@ -798,8 +970,8 @@ def contract_entry(func, c):
     schema = func._schema
     e = Entry("%s.%s" % (schema.name, func._overloadname), _contract_mapper(c), schema)
     e.contract = c
-    if c.get("op") == "index_select":
-        e.not_applicable = NOT_APPLICABLE["index_select"]
+    if c.get("op") in _INDEXED_OPS:
+        e.not_applicable = NOT_APPLICABLE[_INDEXED_OPS[c["op"]]]
     return e
 
 

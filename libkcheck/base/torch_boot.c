@@ -38,8 +38,10 @@ static int is_dir(const char *path) {
 }
 
 /* The boot folder: $KCHECK_PYTHON/kcheck/_boot, else next to the library
- * (a source checkout's build/ -> ../python, an install's lib/kcheck ->
- * python). 0, or -1 when none exists. */
+ * (a source checkout's build/ -> ../python, or a build folder one deeper
+ * such as BUILD=out/gpu -> ../../python; an install's lib/kcheck ->
+ * python; the Python package's own kcheck/lib -> ../_boot). 0, or -1 when
+ * none exists. */
 static int boot_dir(char *out, size_t n) {
   const char *py = getenv("KCHECK_PYTHON");
   if (py && *py) {
@@ -53,7 +55,8 @@ static int boot_dir(char *out, size_t n) {
   char *slash = strrchr(lib, '/');
   if (!slash) return -1;
   *slash = 0;
-  static const char *const rel[] = {"/../python/kcheck/_boot", "/python/kcheck/_boot"};
+  static const char *const rel[] = {"/../python/kcheck/_boot", "/python/kcheck/_boot", "/../_boot",
+                                    "/../../python/kcheck/_boot"};
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
     snprintf(out, n, "%s%s", lib, rel[i]);
     char real[PATH_MAX];

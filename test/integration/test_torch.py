@@ -69,6 +69,31 @@ def test_boot_folder_on_pythonpath_only_with_torch_option(tmp_path):
     assert "_boot" not in p.stdout
 
 
+def test_boot_folder_found_beside_the_library_wherever_it_is(tmp_path):
+    """Without KCHECK_PYTHON the library finds the binding's boot folder
+    from its own location: in the Python package (kcheck/lib/libkcheck.so
+    -> kcheck/_boot) and in a build folder one level deeper than build/
+    (BUILD=out/gpu -> ../../python)."""
+    import shutil
+    code = "import os\nprint(os.environ.get('PYTHONPATH', ''))\n"
+    boot = os.path.join(PY, "kcheck", "_boot")
+    layouts = {"package": ("site/kcheck/lib", "site/kcheck/_boot"),
+               "nested build": ("src/out/gpu", "src/python/kcheck/_boot")}
+    for name, (libdir, bootdir) in layouts.items():
+        (tmp_path / libdir).mkdir(parents=True)
+        shutil.copy(LIB, tmp_path / libdir / "libkcheck.so")
+        shutil.copytree(boot, tmp_path / bootdir)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("KCHECK_", "PYTHONPATH", "LD_PRELOAD"))}
+        env.update(LD_PRELOAD=str(tmp_path / libdir / "libkcheck.so"), LD_LIBRARY_PATH=FAKECUDA,
+                   KCHECK_OPTIONS="log_path=%s:torch=1" % (tmp_path / "kc"))
+        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=120, cwd=str(tmp_path))
+        assert p.returncode == 0, (name, p.stderr[-2000:])
+        assert str((tmp_path / bootdir).resolve()) in p.stdout.strip().split(":"), (name, p.stdout,
+                                                                            p.stderr[-1000:])
+
+
 def test_import_torch_installs_binding(tmp_path):
     p, recs = run_py(tmp_path, "import torch\nprint(float((torch.ones(4, 4) @ torch.ones(4, 4)).sum()))\n")
     assert p.returncode == 0, p.stderr

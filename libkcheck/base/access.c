@@ -21,6 +21,7 @@ struct touch {
   uint64_t word; /* addr / 4 */
   unsigned block, epoch, who, site, seq;
   unsigned key_block; /* shared: the block; global: 0 */
+  uint64_t addr;      /* the access's own first byte (its size: size_of(who)) */
 };
 
 /* An ordering point: a release (fence seq/epoch before a sync write) or
@@ -120,10 +121,19 @@ static int ordered(const struct ctx *c, const struct touch *a, const struct touc
   return 0;
 }
 
+/* Do a's and b's bytes overlap? Two threads storing the two halves of one
+ * word (16-bit elements, one per thread, as Triton's layouts store them)
+ * share the word and not a byte. */
+static int overlap(const struct touch *a, const struct touch *b) {
+  uint64_t sa = size_of(a->who) ? size_of(a->who) : 1, sb = size_of(b->who) ? size_of(b->who) : 1;
+  return a->addr < b->addr + sb && b->addr < a->addr + sa;
+}
+
 static int conflict(const struct ctx *c, int cross_block, const struct touch *a,
                     const struct touch *b) {
   unsigned ka = kind_of(a->who), kb = kind_of(b->who);
   int global = global_of(a->who);
+  if (!overlap(a, b)) return 0;
   if (a->block == b->block && tid_of(a->who) == tid_of(b->who)) return 0; /* program order */
   if (is_read(ka) && is_read(kb)) return 0;
   if (ka == KC_ACC_ATOMIC && kb == KC_ACC_ATOMIC) return 0;
@@ -207,8 +217,8 @@ int kc_access_analyze(const struct kc_access *rec, size_t n, int cross_block,
     uint64_t first = rec[i].addr / 4, last = (rec[i].addr + (size ? size : 1) - 1) / 4;
     unsigned kb = global_of(rec[i].who) ? 0 : rec[i].block;
     for (uint64_t w = first; w <= last && w < first + 4; w++)
-      t[m++] =
-          (struct touch){w, rec[i].block, rec[i].epoch, rec[i].who, rec[i].site, rec[i].seq, kb};
+      t[m++] = (struct touch){w,           rec[i].block, rec[i].epoch, rec[i].who,
+                              rec[i].site, rec[i].seq,   kb,           rec[i].addr};
   }
   qsort(t, m, sizeof *t, by_key);
   uint64_t budget = PAIR_BUDGET;

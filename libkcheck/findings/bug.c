@@ -136,7 +136,10 @@ static int sides(json_t *rec, json_t **a, json_t **b, const char **a_op, const c
   json_t *ev = json_object_get(rec, "evidence");
   json_t *first = json_object_get(ev, "first"), *second = json_object_get(ev, "second");
   json_t *delayed = json_object_get(ev, "delayed");
-  if (json_is_object(first) && json_is_object(second)) {
+  /* stream_order's two operations (an access-level race's first/second
+   * are two threads of one launch: one-sided) */
+  if (json_is_object(first) && json_is_object(second) && json_object_get(first, "op") &&
+      json_object_get(second, "op")) {
     *a = json_object_get(first, "stack"), *b = json_object_get(second, "stack");
     *a_op = str(first, "op"), *b_op = str(second, "op");
     return 1;

@@ -48,6 +48,13 @@ def load(paths):
 def train(recs):
     out, bad = [], 0
     viol = [r for r in recs if r["type"] == "violation"]
+    # PyTorch's documented nondeterminism (the model's nn.Embedding
+    # backward on CUDA): a true finding, named as such, expected here
+    documented = [r for r in viol if r.get("cause") == "documented by PyTorch"]
+    viol = [r for r in viol if r not in documented]
+    for v in documented:
+        out.append("INFO documented nondeterminism (expected): %s (%s)" % (v.get("op"),
+                                                                        v.get("documented")))
     checks = [r for r in recs if r["type"] == "op_check"]
     summ = [r for r in recs if r["type"] == "torch_summary"]
     judged = {}

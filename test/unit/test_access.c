@@ -76,6 +76,21 @@ static void shared_memory(void) {
   /* a 16-byte vector store overlaps a 4-byte read of its third word */
   const struct kc_access vec[] = {A(32, 0, 0, W, 16, 0, 0, 1, 0), A(40, 0, 50, R, 4, 0, 0, 1, 0)};
   CHECK(races(vec, N(vec)) == 1 && res.pair[0].addr == 40);
+  /* 16-bit elements, one per thread (Triton's layouts): two threads
+   * storing the two halves of one word share no byte (silent); the same
+   * half, or a 4-byte read over both, does (fires) */
+  const struct kc_access halves[] = {A(0x400, 0, 0, W, 2, 1, 0, 1, 0),
+                                     A(0x402, 0, 1, W, 2, 1, 0, 1, 0)};
+  CHECK(races(halves, N(halves)) == 0);
+  const struct kc_access half[] = {A(0x400, 0, 0, W, 2, 1, 0, 1, 0),
+                                   A(0x400, 0, 1, W, 2, 1, 0, 1, 0)};
+  CHECK(races(half, N(half)) == 1);
+  const struct kc_access over[] = {A(0x402, 0, 0, W, 2, 1, 0, 1, 0),
+                                   A(0x400, 0, 33, R, 4, 1, 0, 1, 0)};
+  CHECK(races(over, N(over)) == 1);
+  /* bytes: thread 3 writes byte 3 of a word thread 0 writes byte 0 of */
+  const struct kc_access bytes[] = {A(16, 0, 0, W, 1, 0, 0, 1, G), A(19, 0, 3, W, 1, 0, 0, 1, G)};
+  CHECK(races(bytes, N(bytes)) == 0);
   /* one thread's own accesses are ordered */
   const struct kc_access own[] = {A(4, 0, 7, W, 4, 0, 0, 1, 0), A(4, 0, 7, R, 4, 0, 0, 2, 0)};
   CHECK(races(own, N(own)) == 0);

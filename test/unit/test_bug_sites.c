@@ -54,6 +54,16 @@ int main(void) {
   CHECK(kc_bug_note(r3, 0, &idx) == 1);
   CHECK(strcmp(json_string_value(json_object_get(r1, "bug")),
                json_string_value(json_object_get(r3, "bug"))) != 0);
-  json_decref(r1), json_decref(r2), json_decref(r3), json_decref(st), json_decref(st2);
+  /* an access-level race's evidence names two threads (first, second)
+   * of one launch: one site, the launch's, not two empty ones */
+  json_t *r4 = json_pack("{s:s, s:s, s:O, s:{s:{s:s, s:i}, s:{s:s, s:i}}}", "gate", "race",
+                         "kernel_name", "kc_matmul", "stack", st, "evidence", "first", "kind",
+                         "write", "thread", 0, "second", "kind", "write", "thread", 1);
+  CHECK(kc_bug_note(r4, 0, &idx) == 1);
+  json_t *sites = json_object_get(r4, "sites");
+  CHECK(json_array_size(sites) == 1 &&
+        !strncmp(json_string_value(json_array_get(sites, 0)), "run_last_writer()", 17));
+  json_decref(r1), json_decref(r2), json_decref(r3), json_decref(r4), json_decref(st),
+      json_decref(st2);
   return CHECK_DONE("bug_sites");
 }

@@ -250,15 +250,21 @@ def test_sigkill_after_the_violation_keeps_it(app, tmp_path):
     result was printed is there (0 lost), and the report stays readable.
     About 50 s on two cores."""
     import random
+    import time
     after_main, at_random = 10, 60
+    # the run's length here (about 2 s under ASan on two busy cores, less
+    # on a quiet machine): the random kills spread over all of it
+    (tmp_path / "whole").mkdir()
+    t0 = time.monotonic()
+    killed_run(app, tmp_path / "whole")
+    length = max(0.2, time.monotonic() - t0)
 
     def one(i):
         d = tmp_path / ("k%d" % i)
         d.mkdir()
         if i < after_main:
             return killed_run(app, d, trigger="races ok")
-        # the run takes about 2 s under ASan: kills spread over all of it
-        return killed_run(app, d, delay=random.Random(i).uniform(0.05, 2.2))
+        return killed_run(app, d, delay=random.Random(i).uniform(0.05, 0.9 * length))
 
     results = sweep(one, range(after_main + at_random))
     lost, printed, killed = [], 0, 0

@@ -78,6 +78,13 @@ class HostTensor:
             # indices (index_select, embedding) and conditions (where,
             # masked_fill): exact as doubles, converted on the host copy
             self.flat, self.fmt, self.dtype = self.flat.double(), "fp64", torch.float64
+            if name == "index" and (len(self.shape) != 1 or self.strides != [1]):
+                # a gather's or scatter's indices, in any layout (an
+                # embedding's token ids are often a slice of a batch): the
+                # oracle takes them as one row, flattened here on the host
+                view = self.flat.as_strided(self.shape, self.strides)
+                self.flat = view.reshape(-1).contiguous()
+                self.shape, self.strides = [self.flat.numel()], [1]
 
     @classmethod
     def scalar(cls, name, value, fmt, rank):

@@ -70,14 +70,7 @@ int oc_check_cumsum(const struct oc_tensor *x, int axis, const struct oc_tensor 
         e.exact_only = 1;
         e.ovf_ok = isfinite(sabs) && !(oc_mul_up(sabs, 1.01) < top);
       } else {
-        e.lo = oc_acc_round(acc, MPFR_RNDD);
-        e.hi = oc_acc_round(acc, MPFR_RNDU);
-        double pre =
-            oc_add_up(oc_mul_up(oc_gamma((double)k, us), sabs), oc_mul_up(etas, (double)k));
-        e.pre = pre;
-        e.pre_set = 1;
-        e.bound = oc_out_bound(p, fmax(fabs(e.lo), fabs(e.hi)), pre);
-        e.ovf_ok = !(oc_mul_up(sabs, 1.01) < top);
+        oc_elem_sum(&e, acc, (double)k, sabs, us, etas, top, p);
         /* a zero's sign is left open: 0 + (-0) is +0 where the scan
          * starts from its identity */
       }

@@ -114,14 +114,7 @@ int oc_check_embedding_backward(const struct oc_tensor *g, const struct oc_tenso
         oc_check_elem(&c, &e, idx);
         continue;
       }
-      e.lo = oc_acc_round(acc, MPFR_RNDD);
-      e.hi = oc_acc_round(acc, MPFR_RNDU);
-      double pre = oc_add_up(oc_mul_up(oc_gamma(2 * (double)cnt, us), sabs),
-                             oc_mul_up(etas, 2 * (double)cnt));
-      e.pre = pre;
-      e.pre_set = 1;
-      e.bound = oc_out_bound(p, fmax(fabs(e.lo), fabs(e.hi)), pre);
-      e.ovf_ok = !(oc_mul_up(sabs, 1.01) < top);
+      oc_elem_sum(&e, acc, 2 * (double)cnt, sabs, us, etas, top, p);
       oc_check_elem(&c, &e, idx);
     }
   }

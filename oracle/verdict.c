@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "exact.h"
 
 static const char *const names[] = {"bitwise",    "pass",         "fail_precision",
                                     "fail_value", "fail_special", "inconclusive"};
@@ -397,4 +398,14 @@ int oc_verdict_format(const struct oc_verdict *v, char *buf, size_t n) {
                   oc_verdict_name(v->kind), v->op, v->profile, idx, v->kernel, v->exact, v->error,
                   v->bound, v->ratio, why, (long long)v->n_fail, (long long)v->n_special,
                   (long long)v->checked, (long long)v->total, v->miss_prob, screen, stat);
+}
+
+void oc_elem_sum(struct oc_elem *e, const struct oc_acc *acc, double k, double sabs, double us,
+                 double etas, double top, const struct oc_profile *p) {
+  e->lo = oc_acc_round(acc, MPFR_RNDD);
+  e->hi = oc_acc_round(acc, MPFR_RNDU);
+  e->pre = oc_add_up(oc_mul_up(oc_gamma(k, us), sabs), oc_mul_up(etas, k));
+  e->pre_set = 1;
+  e->bound = oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), e->pre);
+  e->ovf_ok = !(oc_mul_up(sabs, 1.01) < top);
 }

@@ -82,6 +82,16 @@ int oc_round_enclosure(enum oc_format f, enum oc_overflow ovf, double lo, double
  * +inf for formats without infinities. */
 double oc_overflow_threshold(enum oc_format f);
 
+struct oc_acc;
+/* e for a sum whose exact value acc holds: its enclosure (acc rounded
+ * outward), pre = gamma_k(us) sabs + k etas (k roundings in any order, each
+ * with its underflow floor; Higham eq. 3.4-3.5), the bound through p's
+ * output rounding, and ovf_ok where the terms' magnitudes sabs reach top
+ * (the accumulator may overflow on the way). The sums of the scans and
+ * scatters (cumsum, embedding backward). */
+void oc_elem_sum(struct oc_elem *e, const struct oc_acc *acc, double k, double sabs, double us,
+                 double etas, double top, const struct oc_profile *p);
+
 #endif
 
 /* ---- shared by the op files (not for gate authors) ---- */

@@ -16,7 +16,8 @@ struct bug {
   long count, first_launch;
   int nsites;
   int suppressed; /* its first occurrence was suppressed: so are the others */
-  char gate[32], kernel_name[160];
+  char gate[64];  /* the gates that saw it, in order: "stream_order,stream_delay" */
+  char kernel_name[160];
   char sites[2][200]; /* as labels in kc_bug_note */
 };
 static struct bug bugs[MAX_BUGS];
@@ -152,12 +153,32 @@ static int sides(json_t *rec, json_t **a, json_t **b, const char **a_op, const c
   return 0;
 }
 
+/* The gates that see one bug from two sides: stream_delay shows a
+ * stream_order finding as a changed result (the same two operations), and
+ * race re-runs what determinism re-runs, perturbed (the same launch). A
+ * bug is keyed by its family and its sites, so one missing wait is one bug
+ * whichever of them saw it. */
+static const char *family(const char *gate) {
+  if (!strcmp(gate, "stream_delay")) return "stream_order";
+  if (!strcmp(gate, "determinism")) return "race";
+  return gate;
+}
+
+/* Adds gate to the bug's list of gates (once). */
+static void saw(struct bug *g, const char *gate) {
+  size_t n = strlen(gate), len = strlen(g->gate);
+  for (const char *p = g->gate; (p = strstr(p, gate)); p += n)
+    if ((p == g->gate || p[-1] == ',') && (p[n] == ',' || !p[n])) return;
+  if (len + n + 2 <= sizeof g->gate)
+    snprintf(g->gate + len, sizeof g->gate - len, "%s%s", len ? "," : "", gate);
+}
+
 long kc_bug_note(json_t *rec, int suppressed, int *index) {
   const char *gate = str(rec, "gate");
   char labels[2][200];
   memset(labels, 0, sizeof labels);
   int nsites = 0;
-  uint64_t key = fnv(FNV_BASIS, gate), h;
+  uint64_t key = fnv(FNV_BASIS, family(gate)), h;
   json_t *a, *b;
   const char *a_op, *b_op;
   if (sides(rec, &a, &b, &a_op, &b_op)) {
@@ -194,13 +215,14 @@ long kc_bug_note(json_t *rec, int suppressed, int *index) {
   for (int i = 0; i < nbugs; i++)
     if (bugs[i].key == key) {
       *index = i;
+      saw(&bugs[i], gate);
       return ++bugs[i].count;
     }
   if (nbugs == MAX_BUGS) return 1; /* table full: counted as new */
   struct bug *g = &bugs[nbugs];
   memset(g, 0, sizeof *g);
   g->key = key;
-  snprintf(g->gate, sizeof g->gate, "%s", gate);
+  saw(g, gate);
   /* the PyTorch binding's op-level records name an op instead */
   snprintf(g->kernel_name, sizeof g->kernel_name, "%s",
            str(rec, "kernel_name")[0] ? str(rec, "kernel_name") : str(rec, "op"));

@@ -6,7 +6,10 @@
  * first host frames outside kcheck and the interpreter. Two-sided gates
  * (stream_order: the two operations; stream_delay: the delayed write and
  * the launch re-run) have two sites; the others have the launch's site and
- * the kernel. Callers hold the findings lock (finding.c). */
+ * the kernel. A bug is keyed by the gate's family (stream_delay is
+ * stream_order's, determinism race's) and its sites: the gates that see one
+ * bug from two sides make one finding. Callers hold the findings lock
+ * (finding.c). */
 #ifndef KC_BUG_H
 #define KC_BUG_H
 

@@ -363,9 +363,11 @@ def check_costs(records):
 def finding_key(v):
     """Violations of one bug are one finding: libkcheck groups them by their
     code sites ("bug", from the Python lines or host frames of both sides,
-    not the operation); records without one by (gate, kernel, signature)."""
+    not the operation; one bug whichever gate of its family saw it:
+    stream_order and stream_delay, determinism and race); records without
+    one by (gate, kernel, signature)."""
     if v.get("bug"):
-        return (v.get("gate"), v["bug"])
+        return ("bug", v["bug"])
     return (v.get("gate"), v.get("kernel_name") or v.get("kernel"), v.get("signature"))
 
 
@@ -426,7 +428,7 @@ def merge(reports):
                 found[k] = Finding(v, rep)
             found[k].add(v, rep)
         for b in (rep.summary or {}).get("bugs") or []:
-            f = found.get((b.get("gate"), b.get("bug")))
+            f = found.get(("bug", b.get("bug")))
             if f is not None:
                 f.counted += int(b.get("occurrences") or 0)
     return list(found.values())

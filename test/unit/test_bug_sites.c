@@ -54,6 +54,14 @@ int main(void) {
   CHECK(kc_bug_note(r3, 0, &idx) == 1);
   CHECK(strcmp(json_string_value(json_object_get(r1, "bug")),
                json_string_value(json_object_get(r3, "bug"))) != 0);
+  /* determinism re-runs what race re-runs: its record of the same kernel
+   * and site is the same bug (the third record of it) */
+  json_t *r5 = json_pack("{s:s, s:s, s:O}", "gate", "determinism", "kernel_name",
+                         "racy_last_writer", "stack", st);
+  CHECK(kc_bug_note(r5, 0, &idx) == 3);
+  CHECK(!strcmp(json_string_value(json_object_get(r1, "bug")),
+                json_string_value(json_object_get(r5, "bug"))));
+  json_decref(r5);
   /* an access-level race's evidence names two threads (first, second)
    * of one launch: one site, the launch's, not two empty ones */
   json_t *r4 = json_pack("{s:s, s:s, s:O, s:{s:{s:s, s:i}, s:{s:s, s:i}}}", "gate", "race",

@@ -701,8 +701,8 @@ static void parse_torch_shapes(struct pctx *x, struct kc_contract *c, yaml_node_
       const char *ks = want_scalar(x, k, "shapes key");
       if (!ks) continue;
       int known = 0;
-      for (int i = 0; i < c->ntorch_args; i++)
-        known |= !strcmp(c->torch_args[i].key, ks) && strcmp(ks, "out");
+      for (int i = 0; c->torch_args && i < c->ntorch_args; i++)
+        known |= c->torch_args[i].key && !strcmp(c->torch_args[i].key, ks) && strcmp(ks, "out");
       if (!known) {
         diag(x, k, "shapes entry names '%s', which is not an input in args", ks);
         continue;

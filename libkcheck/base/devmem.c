@@ -53,12 +53,15 @@ static void raise_peak(_Atomic uint64_t *peak, uint64_t now) {
   }
 }
 
-static void add(enum kc_devmem_cat cat, uint64_t bytes) {
+/* bytes more held by cat; counted as one more allocation when count */
+static void add_held(enum kc_devmem_cat cat, uint64_t bytes, int count) {
   raise_peak(&cats[cat].peak, atomic_fetch_add(&cats[cat].current, bytes) + bytes);
   raise_peak(&total_peak, atomic_fetch_add(&total_current, bytes) + bytes);
   atomic_fetch_add(&cats[cat].allocated, bytes);
-  atomic_fetch_add(&cats[cat].count, 1);
+  if (count) atomic_fetch_add(&cats[cat].count, 1);
 }
+
+static void add(enum kc_devmem_cat cat, uint64_t bytes) { add_held(cat, bytes, 1); }
 
 static void sub(enum kc_devmem_cat cat, uint64_t bytes) {
   atomic_fetch_sub(&cats[cat].current, bytes);
@@ -167,15 +170,10 @@ int kc_devmem_hold(enum kc_devmem_cat cat, uint64_t bytes, int check) {
   if (check) return kc_devmem_fits(cat, bytes, 0);
   pthread_mutex_lock(&lock); /* one set at a time: current moves by the difference */
   uint64_t held = atomic_load(&cats[cat].current);
-  if (bytes > held) {
-    uint64_t more = bytes - held;
-    raise_peak(&cats[cat].peak, atomic_fetch_add(&cats[cat].current, more) + more);
-    raise_peak(&total_peak, atomic_fetch_add(&total_current, more) + more);
-    atomic_fetch_add(&cats[cat].allocated, more);
-    if (!held) atomic_fetch_add(&cats[cat].count, 1); /* count: times it went from none to some */
-  } else {
+  if (bytes > held)
+    add_held(cat, bytes - held, !held); /* count: times it went from none to some */
+  else
     sub(cat, held - bytes);
-  }
   pthread_mutex_unlock(&lock);
   return 1;
 }

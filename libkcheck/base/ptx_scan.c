@@ -229,8 +229,7 @@ int kc_ptx_module_vars(const char *ptx, char (*names)[128], int max) {
         (strstr(buf, ".texref") || strstr(buf, ".surfref") || strstr(buf, ".samplerref")))
       return -1;
     if (depth == 0 && paren == 0 && !strstr(buf, ".extern") && !strstr(buf, ".entry") &&
-        !strstr(buf, ".func") && !strstr(buf, ".param") &&
-        (strstr(buf, ".global ") || strstr(buf, ".const "))) {
+        !strstr(buf, ".func") && (strstr(buf, ".global ") || strstr(buf, ".const "))) {
       /* ".visible .global .align 4 .b8 name[16] = {...};": the name is the
        * first token that is neither a directive nor a number */
       char *tok = strtok(buf, " \t;[=");

@@ -611,13 +611,16 @@ class KcheckMode(TorchDispatchMode):
         st = self.stats
         t0 = time.perf_counter()
         with st.timed("copy_inputs"):
-            inputs = self._copy_inputs(plan)
+            copies = {}
+            inputs = self._copy_inputs(plan, copies)
+            more = self._more_inputs(plan, copies)
         mark = self.lib.kcheck_thread_launches()
         with st.timed("op"):
             res = func(*args, **kwargs)
         try:
             with st.timed("copy_output"):
                 jobs, ctx = self._job(_ORACLE, 0, entry, plan, settings, inputs, res, mark, None)
+                more_jobs = self._more_jobs(entry, more, res, ctx)
             gates = {}
             imm = None
             for gate in _op_gates("inputs"):
@@ -647,7 +650,8 @@ class KcheckMode(TorchDispatchMode):
                                        trials.specs(args, kwargs, self.devices), ctx))
             else:
                 gates[_ORACLE] = ctx.get("_result")
-            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm)
+            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm,
+                         more=more_jobs)
         except Exception as e:  # never the program's problem: count, say once
             self._internal(entry, e)
         return res
@@ -745,14 +749,16 @@ class KcheckMode(TorchDispatchMode):
             sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further ones "
                              "counted)\n" % (entry.name, type(e).__name__, e))
 
-    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False, imm=None):
+    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False, imm=None,
+                more=()):
         """Runs the judgments on a worker: the oracle's, then each gate's
         trials in order until one is a violation; then the op_check record
         and the policy's bookkeeping. later: the generated-input part of a
         signature checked before (its own op_check record, part
         "generated", run_at saying when it ran; the policy counted the
         signature then). imm: the immutability gate's copies, compared
-        first."""
+        first. more: the other outputs' judgments (_more_jobs), run after
+        the primary's; the oracle gate fails when any output fails."""
         prep = time.perf_counter() - t0
 
         def task():
@@ -765,6 +771,8 @@ class KcheckMode(TorchDispatchMode):
                 if job is not None:
                     t = time.perf_counter()
                     status, res = job.run()
+                    if more:
+                        status, res = self._run_more(plan, status, res, more)
                     self.stats.add_cost("judge:" + _ORACLE, time.perf_counter() - t)
                     gates[_ORACLE] = res
                     self._count(status, res)
@@ -813,7 +821,8 @@ class KcheckMode(TorchDispatchMode):
                     self.pending_bytes -= nbytes
 
         jobs = ([job] if job is not None else []) + [j for tl in trial_jobs.values()
-                                                     for _, j in tl if j is not None]
+                                                     for _, j in tl if j is not None] + [
+            j for _, j, _ in more if j is not None]
         nbytes = sum(j.nbytes() for j in jobs) + sum(
             a.numel() * a.element_size() for _, _, a in (imm[1] if imm else ()))
         with self.stats.lock:
@@ -846,12 +855,72 @@ class KcheckMode(TorchDispatchMode):
                 return a.device
         return torch.device("cpu")
 
-    def _copy_inputs(self, plan):
+    def _copy_inputs(self, plan, copies=None):
+        """Host copies of plan's inputs; copies ({(id, name): HostTensor})
+        shares them between the plans of one call (q, k, v of dq, dk, dv)."""
         out = []
         for name, v in plan.inputs:
-            out.append(judge.HostTensor(name, v) if isinstance(v, torch.Tensor)
-                       else ("scalar", name, v))
+            if not isinstance(v, torch.Tensor):
+                out.append(("scalar", name, v))
+                continue
+            key = (id(v), name)
+            h = copies.get(key) if copies is not None else None
+            if h is None:
+                h = judge.HostTensor(name, v)
+                if copies is not None:
+                    copies[key] = h
+            out.append(h)
         return out
+
+    def _more_inputs(self, plan, copies):
+        """[(plan, settings, host inputs, reason)] for plan's other outputs,
+        copied before the call (an in-place op's inputs are its old values);
+        reason set (and no copies) where the output cannot be judged."""
+        out = []
+        for sub in plan.more:
+            reason, settings, _ = self._profile(sub)
+            inputs = self._copy_inputs(sub, copies) if reason is None else None
+            out.append((sub, settings, inputs, reason))
+        return out
+
+    def _more_jobs(self, entry, more, res, ctx0):
+        """[(plan, Job or None, result when None)] for the other outputs
+        of the call whose primary judgment has context ctx0."""
+        jobs = []
+        for sub, settings, inputs, reason in more:
+            if reason is not None:
+                jobs.append((sub, None, {"status": _S_SKIPPED, "reason": reason}))
+                continue
+            try:
+                j, ctx = self._job(_ORACLE, 0, entry, sub, settings, inputs, res, None, None, ctx0)
+            except Exception as e:  # one output's mapping: the others still judged
+                jobs.append((sub, None, {"status": _S_SKIPPED,
+                                         "reason": "output: %s" % type(e).__name__}))
+                continue
+            if j is not None:
+                j.ctx["output"] = sub.label
+            jobs.append((sub, j, ctx.get("_result") if j is None else None))
+        return jobs
+
+    def _run_more(self, plan, status, res, more):
+        """The primary judgment (status, res) merged with the other
+        outputs': res gains "outputs" (label, oracle op, class each); the
+        worst status wins (a violation over an inconclusive over a pass),
+        each violation reported by its own judgment."""
+        rank = {_api.VIOLATION: 3, _api.ERROR: 2, _api.INCONCLUSIVE: 1}
+        outs = [{"label": plan.label, "oracle_op": plan.op,
+                 "class": res.get("class", res.get("status"))}]
+        worst = status
+        for sub, j, r in more:
+            st = None
+            if j is not None:
+                st, r = j.run()
+                if rank.get(st, 0) > rank.get(worst, 0):
+                    worst, res = st, dict(r)
+            outs.append({"label": sub.label, "oracle_op": sub.op,
+                         "class": r.get("class", r.get("status"))})
+        res = dict(res, outputs=outs)
+        return worst, res
 
     def _job(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed, ctx0=None):
         """A judgment of plan's output in res against the host copies of
@@ -866,7 +935,7 @@ class KcheckMode(TorchDispatchMode):
             return None, {"_result": {"status": _S_SKIPPED, "reason": "output " + why}}
         st = self.stats
         with st.timed("in_job:out_copy"):  # inside the caller's phase (copy_output, trials:*)
-            oh = judge.HostTensor("out", out)
+            oh = judge.HostTensor(plan.label, out)
         kernels, nk = [], 0
         if mark is not None:
             names = ctypes.create_string_buffer(8192)

@@ -651,7 +651,7 @@ class KcheckMode(TorchDispatchMode):
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
-        elif len(in_fmts) > 1 and plan.klass == "norm_grad":
+        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "attention_grad"):
             # the forward's statistics are kept in acc_type: the gradient's type
             in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
@@ -1016,6 +1016,8 @@ class KcheckMode(TorchDispatchMode):
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
         fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and not h.index]
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
+        if plan.klass == "attention_grad":
+            in_fmt = fmts[0]  # q's (the saved logsumexp is fp32 for every input type)
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:

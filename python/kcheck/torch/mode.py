@@ -633,7 +633,12 @@ class KcheckMode(TorchDispatchMode):
         if torch.compiler.is_compiling():
             return "inside torch.compile"
         index_ok = getattr(entry.mapper, "index_args", False)
-        for a in list(args) + list(kwargs.values()):
+        # data_args: the arguments that are the op's data (the others, an
+        # RNG state or sequence offsets, maybe empty or integer, are not read)
+        data = getattr(entry.mapper, "data_args", None)
+        values = list(args) + list(kwargs.values()) if data is None else \
+            [v for n, v in entry.bind(args, kwargs).items() if n in data]
+        for a in values:
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
                     r = _tensor_reason(t, self.devices, index_ok)

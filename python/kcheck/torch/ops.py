@@ -474,6 +474,9 @@ def _attention_backward(a):
     bias = a.get("attn_bias", a.get("attn_mask"))
     if bias is not None and (not hasattr(bias, "numel") or bias.numel()):
         raise Skip("attention with a bias or mask tensor")
+    cum = a.get("cum_seq_q")
+    if cum is not None and hasattr(cum, "numel") and cum.numel():
+        raise Skip("variable-length (nested) sequences")
     q, k, v, o = a["query"], a["key"], a["value"], a["out"]
     g = a["grad_out"] if "grad_out" in a else a["grad_out_"]
     lse = a["logsumexp"]
@@ -506,6 +509,12 @@ def _attention_backward(a):
         raise Skip("no input gradient asked for (grad_input_mask)")
     plans[0].more = plans[1:]
     return plans[0]
+
+
+# the tensors judged (philox seeds, offsets and cumulative sequence
+# lengths, empty or integer, are not the op's data; a bias the mapper rejects)
+_attention_backward.data_args = ("grad_out", "grad_out_", "query", "key", "value", "out",
+                                 "logsumexp")
 
 
 # (ATen op names, oracle op, mapper, note) — every overload of each name

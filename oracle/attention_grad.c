@@ -36,11 +36,13 @@
  *  D        rowsum(g o) in fp32 from the saved o: theta_Dv sum|g o| +
  *           |g . o - D| (o's own rounding, measured); or sum_j P~ dP~:
  *           sum_j |P~ dP~ - P dP| + theta_n sum|P~ dP~|; the larger of the two.
- *  dS       P~ (dP~ - D~) rounded twice, then to p_fmt: E_ij = P |dP - D| f
- *           + |P~| (e_dP + e_D)(1 + u)^2 (1 + u_p), f = (1 + rho)(1 + u)^2
- *           (1 + u_p) - 1, plus p_fmt's underflow step where |dS~| (or
- *           scale |dS~|, a kernel that scales first) may be below its
- *           smallest normal (step / scale then).
+ *  dS       P~ (dP~ - D~) rounded three times (the subtraction, the
+ *           product, a scaling before the cast), then to p_fmt: E_ij =
+ *           P |dP - D| f + |P~| (e_dP + e_D) g, g = (1 + u)^3 (1 + u_p),
+ *           f = (1 + rho) g - 1; 2u |P~| (|dP| + |D|) g more for the
+ *           expanded form P dP - P D; plus p_fmt's underflow step where
+ *           |dS~| (or scale |dS~|, a kernel that scales first) may be
+ *           below its smallest normal (step / scale then).
  *  dq, dk   |scale| (sum_j E_ij |k_j| + theta_n sum_j |dS~_ij| |k_j|), the
  *           sum over any order and split (atomics, blocks accumulated into
  *           fp32 with beta = 1): theta_n with 3 + n/16 further roundings
@@ -203,7 +205,8 @@ static int row(struct agc *c, const double *K, const double *V, double lse_k, st
   }
   e_p = oc_add_up(e_p, oc_mul_up(oc_dot_theta(c->p, n, 2), a_p));
   double eD = fmax(e_o, e_p);
-  double g2 = oc_mul_up(oc_mul_up(1 + u, 1 + u), 1 + c->up);
+  /* the subtraction, the product, a scaling before the cast; then the cast */
+  double g2 = oc_mul_up(oc_mul_up(oc_mul_up(1 + u, 1 + u), 1 + u), 1 + c->up);
   for (int64_t j = 0; j < n; j++) {
     double rho = r->rho[j], Pu = r->Pu[j];
     double dd = oc_add_up(oc_add_up(oc_up(fabs(r->dp[j] - Dh)), r->rdp[j]), rD);
@@ -215,6 +218,10 @@ static int row(struct agc *c, const double *K, const double *V, double lse_k, st
     double E = oc_add_up(oc_add_up(oc_mul_up(oc_mul_up(Pu, dd), f),
                                    oc_mul_up(oc_mul_up(pk, oc_add_up(edP, eD)), g2)),
                          oc_mul_up(oc_mul_up(stA, dd), g2));
+    /* expanded P dP - P D: two roundings of the terms themselves */
+    double big = oc_add_up(oc_add_up(fabs(r->dp[j]), fabs(Dh)),
+                           oc_add_up(oc_add_up(r->rdp[j], rD), oc_add_up(edP, eD)));
+    E = oc_add_up(E, oc_mul_up(oc_mul_up(oc_mul_up(2 * u, pk), big), g2));
     double pre =
         oc_mul_up(oc_mul_up(pk, oc_add_up(oc_add_up(dd, edP), eD)), oc_mul_up(1 + u, 1 + u));
     double fl = fmin(pre, oc_mul_up(pre, as)) < 2 * c->nmin_p ? c->st_p * fmax(1, 1 / as) : 0;
@@ -248,19 +255,40 @@ static double agrad_bound(const struct oc_profile *p, const struct oc_elem *e, c
   return oc_out_bound(p, fmax(fabs(e->lo), fabs(e->hi)), b);
 }
 
+/* Adds weight w's terms against the row x (cols) to the NSUM planes at t
+ * (value, |terms|, radius, A, C: each a row of cols). Plain arithmetic:
+ * the planes of nonnegative terms are inflated once, when judged
+ * (sum_up), which covers every product's and addition's rounding. */
+static void accumulate(double *restrict t, int64_t cols, const double *restrict x, double w,
+                       double rw, double ew, double tw) {
+  double aw = fabs(w);
+  double *restrict t0 = t, *restrict t1 = t + cols, *restrict t2 = t + 2 * cols;
+  double *restrict t3 = t + 3 * cols, *restrict t4 = t + 4 * cols;
+  for (int64_t c = 0; c < cols; c++) {
+    double ax = fabs(x[c]);
+    t0[c] += w * x[c];
+    t1[c] += aw * ax;
+    t2[c] += rw * ax;
+    t3[c] += ew * ax;
+    t4[c] += tw * ax;
+  }
+}
+
 /* Judges one element from its accumulated sums (t: NSUM doubles), n terms. */
 static void judge(struct oc_check *chk, const struct agc *c, const double *t, int64_t n, double mul,
                   double k, const int64_t *idx) {
   struct oc_elem el;
   memset(&el, 0, sizeof el);
   double am = fabs(mul);
+  double t1 = sum_up(t[1], n + 1), t2 = sum_up(t[2], n + 1), t3 = sum_up(t[3], n + 1);
+  double t4 = sum_up(t[4], n + 1);
   double val = t[0] * mul;
-  double rad = oc_mul_up(am, oc_add_up(t[2], oc_mul_up(oc_gamma((double)n + 3, U), t[1])));
+  double rad = oc_mul_up(am, oc_add_up(t2, oc_mul_up(oc_gamma((double)n + 3, U), t1)));
   rad = oc_add_up(rad, oc_mul_up(U, fabs(val)));
   el.lo = oc_down(val - rad);
   el.hi = oc_up(val + rad);
-  el.in[0] = oc_mul_up(am, t[3]);
-  el.in[1] = oc_mul_up(am, t[4]);
+  el.in[0] = oc_mul_up(am, t3);
+  el.in[1] = oc_mul_up(am, t4);
   el.in[2] = (double)n;
   el.in[3] = 3 + ceil((double)n / 16);
   el.bound = agrad_bound(c->p, &el, NULL);
@@ -341,7 +369,8 @@ static int bufs_alloc(struct bufs *b, const struct agc *c, int64_t nrows_all, in
   b->K = malloc((size_t)(Sk * D + 1) * 8);
   b->V = malloc((size_t)(Sk * Dv + 1) * 8);
   b->rowbuf = malloc((size_t)(D + 2 * Dv + 17 * Sk + 1) * 8);
-  b->acc = malloc((size_t)(rows * cols * NSUM + 1) * 8);
+  /* dq: one row's planes; dk, dv: every key row's (the marked ones) */
+  b->acc = malloc((size_t)((c->a->which == OC_ATTN_DQ ? 1 : rows) * cols * NSUM + 1) * 8);
   b->slot = malloc((size_t)(rows + 1) * sizeof *b->slot);
   b->marked = malloc((size_t)(rows + 1) * sizeof *b->marked);
   b->rowmark = calloc((size_t)(nrows_all + 1), 1);
@@ -408,6 +437,11 @@ static void head_dq(struct agc *c, struct bufs *bf, struct oc_check *chk,
     double lse = gather_row(c, off, i, &bf->r);
     int st = fin ? row(c, bf->K, bf->V, lse, &bf->r) : 1;
     if (fin && st) why_row(chk, st, bf->r.lse_off);
+    if (!st) {
+      memset(bf->acc, 0, (size_t)(NSUM * D) * 8);
+      for (int64_t j = 0; j < bf->r.n; j++)
+        accumulate(bf->acc, D, bf->K + j * D, bf->r.dS[j], bf->r.rdS[j], bf->r.E[j], bf->r.St[j]);
+    }
     for (int64_t col = 0; col < D; col++) {
       idx[nl + 1] = col;
       double k = oc_tensor_at(out, oo + i * out->stride[nl] + col * out->stride[nl + 1]);
@@ -415,16 +449,9 @@ static void head_dq(struct agc *c, struct bufs *bf, struct oc_check *chk,
         unjudged(chk, k, idx);
         continue;
       }
-      double t[NSUM] = {0, 0, 0, 0, 0};
-      for (int64_t j = 0; j < bf->r.n; j++) {
-        double x = bf->K[j * D + col], ax = fabs(x);
-        t[0] += bf->r.dS[j] * x;
-        t[1] += fabs(bf->r.dS[j] * x);
-        t[2] = oc_add_up(t[2], oc_mul_up(bf->r.rdS[j], ax));
-        t[3] = oc_add_up(t[3], oc_mul_up(bf->r.E[j], ax));
-        t[4] = oc_add_up(t[4], oc_mul_up(bf->r.St[j], ax));
-      }
-      t[1] = sum_up(t[1], bf->r.n);
+      double t[NSUM];
+      for (int q = 0; q < NSUM; q++)
+        t[q] = bf->acc[q * D + col];
       judge(chk, c, t, bf->r.n, c->a->scale, k, idx);
     }
   }
@@ -471,29 +498,23 @@ static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
       double w = dv ? bf->r.P[j] : bf->r.dS[j];
       double rw = dv ? oc_add_up(oc_mul_up(bf->r.ePx, bf->r.P[j]), TINY) : bf->r.rdS[j];
       double ew = dv ? bf->r.EP[j] : bf->r.E[j], tw = dv ? bf->r.Pt[j] : bf->r.St[j];
-      double *t = bf->acc + m * cols * NSUM;
-      for (int64_t col = 0; col < cols; col++, t += NSUM) {
-        double ax = fabs(x[col]);
-        t[0] += w * x[col];
-        t[1] += fabs(w * x[col]);
-        t[2] = oc_add_up(t[2], oc_mul_up(rw, ax));
-        t[3] = oc_add_up(t[3], oc_mul_up(ew, ax));
-        t[4] = oc_add_up(t[4], oc_mul_up(tw, ax));
-      }
+      accumulate(bf->acc + m * cols * NSUM, cols, x, w, rw, ew, tw);
     }
   }
   for (int64_t m = 0; m < nm; m++) {
     int64_t j = bf->marked[m];
     idx[nl] = j;
-    double *t = bf->acc + m * cols * NSUM;
-    for (int64_t col = 0; col < cols; col++, t += NSUM) {
+    const double *base = bf->acc + m * cols * NSUM;
+    for (int64_t col = 0; col < cols; col++) {
       idx[nl + 1] = col;
       double k = oc_tensor_at(out, oo + j * out->stride[nl] + col * out->stride[nl + 1]);
       if (!fin || bad[m]) {
         unjudged(chk, k, idx);
         continue;
       }
-      t[1] = sum_up(t[1], cnt[m]);
+      double t[NSUM];
+      for (int q = 0; q < NSUM; q++)
+        t[q] = base[q * cols + col];
       judge(chk, c, t, cnt[m], dv ? 1.0 : c->a->scale, k, idx);
     }
   }

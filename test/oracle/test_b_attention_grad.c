@@ -3,7 +3,8 @@
  * recomputed from the saved lse, D from the saved o or as sum P dP, P and
  * dS cast to the input type, keys in either order) pass under the
  * binding's profiles, causal and not; a backward that drops D, forgets
- * the scale, ignores the causal mask or accumulates in fp16 fails; a NaN
+ * the scale, ignores the causal mask, masks the diagonal key too or
+ * accumulates in fp16 fails; a NaN
  * input or an lse of another convention is inconclusive. */
 #include "test_b_util.h"
 
@@ -16,6 +17,7 @@ enum {
   NO_SCALE = 8, /* dq, dk without the softmax scale */
   NO_CAUSAL = 16,
   FP16_ACC = 32, /* dq, dk, dv accumulated in fp16 */
+  DIAG_OFF = 64, /* causal mask one key too far: the diagonal key dropped */
 };
 
 struct tc {
@@ -84,7 +86,7 @@ static void sim(const struct tc *t, int how, double *dq, double *dk, double *dv)
     const double *g = t->g + b * S * DH, *o = t->o + b * S * DH;
     for (int ii = 0; ii < S; ii++) {
       int i = how & REV ? S - 1 - ii : ii;
-      int n = t->causal && !(how & NO_CAUSAL) ? i + 1 : S;
+      int n = t->causal && !(how & NO_CAUSAL) ? (how & DIAG_OFF ? i : i + 1) : S;
       float D = 0, l = (float)t->lse[b * S + i];
       for (int d = 0; d < DH; d++)
         D = fmaf((float)g[i * DH + d], (float)o[i * DH + d], D);
@@ -193,7 +195,8 @@ static void wrong(void) {
     const char *what;
   } cases[] = {{NO_D, 3, "D dropped"},
                {NO_SCALE, 3, "scale missing"},
-               {NO_CAUSAL, 7, "causal mask ignored"}};
+               {NO_CAUSAL, 7, "causal mask ignored"},
+               {DIAG_OFF, 7, "diagonal key masked"}};
   for (int fi = 0; fi < 2; fi++)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
       T.S = 96, T.causal = 1, T.in = fi ? OC_FP32 : OC_BF16;
@@ -211,7 +214,8 @@ static void wrong(void) {
         if (w == 0 && fi == 0) t_print_verdict(&v);
       }
     }
-  t_line("attention_backward: a dropped D, a missing scale, no causal mask fail", before);
+  t_line("attention_backward: a dropped D, a missing scale, no or one-off causal mask fail",
+         before);
 }
 
 /* fp16 accumulation at a GPT step's sizes (seq 256, head dim 64): dv,

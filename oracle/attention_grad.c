@@ -479,6 +479,7 @@ static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
   uint8_t *bad = calloc((size_t)nm + 1, 1);
   if (!cnt || !bad) {
     free(cnt), free(bad);
+    cnt = NULL, bad = NULL;
     oc_check_inconclusive(chk, "out of memory");
     fin = 0;
   }
@@ -508,7 +509,7 @@ static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
     for (int64_t col = 0; col < cols; col++) {
       idx[nl + 1] = col;
       double k = oc_tensor_at(out, oo + j * out->stride[nl] + col * out->stride[nl + 1]);
-      if (!fin || bad[m]) {
+      if (!fin || !bad || !cnt || bad[m]) {
         unjudged(chk, k, idx);
         continue;
       }

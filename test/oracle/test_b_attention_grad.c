@@ -49,7 +49,7 @@ static void make(struct tc *t, uint64_t seed, int gpos) {
   for (int b = 0; b < BH; b++)
     for (int i = 0; i < t->S; i++) {
       int nk = t->causal ? i + 1 : t->S;
-      double m = -INFINITY, sum = 0;
+      double m = -INFINITY, sum = 0x1p-1074; /* nk >= 1: the max's term is 1 */
       for (int j = 0; j < nk; j++) {
         double s = 0;
         for (int d = 0; d < DH; d++)

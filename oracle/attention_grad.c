@@ -345,6 +345,15 @@ static int shapes_ok(const struct oc_attention_grad_args *a, const struct oc_ten
   }
   if (a->lse->shape[a->lse->rank - 1] != Sq) return 0;
   int nl = out->rank - 2;
+  /* every input's batch dims within out's (broadcast where 1): the
+   * offsets stay inside each tensor */
+  const struct oc_tensor *in5[5] = {a->q, a->k, a->v, a->o, a->g};
+  for (int t = 0; t < 5; t++)
+    if (!oc_batch_fits(in5[t], nl, out->shape)) return 0;
+  const struct oc_tensor *L = a->lse;
+  if (L->rank - 1 > nl) return 0;
+  for (int d = 0; d < L->rank - 1; d++)
+    if (L->shape[d] != 1 && L->shape[d] != out->shape[nl - (L->rank - 1) + d]) return 0;
   int64_t want_r = a->which == OC_ATTN_DQ ? Sq : Sk, want_c = a->which == OC_ATTN_DV ? Dv : D;
   if ((unsigned)a->which > OC_ATTN_DV || out->shape[nl] != want_r || out->shape[nl + 1] != want_c)
     return 0;

@@ -330,6 +330,17 @@ static int64_t lse_offset(const struct oc_tensor *t, int nlead, const int64_t *l
   return off;
 }
 
+/* t without its dim d, at index g there: a view (grouped-query heads). */
+static void group_view(const struct oc_tensor *t, int d, int64_t g, struct oc_tensor *v) {
+  *v = *t;
+  v->data = (const char *)t->data + g * t->stride[d] * (int64_t)oc_format_size(t->fmt);
+  for (int k = d; k < t->rank - 1; k++) {
+    v->shape[k] = t->shape[k + 1];
+    v->stride[k] = t->stride[k + 1];
+  }
+  v->rank--;
+}
+
 static int shapes_ok(const struct oc_attention_grad_args *a, const struct oc_tensor *out) {
   if (!a->q || !a->k || !a->v || !a->o || !a->g || !a->lse || !out) return 0;
   if (out->rank < 2 || a->q->rank < 2 || a->k->rank < 2 || a->v->rank < 2 || a->o->rank < 2 ||
@@ -433,6 +444,16 @@ static void why_row(struct oc_check *chk, int st, double off) {
   }
 }
 
+/* The row offsets of batch b in c->a's q, g, o and lse. */
+static void offsets(const struct agc *c, const struct oc_tensor *out, int64_t b, int64_t *off) {
+  const struct oc_attention_grad_args *a = c->a;
+  int nl = out->rank - 2;
+  off[0] = oc_batch_offset(a->q, nl, out->shape, b);
+  off[1] = oc_batch_offset(a->g, nl, out->shape, b);
+  off[2] = oc_batch_offset(a->o, nl, out->shape, b);
+  off[3] = lse_offset(a->lse, nl, out->shape, b);
+}
+
 /* dq: each marked query row of head b, whole. */
 static void head_dq(struct agc *c, struct bufs *bf, struct oc_check *chk,
                     const struct oc_tensor *out, int64_t b, const int64_t *off, int64_t oo,
@@ -469,9 +490,10 @@ static void head_dq(struct agc *c, struct bufs *bf, struct oc_check *chk,
 /* dk, dv: the marked key rows of head b, each summed over every query row
  * that attends it. */
 static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
-                     const struct oc_tensor *out, int64_t b, const int64_t *off, int64_t oo,
-                     int fin) {
+                     const struct oc_tensor *out, int64_t b,
+                     const struct oc_attention_grad_args *ga, int64_t G, int64_t oo, int fin) {
   int nl = out->rank - 2, dv = c->a->which == OC_ATTN_DV;
+  int64_t off[4];
   int64_t cols = out->shape[nl + 1], nm = 0, jmin = c->Sk;
   int64_t idx[OC_MAX_RANK];
   oc_batch_index(nl, out->shape, b, idx);
@@ -492,23 +514,28 @@ static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
     oc_check_inconclusive(chk, "out of memory");
     fin = 0;
   }
-  for (int64_t i = c->a->causal ? jmin : 0; i < c->Sq && fin && nm; i++) {
-    double lse = gather_row(c, off, i, &bf->r);
-    int st = row(c, bf->K, bf->V, lse, &bf->r);
-    if (st) why_row(chk, st, bf->r.lse_off);
-    for (int64_t m = 0; m < nm; m++) {
-      int64_t j = bf->marked[m];
-      if (j >= bf->r.n) continue; /* masked: no term */
-      if (st) {
-        bad[m] = 1;
-        continue;
+  /* grouped-query attention: every query head of the group, in turn */
+  for (int64_t gi = 0; gi < G && fin && nm; gi++) {
+    c->a = &ga[gi];
+    offsets(c, out, b, off);
+    for (int64_t i = c->a->causal ? jmin : 0; i < c->Sq; i++) {
+      double lse = gather_row(c, off, i, &bf->r);
+      int st = row(c, bf->K, bf->V, lse, &bf->r);
+      if (st) why_row(chk, st, bf->r.lse_off);
+      for (int64_t m = 0; m < nm; m++) {
+        int64_t j = bf->marked[m];
+        if (j >= bf->r.n) continue; /* masked: no term */
+        if (st) {
+          bad[m] = 1;
+          continue;
+        }
+        cnt[m]++;
+        const double *x = dv ? bf->r.g : bf->r.q;
+        double w = dv ? bf->r.P[j] : bf->r.dS[j];
+        double rw = dv ? oc_add_up(oc_mul_up(bf->r.ePx, bf->r.P[j]), TINY) : bf->r.rdS[j];
+        double ew = dv ? bf->r.EP[j] : bf->r.E[j], tw = dv ? bf->r.Pt[j] : bf->r.St[j];
+        accumulate(bf->acc + m * cols * NSUM, cols, x, w, rw, ew, tw);
       }
-      cnt[m]++;
-      const double *x = dv ? bf->r.g : bf->r.q;
-      double w = dv ? bf->r.P[j] : bf->r.dS[j];
-      double rw = dv ? oc_add_up(oc_mul_up(bf->r.ePx, bf->r.P[j]), TINY) : bf->r.rdS[j];
-      double ew = dv ? bf->r.EP[j] : bf->r.E[j], tw = dv ? bf->r.Pt[j] : bf->r.St[j];
-      accumulate(bf->acc + m * cols * NSUM, cols, x, w, rw, ew, tw);
     }
   }
   for (int64_t m = 0; m < nm; m++) {
@@ -539,7 +566,40 @@ int oc_check_attention_backward(const struct oc_attention_grad_args *args,
     oc_options_default(&od);
     o = &od;
   }
-  if (!args || !v || !p || !shapes_ok(args, out)) return -1;
+  if (!args || !v || !p || !out || out->rank < 2 || !args->q || !args->o || !args->g || !args->lse)
+    return -1;
+  /* dk, dv of grouped-query attention: q, o, g [.., G, Sq, *] and lse
+   * [.., G, Sq], G query heads per key/value head, summed over the group */
+  int64_t G = 1;
+  int grouped = args->which != OC_ATTN_DQ && args->q->rank == out->rank + 1;
+  if (grouped) {
+    G = args->q->shape[args->q->rank - 3];
+    if (args->o->rank != args->q->rank || args->g->rank != args->q->rank ||
+        args->lse->rank != out->rank || args->o->shape[args->o->rank - 3] != G ||
+        args->g->shape[args->g->rank - 3] != G || args->lse->shape[args->lse->rank - 2] != G ||
+        G < 1)
+      return -1;
+  }
+  struct oc_attention_grad_args *ga = calloc((size_t)G, sizeof *ga);
+  struct oc_tensor *views = calloc((size_t)(4 * G), sizeof *views);
+  if (!ga || !views) {
+    free(ga), free(views);
+    return -1;
+  }
+  for (int64_t gi = 0; gi < G; gi++) {
+    ga[gi] = *args;
+    if (!grouped) continue;
+    struct oc_tensor *w = views + 4 * gi;
+    group_view(args->q, args->q->rank - 3, gi, &w[0]), ga[gi].q = &w[0];
+    group_view(args->o, args->o->rank - 3, gi, &w[1]), ga[gi].o = &w[1];
+    group_view(args->g, args->g->rank - 3, gi, &w[2]), ga[gi].g = &w[2];
+    group_view(args->lse, args->lse->rank - 2, gi, &w[3]), ga[gi].lse = &w[3];
+  }
+  if (!shapes_ok(&ga[0], out)) {
+    free(ga), free(views);
+    return -1;
+  }
+  args = &ga[0];
   struct agc c;
   memset(&c, 0, sizeof c);
   c.a = args, c.p = p;
@@ -570,6 +630,7 @@ int oc_check_attention_backward(const struct oc_attention_grad_args *args,
   if (!bf.plan || bufs_alloc(&bf, &c, nb * rows, cols)) {
     bufs_free(&bf);
     mpfr_clears(c.mx, c.my, (mpfr_ptr)0);
+    free(ga), free(views);
     return -1;
   }
   static const char *const names[] = {"attention_backward[q]", "attention_backward[k]",
@@ -584,9 +645,7 @@ int oc_check_attention_backward(const struct oc_attention_grad_args *args,
     for (int64_t i = 0; i < rows && !any; i++)
       any = bf.rowmark[b * rows + i];
     if (!any) continue;
-    int64_t off[4] = {
-        oc_batch_offset(args->q, nl, out->shape, b), oc_batch_offset(args->g, nl, out->shape, b),
-        oc_batch_offset(args->o, nl, out->shape, b), lse_offset(args->lse, nl, out->shape, b)};
+    int64_t off[4];
     int64_t ok = oc_batch_offset(K, nl, out->shape, b), ov = oc_batch_offset(V, nl, out->shape, b);
     for (int64_t j = 0; j < c.Sk; j++) {
       oc_tensor_gather(K, ok + j * K->stride[K->rank - 2], K->stride[K->rank - 1], c.D,
@@ -594,7 +653,14 @@ int oc_check_attention_backward(const struct oc_attention_grad_args *args,
       oc_tensor_gather(V, ov + j * V->stride[V->rank - 2], V->stride[V->rank - 1], c.Dv,
                        bf.V + j * c.Dv);
     }
-    int fin = head_finite(&c, &bf, off);
+    int fin = 1;
+    for (int64_t gi = 0; gi < G && fin; gi++) {
+      c.a = &ga[gi];
+      offsets(&c, out, b, off);
+      fin = head_finite(&c, &bf, off);
+    }
+    c.a = &ga[0];
+    offsets(&c, out, b, off);
     if (!fin)
       oc_check_inconclusive(&chk, "NaN or Inf in the head's inputs: PyTorch's fused attention "
                                   "backward promises no particular result there");
@@ -602,10 +668,11 @@ int oc_check_attention_backward(const struct oc_attention_grad_args *args,
     if (args->which == OC_ATTN_DQ)
       head_dq(&c, &bf, &chk, out, b, off, oo, fin);
     else
-      head_dkv(&c, &bf, &chk, out, b, off, oo, fin);
+      head_dkv(&c, &bf, &chk, out, b, ga, G, oo, fin);
   }
   oc_check_finish(&chk, nrand);
   bufs_free(&bf);
   mpfr_clears(c.mx, c.my, (mpfr_ptr)0);
+  free(ga), free(views);
   return 0;
 }

@@ -17,7 +17,10 @@ enum oc_attn_grad_which { OC_ATTN_DQ, OC_ATTN_DK, OC_ATTN_DV };
  * with dO, K and Q (the input type in flash kernels; OC_FP32: not cast).
  * Judged rows: dq's query rows, dk's and dv's key rows (each the sum over
  * every query row of its head), sampled as the forward's (ORACLE.md §4);
- * bound and special values in attention_grad.c. */
+ * bound and special values in attention_grad.c. Grouped-query attention:
+ * dq with k and v broadcast over a group dim of q, o, g, lse; dk and dv
+ * with q, o and g of rank out's + 1 ([.., G, Sq, *], lse [.., G, Sq]):
+ * each key row summed over the G query heads of its group too. */
 struct oc_attention_grad_args {
   const struct oc_tensor *q, *k, *v, *o, *g, *lse;
   double scale;

@@ -1,7 +1,7 @@
 """Attention's backward under the binding on the CPU: ATen's
 _scaled_dot_product_flash_attention_for_cpu_backward judged by the
 oracle's attention_backward (dq the primary output, dk and dv beside it),
-causal and not, every output passing; a planted custom backward that
+causal and not, grouped-query heads too, every output passing; a planted custom backward that
 drops the D_i = rowsum(dO o) term, declared by a torch_op contract,
 flagged with its line, its correct twin silent. The CUDA kernels (flash,
 memory-efficient, cuDNN) at a GPT step's sizes: test/gpu/torch_attention_grad.py."""
@@ -19,6 +19,11 @@ for causal in (False, True):
     q, k, v = (torch.randn(2, 4, 48, 32, requires_grad=True) for _ in range(3))
     o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     (o * torch.randn_like(o)).sum().backward()
+# grouped-query attention: 4 query heads over 2 key/value heads
+q = torch.randn(2, 4, 40, 32, requires_grad=True)
+k, v = (torch.randn(2, 2, 40, 32, requires_grad=True) for _ in range(2))
+o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+(o * torch.randn_like(o)).sum().backward()
 print("ran")
 """
 
@@ -32,8 +37,8 @@ def test_cpu_sdpa_backward_judged_every_output_passes(tmp_path):
     p, recs = run_py(tmp_path, SDPA)
     assert p.returncode == 0, p.stderr
     checks = _bwd(recs)
-    # is_causal False and True: two signatures, each judged
-    assert len(checks) == 2, [c["op"] for c in of(recs, "op_check")]
+    # is_causal False and True, and grouped-query heads: three signatures, each judged
+    assert len(checks) == 3, [c["op"] for c in of(recs, "op_check")]
     for c in checks:
         oracle = c["gates"]["oracle"]
         outs = oracle["outputs"]

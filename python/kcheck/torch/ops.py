@@ -468,7 +468,8 @@ def _attention_backward(a):
     """dq (the primary plan), dk and dv (Plan.more) of a fused SDPA
     backward, from the forward's saved output and logsumexp (flash, CPU:
     [B, H, Sq]; memory-efficient: padded to a multiple of 32; cuDNN: a
-    trailing 1). Only the gradients asked for (grad_input_mask) are judged."""
+    trailing 1). Only the gradients asked for (grad_input_mask) are judged;
+    grouped-query attention (fewer key/value heads) too."""
     import torch
     if float(a.get("dropout_p", 0.0)) != 0.0:
         raise Skip("attention with dropout")
@@ -482,8 +483,12 @@ def _attention_backward(a):
     g = a["grad_out"] if "grad_out" in a else a["grad_out_"]
     lse = a["logsumexp"]
     causal = bool(a.get("is_causal"))
-    if q.dim() < 3 or k.shape[:-2] != q.shape[:-2] or v.shape[:-2] != q.shape[:-2]:
-        raise Skip("query, key and value of different batch or head counts")
+    if q.dim() < 3 or k.dim() != q.dim() or k.shape[:-3] != q.shape[:-3] or \
+            v.shape[:-2] != k.shape[:-2]:
+        raise Skip("query, key and value of different batch counts")
+    hq, hk = q.shape[-3], k.shape[-3]
+    if hq != hk and (hk == 0 or hq % hk):
+        raise Skip("attention heads of query and key/value not in groups")
     if k.shape[-2] != q.shape[-2] and causal:
         raise Skip("causal attention with different query and key lengths")
     if q.device.type == "cpu" and q.dtype in (torch.float16, torch.bfloat16):
@@ -502,9 +507,22 @@ def _attention_backward(a):
     attrs = {"scale": float(scale), "causal": int(causal),
              "p_format": "bf16" if "bfloat16" in fmt else "fp16" if "float16" in fmt else "fp32"}
     ins = [("q", q), ("k", k), ("v", v), ("o", o), ("g", g), ("lse", lse)]
+    outs = [lambda res: res[0], lambda res: res[1], lambda res: res[2]]
+    ins_q = ins
+    if hq != hk:
+        # grouped-query attention (views only): query heads split into
+        # (key heads, group); dq against k and v broadcast over the group,
+        # dk and dv summed over it (the oracle's grouped form)
+        def split(t, d=-3):
+            return t.unflatten(d, (hk, hq // hk))
+        qs, os_, gs, ls = split(q), split(o), split(g), split(lse, -2)
+        ins = [("q", qs), ("k", k), ("v", v), ("o", os_), ("g", gs), ("lse", ls)]
+        ins_q = [("q", qs), ("k", k.unsqueeze(-3)), ("v", v.unsqueeze(-3)), ("o", os_),
+                 ("g", gs), ("lse", ls)]
+        outs[0] = lambda res: split(res[0])
     mask = a.get("grad_input_mask")
-    plans = [Plan("attention_backward", ins, (lambda res, i=i: res[i]), dict(attrs, which=w),
-                  "attention_grad", label="d" + w)
+    plans = [Plan("attention_backward", ins_q if w == "q" else ins, outs[i],
+                  dict(attrs, which=w), "attention_grad", label="d" + w)
              for i, w in enumerate("qkv") if mask is None or mask[i]]
     if not plans:
         raise Skip("no input gradient asked for (grad_input_mask)")

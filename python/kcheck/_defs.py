@@ -223,6 +223,7 @@ ORACLE_OPS = (
     OracleOp(('lerp', 3, 'pointwise')),
     OracleOp(('nll_loss', 2, 'loss')),
     OracleOp(('nll_loss_backward', 2, 'loss')),
+    OracleOp(('attention_backward', 6, 'attention')),
 )
 ORACLE_OP = {o.name: o for o in ORACLE_OPS}
 # other accepted spellings: alias -> op name

@@ -854,7 +854,7 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
       return -1;
     }
     int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, -1);
-    if (axis < 0) axis += x->rank;
+    if (axis < 0 && x) axis += x->rank;
     struct oc_grad_args ga = {g,
                               x,
                               axis,

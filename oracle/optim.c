@@ -33,7 +33,8 @@
  * dropped term are far outside.
  *
  * Non-finite inputs, or intervals that are not finite (a zero denominator,
- * an overflow): the formula in IEEE double and float; a kernel value equal
+ * an overflow, a second moment that may be negative): the formula in IEEE
+ * double and float; a kernel value equal
  * to either passes, another is inconclusive (no bound derived). found_inf
  * nonzero: the old value, bit for bit. */
 #include <float.h>
@@ -291,6 +292,9 @@ static struct iv kernel_iv(enum oc_optim_op op, const struct oc_optim_args *a, c
   struct iv vm = ivmax(pt(e->vmax), v1);
   if (a->output == OC_OPTIM_OUT_MAX_EXP_AVG_SQ) return vm;
   struct iv V = hull(a->amsgrad ? vm : v1, stored(c, a->amsgrad ? vm : v1));
+  /* a second moment that may be negative (state no optimizer writes):
+   * sqrt's NaN or not, IEEE's formula decides (the caller's special path) */
+  if (V.lo < 0) return (struct iv){-INFINITY, INFINITY};
   m1 = hull(m1, stored(c, m1));
   struct iv bc1 = bias_corr(c, a->beta1, e->t), bc2 = bias_corr(c, a->beta2, e->t);
   struct iv bc2s = rnd(c, ivsqrt(bc2)), ceps = cst(c, a->eps, 0);

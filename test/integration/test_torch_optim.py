@@ -155,6 +155,8 @@ x = (torch.randn(4, 24, 48) * 2 + 5).requires_grad_()
 ln(x).square().sum().backward()
 ln2 = torch.nn.LayerNorm(48, bias=False)
 ln2(x).sum().backward()
+ln3 = torch.nn.LayerNorm(48).bfloat16()
+ln3(x.detach().bfloat16().requires_grad_()).square().sum().backward()
 print("ok")
 """
 
@@ -167,7 +169,15 @@ def test_layer_norm_backward_dweight_dbias_beside_dx(tmp_path):
     assert [("dx", "layer_norm_backward"), ("dweight", "layer_norm_dweight"),
             ("dbias", "layer_norm_dbias")] in outs, outs
     assert [("dx", "layer_norm_backward"), ("dweight", "layer_norm_dweight")] in outs, outs
-    _all_pass(checks)
+    fp32 = [c for c in checks if "bf16" not in c["profile"]]
+    _all_pass(fp32)
+    # bf16 on the CPU: ATen sums dweight and dbias with bf16 roundings, so
+    # they are judged under a 16-bit accumulator's bound (none for 96 rows)
+    bf16 = [c for c in checks if "bf16" in c["profile"]]
+    assert bf16, [c["profile"] for c in checks]
+    classes = {o["label"]: o["class"] for o in _outputs(bf16[0])}
+    assert classes["dweight"] in ("pass", "bitwise", "inconclusive"), classes
+    assert classes["dbias"] in ("pass", "bitwise", "inconclusive"), classes
     assert not of(recs, "violation")
 
 

@@ -438,7 +438,7 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
     const char *names[16];
     int k = 0;
     for (int i = 0; i < sb->n && k < 16; i++) {
-      if (i == j->out && sb->t[i].role != KC_ROLE_INOUT) continue;
+      if (sb->t[i].role != KC_ROLE_IN && sb->t[i].role != KC_ROLE_INOUT) continue;
       if (describe(sb, i, 0, &t[k], err, n)) return -1;
       names[k++] = sb->t[i].t->v->name;
     }

@@ -124,11 +124,12 @@ static struct iv cst(const struct octx *c, double v, int k) {
   return pad(v - r * fabs(v), v + r * fabs(v));
 }
 
-/* 1 - beta^t as the kernel holds it: pow within 2 ulps of double, the
- * subtraction, the rounding to the compute type. */
+/* 1 - beta^t as the kernel holds it: pow within 2 ulps of double (and
+ * this libm's within 1 more), the subtraction, the rounding to the
+ * compute type. */
 static struct iv bias_corr(const struct octx *c, double beta, double t) {
   double bt = pow(beta, t), b = 1 - bt;
-  double e = 4 * 0x1p-53 * fabs(bt) + 2 * 0x1p-53 * fabs(b);
+  double e = 8 * 0x1p-53 * fabs(bt) + 2 * 0x1p-53 * fabs(b);
   return rnd(c, pad(b - e, b + e));
 }
 

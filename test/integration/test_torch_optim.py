@@ -256,3 +256,46 @@ def test_planted_fp16_optimizer_and_meanless_dweight_flagged(tmp_path):
     # the optimizer's generated-input gates: not applicable, with the reason
     assert checked["kcopt::adamw_sq_ok.default"]["gates"]["precision"]["status"] == \
         "not_applicable"
+
+
+OVERLOADS = """
+import torch
+torch.manual_seed(0)
+a = [torch.rand(16, 8) + 0.5, torch.rand(40) + 0.5]
+b = [torch.rand(16, 8) + 0.5, torch.rand(40) + 0.5]
+c = [torch.rand(16, 8) + 0.5, torch.rand(40) + 0.5]
+torch._foreach_mul(a, b)                                   # List, functional
+torch._foreach_div(a, [3.0, 7.0])                          # ScalarList
+torch._foreach_sub(a, b, alpha=0.25)                       # alpha as addcmul
+outs = [torch.empty_like(t) for t in a]
+torch.ops.aten._foreach_add.List_out(a, b, out=outs)        # out=
+torch._foreach_addcdiv(a, b, c, torch.tensor([0.5, -2.0]))  # Tensor of scalars
+torch._foreach_addcmul(a, b, c, [0.1, 0.2])                # ScalarList
+torch._foreach_lerp(a, b, c)                               # List of weights
+torch._foreach_lerp(a, b, [0.25, 0.75])                    # ScalarList weights
+torch._foreach_clamp_min(a, 0.75)
+torch._foreach_norm(a)
+for f in ("exp", "log", "tanh", "sigmoid", "abs", "neg", "rsqrt", "sqrt"):
+    getattr(torch, "_foreach_" + f)(a)
+x = [t.clone() for t in a]
+torch._foreach_div_(x, torch.tensor(3.0))                  # a CPU scalar tensor
+print("ok")
+"""
+
+
+def test_list_op_overloads(tmp_path):
+    p, recs = run_py(tmp_path, OVERLOADS, options=OPTS)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert not of(recs, "violation"), [v.get("message") for v in of(recs, "violation")]
+    judged = {}
+    for c in _checks(recs, "aten::_foreach_"):
+        outs = _outputs(c)
+        assert [o["label"] for o in outs] == ["self[0]", "self[1]"], (c["op"], outs)
+        judged[c["op"]] = {o["class"] for o in outs}
+    want = ["mul.List", "div.ScalarList", "sub.List", "add.List_out", "addcdiv.Tensor",
+            "addcmul.ScalarList", "lerp.List", "lerp.ScalarList", "clamp_min.Scalar",
+            "norm.Scalar", "exp.default", "log.default", "tanh.default", "sigmoid.default",
+            "abs.default", "neg.default", "rsqrt.default", "sqrt.default", "div_.Tensor"]
+    for w in want:
+        got = judged.get("aten::_foreach_" + w)
+        assert got and got <= {"bitwise", "pass"}, (w, got, sorted(judged))

@@ -479,7 +479,7 @@ class KcheckMode(TorchDispatchMode):
             return
         try:
             cuda = "cuda" in self.devices and torch.cuda.is_initialized()
-            self.timer = timing.StepTimer(cuda)
+            self.timer = timing.StepTimer(cuda, self.lib)
             self.timer.start()
             self.time_at = self.stats.steps + 1
         except Exception as e:  # never the program's problem
@@ -487,7 +487,8 @@ class KcheckMode(TorchDispatchMode):
 
     def _stop_timer(self, partial=False):
         try:
-            self.step_times = self.timer.stop()
+            seen = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.calls)}
+            self.step_times, self.loose_kernels = self.timer.stop(seen)
             self.time_source = "cuda" if self.timer.cuda else "cpu"
             self.time_partial = partial
         except Exception as e:
@@ -500,21 +501,27 @@ class KcheckMode(TorchDispatchMode):
         for cell in self.done.values():
             if cell[2] and cell[0]:
                 self.judged_calls[cell[3]] = self.judged_calls.get(cell[3], 0) + cell[0]
-        seen, judged = {}, {}
+        seen, judged, nothing = {}, {}, {}
         for func, n in list(self.calls.items()):
             name = getattr(getattr(func, "_schema", None), "name", str(func))
             seen[name] = seen.get(name, 0) + n
+            if timing.computes_nothing(func):
+                nothing[name] = nothing.get(name, 0) + n
         for func, n in list(self.judged_calls.items()):
             name = getattr(getattr(func, "_schema", None), "name", str(func))
             judged[name] = judged.get(name, 0) + n
         rec["ops_judged"] = sum(judged.values())
+        rec["ops_no_values"] = sum(nothing.values())  # views, reads: left out of the share
+        rec["no_values_ops"] = dict(sorted(nothing.items(), key=lambda kv: -kv[1])[:12])
         rec["judged_by_op"] = {n: [judged.get(n, 0), k] for n, k in
                                sorted(seen.items(), key=lambda kv: -kv[1])}
         if self.timer is not None:
             self._stop_timer(partial=True)
         if self.step_times is not None:
             t = timing.share(self.step_times, judged, seen)
-            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial)
+            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial,
+                     kernels_outside_ops=[{"kernel": k[:200], "us": round(v, 1)}
+                                          for k, v in self.loose_kernels])
             rec["time_judged"] = t
         else:
             rec["time_judged"] = {"not_measured": self.time_error or (
@@ -1324,8 +1331,9 @@ class KcheckMode(TorchDispatchMode):
 
 def judged_share(rec):
     """'N% of the ops, M% of their GPU time' from a torch_summary record."""
-    seen = rec.get("ops_seen") or 0
-    out = "%.0f%% of the ops" % (100.0 * rec.get("ops_judged", 0) / seen) if seen else "no ops"
+    seen = (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
+    out = "%.0f%% of the %d ops that compute values" % (
+        100.0 * rec.get("ops_judged", 0) / seen, seen) if seen > 0 else "no ops"
     t = rec.get("time_judged") or {}
     if t.get("share") is not None:
         out += ", %.0f%% of their %s time (step %s)" % (

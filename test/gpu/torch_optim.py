@@ -59,6 +59,10 @@ EXPECT = {
     "amp_scaler": [("aten::_fused_adamw_", "param[0] exp_avg[0] exp_avg_sq[0]")],
 }
 
+# the rows this script is about (a violation elsewhere is reported as INFO)
+OWN = ("_foreach_", "_fused_adam", "_fused_sgd", "native_layer_norm_backward",
+       "_fused_rms_norm_backward")
+
 TRAIN = r'''
 import hashlib, os, sys, torch
 import torch.nn as nn
@@ -216,10 +220,17 @@ def train_case(case, work, lines):
     say(bool(digest[0]) and digest[0] == digest[1], "parameters and loss bitwise equal")
     recs = records(checked)
     viol = [r for r in recs if r["type"] == "violation" and r.get("cause") != "documented by PyTorch"]
-    say(not viol, "no violation (%s)" % "; ".join(
-        "%s %s %s" % (v.get("op"), v.get("gate"), v.get("output", "")) for v in viol)[:600])
+    mine = [v for v in viol if any(k in str(v.get("op")) for k in OWN)]
+    say(not mine, "no violation on the optimizer's and the norms' backward ops (%s)" % "; ".join(
+        "%s %s %s" % (v.get("op"), v.get("gate"), v.get("output", "")) for v in mine)[:600])
+    for v in viol:
+        if v not in mine:  # another row's finding: reported, judged by its own tests
+            lines.append("INFO %s: violation outside this script's rows: %s %s" % (
+                case, v.get("op"), v.get("gate")))
     checks = [c for c in recs if c["type"] == "op_check" and "part" not in c]
     for c in checks:
+        if not any(k in c["op"] for k in OWN):
+            continue
         for o in outputs(c):
             if str(o.get("class", "")).startswith("fail"):
                 say(False, "%s output %s: %s" % (c["op"], o["label"], o["class"]))

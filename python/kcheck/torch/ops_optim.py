@@ -8,7 +8,7 @@ _fused_rms_norm_backward beside dx (ops.py's _norm_backward).
 One call of a list op holds every parameter of the model: each judged
 list element is a Plan (the first the primary, the others in Plan.more,
 labelled "self[i]", "param[i]", ...), and a call judges at most CAP of
-them — the LARGEST largest elements, then a spread of the rest by
+them — the LARGEST biggest elements, then a spread of the others by
 position — and of a large element every k-th value (at most ELEMS, a
 strided view: no copy on the device), so a call over hundreds of
 parameters costs a few plans. Every output of the fused updates is judged

@@ -5,9 +5,10 @@
  * fp32, bf16 and fp64 tensors, with amsgrad, maximize, weight decay, a
  * grad scale, nesterov and the first step; found_inf keeps the old values.
  * Wrong updates fail on the output they touch: exp_avg_sq accumulated in
- * fp16, beta2 held in bf16 (a near miss), a missing bias correction, a
+ * fp16, beta2 held in bf16, a missing bias correction, a
  * momentum buffer in fp16, an update that ignores found_inf; exp_avg_sq
- * kept to tf32's 11 bits (some 2000 times its bound). */
+ * kept to tf32's 11 bits (some 2000 times its bound); a near miss:
+ * exp_avg_sq 4 ulps above the CUDA form's. */
 #include "test_b_util.h"
 
 enum { R = 16, C = 24, N = R * C };
@@ -18,10 +19,15 @@ struct hp {
   double step, scale;
 };
 
-enum { K_CUDA, K_CPU, K_LERP, K_FP16_V, K_NO_BC, K_BF16_BETA2, K_TF32_V, K_NFORMS };
-static const char *const kname[K_NFORMS] = {
-    "cuda",           "cpu", "lerp_fma", "fp16 exp_avg_sq", "no bias correction", "beta2 in bf16",
-    "tf32 exp_avg_sq"};
+enum { K_CUDA, K_CPU, K_LERP, K_FP16_V, K_NO_BC, K_BF16_BETA2, K_TF32_V, K_4ULP_V, K_NFORMS };
+static const char *const kname[K_NFORMS] = {"cuda",
+                                            "cpu",
+                                            "lerp_fma",
+                                            "fp16 exp_avg_sq",
+                                            "no bias correction",
+                                            "beta2 in bf16",
+                                            "tf32 exp_avg_sq",
+                                            "exp_avg_sq 4 ulps off"};
 #define BAD(k) ((k) >= K_FP16_V)
 
 /* One element of adam(w) in kernel form k; o[4]: param, exp_avg,
@@ -54,6 +60,11 @@ static void adam_k(int k, const struct hp *h, float p, float g, float m, float v
   }
   if (k == K_TF32_V) /* the sum kept to tf32's 11 bits: a few hundred ulps of fp32 */
     v1 = (float)t_rnd(OC_TF32, (double)v * b2 + (double)g * g * w2);
+  if (k == K_4ULP_V) {
+    v1 = (float)(h->b2 * v + (1 - h->b2) * g * g);
+    for (int q = 0; q < 4; q++)
+      v1 = nextafterf(v1, INFINITY);
+  }
   float vm = h->amsgrad ? fmaxf(vmax, v1) : v1;
   float vv = h->amsgrad ? vm : v1;
   float ss = k == K_NO_BC ? (float)h->lr : (float)(h->lr / (float)bc1);

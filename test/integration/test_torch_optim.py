@@ -299,3 +299,42 @@ def test_list_op_overloads(tmp_path):
     for w in want:
         got = judged.get("aten::_foreach_" + w)
         assert got and got <= {"bitwise", "pass"}, (w, got, sorted(judged))
+
+
+SCALED = """
+import torch
+torch.manual_seed(0)
+
+def state(shapes):
+    p = [torch.randn(s) for s in shapes]
+    return (p, [torch.randn_like(t) * 1024 for t in p], [torch.randn_like(t) * 1e-2 for t in p],
+            [torch.rand_like(t) * 1e-4 for t in p], [torch.tensor(3.0) for _ in p])
+
+for shapes, inf in (([(8, 16), (16,)], 0.0), ([(4, 16), (16,)], 1.0)):
+    p, g, m, v, steps = state(shapes)
+    before = [t.clone() for t in p]
+    torch._fused_adamw_(p, g, m, v, [], steps, lr=1e-3, beta1=0.9, beta2=0.999,
+                        weight_decay=1e-2, eps=1e-8, amsgrad=False, maximize=False,
+                        grad_scale=torch.tensor(1024.0), found_inf=torch.tensor(inf))
+    print(inf, all(torch.equal(a, b) for a, b in zip(p, before)))
+"""
+
+
+def test_fused_adamw_with_grad_scale_and_found_inf(tmp_path):
+    p, recs = run_py(tmp_path, SCALED, options=OPTS)
+    assert p.returncode == 0, p.stderr[-3000:]
+    if "unsupported" in p.stderr or "NotImplementedError" in p.stderr:
+        pytest.skip("no fused AdamW with grad_scale on this CPU")
+    assert p.stdout.split("\n")[:2] == ["0.0 False", "1.0 True"], p.stdout
+    checks = _checks(recs, "aten::_fused_adamw_")
+    assert len(checks) == 2, checks
+    for c in checks:
+        outs = _outputs(c)
+        assert [o["label"] for o in outs][:3] == ["param[0]", "exp_avg[0]", "exp_avg_sq[0]"]
+    _all_pass(checks)
+    # the skipped step (found_inf set, the [4, 16] call): every output its
+    # old value, bit for bit
+    skipped = [c for c in checks if "[4, 16]" in c["key"]]
+    assert len(skipped) == 1, [c["key"][:200] for c in checks]
+    assert {o["class"] for o in _outputs(skipped[0])} == {"bitwise"}, _outputs(skipped[0])
+    assert not of(recs, "violation")

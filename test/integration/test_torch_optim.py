@@ -127,7 +127,8 @@ def test_sgd_momentum_foreach_and_fused(tmp_path):
 CAP_PROG = """
 import torch
 torch.manual_seed(0)
-ps = [torch.randn(n) for n in [3, 50, 7, 400, 9, 11, 13, 900, 2, 5, 17, 19, 23, 600, 29, 31]]
+ps = [torch.randn(n) for n in [3, 50, 7, 400, 9, 11, 13, 1300000, 2, 5, 17, 19, 23, 600, 29, 31]]
+ps[3] = ps[3].view(20, 20).t()  # non-contiguous: judged unsampled
 gs = [torch.randn_like(p) for p in ps]
 torch._foreach_add_(ps, gs, alpha=-0.5)
 torch._foreach_mul_(ps, torch.tensor(0.5))
@@ -143,6 +144,9 @@ def test_a_long_list_judges_the_largest_and_a_spread(tmp_path):
     assert len(idx) == 8 and {3, 7, 13, 1} <= set(idx), idx  # the four largest among them
     assert idx[0] == 0 and idx[-1] == 15, idx  # the spread reaches both ends
     assert {o["oracle_op"] for o in _outputs(add)} == {"addcmul"}  # alpha != 1
+    # the 1.3M-value element: every k-th of its last 2^20 (16384 judged)
+    big = [o for o in _outputs(add) if o["label"] == "self[7]"]
+    assert big, _outputs(add)
     _all_pass([add, _checks(recs, "aten::_foreach_mul_")[0]])  # a CPU scalar tensor
     assert not of(recs, "violation")
 

@@ -10,8 +10,8 @@ list element is a Plan (the first the primary, the others in Plan.more,
 labelled "self[i]", "param[i]", ...), and a call judges at most CAP of
 them — the LARGEST biggest elements, then a spread of the others by
 position — and of a large element every k-th value (at most ELEMS, a
-strided view: no copy on the device), so a call over hundreds of
-parameters costs a few plans. Every output of the fused updates is judged
+strided view of its last WINDOW values: no copy on the device, a bounded
+host copy), so a call over hundreds of parameters costs a few plans. Every output of the fused updates is judged
 (param, exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer), on the
 inputs as they were before the call.
 """
@@ -54,21 +54,34 @@ def pick(tensors):
     return sorted(set(big) | set(spread))
 
 
-def _stride(t, limit):
-    """The step k of a strided sample of at most limit values of t."""
-    return max(1, math.ceil(t.numel() / limit))
+WINDOW = 1 << 20  # of a larger tensor, its last WINDOW values are sampled
 
 
-def _sample(t, k):
-    """Every k-th value of t as a 1-D view (t itself when it cannot be
-    viewed flat: non-contiguous; the judge then samples its rows)."""
-    if t.dim() == 0:
+def _sample(t, limit):
+    """At most limit values of t as a 1-D view: every k-th of its last
+    WINDOW values (the host copy takes one span: a window keeps it small;
+    the tail, where partial chunks end, is in it); t itself when limit is
+    None or t cannot be viewed flat (non-contiguous: the judge then
+    samples its rows). Tensors of one shape give views of the same
+    elements."""
+    if limit is None or t.dim() == 0:
         return t
     try:
         flat = t.view(-1)
     except RuntimeError:
         return t
+    n = flat.numel()
+    if n > WINDOW:
+        flat = flat[n - WINDOW:]
+    k = max(1, math.ceil(flat.numel() / limit))
     return flat[::k] if k > 1 else flat
+
+
+def _aligned(plan):
+    """Whether plan's tensors all have its first one's shape (or are 0-dim
+    scalars): a sampled view next to an unsampled one would not."""
+    ts = [v for _, v in plan.inputs if _is_tensor(v) and v.dim() > 0]
+    return all(tuple(v.shape) == tuple(ts[0].shape) for v in ts)
 
 
 def _is_tensor(v):
@@ -152,8 +165,9 @@ def foreach(base):
         out = _outs(a, selfs)
         plans = []
         for i in pick(selfs):
-            k = _stride(selfs[i], ELEMS)
-            p = _element(base, a, selfs, i, k, out(i, k))
+            p = _element(base, a, selfs, i, ELEMS, out(i, ELEMS))
+            if base != "norm" and not _aligned(p):  # a non-contiguous operand: unsampled
+                p = _element(base, a, selfs, i, None, out(i, None))
             p.label = "self[%d]" % i
             plans.append(p)
         first = plans[0]
@@ -274,13 +288,14 @@ def fused_adam(op):
         extras = _extras(a)
         plans = []
         for i in pick(params):
-            k = _stride(params[i], OPT_ELEMS)
+            k = OPT_ELEMS
             t = {"param": _sample(params[i], k), "grad": _state(a["grads"], i, k),
                  "exp_avg": _state(a["exp_avgs"], i, k),
                  "exp_avg_sq": _state(a["exp_avg_sqs"], i, k)}
             if amsgrad:
                 t["max_exp_avg_sq"] = _state(a["max_exp_avg_sqs"], i, k)
-            if any(v is None or v.dim() != 1 for v in t.values()) and params[i].dim() > 0:
+            if any(v is None or v.shape != t["param"].shape for v in t.values()) or \
+                    (params[i].dim() > 0 and t["param"].dim() != 1):
                 raise _ops.Skip("non-contiguous optimizer state")
             ins = list(t.items()) + [("step", a["state_steps"][i])] + extras
             for out in ("param", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad
@@ -304,11 +319,12 @@ def fused_sgd(a):
     extras = _extras(a)
     plans = []
     for i in pick(params):
-        k = _stride(params[i], OPT_ELEMS)
+        k = OPT_ELEMS
         t = {"param": _sample(params[i], k), "grad": _state(a["grads"], i, k)}
         if bufs:
             t["momentum_buffer"] = _state(bufs, i, k)
-        if any(v.dim() != 1 for v in t.values()) and params[i].dim() > 0:
+        if any(v.shape != t["param"].shape for v in t.values()) or \
+                (params[i].dim() > 0 and t["param"].dim() != 1):
             raise _ops.Skip("non-contiguous optimizer state")
         ins = list(t.items()) + extras
         for out in ("param",) + (("momentum_buffer",) if bufs else ()):

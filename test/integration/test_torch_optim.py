@@ -283,6 +283,8 @@ for f in ("exp", "log", "tanh", "sigmoid", "abs", "neg", "rsqrt", "sqrt"):
     getattr(torch, "_foreach_" + f)(a)
 x = [t.clone() for t in a]
 torch._foreach_div_(x, torch.tensor(3.0))                  # a CPU scalar tensor
+torch._foreach_copy_([torch.empty(16, 8, dtype=torch.bfloat16),
+                      torch.empty(40, dtype=torch.bfloat16)], a)  # a conversion
 print("ok")
 """
 
@@ -299,7 +301,8 @@ def test_list_op_overloads(tmp_path):
     want = ["mul.List", "div.ScalarList", "sub.List", "add.List_out", "addcdiv.Tensor",
             "addcmul.ScalarList", "lerp.List", "lerp.ScalarList", "clamp_min.Scalar",
             "norm.Scalar", "exp.default", "log.default", "tanh.default", "sigmoid.default",
-            "abs.default", "neg.default", "rsqrt.default", "sqrt.default", "div_.Tensor"]
+            "abs.default", "neg.default", "rsqrt.default", "sqrt.default", "div_.Tensor",
+            "copy_.default"]
     for w in want:
         got = judged.get("aten::_foreach_" + w)
         assert got and got <= {"bitwise", "pass"}, (w, got, sorted(judged))

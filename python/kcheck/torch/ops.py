@@ -638,8 +638,7 @@ EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
 UNCOVERED = [
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_maximum, _foreach_minimum (amsgrad), _foreach_pow, _foreach_reciprocal, "
-     "_foreach_copy_, _foreach_zero_ and the other unary list ops (trigonometric, erf, log1p, "
-     "rounding)", "no oracle op for their element op (the optimizers' foreach path is covered "
+     "_foreach_zero_ and the other unary list ops (trigonometric, erf, log1p, rounding)", "no oracle op for their element op (the optimizers' foreach path is covered "
      "otherwise: add, sub, mul, div, lerp, addcmul, addcdiv, sqrt, neg, norm)"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
     ("gather, scatter, index_add", "data movement: no numerical "

@@ -201,6 +201,9 @@ def _element(base, a, selfs, i, k, out):
             raise Skip("norm of a non-contiguous tensor")
         return Plan("norm2", [("x", flat)], lambda res, i=i: res[i].reshape([1]), {"axis": 0},
                     "reduce")
+    if base == "copy":  # into self's dtype: one correct rounding (ops.py's _copy_)
+        _ops._fp8_dest(selfs[i].dtype)
+        return Plan("copy", [("src", _sample(a["src"][i], k))], out)
     if base in ("clamp_min", "clamp_max"):
         v = _per(a, "scalars", i) if a.get("scalars") is not None else a.get("scalar")
         if v is None or _is_tensor(v):
@@ -384,13 +387,14 @@ def norm_param_plans(op, a):
 # ---------------------------------------------------------------- rows
 
 _FOREACH_OPS = ("add", "sub", "mul", "div", "addcmul", "addcdiv", "lerp", "clamp_min",
-                "clamp_max") + UNARY
+                "clamp_max", "copy") + UNARY
 ROWS = [(["_foreach_%s" % b, "_foreach_%s_" % b], b if b not in ("clamp_min", "clamp_max")
          else "clamp", foreach(b), "per list element (%d per call at most: the %d largest, a "
          "spread of the rest)%s" % (CAP, LARGEST, {"add": "; alpha != 1 as addcmul",
                                    "sub": "; alpha != 1 as addcmul",
                                    "div": "; a scalar divisor on ATen's slow route as the "
                                           "reciprocal's product",
+                                   "copy": "; into self's dtype, one correct rounding",
                                    "sqrt": "; CPU fp32 within 1 ulp (ATen's vectorized sqrt)"}
              .get(b, ""))) for b in _FOREACH_OPS]
 ROWS += [

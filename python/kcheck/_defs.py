@@ -224,6 +224,12 @@ ORACLE_OPS = (
     OracleOp(('nll_loss', 2, 'loss')),
     OracleOp(('nll_loss_backward', 2, 'loss')),
     OracleOp(('attention_backward', 6, 'attention')),
+    OracleOp(('layer_norm_dweight', 4, 'grad')),
+    OracleOp(('layer_norm_dbias', 1, 'grad')),
+    OracleOp(('rms_norm_dweight', 3, 'grad')),
+    OracleOp(('adam', 4, 'optim')),
+    OracleOp(('adamw', 4, 'optim')),
+    OracleOp(('sgd', 2, 'optim')),
 )
 ORACLE_OP = {o.name: o for o in ORACLE_OPS}
 # other accepted spellings: alias -> op name

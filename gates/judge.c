@@ -12,6 +12,7 @@
 #include "gate.h"
 #include "gate_util.h"
 #include "judge.h"
+#include "judge_cnn.h"
 #include "options.h"
 
 static json_t *jnum(double d) {
@@ -456,6 +457,18 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
     }
     return 0;
   }
+  case OC_CLASS_BATCH_NORM:
+  case OC_CLASS_POOL: {
+    struct oc_tensor t[KC_JUDGE_MAX_IN];
+    struct kc_named_tensor nt[KC_JUDGE_MAX_IN];
+    int k = 0;
+    for (; k < j->nin && k < KC_JUDGE_MAX_IN; k++) {
+      if (describe(sb, j->in[k], 0, &t[k], err, n)) return -1;
+      nt[k].name = sb->t[j->in[k]].t->v->name;
+      nt[k].t = &t[k];
+    }
+    return kc_judge_cnn(op, &c->attr, nt, k, &out, &c->profile, o, &j->v, err, n);
+  }
   }
   snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
   return -1;
@@ -829,6 +842,17 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, 0);
     if (axis < 0) axis += x->rank;
     r = oc_check_index_select(x, axis, ix, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_BATCH_NORM:
+  case OC_CLASS_POOL: {
+    struct kc_named_tensor nt[KC_JUDGE_MAX_IN];
+    int k = 0;
+    for (; k < a->n && k < KC_JUDGE_MAX_IN; k++) {
+      nt[k].name = a->name ? a->name[k] : NULL;
+      nt[k].t = &a->in[k];
+    }
+    r = kc_judge_cnn(op, &at, nt, k, a->out, a->p, a->o, v, err, n);
     break;
   }
   case OC_CLASS_GRAD: {

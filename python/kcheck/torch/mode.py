@@ -560,7 +560,10 @@ class KcheckMode(TorchDispatchMode):
         if torch.compiler.is_compiling():
             return "inside torch.compile"
         index_ok = getattr(entry.mapper, "index_args", False)
-        for a in list(args) + list(kwargs.values()):
+        unread = getattr(entry.mapper, "unread_args", None)
+        vals = list(args) + list(kwargs.values()) if not unread else \
+            [v for k, v in entry.bind(args, kwargs).items() if k not in unread]
+        for a in vals:
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
                     r = _tensor_reason(t, self.devices, index_ok)
@@ -578,7 +581,7 @@ class KcheckMode(TorchDispatchMode):
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
-        elif len(in_fmts) > 1 and plan.klass == "norm_grad":
+        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "batch_norm"):
             # the forward's statistics are kept in acc_type: the gradient's type
             in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
@@ -930,7 +933,7 @@ class KcheckMode(TorchDispatchMode):
         out = plan.out(res)
         if not isinstance(out, torch.Tensor):
             raise TypeError("the op's result is not a tensor")
-        why = _tensor_reason(out, self.devices)
+        why = _tensor_reason(out, self.devices, plan.op in ops.INDEX_OUTPUTS)
         if why:
             return None, {"_result": {"status": _S_SKIPPED, "reason": "output " + why}}
         st = self.stats

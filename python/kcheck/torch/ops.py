@@ -544,6 +544,11 @@ ROWS = [
      _softmax_grad("log_softmax_backward"), "g - exp(y)*sum(g)"),
 ]
 
+# batch norm and pooling (ops_cnn.py)
+from kcheck.torch import ops_cnn  # noqa: E402  (its mappers build this module's Plans)
+ROWS += ops_cnn.ROWS
+INDEX_OUTPUTS = ops_cnn.INDEX_OUTPUTS  # judged outputs that are index tensors
+
 # Gates that do not apply to an ATen op, with the reason (the op_check
 # record says "not_applicable" and why). The oracle's special-value rules
 # for gelu and silu take the limit of the math (gelu(-inf) = -0); ATen
@@ -577,6 +582,8 @@ for _n in ("nll_loss_forward", "nll_loss_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
 for _n in ("where", "masked_fill"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_COND for g in GENERATED_GATES}
+for _n, _why in ops_cnn.NOT_APPLICABLE_BY.items():
+    NOT_APPLICABLE[_n] = {g: _why for g in GENERATED_GATES}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
@@ -591,6 +598,10 @@ UNCOVERED = [
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
+    ("backward of an eval-mode batch norm (native_batch_norm_backward with train=False)",
+     "no oracle op yet (training mode is judged)"),
+    ("max_pool3d, avg_pool3d, fractional and lp pooling, max_unpool", "no oracle op (2-D "
+     "max, avg and adaptive pools are judged)"),
     ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),

@@ -1,0 +1,178 @@
+"""A small CNN trained under the binding on CPU: batch norm (training y,
+saved statistics, running-statistics updates, eval, the three
+gradients) and pooling (max with its indices, avg without the padding
+counted, adaptive avg, their backwards) judged by their oracle ops, every
+output named, no violation, and the run's losses and parameters bitwise
+those of the plain run; a batch norm normalising by the unbiased
+variance, a running variance updated with the biased one and an average
+pool that counts the padding, shipped as custom ops with torch_op
+contracts, are flagged at their lines."""
+import pytest
+
+pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
+from test_torch import of, run_py  # noqa: E402
+
+CNN_PROG = """
+import hashlib, sys, torch, torch.nn as nn
+# PyTorch documents adaptive_avg_pool2d's backward as nondeterministic on
+# CUDA, and the binding's CPU path stands in for CUDA: ask for determinism
+torch.use_deterministic_algorithms(True)
+torch.manual_seed(0)
+net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                    nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                    nn.AvgPool2d(3, 2, 1, count_include_pad=False), nn.AdaptiveAvgPool2d(2),
+                    nn.Flatten(), nn.Linear(32, 10))
+opt = (torch.optim.AdamW if "adamw" in sys.argv else torch.optim.SGD)(net.parameters(), lr=0.05)
+x = torch.randn(4, 3, 12, 12); y = torch.randint(0, 10, (4,))
+for _ in range(3):
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(net(x), y)
+    loss.backward()
+    opt.step()
+    print("loss", loss.item().hex())
+net.eval()
+with torch.no_grad():
+    out = net(x)
+h = hashlib.sha256()
+for t in list(net.state_dict().values()) + [out]:
+    h.update(t.detach().contiguous().numpy().tobytes())
+print("state", h.hexdigest())
+"""
+
+_BN_OUTS = {"out": "batch_norm", "save_mean": "batch_norm_mean",
+            "save_invstd": "batch_norm_invstd", "running_mean": "batch_norm_running_mean",
+            "running_var": "batch_norm_running_var"}
+_BN_GRADS = {"grad_input": "batch_norm_backward", "grad_weight": "batch_norm_backward_weight",
+             "grad_bias": "batch_norm_backward_bias"}
+
+
+def _outputs(c):
+    o = c["gates"]["oracle"]
+    return {x["label"]: (x["oracle_op"], x["class"]) for x in o.get("outputs", [])} or \
+        {"out": (c["oracle_op"], o.get("status"))}
+
+
+@pytest.mark.parametrize("optim", ["sgd", "adamw"])
+def test_cnn_batch_norm_and_pooling_judged(tmp_path, optim):
+    (tmp_path / "plain").mkdir()
+    plain, _ = run_py(tmp_path / "plain", CNN_PROG, preload=False, args=(optim,))
+    assert plain.returncode == 0, plain.stderr
+    p, recs = run_py(tmp_path, CNN_PROG, args=(optim,))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == plain.stdout  # losses, parameters, running stats: bitwise
+    checks = {}
+    for c in of(recs, "op_check"):
+        checks.setdefault(c["op"], []).append(c)
+    want = {"aten::native_batch_norm.default", "aten::native_batch_norm_backward.default",
+            "aten::max_pool2d_with_indices.default",
+            "aten::max_pool2d_with_indices_backward.default", "aten::avg_pool2d.default",
+            "aten::avg_pool2d_backward.default", "aten::_adaptive_avg_pool2d.default",
+            "aten::_adaptive_avg_pool2d_backward.default"}
+    assert want <= set(checks), sorted(checks)
+    for name in want:
+        for c in checks[name]:
+            st = c["gates"]["oracle"]["status"]
+            assert st in ("bitwise", "pass"), c
+            for label, (op, cls) in _outputs(c).items():
+                assert cls in ("bitwise", "pass"), (name, label, c["gates"]["oracle"])
+    bn = [_outputs(c) for c in checks["aten::native_batch_norm.default"]]
+    train = [o for o in bn if o["out"][0] == "batch_norm"]
+    assert train and {k: v[0] for k, v in train[0].items()} == _BN_OUTS, train
+    back = _outputs(checks["aten::native_batch_norm_backward.default"][0])
+    assert {k: v[0] for k, v in back.items()} == _BN_GRADS, back
+    mp = _outputs(checks["aten::max_pool2d_with_indices.default"][0])
+    assert mp == {"out": ("max_pool2d", "bitwise"), "indices": ("max_pool2d_indices", "bitwise")}
+    assert checks["aten::max_pool2d_with_indices_backward.default"][0]["oracle_op"] == \
+        "max_pool2d_backward"
+    avg = checks["aten::avg_pool2d.default"][0]
+    assert "('count_include_pad', False)" in avg["key"] and "('kernel_h', 3)" in avg["key"], avg
+    viol = of(recs, "violation")
+    if optim == "adamw":
+        # ATen's CPU sqrt in AdamW's step is 1 ulp off the correctly
+        # rounded value where the oracle's sqrt budget is 0: a question of
+        # the optimizer ops' profile, not of these layers; the rest silent
+        viol = [v for v in viol if v["op"] != "aten::sqrt.default"]
+    assert not viol, [v.get("message") for v in viol]
+
+
+EVAL_PROG = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(4, 6, 5, 5) * 3 + 1
+w = torch.rand(6) + 0.5; b = torch.randn(6)
+rm = torch.randn(6); rv = torch.rand(6) + 0.2
+y = torch.nn.functional.batch_norm(x, rm, rv, w, b, training=False, eps=1e-3)
+z = torch.nn.functional.batch_norm(x[:, :3], None, None, training=True)
+print(float(y.sum()), float(z.sum()))
+"""
+
+
+def test_eval_batch_norm_and_no_running_stats_judged(tmp_path):
+    """net.eval()'s batch norm (y from the running statistics, eps as
+    given) and a training one without running statistics (y and the saved
+    statistics only); sample=1: each signature of the op judged."""
+    p, recs = run_py(tmp_path, EVAL_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:sample=1")
+    assert p.returncode == 0, p.stderr
+    outs = [_outputs(c) for c in of(recs, "op_check") if "batch_norm" in c["op"]]
+    ev = [o for o in outs if o["out"][0] == "batch_norm_eval"]
+    tr = [o for o in outs if o["out"][0] == "batch_norm"]
+    assert ev and ev[0]["out"][1] in ("bitwise", "pass"), outs
+    assert tr and set(tr[0]) == {"out", "save_mean", "save_invstd"}, outs
+    assert all(cls in ("bitwise", "pass") for o in tr for _, cls in o.values()), tr
+    assert not of(recs, "violation"), [v.get("message") for v in of(recs, "violation")]
+
+
+BUGS_PROG = """
+import torch
+torch.manual_seed(0)
+
+@torch.library.custom_op("kcb::bn_unbiased", mutates_args=())
+def bn_unbiased(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m = x.mean(dim=(0, 2, 3), keepdim=True)
+    v = x.var(dim=(0, 2, 3), keepdim=True)           # the bug: unbiased in y
+    return (x - m) / torch.sqrt(v + 1e-5) * w.view(1, -1, 1, 1) + b.view(1, -1, 1, 1)
+
+@torch.library.custom_op("kcb::bn_ok", mutates_args=())
+def bn_ok(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.batch_norm(x, None, None, w, b, training=True, eps=1e-5)
+
+@torch.library.custom_op("kcb::rv_biased", mutates_args=())
+def rv_biased(x: torch.Tensor, rv: torch.Tensor) -> torch.Tensor:
+    return 0.9 * rv + 0.1 * x.var(dim=(0, 2, 3), unbiased=False)   # the bug: biased
+
+@torch.library.custom_op("kcb::avg_pad", mutates_args=())
+def avg_pad(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=True)  # the bug
+
+x = torch.randn(4, 6, 9, 9) * 2 + 0.5
+w = torch.rand(6) + 0.5; b = torch.randn(6); rv = torch.rand(6) + 0.5
+bn_unbiased(x, w, b)                                  # LINE bn_unbiased
+bn_ok(x, w, b)
+rv_biased(x, rv)                                      # LINE rv_biased
+avg_pad(x)                                            # LINE avg_pad
+print("done")
+"""
+
+BUGS_YAML = """
+contracts:
+  - {torch_op: "kcb::bn_unbiased", op: batch_norm, args: {x: x, weight: w, bias: b}, attrs: {eps: 1e-5}, profile: fp32}
+  - {torch_op: "kcb::bn_ok", op: batch_norm, args: {x: x, weight: w, bias: b}, attrs: {eps: 1e-5}, profile: fp32}
+  - {torch_op: "kcb::rv_biased", op: batch_norm_running_var, args: {x: x, running_var: rv}, attrs: {momentum: 0.1}, profile: fp32}
+  - {torch_op: "kcb::avg_pad", op: avg_pool2d, args: {x: x}, attrs: {kernel_h: 3, kernel_w: 3, stride_h: 2, stride_w: 2, pad_h: 1, pad_w: 1, count_include_pad: false}, profile: fp32}
+"""
+
+
+def test_planted_batch_norm_and_pool_bugs_flagged(tmp_path):
+    (tmp_path / "c.yaml").write_text(BUGS_YAML)
+    p, recs = run_py(tmp_path, BUGS_PROG,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = [v for v in of(recs, "violation") if v["gate"] == "oracle"]
+    lines = {v["op"]: v["stack"]["python"][-1]["line"] for v in viol}
+    marked = {"kcb::%s.default" % ln.split("# LINE ")[1]: i + 1
+              for i, ln in enumerate(BUGS_PROG.splitlines()) if "# LINE " in ln}
+    assert lines == marked, [v.get("message") for v in viol]
+    ok = [c for c in of(recs, "op_check") if c["op"] == "kcb::bn_ok.default"]
+    assert ok and ok[0]["gates"]["oracle"]["status"] in ("bitwise", "pass"), ok

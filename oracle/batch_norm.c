@@ -128,6 +128,7 @@ static int same_value(double a, double b) {
 struct bn_ctx {
   const struct oc_profile *p;
   double u, eta, eps, rs; /* rs: invstd's own budget (relative) */
+  double top;             /* acc_type's overflow threshold, over 4 (intermediates) */
   int one_pass;
   /* the channel's mean, unbiased variance and invstd; scratch */
   mpfr_t mu, vu, r, t, y;
@@ -135,6 +136,7 @@ struct bn_ctx {
 
 struct bn_stat {
   int nan, inf;
+  int ovf; /* the kernel's sums (of |x|, of squares) may overflow acc_type */
   int64_t m;
   double mu, vb;       /* mean, biased var (nearest) */
   double r;            /* invstd, upward */
@@ -196,6 +198,9 @@ static void batch_stats(struct bn_ctx *c, const double *xs, int64_t m, struct oc
   mpfr_rec_sqrt(c->r, c->r, MPFR_RNDN);
   s->r = oc_mul_up(mpfr_get_d(c->r, MPFR_RNDU), 1 + REL);
   s->mabs = oc_mul_up(mabs / (double)m, 1 + 0x1p-50);
+  /* sum x^2 and sum (x - m)^2 <= 2 sum x^2 + 2 M m^2 <= 4 sum x^2 (any
+   * kernel mean m within the values' range) */
+  s->ovf = !(oc_mul_up(4.01, ss) < c->top) || !(oc_mul_up(1.01, mabs) < c->top);
   double u = c->u, eta = c->eta, md = (double)m;
   double smax = 0;
   double e = oc_m2_bound(u, eta, m, sd, oc_mul_up(t, 1 + 0x1p-50), xmax,
@@ -276,6 +281,9 @@ static int y_elem(struct bn_ctx *c, const struct bn_stat *s, double x, double w,
   e->pre = oc_add_up(oc_add_up(prop, rnd), flo);
   e->pre_set = 1;
   e->bound = oc_out_bound(c->p, fmax(fabs(e->lo), fabs(e->hi)), e->pre);
+  /* the statistics' sums, or x alpha and mean alpha, may overflow: a
+   * kernel's Inf, NaN or (invstd 0) b proves nothing */
+  e->ovf_ok = e->ovf_any = s->ovf || !(oc_add_up(oc_mul_up(oc_mul_up(a, big_r), aw), ab) < c->top);
   return 0;
 }
 
@@ -290,7 +298,7 @@ static void value_elem(const struct bn_ctx *c, double pre, struct oc_elem *e) {
   if (e->bound != e->bound) e->bound = INFINITY;
   /* no bound (a variance within its error of -eps): the kernel's value,
    * NaN or Inf included, proves nothing */
-  e->ovf_ok = !(e->bound < INFINITY);
+  e->ovf_ok = e->ovf_ok || !(e->bound < INFINITY);
 }
 
 /* A per-channel output of the forward ([C]: the saved statistics, the
@@ -303,6 +311,12 @@ static void chan_elem(struct bn_ctx *c, enum oc_opid op, const struct bn_stat *s
     e->lo = e->hi = NAN;
     e->exact_only = 1;
     e->alt_ok = op != OC_ID_BATCH_NORM_INVSTD && isinf(e->k);
+    return;
+  }
+  if (s->ovf) { /* the kernel's sums may overflow: its value proves nothing */
+    e->lo = e->hi = 0;
+    e->bound = INFINITY;
+    e->ovf_ok = e->ovf_any = 1;
     return;
   }
   double g5 = oc_gamma(5, c->u), am = fabs(mom), a1 = fabs(1 - mom), md = (double)s->m;
@@ -351,6 +365,7 @@ struct bn_back {
   int finite;
   double q, pm;    /* Q = sum |w g|, P = sum |w g| (|x| + |mu|) |r| */
   double gabs, gx; /* sum |g|, sum |g| (|x| + |mu|) */
+  int ovf;         /* intermediates (invstd^3 sums) may overflow acc_type */
 };
 
 /* A = sum g into c->t, B = sum (x - mu) g into c->y, with their magnitudes. */
@@ -360,12 +375,13 @@ static void back_sums(struct bn_ctx *c, const double *xs, const double *gs, int6
   for (int64_t i = 0; i < m && k->finite; i++)
     k->finite = isfinite(xs[i]) && isfinite(gs[i]);
   k->q = k->pm = k->gabs = k->gx = 0;
+  k->ovf = 0;
   if (!k->finite) return;
   mpfr_t d;
   mpfr_init2(d, WPREC);
   mpfr_set_zero(c->t, 1);
   mpfr_set_zero(c->y, 1);
-  double aw = fabs(k->w), ar = fabs(k->r), amu = fabs(k->mu);
+  double aw = fabs(k->w), ar = fabs(k->r), amu = fabs(k->mu), xmax = 0;
   for (int64_t i = 0; i < m; i++) {
     mpfr_add_d(c->t, c->t, gs[i], MPFR_RNDN);
     mpfr_set_d(d, xs[i], MPFR_RNDN);
@@ -377,8 +393,14 @@ static void back_sums(struct bn_ctx *c, const double *xs, const double *gs, int6
     k->gx = oc_add_up(k->gx, oc_mul_up(ag, xm));
     k->q = oc_add_up(k->q, oc_mul_up(aw, ag));
     k->pm = oc_add_up(k->pm, oc_mul_up(oc_mul_up(oc_mul_up(aw, ag), xm), ar));
+    xmax = fmax(xmax, xm);
   }
   mpfr_clear(d);
+  /* ATen's proj = dot invstd^2 / M, then (x - mean) proj, and forms from
+   * invstd^3: overflow there makes a kernel's Inf or NaN inconclusive */
+  double r3 = oc_mul_up(oc_mul_up(ar, ar), ar);
+  k->ovf = !(fmax(r3, oc_mul_up(oc_mul_up(oc_mul_up(r3, k->gx), xmax), aw + 1)) < c->top) ||
+           !(oc_mul_up(k->gx, ar + 1) < c->top);
 }
 
 /* dx_i = w r (g_i - A / M - (x_i - mu) r^2 B / M) (c->t: A, c->y: B). */
@@ -471,14 +493,11 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
   memset(&e, 0, sizeof e);
   e.prob = INFINITY;
   if (op == OC_ID_BATCH_NORM_BACKWARD || op == OC_ID_BATCH_NORM_BACKWARD_WEIGHT) {
-    struct bn_back k = {per_chan(a->mean, ch, 0),
-                        per_chan(a->invstd, ch, 1),
-                        op == OC_ID_BATCH_NORM_BACKWARD ? w : 1,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0};
+    struct bn_back k;
+    memset(&k, 0, sizeof k);
+    k.mu = per_chan(a->mean, ch, 0);
+    k.r = per_chan(a->invstd, ch, 1);
+    k.w = op == OC_ID_BATCH_NORM_BACKWARD ? w : 1;
     back_sums(c, xs, gs, m, &k);
     mpfr_t res;
     mpfr_init2(res, WPREC);
@@ -502,8 +521,10 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
         }
         continue;
       }
+      e.ovf_ok = k.ovf;
       if (op == OC_ID_BATCH_NORM_BACKWARD) {
         dx_elem(c, &k, m, xs[j], gs[j], res, &e);
+        e.ovf_ok |= k.ovf;
       } else { /* sum g (x - mu) r */
         mpfr_mul_d(c->y, c->y, k.r, MPFR_RNDN);
         double ar = fabs(k.r);
@@ -563,6 +584,7 @@ int oc_check_batch_norm(enum oc_opid op, const struct oc_batch_norm_args *a,
   double sq = oc_sqrt_rel(p), dr = oc_div_rel(p);
   c.rs = fmax(oc_rsqrt_rel(p), oc_add_up(oc_add_up(sq, dr), oc_mul_up(sq, dr)));
   c.one_pass = p->norm == OC_NORM_ONE_PASS;
+  c.top = oc_overflow_threshold(p->acc) / 4;
   int64_t m = 0, mo = 0, mg = 0;
   const struct oc_tensor *g = a->g;
   int64_t *xoff = chan_offsets(a->x, &m);

@@ -43,6 +43,9 @@
  *  dweight sum g (x - mean) invstd: gamma_(M+3) |invstd| sum |g| (|x| +
  *         |mean|) (the difference first, or sum g x - mean sum g).
  *  dbias  sum g in any order: gamma_M sum |g| (oc_elem_sum).
+ *  eval   dx = g w invstd with invstd from running_var (within rho):
+ *         |g w| invstd rho + gamma_3 |g w| R; dweight adds rho invstd sum
+ *         |g| (|x| + |mean|) to its bound.
  * Special values: a NaN in a channel makes its y, statistics and updates
  * NaN on every path (an Inf too: (Inf - Inf)^2 enters the variance); the
  * mean and the running updates may be Inf there instead. With a non-finite
@@ -429,10 +432,37 @@ static void dx_elem(struct bn_ctx *c, const struct bn_back *k, int64_t m, double
   if (e->bound != e->bound) e->bound = INFINITY;
 }
 
+/* Eval mode's dx = g w invstd, invstd = 1 / sqrt(running_var + eps) (s:
+ * eval_stats). Returns 1 where no verdict is derivable. */
+static int eval_dx_elem(struct bn_ctx *c, const struct bn_stat *s, double g, double w,
+                        struct oc_elem *e) {
+  if (!isfinite(g) || !isfinite(w) || !(s->rho < INFINITY)) {
+    /* in IEEE double, either association: the kernel's value one of
+     * them, or their common value where an input is special */
+    double r = 1 / sqrt(s->vb + c->eps), f1 = g * w * r, f2 = g * (w * r);
+    e->exact_only = 1;
+    if (same_value(e->k, f1) || same_value(e->k, f2)) {
+      e->lo = e->hi = e->k;
+      return 0;
+    }
+    if ((isfinite(g) && isfinite(w) && isfinite(s->vb)) || !same_value(f1, f2)) return 1;
+    e->lo = e->hi = f1;
+    return 0;
+  }
+  mpfr_mul_d(c->y, c->r, g, MPFR_RNDN);
+  mpfr_mul_d(c->y, c->y, w, MPFR_RNDN);
+  double agw = fabs(g * w), big_r = oc_mul_up(s->r, 1 + s->rho);
+  double pre = oc_add_up(oc_mul_up(oc_mul_up(agw, s->r), s->rho),
+                         oc_mul_up(oc_gamma(3, c->u), oc_mul_up(agw, big_r)));
+  value_elem(c, oc_add_up(pre, oc_mul_up(4 * c->eta, 1 + big_r)), e);
+  return 0;
+}
+
 /* ------------------------------------------------------- ops */
 
 static int is_elementwise_out(enum oc_opid op) {
-  return op == OC_ID_BATCH_NORM || op == OC_ID_BATCH_NORM_EVAL || op == OC_ID_BATCH_NORM_BACKWARD;
+  return op == OC_ID_BATCH_NORM || op == OC_ID_BATCH_NORM_EVAL || op == OC_ID_BATCH_NORM_BACKWARD ||
+         op == OC_ID_BATCH_NORM_EVAL_BACKWARD;
 }
 
 static int args_ok(enum oc_opid op, const struct oc_batch_norm_args *a,
@@ -447,11 +477,12 @@ static int args_ok(enum oc_opid op, const struct oc_batch_norm_args *a,
   if (is_elementwise_out(op) ? !same_shape(out, x) : !(out->rank == 1 && out->shape[0] == nc))
     return 0;
   int back = op == OC_ID_BATCH_NORM_BACKWARD || op == OC_ID_BATCH_NORM_BACKWARD_WEIGHT ||
-             op == OC_ID_BATCH_NORM_BACKWARD_BIAS;
+             op == OC_ID_BATCH_NORM_BACKWARD_BIAS || op == OC_ID_BATCH_NORM_EVAL_BACKWARD;
   if (back && (!a->g || !same_shape(a->g, x))) return 0;
-  if ((op == OC_ID_BATCH_NORM_BACKWARD || op == OC_ID_BATCH_NORM_BACKWARD_WEIGHT) &&
-      (!a->mean || !a->invstd))
+  if (op == OC_ID_BATCH_NORM_BACKWARD && (!a->mean || !a->invstd)) return 0;
+  if (op == OC_ID_BATCH_NORM_BACKWARD_WEIGHT && (!a->mean || (!a->invstd && !a->running_var)))
     return 0;
+  if (op == OC_ID_BATCH_NORM_EVAL_BACKWARD && !a->running_var) return 0;
   if (op == OC_ID_BATCH_NORM_EVAL && (!a->running_mean || !a->running_var)) return 0;
   if (op == OC_ID_BATCH_NORM_RUNNING_MEAN && !a->running_mean) return 0;
   if (op == OC_ID_BATCH_NORM_RUNNING_VAR && !a->running_var) return 0;
@@ -492,12 +523,35 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
   idx[0] = ch;
   memset(&e, 0, sizeof e);
   e.prob = INFINITY;
+  if (op == OC_ID_BATCH_NORM_EVAL_BACKWARD) {
+    eval_stats(c, 0, per_chan(a->running_var, ch, 1), &s);
+    for (int64_t j = 0; j < m; j++) {
+      memset(&e, 0, sizeof e);
+      e.prob = INFINITY;
+      e.k = oc_tensor_at(out, ooff[j] + ch * out->stride[1]);
+      chan_index(out, ch, j, idx);
+      if (eval_dx_elem(c, &s, gs[j], w, &e)) {
+        v->checked++;
+        oc_check_inconclusive(chk, "a variance within its error of -eps: no bound for dx");
+        continue;
+      }
+      oc_check_elem(chk, &e, idx);
+    }
+    return;
+  }
   if (op == OC_ID_BATCH_NORM_BACKWARD || op == OC_ID_BATCH_NORM_BACKWARD_WEIGHT) {
     struct bn_back k;
     memset(&k, 0, sizeof k);
     k.mu = per_chan(a->mean, ch, 0);
     k.r = per_chan(a->invstd, ch, 1);
     k.w = op == OC_ID_BATCH_NORM_BACKWARD ? w : 1;
+    /* eval mode (no saved invstd): 1 / sqrt(running_var + eps), exact in
+     * c->r, the kernel's within rho of it */
+    int eval = !a->invstd;
+    if (eval) {
+      eval_stats(c, 0, per_chan(a->running_var, ch, 1), &s);
+      k.r = s.rho < INFINITY ? s.r : NAN;
+    }
     back_sums(c, xs, gs, m, &k);
     mpfr_t res;
     mpfr_init2(res, WPREC);
@@ -526,12 +580,18 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
         dx_elem(c, &k, m, xs[j], gs[j], res, &e);
         e.ovf_ok |= k.ovf;
       } else { /* sum g (x - mu) r */
-        mpfr_mul_d(c->y, c->y, k.r, MPFR_RNDN);
-        double ar = fabs(k.r);
-        value_elem(c,
-                   oc_add_up(oc_mul_up(oc_gamma((double)m + 3, c->u), oc_mul_up(ar, k.gx)),
-                             oc_mul_up(c->eta, (double)m + 4)),
-                   &e);
+        double ar = fabs(k.r), rho = eval ? s.rho : 0;
+        if (eval)
+          mpfr_mul(c->y, c->y, c->r, MPFR_RNDN);
+        else
+          mpfr_mul_d(c->y, c->y, k.r, MPFR_RNDN);
+        double big_r = oc_mul_up(ar, 1 + rho);
+        value_elem(
+            c,
+            oc_add_up(oc_add_up(oc_mul_up(oc_gamma((double)m + 3, c->u), oc_mul_up(big_r, k.gx)),
+                                oc_mul_up(oc_mul_up(ar, rho), k.gx)),
+                      oc_mul_up(c->eta, (double)m + 4)),
+            &e);
       }
       oc_check_elem(chk, &e, idx);
     }

@@ -23,8 +23,10 @@ struct oc_profile;
  *  batch_norm_eval         y from running_mean and running_var (inference)
  *  batch_norm_backward     dx = w invstd (g - mean(g) - xh mean(g xh)),
  *                          xh = (x - mean) invstd, from the saved mean, invstd
- *  batch_norm_backward_weight  sum over the channel of g xh [C]
+ *  batch_norm_backward_weight  sum over the channel of g xh [C] (eval:
+ *                          invstd from running_var, mean = running_mean)
  *  batch_norm_backward_bias    sum over the channel of g [C]
+ *  batch_norm_eval_backward    dx = g w / sqrt(running_var + eps)
  * weight and bias [C] or NULL (1 and 0). */
 struct oc_batch_norm_args {
   const struct oc_tensor *x;             /* the forward input */

@@ -232,6 +232,7 @@ ORACLE_OPS = (
     OracleOp(('batch_norm_backward', 4, 'batch_norm')),
     OracleOp(('batch_norm_backward_weight', 4, 'batch_norm')),
     OracleOp(('batch_norm_backward_bias', 2, 'batch_norm')),
+    OracleOp(('batch_norm_eval_backward', 2, 'batch_norm')),
     OracleOp(('max_pool2d', 1, 'pool')),
     OracleOp(('max_pool2d_indices', 1, 'pool')),
     OracleOp(('adaptive_max_pool2d', 1, 'pool')),

@@ -103,23 +103,35 @@ w = torch.rand(6) + 0.5; b = torch.randn(6)
 rm = torch.randn(6); rv = torch.rand(6) + 0.2
 y = torch.nn.functional.batch_norm(x, rm, rv, w, b, training=False, eps=1e-3)
 z = torch.nn.functional.batch_norm(x[:, :3], None, None, training=True)
-print(float(y.sum()), float(z.sum()))
+# a frozen batch norm in training (fine-tuning): the eval-mode backward
+xg = x.clone().requires_grad_(); wg = w.clone().requires_grad_(); bg = b.clone().requires_grad_()
+f = torch.nn.functional.batch_norm(xg, rm, rv, wg, bg, training=False, eps=1e-3)
+(f * torch.randn_like(f)).sum().backward()
+print(float(y.sum()), float(z.sum()), float(xg.grad.sum()))
 """
 
 
 def test_eval_batch_norm_and_no_running_stats_judged(tmp_path):
     """net.eval()'s batch norm (y from the running statistics, eps as
-    given) and a training one without running statistics (y and the saved
-    statistics only); sample=1: each signature of the op judged."""
+    given), a training one without running statistics (y and the saved
+    statistics only) and a frozen one's backward (invstd from the running
+    variance); sample=1: each signature of the op judged."""
     p, recs = run_py(tmp_path, EVAL_PROG,
                      options="torch=1:torch_devices=cuda,cpu:torch_budget=1:sample=1")
     assert p.returncode == 0, p.stderr
-    outs = [_outputs(c) for c in of(recs, "op_check") if "batch_norm" in c["op"]]
+    outs = [_outputs(c) for c in of(recs, "op_check")
+            if c["op"] == "aten::native_batch_norm.default"]
     ev = [o for o in outs if o["out"][0] == "batch_norm_eval"]
     tr = [o for o in outs if o["out"][0] == "batch_norm"]
     assert ev and ev[0]["out"][1] in ("bitwise", "pass"), outs
     assert tr and set(tr[0]) == {"out", "save_mean", "save_invstd"}, outs
     assert all(cls in ("bitwise", "pass") for o in tr for _, cls in o.values()), tr
+    back = [_outputs(c) for c in of(recs, "op_check")
+            if c["op"] == "aten::native_batch_norm_backward.default"]
+    assert back and {k: v[0] for k, v in back[0].items()} == {
+        "grad_input": "batch_norm_eval_backward", "grad_weight": "batch_norm_backward_weight",
+        "grad_bias": "batch_norm_backward_bias"}, back
+    assert all(cls in ("bitwise", "pass") for _, cls in back[0].values()), back
     assert not of(recs, "violation"), [v.get("message") for v in of(recs, "violation")]
 
 

@@ -6,7 +6,8 @@
  * the unbiased variance, invstd without eps, a biased running variance,
  * a dropped momentum, momentum on the wrong side, one pass under the
  * two-pass profile with mean/std = 200, a dx without the mean(g) term, a
- * dweight without invstd, a dbias averaged; a NaN makes its channel NaN. */
+ * dweight without invstd, a dbias averaged, an eval-mode backward
+ * without eps; a NaN makes its channel NaN. */
 #include "test_b_util.h"
 
 enum { N = 4, C = 3, H = 4, W = 4, M = N * H * W, TOT = N * C * H * W };
@@ -244,6 +245,49 @@ static void backwards(void) {
   t_line("backward: dx, dweight, dbias pass; dropped mean(g), invstd, an average fail", before);
 }
 
+/* Eval mode's backward: dx = g w / sqrt(running_var + eps) (bug: no eps),
+ * dweight = sum g (x - running_mean) invstd. */
+static void eval_backward(void) {
+  int before = t_fail;
+  uint64_t st = 51;
+  make(&st, 0.3, 1.0);
+  for (int c = 0; c < C; c++)
+    rv[c] = (float)(1e-4 * (1 + c)); /* eps weighs */
+  for (int bug = 0; bug < 2; bug++) {
+    float dx[TOT], dw[C];
+    for (int c = 0; c < C; c++) {
+      float r = 1.0f / sqrtf(rv[c] + (bug ? 0.0f : (float)EPS)), dot = 0;
+      for (int i = 0; i < N * H * W; i++) {
+        int64_t k = at(i / (H * W), c, i % (H * W));
+        dx[k] = g[k] * wt[c] * r;
+        dot += g[k] * (x[k] - rm[c]);
+      }
+      dw[c] = dot * r;
+    }
+    struct oc_tensor X, G, Wt, Rm, Rv, O, Ow;
+    int64_t sx[4] = {N, C, H, W}, sc[1] = {C};
+    oc_tensor_make(&X, x, OC_FP32, 4, sx, NULL);
+    oc_tensor_make(&G, g, OC_FP32, 4, sx, NULL);
+    oc_tensor_make(&Wt, wt, OC_FP32, 1, sc, NULL);
+    oc_tensor_make(&Rm, rm, OC_FP32, 1, sc, NULL);
+    oc_tensor_make(&Rv, rv, OC_FP32, 1, sc, NULL);
+    oc_tensor_make(&O, dx, OC_FP32, 4, sx, NULL);
+    oc_tensor_make(&Ow, dw, OC_FP32, 1, sc, NULL);
+    struct oc_profile p;
+    oc_profile_parse("fp32", &p);
+    struct oc_batch_norm_args a = {&X, &G, &Wt, NULL, &Rm, NULL, NULL, &Rv, EPS, MOM};
+    struct oc_verdict v, vw;
+    EXPECT(oc_check_batch_norm(OC_ID_BATCH_NORM_EVAL_BACKWARD, &a, &O, &p, NULL, &v) == 0, "rc");
+    EXPECT(oc_check_batch_norm(OC_ID_BATCH_NORM_BACKWARD_WEIGHT, &a, &Ow, &p, NULL, &vw) == 0,
+           "rc");
+    EXPECT(bug ? oc_verdict_is_fail(v.kind) : PASSES(v), "eval dx (bug %d): %s", bug,
+           oc_verdict_name(v.kind));
+    EXPECT(bug ? oc_verdict_is_fail(vw.kind) : PASSES(vw), "eval dweight (bug %d): %s", bug,
+           oc_verdict_name(vw.kind));
+  }
+  t_line("eval backward: dx and dweight from running_var pass; without eps fail", before);
+}
+
 static void specials(void) {
   int before = t_fail;
   uint64_t st = 41;
@@ -265,6 +309,7 @@ int main(void) {
   near_misses();
   eval();
   backwards();
+  eval_backward();
   specials();
   return t_done("test_b_batch_norm");
 }

@@ -598,8 +598,6 @@ UNCOVERED = [
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
-    ("backward of an eval-mode batch norm (native_batch_norm_backward with train=False)",
-     "no oracle op yet (training mode is judged)"),
     ("max_pool3d, avg_pool3d, fractional and lp pooling, max_unpool", "no oracle op (2-D "
      "max, avg and adaptive pools are judged)"),
     ("gather, scatter, index_add", "data movement: no numerical "

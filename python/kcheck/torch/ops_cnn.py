@@ -51,9 +51,9 @@ def _bn_forward(x, w, b, rm, rv, training, momentum, eps, stats=True):
 
 
 def _native_batch_norm(a):
-    """native_batch_norm, _native_batch_norm_legit (and .no_stats),
-    miopen's spelling: (input, weight, bias, [running_mean, running_var,]
-    training, momentum, eps)."""
+    """native_batch_norm, _native_batch_norm_legit (and .no_stats):
+    (input, weight, bias, [running_mean, running_var,] training, momentum,
+    eps)."""
     return _bn_forward(a["input"], a.get("weight"), a.get("bias"), a.get("running_mean"),
                        a.get("running_var"), bool(a["training"]), a["momentum"], a["eps"])
 
@@ -66,8 +66,8 @@ def _batch_norm_no_training(a):
 
 
 def _cudnn_batch_norm(a):
-    """cudnn_batch_norm: (output, save_mean, save_inv_variance, reserve);
-    its momentum and eps under cuDNN's names."""
+    """cudnn_batch_norm (output, save_mean, save_inv_variance, reserve) and
+    miopen_batch_norm: momentum and eps under cuDNN's names."""
     return _bn_forward(a["input"], a.get("weight"), a.get("bias"), a.get("running_mean"),
                        a.get("running_var"), bool(a["training"]), a["exponential_average_factor"],
                        a["epsilon"])
@@ -86,26 +86,34 @@ def _batch_norm_no_update(a):
                        a["momentum"], a["eps"])
 
 
-def _bn_backward(g, x, w, mean, invstd, train, mask, eps):
-    """dx, dweight, dbias (as output_mask asks) of a training-mode batch
-    norm from its saved mean and invstd."""
-    if not train:
-        raise Skip("backward of an eval-mode batch norm")
-    if mean is None or invstd is None or mean.numel() == 0 or invstd.numel() == 0:
-        raise Skip("no saved statistics")
+def _bn_backward(g, x, w, mean, invstd, train, mask, eps, rm=None, rv=None):
+    """dx, dweight, dbias (as output_mask asks) of a batch norm: training
+    mode from its saved mean and invstd, eval mode from the running
+    statistics (invstd = 1 / sqrt(running_var + eps), rounded in the
+    kernel)."""
     if x.dim() < 2:
         raise Skip("batch norm over fewer than 2 dims")
+    if not train:
+        if rm is None or rv is None:
+            raise Skip("eval-mode backward without running statistics")
+        mean, stat = rm, ("running_var", rv)
+    else:
+        if mean is None or invstd is None or mean.numel() == 0 or invstd.numel() == 0:
+            raise Skip("no saved statistics")
+        stat = ("invstd", invstd)
     attrs = {"eps": float(eps)}
+    wt = [("weight", w)] if w is not None else []
     plans = []
     if mask[0]:
-        ins = [("g", g), ("x", x), ("mean", mean), ("invstd", invstd)]
-        if w is not None:
-            ins.append(("weight", w))
-        plans.append(Plan("batch_norm_backward", ins, _first, attrs, "batch_norm",
-                          label="grad_input"))
+        if train:
+            plans.append(Plan("batch_norm_backward", [("g", g), ("x", x), ("mean", mean), stat] +
+                              wt, _first, attrs, "batch_norm", label="grad_input"))
+        else:
+            plans.append(Plan("batch_norm_eval_backward", [("g", g), ("x", x), stat] + wt,
+                              _first, attrs, "batch_norm", label="grad_input"))
     if len(mask) > 1 and mask[1]:
         plans.append(Plan("batch_norm_backward_weight",
-                          [("g", g), ("x", x), ("mean", mean), ("invstd", invstd)], _nth(1),
+                          [("g", g), ("x", x), ("mean", mean), stat], _nth(1),
                           attrs, "batch_norm", label="grad_weight"))
     if len(mask) > 2 and mask[2]:
         plans.append(Plan("batch_norm_backward_bias", [("g", g), ("x", x)], _nth(2), attrs,
@@ -118,14 +126,16 @@ def _bn_backward(g, x, w, mean, invstd, train, mask, eps):
 
 def _native_batch_norm_backward(a):
     return _bn_backward(a["grad_out"], a["input"], a.get("weight"), a.get("save_mean"),
-                        a.get("save_invstd"), bool(a["train"]), list(a["output_mask"]), a["eps"])
+                        a.get("save_invstd"), bool(a["train"]), list(a["output_mask"]), a["eps"],
+                        a.get("running_mean"), a.get("running_var"))
 
 
 def _batch_norm_backward(a):
     """batch_norm_backward (the _batch_norm_with_update family's): update
     is the training flag; save_var holds the saved invstd."""
     return _bn_backward(a["grad_out"], a["input"], a.get("weight"), a.get("save_mean"),
-                        a.get("save_var"), bool(a["update"]), list(a["output_mask"]), a["eps"])
+                        a.get("save_var"), bool(a["update"]), list(a["output_mask"]), a["eps"],
+                        a.get("running_mean"), a.get("running_var"))
 
 
 def _cudnn_batch_norm_backward(a):
@@ -136,9 +146,11 @@ def _cudnn_batch_norm_backward(a):
 
 
 # the reserve space cuDNN's forward fills (uint8, possibly empty) is not
-# data the oracle reads
-_cudnn_batch_norm_backward.unread_args = _batch_norm_backward.unread_args = ("reserveSpace",
-                                                                             "reserve")
+# data the oracle reads; in eval mode the saved statistics are empty and
+# unread (the mapper checks them where it reads them)
+_cudnn_batch_norm_backward.unread_args = ("reserveSpace",)
+_batch_norm_backward.unread_args = ("reserve", "save_mean", "save_var")
+_native_batch_norm_backward.unread_args = ("save_mean", "save_invstd")
 
 
 def _pair(v, dflt):
@@ -230,18 +242,20 @@ INDEX_OUTPUTS = frozenset(("max_pool2d_indices", "adaptive_max_pool2d_indices"))
 
 _BN = "per channel over N and the spatial dims: "
 ROWS = [
-    (["native_batch_norm", "_native_batch_norm_legit", "miopen_batch_norm"], "batch_norm",
+    (["native_batch_norm", "_native_batch_norm_legit"], "batch_norm",
      _native_batch_norm, _BN + "y, save_mean, save_invstd, running_mean/var updated "
      "(momentum, unbiased var); eval: batch_norm_eval"),
     (["_native_batch_norm_legit_no_training"], "batch_norm_eval", _batch_norm_no_training,
      "y from the running statistics"),
-    (["cudnn_batch_norm"], "batch_norm", _cudnn_batch_norm, "as native_batch_norm; cuDNN's "
+    (["cudnn_batch_norm", "miopen_batch_norm"], "batch_norm", _cudnn_batch_norm,
+     "as native_batch_norm; cuDNN's "
      "algorithm undocumented: the bound covers one pass too (norm=one_pass)"),
     (["_batch_norm_with_update"], "batch_norm", _batch_norm_with_update, "as native_batch_norm"),
     (["_batch_norm_no_update"], "batch_norm_eval", _batch_norm_no_update,
      "eval from the running statistics"),
     (["native_batch_norm_backward"], "batch_norm_backward", _native_batch_norm_backward,
-     "training mode: dx, dweight, dbias from the saved mean and invstd"),
+     "dx, dweight, dbias: training mode from the saved mean and invstd, eval from the "
+     "running statistics"),
     (["cudnn_batch_norm_backward"], "batch_norm_backward", _cudnn_batch_norm_backward,
      "dx, dweight, dbias"),
     (["batch_norm_backward"], "batch_norm_backward", _batch_norm_backward,

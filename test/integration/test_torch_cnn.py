@@ -1,4 +1,5 @@
-"""A small CNN trained under the binding on CPU: batch norm (training y,
+"""A small CNN trained under the binding on CPU (fp32 with SGD and AdamW,
+bf16 autocast with SGD): batch norm (training y,
 saved statistics, running-statistics updates, eval, the three
 gradients) and pooling (max with its indices, avg without the padding
 counted, adaptive avg, their backwards) judged by their oracle ops, every
@@ -26,10 +27,11 @@ opt = (torch.optim.AdamW if "adamw" in sys.argv else torch.optim.SGD)(net.parame
 x = torch.randn(4, 3, 12, 12); y = torch.randint(0, 10, (4,))
 for _ in range(3):
     opt.zero_grad()
-    loss = nn.functional.cross_entropy(net(x), y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled="bf16" in sys.argv):
+        loss = nn.functional.cross_entropy(net(x), y)
     loss.backward()
     opt.step()
-    print("loss", loss.item().hex())
+    print("loss", loss.float().item().hex())
 net.eval()
 with torch.no_grad():
     out = net(x)
@@ -52,12 +54,15 @@ def _outputs(c):
         {"out": (c["oracle_op"], o.get("status"))}
 
 
-@pytest.mark.parametrize("optim", ["sgd", "adamw"])
+@pytest.mark.parametrize("optim", ["sgd", "adamw", "sgd bf16"])
 def test_cnn_batch_norm_and_pooling_judged(tmp_path, optim):
+    """fp32, and bf16 autocast (batch norm on bf16 activations with fp32
+    weight and statistics)."""
     (tmp_path / "plain").mkdir()
-    plain, _ = run_py(tmp_path / "plain", CNN_PROG, preload=False, args=(optim,))
+    argv = tuple(optim.split())
+    plain, _ = run_py(tmp_path / "plain", CNN_PROG, preload=False, args=argv)
     assert plain.returncode == 0, plain.stderr
-    p, recs = run_py(tmp_path, CNN_PROG, args=(optim,))
+    p, recs = run_py(tmp_path, CNN_PROG, args=argv)
     assert p.returncode == 0, p.stderr
     assert p.stdout == plain.stdout  # losses, parameters, running stats: bitwise
     checks = {}
@@ -87,7 +92,7 @@ def test_cnn_batch_norm_and_pooling_judged(tmp_path, optim):
     avg = checks["aten::avg_pool2d.default"][0]
     assert "('count_include_pad', False)" in avg["key"] and "('kernel_h', 3)" in avg["key"], avg
     viol = of(recs, "violation")
-    if optim == "adamw":
+    if "adamw" in argv:
         # ATen's CPU sqrt in AdamW's step is 1 ulp off the correctly
         # rounded value where the oracle's sqrt budget is 0: a question of
         # the optimizer ops' profile, not of these layers; the rest silent

@@ -139,7 +139,18 @@ static void training(void) {
       EXPECT(PASSES(v), "%s running_var: %s", algs[a], oc_verdict_name(v.kind));
       if (v.kind != OC_PASS && v.kind != OC_BITWISE) t_print_verdict(&v);
     }
-  t_line("training forward: two-pass, Welford (CPU's alpha/beta form), one-pass pass", before);
+  /* bf16 activations (autocast): x exact in bf16, y rounded to bf16 */
+  uint64_t st = 4;
+  make(&st, 0.3, 1.0);
+  for (int i = 0; i < TOT; i++)
+    x[i] = (float)t_rnd(OC_BF16, x[i]);
+  forward(WELFORD, 0);
+  for (int i = 0; i < TOT; i++)
+    y[i] = (float)t_rnd(OC_BF16, y[i]);
+  struct oc_verdict v = judge(OC_ID_BATCH_NORM, "fp32:in=bf16:acc=fp32:out=bf16", y, NULL);
+  EXPECT(PASSES(v), "bf16 y: %s", oc_verdict_name(v.kind));
+  t_line("training forward: two-pass, Welford (CPU's alpha/beta form), one-pass, bf16 pass",
+         before);
 }
 
 static void near_misses(void) {

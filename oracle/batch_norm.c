@@ -46,9 +46,10 @@
  *  eval   dx = g w invstd with invstd from running_var (within rho):
  *         |g w| invstd rho + gamma_3 |g w| R; dweight adds rho invstd sum
  *         |g| (|x| + |mean|) to its bound.
- * Special values: a NaN in a channel makes its y, statistics and updates
- * NaN on every path (an Inf too: (Inf - Inf)^2 enters the variance); the
- * mean and the running updates may be Inf there instead. With a non-finite
+ * Special values: a NaN in a channel makes its mean, y and running mean
+ * NaN on every path; an Inf makes them NaN or Inf. Its variance is NaN on
+ * ATen's paths, but a kernel may clamp a NaN variance at 0: invstd and
+ * the running variance there are not judged (inconclusive). With a non-finite
  * weight or bias, or an eval input, y must equal ATen's formula in IEEE
  * double in one of its two forms where they agree. A backward over a
  * channel holding Inf or NaN: NaN where the kernel gives NaN, else
@@ -309,11 +310,20 @@ static void value_elem(const struct bn_ctx *c, double pre, struct oc_elem *e) {
  * statistic before the update. */
 static void chan_elem(struct bn_ctx *c, enum oc_opid op, const struct bn_stat *s, double old,
                       double mom, struct oc_elem *e) {
+  int var = op == OC_ID_BATCH_NORM_INVSTD || op == OC_ID_BATCH_NORM_RUNNING_VAR;
+  if ((s->nan || s->inf) && var) {
+    /* the variance is NaN on ATen's paths, but a kernel that clamps it at
+     * 0 (fmax(NaN, 0)) gives a finite invstd: nothing is proven */
+    e->lo = e->hi = 0;
+    e->bound = INFINITY;
+    e->ovf_ok = e->ovf_any = 1;
+    return;
+  }
   if (s->nan || s->inf || !isfinite(old)) {
-    /* NaN on every path (the mean and the updates may be Inf instead) */
+    /* the mean is NaN on every path, or Inf, and so is the update */
     e->lo = e->hi = NAN;
     e->exact_only = 1;
-    e->alt_ok = op != OC_ID_BATCH_NORM_INVSTD && isinf(e->k);
+    e->alt_ok = isinf(e->k);
     return;
   }
   if (s->ovf) { /* the kernel's sums may overflow: its value proves nothing */
@@ -334,12 +344,12 @@ static void chan_elem(struct bn_ctx *c, enum oc_opid op, const struct bn_stat *s
     return;
   }
   /* m stat + (1 - m) old, stat the mean or the unbiased variance */
-  int var = op == OC_ID_BATCH_NORM_RUNNING_VAR;
   double st, dst;
   if (var) {
     if (s->m < 2) { /* ATen refuses one value per channel in training */
       e->lo = e->hi = 0;
       e->bound = INFINITY;
+      e->ovf_ok = e->ovf_any = 1;
       return;
     }
     double f = md / (md - 1), dvu = oc_mul_up(s->dv, f);
@@ -508,8 +518,12 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
       e.prob = INFINITY;
       e.k = oc_tensor_at(out, ooff[j] + ch * out->stride[1]);
       if (op == OC_ID_BATCH_NORM && (s.nan || s.inf)) {
-        e.lo = e.hi = NAN; /* the variance is NaN on every path */
+        /* a NaN: the mean is NaN on every path, and so is y; an Inf: the
+         * mean is Inf or NaN, and y NaN or Inf (a kernel that clamps its
+         * NaN variance at 0 keeps x - Inf) */
+        e.lo = e.hi = NAN;
         e.exact_only = 1;
+        e.alt_ok = !s.nan && isinf(e.k);
       } else if (y_elem(c, &s, xs[j], w, b, &e)) {
         v->checked++;
         oc_check_inconclusive(chk, "a variance within its error of -eps: no bound for y");

@@ -159,6 +159,15 @@ def check_mode(args, mode, outdir):
         cls = judged.get(op, set())
         note(bool(cls & OK_CLASSES) and not (cls - OK_CLASSES - {None}),
              "oracle op %s judged: %s" % (op, sorted(c for c in cls if c) or "never"))
+    # which ATen spellings of batch norm and pooling this torch dispatches
+    # on this device (cuDNN's, native, _with_update)
+    names = {c["op"] for c in recs if c.get("type") == "op_check"}
+    for r in recs:
+        if r.get("type") == "torch_summary":
+            for ops_ in (r.get("passed_through_ops") or {}).values():
+                names |= set(ops_)
+    print("INFO %s ATen ops seen: %s" % (mode, ", ".join(sorted(
+        n for n in names if "norm" in n or "pool" in n))))
     for op in MAYBE_ORACLE:
         print("INFO %s oracle op %s judged: %s" % (mode, op, sorted(
             c for c in judged.get(op, set()) if c) or "never"))

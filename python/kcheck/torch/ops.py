@@ -803,6 +803,7 @@ for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "si
 # op implies (a custom op without a Python shaper).
 _ROW_OPS = _defs.oracle_ops("softmax") | _defs.oracle_ops("reduce")  # oracle/ops.def
 _NORM_OPS = _defs.oracle_ops("norm")
+_CNN_OPS = _defs.oracle_ops("batch_norm") | _defs.oracle_ops("pool")
 # gates/shape_rules.def: the rows of a row-wise class, attention's lengths
 _CLASS_ROW_SHAPES = [(lab, r, n) for lab, r, n, _ in _defs.SHAPE_ROWS]
 _SEQ_SHAPES = _defs.SHAPE_SEQ
@@ -817,7 +818,7 @@ def contract_shaper(c):
     """The shapes a torch_op contract's op implies, from its class: size 1,
     odd sizes, one past a power of two, long rows, each input of the op
     (by its args) laid out for them; None for ops without a rule
-    (gated_delta). Elementwise: every tensor argument of one shape;
+    (gated_delta, batch norm, pooling). Elementwise: every tensor argument of one shape;
     row-wise (softmax family, reductions, norms): x over its last axis
     (attr axis absent or last), a norm's weight and bias along; matmul: A
     [.., M, K], B [.., K, N] (transpose_a/b honoured), bias [N] or c
@@ -887,7 +888,9 @@ def contract_shaper(c):
                        ref("v"): Layout(v, tuple(v.shape[:-2]) + (sl, v.shape[-1]))})
                 for lab, sl in _SEQ_SHAPES]
 
-    if op in _ROW_OPS or op in _NORM_OPS:
+    if op in _CNN_OPS:
+        derived = None  # batch norm's channels, a pool's window: no class rule
+    elif op in _ROW_OPS or op in _NORM_OPS:
         derived = rows
     elif op == "matmul":
         derived = mm

@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
-from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, trials
+from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, timing, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -349,6 +349,13 @@ class KcheckMode(TorchDispatchMode):
         self.waiting = set()  # keys deferred at their last call
         self.checked_keys = set()  # keys offered to the policy once
         self.later = []  # generated-input parts waiting for budget (run_later)
+        # judged share: calls per OpOverload (fast path), calls whose
+        # signature was judged (checked, or a repeat of a checked one)
+        self.calls, self.judged_calls, self.judged_keys = {}, {}, set()
+        # the timed step (timing.py): torch_time_step -1 the step after
+        # steady state, 0 none, N the N-th optimizer step
+        self.time_step = int(_api.option("torch_time_step", "-1") or -1)
+        self.timer, self.time_at, self.step_times, self.time_error = None, None, None, None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # The fast path runs on every op of every watched step: counters
@@ -356,6 +363,8 @@ class KcheckMode(TorchDispatchMode):
         kwargs = kwargs or {}
         st = self.stats
         st.seen += 1
+        calls = self.calls
+        calls[func] = calls.get(func, 0) + 1
         try:
             entry = self.entries[func]
         except KeyError:
@@ -417,10 +426,11 @@ class KcheckMode(TorchDispatchMode):
             with self.stats.lock:
                 self.stats.violations += 1
 
-    def _done(self, key, entry):
+    def _done(self, key, entry, judged=False):
         """The key will not be checked again (its first pass-through was
-        counted under its own reason)."""
-        self.done[key] = [0, entry.name]
+        counted under its own reason); judged: its signature was checked,
+        so its later calls count as judged."""
+        self.done[key] = [0, entry.name, judged, key[0]]
 
     def on_step(self):
         """After each optimizer step (a safe point outside any op, on the
@@ -450,8 +460,73 @@ class KcheckMode(TorchDispatchMode):
                 self.__enter__()
                 self.watching = True
         self.new_keys = 0
+        self._time_boundary()
         if self.later:
             self.run_later()
+
+    def _time_boundary(self):
+        """At an optimizer step: ends the timed step, or starts it when it
+        is due (timing.py). A profiler that cannot start (a user's own
+        session is running) leaves the share not measured, with why."""
+        if self.timer is not None:
+            self._stop_timer()
+            return
+        if self.step_times is not None or self.time_error or self.time_step == 0:
+            return
+        due = self.stats.steps == self.time_step if self.time_step > 0 else \
+            self.t_steady is not None
+        if not due:
+            return
+        try:
+            cuda = "cuda" in self.devices and torch.cuda.is_initialized()
+            self.timer = timing.StepTimer(cuda)
+            self.timer.start()
+            self.time_at = self.stats.steps + 1
+        except Exception as e:  # never the program's problem
+            self.timer, self.time_error = None, "profiler: %s: %s" % (type(e).__name__, e)
+
+    def _stop_timer(self, partial=False):
+        try:
+            seen = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.calls)}
+            self.step_times, self.loose_kernels = self.timer.stop(seen)
+            self.time_source = "cuda" if self.timer.cuda else "cpu"
+            self.time_partial = partial
+        except Exception as e:
+            self.time_error = "profiler: %s: %s" % (type(e).__name__, e)
+        self.timer = None
+
+    def _judged_share(self, rec):
+        """rec's judged counts and, when a step was timed, the judged share
+        of its GPU time (timing.share)."""
+        for cell in self.done.values():
+            if cell[2] and cell[0]:
+                self.judged_calls[cell[3]] = self.judged_calls.get(cell[3], 0) + cell[0]
+        seen, judged, nothing = {}, {}, {}
+        for func, n in list(self.calls.items()):
+            name = getattr(getattr(func, "_schema", None), "name", str(func))
+            seen[name] = seen.get(name, 0) + n
+            if timing.computes_nothing(func):
+                nothing[name] = nothing.get(name, 0) + n
+        for func, n in list(self.judged_calls.items()):
+            name = getattr(getattr(func, "_schema", None), "name", str(func))
+            judged[name] = judged.get(name, 0) + n
+        rec["ops_judged"] = sum(judged.values())
+        rec["ops_no_values"] = sum(nothing.values())  # views, reads: left out of the share
+        rec["no_values_ops"] = dict(sorted(nothing.items(), key=lambda kv: -kv[1])[:12])
+        rec["judged_by_op"] = {n: [judged.get(n, 0), k] for n, k in
+                               sorted(seen.items(), key=lambda kv: -kv[1])}
+        if self.timer is not None:
+            self._stop_timer(partial=True)
+        if self.step_times is not None:
+            t = timing.share(self.step_times, judged, seen)
+            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial,
+                     kernels_outside_ops=[{"kernel": k[:200], "us": round(v, 1)}
+                                          for k, v in self.loose_kernels])
+            rec["time_judged"] = t
+        else:
+            rec["time_judged"] = {"not_measured": self.time_error or (
+                "no step timed (torch_time_step=0)" if self.time_step == 0 else
+                "the program ended before the timed step")}
 
     def _on_top(self):
         from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -502,9 +577,14 @@ class KcheckMode(TorchDispatchMode):
         if not self.lib.kcheck_op_decide(entry.name.encode(), skey.encode(), why, len(why)):
             reason = why.value.decode() or "policy"
             st.pass_(reason, entry.name)
+            judged = key in self.judged_keys
+            if judged:
+                self.judged_calls[func] = self.judged_calls.get(func, 0) + 1
             if self.sample == 0 or "max_checks" in reason:
-                self._done(key, entry)
+                self._done(key, entry, judged)
             return func(*args, **kwargs)
+        self.judged_keys.add(key)
+        self.judged_calls[func] = self.judged_calls.get(func, 0) + 1
         t = time.perf_counter()
         now = not self._over_budget(self._part_estimate())
         if not now:
@@ -1219,8 +1299,10 @@ class KcheckMode(TorchDispatchMode):
 
     def record(self):
         """The summary's counters, the fast path's included."""
+        rec = {}
+        self._judged_share(rec)  # before merge_fast takes the done cells' counts
         self.stats.merge_fast(self.uncovered, self.done)
-        rec = self.stats.record()
+        rec.update(self.stats.record())
         waiting = {}
         for key in list(self.waiting):
             e = self.entries.get(key[0])
@@ -1243,10 +1325,25 @@ class KcheckMode(TorchDispatchMode):
         steps = (" in %d of %d optimizer steps" % (st.watched_steps, st.steps)) if st.steps else ""
         left = (", %d signatures deferred and never met again (not checked)" %
                 rec["signatures_deferred_unchecked"]) if rec["signatures_deferred_unchecked"] else ""
-        sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d checked (%d violations, "
-                         "%d inconclusive, %d errors)%s; passed through: %s\n" %
-                         (st.seen, steps, st.covered, st.checked, st.violations, st.inconclusive,
-                          st.errors, left, ", ".join("%s %d" % kv for kv in top) or "none"))
+        sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d judged (%s), %d checked "
+                         "(%d violations, %d inconclusive, %d errors)%s; passed through: %s\n" %
+                         (st.seen, steps, st.covered, rec["ops_judged"], judged_share(rec),
+                          st.checked, st.violations, st.inconclusive, st.errors, left,
+                          ", ".join("%s %d" % kv for kv in top) or "none"))
+
+
+def judged_share(rec):
+    """'N% of the ops, M% of their GPU time' from a torch_summary record."""
+    seen = (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
+    out = "%.0f%% of the %d ops that compute values" % (
+        100.0 * rec.get("ops_judged", 0) / seen, seen) if seen > 0 else "no ops"
+    t = rec.get("time_judged") or {}
+    if t.get("share") is not None:
+        out += ", %.0f%% of their %s time (step %s)" % (
+            100.0 * t["share"], "GPU" if t.get("source") == "cuda" else "CPU", t.get("step"))
+    elif t.get("not_measured"):
+        out += ", time not measured: %s" % t["not_measured"]
+    return out
 
 
 _MODE = None

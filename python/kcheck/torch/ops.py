@@ -448,18 +448,39 @@ def _attention(kind):
     def m(a):
         if float(a.get("dropout_p", 0.0)) != 0.0:
             raise Skip("attention with dropout")
-        if a.get("attn_bias") is not None:
+        if a.get("attn_bias") is not None or a.get("attn_mask") is not None:
             raise Skip("attention with a bias or mask tensor")
-        q = a["query"]
+        q, k, v = a["query"], a["key"], a["value"]
         scale = a.get("scale")
         if scale is None:
             scale = 1.0 / math.sqrt(q.shape[-1])
-        if a["key"].shape[-2] != q.shape[-2] and a.get("is_causal"):
+        if k.shape[-2] != q.shape[-2] and a.get("is_causal"):
             raise Skip("causal attention with different query and key lengths")
-        p = Plan("attention", [("q", q), ("k", a["key"]), ("v", a["value"])], _first,
+        q, k, v, out = _gqa(q, k, v)
+        p = Plan("attention", [("q", q), ("k", k), ("v", v)], out,
                  {"scale": float(scale), "causal": int(bool(a.get("is_causal")))}, "attention")
         return p
     return m
+
+
+def _gqa(q, k, v):
+    """q, k, v and the output's view for the oracle: with grouped-query
+    attention (fewer key/value heads, enable_gqa: query head h reads
+    key/value head h // G) the head dim is split into (kv heads, G) in q
+    and the output and k, v get a size-1 G dim that the oracle broadcasts
+    — views only, no copy on the device."""
+    hq = q.shape[-3] if q.dim() >= 3 else 1
+    hk = k.shape[-3] if k.dim() >= 3 else 1
+    if q.dim() < 3 or hq == hk:
+        return q, k, v, _first
+    if k.dim() != q.dim() or v.shape[-3] != hk or hk == 0 or hq % hk:
+        raise Skip("attention heads of query and key/value not in groups")
+    g = hq // hk
+
+    def split(t):
+        return t.unflatten(-3, (hk, g))
+    # [.., Hkv, S, D] -> [.., Hkv, 1, S, D]
+    return split(q), k.unsqueeze(-3), v.unsqueeze(-3), lambda res: split(_first(res))
 
 
 # (ATen op names, oracle op, mapper, note) — every overload of each name
@@ -475,6 +496,8 @@ ROWS = [
      "no dropout, no bias tensor"),
     (["_scaled_dot_product_cudnn_attention"], "attention", _attention("cudnn"),
      "no dropout, no bias tensor"),
+    (["_scaled_dot_product_flash_attention_for_cpu"], "attention", _attention("cpu"),
+     "no dropout, no mask tensor"),
     (["_softmax"], "softmax", _softmax_family("softmax"), ""),
     (["_log_softmax"], "log_softmax", _softmax_family("log_softmax"), ""),
     (["logsumexp"], "logsumexp", _logsumexp, "one dim, keepdim=False"),

@@ -125,7 +125,10 @@ def check_mode(args, mode, outdir):
     log = os.path.join(outdir, "cnn_" + mode)
     kc = [sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "run", "--torch",
           "-o", "log_path=" + log, "-o", "torch_watch_every=1",
-          "-o", "torch_budget=%s" % args.budget]
+          "-o", "torch_budget=%s" % args.budget,
+          # the step timed for the judged share of the GPU time: a late one
+          # of the few (steady state is not reached in them)
+          "-o", "torch_time_step=%d" % max(1, args.steps - 1)]
     for o in args.opts:
         kc += ["-o", o]
     kc.append("--")
@@ -191,6 +194,17 @@ def check_mode(args, mode, outdir):
                   mode, cov, seen, 100.0 * cov / max(seen, 1), s.get("ops_checked", 0),
                   100.0 * cov_t / tot if tot else 0.0, tot,
                   ", ".join("%s %d" % kv for kv in sorted(un.items(), key=lambda kv: -kv[1]))))
+        # the binding's own judged share (ops that compute values; the
+        # timed step's GPU time weighted by each op's judged share)
+        vals = seen - s.get("ops_no_values", 0)
+        t = s.get("time_judged") or {}
+        print("JUDGED %s %d of %d ops that compute values (%.1f%%); time: %s; not judged: %s" % (
+            mode, s.get("ops_judged", 0), vals, 100.0 * s.get("ops_judged", 0) / max(vals, 1),
+            ("%.1f%% of %.0f us (step %s)" % (100 * t["share"], t.get("total_us", 0),
+                                              t.get("step")))
+            if t.get("share") is not None else "not measured: %s" % t.get("not_measured"),
+            ", ".join("%s %.0fus %.0f%%" % (r["op"], r["us"], 100 * r["judged"])
+                      for r in t.get("by_op", []) if r["judged"] < 1)[:600] or "-"))
         top = sorted(times.items(), key=lambda kv: -kv[1])[:12]
         print("GPU_TIME %s top: %s" % (mode, "; ".join(
             "%s%s %.0f" % (n, "" if n.split("::", 1)[1] in names else " (not covered)", t)

@@ -27,7 +27,8 @@ static int batch_norm(const struct oc_op_info *op, const struct kc_attrs *at,
                                  by_name(in, n, "running_mean"),
                                  by_name(in, n, "running_var"),
                                  kc_attr_num(at, KC_ATTR_EPS, 1e-5),
-                                 kc_attr_num(at, KC_ATTR_MOMENTUM, 0.1)};
+                                 kc_attr_num(at, KC_ATTR_MOMENTUM, 0.1),
+                                 (enum oc_format)kc_attr_enum(at, KC_ATTR_STAT_FORMAT, OC_FP32)};
   if (!a.x && n > 0 && op->id != OC_ID_BATCH_NORM_BACKWARD &&
       op->id != OC_ID_BATCH_NORM_BACKWARD_WEIGHT && op->id != OC_ID_BATCH_NORM_BACKWARD_BIAS)
     a.x = in[0].t;

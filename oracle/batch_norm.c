@@ -133,6 +133,7 @@ struct bn_ctx {
   const struct oc_profile *p;
   double u, eta, eps, rs; /* rs: invstd's own budget (relative) */
   double top;             /* acc_type's overflow threshold, over 4 (intermediates) */
+  double us, etas;        /* the statistics' format, when narrower: unit roundoff, floor */
   int one_pass;
   /* the channel's mean, unbiased variance and invstd; scratch */
   mpfr_t mu, vu, r, t, y;
@@ -155,6 +156,16 @@ static double rho_of(const struct bn_ctx *c, double ve, double dv) {
   return oc_up(oc_mul_up(oc_mul_up(oc_up(sqrt(oc_div_up(oc_up(ve), lo))), oc_up(sqrt(1 + c->u))),
                          oc_add_up(1, c->rs)) -
                1);
+}
+
+/* The mean, invstd and variance held in a narrower format (c->us) before
+ * the transform and the running update: one more rounding of each. */
+static void stat_rounding(const struct bn_ctx *c, struct bn_stat *s) {
+  if (c->us == 0) return;
+  s->dmu = oc_add_up(oc_add_up(s->dmu, oc_mul_up(c->us, oc_add_up(fabs(s->mu), s->dmu))), c->etas);
+  s->rho = oc_up(oc_mul_up(oc_add_up(1, s->rho), 1 + c->us) - 1);
+  /* the variance the running update reads (after invstd's rho is set) */
+  s->dv = oc_add_up(oc_add_up(s->dv, oc_mul_up(c->us, oc_add_up(fabs(s->vb), s->dv))), c->etas);
 }
 
 /* The batch statistics of one channel's values xs[0..m). */
@@ -221,6 +232,7 @@ static void batch_stats(struct bn_ctx *c, const double *xs, int64_t m, struct oc
   dv = oc_add_up(dv, oc_mul_up(64 * eta, md + 8));
   s->dv = oc_add_up(dv, oc_mul_up(u, c->eps));
   s->rho = rho_of(c, oc_add_up(s->vb, c->eps), s->dv);
+  stat_rounding(c, s);
 }
 
 /* The running statistics of eval as a channel's statistics: exact, the
@@ -240,6 +252,7 @@ static void eval_stats(struct bn_ctx *c, double rm, double rv, struct bn_stat *s
   s->r = oc_mul_up(mpfr_get_d(c->r, MPFR_RNDU), 1 + REL);
   s->dv = oc_mul_up(c->u, c->eps);
   s->rho = rho_of(c, ve, s->dv);
+  stat_rounding(c, s);
 }
 
 /* ------------------------------------------------------- elements */
@@ -659,6 +672,10 @@ int oc_check_batch_norm(enum oc_opid op, const struct oc_batch_norm_args *a,
   c.rs = fmax(oc_rsqrt_rel(p), oc_add_up(oc_add_up(sq, dr), oc_mul_up(sq, dr)));
   c.one_pass = p->norm == OC_NORM_ONE_PASS;
   c.top = oc_overflow_threshold(p->acc) / 4;
+  if (oc_unit_roundoff(a->stat_fmt) > c.u) {
+    c.us = oc_unit_roundoff(a->stat_fmt);
+    c.etas = oc_format_info(a->stat_fmt)->min_subnormal;
+  }
   int64_t m = 0, mo = 0, mg = 0;
   const struct oc_tensor *g = a->g;
   int64_t *xoff = chan_offsets(a->x, &m);

@@ -4,6 +4,7 @@
 #ifndef OC_CNN_H
 #define OC_CNN_H
 
+#include "formats.h"
 #include "ops.h"
 
 struct oc_tensor;
@@ -36,6 +37,10 @@ struct oc_batch_norm_args {
   const struct oc_tensor *running_mean;  /* eval; running_mean: the value before the update */
   const struct oc_tensor *running_var;   /* eval; running_var: the value before the update */
   double eps, momentum;
+  /* the format the kernel holds mean and invstd in between the statistics
+   * and y (ATen's CPU kernels with a 16-bit weight or none: its type);
+   * OC_FP32 or wider: the compute format */
+  enum oc_format stat_fmt;
 };
 int oc_check_batch_norm(enum oc_opid op, const struct oc_batch_norm_args *a,
                         const struct oc_tensor *out, const struct oc_profile *p,
@@ -62,7 +67,7 @@ struct oc_pool_args {
   const struct oc_tensor *indices; /* max_pool2d_backward: the forward's indices, g's shape */
   int kernel[2], stride[2], pad[2], dilation[2];
   int count_include_pad; /* avg_pool2d: the divisor counts the padding */
-  int64_t divisor;       /* avg_pool2d: divisor_override, 0 for none */
+  int64_t divisor;       /* avg_pool2d: divisor_override (negative too), 0 for none */
 };
 int oc_check_pool(enum oc_opid op, const struct oc_pool_args *a, const struct oc_tensor *out,
                   const struct oc_profile *p, const struct oc_options *o, struct oc_verdict *v);

@@ -168,7 +168,7 @@ static int forward_elem(const struct pctx *c, const struct oc_tensor *x, int64_t
     e->exact_only = 1;
     return 0;
   }
-  if (!isfinite(sd) || oc_acc_is_nan(acc) || !(d > 0)) { /* IEEE on every order */
+  if (!isfinite(sd) || oc_acc_is_nan(acc) || d == 0) { /* IEEE on every order */
     e->lo = e->hi = sd / d;
     e->exact_only = 1;
     e->ovf_ok = isfinite(sabs) && !(oc_mul_up(sabs, 1.01) < c->top);
@@ -181,8 +181,8 @@ static int forward_elem(const struct pctx *c, const struct oc_tensor *x, int64_t
   mpfr_div_d(t, t, d, MPFR_RNDU);
   e->hi = mpfr_get_d(t, MPFR_RNDU);
   double kd = (double)k;
-  e->pre =
-      oc_add_up(oc_div_up(oc_mul_up(oc_gamma(kd + 2, c->u), sabs), d), oc_mul_up(kd + 2, c->eta));
+  e->pre = oc_add_up(oc_div_up(oc_mul_up(oc_gamma(kd + 2, c->u), sabs), fabs(d)),
+                     oc_mul_up(kd + 2, c->eta));
   e->pre_set = 1;
   e->bound = oc_out_bound(c->p, fmax(fabs(e->lo), fabs(e->hi)), e->pre);
   e->ovf_ok = !(oc_mul_up(sabs, 1.01) < c->top);
@@ -240,7 +240,7 @@ static void avg_back_elem(const struct pctx *c, const struct oc_tensor *g, int64
       mpfr_set_d(t, gv, MPFR_RNDN);
       mpfr_div_d(t, t, d, MPFR_RNDN);
       mpfr_add(s, s, t, MPFR_RNDN);
-      qabs = oc_add_up(qabs, oc_div_up(fabs(gv), d));
+      qabs = oc_add_up(qabs, oc_div_up(fabs(gv), fabs(d)));
       k++;
     }
   if (!isfinite(sd)) { /* IEEE on every order */
@@ -354,7 +354,7 @@ static int geometry_ok(const struct pctx *c) {
     if (a->kernel[d] < 1 || a->stride[d] < 1 || a->pad[d] < 0 ||
         (c->geo == GEO_MAX && a->dilation[d] < 1))
       return 0;
-  return a->divisor >= 0;
+  return 1; /* any divisor_override but 0 (none): ATen takes a negative one too */
 }
 
 int oc_check_pool(enum oc_opid op, const struct oc_pool_args *a, const struct oc_tensor *out,

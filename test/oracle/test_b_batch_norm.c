@@ -14,6 +14,7 @@ enum { N = 4, C = 3, H = 4, W = 4, M = N * H * W, TOT = N * C * H * W };
 
 static float x[TOT], g[TOT], y[TOT], wt[C], bs[C], mean[C], istd[C], rm[C], rv[C], out[C];
 static const double EPS = 1e-5, MOM = 0.1;
+static enum oc_format stat_fmt = OC_FP32; /* judge()'s attr stat_format */
 
 static int64_t at(int n, int c, int s) { return ((int64_t)n * C + c) * H * W + s; }
 
@@ -105,7 +106,7 @@ static struct oc_verdict judge(enum oc_opid op, const char *prof, const void *ou
   oc_tensor_make(&O, outp, OC_FP32, elem ? 4 : 1, elem ? sx : sc, NULL);
   struct oc_profile p;
   oc_profile_parse(prof, &p);
-  struct oc_batch_norm_args a = {&X, &G, &Wt, &B, &Mn, &Is, &Rm, &Rv, EPS, MOM};
+  struct oc_batch_norm_args a = {&X, &G, &Wt, &B, &Mn, &Is, &Rm, &Rv, EPS, MOM, stat_fmt};
   struct oc_verdict v;
   EXPECT(oc_check_batch_norm(op, &a, &O, &p, NULL, &v) == 0, "rc");
   return v;
@@ -149,6 +150,26 @@ static void training(void) {
     y[i] = (float)t_rnd(OC_BF16, y[i]);
   struct oc_verdict v = judge(OC_ID_BATCH_NORM, "fp32:in=bf16:acc=fp32:out=bf16", y, NULL);
   EXPECT(PASSES(v), "bf16 y: %s", oc_verdict_name(v.kind));
+  /* ATen's CPU kernel with a bf16 weight: mean and invstd held in bf16
+   * before the transform. Within the bound that says so (stat_format),
+   * beyond the one of float statistics. */
+  for (int c = 0; c < C; c++)
+    wt[c] = (float)t_rnd(OC_BF16, wt[c]), bs[c] = (float)t_rnd(OC_BF16, bs[c]);
+  for (int c = 0; c < C; c++) {
+    float mu, var;
+    stats(TWO_PASS, c, &mu, &var);
+    float mb = (float)t_rnd(OC_BF16, mu), rb = (float)t_rnd(OC_BF16, 1.0f / sqrtf(var + 1e-5f));
+    for (int n = 0; n < N; n++)
+      for (int k = 0; k < H * W; k++)
+        y[at(n, c, k)] = (float)t_rnd(OC_BF16, (x[at(n, c, k)] - mb) * rb * wt[c] + bs[c]);
+  }
+  stat_fmt = OC_BF16;
+  v = judge(OC_ID_BATCH_NORM, "fp32:in=bf16:acc=fp32:out=bf16", y, NULL);
+  EXPECT(PASSES(v), "bf16 statistics, stat_format bf16: %s", oc_verdict_name(v.kind));
+  stat_fmt = OC_FP32;
+  v = judge(OC_ID_BATCH_NORM, "fp32:in=bf16:acc=fp32:out=bf16", y, NULL);
+  EXPECT(oc_verdict_is_fail(v.kind), "bf16 statistics under float's bound: %s",
+         oc_verdict_name(v.kind));
   t_line("training forward: two-pass, Welford (CPU's alpha/beta form), one-pass, bf16 pass",
          before);
 }
@@ -286,7 +307,7 @@ static void eval_backward(void) {
     oc_tensor_make(&Ow, dw, OC_FP32, 1, sc, NULL);
     struct oc_profile p;
     oc_profile_parse("fp32", &p);
-    struct oc_batch_norm_args a = {&X, &G, &Wt, NULL, &Rm, NULL, NULL, &Rv, EPS, MOM};
+    struct oc_batch_norm_args a = {&X, &G, &Wt, NULL, &Rm, NULL, NULL, &Rv, EPS, MOM, OC_FP32};
     struct oc_verdict v, vw;
     EXPECT(oc_check_batch_norm(OC_ID_BATCH_NORM_EVAL_BACKWARD, &a, &O, &p, NULL, &v) == 0, "rc");
     EXPECT(oc_check_batch_norm(OC_ID_BATCH_NORM_BACKWARD_WEIGHT, &a, &Ow, &p, NULL, &vw) == 0,

@@ -23,12 +23,29 @@ def _same(t):
     return lambda res: t
 
 
+_NARROW = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
+
+
+def _stat_format(x, w, rm):
+    """The format ATen's CPU kernels hold mean and invstd in before the
+    transform: a 16-bit input's type unless a float weight (or running
+    statistic) makes the call mixed-precision (measured with OpInfo's
+    samples: bf16 statistics put y beyond float's bound). CUDA keeps them
+    in float; the rounding it allows for there only widens the bound."""
+    p = w if w is not None else rm if rm is not None else x
+    f = _NARROW.get(str(x.dtype))
+    return f if f and p.dtype == x.dtype else None
+
+
 def _bn_forward(x, w, b, rm, rv, training, momentum, eps, stats=True):
     """y, and with training the saved mean and invstd (results 1 and 2,
     when stats) and the running statistics updated in place."""
     if x.dim() < 2:
         raise Skip("batch norm over fewer than 2 dims")
     attrs = {"eps": float(eps), "momentum": float(momentum if momentum is not None else 0.0)}
+    sf = _stat_format(x, w, rm)
+    if sf:
+        attrs["stat_format"] = sf
     wb = ([("weight", w)] if w is not None else []) + ([("bias", b)] if b is not None else [])
     if not training:
         if rm is None or rv is None:
@@ -102,6 +119,9 @@ def _bn_backward(g, x, w, mean, invstd, train, mask, eps, rm=None, rv=None):
             raise Skip("no saved statistics")
         stat = ("invstd", invstd)
     attrs = {"eps": float(eps)}
+    sf = _stat_format(x, w, rm)
+    if sf and not train:  # eval's invstd computed from running_var, held as the statistics
+        attrs["stat_format"] = sf
     wt = [("weight", w)] if w is not None else []
     plans = []
     if mask[0]:

@@ -193,3 +193,56 @@ def test_planted_batch_norm_and_pool_bugs_flagged(tmp_path):
     assert lines == marked, [v.get("message") for v in viol]
     ok = [c for c in of(recs, "op_check") if c["op"] == "kcb::bn_ok.default"]
     assert ok and ok[0]["gates"]["oracle"]["status"] in ("bitwise", "pass"), ok
+
+
+OPINFO_PROG = """
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+names = ("nn.functional.batch_norm", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
+         "nn.functional.adaptive_avg_pool2d", "nn.functional.adaptive_max_pool2d")
+n = 0
+for op in op_db:
+    if op.name not in names or op.variant_test_name != "":
+        continue
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
+        grad = op.supports_autograd and dt != torch.float16
+        for k, s in enumerate(op.sample_inputs("cpu", dt, requires_grad=grad)):
+            if k >= 40:  # max_pool2d has 1440 per dtype: their first 40
+                break
+            try:
+                r = op(s.input, *s.args, **s.kwargs)
+                outs = [o for o in (r if isinstance(r, (tuple, list)) else [r])
+                        if isinstance(o, torch.Tensor) and o.requires_grad]
+                if outs:
+                    sum(o.float().sum() for o in outs).backward()
+                n += 1
+            except Exception:
+                pass  # a sample meant to raise
+print("samples", n)
+"""
+
+
+def test_opinfo_samples_of_batch_norm_and_pooling_judged_without_violation(tmp_path):
+    """PyTorch's own edge cases (OpInfo's sample inputs: one-element
+    channels, negative momentum and divisor_override, ceil_mode, dilation,
+    16-bit parameters whose statistics ATen holds in their type) in fp32,
+    bf16 and fp16, forward and backward: every judged call bitwise or
+    pass, no oracle error."""
+    pytest.importorskip("torch.testing._internal.common_methods_invocations")
+    p, recs = run_py(tmp_path, OPINFO_PROG, timeout=600,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
+                     "sample=1:torch_workers=-1")
+    assert p.returncode == 0, p.stderr
+    seen = {}
+    for c in of(recs, "op_check"):
+        if not any(k in c["op"] for k in ("batch_norm", "pool")):
+            continue
+        o = c["gates"]["oracle"]
+        for x in o.get("outputs") or [{"oracle_op": c["oracle_op"], "class": o.get("status")}]:
+            seen.setdefault(x["oracle_op"], set()).add(x["class"])
+    assert {"batch_norm", "batch_norm_eval", "batch_norm_backward", "batch_norm_eval_backward",
+            "max_pool2d", "max_pool2d_indices", "max_pool2d_backward", "avg_pool2d",
+            "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_max_pool2d"} <= set(seen), seen
+    bad = {op: cls for op, cls in seen.items() if cls - {"bitwise", "pass"}}
+    assert not bad, bad
+    assert not of(recs, "violation"), [v.get("message") for v in of(recs, "violation")]

@@ -366,7 +366,7 @@ static void chan_elem(struct bn_ctx *c, enum oc_opid op, const struct bn_stat *s
       return;
     }
     double f = md / (md - 1), dvu = oc_mul_up(s->dv, f);
-    st = oc_mul_up(oc_add_up(s->vb, 0), f);
+    st = oc_mul_up(fabs(s->vb), f);
     dst = oc_add_up(dvu, oc_mul_up(oc_gamma(3, c->u), oc_add_up(st, dvu)));
     mpfr_mul_d(c->y, c->vu, mom, MPFR_RNDN);
   } else {

@@ -479,7 +479,7 @@ class KcheckMode(TorchDispatchMode):
             return
         try:
             cuda = "cuda" in self.devices and torch.cuda.is_initialized()
-            self.timer = timing.StepTimer(cuda)
+            self.timer = timing.StepTimer(cuda, self.lib)
             self.timer.start()
             self.time_at = self.stats.steps + 1
         except Exception as e:  # never the program's problem

@@ -11,7 +11,9 @@ tests exercise.
 
 The timed step is one where the binding checks nothing new (by default
 the step after steady state is reached, when the binding watches few
-steps), so kcheck's own copies and re-runs do not weigh in. A second
+steps), and libkcheck's kernel-level checks are paused while it runs
+(kcheck_checks_pause), so kcheck's own copies and re-runs do not weigh
+in. A second
 profiler session cancels the first one's trace: when the program's own
 session is running at the timed step, the share is recorded as not
 measured, with the reason (torch_time_step=0 turns timing off for a
@@ -29,8 +31,9 @@ class StepTimer:
     """Profiles the ops between start() and stop(); stop() returns
     by_op's result or raises with the reason."""
 
-    def __init__(self, cuda):
+    def __init__(self, cuda, lib=None):
         self.cuda = cuda
+        self.lib = lib  # libkcheck: its kernel-level checks paused while timing
         self.prof = None
 
     def start(self):
@@ -42,11 +45,17 @@ class StepTimer:
             acts.append(torch.profiler.ProfilerActivity.CUDA)
         self.prof = torch.profiler.profile(activities=acts)
         self.prof.__enter__()
+        if self.lib is not None:
+            self.lib.kcheck_checks_pause(1)
 
     def stop(self, seen=None):
         prof, self.prof = self.prof, None
-        if self.cuda:
-            torch.cuda.synchronize()
+        try:
+            if self.cuda:
+                torch.cuda.synchronize()
+        finally:
+            if self.lib is not None:
+                self.lib.kcheck_checks_pause(0)
         prof.__exit__(None, None, None)
         return by_op(prof.events(), self.cuda, seen)
 
@@ -84,6 +93,8 @@ def by_op(events, cuda, seen=None):
             for k in getattr(e, "kernels", ()):
                 held[(k.name, k.duration)] = held.get((k.name, k.duration), 0) + 1
     for e in events:
+        if getattr(e, "is_user_annotation", False):
+            continue  # a record_function range (Optimizer.step#AdamW.step), not a kernel
         if e.device_type != DeviceType.CPU:
             # a kernel's own event: its time is also its launching op's
             # (self_device_time_total below); counted once, for the total

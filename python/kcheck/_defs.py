@@ -223,6 +223,7 @@ ORACLE_OPS = (
     OracleOp(('lerp', 3, 'pointwise')),
     OracleOp(('nll_loss', 2, 'loss')),
     OracleOp(('nll_loss_backward', 2, 'loss')),
+    OracleOp(('attention_backward', 6, 'attention')),
     OracleOp(('batch_norm', 1, 'batch_norm')),
     OracleOp(('batch_norm_mean', 1, 'batch_norm')),
     OracleOp(('batch_norm_invstd', 1, 'batch_norm')),

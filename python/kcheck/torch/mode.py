@@ -640,10 +640,12 @@ class KcheckMode(TorchDispatchMode):
         if torch.compiler.is_compiling():
             return "inside torch.compile"
         index_ok = getattr(entry.mapper, "index_args", False)
-        unread = getattr(entry.mapper, "unread_args", None)
-        vals = list(args) + list(kwargs.values()) if not unread else \
-            [v for k, v in entry.bind(args, kwargs).items() if k not in unread]
-        for a in vals:
+        # data_args: the arguments that are the op's data (the others, an
+        # RNG state or sequence offsets, maybe empty or integer, are not read)
+        data = getattr(entry.mapper, "data_args", None)
+        values = list(args) + list(kwargs.values()) if data is None else \
+            [v for n, v in entry.bind(args, kwargs).items() if n in data]
+        for a in values:
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
                     r = _tensor_reason(t, self.devices, index_ok)
@@ -661,7 +663,7 @@ class KcheckMode(TorchDispatchMode):
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
-        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "batch_norm"):
+        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "attention_grad", "batch_norm"):
             # the forward's statistics are kept in acc_type: the gradient's type
             in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
@@ -1026,6 +1028,8 @@ class KcheckMode(TorchDispatchMode):
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
         fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and not h.index]
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
+        if plan.klass == "attention_grad":
+            in_fmt = fmts[0]  # q's (the saved logsumexp is fp32 for every input type)
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:

@@ -165,12 +165,14 @@ def _cudnn_batch_norm_backward(a):
                         a.get("save_var"), True, [True, True, True], a["epsilon"])
 
 
-# the reserve space cuDNN's forward fills (uint8, possibly empty) is not
-# data the oracle reads; in eval mode the saved statistics are empty and
-# unread (the mapper checks them where it reads them)
-_cudnn_batch_norm_backward.unread_args = ("reserveSpace",)
-_batch_norm_backward.unread_args = ("reserve", "save_mean", "save_var")
-_native_batch_norm_backward.unread_args = ("save_mean", "save_invstd")
+# The arguments that are the op's data (mode.py's data_args): not cuDNN's
+# reserve space (uint8, possibly empty), nor the saved statistics an
+# eval-mode backward leaves empty (the mapper checks them where it reads
+# them)
+_cudnn_batch_norm_backward.data_args = ("input", "grad_output", "weight", "running_mean",
+                                        "running_var", "save_mean", "save_var")
+_batch_norm_backward.data_args = _native_batch_norm_backward.data_args = (
+    "grad_out", "input", "weight", "running_mean", "running_var")
 
 
 def _pair(v, dflt):

@@ -13,6 +13,7 @@
 #include "gate_util.h"
 #include "judge.h"
 #include "judge_optim.h"
+#include "judge_cnn.h"
 #include "options.h"
 
 static json_t *jnum(double d) {
@@ -499,6 +500,18 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
     }
     return 0;
   }
+  case OC_CLASS_BATCH_NORM:
+  case OC_CLASS_POOL: {
+    struct oc_tensor t[KC_JUDGE_MAX_IN];
+    struct kc_named_tensor nt[KC_JUDGE_MAX_IN];
+    int k = 0;
+    for (; k < j->nin && k < KC_JUDGE_MAX_IN; k++) {
+      if (describe(sb, j->in[k], 0, &t[k], err, n)) return -1;
+      nt[k].name = sb->t[j->in[k]].t->v->name;
+      nt[k].t = &t[k];
+    }
+    return kc_judge_cnn(op, &c->attr, nt, k, &out, &c->profile, o, &j->v, err, n);
+  }
   }
   snprintf(err, n, "op '%s' is not checked by the oracle", c->op);
   return -1;
@@ -885,6 +898,17 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
   }
   case OC_CLASS_OPTIM:
     return kc_judge_optim(op, &at, a->n, a->in, a->name, a->out, a->p, a->o, v, err, n);
+  case OC_CLASS_BATCH_NORM:
+  case OC_CLASS_POOL: {
+    struct kc_named_tensor nt[KC_JUDGE_MAX_IN];
+    int k = 0;
+    for (; k < a->n && k < KC_JUDGE_MAX_IN; k++) {
+      nt[k].name = a->name ? a->name[k] : NULL;
+      nt[k].t = &a->in[k];
+    }
+    r = kc_judge_cnn(op, &at, nt, k, a->out, a->p, a->o, v, err, n);
+    break;
+  }
   case OC_CLASS_GRAD: {
     const struct oc_tensor *g = named(a, "g", 0), *x = named(a, "y", -1);
     if (!x) x = named(a, "x", 1);

@@ -8,7 +8,8 @@ ORACLE_SRCS_B := oracle/tensor.c oracle/profile.c oracle/bounds.c oracle/verdict
                  oracle/ew_check.c oracle/grad.c oracle/gather.c oracle/variance.c \
                  oracle/pointwise.c oracle/loss.c oracle/scatter.c oracle/scan.c \
                  oracle/attention_grad.c \
-                 oracle/optim.c oracle/norm_params.c
+                 oracle/optim.c oracle/norm_params.c \
+                 oracle/batch_norm.c oracle/pool.c
 
 ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul $(BUILD)/test/oracle/test_b_rowops \
                   $(BUILD)/test/oracle/test_b_attention $(BUILD)/test/oracle/test_b_recurrence \
@@ -18,7 +19,8 @@ ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul $(BUILD)/test/oracle/test_b
                   $(BUILD)/test/oracle/test_b_moments $(BUILD)/test/oracle/test_b_pointwise \
                   $(BUILD)/test/oracle/test_b_loss $(BUILD)/test/oracle/test_b_scan \
                   $(BUILD)/test/oracle/test_b_attention_grad \
-                  $(BUILD)/test/oracle/test_b_optim $(BUILD)/test/oracle/test_b_norm_grad_params
+                  $(BUILD)/test/oracle/test_b_optim $(BUILD)/test/oracle/test_b_norm_grad_params \
+                  $(BUILD)/test/oracle/test_b_batch_norm $(BUILD)/test/oracle/test_b_pool
 
 # Tests link the sanitizer library; the pattern rule in module.mk builds
 # $(BUILD)/test/oracle/%, these add the shared helper header dependency.

@@ -19,6 +19,8 @@
 #define KIND_POINTWISE(id) (int)OC_PW_##id
 #define KIND_LOSS(id) (int)OC_LOSS_##id
 #define KIND_OPTIM(id) (int)OC_OPTIM_##id
+#define KIND_BATCH_NORM(id) 0
+#define KIND_POOL(id) 0
 
 static const struct oc_op_info rows[OC_ID_COUNT] = {
 #define OC_OPDEF(id, name, arity, cls) {OC_ID_##id, name, arity, OC_CLASS_##cls, KIND_##cls(id)},
@@ -50,6 +52,7 @@ const struct oc_op_info *oc_op_find(const char *name) {
 const char *oc_op_class_name(enum oc_op_class cls) {
   static const char *const names[] = {"elementwise", "matmul",    "reduce",     "softmax",
                                       "norm",        "attention", "recurrence", "grad",
-                                      "gather",      "pointwise", "loss",       "optim"};
+                                      "gather",      "pointwise", "loss",       "optim",
+                                      "batch_norm",  "pool"};
   return (unsigned)cls < sizeof names / sizeof names[0] ? names[cls] : "?";
 }

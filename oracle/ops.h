@@ -18,6 +18,8 @@ enum oc_op_class {
   OC_CLASS_POINTWISE,   /* oc_check_pointwise (three operand tensors) */
   OC_CLASS_LOSS,        /* oc_check_nll_loss */
   OC_CLASS_OPTIM,       /* oc_check_optim (optimizer updates) */
+  OC_CLASS_BATCH_NORM,  /* oc_check_batch_norm (cnn.h) */
+  OC_CLASS_POOL,        /* oc_check_pool (cnn.h) */
 };
 
 enum oc_opid {
@@ -61,6 +63,8 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_POINTWISE(...)
 #define OC_OP_IF_EW_LOSS(...)
 #define OC_OP_IF_EW_OPTIM(...)
+#define OC_OP_IF_EW_BATCH_NORM(...)
+#define OC_OP_IF_EW_POOL(...)
 
 /* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
 #define OC_OP_IF_GRAD(cls, ...) OC_OP_IF_GRAD_##cls(__VA_ARGS__)
@@ -76,6 +80,8 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_GRAD_POINTWISE(...)
 #define OC_OP_IF_GRAD_LOSS(...)
 #define OC_OP_IF_GRAD_OPTIM(...)
+#define OC_OP_IF_GRAD_BATCH_NORM(...)
+#define OC_OP_IF_GRAD_POOL(...)
 
 /* OC_OP_IF_PW(CLASS, ...): the same filter for POINTWISE rows (enum oc_pw_op). */
 #define OC_OP_IF_PW(cls, ...) OC_OP_IF_PW_##cls(__VA_ARGS__)
@@ -91,6 +97,8 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_PW_GATHER(...)
 #define OC_OP_IF_PW_LOSS(...)
 #define OC_OP_IF_PW_OPTIM(...)
+#define OC_OP_IF_PW_BATCH_NORM(...)
+#define OC_OP_IF_PW_POOL(...)
 
 /* OC_OP_IF_LOSS(CLASS, ...): the same filter for LOSS rows (enum oc_loss_op). */
 #define OC_OP_IF_LOSS(cls, ...) OC_OP_IF_LOSS_##cls(__VA_ARGS__)
@@ -105,6 +113,8 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_LOSS_GRAD(...)
 #define OC_OP_IF_LOSS_GATHER(...)
 #define OC_OP_IF_LOSS_POINTWISE(...)
+#define OC_OP_IF_LOSS_BATCH_NORM(...)
+#define OC_OP_IF_LOSS_POOL(...)
 #define OC_OP_IF_LOSS_OPTIM(...)
 
 /* OC_OP_IF_OPTIM(CLASS, ...): the same filter for OPTIM rows (enum oc_optim_op). */
@@ -121,5 +131,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_OPTIM_GATHER(...)
 #define OC_OP_IF_OPTIM_POINTWISE(...)
 #define OC_OP_IF_OPTIM_LOSS(...)
+#define OC_OP_IF_OPTIM_BATCH_NORM(...)
+#define OC_OP_IF_OPTIM_POOL(...)
 
 #endif

@@ -58,6 +58,7 @@
 
 #include "bounds.h"
 #include "exact.h"
+#include "moments.h"
 #include "verdict.h"
 
 #define WPREC 256
@@ -67,19 +68,23 @@ struct var_row {
   double e_s;           /* the kernel's error bound on M2 (before the division) */
 };
 
-/* E, the bound on |M2 - S| for any of the evaluations above (X = max
- * |x_i|, D = max |x_i - mu|), or +inf. */
-static double m2_bound(double u, double eta, int64_t n, double s, double t, double x, double dd) {
+double oc_m2_bound(double u, double eta, int64_t n, double s, double t, double x, double dd,
+                   double *mean_err) {
+  if (mean_err) *mean_err = 0;
   if (n <= 1) return 0; /* one point: M2 = 0 exactly, by every path */
   double nm = (double)(n - 1);
   double cy = oc_mul_up(1.0001, u), cz = oc_mul_up(6.01, u);
   double den = oc_down(1 - oc_mul_up(nm, oc_add_up(cy, cz)));
   double a = oc_mul_up(8.0001 * u, nm);
-  if (!(den > 0.5) || !(a < 0.5)) return INFINITY;
+  if (!(den > 0.5) || !(a < 0.5)) {
+    if (mean_err) *mean_err = INFINITY;
+    return INFINITY;
+  }
   /* s_max = (n - 1) r_max, r_max = cy Y + cz Z + 4 eta, Y = X + s_max,
    * Z = D + s_max, solved for s_max */
   double smax = oc_div_up(
       oc_mul_up(nm, oc_add_up(oc_add_up(oc_mul_up(cy, x), oc_mul_up(cz, dd)), 4 * eta)), den);
+  if (mean_err) *mean_err = smax;
   double y = oc_add_up(x, smax), z = oc_add_up(dd, smax);
   double rmax = oc_add_up(oc_add_up(oc_mul_up(cy, y), oc_mul_up(cz, z)), 4 * eta);
   double d1 = oc_add_up(oc_mul_up(oc_mul_up(nm, rmax), t), oc_mul_up((double)n, smax * smax));
@@ -183,7 +188,7 @@ int oc_check_var(const struct oc_tensor *x, int axis, double correction, int tak
      * 2^-WPREC relative to at most mag */
     double eref = oc_mul_up(oc_mul_up((double)n + 4, 0x1p-250), oc_mul_up(mag, 1 + 0x1p-40));
     double s = mpfr_get_d(sm, MPFR_RNDN), sa = fabs(s) + eref;
-    double em = m2_bound(u, eta, n, sa, t, xmax, oc_mul_up(dmax, 1 + 0x1p-50));
+    double em = oc_m2_bound(u, eta, n, sa, t, xmax, oc_mul_up(dmax, 1 + 0x1p-50), NULL);
     /* the kernel's division: M2 (within em of S) over the divisor */
     double ediv = oc_mul_up(oc_gamma(dv_exact ? 1 : 2, u), oc_div_up(oc_add_up(sa, em), dv));
     double ev = oc_add_up(oc_div_up(oc_mul_up(em, 1 + 4 * u), dv), ediv);

@@ -139,6 +139,35 @@ def _subsample(layouts, out_layout, dim, cap):
     return keep, rows
 
 
+def _channels(layouts, out_layout, nc, cap):
+    """Batch norm's channels (dim 1 of [N, C, ...] tensors, dim 0 of [C]
+    ones): every step-th, first and last included, so that the largest
+    tensor holds at most cap elements. Modifies the layouts in place;
+    returns (channels judged, channels) or None when nothing was dropped."""
+    every = layouts + [out_layout]
+    numel = max(_numel(sh) for sh, _ in every)
+    if numel <= cap or nc <= 1:
+        return None
+    keep = max(1, cap * nc // numel)
+    if keep >= nc:
+        return None
+    step = max(1, (nc - 1) // max(1, keep - 1)) if keep > 1 else nc
+    keep = (nc - 1) // step + 1 if keep > 1 else 1
+    for shape, strides in every:
+        d = 1 if len(shape) > 1 else 0
+        if shape[d] == nc:
+            shape[d] = keep
+            strides[d] *= step
+    return keep, nc
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _attr_text(v):
     """An attr's value as the judge parses it (contract/attrs.def types):
     booleans as true/false (str() would give True), floats exactly."""
@@ -164,8 +193,10 @@ class Job:
         olay = out.layout()
         axis = attrs.get("axis")
         sampled = None
+        # (pool: planes are independent, dims 0 and 1 of every tensor the
+        # output's batch and channel)
         if plan.klass in ("elementwise", "softmax", "norm", "reduce", "attention",
-                          "attention_grad") or ew:
+                          "attention_grad", "pool") or ew:
             # dim 0 of the output is dim 0 of every input unless it is the
             # reduced axis (reductions drop it; norms use the last dim)
             if not (plan.klass in ("softmax", "reduce") and axis in (0, None)) and \
@@ -186,6 +217,13 @@ class Job:
             if sampled:
                 ctx["sampled_cols"] = {"dim": 1, "judged": sampled[0], "of": sampled[1]}
                 sampled = None
+        if plan.klass == "batch_norm" and lay and len(lay[0][0]) > 1:
+            # channels are independent: every step-th channel of x, g,
+            # the output and the [C] statistics (each channel whole)
+            sampled = _channels(lay, olay, lay[0][0][1], cap)
+            if sampled:
+                ctx["sampled_channels"] = {"judged": sampled[0], "of": sampled[1]}
+                sampled = None
         if plan.klass == "norm_grad" and rank > 1:
             # g, x and the statistics share dim 0; the weight (1-D) does not
             sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)
@@ -195,7 +233,7 @@ class Job:
             # heads, a [batch, seq, d] elementwise op): dim 1 too, where
             # every tensor has it or broadcasts it (size 1; not GQA's fewer
             # key/value heads)
-            if (plan.klass in ("attention", "attention_grad") or ew) and rank > 2 and \
+            if (plan.klass in ("attention", "attention_grad", "pool") or ew) and rank > 2 and \
                     all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
                 inner = _subsample(lay, olay, 1, cap)
                 if inner:
@@ -228,8 +266,9 @@ class Job:
             res = json.loads(result.value.decode())
         except ValueError:
             res = {"status": "error", "reason": "unreadable result"}
-        if "sampled_rows" in self.ctx:
-            res["sampled_rows"] = self.ctx["sampled_rows"]
+        for k in ("sampled_rows", "sampled_channels"):
+            if k in self.ctx:
+                res[k] = self.ctx[k]
         return status, res
 
 

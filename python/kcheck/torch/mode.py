@@ -663,7 +663,7 @@ class KcheckMode(TorchDispatchMode):
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
-        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "attention_grad"):
+        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "attention_grad", "batch_norm"):
             # the forward's statistics are kept in acc_type: the gradient's type
             in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
@@ -1015,7 +1015,7 @@ class KcheckMode(TorchDispatchMode):
         out = plan.out(res)
         if not isinstance(out, torch.Tensor):
             raise TypeError("the op's result is not a tensor")
-        why = _tensor_reason(out, self.devices)
+        why = _tensor_reason(out, self.devices, plan.op in ops.INDEX_OUTPUTS)
         if why:
             return None, {"_result": {"status": _S_SKIPPED, "reason": "output " + why}}
         st = self.stats

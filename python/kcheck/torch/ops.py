@@ -668,6 +668,11 @@ ROWS = [
 ]
 ROWS += ops_optim.ROWS  # _foreach_* lists, fused optimizer updates
 
+# batch norm and pooling (ops_cnn.py)
+from kcheck.torch import ops_cnn  # noqa: E402  (its mappers build this module's Plans)
+ROWS += ops_cnn.ROWS
+INDEX_OUTPUTS = ops_cnn.INDEX_OUTPUTS  # judged outputs that are index tensors
+
 # Gates that do not apply to an ATen op, with the reason (the op_check
 # record says "not_applicable" and why). The oracle's special-value rules
 # for gelu and silu take the limit of the math (gelu(-inf) = -0); ATen
@@ -718,6 +723,8 @@ for _n, _whys in ops_optim.NOT_APPLICABLE.items():
         _na.update({g.id: _why for k in OP_KINDS for g in _defs.GATES if g.op == k and
                     (k == _kind or (_kind == "generated" and g.id in GENERATED_GATES))})
     NOT_APPLICABLE[_n] = NOT_APPLICABLE[_n.rstrip("_")] = _na
+for _n, _why in ops_cnn.NOT_APPLICABLE_BY.items():
+    NOT_APPLICABLE[_n] = {g: _why for g in GENERATED_GATES}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
@@ -734,6 +741,8 @@ UNCOVERED = [
      "_foreach_zero_ and the other unary list ops (trigonometric, erf, log1p, rounding)", "no oracle op for their element op (the optimizers' foreach path is covered "
      "otherwise: add, sub, mul, div, lerp, addcmul, addcdiv, sqrt, neg, norm)"),
     ("convolution, cudnn_convolution", "no convolution in the oracle"),
+    ("max_pool3d, avg_pool3d, fractional and lp pooling, max_unpool", "no oracle op (2-D "
+     "max, avg and adaptive pools are judged)"),
     ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),
@@ -937,6 +946,7 @@ for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "si
 # op implies (a custom op without a Python shaper).
 _ROW_OPS = _defs.oracle_ops("softmax") | _defs.oracle_ops("reduce")  # oracle/ops.def
 _NORM_OPS = _defs.oracle_ops("norm")
+_CNN_OPS = _defs.oracle_ops("batch_norm") | _defs.oracle_ops("pool")
 # gates/shape_rules.def: the rows of a row-wise class, attention's lengths
 _CLASS_ROW_SHAPES = [(lab, r, n) for lab, r, n, _ in _defs.SHAPE_ROWS]
 _SEQ_SHAPES = _defs.SHAPE_SEQ
@@ -951,7 +961,7 @@ def contract_shaper(c):
     """The shapes a torch_op contract's op implies, from its class: size 1,
     odd sizes, one past a power of two, long rows, each input of the op
     (by its args) laid out for them; None for ops without a rule
-    (gated_delta). Elementwise: every tensor argument of one shape;
+    (gated_delta, batch norm, pooling). Elementwise: every tensor argument of one shape;
     row-wise (softmax family, reductions, norms): x over its last axis
     (attr axis absent or last), a norm's weight and bias along; matmul: A
     [.., M, K], B [.., K, N] (transpose_a/b honoured), bias [N] or c
@@ -1021,7 +1031,9 @@ def contract_shaper(c):
                        ref("v"): Layout(v, tuple(v.shape[:-2]) + (sl, v.shape[-1]))})
                 for lab, sl in _SEQ_SHAPES]
 
-    if op in _ROW_OPS or op in _NORM_OPS:
+    if op in _CNN_OPS:
+        derived = None  # batch norm's channels, a pool's window: no class rule
+    elif op in _ROW_OPS or op in _NORM_OPS:
         derived = rows
     elif op == "matmul":
         derived = mm

@@ -43,6 +43,9 @@ The settings and the documentation each mapping rests on:
 - reductions and elementwise ops: acc_type is float for fp16/bf16 and
   float (double for fp64) otherwise (ATen's AccumulateType.h), math
   precise (ATen is built without --use_fast_math).
+- batch norm: ATen's kernels use Welford or two passes in acc_type;
+  cuDNN's statistics are undocumented, so every batch norm takes
+  norm=one_pass, whose bound also covers E[x^2] - mean^2.
 - torch.backends.cudnn.allow_tf32 applies to convolutions, which the
   oracle does not judge: recorded in the settings, used by no profile.
 """
@@ -146,4 +149,8 @@ def profile(klass, in_fmt, out_fmt, s):
         return base + ":softmax=online"
     if klass == "norm":
         return base + ":norm=welford"
+    if klass == "batch_norm":
+        # cuDNN documents no algorithm for its statistics: the one-pass
+        # bound (which the oracle takes with Welford's and two passes')
+        return base + ":norm=one_pass"
     return base

@@ -18,6 +18,7 @@
 #define KIND_GATHER(id) 0
 #define KIND_POINTWISE(id) (int)OC_PW_##id
 #define KIND_LOSS(id) (int)OC_LOSS_##id
+#define KIND_CONV(id) (int)OC_CONV_OP_##id
 
 static const struct oc_op_info rows[OC_ID_COUNT] = {
 #define OC_OPDEF(id, name, arity, cls) {OC_ID_##id, name, arity, OC_CLASS_##cls, KIND_##cls(id)},
@@ -49,6 +50,6 @@ const struct oc_op_info *oc_op_find(const char *name) {
 const char *oc_op_class_name(enum oc_op_class cls) {
   static const char *const names[] = {"elementwise", "matmul",    "reduce",     "softmax",
                                       "norm",        "attention", "recurrence", "grad",
-                                      "gather",      "pointwise", "loss"};
+                                      "gather",      "pointwise", "loss",       "conv"};
   return (unsigned)cls < sizeof names / sizeof names[0] ? names[cls] : "?";
 }

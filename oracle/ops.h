@@ -17,6 +17,7 @@ enum oc_op_class {
   OC_CLASS_GATHER,      /* oc_check_index_select */
   OC_CLASS_POINTWISE,   /* oc_check_pointwise (three operand tensors) */
   OC_CLASS_LOSS,        /* oc_check_nll_loss */
+  OC_CLASS_CONV,        /* oc_check_conv */
 };
 
 enum oc_opid {
@@ -32,7 +33,8 @@ struct oc_op_info {
   enum oc_op_class cls;
   /* The op in its class's own enum: enum oc_op (ELEMENTWISE), enum
    * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX), enum oc_grad_op
-   * (GRAD), enum oc_pw_op (POINTWISE), enum oc_loss_op (LOSS); 0 otherwise. */
+   * (GRAD), enum oc_pw_op (POINTWISE), enum oc_loss_op (LOSS), enum oc_conv_op
+   * (CONV); 0 otherwise. */
   int kind;
 };
 
@@ -58,6 +60,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_GATHER(...)
 #define OC_OP_IF_EW_POINTWISE(...)
 #define OC_OP_IF_EW_LOSS(...)
+#define OC_OP_IF_EW_CONV(...)
 
 /* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
 #define OC_OP_IF_GRAD(cls, ...) OC_OP_IF_GRAD_##cls(__VA_ARGS__)
@@ -72,6 +75,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_GRAD_GATHER(...)
 #define OC_OP_IF_GRAD_POINTWISE(...)
 #define OC_OP_IF_GRAD_LOSS(...)
+#define OC_OP_IF_GRAD_CONV(...)
 
 /* OC_OP_IF_PW(CLASS, ...): the same filter for POINTWISE rows (enum oc_pw_op). */
 #define OC_OP_IF_PW(cls, ...) OC_OP_IF_PW_##cls(__VA_ARGS__)
@@ -86,6 +90,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_PW_GRAD(...)
 #define OC_OP_IF_PW_GATHER(...)
 #define OC_OP_IF_PW_LOSS(...)
+#define OC_OP_IF_PW_CONV(...)
 
 /* OC_OP_IF_LOSS(CLASS, ...): the same filter for LOSS rows (enum oc_loss_op). */
 #define OC_OP_IF_LOSS(cls, ...) OC_OP_IF_LOSS_##cls(__VA_ARGS__)
@@ -100,5 +105,21 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_LOSS_GRAD(...)
 #define OC_OP_IF_LOSS_GATHER(...)
 #define OC_OP_IF_LOSS_POINTWISE(...)
+#define OC_OP_IF_LOSS_CONV(...)
+
+/* OC_OP_IF_CONV(CLASS, ...): the same filter for CONV rows (enum oc_conv_op). */
+#define OC_OP_IF_CONV(cls, ...) OC_OP_IF_CONV_##cls(__VA_ARGS__)
+#define OC_OP_IF_CONV_CONV(...) __VA_ARGS__
+#define OC_OP_IF_CONV_ELEMENTWISE(...)
+#define OC_OP_IF_CONV_MATMUL(...)
+#define OC_OP_IF_CONV_REDUCE(...)
+#define OC_OP_IF_CONV_SOFTMAX(...)
+#define OC_OP_IF_CONV_NORM(...)
+#define OC_OP_IF_CONV_ATTENTION(...)
+#define OC_OP_IF_CONV_RECURRENCE(...)
+#define OC_OP_IF_CONV_GRAD(...)
+#define OC_OP_IF_CONV_GATHER(...)
+#define OC_OP_IF_CONV_POINTWISE(...)
+#define OC_OP_IF_CONV_LOSS(...)
 
 #endif

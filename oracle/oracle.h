@@ -367,5 +367,6 @@ void oc_softmax_double_counts(unsigned long *in_double, unsigned long *redone);
 
 /* ---------------------------------------------------------------- generators */
 #include "adversarial.h"
+#include "conv.h"
 
 #endif

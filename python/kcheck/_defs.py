@@ -223,6 +223,10 @@ ORACLE_OPS = (
     OracleOp(('lerp', 3, 'pointwise')),
     OracleOp(('nll_loss', 2, 'loss')),
     OracleOp(('nll_loss_backward', 2, 'loss')),
+    OracleOp(('conv', 2, 'conv')),
+    OracleOp(('conv_transpose', 2, 'conv')),
+    OracleOp(('conv_weight_grad', 2, 'conv')),
+    OracleOp(('conv_bias_grad', 1, 'conv')),
 )
 ORACLE_OP = {o.name: o for o in ORACLE_OPS}
 # other accepted spellings: alias -> op name
@@ -231,6 +235,7 @@ ORACLE_OP_ALIASES = {
     'swish': 'silu',
     'gelu_backward': 'gelu_erf_backward',
     'relu_backward': 'threshold_backward',
+    'convolution': 'conv',
 }
 
 

@@ -23,6 +23,18 @@ def _status(g):
     return (g or {}).get("class") or (g or {}).get("status") or "?"
 
 
+def _share(s):
+    seen = s.get("ops_seen") or 0
+    out = "%.1f%% of the ops" % (100.0 * s.get("ops_judged", 0) / seen) if seen else "no ops"
+    t = s.get("time_judged") or {}
+    if t.get("share") is not None:
+        out += ", %.1f%% of their %s time in optimizer step %s" % (
+            100.0 * t["share"], "GPU" if t.get("source") == "cuda" else "CPU", t.get("step"))
+    elif t.get("not_measured"):
+        out += "; time not measured: " + t["not_measured"]
+    return out
+
+
 def lines(report):
     """The summary's lines (empty when the report has no op-level records)."""
     checks = report.by_type("op_check")
@@ -43,6 +55,14 @@ def lines(report):
         if later or left:
             out.append("  torch: %d generated-input parts run later (torch_budget), %d signatures "
                        "deferred and never met again" % (later, left))
+        if "ops_judged" in s:
+            out.append("  torch: judged %d of %d ops (%s)" % (
+                s.get("ops_judged", 0), s.get("ops_seen", 0), _share(s)))
+            rows = [r for r in (s.get("time_judged") or {}).get("by_op", []) if r["judged"] < 1]
+            if rows:
+                out.append("  torch: time not judged, by op: " + ", ".join(
+                    "%s %.0f us (%.0f%% judged)" % (r["op"], r["us"], 100 * r["judged"])
+                    for r in rows[:8]))
         top = sorted((s.get("passed_through") or {}).items(), key=lambda kv: -kv[1])[:6]
         if top:
             out.append("  torch: passed through: " + ", ".join("%s %d" % kv for kv in top))

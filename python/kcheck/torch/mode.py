@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
-from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, trials
+from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, timing, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -349,6 +349,13 @@ class KcheckMode(TorchDispatchMode):
         self.waiting = set()  # keys deferred at their last call
         self.checked_keys = set()  # keys offered to the policy once
         self.later = []  # generated-input parts waiting for budget (run_later)
+        # judged share: calls per OpOverload (fast path), calls whose
+        # signature was judged (checked, or a repeat of a checked one)
+        self.calls, self.judged_calls, self.judged_keys = {}, {}, set()
+        # the timed step (timing.py): torch_time_step -1 the step after
+        # steady state, 0 none, N the N-th optimizer step
+        self.time_step = int(_api.option("torch_time_step", "-1") or -1)
+        self.timer, self.time_at, self.step_times, self.time_error = None, None, None, None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # The fast path runs on every op of every watched step: counters
@@ -356,6 +363,8 @@ class KcheckMode(TorchDispatchMode):
         kwargs = kwargs or {}
         st = self.stats
         st.seen += 1
+        calls = self.calls
+        calls[func] = calls.get(func, 0) + 1
         try:
             entry = self.entries[func]
         except KeyError:
@@ -417,10 +426,11 @@ class KcheckMode(TorchDispatchMode):
             with self.stats.lock:
                 self.stats.violations += 1
 
-    def _done(self, key, entry):
+    def _done(self, key, entry, judged=False):
         """The key will not be checked again (its first pass-through was
-        counted under its own reason)."""
-        self.done[key] = [0, entry.name]
+        counted under its own reason); judged: its signature was checked,
+        so its later calls count as judged."""
+        self.done[key] = [0, entry.name, judged, key[0]]
 
     def on_step(self):
         """After each optimizer step (a safe point outside any op, on the
@@ -450,8 +460,66 @@ class KcheckMode(TorchDispatchMode):
                 self.__enter__()
                 self.watching = True
         self.new_keys = 0
+        self._time_boundary()
         if self.later:
             self.run_later()
+
+    def _time_boundary(self):
+        """At an optimizer step: ends the timed step, or starts it when it
+        is due (timing.py). A profiler that cannot start (a user's own
+        session is running) leaves the share not measured, with why."""
+        if self.timer is not None:
+            self._stop_timer()
+            return
+        if self.step_times is not None or self.time_error or self.time_step == 0:
+            return
+        due = self.stats.steps == self.time_step if self.time_step > 0 else \
+            self.t_steady is not None
+        if not due:
+            return
+        try:
+            cuda = "cuda" in self.devices and torch.cuda.is_initialized()
+            self.timer = timing.StepTimer(cuda)
+            self.timer.start()
+            self.time_at = self.stats.steps + 1
+        except Exception as e:  # never the program's problem
+            self.timer, self.time_error = None, "profiler: %s: %s" % (type(e).__name__, e)
+
+    def _stop_timer(self, partial=False):
+        try:
+            self.step_times = self.timer.stop()
+            self.time_source = "cuda" if self.timer.cuda else "cpu"
+            self.time_partial = partial
+        except Exception as e:
+            self.time_error = "profiler: %s: %s" % (type(e).__name__, e)
+        self.timer = None
+
+    def _judged_share(self, rec):
+        """rec's judged counts and, when a step was timed, the judged share
+        of its GPU time (timing.share)."""
+        for cell in self.done.values():
+            if cell[2] and cell[0]:
+                self.judged_calls[cell[3]] = self.judged_calls.get(cell[3], 0) + cell[0]
+        seen, judged = {}, {}
+        for func, n in list(self.calls.items()):
+            name = getattr(getattr(func, "_schema", None), "name", str(func))
+            seen[name] = seen.get(name, 0) + n
+        for func, n in list(self.judged_calls.items()):
+            name = getattr(getattr(func, "_schema", None), "name", str(func))
+            judged[name] = judged.get(name, 0) + n
+        rec["ops_judged"] = sum(judged.values())
+        rec["judged_by_op"] = {n: [judged.get(n, 0), k] for n, k in
+                               sorted(seen.items(), key=lambda kv: -kv[1])}
+        if self.timer is not None:
+            self._stop_timer(partial=True)
+        if self.step_times is not None:
+            t = timing.share(self.step_times, judged, seen)
+            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial)
+            rec["time_judged"] = t
+        else:
+            rec["time_judged"] = {"not_measured": self.time_error or (
+                "no step timed (torch_time_step=0)" if self.time_step == 0 else
+                "the program ended before the timed step")}
 
     def _on_top(self):
         from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -502,9 +570,14 @@ class KcheckMode(TorchDispatchMode):
         if not self.lib.kcheck_op_decide(entry.name.encode(), skey.encode(), why, len(why)):
             reason = why.value.decode() or "policy"
             st.pass_(reason, entry.name)
+            judged = key in self.judged_keys
+            if judged:
+                self.judged_calls[func] = self.judged_calls.get(func, 0) + 1
             if self.sample == 0 or "max_checks" in reason:
-                self._done(key, entry)
+                self._done(key, entry, judged)
             return func(*args, **kwargs)
+        self.judged_keys.add(key)
+        self.judged_calls[func] = self.judged_calls.get(func, 0) + 1
         t = time.perf_counter()
         now = not self._over_budget(self._part_estimate())
         if not now:
@@ -611,13 +684,16 @@ class KcheckMode(TorchDispatchMode):
         st = self.stats
         t0 = time.perf_counter()
         with st.timed("copy_inputs"):
-            inputs = self._copy_inputs(plan)
+            copies = {}
+            inputs = self._copy_inputs(plan, copies)
+            more = self._more_inputs(plan, copies)
         mark = self.lib.kcheck_thread_launches()
         with st.timed("op"):
             res = func(*args, **kwargs)
         try:
             with st.timed("copy_output"):
                 jobs, ctx = self._job(_ORACLE, 0, entry, plan, settings, inputs, res, mark, None)
+                more_jobs = self._more_jobs(entry, more, res, ctx)
             gates = {}
             imm = None
             for gate in _op_gates("inputs"):
@@ -647,7 +723,8 @@ class KcheckMode(TorchDispatchMode):
                                        trials.specs(args, kwargs, self.devices), ctx))
             else:
                 gates[_ORACLE] = ctx.get("_result")
-            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm)
+            self._submit(entry, plan, skey, jobs, trial_jobs, gates, ctx, t0, imm=imm,
+                         more=more_jobs)
         except Exception as e:  # never the program's problem: count, say once
             self._internal(entry, e)
         return res
@@ -745,14 +822,16 @@ class KcheckMode(TorchDispatchMode):
             sys.stderr.write("kcheck: torch: internal error checking %s: %s: %s (further ones "
                              "counted)\n" % (entry.name, type(e).__name__, e))
 
-    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False, imm=None):
+    def _submit(self, entry, plan, skey, job, trial_jobs, gates, ctx, t0, later=False, imm=None,
+                more=()):
         """Runs the judgments on a worker: the oracle's, then each gate's
         trials in order until one is a violation; then the op_check record
         and the policy's bookkeeping. later: the generated-input part of a
         signature checked before (its own op_check record, part
         "generated", run_at saying when it ran; the policy counted the
         signature then). imm: the immutability gate's copies, compared
-        first."""
+        first. more: the other outputs' judgments (_more_jobs), run after
+        the primary's; the oracle gate fails when any output fails."""
         prep = time.perf_counter() - t0
 
         def task():
@@ -765,6 +844,8 @@ class KcheckMode(TorchDispatchMode):
                 if job is not None:
                     t = time.perf_counter()
                     status, res = job.run()
+                    if more:
+                        status, res = self._run_more(plan, status, res, more)
                     self.stats.add_cost("judge:" + _ORACLE, time.perf_counter() - t)
                     gates[_ORACLE] = res
                     self._count(status, res)
@@ -813,7 +894,8 @@ class KcheckMode(TorchDispatchMode):
                     self.pending_bytes -= nbytes
 
         jobs = ([job] if job is not None else []) + [j for tl in trial_jobs.values()
-                                                     for _, j in tl if j is not None]
+                                                     for _, j in tl if j is not None] + [
+            j for _, j, _ in more if j is not None]
         nbytes = sum(j.nbytes() for j in jobs) + sum(
             a.numel() * a.element_size() for _, _, a in (imm[1] if imm else ()))
         with self.stats.lock:
@@ -846,12 +928,72 @@ class KcheckMode(TorchDispatchMode):
                 return a.device
         return torch.device("cpu")
 
-    def _copy_inputs(self, plan):
+    def _copy_inputs(self, plan, copies=None):
+        """Host copies of plan's inputs; copies ({(id, name): HostTensor})
+        shares them between the plans of one call (q, k, v of dq, dk, dv)."""
         out = []
         for name, v in plan.inputs:
-            out.append(judge.HostTensor(name, v) if isinstance(v, torch.Tensor)
-                       else ("scalar", name, v))
+            if not isinstance(v, torch.Tensor):
+                out.append(("scalar", name, v))
+                continue
+            key = (id(v), name)
+            h = copies.get(key) if copies is not None else None
+            if h is None:
+                h = judge.HostTensor(name, v)
+                if copies is not None:
+                    copies[key] = h
+            out.append(h)
         return out
+
+    def _more_inputs(self, plan, copies):
+        """[(plan, settings, host inputs, reason)] for plan's other outputs,
+        copied before the call (an in-place op's inputs are its old values);
+        reason set (and no copies) where the output cannot be judged."""
+        out = []
+        for sub in plan.more:
+            reason, settings, _ = self._profile(sub)
+            inputs = self._copy_inputs(sub, copies) if reason is None else None
+            out.append((sub, settings, inputs, reason))
+        return out
+
+    def _more_jobs(self, entry, more, res, ctx0):
+        """[(plan, Job or None, result when None)] for the other outputs
+        of the call whose primary judgment has context ctx0."""
+        jobs = []
+        for sub, settings, inputs, reason in more:
+            if reason is not None:
+                jobs.append((sub, None, {"status": _S_SKIPPED, "reason": reason}))
+                continue
+            try:
+                j, ctx = self._job(_ORACLE, 0, entry, sub, settings, inputs, res, None, None, ctx0)
+            except Exception as e:  # one output's mapping: the others still judged
+                jobs.append((sub, None, {"status": _S_SKIPPED,
+                                         "reason": "output: %s" % type(e).__name__}))
+                continue
+            if j is not None:
+                j.ctx["output"] = sub.label
+            jobs.append((sub, j, ctx.get("_result") if j is None else None))
+        return jobs
+
+    def _run_more(self, plan, status, res, more):
+        """The primary judgment (status, res) merged with the other
+        outputs': res gains "outputs" (label, oracle op, class each); the
+        worst status wins (a violation over an inconclusive over a pass),
+        each violation reported by its own judgment."""
+        rank = {_api.VIOLATION: 3, _api.ERROR: 2, _api.INCONCLUSIVE: 1}
+        outs = [{"label": plan.label, "oracle_op": plan.op,
+                 "class": res.get("class", res.get("status"))}]
+        worst = status
+        for sub, j, r in more:
+            st = None
+            if j is not None:
+                st, r = j.run()
+                if rank.get(st, 0) > rank.get(worst, 0):
+                    worst, res = st, dict(r)
+            outs.append({"label": sub.label, "oracle_op": sub.op,
+                         "class": r.get("class", r.get("status"))})
+        res = dict(res, outputs=outs)
+        return worst, res
 
     def _job(self, gate, mask, entry, plan, settings, inputs, res, mark, exposed, ctx0=None):
         """A judgment of plan's output in res against the host copies of
@@ -866,7 +1008,7 @@ class KcheckMode(TorchDispatchMode):
             return None, {"_result": {"status": _S_SKIPPED, "reason": "output " + why}}
         st = self.stats
         with st.timed("in_job:out_copy"):  # inside the caller's phase (copy_output, trials:*)
-            oh = judge.HostTensor("out", out)
+            oh = judge.HostTensor(plan.label, out)
         kernels, nk = [], 0
         if mark is not None:
             names = ctypes.create_string_buffer(8192)
@@ -1147,8 +1289,10 @@ class KcheckMode(TorchDispatchMode):
 
     def record(self):
         """The summary's counters, the fast path's included."""
+        rec = {}
+        self._judged_share(rec)  # before merge_fast takes the done cells' counts
         self.stats.merge_fast(self.uncovered, self.done)
-        rec = self.stats.record()
+        rec.update(self.stats.record())
         waiting = {}
         for key in list(self.waiting):
             e = self.entries.get(key[0])
@@ -1171,10 +1315,24 @@ class KcheckMode(TorchDispatchMode):
         steps = (" in %d of %d optimizer steps" % (st.watched_steps, st.steps)) if st.steps else ""
         left = (", %d signatures deferred and never met again (not checked)" %
                 rec["signatures_deferred_unchecked"]) if rec["signatures_deferred_unchecked"] else ""
-        sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d checked (%d violations, "
-                         "%d inconclusive, %d errors)%s; passed through: %s\n" %
-                         (st.seen, steps, st.covered, st.checked, st.violations, st.inconclusive,
-                          st.errors, left, ", ".join("%s %d" % kv for kv in top) or "none"))
+        sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d judged (%s), %d checked "
+                         "(%d violations, %d inconclusive, %d errors)%s; passed through: %s\n" %
+                         (st.seen, steps, st.covered, rec["ops_judged"], judged_share(rec),
+                          st.checked, st.violations, st.inconclusive, st.errors, left,
+                          ", ".join("%s %d" % kv for kv in top) or "none"))
+
+
+def judged_share(rec):
+    """'N% of the ops, M% of their GPU time' from a torch_summary record."""
+    seen = rec.get("ops_seen") or 0
+    out = "%.0f%% of the ops" % (100.0 * rec.get("ops_judged", 0) / seen) if seen else "no ops"
+    t = rec.get("time_judged") or {}
+    if t.get("share") is not None:
+        out += ", %.0f%% of their %s time (step %s)" % (
+            100.0 * t["share"], "GPU" if t.get("source") == "cuda" else "CPU", t.get("step"))
+    elif t.get("not_measured"):
+        out += ", time not measured: %s" % t["not_measured"]
+    return out
 
 
 _MODE = None

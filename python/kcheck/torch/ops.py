@@ -23,14 +23,22 @@ class Plan:
     the judged output tensor; attrs: oracle attributes; klass: the profile
     class ("matmul", "softmax", "norm", "reduce", "elementwise",
     "attention", "norm_grad": inputs of mixed dtypes, rows along dim 0).
+    more: further Plans judged on the same call, one per other output
+    (dweight and dbias beside dx, dk and dv beside dq, each tensor of a
+    _foreach_ list): each is profiled and judged like the primary on the
+    application's inputs; the generated-input gates run the primary only.
+    label: the judged output's name in records and evidence.
     """
-    __slots__ = ("op", "inputs", "out", "attrs", "klass", "profile")
+    __slots__ = ("op", "inputs", "out", "attrs", "klass", "profile", "more", "label")
 
-    def __init__(self, op, inputs, out, attrs=None, klass="elementwise"):
+    def __init__(self, op, inputs, out, attrs=None, klass="elementwise", more=None,
+                 label=None):
         self.op, self.inputs, self.out = op, inputs, out
         self.attrs = attrs or {}
         self.klass = klass
         self.profile = None  # a contract's own profile spec (custom ops)
+        self.more = list(more or ())
+        self.label = label or "out"
 
 
 def _first(res):

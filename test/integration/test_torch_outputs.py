@@ -1,0 +1,135 @@
+"""Ops with several judged outputs (Plan.more): every output of one call
+judged on the application's inputs, the worst verdict the call's, each
+output named in the op_check record and in a violation's evidence. The
+table's multi-output rows (norm and attention backward, _foreach_ lists,
+optimizers, convolution backward) rely on this; here a stand-in row (add
+judged twice) isolates the mechanism."""
+import pytest
+
+from test_torch import of, run_py
+
+pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
+
+_PATCH = """
+import torch
+from kcheck.torch import ops
+first = ops._BY_NAME["add"]
+
+def twice(a):
+    p = first(a)
+    q = first(a)
+    q.label = "again"
+    if WRONG:
+        q.out = lambda res: res + 1e-3  # a second output that is not the op's
+    p.more = [q]
+    return p
+
+ops._BY_NAME["add"] = twice
+x = torch.linspace(-1, 1, 64)
+y = torch.linspace(0, 2, 64)
+for _ in range(3):
+    z = torch.add(x, y)
+print(float(z.sum()))
+"""
+
+
+def test_every_output_judged_and_named(tmp_path):
+    p, recs = run_py(tmp_path, "WRONG = False\n" + _PATCH)
+    assert p.returncode == 0, p.stderr
+    checks = [c for c in of(recs, "op_check") if c["op"].startswith("aten::add")]
+    assert checks, recs
+    oracle = checks[0]["gates"]["oracle"]
+    assert [o["label"] for o in oracle["outputs"]] == ["out", "again"]
+    assert all(o["oracle_op"] == "add" for o in oracle["outputs"])
+    assert {o["class"] for o in oracle["outputs"]} <= {"bitwise", "pass"}, oracle
+    assert not of(recs, "violation")
+
+
+def test_a_wrong_second_output_fails_the_call_by_its_name(tmp_path):
+    p, recs = run_py(tmp_path, "WRONG = True\n" + _PATCH)
+    assert p.returncode == 0, p.stderr
+    checks = [c for c in of(recs, "op_check") if c["op"].startswith("aten::add")]
+    oracle = checks[0]["gates"]["oracle"]
+    classes = {o["label"]: o["class"] for o in oracle["outputs"]}
+    assert classes["out"] in ("bitwise", "pass") and classes["again"].startswith("fail"), oracle
+    assert oracle.get("status") == "fail" or oracle.get("class", "").startswith("fail"), oracle
+    v = [r for r in of(recs, "violation") if r.get("gate") == "oracle"]
+    assert len(v) == 1, v
+    assert v[0].get("output") == "again"
+    assert v[0]["evidence"].get("tensor") == "again" or "again" in str(v[0]["evidence"]), v[0]
+
+
+# ------------------------------------------------ the judged share
+
+_TRAIN = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 32)
+y = torch.randint(0, 8, (16,))
+for _ in range(6):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(float(loss))
+"""
+
+
+def _summary(recs):
+    s = of(recs, "torch_summary")
+    assert len(s) == 1, recs
+    return s[0]
+
+
+def test_judged_share_of_ops_and_of_the_timed_steps_time(tmp_path):
+    """The step after steady state is timed (CPU time standing in for GPU
+    time here); each op's time weighted by the share of its calls judged."""
+    p, recs = run_py(tmp_path, _TRAIN)
+    assert p.returncode == 0, p.stderr
+    s = _summary(recs)
+    assert 0 < s["ops_judged"] <= s["ops_covered"] <= s["ops_seen"], s
+    seen = sum(k for _, k in s["judged_by_op"].values())
+    assert seen == s["ops_seen"]
+    assert s["judged_by_op"]["aten::addmm"][0] == s["judged_by_op"]["aten::addmm"][1] > 0
+    t = s["time_judged"]
+    assert t["source"] == "cpu" and 2 < t["step"] <= 6 and not t["partial"], t
+    assert 0 < t["judged_us"] < t["total_us"] and 0 < t["share"] < 1, t
+    ops = {r["op"]: r for r in t["by_op"]}
+    assert ops["aten::addmm"]["judged"] == 1.0, ops
+    assert "of their CPU time (step %d)" % t["step"] in p.stderr, p.stderr
+    import glob
+    import os
+    import subprocess
+    import sys
+    from test_torch import PY
+    rep = subprocess.run([sys.executable, "-m", "kcheck", "report"] +
+                         glob.glob(str(tmp_path / "kc.*.jsonl")), capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=PY))
+    assert "torch: judged %d of %d ops (" % (s["ops_judged"], s["ops_seen"]) in rep.stdout, \
+        rep.stdout + rep.stderr
+    assert "CPU time in optimizer step %d" % t["step"] in rep.stdout
+
+
+def test_timed_step_chosen_or_turned_off(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    p, recs = run_py(tmp_path / "a", _TRAIN,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_time_step=5")
+    assert p.returncode == 0, p.stderr
+    assert _summary(recs)["time_judged"]["step"] == 6
+    p, recs = run_py(tmp_path / "b", _TRAIN,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_time_step=0")
+    t = _summary(recs)["time_judged"]
+    assert "share" not in t and "torch_time_step=0" in t["not_measured"], t
+
+
+def test_a_running_profiler_leaves_the_share_not_measured(tmp_path):
+    """A user's own profiler session: the binding's cannot nest in it."""
+    code = _TRAIN.replace("for _ in range(6):", "prof = torch.profiler.profile()\n"
+                          "prof.__enter__()\nfor _ in range(6):") + "prof.__exit__(None, None, None)\n"
+    p, recs = run_py(tmp_path, code)
+    assert p.returncode == 0, p.stderr
+    t = _summary(recs)["time_judged"]
+    assert "share" not in t and t["not_measured"].startswith("profiler"), t

@@ -198,6 +198,16 @@ static int64_t conv_len(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
 }
 
+/* Whether out positions fit a convolution over in: PyTorch's length, or
+ * (the gradients of a transposed convolution, whose output_padding may
+ * reach past a stride when the dilation is larger) up to (max(s, d) -
+ * 1) / s shorter. */
+static int len_ok(int64_t out, int64_t in, int64_t k, const struct oc_conv_args *a, int d) {
+  int64_t s = a->stride[d], full = conv_len(in, k, s, a->padding[d], a->dilation[d]);
+  int64_t slack = ((s > a->dilation[d] ? s : a->dilation[d]) - 1) / s;
+  return out <= full && out >= full - slack && out >= 0;
+}
+
 static int params_ok(const struct oc_conv_args *a, int nsp) {
   if (a->groups < 1) return 0;
   for (int d = 0; d < nsp; d++)
@@ -235,8 +245,7 @@ static int setup(struct cv *m, const struct oc_tensor *out) {
       m->ks[d] = B->shape[2 + d];
       m->is[d] = A->shape[2 + d];
       m->os[d] = out->shape[2 + d];
-      if (m->os[d] != conv_len(m->is[d], m->ks[d], a->stride[d], a->padding[d], a->dilation[d]))
-        return 0;
+      if (!len_ok(m->os[d], m->is[d], m->ks[d], a, d)) return 0;
     }
     break;
   }
@@ -266,8 +275,7 @@ static int setup(struct cv *m, const struct oc_tensor *out) {
       m->ks[d] = out->shape[2 + d];
       m->is[d] = A->shape[2 + d]; /* g's positions q */
       m->os[d] = B->shape[2 + d]; /* x's, which q s - p + k d indexes */
-      if (m->is[d] != conv_len(m->os[d], m->ks[d], a->stride[d], a->padding[d], a->dilation[d]))
-        return 0;
+      if (!len_ok(m->is[d], m->os[d], m->ks[d], a, d)) return 0;
     }
     break;
   }

@@ -9,6 +9,7 @@ reason the call passes through.
 import math
 
 from kcheck import _defs
+from kcheck.torch import conv as _conv
 
 
 class Skip(Exception):
@@ -542,6 +543,18 @@ ROWS = [
      "y*(g - sum(g*y)), bound for ATen's g*y - y*sum"),
     (["_log_softmax_backward_data"], "log_softmax_backward",
      _softmax_grad("log_softmax_backward"), "g - exp(y)*sum(g)"),
+    (["convolution", "_convolution", "convolution_overrideable"], "conv / conv_transpose",
+     _conv.convolution, "1-d to 3-d, stride, padding, dilation, groups, bias, transposed "
+     "(output_padding); exact dot per output, bound for any order; TF32 per "
+     "cudnn.allow_tf32; CUDA: beyond the dot bound inconclusive (cuDNN may pick Winograd/FFT)"),
+    (["convolution_backward"], "conv_transpose / conv, conv_weight_grad, conv_bias_grad",
+     _conv.convolution_backward, "grad_input, grad_weight, grad_bias per output_mask, each "
+     "judged (Plan.more); transposed too"),
+    (["cudnn_convolution"], "conv", _conv.cudnn_convolution(False),
+     "called directly; its allow_tf32 argument decides TF32"),
+    (["cudnn_convolution_transpose"], "conv_transpose", _conv.cudnn_convolution(True),
+     "called directly; its allow_tf32 argument decides TF32"),
+    (["mkldnn_convolution"], "conv", _conv.mkldnn_convolution, "called directly (CPU)"),
 ]
 
 # Gates that do not apply to an ATen op, with the reason (the op_check
@@ -590,7 +603,10 @@ UNCOVERED = [
      "result per op (dx)"),
     ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
     ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
-    ("convolution, cudnn_convolution", "no convolution in the oracle"),
+    ("backend convolutions below aten.convolution (_slow_conv2d_forward, "
+     "_nnpack_spatial_convolution, _conv_depthwise2d, slow_conv_dilated*, miopen_*)",
+     "a dispatch mode sees aten.convolution above them; called directly: no row"),
+    ("cudnn_convolution_relu, cudnn_convolution_add_relu", "fused epilogues: no oracle op"),
     ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),

@@ -27,8 +27,9 @@ run, never a violation of a correct result):
   Winograd and FFT algorithms are among them: their error is not a dot
   product's, so CUDA convolutions are judged with algorithm=any (an error
   beyond the dot-product bound: inconclusive, with the reason). With
-  cuDNN disabled, ATen's own CUDA kernels are direct (im2col + GEMM,
-  depthwise, dilated loops): algorithm=direct.
+  cuDNN disabled, ATen's own CUDA kernels (im2col + a cuBLAS GEMM, whose
+  TF32 follows the matmul's setting, not cuDNN's; depthwise and dilated
+  loops) are judged the same way.
 - CPU fp32: oneDNN's direct convolution (ideep's default algorithm) or
   im2col + GEMM: fp32 in any order, algorithm=direct;
   torch.backends.mkldnn.conv.fp32_precision "tf32" gives the tf32
@@ -38,6 +39,9 @@ run, never a violation of a correct result):
 - CPU bf16/fp16: ATen's slow paths may round partial results to the
   tensor's type (GEMM per column block, col2im's sums): accumulation in
   the input type (a vacuous bound for long sums: inconclusive).
+- CPU results may be flushed to zero below the smallest normal (measured:
+  a bf16 conv returned 0 for an exact 1.07e-38, bf16's subnormal range;
+  x86's bf16 conversion flushes): ftz=1 on every CPU profile.
 - grad_bias: a sum of grad_output in float (ATen's reduction or cuDNN's
   backward bias): fp32 accumulation, output in the gradient's type.
 """
@@ -105,13 +109,13 @@ def profile(klass, in_fmt, out_fmt, s):
         if in_fmt == "fp32":
             prec = s.get("mkldnn_conv_fp32_precision", "ieee")
             if prec == "tf32":
-                return _io("tf32", "fp32", out_fmt)
+                return _io("tf32", "fp32", out_fmt) + ":ftz=1"
             if prec == "bf16":
                 raise Unsupported("mkldnn conv fp32_precision='bf16' (bf16 passes) has no "
                                   "oracle profile")
-            return _io("fp32", "fp32", out_fmt)
+            return _io("fp32", "fp32", out_fmt) + ":ftz=1"
         if in_fmt in ("bf16", "fp16"):
-            return _io("%s_%sacc" % (in_fmt, in_fmt), in_fmt, out_fmt)
+            return _io("%s_%sacc" % (in_fmt, in_fmt), in_fmt, out_fmt) + ":ftz=1"
         raise Unsupported("convolution on %s" % in_fmt)
     if in_fmt == "fp32":
         tf32 = klass == "conv_tf32" or (klass == "conv" and s.get("cudnn_conv_tf32", True))
@@ -133,12 +137,11 @@ def _ints(v, nsp, what):
 
 
 def _algorithm(x, w, dilation, transposed):
-    """direct or any (module docstring): cuDNN on CUDA; NNPACK's shapes on
+    """direct or any (module docstring): any on CUDA; NNPACK's shapes on
     the CPU."""
     import torch
     if x.device.type == "cuda":
-        return "any" if torch.backends.cudnn.enabled and torch.backends.cudnn.is_available() \
-            else "direct"
+        return "any"
     nnpack = getattr(torch, "_nnpack_available", lambda: False)()
     if nnpack and x.dtype == torch.float32 and x.dim() == 4 and not transposed and \
             x.shape[0] >= 16 and all(int(d) == 1 for d in dilation):

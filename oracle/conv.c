@@ -73,6 +73,7 @@ struct cv {
   int extra;     /* the bias's rounding */
   int products;  /* 0: the bias gradient, a sum */
   int nonfinite; /* some input holds Inf or NaN */
+  int big, sub;  /* some operand rounds to Inf as tf32; some is subnormal in the profile's input */
   double *abuf, *bbuf;
 };
 
@@ -108,6 +109,55 @@ static int64_t sp_off(const struct oc_tensor *t, int nsp, const int64_t *c) {
   for (int d = 0; d < nsp; d++)
     off += c[d] * t->stride[2 + d];
   return off;
+}
+
+/* floor(a / b) and ceil(a / b) for b > 0. */
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/* The weight and bias gradients' terms, whose sums run over the batch and
+ * every position q of g: per spatial dim the range of q whose tap k
+ * (weight gradient) lands in x, q s - p + k d in [0, x's length), then
+ * runs along the last dim decoded at once (these sums are long: N times
+ * the positions). Dims past nsp count as one position. */
+static int64_t gather_sums(struct cv *m, int64_t o, int64_t c, const int64_t *k) {
+  const struct oc_conv_args *a = m->a;
+  const struct oc_tensor *A = a->a, *B = a->b;
+  int wg = m->op == OC_CONV_OP_CONV_WEIGHT_GRAD;
+  int64_t lo[OC_CONV_MAX_SP], hi[OC_CONV_MAX_SP], ga[OC_CONV_MAX_SP], xb[OC_CONV_MAX_SP],
+      x0[OC_CONV_MAX_SP];
+  for (int d = 0; d < OC_CONV_MAX_SP; d++) {
+    int in = d < m->nsp;
+    int64_t s = in ? a->stride[d] : 1, off = in && wg ? k[d] * a->dilation[d] - a->padding[d] : 0;
+    lo[d] = 0, hi[d] = in ? m->is[d] : 1;
+    if (in && wg) {
+      lo[d] = ceil_div(-off, s) > 0 ? ceil_div(-off, s) : 0;
+      int64_t h = floor_div(m->os[d] - 1 - off, s) + 1;
+      hi[d] = h < hi[d] ? h : hi[d];
+    }
+    if (lo[d] >= hi[d]) return 0;
+    ga[d] = in ? A->stride[2 + d] : 0;
+    xb[d] = in && wg ? B->stride[2 + d] * s : 0; /* x's step per step of q */
+    x0[d] = in && wg ? (lo[d] * s + off) * B->stride[2 + d] : 0;
+  }
+  int64_t n = 0, run = hi[2] - lo[2], gi = o / (m->Og ? m->Og : 1);
+  for (int64_t b = 0; b < m->N; b++)
+    for (int64_t q0 = lo[0]; q0 < hi[0]; q0++)
+      for (int64_t q1 = lo[1]; q1 < hi[1]; q1++) {
+        int64_t goff =
+            b * A->stride[0] + o * A->stride[1] + q0 * ga[0] + q1 * ga[1] + lo[2] * ga[2];
+        oc_tensor_gather(A, goff, ga[2], run, m->abuf + n);
+        if (wg) {
+          int64_t xoff = b * B->stride[0] + (gi * m->Cg + c) * B->stride[1] + x0[0] +
+                         (q0 - lo[0]) * xb[0] + x0[1] + (q1 - lo[1]) * xb[1] + x0[2];
+          oc_tensor_gather(B, xoff, xb[2], run, m->bbuf + n);
+        } else {
+          for (int64_t r = 0; r < run; r++)
+            m->bbuf[n + r] = 1;
+        }
+        n += run;
+      }
+  return n;
 }
 
 /* The terms of output element (i0, i1, q) into m->abuf, m->bbuf: (n, o,
@@ -154,33 +204,8 @@ static int64_t gather(struct cv *m, int64_t i0, int64_t i1, const int64_t *q) {
       }
     return n;
   }
-  case OC_CONV_OP_CONV_WEIGHT_GRAD: { /* i0 = o, i1 = c (within the group), q = the tap */
-    int64_t gi = i0 / m->Og;
-    for (int64_t b = 0; b < m->N; b++)
-      for (int64_t f = 0; f < m->ivol; f++) {
-        int64_t gq[OC_CONV_MAX_SP];
-        unflat(nsp, m->is, f, gq);
-        int in = 1;
-        for (int d = 0; d < nsp && in; d++) {
-          pos[d] = gq[d] * s[d] - pd[d] + q[d] * dl[d];
-          in = pos[d] >= 0 && pos[d] < m->os[d];
-        }
-        if (!in) continue;
-        m->abuf[n] = oc_tensor_at(A, b * A->stride[0] + i0 * A->stride[1] + sp_off(A, nsp, gq));
-        m->bbuf[n++] = oc_tensor_at(B, b * B->stride[0] + (gi * m->Cg + i1) * B->stride[1] +
-                                           sp_off(B, nsp, pos));
-      }
-    return n;
-  }
-  case OC_CONV_OP_CONV_BIAS_GRAD: /* i0 = o */
-    for (int64_t b = 0; b < m->N; b++)
-      for (int64_t f = 0; f < m->ivol; f++) {
-        int64_t gq[OC_CONV_MAX_SP];
-        unflat(nsp, m->is, f, gq);
-        m->abuf[n] = oc_tensor_at(A, b * A->stride[0] + i0 * A->stride[1] + sp_off(A, nsp, gq));
-        m->bbuf[n++] = 1;
-      }
-    return n;
+  case OC_CONV_OP_CONV_WEIGHT_GRAD: /* i0 = o, i1 = c (within the group), q = the tap */
+  case OC_CONV_OP_CONV_BIAS_GRAD: /* i0 = o */ return gather_sums(m, i0, i1, q);
   case OC_CONV_OP_COUNT: break;
   }
   return 0;
@@ -292,18 +317,23 @@ static int setup(struct cv *m, const struct oc_tensor *out) {
   return 1;
 }
 
-static int any_nonfinite(const struct oc_tensor *t) {
+/* One pass over t: bit 1 an Inf or NaN, bit 2 a magnitude tf32 rounds to
+ * Inf (>= 0x1.ffep127), bit 4 a nonzero value below fmt's smallest normal
+ * (the subnormal terms of the tf32 and ftz bounds). */
+static int scan(const struct oc_tensor *t, enum oc_format fmt) {
   if (!t) return 0;
+  double mn = ldexp(1, oc_format_info(fmt)->emin_normal - 1);
   int64_t n = oc_tensor_numel(t), idx[OC_MAX_RANK] = {0};
+  int f = 0;
   for (int64_t i = 0; i < n; i++) {
-    double x = oc_tensor_get(t, idx);
-    if (!isfinite(x)) return 1;
+    double x = fabs(oc_tensor_get(t, idx));
+    f |= (isfinite(x) ? 0 : 1) | (x >= 0x1.ffep127) << 1 | (x != 0 && x < mn) << 2;
     for (int d = t->rank - 1; d >= 0; d--) {
       if (++idx[d] < t->shape[d]) break;
       idx[d] = 0;
     }
   }
-  return 0;
+  return f;
 }
 
 /* The element from the dot's enclosure [sl, sh] and the bias value. */
@@ -347,7 +377,8 @@ static void elem(struct cv *m, struct oc_acc *acc, int64_t i0, int64_t i1, const
   double s, rad, sabs, pmin, pmax, sl, sh;
   oc_dot2(m->abuf, m->bbuf, n, exact_products, &s, &rad, &sabs, &pmin, &pmax);
   int tf32 = p->tf32 && (p->in == OC_FP32 || p->in == OC_FP64) && m->products;
-  double ssub = m->products && (p->ftz || tf32) ? oc_dot_sub_mass(p, m->abuf, m->bbuf, n) : 0;
+  double ssub =
+      m->products && m->sub && (p->ftz || tf32) ? oc_dot_sub_mass(p, m->abuf, m->bbuf, n) : 0;
   int exact = 0;
   if (!isfinite(s) || !(sabs < INFINITY)) {
     oc_dot_exact_enclose(acc, m->abuf, m->bbuf, n, &sl, &sh);
@@ -357,7 +388,7 @@ static void elem(struct cv *m, struct oc_acc *acc, int64_t i0, int64_t i1, const
     sh = oc_up(s + rad);
   }
   fill(m, sl, sh, sabs, ssub, bv, kv, e);
-  if (tf32 && !e->ovf_ok && oc_dot_tf32_overflows(m->abuf, m->bbuf, n)) e->ovf_ok = 1;
+  if (tf32 && m->big && !e->ovf_ok && oc_dot_tf32_overflows(m->abuf, m->bbuf, n)) e->ovf_ok = 1;
   if (exact) return;
   double r;
   int undecided = !oc_round_enclosure(p->out, p->out_ovf, e->lo, e->hi, &r);
@@ -371,15 +402,18 @@ static void elem(struct cv *m, struct oc_acc *acc, int64_t i0, int64_t i1, const
   }
 }
 
-/* The sampling view of out: nb x M x Ncols, and the element of (b, i, j). */
-static void view(const struct cv *m, const struct oc_tensor *out, int64_t *nb, int64_t *M,
-                 int64_t *Nc) {
+/* The sampling view of out: rows x cols, one tile (oc_sample_plan's
+ * tails are then the last row and the last column, not whole partial
+ * tiles of a matmul's 128 x 128: a weight gradient's outputs each sum N
+ * times the positions). conv, conv_transpose: rows (n, o), cols the
+ * positions; weight gradient: rows o, cols (c, tap); bias gradient: one row. */
+static void view(const struct cv *m, const struct oc_tensor *out, int64_t *M, int64_t *Nc) {
   if (m->op == OC_CONV_OP_CONV_BIAS_GRAD) {
-    *nb = 1, *M = 1, *Nc = out->shape[0];
+    *M = 1, *Nc = out->shape[0];
   } else if (m->op == OC_CONV_OP_CONV_WEIGHT_GRAD) {
-    *nb = 1, *M = out->shape[0], *Nc = m->Cg * m->kvol;
+    *M = out->shape[0], *Nc = m->Cg * m->kvol;
   } else {
-    *nb = m->N, *M = out->shape[1], *Nc = m->ovol;
+    *M = m->N * out->shape[1], *Nc = m->ovol;
   }
 }
 
@@ -393,10 +427,13 @@ int oc_check_conv(enum oc_conv_op op, const struct oc_conv_args *args, const str
   if (!args || !out || !p || !v || (unsigned)op >= OC_CONV_OP_COUNT) return -1;
   struct cv m = {.op = op, .a = args, .p = p};
   if (!setup(&m, out)) return -1;
-  m.nonfinite = any_nonfinite(args->a) || any_nonfinite(args->b) || any_nonfinite(args->bias);
-  int64_t nb, M, Nc;
-  view(&m, out, &nb, &M, &Nc);
-  int64_t total = nb * M * Nc;
+  int seen = scan(args->a, p->in) | scan(args->b, p->in) | scan(args->bias, p->in);
+  m.nonfinite = seen & 1, m.big = seen >> 1 & 1, m.sub = seen >> 2 & 1;
+  int64_t M, Nc;
+  view(&m, out, &M, &Nc);
+  int64_t total = M * Nc;
+  od.tile_m = M > 0 && M < INT32_MAX ? (int)M : od.tile_m;
+  od.tile_n = Nc > 0 && Nc < INT32_MAX ? (int)Nc : od.tile_n;
   if (!od.full && (double)total * (double)m.K > CV_TERMS_BUDGET) {
     od.full_below = 0;
     double f = log(1 / od.delta) * (double)m.K / CV_TERMS_BUDGET;
@@ -409,7 +446,7 @@ int oc_check_conv(enum oc_conv_op op, const struct oc_conv_args *args, const str
   };
   oc_check_init(&c, names[op], p, &od, v, total, out->rank, cv_bound, &m);
   int64_t count, nrand;
-  struct oc_sample *plan = oc_sample_plan(nb, M, Nc, &od, NULL, 0, &count, &nrand);
+  struct oc_sample *plan = oc_sample_plan(1, M, Nc, &od, NULL, 0, &count, &nrand);
   struct oc_acc *acc = oc_acc_new();
   size_t cap = (size_t)(m.K > 0 ? m.K : 1);
   m.abuf = malloc(cap * sizeof(double));
@@ -432,7 +469,7 @@ int oc_check_conv(enum oc_conv_op op, const struct oc_conv_args *args, const str
       i0 = idx[0] = q.i, i1 = idx[1] = q.j / m.kvol;
       unflat(m.nsp, m.ks, q.j % m.kvol, sp);
     } else {
-      i0 = idx[0] = q.b, i1 = idx[1] = q.i;
+      i0 = idx[0] = q.i / out->shape[1], i1 = idx[1] = q.i % out->shape[1];
       unflat(m.nsp, m.os, q.j, sp);
       if (args->bias) bv = oc_tensor_at(args->bias, i1 * args->bias->stride[0]);
     }

@@ -478,6 +478,54 @@ static void special_cases(void) {
   t_line("Inf weight: NaN at the padding accepted, a number for Inf fails", bad);
 }
 
+/* A convolution too large to check whole (67600 outputs): sampled, the
+ * correct one passes with the coverage target met; one whose last output
+ * position is wrong in every channel (a dropped tail) is caught by the
+ * sample's last column. */
+static void sampled_cases(void) {
+  int bad = t_fail;
+  enum { C = 2, O = 4, H = 130 };
+  int64_t xs[4] = {1, C, H, H}, ws[4] = {O, C, 3, 3}, os[4] = {1, O, H, H};
+  float *x = malloc(sizeof(float) * C * H * H), *w = malloc(sizeof(float) * O * C * 9),
+        *y = malloc(sizeof(float) * O * H * H);
+  for (int i = 0; i < C * H * H; i++)
+    x[i] = (float)(urand() - 0.5);
+  for (int i = 0; i < O * C * 9; i++)
+    w[i] = (float)(urand() - 0.5);
+  for (int o = 0; o < O; o++) /* padding 1, stride 1: sums in double, rounded once */
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < H; j++) {
+        double acc = 0;
+        for (int c = 0; c < C; c++)
+          for (int ki = 0; ki < 3; ki++)
+            for (int kj = 0; kj < 3; kj++) {
+              int ii = i - 1 + ki, jj = j - 1 + kj;
+              if (ii >= 0 && ii < H && jj >= 0 && jj < H)
+                acc += (double)x[(c * H + ii) * H + jj] * w[((o * C + c) * 3 + ki) * 3 + kj];
+            }
+        y[(o * H + i) * H + j] = (float)acc;
+      }
+  struct oc_tensor tx, tw, ty;
+  oc_tensor_make(&tx, x, OC_FP32, 4, xs, NULL);
+  oc_tensor_make(&tw, w, OC_FP32, 4, ws, NULL);
+  oc_tensor_make(&ty, y, OC_FP32, 4, os, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp32", &p);
+  struct oc_conv_args a = {&tx, &tw, NULL, {1, 1}, {1, 1}, {1, 1}, 1, OC_CONV_DIRECT};
+  struct oc_verdict v;
+  int r = oc_check_conv(OC_CONV_OP_CONV, &a, &ty, &p, NULL, &v);
+  EXPECT(r == 0 && passes(&v) && v.checked < v.total && v.miss_prob <= 1e-6,
+         "sampled: %s, checked %lld of %lld, miss %g", oc_verdict_name(v.kind),
+         (long long)v.checked, (long long)v.total, v.miss_prob);
+  for (int o = 0; o < O; o++)
+    y[(o * H + H - 1) * H + H - 1] += 0.25f;
+  r = oc_check_conv(OC_CONV_OP_CONV, &a, &ty, &p, NULL, &v);
+  EXPECT(r == 0 && fails(&v), "sampled, last position wrong: %s", oc_verdict_name(v.kind));
+  free(x), free(w), free(y);
+  t_line("67600 outputs sampled: correct passes, the last position wrong in every channel fails",
+         bad);
+}
+
 int main(void) {
   forward_cases();
   tf32_cases();
@@ -485,5 +533,6 @@ int main(void) {
   backward_cases();
   transposed_cases();
   special_cases();
+  sampled_cases();
   return t_done("test_b_conv");
 }

@@ -10,7 +10,9 @@ program's thread: torch_workers=-1, so none is deferred; every signature,
 not a sample of them after 8 clean ones: kernel_clean_limit=-1; contracts
 for the planted ops) and checks:
 
-- the results (outputs and gradients) bitwise equal to the plain run;
+- the results (outputs and gradients) bitwise equal to the plain run (per
+  group; a group that differs between two plain runs is named, not
+  compared);
 - conv2d forward and backward (grad_input, grad_weight, grad_bias) judged
   in fp32 with TF32 on (PyTorch's default: profile tensorcore_tf32), with
   torch.backends.cudnn.allow_tf32 = False (fp32), in bf16, channels_last
@@ -57,10 +59,11 @@ def child():
 
     torch.manual_seed(0)
     dev = os.environ.get("KC_CONV_DEVICE", "cuda")  # cpu: a smoke test of this script
-    h = hashlib.sha256()
+    hashes = {}
     calls = {}
 
-    def keep(*ts):
+    def keep(group, *ts):
+        h = hashes.setdefault(group, hashlib.sha256())
         for t in ts:
             if t is not None:
                 h.update(t.detach().float().cpu().contiguous().numpy().tobytes())
@@ -73,7 +76,7 @@ def child():
         b = b.detach().requires_grad_() if b is not None else None
         y = fn(x, w, b, **kw)
         (y.float() * torch.linspace(-1, 1, y.numel(), device=dev).view_as(y)).sum().backward()
-        keep(y, x.grad, w.grad, b.grad if b is not None else None)
+        keep(group, y, x.grad, w.grad, b.grad if b is not None else None)
         print("GROUP %s %s" % (group, "x".join(str(s) for s in x.shape)))
 
     def rnd(*shape, dtype=torch.float32, cl=False):
@@ -134,12 +137,13 @@ def child():
     for name, fn in (("kcconv::conv_nopad", conv_nopad), ("kcconv::conv_stride", conv_stride),
                      ("kcconv::conv_ok", conv_ok)):
         calls[name + ".default"] = inspect.currentframe().f_lineno + 1
-        keep(fn(x, w, b))
+        keep("planted", fn(x, w, b))
     if dev == "cuda":
         torch.cuda.synchronize()
     for k, v in calls.items():
         print("CALL %s %d" % (k, v))
-    print("HASH %s" % h.hexdigest())
+    for group, h in sorted(hashes.items()):
+        print("HASH %s %s" % (group, h.hexdigest()))
 
 
 # ------------------------------------------------------------------ driver
@@ -179,6 +183,10 @@ def main(outdir):
 
     plain = run([sys.executable, me, "--child"], env, os.path.join(work, "plain"))
     note(plain.returncode == 0, "plain run exits 0 (rc %d)" % plain.returncode)
+    # twice: a group whose results differ between two plain runs (cuDNN's
+    # nondeterministic algorithms, benchmark's timed choice) is left out of
+    # the bitwise comparison, and said so
+    plain2 = run([sys.executable, me, "--child"], env, os.path.join(work, "plain2"))
     log = os.path.join(work, "kc")
     cpu = os.environ.get("KC_CONV_DEVICE") == "cpu"
     kc = run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "run", "--torch",
@@ -187,8 +195,14 @@ def main(outdir):
              (["-o", "torch_devices=cuda,cpu"] if cpu else []) +
              ["--", sys.executable, me, "--child"], env, os.path.join(work, "torch"))
     note(kc.returncode == 0, "run under kcheck --torch exits 0 (rc %d)" % kc.returncode)
-    hp, ht = field(plain.stdout, "HASH"), field(kc.stdout, "HASH")
-    note(hp and hp == ht, "results bitwise equal to the plain run (%s / %s)" % (hp, ht))
+    hp, hp2, ht = (dict(x.split() for x in field(r.stdout, "HASH")) for r in (plain, plain2, kc))
+    same = sorted(g for g in hp if hp.get(g) == hp2.get(g))
+    for g in sorted(set(hp) - set(same)):
+        note(True, "group %s differs between two plain runs (PyTorch's own nondeterminism): "
+             "not compared" % g, info=True)
+    diff = [g for g in same if ht.get(g) != hp[g]]
+    note(bool(same) and not diff, "results bitwise equal to the plain run in %d groups %s%s" % (
+        len(same), same, ("; differ: %s" % diff) if diff else ""))
 
     recs = []
     for p in sorted(glob.glob(log + ".*.jsonl")):

@@ -157,11 +157,41 @@ static int judge_norm(const struct kc_contract *c, const struct kc_contract_sb *
   return 0;
 }
 
+/* attention_backward's inputs by name (q, k, v, o, g, lse: positions
+ * 0-5), attrs as the forward's plus which (q k v: indices 0-2). */
+static int attention_grad(const struct oc_tensor *const t[6], const struct kc_attrs *at,
+                          const struct oc_tensor *out, const struct oc_profile *p,
+                          const struct oc_options *o, struct oc_verdict *v) {
+  struct oc_attention_args f = {t[0], t[1], t[2], 0, 0, OC_FP32, OC_MASKED_EITHER};
+  attention_attrs(at, &f);
+  struct oc_attention_grad_args a = {t[0], t[1],    t[2],     t[3],    t[4],
+                                     t[5], f.scale, f.causal, f.p_fmt, OC_ATTN_DQ};
+  a.which = (enum oc_attn_grad_which)kc_attr_enum(at, KC_ATTR_WHICH, OC_ATTN_DQ);
+  return oc_check_attention_backward(&a, out, p, o, v);
+}
+
+static const char *const ATT_GRAD_IN[6] = {"q", "k", "v", "o", "g", "lse"};
+
 static int judge_attention(const struct kc_contract *c, const struct kc_contract_sb *sb,
                            struct kc_judgment *j, const struct oc_tensor *out,
                            const struct oc_options *o) {
   char *err = j->err;
   size_t n = sizeof j->err;
+  if (oc_op_find(c->op)->id == OC_ID_ATTENTION_BACKWARD) {
+    struct oc_tensor t[6];
+    const struct oc_tensor *pt[6];
+    for (int k = 0; k < 6; k++) {
+      if (described(sb, input(j, sb, ATT_GRAD_IN[k], k), &t[k], ATT_GRAD_IN[k], err, n)) return -1;
+      pt[k] = &t[k];
+    }
+    if (attention_grad(pt, &c->attr, out, &c->profile, o, &j->v)) {
+      snprintf(err, n,
+               "the oracle rejected the attention_backward tensors (q, k, v [..,S,D], o "
+               "and g [..,Sq,Dv], lse [..,Sq])");
+      return -1;
+    }
+    return 0;
+  }
   struct oc_tensor q, k, v;
   if (described(sb, input(j, sb, "q", 0), &q, "q", err, n) ||
       described(sb, input(j, sb, "k", 1), &k, "k", err, n) ||
@@ -759,6 +789,15 @@ static int tensors_matmul(const struct kc_judge_tensors *a, const struct kc_attr
 
 static int tensors_attention(const struct kc_judge_tensors *a, const struct kc_attrs *attrs,
                              struct oc_verdict *v, char *err, size_t n) {
+  if (oc_op_find(a->op)->id == OC_ID_ATTENTION_BACKWARD) {
+    const struct oc_tensor *t[6];
+    for (int k = 0; k < 6; k++)
+      if (!(t[k] = named(a, ATT_GRAD_IN[k], k))) {
+        snprintf(err, n, "attention_backward needs q, k, v, o, g and lse");
+        return -1;
+      }
+    return attention_grad(t, attrs, a->out, a->p, a->o, v);
+  }
   const struct oc_tensor *q = named(a, "q", 0), *k = named(a, "k", 1), *vv = named(a, "v", 2);
   if (!q || !k || !vv) {
     snprintf(err, n, "attention needs q, k and v");

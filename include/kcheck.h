@@ -187,6 +187,9 @@ void kcheck_own_end(void);
  * -1 refused, counted, the reason into why); without, the pool holds
  * `bytes` now (accounted, never refused). */
 int kcheck_torch_pool(unsigned long long bytes, int check, char *why, unsigned long n);
+/* While on, no launch of any thread is checked (they run as if kcheck
+ * were not loaded): the PyTorch binding's timed step. */
+void kcheck_checks_pause(int on);
 /* Launches made so far by the calling thread. */
 unsigned long long kcheck_thread_launches(void);
 /* The demangled names of the kernels the calling thread launched since its

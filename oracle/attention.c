@@ -95,6 +95,12 @@ int oc_check_attention(const struct oc_attention_args *args, const struct oc_ten
   if (Q->shape[Q->rank - 2] != Sq || K->shape[K->rank - 1] != D || V->shape[V->rank - 2] != Sk ||
       V->shape[V->rank - 1] != Dv)
     return -1;
+  /* a batch of heads that does not broadcast against the output's (more
+   * query heads than key heads, not split into groups) would be read
+   * outside K and V */
+  if (!oc_batch_fits(Q, nl, out->shape) || !oc_batch_fits(K, nl, out->shape) ||
+      !oc_batch_fits(V, nl, out->shape))
+    return -1;
   int64_t nb = 1;
   for (int d = 0; d < nl; d++)
     nb *= out->shape[d];

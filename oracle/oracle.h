@@ -221,6 +221,7 @@ struct oc_attention_args {
 int oc_check_attention(const struct oc_attention_args *args, const struct oc_tensor *out,
                        const struct oc_profile *p, const struct oc_options *o,
                        struct oc_verdict *v);
+#include "attention_grad.h"
 
 /* Gated delta rule forward, per head, in flash-linear-attention's
  * orientation (fla/ops/gated_delta_rule, naive/fused_recurrent reference):

@@ -113,6 +113,16 @@ int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lea
   return off;
 }
 
+int oc_batch_fits(const struct oc_tensor *t, int nlead, const int64_t *lead) {
+  int tl = t->rank - 2 < 0 ? 0 : t->rank - 2;
+  if (tl > nlead) return 0;
+  for (int td = 0; td < tl; td++) {
+    int64_t n = t->shape[td], want = lead[td + nlead - tl];
+    if (n != want && n != 1) return 0;
+  }
+  return 1;
+}
+
 /* gamma_n for double arithmetic (the screen's own rounding errors). */
 static double g53(double n) { return oc_gamma(n + 2, 0x1p-53); }
 

@@ -114,6 +114,10 @@ struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct 
  * dims (nlead of them, shape lead[]); t's own leading dims align from the
  * right and broadcast where of size 1 or missing. */
 int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b);
+/* 1 when t's leading dims (all but its last two, right-aligned against
+ * lead) are each lead's size or 1 (broadcast), so that oc_batch_offset
+ * stays inside t; 0 otherwise. */
+int oc_batch_fits(const struct oc_tensor *t, int nlead, const int64_t *lead);
 /* Splits a flattened batch index into a multi-index. */
 void oc_batch_index(int nlead, const int64_t *lead, int64_t b, int64_t *idx);
 

@@ -11,6 +11,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "../../include/kcheck.h"
+#include "export.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"
@@ -56,7 +58,16 @@ double kc_policy_uniform(uint64_t seq) {
   return (double)(z >> 11) * 0x1.0p-53;
 }
 
+/* kcheck_checks_pause: while set, no launch is checked (the PyTorch
+ * binding's timed step, whose kernels' durations must be the program's,
+ * not kcheck's re-runs). Process-wide: the step's backward runs on
+ * autograd's threads. */
+static atomic_int paused;
+
+KC_EXPORT void kcheck_checks_pause(int on) { atomic_store(&paused, on != 0); }
+
 const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
+  if (atomic_load_explicit(&paused, memory_order_relaxed)) return "checks paused";
   if (k->communication) return "communication kernel (never re-run)";
   if (!k->eligible) return "kernel filtered by kernel_include/kernel_exclude";
   if (seq < (uint64_t)kc_opt.launch_skip) return "before launch_skip";

@@ -223,6 +223,7 @@ ORACLE_OPS = (
     OracleOp(('lerp', 3, 'pointwise')),
     OracleOp(('nll_loss', 2, 'loss')),
     OracleOp(('nll_loss_backward', 2, 'loss')),
+    OracleOp(('attention_backward', 6, 'attention')),
     OracleOp(('conv', 2, 'conv')),
     OracleOp(('conv_transpose', 2, 'conv')),
     OracleOp(('conv_weight_grad', 2, 'conv')),

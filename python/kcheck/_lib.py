@@ -59,6 +59,7 @@ def _prototypes():
         "kcheck_own_end": (v, []),
         "kcheck_torch_pool": (i, [c.c_ulonglong, i, s, u]),
         "kcheck_thread_launches": (c.c_ulonglong, []),
+        "kcheck_checks_pause": (None, [c.c_int]),
         "kcheck_thread_kernels": (c.c_longlong, [c.c_ulonglong, s, u]),
     }
 

@@ -372,7 +372,14 @@ def main():
         da, db, dc = alloc(4 * N), alloc(4 * N), alloc(4 * N)
         d.cuMemcpyHtoD_v2(da, a, 4 * N)
         d.cuMemcpyHtoD_v2(db, b, 4 * N)
+        # APP_PAUSE: vecadd launched while kcheck's checks are paused
+        # (kcheck_checks_pause, when the library is preloaded)
+        pause = os.environ.get("APP_PAUSE") and getattr(C.CDLL(None), "kcheck_checks_pause", None)
+        if pause:
+            pause(1)
         launch(d, func(b"_Z6vecaddPKfS0_Pfi"), (N + 127) // 128, 128, da, db, dc, C.c_int(N))
+        if pause:
+            pause(0)
         launch(d, func(b"_Z5scalePffi"), (N + 255) // 256, 256, dc, C.c_float(-2.0), C.c_int(N))
         d.cuCtxSynchronize()
         d.cuMemcpyDtoH_v2(out, dc, 4 * N)

@@ -16,6 +16,7 @@ BUDGET=${BUDGET:-300}
 export KCHECK_LIB=$LIB
 KC=("$PYTHON" "$ROOT/scripts/kcheck")
 RES=$OUTDIR/models.md
+: >"$OUTDIR/models-details.jsonl"
 fails=0
 rows=()
 for mode in ${KC_MODEL_MODES:-fp32 bf16}; do
@@ -24,11 +25,11 @@ for mode in ${KC_MODEL_MODES:-fp32 bf16}; do
   for m in ${KC_MODELS:-gpt llama gpt2 bert cnn}; do
     n="${m}_$mode"
     args=(test/gpu/torch_models.py "$m" --steps "${KC_MODEL_STEPS:-6}" $flag)
-    run_logged 120 "${n}_plain" "$PYTHON" "${args[@]}"
+    run_logged 120 "${n}_plain" "$PYTHON" "${args[@]}" --profile 4
     run_logged 240 "${n}_torch" "${KC[@]}" run --torch -o "log_path=$REPS/$n" -- "$PYTHON" "${args[@]}"
     rc=$?
-    row=$("$PYTHON" - "$LOGS/${n}_plain.out" "$LOGS/${n}_torch.out" "$rc" $(reports_of "$n") <<'PYEOF'
-import json, sys
+    row=$(DETAILS=$OUTDIR/models-details.jsonl RUN=$n "$PYTHON" - "$LOGS/${n}_plain.out" "$LOGS/${n}_torch.out" "$rc" $(reports_of "$n") <<'PYEOF'
+import json, os, sys
 plain, torch_out, rc, reports = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 def digest(p):
     d = dict(l.split(None, 1) for l in open(p) if l.startswith(("FINAL_LOSS", "PARAMS_SHA256")))
@@ -46,6 +47,13 @@ share = t.get("share")
 top = ", ".join("%s %.0fus %.0f%%" % (r["op"].replace("aten::", ""), r["us"], 100 * r["judged"])
                 for r in t.get("by_op", []) if r["judged"] < 1)[:400]
 ok = rc == 0 and a[0] and a == b and summ and not real
+prof = [l.split(None, 1)[1] for l in open(plain) if l.startswith("PLAIN_PROFILE")]
+with open(os.environ["DETAILS"], "a") as f:  # the evidence behind the row
+    f.write(json.dumps({"run": os.environ["RUN"], "summary": s,
+                        "plain_profile": json.loads(prof[0]) if prof else None,
+                        "violations": [{k: v.get(k) for k in ("gate", "op", "kernel_name", "message",
+                                        "evidence", "attrs", "inputs", "profile", "output")}
+                                       for v in real[:6]]}) + "\n")
 print("%s|%s|%d (%d named)|%d/%d (%.1f%%)|%s|%s|%s" % (
     "PASS" if ok else "FAIL", "equal" if a == b and a[0] else "DIFFER %s %s" % (a[0], b[0]),
     len(real), len(viol) - len(real), judged, seen, 100.0 * judged / seen if seen else 0,

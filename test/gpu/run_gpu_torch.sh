@@ -7,7 +7,9 @@
 #     `kcheck run --torch`: loss hex and parameter hash bitwise equal, no
 #     violation, every covered op checked (torch_check.py train);
 # (b) torch_bugs.py with torch_bugs.yaml: each planted bug caught by its
-#     gate with the Python line of the call, the correct ops silent;
+#     gate with the Python line of the call and accepted by
+#     allclose(rtol=atol=1e-2) against its twin (measured in the run), the
+#     correct ops silent;
 # (c) torch_nondet.py index_add / scatter_add under the binding: still
 #     flagged by determinism (kernel level);
 # (d) activation: python -c, python -m pytest, torchrun --nproc-per-node=1,
@@ -122,7 +124,7 @@ done
 # (b) planted bugs
 if want bugs; then
 # gates=all: the default gates and shapes (the op class's shapes show the
-# two shape bugs)
+# three shape bugs)
 run bugs "${KC[@]}" run --torch -o "log_path=$WORK/bugs" -o gates=all \
   -o "contracts=$ROOT/test/gpu/torch_bugs.yaml" -- \
   "$PYTHON" test/gpu/torch_bugs.py

@@ -257,8 +257,13 @@ def main(outdir):
         for r in rows:
             if r[2] == "inconclusive":
                 note(True, "%s %s %s inconclusive: %s" % (grp, r[0], r[1], r[4][:200]), info=True)
-    # no violation on any ATen op (generated-input gates included)
-    aten_viol = [v for v in viol if v.get("op", "").startswith("aten::")]
+    # no violation on any ATen op (generated-input gates included); PyTorch's
+    # documented nondeterminism (convolution_backward with
+    # cudnn.deterministic=False) is named by its own gate: counted apart
+    documented = [v for v in viol if v.get("cause") == "documented by PyTorch"]
+    note(True, "documented nondeterminism named (expected): %s" % sorted(
+        {v.get("op") for v in documented}), info=True)
+    aten_viol = [v for v in viol if v.get("op", "").startswith("aten::") and v not in documented]
     note(not aten_viol, "no violation on ATen ops (%d)" % len(aten_viol))
     for v in aten_viol[:10]:
         note(False, "  violation %s %s: %s" % (v.get("op"), v.get("gate"),

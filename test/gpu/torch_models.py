@@ -19,6 +19,7 @@ Prints FINAL_LOSS <hex>, PARAMS_SHA256 <hex>.
 """
 import argparse
 import hashlib
+import json
 import os
 import sys
 
@@ -77,6 +78,11 @@ def _hf(kind, dev):
 
 
 def cnn(dev):
+    # cuDNN's default weight-gradient algorithms add with atomics (PyTorch
+    # documents convolution backward as nondeterministic): two plain runs
+    # differ, so the bitwise comparison asks for deterministic algorithms
+    torch.backends.cudnn.deterministic = True
+
     def block(i, o):
         return [torch.nn.Conv2d(i, o, 3, padding=1, bias=False), torch.nn.BatchNorm2d(o),
                 torch.nn.ReLU(), torch.nn.MaxPool2d(2)]
@@ -102,22 +108,37 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--profile", type=int, default=0, metavar="K",
+                    help="time step K with the binding's timer (kcheck.torch.timing), print "
+                         "PLAIN_PROFILE <json>: where a plain run's kernel time goes")
     a = ap.parse_args()
     torch.manual_seed(1234)
     model, loss_fn = MODELS[a.model](a.device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    for _ in range(a.steps):
+    timer = None
+    for i in range(a.steps):
+        if a.profile and i + 1 == a.profile:
+            sys.path.insert(0, os.path.join(ROOT, "python"))
+            from kcheck.torch import timing
+            timer = timing.StepTimer(a.device == "cuda")
+            timer.start()
         opt.zero_grad(set_to_none=True)
         with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.bf16):
             loss = loss_fn()
         loss.backward()
         opt.step()
+        if timer is not None:
+            times, loose = timer.stop()
+            timer = None
+            top = sorted(times.items(), key=lambda kv: -kv[1])[:16]
+            print("PLAIN_PROFILE", json.dumps({"total_us": round(sum(times.values()), 1),
+                                               "by_op": top, "kernels_outside_ops": loose}))
     if a.device == "cuda":
         torch.cuda.synchronize()
     h = hashlib.sha256()
     for p in model.parameters():
         h.update(p.detach().float().cpu().numpy().tobytes())
-    print("FINAL_LOSS", float(loss).hex())
+    print("FINAL_LOSS", float(loss.detach()).hex())
     print("PARAMS_SHA256", h.hexdigest())
 
 

@@ -88,7 +88,10 @@ def test_conv_forward_and_backward_judged_and_passing(tmp_path):
     assert labels == {"grad_input", "grad_weight", "grad_bias"}, labels
     assert any({x["oracle_op"] for x in c["gates"]["oracle"]["outputs"]} >= {"conv"}
                for c in bwd), "no transposed convolution's input gradient judged"
-    assert not of(recs, "violation"), of(recs, "violation")
+    # PyTorch's documented nondeterminism (the nondeterminism gate names
+    # convolution_backward): a warning about the op, not a verdict on values
+    viol = [v for v in of(recs, "violation") if v.get("cause") != "documented by PyTorch"]
+    assert not viol, viol
 
 
 BUGS_PROG = """

@@ -68,3 +68,25 @@ def test_cpu_tensors_not_named_unless_watched(tmp_path):
     p, recs = run_py(tmp_path, PROG, options="torch=1:torch_budget=1")
     assert p.returncode == 0, p.stderr
     assert named(recs) == []
+
+
+CONV = """
+import sys, torch
+torch.backends.cudnn.deterministic = "det" in sys.argv
+conv = torch.nn.Conv2d(3, 4, 3)
+conv(torch.randn(2, 3, 8, 8)).sum().backward()
+print("ok")
+"""
+
+
+def test_convolution_backward_named_unless_cudnn_deterministic(tmp_path):
+    """PyTorch documents Conv*d on CUDA as nondeterministic unless
+    torch.backends.cudnn.deterministic is set (cuDNN's weight-gradient
+    algorithms add with atomics)."""
+    p, recs = run_py(tmp_path, CONV)
+    assert p.returncode == 0, p.stderr
+    assert [v["op"] for v in named(recs)] == ["aten::convolution_backward"], named(recs)
+    (tmp_path / "d").mkdir()
+    p, recs = run_py(tmp_path / "d", CONV, args=("det",))
+    assert p.returncode == 0, p.stderr
+    assert named(recs) == []

@@ -88,6 +88,17 @@ int main(void) {
           if (seed == 1 && causal && gi) t_print_verdict(&vd);
         }
       }
-  t_line("attention: flash-style fp32 passes; missing causal mask and bf16 P.V caught", before);
+  { /* 4 query heads against 2 key/value heads, not split into groups:
+     * refused (it would read outside K and V) */
+    int64_t qs[3] = {4, S / 2, D};
+    struct oc_tensor Q4, O4;
+    oc_tensor_make(&Q4, qb, OC_BF16, 3, qs, NULL);
+    oc_tensor_make(&O4, o, OC_FP32, 3, qs, NULL);
+    struct oc_attention_args ga = {&Q4, &K, &V, 0.125, 0, OC_FP32, OC_MASKED_EITHER};
+    struct oc_verdict gv;
+    EXPECT(oc_check_attention(&ga, &O4, &p, NULL, &gv) != 0, "mismatched heads refused");
+  }
+  t_line("attention: flash-style fp32 passes; missing causal mask and bf16 P.V caught; "
+         "heads that do not broadcast refused", before);
   return t_done("test_b_attention");
 }

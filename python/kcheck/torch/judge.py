@@ -164,12 +164,14 @@ class Job:
         olay = out.layout()
         axis = attrs.get("axis")
         sampled = None
-        if plan.klass in ("elementwise", "softmax", "norm", "reduce", "attention") or ew:
+        if plan.klass in ("elementwise", "softmax", "norm", "reduce", "attention",
+                          "attention_grad") or ew:
             # dim 0 of the output is dim 0 of every input unless it is the
             # reduced axis (reductions drop it; norms use the last dim)
             if not (plan.klass in ("softmax", "reduce") and axis in (0, None)) and \
                     (plan.klass != "norm" or rank > 1) and \
-                    all(len(s) == rank for s, _ in lay if plan.klass != "norm"):
+                    all(len(s) == rank for s, _ in lay
+                        if plan.klass not in ("norm", "attention_grad")):
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
         if plan.klass == "loss" and plan.op == "nll_loss_backward" and rank > 1:
             # the rows of grad_input, the targets and (reduction none) the
@@ -193,7 +195,7 @@ class Job:
             # heads, a [batch, seq, d] elementwise op): dim 1 too, where
             # every tensor has it or broadcasts it (size 1; not GQA's fewer
             # key/value heads)
-            if (plan.klass == "attention" or ew) and rank > 2 and \
+            if (plan.klass in ("attention", "attention_grad") or ew) and rank > 2 and \
                     all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
                 inner = _subsample(lay, olay, 1, cap)
                 if inner:

@@ -479,7 +479,7 @@ class KcheckMode(TorchDispatchMode):
             return
         try:
             cuda = "cuda" in self.devices and torch.cuda.is_initialized()
-            self.timer = timing.StepTimer(cuda)
+            self.timer = timing.StepTimer(cuda, self.lib)
             self.timer.start()
             self.time_at = self.stats.steps + 1
         except Exception as e:  # never the program's problem
@@ -487,7 +487,8 @@ class KcheckMode(TorchDispatchMode):
 
     def _stop_timer(self, partial=False):
         try:
-            self.step_times = self.timer.stop()
+            seen = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.calls)}
+            self.step_times, self.loose_kernels = self.timer.stop(seen)
             self.time_source = "cuda" if self.timer.cuda else "cpu"
             self.time_partial = partial
         except Exception as e:
@@ -500,21 +501,27 @@ class KcheckMode(TorchDispatchMode):
         for cell in self.done.values():
             if cell[2] and cell[0]:
                 self.judged_calls[cell[3]] = self.judged_calls.get(cell[3], 0) + cell[0]
-        seen, judged = {}, {}
+        seen, judged, nothing = {}, {}, {}
         for func, n in list(self.calls.items()):
             name = getattr(getattr(func, "_schema", None), "name", str(func))
             seen[name] = seen.get(name, 0) + n
+            if timing.computes_nothing(func):
+                nothing[name] = nothing.get(name, 0) + n
         for func, n in list(self.judged_calls.items()):
             name = getattr(getattr(func, "_schema", None), "name", str(func))
             judged[name] = judged.get(name, 0) + n
         rec["ops_judged"] = sum(judged.values())
+        rec["ops_no_values"] = sum(nothing.values())  # views, reads: left out of the share
+        rec["no_values_ops"] = dict(sorted(nothing.items(), key=lambda kv: -kv[1])[:12])
         rec["judged_by_op"] = {n: [judged.get(n, 0), k] for n, k in
                                sorted(seen.items(), key=lambda kv: -kv[1])}
         if self.timer is not None:
             self._stop_timer(partial=True)
         if self.step_times is not None:
             t = timing.share(self.step_times, judged, seen)
-            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial)
+            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial,
+                     kernels_outside_ops=[{"kernel": k[:200], "us": round(v, 1)}
+                                          for k, v in self.loose_kernels])
             rec["time_judged"] = t
         else:
             rec["time_judged"] = {"not_measured": self.time_error or (
@@ -633,7 +640,12 @@ class KcheckMode(TorchDispatchMode):
         if torch.compiler.is_compiling():
             return "inside torch.compile"
         index_ok = getattr(entry.mapper, "index_args", False)
-        for a in list(args) + list(kwargs.values()):
+        # data_args: the arguments that are the op's data (the others, an
+        # RNG state or sequence offsets, maybe empty or integer, are not read)
+        data = getattr(entry.mapper, "data_args", None)
+        values = list(args) + list(kwargs.values()) if data is None else \
+            [v for n, v in entry.bind(args, kwargs).items() if n in data]
+        for a in values:
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
                     r = _tensor_reason(t, self.devices, index_ok)
@@ -651,7 +663,7 @@ class KcheckMode(TorchDispatchMode):
         if len(in_fmts) > 1 and plan.klass == "elementwise":
             # type promotion: computed in the widest input type
             in_fmts = {min(in_fmts, key=_ORDER.index)}
-        elif len(in_fmts) > 1 and plan.klass == "norm_grad":
+        elif len(in_fmts) > 1 and plan.klass in ("norm_grad", "attention_grad"):
             # the forward's statistics are kept in acc_type: the gradient's type
             in_fmts = {profiles.fmt(tensors[0].dtype)}
         if len(in_fmts) != 1:
@@ -1016,6 +1028,8 @@ class KcheckMode(TorchDispatchMode):
             kernels = [k for k in names.value.decode(errors="replace").split("\n") if k]
         fmts = [h.fmt for h in inputs if isinstance(h, judge.HostTensor) and not h.index]
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
+        if plan.klass == "attention_grad":
+            in_fmt = fmts[0]  # q's (the saved logsumexp is fp32 for every input type)
         prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:
@@ -1324,8 +1338,9 @@ class KcheckMode(TorchDispatchMode):
 
 def judged_share(rec):
     """'N% of the ops, M% of their GPU time' from a torch_summary record."""
-    seen = rec.get("ops_seen") or 0
-    out = "%.0f%% of the ops" % (100.0 * rec.get("ops_judged", 0) / seen) if seen else "no ops"
+    seen = (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
+    out = "%.0f%% of the %d ops that compute values" % (
+        100.0 * rec.get("ops_judged", 0) / seen, seen) if seen > 0 else "no ops"
     t = rec.get("time_judged") or {}
     if t.get("share") is not None:
         out += ", %.0f%% of their %s time (step %s)" % (

@@ -42,8 +42,17 @@ def _mode_max(args, kwargs):
     return kwargs.get("mode", args[8] if len(args) > 8 else 0) == 2
 
 
+def _cudnn_free(args, kwargs):
+    # cuDNN picks nondeterministic algorithms unless told not to
+    import torch
+    return not torch.backends.cudnn.deterministic
+
+
 ROWS = (
     # deterministic under mode=True (a slower algorithm is used then)
+    ("aten::convolution_backward", _cudnn_free,
+     "torch.nn.Conv1d/Conv2d/Conv3d/ConvTranspose* when called on CUDA tensor "
+     "(torch.backends.cudnn.deterministic=False)"),
     ("aten::index_add", None, "torch.index_add() when called on CUDA tensor"),
     ("aten::index_add_", None, "torch.index_add() when called on CUDA tensor"),
     ("aten::scatter_add", None, "torch.Tensor.scatter_add_() when called on a CUDA tensor"),

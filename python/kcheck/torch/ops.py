@@ -23,7 +23,8 @@ class Plan:
     float is a scalar operand); out: a function of the op's result giving
     the judged output tensor; attrs: oracle attributes; klass: the profile
     class ("matmul", "softmax", "norm", "reduce", "elementwise",
-    "attention", "norm_grad": inputs of mixed dtypes, rows along dim 0).
+    "attention", "norm_grad": inputs of mixed dtypes, rows along dim 0,
+    "attention_grad": q's dtype, the fp32 logsumexp beside it).
     more: further Plans judged on the same call, one per other output
     (dweight and dbias beside dx, dk and dv beside dq, each tensor of a
     _foreach_ list): each is profiled and judged like the primary on the
@@ -449,18 +450,111 @@ def _attention(kind):
     def m(a):
         if float(a.get("dropout_p", 0.0)) != 0.0:
             raise Skip("attention with dropout")
-        if a.get("attn_bias") is not None:
+        if a.get("attn_bias") is not None or a.get("attn_mask") is not None:
             raise Skip("attention with a bias or mask tensor")
-        q = a["query"]
+        q, k, v = a["query"], a["key"], a["value"]
         scale = a.get("scale")
         if scale is None:
             scale = 1.0 / math.sqrt(q.shape[-1])
-        if a["key"].shape[-2] != q.shape[-2] and a.get("is_causal"):
+        if k.shape[-2] != q.shape[-2] and a.get("is_causal"):
             raise Skip("causal attention with different query and key lengths")
-        p = Plan("attention", [("q", q), ("k", a["key"]), ("v", a["value"])], _first,
+        q, k, v, out = _gqa(q, k, v)
+        p = Plan("attention", [("q", q), ("k", k), ("v", v)], out,
                  {"scale": float(scale), "causal": int(bool(a.get("is_causal")))}, "attention")
         return p
     return m
+
+
+def _attention_backward(a):
+    """dq (the primary plan), dk and dv (Plan.more) of a fused SDPA
+    backward, from the forward's saved output and logsumexp (flash, CPU:
+    [B, H, Sq]; memory-efficient: padded to a multiple of 32; cuDNN: a
+    trailing 1). Only the gradients asked for (grad_input_mask) are judged;
+    grouped-query attention (fewer key/value heads) too."""
+    import torch
+    if float(a.get("dropout_p", 0.0)) != 0.0:
+        raise Skip("attention with dropout")
+    bias = a.get("attn_bias", a.get("attn_mask"))
+    if bias is not None and (not hasattr(bias, "numel") or bias.numel()):
+        raise Skip("attention with a bias or mask tensor")
+    cum = a.get("cum_seq_q")
+    if cum is not None and hasattr(cum, "numel") and cum.numel():
+        raise Skip("variable-length (nested) sequences")
+    q, k, v, o = a["query"], a["key"], a["value"], a["out"]
+    g = a["grad_out"] if "grad_out" in a else a["grad_out_"]
+    lse = a["logsumexp"]
+    causal = bool(a.get("is_causal"))
+    if q.dim() < 3 or k.dim() != q.dim() or k.shape[:-3] != q.shape[:-3] or \
+            v.shape[:-2] != k.shape[:-2]:
+        raise Skip("query, key and value of different batch counts")
+    hq, hk = q.shape[-3], k.shape[-3]
+    if hq != hk and (hk == 0 or hq % hk):
+        raise Skip("attention heads of query and key/value not in groups")
+    if k.shape[-2] != q.shape[-2] and causal:
+        raise Skip("causal attention with different query and key lengths")
+    if q.device.type == "cpu" and q.dtype in (torch.float16, torch.bfloat16):
+        raise Skip("ATen's CPU kernel accumulates dq, dk, dv across blocks in the 16-bit type")
+    sq = q.shape[-2]
+    if lse.dim() == q.dim() and lse.shape[-1] == 1:
+        lse = lse[..., 0]  # cuDNN's stats
+    if lse.dim() == q.dim() - 1 and lse.shape[-1] > sq:
+        lse = lse[..., :sq]  # the memory-efficient kernel's padding
+    if tuple(lse.shape) != tuple(q.shape[:-1]):
+        raise Skip("logsumexp of another shape")
+    scale = a.get("scale")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    fmt = str(q.dtype)
+    attrs = {"scale": float(scale), "causal": int(causal),
+             "p_format": "bf16" if "bfloat16" in fmt else "fp16" if "float16" in fmt else "fp32"}
+    ins = [("q", q), ("k", k), ("v", v), ("o", o), ("g", g), ("lse", lse)]
+    outs = [lambda res: res[0], lambda res: res[1], lambda res: res[2]]
+    ins_q = ins
+    if hq != hk:
+        # grouped-query attention (views only): query heads split into
+        # (key heads, group); dq against k and v broadcast over the group,
+        # dk and dv summed over it (the oracle's grouped form)
+        def split(t, d=-3):
+            return t.unflatten(d, (hk, hq // hk))
+        qs, os_, gs, ls = split(q), split(o), split(g), split(lse, -2)
+        ins = [("q", qs), ("k", k), ("v", v), ("o", os_), ("g", gs), ("lse", ls)]
+        ins_q = [("q", qs), ("k", k.unsqueeze(-3)), ("v", v.unsqueeze(-3)), ("o", os_),
+                 ("g", gs), ("lse", ls)]
+        outs[0] = lambda res: split(res[0])
+    mask = a.get("grad_input_mask")
+    plans = [Plan("attention_backward", ins_q if w == "q" else ins, outs[i],
+                  dict(attrs, which=w), "attention_grad", label="d" + w)
+             for i, w in enumerate("qkv") if mask is None or mask[i]]
+    if not plans:
+        raise Skip("no input gradient asked for (grad_input_mask)")
+    plans[0].more = plans[1:]
+    return plans[0]
+
+
+# the tensors judged (philox seeds, offsets and cumulative sequence
+# lengths, empty or integer, are not the op's data; a bias the mapper rejects)
+_attention_backward.data_args = ("grad_out", "grad_out_", "query", "key", "value", "out",
+                                 "logsumexp")
+
+
+def _gqa(q, k, v):
+    """q, k, v and the output's view for the oracle: with grouped-query
+    attention (fewer key/value heads, enable_gqa: query head h reads
+    key/value head h // G) the head dim is split into (kv heads, G) in q
+    and the output and k, v get a size-1 G dim that the oracle broadcasts
+    — views only, no copy on the device."""
+    hq = q.shape[-3] if q.dim() >= 3 else 1
+    hk = k.shape[-3] if k.dim() >= 3 else 1
+    if q.dim() < 3 or hq == hk:
+        return q, k, v, _first
+    if k.dim() != q.dim() or v.shape[-3] != hk or hk == 0 or hq % hk:
+        raise Skip("attention heads of query and key/value not in groups")
+    g = hq // hk
+
+    def split(t):
+        return t.unflatten(-3, (hk, g))
+    # [.., Hkv, S, D] -> [.., Hkv, 1, S, D]
+    return split(q), k.unsqueeze(-3), v.unsqueeze(-3), lambda res: split(_first(res))
 
 
 # (ATen op names, oracle op, mapper, note) — every overload of each name
@@ -476,6 +570,8 @@ ROWS = [
      "no dropout, no bias tensor"),
     (["_scaled_dot_product_cudnn_attention"], "attention", _attention("cudnn"),
      "no dropout, no bias tensor"),
+    (["_scaled_dot_product_flash_attention_for_cpu"], "attention", _attention("cpu"),
+     "no dropout, no mask tensor"),
     (["_softmax"], "softmax", _softmax_family("softmax"), ""),
     (["_log_softmax"], "log_softmax", _softmax_family("log_softmax"), ""),
     (["logsumexp"], "logsumexp", _logsumexp, "one dim, keepdim=False"),
@@ -543,6 +639,15 @@ ROWS = [
      "y*(g - sum(g*y)), bound for ATen's g*y - y*sum"),
     (["_log_softmax_backward_data"], "log_softmax_backward",
      _softmax_grad("log_softmax_backward"), "g - exp(y)*sum(g)"),
+    (["_scaled_dot_product_flash_attention_backward"], "attention_backward", _attention_backward,
+     "dq, dk, dv; no dropout; P and dS cast to the input type; P from the saved logsumexp"),
+    (["_scaled_dot_product_efficient_attention_backward"], "attention_backward",
+     _attention_backward, "dq, dk, dv asked for; no dropout, no bias tensor"),
+    (["_scaled_dot_product_cudnn_attention_backward"], "attention_backward", _attention_backward,
+     "dq, dk, dv; no dropout, no bias tensor"),
+    (["_scaled_dot_product_flash_attention_for_cpu_backward"], "attention_backward",
+     _attention_backward, "dq, dk, dv; fp32 and fp64 (16-bit types: ATen's CPU kernel "
+     "accumulates in them across blocks)"),
     (["convolution", "_convolution", "convolution_overrideable"], "conv / conv_transpose",
      _conv.convolution, "1-d to 3-d, stride, padding, dilation, groups, bias, transposed "
      "(output_padding); exact dot per output, bound for any order; TF32 per "
@@ -590,6 +695,15 @@ for _n in ("nll_loss_forward", "nll_loss_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
 for _n in ("where", "masked_fill"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_COND for g in GENERATED_GATES}
+# Attention's backward reads the forward's output and logsumexp of q, k, v:
+# generated tensors would not be them (the oracle finds the logsumexp off
+# and says inconclusive)
+_GENERATED_FWD = "generated inputs are not the forward's output and logsumexp of q, k, v"
+for _n in ("_scaled_dot_product_flash_attention_backward",
+           "_scaled_dot_product_efficient_attention_backward",
+           "_scaled_dot_product_cudnn_attention_backward",
+           "_scaled_dot_product_flash_attention_for_cpu_backward"):
+    NOT_APPLICABLE[_n] = {g: _GENERATED_FWD for g in GENERATED_GATES}
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
@@ -601,7 +715,9 @@ EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
 UNCOVERED = [
     ("dweight, dbias of native_layer_norm_backward and _fused_rms_norm_backward", "one judged "
      "result per op (dx)"),
-    ("_scaled_dot_product_*_attention_backward", "no oracle op for attention gradients"),
+    ("_scaled_dot_product_*_attention_backward with dropout or a bias tensor; the CPU kernel "
+     "in fp16/bf16", "dropout's random mask is not an input; the CPU kernel accumulates across "
+     "blocks in the 16-bit type"),
     ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
     ("backend convolutions below aten.convolution (_slow_conv2d_forward, "
      "_nnpack_spatial_convolution, _conv_depthwise2d, slow_conv_dilated*, miopen_*)",
@@ -900,7 +1016,7 @@ def contract_shaper(c):
         derived = mm
     elif op == "attention":
         derived = attention
-    elif op and op not in ("gated_delta",):
+    elif op and op not in ("gated_delta", "attention_backward"):
         derived = _shapes_elementwise
     else:
         derived = None
@@ -997,6 +1113,8 @@ def contract_entry(func, c):
     e.contract = c
     if c.get("op") in _INDEXED_OPS:
         e.not_applicable = NOT_APPLICABLE[_INDEXED_OPS[c["op"]]]
+    elif c.get("op") == "attention_backward":
+        e.not_applicable = {g: _GENERATED_FWD for g in GENERATED_GATES}
     return e
 
 

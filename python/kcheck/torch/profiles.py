@@ -32,7 +32,9 @@ The settings and the documentation each mapping rests on:
 - attention (flash, efficient, cuDNN): fp32 accumulation, online softmax,
   P cast to the input type before P.V (FlashAttention-2 paper, Algorithm 1;
   PyTorch's SDPA notes). fp32 inputs may use TF32 in the efficient kernel:
-  modelled as tensorcore_tf32.
+  modelled as tensorcore_tf32. Their backward (class attention_grad) the
+  same: fp32 accumulation, P recomputed from the saved logsumexp, P and dS
+  cast to the input type (FlashAttention-2, Algorithm 2).
 - softmax family: ATen's CUDA softmax computes in float (acc_type) and may
   use the online (single-pass) form for long rows: softmax=online covers
   both the two-pass and the online algorithm.
@@ -138,7 +140,7 @@ def profile(klass, in_fmt, out_fmt, s):
         raise Unsupported("matmul on %s" % in_fmt)
     if klass in conv.KLASSES:
         return conv.profile(klass, in_fmt, out_fmt, s)
-    if klass == "attention":
+    if klass in ("attention", "attention_grad"):
         if in_fmt == "fp32":
             # measured on the H200: the efficient kernel's fp32 path flushes
             # subnormal results (tensor-core TF32): ftz=1

@@ -30,8 +30,9 @@
  * no componentwise bound in terms of this output's own products covers
  * them. Under algorithm `any` an element beyond the dot-product bound is
  * therefore inconclusive (the reason in the verdict), and an Inf or NaN
- * is inconclusive where any input holds one (a transform spreads it over
- * the tile) or where the mass times 2^20 nears the accumulator's range; a
+ * (or a finite value where the exact sum overflows) is inconclusive where
+ * any input holds one (a transform spreads it over the tile) or where the
+ * mass times 2^20 nears the accumulator's range; a
  * NaN or Inf from all-finite small inputs still fails. Under `direct`
  * (the CPU's oneDNN direct and im2col paths, a custom kernel's contract)
  * the dot-product bound decides.
@@ -364,6 +365,9 @@ static void fill(const struct cv *m, double sl, double sh, double sabs, double s
   if (m->a->alg == OC_CONV_ANY) reach = oc_mul_up(reach, 0x1p20); /* a transform's sums */
   e->ovf_ok =
       !(reach < oc_overflow_threshold(p->acc)) || (m->a->alg == OC_CONV_ANY && m->nonfinite);
+  /* a transform's value near the top of the range: neither its overflow
+   * nor a finite value proves anything (the output rules read pre) */
+  if (m->a->alg == OC_CONV_ANY && e->ovf_ok && e->pre_set) e->pre = e->bound = INFINITY;
   if (m->nonfinite && kv != kv) e->alt_ok = 1; /* 0 * Inf at a padding tap */
 }
 
@@ -488,7 +492,7 @@ int oc_check_conv(enum oc_conv_op op, const struct oc_conv_args *args, const str
           oc_check_inconclusive(&c, "beyond the dot-product bound, where cuDNN may have used a "
                                     "Winograd or FFT algorithm (no componentwise bound: "
                                     "algorithm any)");
-        e.bound = INFINITY;
+        e.bound = e.pre = INFINITY; /* nor does a must-overflow rule from the dot's bound hold */
       }
     }
     oc_check_elem(&c, &e, idx);

@@ -475,7 +475,25 @@ static void special_cases(void) {
   v = judge(OC_CONV_OP_CONV, &cv, &X, &W, NULL, &OUT, "fp32", OC_CONV_DIRECT);
   EXPECT(v.kind == OC_FAIL_SPECIAL, "a number where the exact value is Inf: %s",
          oc_verdict_name(v.kind));
-  t_line("Inf weight: NaN at the padding accepted, a number for Inf fails", bad);
+  /* sums past fp32's range: the direct profile's output must overflow; a
+   * transform's rounding (algorithm any) may land anywhere near the top */
+  struct conv c0 = {1, {1}, {0}, {1}, 1};
+  int64_t is0[1] = {3}, ks0[1] = {2};
+  shapes(&c0, OC_FP32, 1, 1, 1, is0, ks0, 0.5);
+  for (int i = 0; i < 3; i++)
+    X.v[i] = 0x1.8p127;
+  W.v[0] = W.v[1] = 1;
+  seal(&X), seal(&W);
+  OUT.v[0] = OUT.v[1] = 0x1.fffffep127; /* finite, where 3 * 2^127 overflows */
+  seal(&OUT);
+  v = judge(OC_CONV_OP_CONV, &c0, &X, &W, NULL, &OUT, "fp32", OC_CONV_DIRECT);
+  EXPECT(v.kind == OC_FAIL_SPECIAL, "finite for an overflowing sum, direct: %s",
+         oc_verdict_name(v.kind));
+  v = judge(OC_CONV_OP_CONV, &c0, &X, &W, NULL, &OUT, "fp32", OC_CONV_ANY);
+  EXPECT(v.kind == OC_INCONCLUSIVE, "finite for an overflowing sum, any: %s",
+         oc_verdict_name(v.kind));
+  t_line("Inf weight: NaN at the padding accepted, a number for Inf fails; overflow near the top",
+         bad);
 }
 
 /* A convolution too large to check whole (67600 outputs): sampled, the

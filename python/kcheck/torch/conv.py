@@ -86,6 +86,16 @@ def cudnn_tf32():
         return True
 
 
+def tf32_token():
+    """A cheap value that changes with cuDNN's TF32 setting (signature
+    keys, on every covered op): the new API's raw conv precision."""
+    import torch
+    try:
+        return torch._C._get_fp32_precision_getter("cuda", "conv")
+    except (AttributeError, RuntimeError, TypeError):
+        return cudnn_tf32()
+
+
 def mkldnn_precision():
     """torch.backends.mkldnn.conv.fp32_precision resolved ("ieee" when
     unset)."""

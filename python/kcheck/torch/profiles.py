@@ -106,12 +106,12 @@ def token():
         _GETTERS = _token_getters()
     if _GETTERS is not None:
         a, b, c, d = _GETTERS
-        return (a(), b(), c(), d(), conv.cudnn_tf32())
+        return (a(), b(), c(), d(), conv.tf32_token())
     import torch
     m = torch.backends.cuda.matmul
     return (m.allow_tf32, torch.get_float32_matmul_precision(),
             m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction,
-            conv.cudnn_tf32())
+            conv.tf32_token())
 
 
 def _io(spec, in_fmt, out_fmt):

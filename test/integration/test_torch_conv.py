@@ -5,6 +5,8 @@ ops and passing, every output of convolution_backward named; custom ops
 with a torch_op contract naming op conv: a convolution whose border
 ignores the padding, one with the wrong stride and one computed in bf16
 are flagged, the correct twin silent."""
+import json
+
 import pytest
 
 from test_torch import of, run_py
@@ -196,7 +198,6 @@ def test_every_conv_profile_parses_in_the_oracle(tmp_path):
     """Each spec the convolution classes can produce is accepted by
     libkcheck's parser, and the judge takes the conv attrs as the binding
     writes them."""
-    import json
     from kcheck.torch import conv, profiles as P
     from test_torch import LIB
     specs = set()
@@ -221,3 +222,51 @@ def test_every_conv_profile_parses_in_the_oracle(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
     assert len(specs) >= 6, specs
+
+
+def test_op_judge_takes_conv_attrs_as_text(tmp_path):
+    """kcheck_op_judge (the binding's entry) reaches the conv ops with the
+    attrs as the binding writes them: one number or one per spatial dim,
+    the alias convolution; a list of the wrong length and shapes that fit
+    no convolution are errors with the reason, a wrong output a violation."""
+    code = """
+import ctypes, json, torch
+import torch.nn.functional as F
+from kcheck import _api
+lib = _api.api()
+keep = []
+def T(name, t):
+    t = t.contiguous()
+    sh = (ctypes.c_long * t.dim())(*t.shape); st = (ctypes.c_long * t.dim())(*t.stride())
+    keep.append((t, sh, st))
+    return _api.Tensor(name.encode(), t.data_ptr(), b"fp32", t.dim(), sh, st)
+def judge(op, attrs, ins, out):
+    arr = (_api.Tensor * len(ins))(*[T(n, x) for n, x in ins])
+    res = ctypes.create_string_buffer(4096)
+    r = lib.kcheck_op_judge(b"oracle", op.encode(), b"fp32", attrs.encode(), len(ins), arr,
+                            ctypes.byref(T("out", out)), 0, b"{}", res, len(res))
+    d = json.loads(res.value.decode())
+    return r, d.get("class", d.get("reason"))
+torch.manual_seed(0)
+x, w, b = torch.randn(2, 4, 9, 8), torch.randn(6, 2, 3, 3), torch.randn(6)
+ref = lambda *a, **k: F.conv2d(*[t.double() for t in a], **k).float()
+y = ref(x, w, b, stride=(2, 1), padding=(1, 0), groups=2)
+g = torch.randn(2, 6, 5, 6)
+print(json.dumps([
+    judge("conv", "stride=2,1 padding=1,0 groups=2", [("x", x), ("w", w), ("bias", b)], y),
+    judge("convolution", "stride=2,1 padding=1,0 groups=2", [("x", x), ("w", w), ("bias", b)],
+          y + 1e-3),
+    judge("conv", "stride=2,1,1 padding=1,0 groups=2", [("x", x), ("w", w), ("bias", b)], y),
+    judge("conv", "stride=2 padding=1 groups=2", [("x", x), ("w", w), ("bias", b)], y),
+    judge("conv_bias_grad", "", [("g", g)], g.double().sum((0, 2, 3)).float()),
+    ]))
+"""
+    p, _ = run_py(tmp_path, code, options="torch=1")
+    assert p.returncode == 0, p.stderr
+    (ok, c1), (viol, c2), (e1, why1), (e2, why2), (bg, c5) = \
+        json.loads(p.stdout.strip().splitlines()[-1])
+    assert ok == 0 and c1 in ("bitwise", "pass"), c1
+    assert viol == 1 and c2.startswith("fail"), c2
+    assert e1 == -1 and "one per spatial dim" in why1, why1
+    assert e2 == -1 and "rejected the conv tensors" in why2, why2
+    assert bg == 0 and c5 in ("bitwise", "pass"), c5

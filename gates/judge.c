@@ -12,6 +12,7 @@
 #include "gate.h"
 #include "gate_util.h"
 #include "judge.h"
+#include "judge_optim.h"
 #include "options.h"
 
 static json_t *jnum(double d) {
@@ -428,8 +429,9 @@ static int judge_grad(const struct kc_contract *c, const struct kc_contract_sb *
   size_t n = sizeof j->err;
   int ig = input(j, sb, "g", 0), ix = input(j, sb, "y", -1);
   if (ix < 0) ix = input(j, sb, "x", 1);
+  int no_x = ix < 0 && op->arity == 1; /* dbias: g alone */
   if (described(sb, ig, &j->ins[0], "g", err, n) ||
-      described(sb, ix, &j->ins[1], "the forward value (y or x)", err, n))
+      (!no_x && described(sb, ix, &j->ins[1], "the forward value (y or x)", err, n)))
     return -1;
   /* the norms' saved statistics and weight, by name */
   int im = input(j, sb, "mean", -1), ir = input(j, sb, "rstd", -1), iw = input(j, sb, "weight", -1);
@@ -439,8 +441,8 @@ static int judge_grad(const struct kc_contract *c, const struct kc_contract_sb *
       (iw >= 0 && describe(sb, iw, 0, &tw, err, n)))
     return -1;
   struct oc_grad_args a = {&j->ins[0],
-                           &j->ins[1],
-                           axis_of(c, &j->ins[1]),
+                           no_x ? NULL : &j->ins[1],
+                           no_x ? 0 : axis_of(c, &j->ins[1]),
                            kc_attr_num(&c->attr, KC_ATTR_THRESHOLD, 0),
                            im >= 0 ? &tm : NULL,
                            ir >= 0 ? &tr : NULL,
@@ -502,6 +504,17 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
       return -1;
     }
     return 0;
+  }
+  case OC_CLASS_OPTIM: { /* every tensor by name, before the run (the state it updates) */
+    struct oc_tensor t[16];
+    const char *names[16];
+    int k = 0;
+    for (int i = 0; i < sb->n && k < 16; i++) {
+      if (sb->t[i].role != KC_ROLE_IN && sb->t[i].role != KC_ROLE_INOUT) continue;
+      if (describe(sb, i, 0, &t[k], err, n)) return -1;
+      names[k++] = sb->t[i].t->v->name;
+    }
+    return kc_judge_optim(op, &c->attr, k, t, names, &out, &c->profile, o, &j->v, err, n);
   }
   case OC_CLASS_CONV: {
     int wg = op->kind == OC_CONV_OP_CONV_WEIGHT_GRAD, bg = op->kind == OC_CONV_OP_CONV_BIAS_GRAD;
@@ -937,15 +950,17 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
     r = oc_check_index_select(x, axis, ix, a->out, a->p, a->o, v);
     break;
   }
+  case OC_CLASS_OPTIM:
+    return kc_judge_optim(op, &at, a->n, a->in, a->name, a->out, a->p, a->o, v, err, n);
   case OC_CLASS_GRAD: {
     const struct oc_tensor *g = named(a, "g", 0), *x = named(a, "y", -1);
     if (!x) x = named(a, "x", 1);
-    if (!g || !x) {
+    if (!g || (!x && op->arity > 1)) {
       snprintf(err, n, "%s needs g and the forward value (y or x)", op->name);
       return -1;
     }
     int axis = (int)kc_attr_num(&at, KC_ATTR_AXIS, -1);
-    if (axis < 0) axis += x->rank;
+    if (axis < 0 && x) axis += x->rank;
     struct oc_grad_args ga = {g,
                               x,
                               axis,

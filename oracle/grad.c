@@ -47,6 +47,7 @@
 
 #include "bounds.h"
 #include "elementwise.h"
+#include "norm_params.h"
 #include "ops.h"
 #include "oracle.h"
 #include "verdict.h"
@@ -110,7 +111,10 @@ static double ieee_form(const struct gctx *c, double g, double x, int fl, int al
     return alt ? F(F(g - c->s) * x) : F(F(g * x) - F(x * c->s));
   case OC_GRAD_LOG_SOFTMAX_BACKWARD: return F(g - F((fl ? (double)expf((float)x) : exp(x)) * c->s));
   case OC_GRAD_LAYER_NORM_BACKWARD:
-  case OC_GRAD_RMS_NORM_BACKWARD: /* check_norm */
+  case OC_GRAD_RMS_NORM_BACKWARD:  /* check_norm */
+  case OC_GRAD_LAYER_NORM_DWEIGHT: /* norm_params.c */
+  case OC_GRAD_LAYER_NORM_DBIAS:
+  case OC_GRAD_RMS_NORM_DWEIGHT:
   case OC_GRAD_COUNT: break;
   }
   return NAN;
@@ -203,6 +207,9 @@ static void exact_ew(struct gctx *c, double g, double x, double *mag) {
   case OC_GRAD_LOG_SOFTMAX_BACKWARD:
   case OC_GRAD_LAYER_NORM_BACKWARD:
   case OC_GRAD_RMS_NORM_BACKWARD:
+  case OC_GRAD_LAYER_NORM_DWEIGHT: /* norm_params.c */
+  case OC_GRAD_LAYER_NORM_DBIAS:
+  case OC_GRAD_RMS_NORM_DWEIGHT:
   case OC_GRAD_COUNT: /* row ops: check_rows, check_norm */
     mpfr_set_nan(c->r);
     *mag = 0;
@@ -268,6 +275,9 @@ static double kernel_err_ew(const struct gctx *c, double g, double x, double ref
   case OC_GRAD_LOG_SOFTMAX_BACKWARD:
   case OC_GRAD_LAYER_NORM_BACKWARD:
   case OC_GRAD_RMS_NORM_BACKWARD:
+  case OC_GRAD_LAYER_NORM_DWEIGHT: /* norm_params.c */
+  case OC_GRAD_LAYER_NORM_DBIAS:
+  case OC_GRAD_RMS_NORM_DWEIGHT:
   case OC_GRAD_COUNT: break; /* row ops: check_rows, check_norm */
   }
   return INFINITY;
@@ -654,12 +664,16 @@ int oc_check_grad(enum oc_grad_op id, const struct oc_grad_args *a, const struct
     const struct oc_op_info *r = oc_op_by_id((enum oc_opid)i);
     if (r->cls == OC_CLASS_GRAD && r->kind == (int)id) op = r;
   }
-  if (!op || !a || !a->g || !a->x || !out || !p || !v) return -1;
+  if (!op || !a || !a->g || !out || !p || !v) return -1;
   struct oc_options od;
   if (!o) {
     oc_options_default(&od);
     o = &od;
   }
+  if (id == OC_GRAD_LAYER_NORM_DWEIGHT || id == OC_GRAD_LAYER_NORM_DBIAS ||
+      id == OC_GRAD_RMS_NORM_DWEIGHT) /* column sums (x unused for the bias) */
+    return oc_check_norm_params(id, a, out, p, o, v, op->name);
+  if (!a->x) return -1;
   struct gctx c;
   memset(&c, 0, sizeof c);
   c.id = id;

@@ -18,6 +18,7 @@
 #define KIND_GATHER(id) 0
 #define KIND_POINTWISE(id) (int)OC_PW_##id
 #define KIND_LOSS(id) (int)OC_LOSS_##id
+#define KIND_OPTIM(id) (int)OC_OPTIM_##id
 #define KIND_CONV(id) (int)OC_CONV_OP_##id
 
 static const struct oc_op_info rows[OC_ID_COUNT] = {
@@ -50,6 +51,7 @@ const struct oc_op_info *oc_op_find(const char *name) {
 const char *oc_op_class_name(enum oc_op_class cls) {
   static const char *const names[] = {"elementwise", "matmul",    "reduce",     "softmax",
                                       "norm",        "attention", "recurrence", "grad",
-                                      "gather",      "pointwise", "loss",       "conv"};
+                                      "gather",      "pointwise", "loss",       "optim",
+                                      "conv"};
   return (unsigned)cls < sizeof names / sizeof names[0] ? names[cls] : "?";
 }

@@ -17,6 +17,7 @@ enum oc_op_class {
   OC_CLASS_GATHER,      /* oc_check_index_select */
   OC_CLASS_POINTWISE,   /* oc_check_pointwise (three operand tensors) */
   OC_CLASS_LOSS,        /* oc_check_nll_loss */
+  OC_CLASS_OPTIM,       /* oc_check_optim (optimizer updates) */
   OC_CLASS_CONV,        /* oc_check_conv */
 };
 
@@ -33,8 +34,8 @@ struct oc_op_info {
   enum oc_op_class cls;
   /* The op in its class's own enum: enum oc_op (ELEMENTWISE), enum
    * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX), enum oc_grad_op
-   * (GRAD), enum oc_pw_op (POINTWISE), enum oc_loss_op (LOSS), enum oc_conv_op
-   * (CONV); 0 otherwise. */
+   * (GRAD), enum oc_pw_op (POINTWISE), enum oc_loss_op (LOSS), enum
+   * oc_optim_op (OPTIM), enum oc_conv_op (CONV); 0 otherwise. */
   int kind;
 };
 
@@ -60,6 +61,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_GATHER(...)
 #define OC_OP_IF_EW_POINTWISE(...)
 #define OC_OP_IF_EW_LOSS(...)
+#define OC_OP_IF_EW_OPTIM(...)
 #define OC_OP_IF_EW_CONV(...)
 
 /* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
@@ -75,6 +77,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_GRAD_GATHER(...)
 #define OC_OP_IF_GRAD_POINTWISE(...)
 #define OC_OP_IF_GRAD_LOSS(...)
+#define OC_OP_IF_GRAD_OPTIM(...)
 #define OC_OP_IF_GRAD_CONV(...)
 
 /* OC_OP_IF_PW(CLASS, ...): the same filter for POINTWISE rows (enum oc_pw_op). */
@@ -90,6 +93,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_PW_GRAD(...)
 #define OC_OP_IF_PW_GATHER(...)
 #define OC_OP_IF_PW_LOSS(...)
+#define OC_OP_IF_PW_OPTIM(...)
 #define OC_OP_IF_PW_CONV(...)
 
 /* OC_OP_IF_LOSS(CLASS, ...): the same filter for LOSS rows (enum oc_loss_op). */
@@ -105,7 +109,24 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_LOSS_GRAD(...)
 #define OC_OP_IF_LOSS_GATHER(...)
 #define OC_OP_IF_LOSS_POINTWISE(...)
+#define OC_OP_IF_LOSS_OPTIM(...)
 #define OC_OP_IF_LOSS_CONV(...)
+
+/* OC_OP_IF_OPTIM(CLASS, ...): the same filter for OPTIM rows (enum oc_optim_op). */
+#define OC_OP_IF_OPTIM(cls, ...) OC_OP_IF_OPTIM_##cls(__VA_ARGS__)
+#define OC_OP_IF_OPTIM_OPTIM(...) __VA_ARGS__
+#define OC_OP_IF_OPTIM_ELEMENTWISE(...)
+#define OC_OP_IF_OPTIM_MATMUL(...)
+#define OC_OP_IF_OPTIM_REDUCE(...)
+#define OC_OP_IF_OPTIM_SOFTMAX(...)
+#define OC_OP_IF_OPTIM_NORM(...)
+#define OC_OP_IF_OPTIM_ATTENTION(...)
+#define OC_OP_IF_OPTIM_RECURRENCE(...)
+#define OC_OP_IF_OPTIM_GRAD(...)
+#define OC_OP_IF_OPTIM_GATHER(...)
+#define OC_OP_IF_OPTIM_POINTWISE(...)
+#define OC_OP_IF_OPTIM_LOSS(...)
+#define OC_OP_IF_OPTIM_CONV(...)
 
 /* OC_OP_IF_CONV(CLASS, ...): the same filter for CONV rows (enum oc_conv_op). */
 #define OC_OP_IF_CONV(cls, ...) OC_OP_IF_CONV_##cls(__VA_ARGS__)
@@ -121,5 +142,6 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_CONV_GATHER(...)
 #define OC_OP_IF_CONV_POINTWISE(...)
 #define OC_OP_IF_CONV_LOSS(...)
+#define OC_OP_IF_CONV_OPTIM(...)
 
 #endif

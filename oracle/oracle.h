@@ -266,7 +266,10 @@ int oc_check_clamp(const struct oc_tensor *x, double lo, double hi, const struct
  * softmax_backward y (g - sum g y) and log_softmax_backward g - e^y sum g
  * (g, y and out of one shape), or over the last axis for the norms' dx:
  * rstd (w g - mean(w g) - xh mean(w g xh)), xh = (x - mean) rstd (rms:
- * without the mean terms, xh = x rstd). Every element checked against its exact
+ * without the mean terms, xh = x rstd), or the norms' parameter gradients
+ * (norm_params.c: column sums over the rows of g [M, N] of g xh, or of g
+ * alone for the bias; out [N]; x, mean and rstd as above, x NULL for the
+ * bias). Every element checked against its exact
  * value with a rigorous bound for ATen's evaluation in the profile's
  * compute precision (acc fp32, or fp64) and math mode. */
 enum oc_grad_op {
@@ -368,6 +371,7 @@ void oc_softmax_double_counts(unsigned long *in_double, unsigned long *redone);
 
 /* ---------------------------------------------------------------- generators */
 #include "adversarial.h"
+#include "optim.h"
 #include "conv.h"
 
 #endif

@@ -228,6 +228,12 @@ ORACLE_OPS = (
     OracleOp(('conv_transpose', 2, 'conv')),
     OracleOp(('conv_weight_grad', 2, 'conv')),
     OracleOp(('conv_bias_grad', 1, 'conv')),
+    OracleOp(('layer_norm_dweight', 4, 'grad')),
+    OracleOp(('layer_norm_dbias', 1, 'grad')),
+    OracleOp(('rms_norm_dweight', 3, 'grad')),
+    OracleOp(('adam', 4, 'optim')),
+    OracleOp(('adamw', 4, 'optim')),
+    OracleOp(('sgd', 2, 'optim')),
 )
 ORACLE_OP = {o.name: o for o in ORACLE_OPS}
 # other accepted spellings: alias -> op name

@@ -47,7 +47,8 @@ def test_lint_reports_every_error_with_its_position():
         "threshold_backward, silu_backward, gelu_erf_backward, gelu_tanh_backward, "
         "softmax_backward, log_softmax_backward, layer_norm_backward, rms_norm_backward, "
         "index_select, embedding_backward, where, addcmul, addcdiv, lerp, nll_loss, nll_loss_backward, "
-        "attention_backward)",
+        "attention_backward, "
+        "layer_norm_dweight, layer_norm_dbias, rms_norm_dweight, adam, adamw, sgd)",
         f + ":14:14: error: bad profile 'fp32:math=sloppy': bad value 'sloppy' for key 'math' "
         "(expected precise, fast or triton)",
         f + ":15:5: error: unknown key 'nondeterminsm' in contract (did you mean "

@@ -65,6 +65,9 @@ static double sim_ew(enum oc_grad_op op, enum bug bug, int dbl, double g, double
   case OC_GRAD_LOG_SOFTMAX_BACKWARD:
   case OC_GRAD_LAYER_NORM_BACKWARD:
   case OC_GRAD_RMS_NORM_BACKWARD:
+  case OC_GRAD_LAYER_NORM_DWEIGHT:
+  case OC_GRAD_LAYER_NORM_DBIAS:
+  case OC_GRAD_RMS_NORM_DWEIGHT:
   case OC_GRAD_COUNT: break;
   }
 #undef F

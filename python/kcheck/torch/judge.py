@@ -26,7 +26,7 @@ ORDER = ["fp64", "fp32", "bf16", "fp16", "e4m3fn", "e5m2"]
 # the pointwise gradients (class grad, whose g and forward value have the
 # output's shape); the row-wise gradients are laid out as rows.
 _ROW_GRADS = {"softmax_backward", "log_softmax_backward", "layer_norm_backward",
-              "rms_norm_backward"}
+              "rms_norm_backward", "layer_norm_dweight", "layer_norm_dbias", "rms_norm_dweight"}
 EW_OPS = (_defs.oracle_ops("elementwise", aliases=True)
           | _defs.oracle_ops("pointwise", aliases=True)
           | (_defs.oracle_ops("grad", aliases=True) - _ROW_GRADS))  # oracle/ops.def

@@ -256,12 +256,12 @@ def _grad(op):
 
 
 def _norm_backward(op):
-    """dx of native_layer_norm_backward / _fused_rms_norm_backward from the
+    """native_layer_norm_backward / _fused_rms_norm_backward from the
     forward's saved statistics (mean, rstd: the input's shape with the
-    last dim 1). dweight and dbias, the op's other results, are not judged."""
+    last dim 1): dx, and beside it dweight and dbias (ops_optim's column
+    sums), each where output_mask asks for it; g, x and the statistics as
+    [rows, n] views, copied once for all three."""
     def m(a):
-        if not a["output_mask"][0]:
-            raise Skip("input gradient not asked for (output_mask)")
         if len(list(a["normalized_shape"])) != 1:
             raise Skip("normalized over several dims")
         x = a["input"]
@@ -270,10 +270,24 @@ def _norm_backward(op):
         for _, t in stats:
             if t.dim() != x.dim() or tuple(t.shape) != tuple(x.shape[:-1]) + (1,):
                 raise Skip("saved statistics of another shape")
-        ins = [("g", a["grad_out"]), ("x", x)] + stats
-        if a.get("weight") is not None:
-            ins.append(("weight", a["weight"]))
-        return Plan(op, ins, _first, {}, "norm_grad")
+        flat, params = ops_optim.norm_param_plans(op, a)
+        plans = []
+        if a["output_mask"][0]:
+            if flat is not None:
+                g2, x2, stats2 = flat
+                n = x.shape[-1]
+                ins = [("g", g2), ("x", x2)] + stats2
+                out = (lambda res: _first(res).view(-1, n))
+            else:
+                ins, out = [("g", a["grad_out"]), ("x", x)] + stats, _first
+            if a.get("weight") is not None:
+                ins.append(("weight", a["weight"]))
+            plans.append(Plan(op, ins, out, {}, "norm_grad", label="dx"))
+        plans += params
+        if not plans:
+            raise Skip("no gradient asked for (output_mask)")
+        plans[0].more = plans[1:]
+        return plans[0]
     return m
 
 
@@ -557,6 +571,8 @@ def _gqa(q, k, v):
     return split(q), k.unsqueeze(-3), v.unsqueeze(-3), lambda res: split(_first(res))
 
 
+from kcheck.torch import ops_optim  # noqa: E402  (its mappers build on Plan and Skip)
+
 # (ATen op names, oracle op, mapper, note) — every overload of each name
 # (default, out, in-place) goes through the same mapper.
 ROWS = [
@@ -600,7 +616,7 @@ ROWS = [
     (["tanh"], "tanh", _unary("tanh"), ""),
     (["exp"], "exp", _unary("exp"), ""),
     (["log"], "log", _unary("log"), ""),
-    (["sqrt"], "sqrt", _unary("sqrt"), ""),
+    (["sqrt"], "sqrt", ops_optim.sqrt_plan, "CPU fp32: within 1 ulp (ATen's vectorized sqrt)"),
     (["rsqrt"], "rsqrt", _unary("rsqrt"), ""),
     (["clamp"], "clamp", _clamp("min", "max"), "number bounds; exact"),
     (["clamp_min"], "clamp", _clamp("min", None), "number bound; exact"),
@@ -624,10 +640,12 @@ ROWS = [
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
-    (["native_layer_norm_backward"], "layer_norm_backward", _norm_backward("layer_norm_backward"),
-     "dx over the last dim (dweight, dbias not judged)"),
-    (["_fused_rms_norm_backward"], "rms_norm_backward", _norm_backward("rms_norm_backward"),
-     "dx over the last dim (dweight not judged)"),
+    (["native_layer_norm_backward"], "layer_norm_backward, layer_norm_dweight, layer_norm_dbias",
+     _norm_backward("layer_norm_backward"), "dx over the last dim; dweight, dbias: column sums "
+     "in any order"),
+    (["_fused_rms_norm_backward"], "rms_norm_backward, rms_norm_dweight",
+     _norm_backward("rms_norm_backward"), "dx over the last dim; dweight: column sums in any "
+     "order"),
     (["sigmoid_backward"], "sigmoid_backward", _grad("sigmoid_backward"), "g*(1-y)*y"),
     (["tanh_backward"], "tanh_backward", _grad("tanh_backward"), "g*(1-y*y)"),
     (["threshold_backward"], "threshold_backward", _grad("threshold_backward"),
@@ -661,6 +679,7 @@ ROWS = [
      "called directly; its allow_tf32 argument decides TF32"),
     (["mkldnn_convolution"], "conv", _conv.mkldnn_convolution, "called directly (CPU)"),
 ]
+ROWS += ops_optim.ROWS  # _foreach_* lists, fused optimizer updates
 
 # Gates that do not apply to an ATen op, with the reason (the op_check
 # record says "not_applicable" and why). The oracle's special-value rules
@@ -704,6 +723,14 @@ for _n in ("_scaled_dot_product_flash_attention_backward",
            "_scaled_dot_product_cudnn_attention_backward",
            "_scaled_dot_product_flash_attention_for_cpu_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_FWD for g in GENERATED_GATES}
+# fused optimizers: generated state is outside the update's domain (by the
+# table's name and by Entry's, which drops the trailing underscore)
+for _n, _whys in ops_optim.NOT_APPLICABLE.items():
+    _na = {}
+    for _kind, _why in _whys.items():
+        _na.update({g.id: _why for k in OP_KINDS for g in _defs.GATES if g.op == k and
+                    (k == _kind or (_kind == "generated" and g.id in GENERATED_GATES))})
+    NOT_APPLICABLE[_n] = NOT_APPLICABLE[_n.rstrip("_")] = _na
 
 # Overloads that are not the op's math (rounding modes, scalar-only forms).
 EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
@@ -713,12 +740,12 @@ EXCLUDED_OVERLOADS = {"div.Tensor_mode", "div.Scalar_mode", "div_.Tensor_mode",
 
 # What the oracle has no op for, with the reason (docs/torch.md table).
 UNCOVERED = [
-    ("dweight, dbias of native_layer_norm_backward and _fused_rms_norm_backward", "one judged "
-     "result per op (dx)"),
     ("_scaled_dot_product_*_attention_backward with dropout or a bias tensor; the CPU kernel "
      "in fp16/bf16", "dropout's random mask is not an input; the CPU kernel accumulates across "
      "blocks in the 16-bit type"),
-    ("_foreach_* (optimizers)", "fused multi-tensor ops: no oracle op"),
+    ("_foreach_maximum, _foreach_minimum (amsgrad), _foreach_pow, _foreach_reciprocal, "
+     "_foreach_zero_ and the other unary list ops (trigonometric, erf, log1p, rounding)", "no oracle op for their element op (the optimizers' foreach path is covered "
+     "otherwise: add, sub, mul, div, lerp, addcmul, addcdiv, sqrt, neg, norm)"),
     ("backend convolutions below aten.convolution (_slow_conv2d_forward, "
      "_nnpack_spatial_convolution, _conv_depthwise2d, slow_conv_dilated*, miopen_*)",
      "a dispatch mode sees aten.convolution above them; called directly: no row"),
@@ -1065,6 +1092,11 @@ _INDEXED_OPS = {"index_select": "index_select", "embedding_backward": "embedding
                 "nll_loss_backward": "nll_loss_backward"}
 
 
+# Oracle ops whose inputs are an optimizer's state, and the fused op whose
+# generated-input gates are not applicable for the same reason.
+_STATE_OPS = {"adam": "_fused_adam_", "adamw": "_fused_adamw_", "sgd": "_fused_sgd_"}
+
+
 def _contract_mapper(c):
     """A mapper from a torch_op contract: args maps each oracle input to an
     argument of the op (by schema name or position); "out" names the
@@ -1115,6 +1147,8 @@ def contract_entry(func, c):
         e.not_applicable = NOT_APPLICABLE[_INDEXED_OPS[c["op"]]]
     elif c.get("op") == "attention_backward":
         e.not_applicable = {g: _GENERATED_FWD for g in GENERATED_GATES}
+    elif c.get("op") in _STATE_OPS:
+        e.not_applicable = NOT_APPLICABLE[_STATE_OPS[c["op"]]]
     return e
 
 

@@ -49,9 +49,8 @@ const struct oc_op_info *oc_op_find(const char *name) {
 }
 
 const char *oc_op_class_name(enum oc_op_class cls) {
-  static const char *const names[] = {"elementwise", "matmul",    "reduce",     "softmax",
-                                      "norm",        "attention", "recurrence", "grad",
-                                      "gather",      "pointwise", "loss",       "optim",
-                                      "conv"};
+  static const char *const names[] = {"elementwise", "matmul",     "reduce", "softmax", "norm",
+                                      "attention",   "recurrence", "grad",   "gather",  "pointwise",
+                                      "loss",        "optim",      "conv"};
   return (unsigned)cls < sizeof names / sizeof names[0] ? names[cls] : "?";
 }

@@ -93,10 +93,41 @@ int kc_attr_parse(enum kc_attr_id id, const char *text, struct kc_attr_val *out,
     ok = v.e >= 0;
     if (!ok) snprintf(why, n, "one of: %s", d->values);
     break;
+  case KC_AT_INTS: /* "2" or "2,1": comma-separated, no spaces (the k=v text splits on them) */
+    for (const char *q = text; ok >= 0;) {
+      errno = 0;
+      long long x = strtoll(q, &end, 0);
+      if (end == q || errno || v.ni == KC_ATTR_INTS_MAX || (*end && *end != ',')) {
+        ok = -1;
+        break;
+      }
+      v.iv[v.ni++] = x;
+      if (!*end) {
+        ok = 1;
+        break;
+      }
+      q = end + 1;
+    }
+    ok = ok > 0;
+    v.i = v.iv[0];
+    v.f = (double)v.i;
+    if (!ok) snprintf(why, n, "integers separated by commas, at most %d", KC_ATTR_INTS_MAX);
+    break;
   }
   if (!ok) return -1;
   *out = v;
   return 0;
+}
+
+long long kc_attr_ints(const struct kc_attrs *a, enum kc_attr_id id, int d, long long dflt,
+                       int *ok) {
+  if (ok) *ok = 1;
+  if (!a || !a->v[id].set) return dflt;
+  const struct kc_attr_val *v = &a->v[id];
+  if (v->ni == 1) return v->iv[0];
+  if (d >= 0 && d < v->ni) return v->iv[d];
+  if (ok) *ok = 0;
+  return -1;
 }
 
 int kc_attr_applies(enum kc_attr_id id, int cls) {

@@ -11,7 +11,17 @@ enum kc_attr_id {
   KC_ATTR_COUNT
 };
 
-enum kc_attr_type { KC_AT_BOOL, KC_AT_INT, KC_AT_FLOAT, KC_AT_ACT, KC_AT_FORMAT, KC_AT_ENUM };
+enum kc_attr_type {
+  KC_AT_BOOL,
+  KC_AT_INT,
+  KC_AT_FLOAT,
+  KC_AT_ACT,
+  KC_AT_FORMAT,
+  KC_AT_ENUM,
+  KC_AT_INTS
+};
+
+#define KC_ATTR_INTS_MAX 3 /* INTS: one integer per spatial dim of a convolution */
 
 struct kc_attr_def {
   const char *name;
@@ -21,12 +31,15 @@ struct kc_attr_def {
 };
 
 /* One attr's value: set, and the member of its type (BOOL: b; INT: i;
- * FLOAT: f; ACT, FORMAT, ENUM: e, the oracle's enum or the word's index). */
+ * FLOAT: f; ACT, FORMAT, ENUM: e, the oracle's enum or the word's index;
+ * INTS: ni integers in iv, i and f the first). */
 struct kc_attr_val {
   int set;
   int b, e;
   long long i;
   double f;
+  int ni;
+  long long iv[KC_ATTR_INTS_MAX];
 };
 struct kc_attrs {
   struct kc_attr_val v[KC_ATTR_COUNT];
@@ -51,5 +64,10 @@ int kc_attrs_parse_kv(const char *kv, struct kc_attrs *a, char *err, size_t n);
 int kc_attr_bool(const struct kc_attrs *a, enum kc_attr_id id, int dflt);
 double kc_attr_num(const struct kc_attrs *a, enum kc_attr_id id, double dflt);
 int kc_attr_enum(const struct kc_attrs *a, enum kc_attr_id id, int dflt);
+/* An INTS attr's value for dim d: its d-th integer, its only one when it
+ * holds one (for every dim), dflt when absent; -1 (with *ok 0) when it
+ * holds several but not d + 1. */
+long long kc_attr_ints(const struct kc_attrs *a, enum kc_attr_id id, int d, long long dflt,
+                       int *ok);
 
 #endif

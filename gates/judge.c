@@ -338,6 +338,48 @@ static int nll(const struct oc_op_info *op, const struct kc_attrs *at,
   return oc_check_nll_loss((enum oc_loss_op)op->kind, &a, out, p, o, v);
 }
 
+/* A convolution (ops.def class CONV) over the tensors a, b, bias (NULL
+ * where absent) with the attrs stride, padding, dilation (one number, or
+ * one per spatial dim), groups and algorithm. */
+static int conv(const struct oc_op_info *op, const struct kc_attrs *at, const struct oc_tensor *a,
+                const struct oc_tensor *b, const struct oc_tensor *bias,
+                const struct oc_tensor *out, const struct oc_profile *p, const struct oc_options *o,
+                struct oc_verdict *v, char *err, size_t n) {
+  if (!a || (op->arity > 1 && !b)) {
+    snprintf(err, n, "%s needs %s", op->name,
+             op->kind == OC_CONV_OP_CONV_BIAS_GRAD     ? "g"
+             : op->kind == OC_CONV_OP_CONV_WEIGHT_GRAD ? "g and x"
+                                                       : "x and w");
+    return -1;
+  }
+  int nsp = a->rank - 2;
+  struct oc_conv_args ca = {a, b, bias, {0}, {0}, {0}, 1, OC_CONV_DIRECT};
+  static const enum kc_attr_id lists[3] = {KC_ATTR_STRIDE, KC_ATTR_PADDING, KC_ATTR_DILATION};
+  int64_t *dst[3] = {ca.stride, ca.padding, ca.dilation};
+  for (int l = 0; l < 3; l++) {
+    const struct kc_attr_val *av = &at->v[lists[l]];
+    if (nsp < 1 || nsp > OC_CONV_MAX_SP || (av->set && av->ni > 1 && av->ni != nsp)) {
+      snprintf(err, n,
+               "%s: stride, padding and dilation give one number or one per spatial dim "
+               "(1 to %d of them)",
+               op->name, OC_CONV_MAX_SP);
+      return -1;
+    }
+    for (int d = 0; d < nsp; d++)
+      dst[l][d] = kc_attr_ints(at, lists[l], d, l == 1 ? 0 : 1, NULL);
+  }
+  ca.groups = (int64_t)kc_attr_num(at, KC_ATTR_GROUPS, 1);
+  ca.alg = (enum oc_conv_alg)kc_attr_enum(at, KC_ATTR_ALGORITHM, OC_CONV_DIRECT);
+  if (oc_check_conv((enum oc_conv_op)op->kind, &ca, out, p, o, v)) {
+    snprintf(err, n,
+             "the oracle rejected the %s tensors (shapes, stride, padding, dilation or "
+             "groups)",
+             op->name);
+    return -1;
+  }
+  return 0;
+}
+
 /* A reduction along axis; var and std with the attr correction, cumsum
  * (out of x's shape). */
 static int reduce(const struct oc_op_info *op, const struct kc_attrs *at, const struct oc_tensor *x,
@@ -474,6 +516,19 @@ static int judge_op(const struct kc_contract *c, const struct kc_contract_sb *sb
       names[k++] = sb->t[i].t->v->name;
     }
     return kc_judge_optim(op, &c->attr, k, t, names, &out, &c->profile, o, &j->v, err, n);
+  }
+  case OC_CLASS_CONV: {
+    int wg = op->kind == OC_CONV_OP_CONV_WEIGHT_GRAD, bg = op->kind == OC_CONV_OP_CONV_BIAS_GRAD;
+    int ix[3] = {input(j, sb, wg || bg ? "g" : "x", 0), bg ? -1 : input(j, sb, wg ? "x" : "w", 1),
+                 wg || bg ? -1 : input(j, sb, "bias", 2)};
+    struct oc_tensor t[3];
+    const struct oc_tensor *pt[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++)
+      if (ix[k] >= 0 && (k == 0 || ix[k] != ix[0])) {
+        if (describe(sb, ix[k], 0, &t[k], err, n)) return -1;
+        pt[k] = &t[k];
+      }
+    return conv(op, &c->attr, pt[0], pt[1], pt[2], &out, &c->profile, o, &j->v, err, n);
   }
   case OC_CLASS_GATHER: {
     struct oc_tensor x, ix;
@@ -873,6 +928,18 @@ int kc_judge_tensors(const struct kc_judge_tensors *a, struct oc_verdict *v, cha
                                     named(a, "weight", -1), named(a, "g", -1),
                                     named(a, "total_weight", -1)};
     r = nll(op, &at, t, a->out, a->p, a->o, v);
+    break;
+  }
+  case OC_CLASS_CONV: {
+    int wg = op->kind == OC_CONV_OP_CONV_WEIGHT_GRAD, bg = op->kind == OC_CONV_OP_CONV_BIAS_GRAD;
+    const struct oc_tensor *ta = named(a, wg || bg ? "g" : "x", 0), *tb = NULL, *tbias = NULL;
+    if (wg) tb = named(a, "x", 1);
+    if (!wg && !bg) {
+      tb = named(a, "w", -1);
+      if (!tb) tb = named(a, "weight", 1);
+      tbias = named(a, "bias", -1);
+    }
+    r = conv(op, &at, ta, tb, tbias, a->out, a->p, a->o, v, err, n);
     break;
   }
   case OC_CLASS_GATHER: {

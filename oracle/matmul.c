@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "dot.h"
 #include "exact.h"
 #include "verdict.h"
 
@@ -35,17 +36,6 @@ struct mm {
   double lambda; /* statistical verdict */
 };
 
-/* tf32 operands: a fp32-subnormal operand may be flushed or rounded to the
- * coarser tf32 subnormal grid, |a~| <= 2|a|, so such a term's error is at
- * most |a~ b~| + |ab| <= 5|ab| (4|ab| when one operand is normal) plus the
- * accumulation's theta on |a~ b~| <= 4|ab|: (5 + 4 theta) times the mass of
- * those terms, which theta alone (a relative model) does not cover. Under
- * ftz a flushed product is 0: its error is the term itself. */
-static double sub_coef(const struct oc_profile *p, double th) {
-  if (p->tf32 && (p->in == OC_FP32 || p->in == OC_FP64)) return oc_add_up(5, oc_mul_up(4, th));
-  return p->ftz ? 1 : 0;
-}
-
 /* in[]: 0 T = |alpha| sum|ab| + |beta c| + |bias| (upward), 1 mass of the
  * terms with a subnormal operand (ftz, tf32), 2-3 enclosure of the
  * pre-activation z. th: the accumulation coefficient (rigorous theta or the
@@ -54,7 +44,7 @@ static double mm_bound_th(const struct oc_profile *p, const struct oc_elem *e, c
                           double th, double *pre) {
   double bz = oc_add_up(oc_mul_up(th, e->in[0]),
                         oc_mul_up(oc_acc_eta(p), oc_dot_roundings(p, m->K, m->extra, 1)));
-  bz = oc_add_up(bz, oc_mul_up(sub_coef(p, oc_dot_theta(p, m->K, m->extra)), e->in[1]));
+  bz = oc_add_up(bz, oc_mul_up(oc_dot_sub_coef(p, oc_dot_theta(p, m->K, m->extra)), e->in[1]));
   double yabs = fmax(fabs(e->lo), fabs(e->hi)), by = bz;
   if (m->args->act != OC_ACT_NONE) {
     double zl = oc_down(e->in[2] - bz), zh = oc_up(e->in[3] + bz);
@@ -70,49 +60,6 @@ static double mm_bound_th(const struct oc_profile *p, const struct oc_elem *e, c
 static double mm_bound(const struct oc_profile *p, const struct oc_elem *e, const void *ctx) {
   const struct mm *m = ctx;
   return mm_bound_th(p, e, m, oc_dot_theta(p, m->K, m->extra), NULL);
-}
-
-/* Dot2 over exact-or-FMA-split products: returns s and its error radius.
- * exact_products: both operands fp32 or narrower, so every a[k] * b[k] is
- * exact in double (at most 48 significant bits, exponents within double's
- * normal range) and its FMA remainder is +0 — added as the constant, the
- * same sums as with fma(), without a libm call per term (fma is not
- * inlined without -mfma). */
-static void dot2(const double *a, const double *b, int64_t n, int exact_products, double *s_out,
-                 double *rad, double *sabs, double *pmin, double *pmax) {
-  double s = 0, c = 0, sa = 0, lo = INFINITY, hi = -INFINITY;
-  for (int64_t k = 0; k < n; k++) {
-    double pr = a[k] * b[k], pe = exact_products ? 0.0 : fma(a[k], b[k], -pr);
-    lo = fmin(lo, pr), hi = fmax(hi, pr); /* the products' spread (oc_stat_correlated) */
-    double t = s + pr, z = t - s;
-    c += (s - (t - z)) + (pr - z) + pe;
-    s = t;
-    sa += fabs(pr);
-  }
-  double r = s + c;
-  double g = oc_gamma((double)n + 2, 0x1p-53);
-  *pmin = lo, *pmax = hi;
-  *s_out = r;
-  *sabs = oc_mul_up(sa, oc_add_up(1, g)); /* sum|ab| upward */
-  /* |r - s| <= u|r|/(1-u)... + gamma_n^2 sum|ab| (Ogita, Rump, Oishi 2005, Prop. 5.5). */
-  *rad = oc_add_up(oc_mul_up(0x1.0000000001p-52, fabs(r)), oc_mul_up(oc_mul_up(g, g), *sabs));
-}
-
-static void exact_dot(struct oc_acc *acc, const double *a, const double *b, int64_t n, double *lo,
-                      double *hi) {
-  oc_acc_clear(acc);
-  /* fp64 operands: a.b = pr + pe exactly (FMA split), both doubles. */
-  for (int64_t k = 0; k < n; k++) {
-    double pr = a[k] * b[k], pe = fma(a[k], b[k], -pr);
-    if (pe == 0 || !(pe == pe)) {
-      oc_acc_add_product(acc, a[k], b[k]);
-    } else {
-      oc_acc_add(acc, pr);
-      oc_acc_add(acc, pe);
-    }
-  }
-  *lo = oc_acc_round(acc, MPFR_RNDD);
-  *hi = oc_acc_round(acc, MPFR_RNDU);
 }
 
 /* Builds the judged element from the dot enclosure [sl, sh]. */
@@ -170,20 +117,6 @@ static void mm_fill(const struct mm *m, double sl, double sh, double sabs, doubl
    * (partial sums can reach sum|ab|(1 + theta) in some order). */
   e->ovf_ok = oc_mul_up(e->in[0], oc_add_up(1, oc_dot_theta(p, m->K, m->extra))) >=
               oc_overflow_threshold(p->acc);
-}
-
-static double sub_mass(const struct oc_profile *p, const double *a, const double *b, int64_t n) {
-  double mn = ldexp(1, oc_format_info(p->in)->emin_normal - 1), s = 0;
-  for (int64_t k = 0; k < n; k++)
-    if ((a[k] != 0 && fabs(a[k]) < mn) || (b[k] != 0 && fabs(b[k]) < mn)) s += fabs(a[k] * b[k]);
-  return oc_mul_up(s, 1 + 0x1p-40 * (double)(n + 2));
-}
-
-static int tf32_overflows(const double *a, const double *b, int64_t n) {
-  double mx = 0;
-  for (int64_t k = 0; k < n; k++)
-    mx = fmax(mx, fmax(fabs(a[k]), fabs(b[k])));
-  return mx >= 0x1.ffep127;
 }
 
 /* Where one element's operands come from: B's column j is gathered once
@@ -251,17 +184,17 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
                     int64_t i, int64_t j, double kv, int judge, struct oc_elem *e) {
   load(it, b, i, j);
   double s, rad, sabs, pmin, pmax;
-  dot2(it->arow, it->bcol, it->K, it->A->fmt != OC_FP64 && it->B->fmt != OC_FP64, &s, &rad, &sabs,
-       &pmin, &pmax);
+  oc_dot2(it->arow, it->bcol, it->K, it->A->fmt != OC_FP64 && it->B->fmt != OC_FP64, &s, &rad,
+          &sabs, &pmin, &pmax);
   int corr = oc_stat_correlated(m->p, pmin, pmax, it->K); /* no statistical verdict */
   double cv = it->C ? at2(it->C, it->nlead, it->lead, b, i, j) : 0;
   double bv = it->bias ? oc_tensor_at(it->bias, j * it->bias->stride[it->bias->rank - 1]) : 0;
   int tf32 = m->p->tf32 && (m->p->in == OC_FP32 || m->p->in == OC_FP64);
-  double ssub = m->p->ftz || tf32 ? sub_mass(m->p, it->arow, it->bcol, it->K) : 0;
+  double ssub = m->p->ftz || tf32 ? oc_dot_sub_mass(m->p, it->arow, it->bcol, it->K) : 0;
   int exact = 0;
   double sl, sh;
   if (!(s == s) || isinf(s) || !(sabs < INFINITY)) {
-    exact_dot(acc, it->arow, it->bcol, it->K, &sl, &sh);
+    oc_dot_exact_enclose(acc, it->arow, it->bcol, it->K, &sl, &sh);
     exact = 1;
   } else {
     sl = oc_down(s - rad);
@@ -270,7 +203,7 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
   mm_fill(m, sl, sh, sabs, ssub, cv, bv, kv, e);
   if (corr) e->prob = INFINITY;
   /* tf32 rounds an operand of fp32 magnitude >= 0x1.ffep127 to Inf */
-  if (tf32 && !e->ovf_ok && tf32_overflows(it->arow, it->bcol, it->K)) e->ovf_ok = 1;
+  if (tf32 && !e->ovf_ok && oc_dot_tf32_overflows(it->arow, it->bcol, it->K)) e->ovf_ok = 1;
   if (exact || !judge) return;
   double r;
   int undecided = !oc_round_enclosure(m->p->out, m->p->out_ovf, e->lo, e->hi, &r);
@@ -278,7 +211,7 @@ static void mm_elem(const struct mm *m, struct mm_iter *it, struct oc_acc *acc, 
   double ehi = fmax(fabs(kv - e->lo), fabs(kv - e->hi));
   if (undecided || (elo <= e->bound && ehi > e->bound)) {
     int ovf = e->ovf_ok;
-    exact_dot(acc, it->arow, it->bcol, it->K, &sl, &sh);
+    oc_dot_exact_enclose(acc, it->arow, it->bcol, it->K, &sl, &sh);
     mm_fill(m, sl, sh, sabs, ssub, cv, bv, kv, e);
     e->ovf_ok |= ovf;
     if (corr) e->prob = INFINITY;
@@ -410,7 +343,7 @@ int oc_reference_matmul(const struct oc_matmul_args *args, const int64_t *out_sh
         if (args->act == OC_ACT_NONE && !(e.lo == e.hi)) {
           /* exact reference: correctly rounded to double */
           double lo, hi;
-          exact_dot(acc, it.arow, it.bcol, K, &lo, &hi);
+          oc_dot_exact_enclose(acc, it.arow, it.bcol, K, &lo, &hi);
           mm_fill(
               &m, lo, hi, e.in[4], e.in[1], args->c ? at2(args->c, nlead, out_shape, b, i, j) : 0,
               args->bias ? oc_tensor_at(args->bias, j * args->bias->stride[args->bias->rank - 1])

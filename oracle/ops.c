@@ -21,6 +21,7 @@
 #define KIND_OPTIM(id) (int)OC_OPTIM_##id
 #define KIND_BATCH_NORM(id) 0
 #define KIND_POOL(id) 0
+#define KIND_CONV(id) (int)OC_CONV_OP_##id
 
 static const struct oc_op_info rows[OC_ID_COUNT] = {
 #define OC_OPDEF(id, name, arity, cls) {OC_ID_##id, name, arity, OC_CLASS_##cls, KIND_##cls(id)},
@@ -53,6 +54,6 @@ const char *oc_op_class_name(enum oc_op_class cls) {
   static const char *const names[] = {"elementwise", "matmul",    "reduce",     "softmax",
                                       "norm",        "attention", "recurrence", "grad",
                                       "gather",      "pointwise", "loss",       "optim",
-                                      "batch_norm",  "pool"};
+                                      "batch_norm",  "pool",      "conv"};
   return (unsigned)cls < sizeof names / sizeof names[0] ? names[cls] : "?";
 }

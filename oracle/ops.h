@@ -20,6 +20,7 @@ enum oc_op_class {
   OC_CLASS_OPTIM,       /* oc_check_optim (optimizer updates) */
   OC_CLASS_BATCH_NORM,  /* oc_check_batch_norm (cnn.h) */
   OC_CLASS_POOL,        /* oc_check_pool (cnn.h) */
+  OC_CLASS_CONV,        /* oc_check_conv */
 };
 
 enum oc_opid {
@@ -36,7 +37,7 @@ struct oc_op_info {
   /* The op in its class's own enum: enum oc_op (ELEMENTWISE), enum
    * oc_reduce_op (REDUCE), enum oc_softmax_kind (SOFTMAX), enum oc_grad_op
    * (GRAD), enum oc_pw_op (POINTWISE), enum oc_loss_op (LOSS), enum
-   * oc_optim_op (OPTIM); 0 otherwise. */
+   * oc_optim_op (OPTIM), enum oc_conv_op (CONV); 0 otherwise. */
   int kind;
 };
 
@@ -65,6 +66,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_EW_OPTIM(...)
 #define OC_OP_IF_EW_BATCH_NORM(...)
 #define OC_OP_IF_EW_POOL(...)
+#define OC_OP_IF_EW_CONV(...)
 
 /* OC_OP_IF_GRAD(CLASS, ...): the same filter for GRAD rows (enum oc_grad_op). */
 #define OC_OP_IF_GRAD(cls, ...) OC_OP_IF_GRAD_##cls(__VA_ARGS__)
@@ -82,6 +84,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_GRAD_OPTIM(...)
 #define OC_OP_IF_GRAD_BATCH_NORM(...)
 #define OC_OP_IF_GRAD_POOL(...)
+#define OC_OP_IF_GRAD_CONV(...)
 
 /* OC_OP_IF_PW(CLASS, ...): the same filter for POINTWISE rows (enum oc_pw_op). */
 #define OC_OP_IF_PW(cls, ...) OC_OP_IF_PW_##cls(__VA_ARGS__)
@@ -99,6 +102,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_PW_OPTIM(...)
 #define OC_OP_IF_PW_BATCH_NORM(...)
 #define OC_OP_IF_PW_POOL(...)
+#define OC_OP_IF_PW_CONV(...)
 
 /* OC_OP_IF_LOSS(CLASS, ...): the same filter for LOSS rows (enum oc_loss_op). */
 #define OC_OP_IF_LOSS(cls, ...) OC_OP_IF_LOSS_##cls(__VA_ARGS__)
@@ -116,6 +120,7 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_LOSS_BATCH_NORM(...)
 #define OC_OP_IF_LOSS_POOL(...)
 #define OC_OP_IF_LOSS_OPTIM(...)
+#define OC_OP_IF_LOSS_CONV(...)
 
 /* OC_OP_IF_OPTIM(CLASS, ...): the same filter for OPTIM rows (enum oc_optim_op). */
 #define OC_OP_IF_OPTIM(cls, ...) OC_OP_IF_OPTIM_##cls(__VA_ARGS__)
@@ -133,5 +138,24 @@ const char *oc_op_class_name(enum oc_op_class cls);
 #define OC_OP_IF_OPTIM_LOSS(...)
 #define OC_OP_IF_OPTIM_BATCH_NORM(...)
 #define OC_OP_IF_OPTIM_POOL(...)
+#define OC_OP_IF_OPTIM_CONV(...)
+
+/* OC_OP_IF_CONV(CLASS, ...): the same filter for CONV rows (enum oc_conv_op). */
+#define OC_OP_IF_CONV(cls, ...) OC_OP_IF_CONV_##cls(__VA_ARGS__)
+#define OC_OP_IF_CONV_CONV(...) __VA_ARGS__
+#define OC_OP_IF_CONV_ELEMENTWISE(...)
+#define OC_OP_IF_CONV_MATMUL(...)
+#define OC_OP_IF_CONV_REDUCE(...)
+#define OC_OP_IF_CONV_SOFTMAX(...)
+#define OC_OP_IF_CONV_NORM(...)
+#define OC_OP_IF_CONV_ATTENTION(...)
+#define OC_OP_IF_CONV_RECURRENCE(...)
+#define OC_OP_IF_CONV_GRAD(...)
+#define OC_OP_IF_CONV_GATHER(...)
+#define OC_OP_IF_CONV_POINTWISE(...)
+#define OC_OP_IF_CONV_LOSS(...)
+#define OC_OP_IF_CONV_OPTIM(...)
+#define OC_OP_IF_CONV_BATCH_NORM(...)
+#define OC_OP_IF_CONV_POOL(...)
 
 #endif

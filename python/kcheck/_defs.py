@@ -224,6 +224,10 @@ ORACLE_OPS = (
     OracleOp(('nll_loss', 2, 'loss')),
     OracleOp(('nll_loss_backward', 2, 'loss')),
     OracleOp(('attention_backward', 6, 'attention')),
+    OracleOp(('conv', 2, 'conv')),
+    OracleOp(('conv_transpose', 2, 'conv')),
+    OracleOp(('conv_weight_grad', 2, 'conv')),
+    OracleOp(('conv_bias_grad', 1, 'conv')),
     OracleOp(('layer_norm_dweight', 4, 'grad')),
     OracleOp(('layer_norm_dbias', 1, 'grad')),
     OracleOp(('rms_norm_dweight', 3, 'grad')),
@@ -257,6 +261,7 @@ ORACLE_OP_ALIASES = {
     'swish': 'silu',
     'gelu_backward': 'gelu_erf_backward',
     'relu_backward': 'threshold_backward',
+    'convolution': 'conv',
 }
 
 

@@ -4,6 +4,7 @@
 #                    test/gpu/run_gpu_contracts.sh (results in $(GPU_OUT)/contracts),
 #                    then test/gpu/run_gpu_torch.sh ($(GPU_OUT)/torch)
 #   make test-gpu-torch  the PyTorch binding (run_gpu_torch.sh; $(GPU_OUT))
+#   make test-gpu-conv  convolutions under the binding (torch_conv.py; $(GPU_OUT))
 #   make test-gpu-devmem  kcheck's device memory, plain vs under kcheck, with
 #                    the summary's categories (run_gpu_devmem.sh; $(GPU_OUT))
 #   make bench-gpu   bench/run_bench.sh         (results in $(GPU_OUT))
@@ -190,3 +191,11 @@ bench-gpu-profile:
 	$(GPU_SCRIPT_ENV) bash bench/run_profile.sh $(GPU_OUT)
 
 endif
+
+# Convolutions under the PyTorch binding: fp32 with TF32 on and off, bf16,
+# channels_last, transposed, backward; planted wrong convolutions
+# (test/gpu/torch_conv.py; results in $(GPU_OUT)/torch-conv-results.txt).
+.PHONY: test-gpu-conv
+test-gpu-conv: $(BUILD)/libkcheck.so
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	KCHECK_LIB='$(abspath $(BUILD))/libkcheck.so' $(PYTHON) test/gpu/torch_conv.py $(GPU_OUT)

@@ -438,8 +438,8 @@ static void test_attrs(void) {
     const char *op = op_of_class(cls, 1), *other = NULL;
     for (int k = 0; k < 7 && !other; k++)
       if (!(d->classes >> k & 1u)) other = op_of_class(k, 1);
-    static const char *const good_v[] = {"true", "-1", "0.5", "gelu_tanh", "bf16", NULL};
-    static const char *const bad[] = {"yes", "1.5", "tiny", "swish2", "bf17", "sometimes"};
+    static const char *const good_v[] = {"true", "-1", "0.5", "gelu_tanh", "bf16", NULL, "2"};
+    static const char *const bad[] = {"yes", "1.5", "tiny", "swish2", "bf17", "sometimes", "1.5"};
     char enum0[32] = "";
     if (d->type == KC_AT_ENUM)
       snprintf(enum0, sizeof enum0, "%.*s", (int)strcspn(d->values, " "), d->values);
@@ -465,6 +465,7 @@ static void test_attrs(void) {
       case KC_AT_ACT: CHECK(v->e == OC_ACT_GELU_TANH); break;
       case KC_AT_FORMAT: CHECK(v->e == OC_BF16); break;
       case KC_AT_ENUM: CHECK(v->e == 0); break;
+      case KC_AT_INTS: CHECK(v->ni == 1 && v->iv[0] == 2 && v->i == 2); break;
       }
     }
     kc_contract_set_free(&set);
@@ -510,6 +511,16 @@ static void test_attrs(void) {
         kc_attr_bool(&a, KC_ATTR_CAUSAL, 1) == 0 && kc_attr_num(&a, KC_ATTR_EPS, 1e-5) == 1e-5);
   CHECK(kc_attrs_parse_kv("masked=multiply", &a, err, sizeof err) == 0 &&
         kc_attr_enum(&a, KC_ATTR_MASKED, -1) == 1);
+  /* Lists (a convolution's stride per dim): one number for every dim. */
+  int ok;
+  CHECK(kc_attrs_parse_kv("stride=2,1 padding=3", &a, err, sizeof err) == 0 &&
+        kc_attr_ints(&a, KC_ATTR_STRIDE, 1, 0, &ok) == 1 && ok &&
+        kc_attr_ints(&a, KC_ATTR_PADDING, 2, 0, &ok) == 3 && ok &&
+        kc_attr_ints(&a, KC_ATTR_DILATION, 0, 1, &ok) == 1 && ok);
+  kc_attr_ints(&a, KC_ATTR_STRIDE, 2, 0, &ok);
+  CHECK(!ok);
+  CHECK(kc_attrs_parse_kv("stride=2,,1", &a, err, sizeof err) == -1 &&
+        kc_attrs_parse_kv("stride=1,2,3,4", &a, err, sizeof err) == -1);
   /* A kernel contract: causal: true reaches the judge as true. */
   const char k[] = "contracts:\n"
                    "  - kernel: {name: attn}\n"

@@ -9,6 +9,7 @@ reason the call passes through.
 import math
 
 from kcheck import _defs
+from kcheck.torch import conv as _conv
 
 
 class Skip(Exception):
@@ -665,6 +666,18 @@ ROWS = [
     (["_scaled_dot_product_flash_attention_for_cpu_backward"], "attention_backward",
      _attention_backward, "dq, dk, dv; fp32 and fp64 (16-bit types: ATen's CPU kernel "
      "accumulates in them across blocks)"),
+    (["convolution", "_convolution", "convolution_overrideable"], "conv / conv_transpose",
+     _conv.convolution, "1-d to 3-d, stride, padding, dilation, groups, bias, transposed "
+     "(output_padding); exact dot per output, bound for any order; TF32 per "
+     "cudnn.allow_tf32; CUDA: beyond the dot bound inconclusive (cuDNN may pick Winograd/FFT)"),
+    (["convolution_backward"], "conv_transpose / conv, conv_weight_grad, conv_bias_grad",
+     _conv.convolution_backward, "grad_input, grad_weight, grad_bias per output_mask, each "
+     "judged (Plan.more); transposed too"),
+    (["cudnn_convolution"], "conv", _conv.cudnn_convolution(False),
+     "called directly; its allow_tf32 argument decides TF32"),
+    (["cudnn_convolution_transpose"], "conv_transpose", _conv.cudnn_convolution(True),
+     "called directly; its allow_tf32 argument decides TF32"),
+    (["mkldnn_convolution"], "conv", _conv.mkldnn_convolution, "called directly (CPU)"),
 ]
 ROWS += ops_optim.ROWS  # _foreach_* lists, fused optimizer updates
 
@@ -740,9 +753,12 @@ UNCOVERED = [
     ("_foreach_maximum, _foreach_minimum (amsgrad), _foreach_pow, _foreach_reciprocal, "
      "_foreach_zero_ and the other unary list ops (trigonometric, erf, log1p, rounding)", "no oracle op for their element op (the optimizers' foreach path is covered "
      "otherwise: add, sub, mul, div, lerp, addcmul, addcdiv, sqrt, neg, norm)"),
-    ("convolution, cudnn_convolution", "no convolution in the oracle"),
     ("max_pool3d, avg_pool3d, fractional and lp pooling, max_unpool", "no oracle op (2-D "
      "max, avg and adaptive pools are judged)"),
+    ("backend convolutions below aten.convolution (_slow_conv2d_forward, "
+     "_nnpack_spatial_convolution, _conv_depthwise2d, slow_conv_dilated*, miopen_*)",
+     "a dispatch mode sees aten.convolution above them; called directly: no row"),
+    ("cudnn_convolution_relu, cudnn_convolution_add_relu", "fused epilogues: no oracle op"),
     ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),

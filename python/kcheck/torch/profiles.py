@@ -46,9 +46,13 @@ The settings and the documentation each mapping rests on:
 - batch norm: ATen's kernels use Welford or two passes in acc_type;
   cuDNN's statistics are undocumented, so every batch norm takes
   norm=one_pass, whose bound also covers E[x^2] - mean^2.
-- torch.backends.cudnn.allow_tf32 applies to convolutions, which the
-  oracle does not judge: recorded in the settings, used by no profile.
+- convolutions (conv.py): torch.backends.cudnn.allow_tf32 (TF32 operands
+  on CUDA, on by default), torch.backends.mkldnn.conv.fp32_precision on
+  the CPU; cuDNN's free choice of algorithm (Winograd, FFT) judged with
+  algorithm=any.
 """
+
+from kcheck.torch import conv
 
 _FMT = {"torch.float64": "fp64", "torch.float32": "fp32", "torch.bfloat16": "bf16",
         "torch.float16": "fp16", "torch.float8_e4m3fn": "e4m3fn", "torch.float8_e5m2": "e5m2"}
@@ -72,8 +76,8 @@ def settings():
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "allow_fp16_reduced_precision_reduction": bool(m.allow_fp16_reduced_precision_reduction),
         "allow_bf16_reduced_precision_reduction": bool(m.allow_bf16_reduced_precision_reduction),
-        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
     }
+    s.update(conv.settings())  # cudnn's TF32 read without raising for mixed legacy/new flags
     try:
         s["autocast"] = bool(torch.is_autocast_enabled("cuda"))
         if s["autocast"]:
@@ -105,11 +109,12 @@ def token():
         _GETTERS = _token_getters()
     if _GETTERS is not None:
         a, b, c, d = _GETTERS
-        return (a(), b(), c(), d())
+        return (a(), b(), c(), d(), conv.tf32_token())
     import torch
     m = torch.backends.cuda.matmul
     return (m.allow_tf32, torch.get_float32_matmul_precision(),
-            m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction)
+            m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction,
+            conv.tf32_token())
 
 
 def _io(spec, in_fmt, out_fmt):
@@ -136,6 +141,8 @@ def profile(klass, in_fmt, out_fmt, s):
                 return _io("%s_%sacc" % (in_fmt, in_fmt), in_fmt, out_fmt)
             return _io("tensorcore_fp32", in_fmt, out_fmt)
         raise Unsupported("matmul on %s" % in_fmt)
+    if klass in conv.KLASSES:
+        return conv.profile(klass, in_fmt, out_fmt, s)
     if klass in ("attention", "attention_grad"):
         if in_fmt == "fp32":
             # measured on the H200: the efficient kernel's fp32 path flushes

@@ -12,8 +12,8 @@
 #include "gate.h"
 #include "gate_util.h"
 #include "judge.h"
-#include "judge_optim.h"
 #include "judge_cnn.h"
+#include "judge_optim.h"
 #include "options.h"
 
 static json_t *jnum(double d) {

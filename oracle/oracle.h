@@ -371,8 +371,8 @@ void oc_softmax_double_counts(unsigned long *in_double, unsigned long *redone);
 
 /* ---------------------------------------------------------------- generators */
 #include "adversarial.h"
+#include "cnn.h"
 #include "conv.h"
 #include "optim.h"
-#include "cnn.h"
 
 #endif

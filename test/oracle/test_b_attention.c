@@ -99,6 +99,7 @@ int main(void) {
     EXPECT(oc_check_attention(&ga, &O4, &p, NULL, &gv) != 0, "mismatched heads refused");
   }
   t_line("attention: flash-style fp32 passes; missing causal mask and bf16 P.V caught; "
-         "heads that do not broadcast refused", before);
+         "heads that do not broadcast refused",
+         before);
   return t_done("test_b_attention");
 }

@@ -118,7 +118,7 @@ struct pctx {
 
 __attribute__((format(printf, 4, 5))) static void diag_at(struct pctx *x, int line, int col,
                                                           const char *fmt, ...) {
-  char msg[1024];
+  char msg[4096]; /* an unknown op's message lists every known op */
   va_list ap;
   va_start(ap, fmt);
   // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start just above
@@ -827,7 +827,7 @@ static struct kc_contract *parse_contract(struct pctx *x, yaml_node_t *nd) {
       for (int i = 0; i < OC_ID_COUNT; i++)
         all[n++] = oc_op_by_id((enum oc_opid)i)->name;
       all[n] = NULL;
-      char list[1024];
+      char list[4096]; /* every op named: ~110 of them, 1.5 KB */
       join(all, list, sizeof list);
       diag(x, v[2], "unknown op '%s' (did you mean '%s'? known: %s)", op, nearest(all, op), list);
     } else if (op) {

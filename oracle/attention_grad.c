@@ -316,20 +316,6 @@ static int all_finite(const double *x, int64_t n) {
   return 1;
 }
 
-/* Offset of lse's row for batch b (lse: [.., Sq], leading dims aligned
- * from the right with out's, broadcast where 1). */
-static int64_t lse_offset(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b) {
-  int64_t idx[OC_MAX_RANK], off = 0;
-  int tl = t->rank - 1;
-  oc_batch_index(nlead, lead, b, idx);
-  for (int d = 0; d < nlead; d++) {
-    int td = d - (nlead - tl);
-    if (td < 0 || t->shape[td] == 1) continue;
-    off += idx[d] * t->stride[td];
-  }
-  return off;
-}
-
 /* t without its dim d, at index g there: a view (grouped-query heads). */
 static void group_view(const struct oc_tensor *t, int d, int64_t g, struct oc_tensor *v) {
   *v = *t;
@@ -451,7 +437,7 @@ static void offsets(const struct agc *c, const struct oc_tensor *out, int64_t b,
   off[0] = oc_batch_offset(a->q, nl, out->shape, b);
   off[1] = oc_batch_offset(a->g, nl, out->shape, b);
   off[2] = oc_batch_offset(a->o, nl, out->shape, b);
-  off[3] = lse_offset(a->lse, nl, out->shape, b);
+  off[3] = oc_batch_offset_rows(a->lse, 1, nl, out->shape, b); /* lse [.., S] */
 }
 
 /* dq: each marked query row of head b, whole. */

@@ -102,8 +102,13 @@ void oc_batch_index(int nlead, const int64_t *lead, int64_t b, int64_t *idx) {
 }
 
 int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b) {
+  return oc_batch_offset_rows(t, 2, nlead, lead, b);
+}
+
+int64_t oc_batch_offset_rows(const struct oc_tensor *t, int inner, int nlead, const int64_t *lead,
+                             int64_t b) {
   int64_t idx[OC_MAX_RANK], off = 0;
-  int tl = t->rank - 2 < 0 ? 0 : t->rank - 2;
+  int tl = t->rank - inner < 0 ? 0 : t->rank - inner;
   oc_batch_index(nlead, lead, b, idx);
   for (int d = 0; d < nlead; d++) {
     int td = d - (nlead - tl);

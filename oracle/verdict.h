@@ -114,6 +114,10 @@ struct oc_sample *oc_sample_plan(int64_t nb, int64_t m, int64_t n, const struct 
  * dims (nlead of them, shape lead[]); t's own leading dims align from the
  * right and broadcast where of size 1 or missing. */
 int64_t oc_batch_offset(const struct oc_tensor *t, int nlead, const int64_t *lead, int64_t b);
+/* The same with t's last `inner` dims inside a batch (oc_batch_offset:
+ * 2, a matrix; a logsumexp [.., S]: 1). */
+int64_t oc_batch_offset_rows(const struct oc_tensor *t, int inner, int nlead, const int64_t *lead,
+                             int64_t b);
 /* 1 when t's leading dims (all but its last two, right-aligned against
  * lead) are each lead's size or 1 (broadcast), so that oc_batch_offset
  * stays inside t; 0 otherwise. */

@@ -9,7 +9,6 @@ import runpy
 import sys
 import traceback
 
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 

@@ -19,11 +19,12 @@ line, its correct twin silent.
 Prints PASS/FAIL/INFO lines; exits 1 on any FAIL.
 """
 import glob
-import json
 import os
 import re
 import subprocess
 import sys
+
+from torch_check import load  # the reports' records (test/gpu, this script's folder)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEV = os.environ.get("KC_ATTN_DEVICE", "cuda")  # cpu: a smoke run of the script's own paths
@@ -135,18 +136,6 @@ def program():
     if DEV == "cuda":
         torch.cuda.synchronize()
     print("ran")
-
-
-def load(paths):
-    recs = []
-    for p in paths:
-        with open(p) as f:
-            for line in f:
-                try:
-                    recs.append(json.loads(line))
-                except ValueError:
-                    pass
-    return recs
 
 
 def check(paths, ran_text=""):

@@ -32,12 +32,13 @@ and KC_OPTIM_OPTS=torch_devices=cuda,cpu run the cases on the CPU (a dry
 run of this script: no RMSNorm kernel, no GradScaler there).
 """
 import glob
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from torch_check import load  # the reports' records (test/gpu, this script's folder)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CASES = ["foreach_adamw", "fused_adamw", "fused_adam", "foreach_sgd", "fused_sgd", "fused_bf16",
@@ -184,15 +185,7 @@ def run(cmd, log, timeout=300):
 
 
 def records(prefix):
-    recs = []
-    for f in glob.glob(prefix + ".*.jsonl"):
-        with open(f) as fh:
-            for line in fh:
-                try:
-                    recs.append(json.loads(line))
-                except ValueError:
-                    pass
-    return recs
+    return load(glob.glob(prefix + ".*.jsonl"))
 
 
 def outputs(check):

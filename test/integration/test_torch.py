@@ -182,6 +182,22 @@ def test_profiles_follow_pytorch_settings():
     assert P.profile("reduce", "fp64", "fp64", base_settings()) == "fp64"
 
 
+
+def profiles_the_oracle_refuses(tmp_path, specs):
+    """The profile specs libkcheck's judge cannot parse, as printed by a
+    program that asks it (kcheck_op_judge) for each of specs."""
+    code = ("import ctypes, sys\nlib = ctypes.CDLL(%r)\n" % LIB +
+            "import json\nbad = []\n"
+            "for s in json.loads(sys.argv[1]):\n"
+            "    c = (ctypes.c_char * 256)()\n"
+            "    r = lib.kcheck_op_judge(b'oracle', b'relu', s.encode(), b'', 0, None, None, 0,"
+            " None, c, 256)\n"
+            "    if b'bad profile' in c.value or b'unknown' in c.value: bad.append((s, c.value))\n"
+            "print(bad)\n")
+    p, _ = run_py(tmp_path, code, args=[json.dumps(sorted(specs))])
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
 def test_every_profile_parses_in_the_oracle(tmp_path):
     """Each spec the mapping can produce is accepted by libkcheck's parser
     (a wrong declaration by kcheck is a bug, not a finding)."""
@@ -196,17 +212,7 @@ def test_every_profile_parses_in_the_oracle(tmp_path):
                     specs.add(P.profile(klass, i, i, s))
                 except P.Unsupported:
                     pass
-    code = ("import ctypes, sys\nlib = ctypes.CDLL(%r)\n" % LIB +
-            "import json\nbad = []\n"
-            "for s in json.loads(sys.argv[1]):\n"
-            "    c = (ctypes.c_char * 256)()\n"
-            "    r = lib.kcheck_op_judge(b'oracle', b'relu', s.encode(), b'', 0, None, None, 0,"
-            " None, c, 256)\n"
-            "    if b'bad profile' in c.value or b'unknown' in c.value: bad.append((s, c.value))\n"
-            "print(bad)\n")
-    p, _ = run_py(tmp_path, code, args=[json.dumps(sorted(specs))])
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "[]"
+    assert profiles_the_oracle_refuses(tmp_path, specs) == "[]"
 
 
 def test_op_judge_dispatches_through_the_ops_table(tmp_path):

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from test_torch import of, run_py
+from test_torch import of, profiles_the_oracle_refuses, run_py
 
 torch = pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
 
@@ -199,7 +199,6 @@ def test_every_conv_profile_parses_in_the_oracle(tmp_path):
     libkcheck's parser, and the judge takes the conv attrs as the binding
     writes them."""
     from kcheck.torch import conv, profiles as P
-    from test_torch import LIB
     specs = set()
     base = P.settings()
     for klass in conv.KLASSES:
@@ -210,17 +209,7 @@ def test_every_conv_profile_parses_in_the_oracle(tmp_path):
                     specs.add(P.profile(klass, i, i, s))
                 except P.Unsupported:
                     pass
-    code = ("import ctypes, sys\nlib = ctypes.CDLL(%r)\n" % LIB +
-            "import json\nbad = []\n"
-            "for s in json.loads(sys.argv[1]):\n"
-            "    c = (ctypes.c_char * 256)()\n"
-            "    r = lib.kcheck_op_judge(b'oracle', b'relu', s.encode(), b'', 0, None, None, 0,"
-            " None, c, 256)\n"
-            "    if b'bad profile' in c.value or b'unknown' in c.value: bad.append((s, c.value))\n"
-            "print(bad)\n")
-    p, _ = run_py(tmp_path, code, args=[json.dumps(sorted(specs))])
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "[]"
+    assert profiles_the_oracle_refuses(tmp_path, specs) == "[]"
     assert len(specs) >= 6, specs
 
 

@@ -1829,3 +1829,30 @@ torch.nn.functional.gelu(xd)
     judged = {(c["oracle_op"], c["profile"].split(":")[0]) for c in of(recs, "op_check")}
     assert ("gelu_tanh", "fp32") in judged and ("gelu_tanh_backward", "fp32") in judged, judged
     assert ("gelu_erf", "fp64") in judged, judged
+
+
+def test_opinfo_samples_of_the_step_ops_give_no_false_verdict(tmp_path):
+    """PyTorch's OpInfo samples (test/gpu/torch_opinfo.py, its CPU form)
+    of the ops a training step's new rows judge — softmax and log_softmax
+    in every dtype, sqrt, gelu, convolution, batch norm, pooling, SDPA,
+    layer norm — forward and backward, every signature judged inline: no
+    oracle violation on PyTorch's own results, and each judged."""
+    pytest.importorskip("expecttest", reason="torch's OpInfo needs expecttest")
+    names = ("softmax,log_softmax,sqrt,nn.functional.gelu,nn.functional.conv2d,"
+             "nn.functional.batch_norm,nn.functional.max_pool2d,nn.functional.avg_pool2d,"
+             "nn.functional.adaptive_avg_pool2d,nn.functional.scaled_dot_product_attention,"
+             "nn.functional.layer_norm")
+    code = ("import runpy, sys\nsys.argv = ['torch_opinfo.py', '--device', 'cpu', '--only', %r,"
+            " '--seconds', '240']\nrunpy.run_path(%r, run_name='__main__')\n"
+            % (names, os.path.join(ROOT, "test", "gpu", "torch_opinfo.py")))
+    p, recs = run_py(tmp_path, code, timeout=900,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
+                     "kernel_clean_limit=-1:sample=1:torch_workers=-1")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "LEFT 0" in p.stdout, p.stdout[-2000:]
+    judged = {c["oracle_op"] for c in of(recs, "op_check")}
+    for op in ("softmax", "log_softmax", "sqrt", "conv", "batch_norm", "max_pool2d",
+               "avg_pool2d", "adaptive_avg_pool2d", "attention", "layer_norm"):
+        assert op in judged, (op, sorted(judged))
+    viol = [v for v in of(recs, "violation") if v["gate"] == "oracle"]
+    assert not viol, [v["message"] for v in viol][:5]

@@ -125,18 +125,27 @@ def _subsample(layouts, out_layout, dim, cap):
     for d in oshape:
         numel *= d
     rows = oshape[dim]
-    if numel <= cap or rows <= 1:
+    kept = _every_kth(rows, numel, cap)
+    if kept is None:
         return None
-    keep = max(1, cap * rows // numel)
-    if keep >= rows:
-        return None
-    step = max(1, (rows - 1) // max(1, keep - 1)) if keep > 1 else rows
-    keep = (rows - 1) // step + 1 if keep > 1 else 1
+    keep, step = kept
     for shape, strides in layouts + [out_layout]:
         if shape[dim] == rows:
             shape[dim] = keep
             strides[dim] *= step
     return keep, rows
+
+
+def _every_kth(n, numel, cap):
+    """(kept, step): every step-th of n slices, first and last included,
+    so that numel elements shrink to at most cap; None when all fit."""
+    if numel <= cap or n <= 1:
+        return None
+    keep = max(1, cap * n // numel)
+    if keep >= n:
+        return None
+    step = max(1, (n - 1) // max(1, keep - 1)) if keep > 1 else n
+    return ((n - 1) // step + 1 if keep > 1 else 1), step
 
 
 def _channels(layouts, out_layout, nc, cap):
@@ -145,14 +154,10 @@ def _channels(layouts, out_layout, nc, cap):
     tensor holds at most cap elements. Modifies the layouts in place;
     returns (channels judged, channels) or None when nothing was dropped."""
     every = layouts + [out_layout]
-    numel = max(_numel(sh) for sh, _ in every)
-    if numel <= cap or nc <= 1:
+    kept = _every_kth(nc, max(_numel(sh) for sh, _ in every), cap)
+    if kept is None:
         return None
-    keep = max(1, cap * nc // numel)
-    if keep >= nc:
-        return None
-    step = max(1, (nc - 1) // max(1, keep - 1)) if keep > 1 else nc
-    keep = (nc - 1) // step + 1 if keep > 1 else 1
+    keep, step = kept
     for shape, strides in every:
         d = 1 if len(shape) > 1 else 0
         if shape[d] == nc:

@@ -349,7 +349,9 @@ class KcheckMode(TorchDispatchMode):
         self.waiting = set()  # keys deferred at their last call
         self.checked_keys = set()  # keys offered to the policy once
         self.later = []  # generated-input parts waiting for budget (run_later)
-        # judged share: calls per OpOverload (fast path), calls whose
+        # judged share: calls per OpOverload off the fast path (the fast
+        # path's own counters, uncovered and done, are folded in at the
+        # summary: _judged_share), calls whose
         # signature was judged (checked, or a repeat of a checked one)
         self.calls, self.judged_calls, self.judged_keys = {}, {}, set()
         # the timed step (timing.py): torch_time_step -1 the step after
@@ -363,8 +365,6 @@ class KcheckMode(TorchDispatchMode):
         kwargs = kwargs or {}
         st = self.stats
         st.seen += 1
-        calls = self.calls
-        calls[func] = calls.get(func, 0) + 1
         try:
             entry = self.entries[func]
         except KeyError:
@@ -383,12 +383,14 @@ class KcheckMode(TorchDispatchMode):
             key = (func, _key_part(args), _key_part(kwargs) if kwargs else (), profiles.token())
             cell = self.done.get(key)
         except Exception:  # an argument kcheck cannot key: never the program's problem
+            self._count_call(func)
             st.pass_("arguments kcheck cannot key", entry.name)
             return func(*args, **kwargs)
         if cell is not None:
             cell[0] += 1
             return func(*args, **kwargs)
         self.new_keys += 1
+        self._count_call(func)
         t = time.perf_counter()
         try:
             return self._slow(func, entry, key, args, kwargs)
@@ -487,7 +489,7 @@ class KcheckMode(TorchDispatchMode):
 
     def _stop_timer(self, partial=False):
         try:
-            seen = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.calls)}
+            seen = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.entries)}
             self.step_times, self.loose_kernels = self.timer.stop(seen)
             self.time_source = "cuda" if self.timer.cuda else "cpu"
             self.time_partial = partial
@@ -495,10 +497,20 @@ class KcheckMode(TorchDispatchMode):
             self.time_error = "profiler: %s: %s" % (type(e).__name__, e)
         self.timer = None
 
+    def _count_call(self, func):
+        calls = self.calls
+        calls[func] = calls.get(func, 0) + 1
+
     def _judged_share(self, rec):
         """rec's judged counts and, when a step was timed, the judged share
-        of its GPU time (timing.share)."""
-        for cell in self.done.values():
+        of its GPU time (timing.share). Folds the fast path's counters
+        (uncovered ops, repeats of done keys) into the calls per op before
+        merge_fast takes them."""
+        for func, n in list(self.uncovered.items()):
+            self.calls[func] = self.calls.get(func, 0) + n
+        for cell in list(self.done.values()):
+            if cell[0]:
+                self.calls[cell[3]] = self.calls.get(cell[3], 0) + cell[0]
             if cell[2] and cell[0]:
                 self.judged_calls[cell[3]] = self.judged_calls.get(cell[3], 0) + cell[0]
         seen, judged, nothing = {}, {}, {}

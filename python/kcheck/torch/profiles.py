@@ -52,6 +52,8 @@ The settings and the documentation each mapping rests on:
   algorithm=any.
 """
 
+import functools
+
 from kcheck.torch import conv
 
 _FMT = {"torch.float64": "fp64", "torch.float32": "fp32", "torch.bfloat16": "bf16",
@@ -96,7 +98,17 @@ def _token_getters():
              "_get_cublas_allow_fp16_reduced_precision_reduction",
              "_get_cublas_allow_bf16_reduced_precision_reduction")
     fs = tuple(getattr(torch._C, n, None) for n in names)
-    return fs if all(fs) else None
+    if not all(fs):
+        return None
+    # cuDNN's TF32 setting (convolutions): the raw getter bound once where
+    # this torch has it (conv.tf32_token does the same lookup per call)
+    raw = getattr(torch._C, "_get_fp32_precision_getter", None)
+    try:
+        raw("cuda", "conv")
+        conv_tf32 = functools.partial(raw, "cuda", "conv")
+    except (TypeError, RuntimeError):
+        conv_tf32 = conv.tf32_token
+    return fs + (conv_tf32,)
 
 
 _GETTERS = False
@@ -108,8 +120,8 @@ def token():
     if _GETTERS is False:
         _GETTERS = _token_getters()
     if _GETTERS is not None:
-        a, b, c, d = _GETTERS
-        return (a(), b(), c(), d(), conv.tf32_token())
+        a, b, c, d, e = _GETTERS
+        return (a(), b(), c(), d(), e())
     import torch
     m = torch.backends.cuda.matmul
     return (m.allow_tf32, torch.get_float32_matmul_precision(),

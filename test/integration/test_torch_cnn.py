@@ -246,3 +246,63 @@ def test_opinfo_samples_of_batch_norm_and_pooling_judged_without_violation(tmp_p
     bad = {op: cls for op, cls in seen.items() if cls - {"bitwise", "pass"}}
     assert not bad, bad
     assert not of(recs, "violation"), [v.get("message") for v in of(recs, "violation")]
+
+
+FTZ_PROG = """
+import torch
+
+def flushed(g, x):
+    out = torch.ops.aten._adaptive_avg_pool2d_backward(g, x)
+    return torch.where(out.abs() < torch.finfo(torch.float32).tiny, torch.zeros_like(out), out)
+
+@torch.library.custom_op("kcb::aap_bwd_ftz", mutates_args=())
+def aap_bwd_ftz(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return flushed(g, x)
+
+@torch.library.custom_op("kcb::aap_bwd_noftz", mutates_args=())
+def aap_bwd_noftz(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return flushed(g, x)
+
+x = torch.randn(2, 3, 8, 8)
+g = torch.randn(2, 3, 4, 4) * torch.finfo(torch.float32).tiny  # g / 4: subnormal results
+aap_bwd_ftz(g, x)
+aap_bwd_noftz(g, x)                                   # LINE noftz
+print("done")
+"""
+
+FTZ_YAML = """
+contracts:
+  - {torch_op: "kcb::aap_bwd_ftz", op: adaptive_avg_pool2d_backward, args: {g: g, x: x}, profile: "fp32:ftz=1"}
+  - {torch_op: "kcb::aap_bwd_noftz", op: adaptive_avg_pool2d_backward, args: {g: g, x: x}, profile: fp32}
+"""
+
+
+def test_flushed_subnormal_pool_gradient_passes_only_under_ftz(tmp_path):
+    # CUDA's adaptive pool backwards scatter with fp32 atomic adds, which
+    # flush subnormals (ops_cnn._atomic_ftz): the oracle accepts the
+    # flushed zeros under ftz=1 and names them without it.
+    (tmp_path / "c.yaml").write_text(FTZ_YAML)
+    p, recs = run_py(tmp_path, FTZ_PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
+                     "gates=oracle:contracts=%s" % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = [v for v in of(recs, "violation") if v["gate"] == "oracle"]
+    assert [v["op"] for v in viol] == ["kcb::aap_bwd_noftz.default"], \
+        [v.get("message") for v in viol]
+    ok = [c for c in of(recs, "op_check") if c["op"] == "kcb::aap_bwd_ftz.default"]
+    assert ok and ok[0]["gates"]["oracle"]["status"] in ("bitwise", "pass"), ok
+
+
+def test_atomic_ftz_profile_only_for_cuda_fp32():
+    import types
+    torch = pytest.importorskip("torch")
+    from kcheck.torch import ops  # noqa: F401  (ops imports ops_cnn for its rows)
+    from kcheck.torch import ops_cnn
+
+    def plan_for(device, dtype):
+        g = types.SimpleNamespace(device=types.SimpleNamespace(type=device), dtype=dtype)
+        return ops_cnn._atomic_ftz(ops_cnn.Plan("adaptive_avg_pool2d_backward", [], None), g)
+
+    assert plan_for("cuda", torch.float32).profile.endswith(":ftz=1")
+    for device, dtype in (("cpu", torch.float32), ("cuda", torch.bfloat16),
+                          ("cuda", torch.float64)):
+        assert plan_for(device, dtype).profile is None

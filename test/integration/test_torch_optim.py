@@ -345,3 +345,23 @@ def test_fused_adamw_with_grad_scale_and_found_inf(tmp_path):
     assert len(skipped) == 1, [c["key"][:200] for c in checks]
     assert {o["class"] for o in _outputs(skipped[0])} == {"bitwise"}, _outputs(skipped[0])
     assert not of(recs, "violation")
+
+
+def test_dense_layouts_as_c10_sees_them():
+    # _fast_route's density test (the CUDA foreach fast path's condition)
+    # against PyTorch's own reference implementation on the layouts an
+    # optimizer's lists hold; Tensor has no such method in Python (a
+    # mapping error on CUDA before)
+    torch = pytest.importorskip("torch")
+    import torch._prims_common as pc
+    is_non_overlapping_and_dense = getattr(pc, "is_non_overlapping_and_dense", None) or \
+        pc.is_non_overlapping_and_dense_or_false  # renamed in later releases
+    from kcheck.torch import ops  # noqa: F401  (ops imports ops_optim for its rows)
+    from kcheck.torch import ops_optim
+    base = torch.zeros(4, 6, 5)
+    cases = [base, base.transpose(0, 2), base[:, ::2], base[1:3], base[:, :, 0],
+             torch.zeros(6, 1).expand(6, 4), torch.zeros(2, 3, 4, 5).to(
+                 memory_format=torch.channels_last), torch.zeros(1, 7), torch.zeros(()),
+             base.as_strided((4, 6), (6, 1), 3), base.as_strided((3, 3), (1, 1))]
+    for t in cases:
+        assert ops_optim._dense(t) == is_non_overlapping_and_dense(t), (t.shape, t.stride())

@@ -6,6 +6,8 @@ avg, adaptive), mapped to the oracle's BATCH_NORM and POOL ops
 first (Plan.more): the saved statistics, the running statistics it
 updates in place, dweight and dbias, the max pool's indices.
 """
+import torch
+
 from kcheck.torch.ops import Plan, Skip
 
 
@@ -236,9 +238,22 @@ def _adaptive_avg_pool2d(a):
     return Plan("adaptive_avg_pool2d", [("x", _pool_input(a["self"]))], _first, {}, "pool")
 
 
+def _atomic_ftz(plan, g):
+    """ATen's CUDA adaptive pools scatter their gradient with float atomic
+    adds (AdaptiveAveragePooling.cu, AdaptiveMaxPooling2d.cu: `atomic =
+    true` for NCHW), and the hardware's fp32 atomic add flushes subnormal
+    operands and results to zero (PTX red/atom .add.f32: .ftz implied;
+    measured on the H100: a -2.9e-39 gradient element read back 0). The
+    16-bit atomics (.noftz) and double do not flush."""
+    if g.device.type == "cuda" and g.dtype == torch.float32:
+        plan.profile = "fp32:in=fp32:acc=fp32:out=fp32:ftz=1"
+    return plan
+
+
 def _adaptive_avg_pool2d_backward(a):
-    return Plan("adaptive_avg_pool2d_backward",
-                [("g", a["grad_output"]), ("x", _pool_input(a["self"]))], _first, {}, "pool")
+    g = a["grad_output"]
+    return _atomic_ftz(Plan("adaptive_avg_pool2d_backward", [("g", g), ("x", _pool_input(a["self"]))],
+                            _first, {}, "pool"), g)
 
 
 def _adaptive_max_pool2d(a):
@@ -249,9 +264,9 @@ def _adaptive_max_pool2d(a):
 
 
 def _adaptive_max_pool2d_backward(a):
-    x = _pool_input(a["self"])
-    return Plan("max_pool2d_backward", [("g", a["grad_output"]), ("x", x),
-                                        ("indices", a["indices"])], _first, {}, "pool")
+    x, g = _pool_input(a["self"]), a["grad_output"]
+    return _atomic_ftz(Plan("max_pool2d_backward", [("g", g), ("x", x), ("indices", a["indices"])],
+                            _first, {}, "pool"), g)
 
 
 # the argmax indices (int64) are carried as exact doubles

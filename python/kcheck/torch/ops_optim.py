@@ -120,6 +120,19 @@ def sqrt_plan(a):
     return p
 
 
+def _dense(t):
+    """Whether t's elements fill its storage span without gaps or overlap
+    in some order of its dims (c10's is_non_overlapping_and_dense, which
+    Python's Tensor does not expose)."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True
+
+
 def _fast_route(lists):
     """Whether ATen's CUDA foreach kernels take the fast (multi-tensor)
     route for these lists (ForeachUtils.h check_fast_path_restrictions):
@@ -135,7 +148,7 @@ def _fast_route(lists):
         for lst in lists:
             t = lst[i]
             if t.device != first.device or t.dtype != first.dtype or \
-                    not t.is_non_overlapping_and_dense() or t.stride() != ref.stride():
+                    not _dense(t) or t.stride() != ref.stride():
                 return False
     return True
 

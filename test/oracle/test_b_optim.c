@@ -1,6 +1,7 @@
 /* test/oracle/test_b_optim.c — optimizer updates (oc_check_optim): adam,
  * adamw and sgd simulated as torch's fused kernels compute them (CUDA:
- * double constants and steps rounded to float; CPU: float constants,
+ * double constants and steps rounded to float, or float constants with
+ * 1 - beta taken from the float beta; CPU: float constants,
  * vectorized float steps; a lerp / fused multiply-add order) pass for
  * fp32, bf16 and fp64 tensors, with amsgrad, maximize, weight decay, a
  * grad scale, nesterov and the first step; found_inf keeps the old values.
@@ -19,10 +20,11 @@ struct hp {
   double step, scale;
 };
 
-enum { K_CUDA, K_CPU, K_LERP, K_FP16_V, K_NO_BC, K_BF16_BETA2, K_TF32_V, K_4ULP_V, K_NFORMS };
+enum { K_CUDA, K_CPU, K_LERP, K_CUDA_F, K_FP16_V, K_NO_BC, K_BF16_BETA2, K_TF32_V, K_4ULP_V, K_NFORMS };
 static const char *const kname[K_NFORMS] = {"cuda",
                                             "cpu",
                                             "lerp_fma",
+                                            "cuda float constants",
                                             "fp16 exp_avg_sq",
                                             "no bias correction",
                                             "beta2 in bf16",
@@ -42,6 +44,8 @@ static void adam_k(int k, const struct hp *h, float p, float g, float m, float v
   double bc1 = 1 - pow(h->b1, h->step), bc2 = 1 - pow(h->b2, h->step);
   float b1 = (float)h->b1, w1 = (float)(1 - h->b1), b2 = (float)h->b2, w2 = (float)(1 - h->b2);
   if (k == K_BF16_BETA2) b2 = (float)t_rnd(OC_BF16, h->b2);
+  if (k == K_CUDA_F) /* 1 - beta from the float beta (measured: torch 2.11's fused CUDA Adam) */
+    w1 = 1.0f - b1, w2 = 1.0f - b2;
   float m1, v1;
   if (k == K_CUDA) {
     m1 = (float)(h->b1 * m + (1 - h->b1) * g);

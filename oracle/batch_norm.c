@@ -134,6 +134,10 @@ struct bn_ctx {
   double u, eta, eps, rs; /* rs: invstd's own budget (relative) */
   double top;             /* acc_type's overflow threshold, over 4 (intermediates) */
   double us, etas;        /* the statistics' format, when narrower: unit roundoff, floor */
+  /* profile partial=: the backward's sums rounded to that format along
+   * their reduction tree: relative error part (PARTIAL_LEVELS roundings
+   * and the product's), absolute part_eta per rounded value */
+  double part, part_eta;
   int one_pass;
   /* the channel's mean, unbiased variance and invstd; scratch */
   mpfr_t mu, vu, r, t, y;
@@ -386,6 +390,22 @@ static void chan_elem(struct bn_ctx *c, enum oc_opid op, const struct bn_stat *s
 
 /* ------------------------------------------------------- backward */
 
+/* Roundings a partial sum of the backward's reductions may take on its
+ * way to the total when partials pass through a narrower type (profile
+ * partial=): ATen's block reduction is two rounds of warp shuffles, each
+ * log2(warp) levels — 2 x 5 with 32-lane warps, 2 x 6 with ROCm's 64. */
+#define PARTIAL_LEVELS 12
+/* Values rounded to the partial type in one reduction, at most: each term
+ * (its product) and every shuffled partial of a block of <= 1024 threads. */
+#define PARTIAL_VALUES(m) ((double)(m) + 2.0 * 1024)
+
+/* The extra error of a backward sum over m terms of magnitude sum mag
+ * (0 without partial=). */
+static double partial_err(const struct bn_ctx *c, double mag, int64_t m) {
+  if (c->part == 0) return 0;
+  return oc_add_up(oc_mul_up(c->part, mag), oc_mul_up(c->part_eta, PARTIAL_VALUES(m)));
+}
+
 struct bn_back {
   double mu, r, w; /* the given statistics, the weight */
   int finite;
@@ -450,6 +470,11 @@ static void dx_elem(struct bn_ctx *c, const struct bn_back *k, int64_t m, double
   e->lo = oc_down(yv - rad);
   e->hi = oc_up(yv + rad);
   e->pre = oc_add_up(oc_mul_up(oc_gamma(md + 10, c->u), mag), oc_mul_up(32 * c->eta, 1 + mag));
+  /* A and B through narrower partials: their errors, scaled as in mag */
+  double pa = partial_err(c, k->q, m), pb = partial_err(c, k->pm, m);
+  if (pa > 0 || pb > 0)
+    e->pre = oc_add_up(e->pre, oc_mul_up(oc_mul_up(ar, oc_add_up(pa, oc_mul_up(xk, pb)) / md),
+                                         1 + oc_gamma(md + 10, c->u)));
   e->pre_set = 1;
   e->bound = oc_out_bound(c->p, fmax(fabs(e->lo), fabs(e->hi)), e->pre);
   if (e->bound != e->bound) e->bound = INFINITY;
@@ -613,12 +638,14 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
         else
           mpfr_mul_d(c->y, c->y, k.r, MPFR_RNDN);
         double big_r = oc_mul_up(ar, 1 + rho);
-        value_elem(
-            c,
+        double pre =
             oc_add_up(oc_add_up(oc_mul_up(oc_gamma((double)m + 3, c->u), oc_mul_up(big_r, k.gx)),
                                 oc_mul_up(oc_mul_up(ar, rho), k.gx)),
-                      oc_mul_up(c->eta, (double)m + 4)),
-            &e);
+                      oc_mul_up(c->eta, (double)m + 4));
+        double pb = partial_err(c, k.gx, m);
+        if (pb > 0)
+          pre = oc_add_up(pre, oc_mul_up(oc_mul_up(big_r, pb), 1 + oc_gamma((double)m + 3, c->u)));
+        value_elem(c, pre, &e);
       }
       oc_check_elem(chk, &e, idx);
     }
@@ -639,6 +666,11 @@ static void run_channel(struct bn_ctx *c, enum oc_opid op, const struct oc_batch
       e.exact_only = 1;
     } else {
       oc_elem_sum(&e, acc, (double)m, gabs, c->u, c->eta, oc_overflow_threshold(c->p->acc), c->p);
+      double pa = partial_err(c, gabs, m);
+      if (pa > 0) {
+        e.pre = oc_add_up(e.pre, oc_mul_up(pa, 1 + oc_gamma((double)m, c->u)));
+        e.bound = oc_out_bound(c->p, fmax(fabs(e.lo), fabs(e.hi)), e.pre);
+      }
     }
     oc_check_elem(chk, &e, idx);
     return;
@@ -671,6 +703,10 @@ int oc_check_batch_norm(enum oc_opid op, const struct oc_batch_norm_args *a,
   double sq = oc_sqrt_rel(p), dr = oc_div_rel(p);
   c.rs = fmax(oc_rsqrt_rel(p), oc_add_up(oc_add_up(sq, dr), oc_mul_up(sq, dr)));
   c.one_pass = p->norm == OC_NORM_ONE_PASS;
+  if (p->partial && oc_unit_roundoff(p->partial_fmt) > c.u) {
+    c.part = oc_gamma(PARTIAL_LEVELS + 1, oc_unit_roundoff(p->partial_fmt));
+    c.part_eta = oc_format_info(p->partial_fmt)->min_subnormal / 2;
+  }
   c.top = oc_overflow_threshold(p->acc) / 4;
   if (oc_unit_roundoff(a->stat_fmt) > c.u) {
     c.us = oc_unit_roundoff(a->stat_fmt);

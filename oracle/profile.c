@@ -106,6 +106,15 @@ static int set_key(struct oc_profile *p, const char *k, const char *v, const cha
     *expect = "two_pass or online";
     if ((e = kv_enum(v, sm_names, 2)) < 0) return -2;
     p->softmax = (enum oc_softmax_alg)e;
+  } else if (!strcmp(k, "partial")) {
+    *expect = "none or a format name";
+    if (!strcmp(v, "none")) {
+      p->partial = 0;
+    } else {
+      if ((e = oc_format_parse(v)) < 0) return -2;
+      p->partial = 1;
+      p->partial_fmt = (enum oc_format)e;
+    }
   } else if (!strcmp(k, "norm")) {
     *expect = "two_pass, welford or one_pass";
     if ((e = kv_enum(v, nm_names, 3)) < 0) return -2;
@@ -179,7 +188,7 @@ int oc_profile_parse_err(const char *spec, struct oc_profile *p, char *err, size
     int r = set_key(&q, tok, eq + 1, &expect);
     if (r == -1) {
       ERR("unknown key '%s' (keys: in acc out acc_bits round block promote fma tf32 ftz math "
-          "softmax online_block norm ovf masked_row)",
+          "softmax online_block norm ovf masked_row partial)",
           tok);
       return -1;
     }
@@ -201,12 +210,14 @@ int oc_profile_parse(const char *spec, struct oc_profile *p) {
 int oc_profile_spec(const struct oc_profile *p, char *buf, size_t n) {
   return snprintf(buf, n,
                   "fp64:in=%s:acc=%s:out=%s:acc_bits=%d:round=%s:block=%d:promote=%d:fma=%d:"
-                  "tf32=%d:ftz=%d:math=%s:softmax=%s:online_block=%d:norm=%s:ovf=%s:masked_row=%s",
+                  "tf32=%d:ftz=%d:math=%s:softmax=%s:online_block=%d:norm=%s:ovf=%s:masked_row=%s:"
+                  "partial=%s",
                   oc_format_info(p->in)->name, oc_format_info(p->acc)->name,
                   oc_format_info(p->out)->name, p->acc_bits, rnd_names[p->acc_round], p->block,
                   p->promote, p->fma, p->tf32, p->ftz, math_names[p->math], sm_names[p->softmax],
                   p->online_block, nm_names[p->norm], ovf_names[p->out_ovf],
-                  mr_names[p->masked_row]);
+                  mr_names[p->masked_row],
+                  p->partial ? oc_format_info(p->partial_fmt)->name : "none");
 }
 
 int oc_profile_acc_bits(const struct oc_profile *p) {

@@ -27,7 +27,7 @@ enum oc_norm_alg { OC_NORM_TWO_PASS, OC_NORM_WELFORD, OC_NORM_ONE_PASS };
  * empty row and leave the accumulator at zero). */
 enum oc_masked_row { OC_MASKED_NAN, OC_MASKED_ZERO };
 
-#define OC_PROFILE_NAME_MAX 48
+#define OC_PROFILE_NAME_MAX 96
 
 struct oc_profile {
   char name[OC_PROFILE_NAME_MAX];
@@ -43,6 +43,12 @@ struct oc_profile {
   int fma;     /* FMA allowed (changes no worst-case bound; kept for the record) */
   int tf32;    /* fp32 operands rounded to tf32 before multiplying */
   int ftz;     /* subnormal inputs and results may be flushed to zero */
+  /* partial: a reduction's partial sums may be rounded to partial_fmt at
+   * every level of its tree (profile key partial=<format>; ATen's CUDA
+   * batch-norm backward passes its Float2 partials through the input
+   * type); 0: they stay in acc */
+  int partial;
+  enum oc_format partial_fmt;
   enum oc_math_mode math;
   enum oc_softmax_alg softmax;
   int online_block; /* online softmax/attention: keys per rescale (0: 1, worst case) */

@@ -7,7 +7,9 @@
  * a dropped momentum, momentum on the wrong side, one pass under the
  * two-pass profile with mean/std = 200, a dx without the mean(g) term, a
  * dweight without invstd, a dbias averaged, an eval-mode backward
- * without eps; a NaN makes its channel NaN. */
+ * without eps; a NaN makes its channel NaN. bf16 inputs summed through
+ * bf16-rounded partials (ATen's CUDA backward) pass under partial=bf16
+ * and not without it. */
 #include "test_b_util.h"
 
 enum { N = 4, C = 3, H = 4, W = 4, M = N * H * W, TOT = N * C * H * W };
@@ -277,6 +279,57 @@ static void backwards(void) {
   t_line("backward: dx, dweight, dbias pass; dropped mean(g), invstd, an average fail", before);
 }
 
+/* ATen's CUDA reduction for 16-bit inputs: 16 threads sum a strided
+ * quarter each in float, then a shuffle tree whose every received partial
+ * is rebuilt through bf16 (Float2's constructor); terms t[] already in
+ * the form the kernel builds them. */
+static float shuffled_sum(const float *t) {
+  float part[16] = {0};
+  for (int i = 0; i < M; i++)
+    part[i % 16] += t[i];
+  for (int w = 8; w > 0; w /= 2)
+    for (int i = 0; i < w; i++)
+      part[i] += (float)t_rnd(OC_BF16, part[i + w]);
+  return part[0];
+}
+
+/* bf16 inputs, dweight and dbias summed as shuffled_sum does (products
+ * g (x - mean) rounded to bf16 too): pass under partial=bf16 and fail
+ * without it; an averaged dbias still fails under partial=bf16. */
+static void bf16_partials(void) {
+  int before = t_fail, plain_fails = 0;
+  for (int rep = 0; rep < 4; rep++) {
+    uint64_t st = 77 + (uint64_t)rep;
+    make(&st, 0.3, 1.0);
+    for (int i = 0; i < TOT; i++)
+      x[i] = (float)t_rnd(OC_BF16, x[i]), g[i] = (float)t_rnd(OC_BF16, g[i]);
+    forward(WELFORD, 0);
+    float dw[C], db[C], db_avg[C], gt[M], dt[M];
+    for (int c = 0; c < C; c++) {
+      for (int n = 0, i = 0; n < N; n++)
+        for (int s = 0; s < H * W; s++, i++) {
+          gt[i] = g[at(n, c, s)];
+          dt[i] = (float)t_rnd(OC_BF16, g[at(n, c, s)] * (x[at(n, c, s)] - mean[c]));
+        }
+      dw[c] = shuffled_sum(dt) * istd[c];
+      db[c] = shuffled_sum(gt);
+      db_avg[c] = db[c] / (float)M;
+    }
+    struct oc_verdict v = judge(OC_ID_BATCH_NORM_BACKWARD_WEIGHT, "fp32:partial=bf16", dw, NULL);
+    EXPECT(PASSES(v), "dweight under partial=bf16: %s", oc_verdict_name(v.kind));
+    v = judge(OC_ID_BATCH_NORM_BACKWARD_BIAS, "fp32:partial=bf16", db, NULL);
+    EXPECT(PASSES(v), "dbias under partial=bf16: %s", oc_verdict_name(v.kind));
+    v = judge(OC_ID_BATCH_NORM_BACKWARD_BIAS, "fp32:partial=bf16", db_avg, NULL);
+    EXPECT(oc_verdict_is_fail(v.kind), "averaged dbias under partial=bf16: %s",
+           oc_verdict_name(v.kind));
+    plain_fails +=
+        oc_verdict_is_fail(judge(OC_ID_BATCH_NORM_BACKWARD_WEIGHT, "fp32", dw, NULL).kind);
+    plain_fails += oc_verdict_is_fail(judge(OC_ID_BATCH_NORM_BACKWARD_BIAS, "fp32", db, NULL).kind);
+  }
+  EXPECT(plain_fails >= 4, "bf16 partials judged under plain fp32 failed %d of 8", plain_fails);
+  t_line("bf16-rounded partials pass under partial=bf16 only; an average still fails", before);
+}
+
 /* Eval mode's backward: dx = g w / sqrt(running_var + eps) (bug: no eps),
  * dweight = sum g (x - running_mean) invstd. */
 static void eval_backward(void) {
@@ -341,6 +394,7 @@ int main(void) {
   near_misses();
   eval();
   backwards();
+  bf16_partials();
   eval_backward();
   specials();
   return t_done("test_b_batch_norm");

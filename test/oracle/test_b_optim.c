@@ -20,7 +20,18 @@ struct hp {
   double step, scale;
 };
 
-enum { K_CUDA, K_CPU, K_LERP, K_CUDA_F, K_FP16_V, K_NO_BC, K_BF16_BETA2, K_TF32_V, K_4ULP_V, K_NFORMS };
+enum {
+  K_CUDA,
+  K_CPU,
+  K_LERP,
+  K_CUDA_F,
+  K_FP16_V,
+  K_NO_BC,
+  K_BF16_BETA2,
+  K_TF32_V,
+  K_4ULP_V,
+  K_NFORMS
+};
 static const char *const kname[K_NFORMS] = {"cuda",
                                             "cpu",
                                             "lerp_fma",

@@ -1042,7 +1042,7 @@ class KcheckMode(TorchDispatchMode):
         in_fmt = min(fmts, key=judge.ORDER.index) if fmts else oh.fmt
         if plan.klass == "attention_grad":
             in_fmt = fmts[0]  # q's (the saved logsumexp is fp32 for every input type)
-        prof = plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)
+        prof = (plan.profile or profiles.profile(plan.klass, in_fmt, oh.fmt, settings)) + plan.suffix
         attrs = dict(plan.attrs)
         if plan.op == "attention" and "p_format" not in attrs:
             attrs["p_format"] = in_fmt

@@ -30,8 +30,11 @@ class Plan:
     _foreach_ list): each is profiled and judged like the primary on the
     application's inputs; the generated-input gates run the primary only.
     label: the judged output's name in records and evidence.
+    suffix: profile keys appended to the profile the call gets (a
+    kernel's measured behaviour PyTorch's settings do not name, e.g.
+    ":partial=bf16").
     """
-    __slots__ = ("op", "inputs", "out", "attrs", "klass", "profile", "more", "label")
+    __slots__ = ("op", "inputs", "out", "attrs", "klass", "profile", "more", "label", "suffix")
 
     def __init__(self, op, inputs, out, attrs=None, klass="elementwise", more=None,
                  label=None):
@@ -41,6 +44,7 @@ class Plan:
         self.profile = None  # a contract's own profile spec (custom ops)
         self.more = list(more or ())
         self.label = label or "out"
+        self.suffix = ""
 
 
 def _first(res):

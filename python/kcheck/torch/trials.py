@@ -38,11 +38,16 @@ class OverBudget(Exception):
     """The re-runs would take kcheck over device_mem_budget (the reason)."""
 
 
-def _pool_bytes(pool):
-    """The bytes a MemPool's segments hold (0 when torch cannot say)."""
+def _reserved(device):
+    """The caching allocator's reserved bytes on device. kcheck's pool is
+    accounted by their growth while it is active, not by MemPool.snapshot():
+    a snapshot of the pool after a backward pass corrupted Python's small-
+    object heap on CUDA (torch 2.11; a fault in PyObject_Malloc a few
+    hundred checks later, gone with only that call removed:
+    test/gpu/results/2026-12-06-s19-validation.md)."""
     try:
-        return sum(int(seg.get("total_size", 0)) for seg in pool.snapshot())
-    except Exception:  # an older torch without MemPool.snapshot
+        return int(torch.cuda.memory_reserved(device))
+    except Exception:  # an allocator that keeps no statistics
         return 0
 
 
@@ -63,6 +68,7 @@ def own_memory(device, lib=None, estimate=0):
         why = ctypes.create_string_buffer(256)
         if lib.kcheck_torch_pool(int(estimate), 1, why, len(why)) != 0:
             raise OverBudget(why.value.decode(errors="replace") or "device_mem_budget")
+    start = _reserved(device)
     _POOL = torch.cuda.MemPool()
     try:
         with torch.cuda.use_mem_pool(_POOL, device):
@@ -70,9 +76,10 @@ def own_memory(device, lib=None, estimate=0):
     finally:
         pool, _POOL = _POOL, None
         if lib is not None:
-            # the segments at the end are the pool's peak: it frees none
-            # before it goes (then back to none held)
-            lib.kcheck_torch_pool(_pool_bytes(pool), 0, None, 0)
+            # the segments reserved while the pool was active are its peak
+            # (it frees none before it goes; another thread's new segments
+            # meanwhile are counted too), then back to none held
+            lib.kcheck_torch_pool(max(0, _reserved(device) - start), 0, None, 0)
             lib.kcheck_torch_pool(0, 0, None, 0)
         del pool  # the last reference: ~MemPool releases its free blocks
 

@@ -128,6 +128,23 @@ def _softmax_family(op):
     return m
 
 
+def _safe_softmax(a):
+    """_safe_softmax (SDPA's math path with a mask): softmax, except that a
+    row of -inf gives zeros instead of NaN (the oracle's masked_row=zero);
+    dtype= converts the input first (exactly, to a wider type)."""
+    x = a["self"]
+    dtype = a.get("dtype")
+    if dtype is not None and dtype != x.dtype and _torch().finfo(dtype).bits < \
+            _torch().finfo(x.dtype).bits:
+        raise Skip("_safe_softmax to a narrower dtype")
+    if x.device.type == "cpu" and x.dtype in (_torch().bfloat16, _torch().float16) and \
+            (dtype is None or dtype == x.dtype):
+        raise Skip("ATen's CPU softmax in a 16-bit type sums in that type")
+    p = Plan("softmax", [("x", x)], _first, {"axis": a["dim"] % max(1, x.dim())}, "softmax")
+    p.suffix = ":masked_row=zero"
+    return p
+
+
 def _logsumexp(a):
     x, attrs = _one_axis(a["self"], a["dim"])
     if a.get("keepdim"):
@@ -618,6 +635,8 @@ ROWS = [
      "no dropout, no mask tensor"),
     (["_softmax"], "softmax", _softmax_family("softmax"),
      "on the CPU in bf16/fp16 (not half_to_float): passes through"),
+    (["_safe_softmax"], "softmax", _safe_softmax, "SDPA's math path: rows of -inf give 0 "
+     "(masked_row=zero)"),
     (["_log_softmax"], "log_softmax", _softmax_family("log_softmax"),
      "on the CPU in bf16/fp16 (not half_to_float): passes through"),
     (["logsumexp"], "logsumexp", _logsumexp, "one dim, keepdim=False"),

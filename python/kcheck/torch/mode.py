@@ -663,6 +663,11 @@ class KcheckMode(TorchDispatchMode):
                     r = _tensor_reason(t, self.devices, index_ok)
                     if r:
                         return r
+        makes_on = getattr(entry.mapper, "makes_on", None)
+        if makes_on is not None:  # a factory (zeros, full): no tensor argument names its device
+            dev = makes_on(entry.bind(args, kwargs))
+            if dev not in self.devices:
+                return "%s tensor" % dev
         return None
 
     def _profile(self, plan):

@@ -49,29 +49,24 @@ def _copy(a):
 
 
 def _cat(a):
-    """One copy per non-empty input onto its slice of the output (along
-    dim), converted to the output's dtype (type promotion over the list)."""
+    """One copy per input onto its slice of the output (along dim),
+    converted to the output's dtype (type promotion over the list). (An
+    empty input, a legacy 1-D one too, passes the whole call through: the
+    mode's tensor check.)"""
     torch = _torch()
     ts = list(a["tensors"])
-    full = [t for t in ts if t.numel()]
-    if not full:
-        raise _ops.Skip("every input empty")
-    rank = full[0].dim()
-    dim = int(a.get("dim", 0)) % max(1, rank)
-    dtype = full[0].dtype
-    for t in full[1:]:
+    dim = int(a.get("dim", 0)) % max(1, ts[0].dim())
+    dtype = ts[0].dtype
+    for t in ts[1:]:
         dtype = torch.promote_types(dtype, t.dtype)
-    if any(t.dtype != dtype for t in full):
+    if any(t.dtype != dtype for t in ts):
         _ops._fp8_dest(dtype)
     plans, off = [], 0
     for i, t in enumerate(ts):
-        if t.dim() != rank:  # a legacy empty 1-D input: ATen skips it
-            continue
         n = t.shape[dim]
-        if t.numel():
-            plans.append(_ops.Plan("copy", [("src", t)],
-                                   lambda res, o=off, n=n: _ops._first(res).narrow(dim, o, n),
-                                   label="tensors[%d]" % i))
+        plans.append(_ops.Plan("copy", [("src", t)],
+                               lambda res, o=off, n=n: _ops._first(res).narrow(dim, o, n),
+                               label="tensors[%d]" % i))
         off += n
     plans[0].more = plans[1:]
     return plans[0]

@@ -126,6 +126,8 @@ def _fill(value):
     holds it (full's fill_value, fill_'s value, scalar_tensor's s)."""
     def m(a):
         v = a[value] if isinstance(value, str) else value
+        if any(int(n) == 0 for n in a.get("size") or ()):
+            raise _ops.Skip("empty tensor")  # nothing to judge (the mode's reason for inputs)
         _float_dtype(a["out"].dtype if _is_tensor(a.get("out")) else _fill_dtype(a))
         if _is_tensor(v):  # fill_.Tensor: a 0-dim tensor, converted as copy_ does
             if v.dim() != 0 or not v.is_floating_point():

@@ -711,7 +711,7 @@ torch.manual_seed(0)
 a = torch.rand(32, 64); b = torch.rand(64, 16)
 for i in range(40):
     c = a @ b
-    d = torch.softmax(c * (2.0 + i), -1)   # a new scalar every step: the same signature
+    d = torch.softmax(c * (2.5 + i), -1)   # a new scalar every step: the same signature
     e = torch.tanh(d).sum(-1)
 print("done")
 """

@@ -45,6 +45,7 @@ a = torch.randn(8, 16).abs() + 0.01
 for e in (2, 0.5, -0.5, -1, 1, 0, 3, 1.7):
     a.pow(e)
 a.half().pow(2)
+a.bfloat16().reciprocal()
 torch._foreach_maximum([a, x], 0.25)
 print("ok")
 """
@@ -127,6 +128,8 @@ def test_pow_judged_through_the_op_ATen_runs(correct):
     assert passed["no oracle op for pow with exponent 1.7"] == {"aten::pow.Tensor_Scalar": 1}
     assert "aten::pow.Tensor_Scalar" in passed["ATen's CPU pow in float16 calls std::pow "
                                                "(no oracle op)"]
+    rec = _one(correct, "aten::reciprocal.default")
+    assert (rec["oracle_op"], rec["gates"]["oracle"]["class"]) == ("div", "bitwise"), rec
 
 
 PLANTED = """
@@ -173,12 +176,16 @@ def slice_backward_stale(g, sizes, dim, start, end, step):
 def pow_exp_log(x, e):
     return torch.exp(torch.log(x) * e)
 
+def reciprocal_scaled(x):  # 1/x off by a factor above the bf16 ulp
+    return torch.div(torch.ones_like(x), x) * (1 + 2 ** -6)
+
 lib.impl("clone", clone_off, "CPU")
 lib.impl("zeros_like", zeros_like_dirty, "CPU")
 lib.impl("full", full_truncated, "CPU")
 lib.impl("select_backward", select_backward_next, "CPU")
 lib.impl("slice_backward", slice_backward_stale, "CPU")
 lib.impl("pow.Tensor_Scalar", pow_exp_log, "CPU")
+lib.impl("reciprocal", reciprocal_scaled, "CPU")
 x = torch.randn(5, 7)
 g = torch.randn(5)
 x.clone()                                                    # LINE clone
@@ -187,6 +194,7 @@ torch.full((4,), 0.1, dtype=torch.bfloat16)                  # LINE full
 torch.ops.aten.select_backward(g, [5, 7], 1, 2)              # LINE select_backward
 torch.ops.aten.slice_backward(x[:, :3], [5, 9], 1, 0, 3, 1)  # LINE slice_backward
 (x.abs() + 0.5).pow(2)                                       # LINE pow
+(x.abs() + 0.5).bfloat16().reciprocal()                      # LINE reciprocal
 lib.impl("cat", cat_swapped, "CPU")
 torch.cat([x, 2 * x])                                        # LINE cat
 print("done")

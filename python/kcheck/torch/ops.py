@@ -759,8 +759,9 @@ for _n in ("_scaled_dot_product_flash_attention_backward",
            "_scaled_dot_product_cudnn_attention_backward",
            "_scaled_dot_product_flash_attention_for_cpu_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_FWD for g in GENERATED_GATES}
-# fused optimizers: generated state is outside the update's domain (by the
-# table's name and by Entry's, which drops the trailing underscore)
+# fused optimizers: generated state is outside the update's domain; fills
+# (ops_copy): no input values to generate (by the table's name and by
+# Entry's, which drops the trailing underscore)
 for _n, _whys in [*ops_optim.NOT_APPLICABLE.items(), *ops_copy.NOT_APPLICABLE.items()]:
     _na = {}
     for _kind, _why in _whys.items():

@@ -80,8 +80,8 @@ def _const(value):
     Scalar). An integer beyond 2^53 is not exact as a double: ATen rounds
     it to float once, the double would round it twice."""
     torch = _torch()
-    if _is_tensor(value) or isinstance(value, complex):
-        raise _ops.Skip("complex or tensor fill value")
+    if isinstance(value, complex):
+        raise _ops.Skip("complex fill value")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 53:
         raise _ops.Skip("integer fill value beyond 2^53 (not exact as a double)")
     return torch.tensor(float(value), dtype=torch.float64)
@@ -135,14 +135,9 @@ def _fill(value):
             src = v
         else:
             src = _const(v)
-        return _ops.Plan("copy", [("value", src)], _result_tensor)
+        return _ops.Plan("copy", [("value", src)], _ops._first)  # in place: self, returned
     m.makes_on = _out_device
     return m
-
-
-def _result_tensor(res):
-    """The filled tensor: the result (in place: self, returned)."""
-    return _ops._first(res)
 
 
 def _foreach_zero(a):
@@ -241,8 +236,15 @@ def _pow(a):
     if e == -0.5:
         return _ops.Plan("rsqrt", [("self", x)], _ops._first)
     if e == -1:
-        return _ops.Plan("div", [("self", 1.0), ("other", x)], _ops._first)
+        return _reciprocal({"self": x})
     raise _ops.Skip("no oracle op for pow with exponent %r" % e)
+
+
+def _reciprocal(a):
+    """1/x: ATen's reciprocal kernels divide 1 by x in opmath (CUDA's
+    reciprocal_wrapper, the CPU's scalar and vectorized division), the
+    division the oracle's div rounds once to the output."""
+    return _ops.Plan("div", [("self", 1.0), ("other", a["self"])], _ops._first)
 
 
 # ---------------------------------------------------------------- rows
@@ -271,6 +273,7 @@ ROWS = [
      "elsewhere (Plan.more), bit for bit"),
     (["slice_backward"], "copy", _slice_backward, "grad onto the slice (any step), zeros "
      "elsewhere (Plan.more), bit for bit"),
+    (["reciprocal"], "div", _reciprocal, "div(1, x)"),
     (["pow"], "mul / sqrt / rsqrt / div / copy", _pow, "Tensor_Scalar at exponents 2 (x*x), "
      "0.5, -0.5, -1 (1/x), 1 and 0; others, and CPU float16 but 1 and 0, pass through"),
 ]
@@ -286,4 +289,4 @@ NOT_APPLICABLE["_foreach_zero_"] = dict(_LIST, trials=_CONSTANT)
 for _n in ("_foreach_maximum", "_foreach_maximum_", "_foreach_minimum", "_foreach_minimum_"):
     NOT_APPLICABLE[_n] = dict(_LIST)
 # The elementwise shapes (ops.py's SHAPERS)
-SHAPED = ("clone", "pow")
+SHAPED = ("clone", "pow", "reciprocal")

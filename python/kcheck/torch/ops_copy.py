@@ -158,7 +158,9 @@ def _foreach_zero(a):
 def _foreach_extreme(base):
     """_foreach_maximum / _foreach_minimum with a number (Scalar,
     ScalarList): ATen dispatches them to _foreach_clamp_min / clamp_max's
-    kernels (native_functions.yaml), judged as ops_optim judges those."""
+    kernels (libtorch_cuda has no kernel of their own: its CUDA entry
+    calls foreach_tensor_clamp_min_scalar_kernel_cuda; on the CPU both are
+    the slow route's clamp_min), judged as ops_optim judges those."""
     inner = ops_optim.foreach(base)
 
     def m(a):

@@ -27,7 +27,9 @@ NAMES = ("mm addmm bmm baddbmm matmul softmax log_softmax logsumexp nn.functiona
          "nn.functional.embedding index_select nn.functional.scaled_dot_product_attention "
          "nn.functional.conv1d nn.functional.conv2d nn.functional.batch_norm "
          "nn.functional.max_pool2d nn.functional.avg_pool2d "
-         "nn.functional.adaptive_avg_pool2d").split()
+         "nn.functional.adaptive_avg_pool2d clone cat zeros ones full zeros_like ones_like "
+         "full_like new_zeros new_ones new_full fill zero_ scalar_tensor pow select narrow "
+         "slice").split()
 
 
 def run(seconds, dev, only=None, verbose=False):

@@ -209,20 +209,25 @@ def _cpu_scalar(t):
 _Tensor = torch.Tensor
 _PLAIN = (int, float, bool, str, type(None))
 _TORCH_VALUES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+# The float values a signature keeps: 0 and 1, and the exponents at which
+# pow is another op (ops_copy._pow: 2, 0.5, -0.5, -1); any other float
+# value is judged the same way, so its calls share one signature.
+_KEY_FLOATS = frozenset((0.0, 1.0, 2.0, 0.5, -0.5, -1.0))
 
 
 def _key_part(a):
     """A hashable description of an argument: a tensor's dtype, shape,
     strides and device; integers, strings and torch's value types as they
-    are; a float only as 0, 1 or another value (what the mappers and the
-    profile tell apart: dropout, alpha, beta). A signature is (op, dtypes,
+    are; a float only as one of _KEY_FLOATS or another value (what the
+    mappers and the profile tell apart: dropout, alpha, beta, pow's
+    exponents computed by other kernels). A signature is (op, dtypes,
     shapes, strides, settings): an optimizer's per-step scalars (learning
     rate, bias correction) do not make a new one at every step. On every
     covered op of every watched step: kept cheap."""
     if isinstance(a, _Tensor):
         return (a.dtype, a.shape, a.stride(), a.device)
     if type(a) is float:
-        return a if a == 0.0 or a == 1.0 else float
+        return a if a in _KEY_FLOATS else float
     if isinstance(a, (list, tuple)):
         return tuple([_key_part(x) for x in a])
     if isinstance(a, dict):  # kwargs: approximate="tanh", dim=..., out=...
@@ -663,6 +668,11 @@ class KcheckMode(TorchDispatchMode):
                     r = _tensor_reason(t, self.devices, index_ok)
                     if r:
                         return r
+        makes_on = getattr(entry.mapper, "makes_on", None)
+        if makes_on is not None:  # a factory (zeros, full): no tensor argument names its device
+            dev = makes_on(entry.bind(args, kwargs))
+            if dev not in self.devices:
+                return "%s tensor" % dev
         return None
 
     def _profile(self, plan):

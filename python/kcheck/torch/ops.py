@@ -740,6 +740,9 @@ ROWS += ops_optim.ROWS  # _foreach_* lists, fused optimizer updates
 # batch norm and pooling (ops_cnn.py)
 from kcheck.torch import ops_cnn  # noqa: E402  (its mappers build this module's Plans)
 ROWS += ops_cnn.ROWS
+# copies, fills, placed gradients, cat, pow (ops_copy.py)
+from kcheck.torch import ops_copy  # noqa: E402  (its mappers build this module's Plans)
+ROWS += ops_copy.ROWS
 INDEX_OUTPUTS = ops_cnn.INDEX_OUTPUTS  # judged outputs that are index tensors
 
 # Gates that do not apply to an ATen op, with the reason (the op_check
@@ -784,9 +787,10 @@ for _n in ("_scaled_dot_product_flash_attention_backward",
            "_scaled_dot_product_cudnn_attention_backward",
            "_scaled_dot_product_flash_attention_for_cpu_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_FWD for g in GENERATED_GATES}
-# fused optimizers: generated state is outside the update's domain (by the
-# table's name and by Entry's, which drops the trailing underscore)
-for _n, _whys in ops_optim.NOT_APPLICABLE.items():
+# fused optimizers: generated state is outside the update's domain; fills
+# (ops_copy): no input values to generate (by the table's name and by
+# Entry's, which drops the trailing underscore)
+for _n, _whys in [*ops_optim.NOT_APPLICABLE.items(), *ops_copy.NOT_APPLICABLE.items()]:
     _na = {}
     for _kind, _why in _whys.items():
         _na.update({g.id: _why for k in OP_KINDS for g in _defs.GATES if g.op == k and
@@ -806,9 +810,17 @@ UNCOVERED = [
     ("_scaled_dot_product_*_attention_backward with dropout or a bias tensor; the CPU kernel "
      "in fp16/bf16", "dropout's random mask is not an input; the CPU kernel accumulates across "
      "blocks in the 16-bit type"),
-    ("_foreach_maximum, _foreach_minimum (amsgrad), _foreach_pow, _foreach_reciprocal, "
-     "_foreach_zero_ and the other unary list ops (trigonometric, erf, log1p, rounding)", "no oracle op for their element op (the optimizers' foreach path is covered "
-     "otherwise: add, sub, mul, div, lerp, addcmul, addcdiv, sqrt, neg, norm)"),
+    ("_foreach_maximum, _foreach_minimum of two lists (amsgrad); the other unary list ops "
+     "(trigonometric, erf, log1p, rounding)", "no oracle op for their element op (the "
+     "optimizers' foreach path is covered otherwise: add, sub, mul, div, lerp, addcmul, addcdiv, "
+     "sqrt, neg, norm, zero_, maximum and minimum with a number)"),
+    ("_foreach_pow", "CUDA's multi-tensor kernel (power_functor) calls pow for every exponent, "
+     "without pow.Tensor_Scalar's special cases: no exact oracle op"),
+    ("_foreach_reciprocal", "its CUDA multi-tensor functor is not verified to compute 1/x in "
+     "opmath as aten::reciprocal does: passed through rather than risk a false verdict"),
+    ("pow at other exponents (3, -2, any other), with a tensor exponent; CPU float16 pow "
+     "(but exponents 1 and 0)", "x*x*x, 1/(x*x) round more than once and pow() has no "
+     "documented accuracy: no oracle op; ATen's CPU float16 pow calls std::pow"),
     ("max_pool3d, avg_pool3d, fractional and lp pooling, max_unpool", "no oracle op (2-D "
      "max, avg and adaptive pools are judged)"),
     ("backend convolutions below aten.convolution (_slow_conv2d_forward, "
@@ -818,8 +830,8 @@ UNCOVERED = [
     ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
     ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),
-    ("clone, view ops", "copies within one dtype: no numerical content (bounds and "
-     "determinism still apply at kernel level)"),
+    ("view ops", "no values computed: views of their input (bounds and determinism still "
+     "apply at kernel level)"),
 ]
 
 
@@ -1010,7 +1022,7 @@ SHAPERS = {"mm": _shapes_mm, "bmm": _shapes_mm, "addmm": _shapes_addmm("mat1", "
 for _n in ("add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
            "exp", "log", "sqrt", "rsqrt", "sigmoid_backward", "tanh_backward",
            "threshold_backward", "silu_backward", "gelu_backward", "_to_copy", "clamp",
-           "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp"):
+           "clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp") + ops_copy.SHAPED:
     SHAPERS[_n] = _shapes_elementwise
 
 

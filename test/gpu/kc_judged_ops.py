@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""test/gpu/kc_judged_ops.py — per training-step run of
+run_gpu_models.sh (its models-details.jsonl), the binding's judged share by
+count of the ops that compute values, and the ops left unjudged most often
+(calls seen minus calls judged), as a markdown table.
+
+  python3 test/gpu/kc_judged_ops.py OUTDIR/models-details.jsonl [--top N]
+"""
+import argparse
+import json
+
+
+def rows(path, top):
+    out = ["| run | judged / computing values | unjudged calls, most first |", "|---|---|---|"]
+    for line in open(path):
+        d = json.loads(line)
+        s = d.get("summary") or {}
+        seen, judged = s.get("ops_seen", 0), s.get("ops_judged", 0)
+        computing = seen - s.get("ops_no_values", 0)
+        views = set(s.get("no_values_ops") or {})
+        left = sorted(((k - j, op) for op, (j, k) in (s.get("judged_by_op") or {}).items()
+                       if k > j and op not in views), reverse=True)[:top]
+        out.append("| %s | %d / %d (%.1f%%) | %s |" % (
+            d.get("run"), judged, computing, 100.0 * judged / computing if computing else 0,
+            ", ".join("%s %d" % (op.replace("aten::", ""), n) for n, op in left)))
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("details")
+    ap.add_argument("--top", type=int, default=14)
+    a = ap.parse_args()
+    print("\n".join(rows(a.details, a.top)))

@@ -319,10 +319,12 @@ int oc_check_pointwise(enum oc_pw_op op, const struct oc_pointwise_args *a,
                        const struct oc_options *o, struct oc_verdict *v);
 
 /* The negative log-likelihood loss (ops.def class LOSS; loss.c gives the
- * bounds): nll_loss over log-probabilities x [N, C] (or [C]) and class
+ * bounds): nll_loss over log-probabilities x [N, C] (or [C], or
+ * [N, C, S] for nll_loss2d with target [N, S] and out [N, S]) and class
  * indices target [N] (integer values carried as doubles; ignore_index
  * skips a row), weight [C] or NULL: out [N] (reduction none) or one
- * element (sum, mean); nll_loss_backward: out [N, C] (or [C]), zero but
+ * element (sum, mean); nll_loss_backward: out [N, C] (or [C], or
+ * [N, C, S]), zero but
  * at each row's class, from the incoming gradient g ([N] for none, one
  * element otherwise) and, for mean, the forward's total_weight (x is not
  * read: NULL is fine). */

@@ -491,8 +491,61 @@ def _nll_loss_backward(a):
     return Plan("nll_loss_backward", ins, _first, attrs, "loss")
 
 
+def _spatial(t, lead, why):
+    """t [N, (C,) H, W] viewed as [N, (C,) H*W] without a copy; Skip when
+    its strides do not allow it."""
+    try:
+        return t.view(*t.shape[:lead], -1)
+    except RuntimeError:
+        raise Skip("%s: H and W not mergeable into one strided dim" % why)
+
+
+def _nll2d_common(a, x):
+    if x.dim() != 4 or a["target"].dim() != 3:
+        raise Skip("nll_loss2d over inputs not [N, C, H, W]")
+    red = _REDUCTIONS[int(a["reduction"])]
+    return red, {"reduction": red, "ignore_index": int(a["ignore_index"])}
+
+
+def _nll_loss2d(a):
+    """nll_loss2d_forward's loss (cross_entropy on [N, C, H, W]): the
+    oracle's nll_loss over x [N, C, H*W] and target [N, H*W]; its sum and
+    mean bounds cover ATen's CPU cascade and CUDA atomic adds, both in the
+    input's type (total_weight is not judged)."""
+    x, w = a["self"], a["weight"]
+    red, attrs = _nll2d_common(a, x)
+    ins = [("x", _spatial(x, 2, "input")), ("target", _spatial(a["target"], 1, "target"))]
+    if w is not None:
+        ins.append(("weight", w))
+    if red == "none":
+        def out(res):
+            return _first(res).reshape(x.shape[0], -1)
+    else:
+        def out(res):
+            return _first(res).reshape(-1)
+    return Plan("nll_loss", ins, out, attrs, "loss")
+
+
+def _nll_loss2d_backward(a):
+    """grad_input [N, C, H, W] (contiguous in ATen) as [N, C, H*W]: zero but
+    -(g / total_weight) w at each (n, t, h, w)."""
+    x, w = a["self"], a["weight"]
+    red, attrs = _nll2d_common(a, x)
+    g = a["grad_output"]
+    ins = [("g", _spatial(g, 1, "grad_output") if red == "none" else g),
+           ("target", _spatial(a["target"], 1, "target"))]
+    if w is not None:
+        ins.append(("weight", w))
+    if red == "mean":
+        ins.append(("total_weight", a["total_weight"]))
+    n, c = x.shape[0], x.shape[1]
+    return Plan("nll_loss_backward", ins, lambda res: _first(res).reshape(n, c, -1), attrs,
+                "loss")
+
+
 # the targets are class indices, carried as exact doubles
 _nll_loss.index_args = _nll_loss_backward.index_args = True
+_nll_loss2d.index_args = _nll_loss2d_backward.index_args = True
 
 
 def _gelu_backward(a):
@@ -693,6 +746,11 @@ ROWS = [
      "ignore_index, weight; cross_entropy is _log_softmax then this"),
     (["nll_loss_backward"], "nll_loss_backward", _nll_loss_backward, "-(g/total_weight)*w at "
      "each row's class, zero elsewhere"),
+    (["nll_loss2d_forward"], "nll_loss", _nll_loss2d, "[N, C, H, W] as [N, C, H*W]: none "
+     "(bitwise), sum, mean bounded for ATen's CPU cascade and CUDA atomic adds in the input's "
+     "type; total_weight overflow inconclusive; cross_entropy on images"),
+    (["nll_loss2d_backward"], "nll_loss_backward", _nll_loss2d_backward, "-(g/total_weight)*w "
+     "at each (n, t, h, w), zero elsewhere"),
     (["_to_copy"], "copy", _to_copy, "dtype conversions: one correct rounding (fp64 to a 16-bit "
      "type through fp32, as c10 converts)"),
     (["copy_"], "copy", _copy_, "into the destination's dtype, src broadcast"),
@@ -773,8 +831,9 @@ for _n in ("embedding", "index_select", "embedding_dense_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
 # The generators fill float tensors: a condition or mask (bool) has none.
 _GENERATED_COND = "the generators make float inputs, not a bool condition"
-# nll_loss: random class indices (out of range: a device-side assert)
-for _n in ("nll_loss_forward", "nll_loss_backward"):
+# nll_loss, nll_loss2d: random class indices (out of range: a device-side assert)
+for _n in ("nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward",
+           "nll_loss2d_backward"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_INDEX for g in GENERATED_GATES}
 for _n in ("where", "masked_fill"):
     NOT_APPLICABLE[_n] = {g: _GENERATED_COND for g in GENERATED_GATES}
@@ -829,7 +888,6 @@ UNCOVERED = [
     ("cudnn_convolution_relu, cudnn_convolution_add_relu", "fused epilogues: no oracle op"),
     ("gather, scatter, index_add", "data movement: no numerical "
      "contract beyond exact copies (determinism still applies at kernel level)"),
-    ("nll_loss2d (inputs of more than 2 dims)", "no oracle op"),
     ("view ops", "no values computed: views of their input (bounds and determinism still "
      "apply at kernel level)"),
 ]

@@ -243,3 +243,14 @@ def test_opinfo_samples_give_no_false_verdict(tmp_path):
     skipped = [c["op"] for c in of(recs, "op_check") if c["gates"]["oracle"].get("status") ==
                "skipped"]
     assert not skipped, skipped
+
+
+def test_a_factory_on_an_unwatched_device_passes_through(tmp_path):
+    # no tensor argument names a factory's device: the mapper does
+    # (torch_devices=cuda, the default, leaves the CPU out)
+    p, recs = run_py(tmp_path, "import torch\ntorch.zeros(3)\ntorch.full((2,), 0.5)\n",
+                     options="torch=1:torch_budget=1")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert not of(recs, "op_check")
+    assert _summary(recs)["passed_through_ops"]["cpu tensor"] == {
+        "aten::zeros.default": 1, "aten::full.default": 1}

@@ -27,6 +27,7 @@ xb = torch.randn(6, 10).bfloat16()
 x.t().clone()
 torch.ops.aten.copy(x, xb)
 torch.cat([xb, x], 1)
+torch.cat([torch.randn(6, 0), x, torch.tensor([]), x], 1)
 torch.zeros(3, 4, dtype=torch.bfloat16)
 torch.zeros(3, dtype=torch.int64)
 torch.zeros_like(x)
@@ -104,9 +105,11 @@ def test_fills_say_why_their_trials_do_not_apply(correct):
 
 
 def test_cat_and_placed_gradients_judge_every_part(correct):
-    # the bf16 input converted to float32 (exactly) on its slice
-    assert _outputs(_one(correct, "aten::cat.default")) == [
-        ("tensors[0]", "bitwise"), ("tensors[1]", "bitwise")]
+    # the bf16 input converted to float32 (exactly) on its slice; empty
+    # inputs (one of the output's rank, a legacy 1-D one) are no slice
+    assert [_outputs(c) for c in _checks(correct, "aten::cat.default")] == [
+        [("tensors[0]", "bitwise"), ("tensors[1]", "bitwise")],
+        [("tensors[1]", "bitwise"), ("tensors[3]", "bitwise")]]
     assert _outputs(_one(correct, "aten::select_backward.default")) == [
         ("grad", "bitwise"), ("zeros[0]", "bitwise")]
     # columns 1, 4, 7 of 9: zeros before, after, and two strided runs between

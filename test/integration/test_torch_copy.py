@@ -27,6 +27,7 @@ xb = torch.randn(6, 10).bfloat16()
 x.t().clone()
 torch.ops.aten.copy(x, xb)
 torch.cat([xb, x], 1)
+torch.cat([torch.randn(6, 0), x, torch.tensor([]), x], 1)
 torch.zeros(3, 4, dtype=torch.bfloat16)
 torch.zeros(3, dtype=torch.int64)
 torch.zeros_like(x)
@@ -104,9 +105,11 @@ def test_fills_say_why_their_trials_do_not_apply(correct):
 
 
 def test_cat_and_placed_gradients_judge_every_part(correct):
-    # the bf16 input converted to float32 (exactly) on its slice
-    assert _outputs(_one(correct, "aten::cat.default")) == [
-        ("tensors[0]", "bitwise"), ("tensors[1]", "bitwise")]
+    # the bf16 input converted to float32 (exactly) on its slice; empty
+    # inputs (one of the output's rank, a legacy 1-D one) are no slice
+    assert [_outputs(c) for c in _checks(correct, "aten::cat.default")] == [
+        [("tensors[0]", "bitwise"), ("tensors[1]", "bitwise")],
+        [("tensors[1]", "bitwise"), ("tensors[3]", "bitwise")]]
     assert _outputs(_one(correct, "aten::select_backward.default")) == [
         ("grad", "bitwise"), ("zeros[0]", "bitwise")]
     # columns 1, 4, 7 of 9: zeros before, after, and two strided runs between
@@ -243,3 +246,14 @@ def test_opinfo_samples_give_no_false_verdict(tmp_path):
     skipped = [c["op"] for c in of(recs, "op_check") if c["gates"]["oracle"].get("status") ==
                "skipped"]
     assert not skipped, skipped
+
+
+def test_a_factory_on_an_unwatched_device_passes_through(tmp_path):
+    # no tensor argument names a factory's device: the mapper does
+    # (torch_devices=cuda, the default, leaves the CPU out)
+    p, recs = run_py(tmp_path, "import torch\ntorch.zeros(3)\ntorch.full((2,), 0.5)\n",
+                     options="torch=1:torch_budget=1")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert not of(recs, "op_check")
+    assert _summary(recs)["passed_through_ops"]["cpu tensor"] == {
+        "aten::zeros.default": 1, "aten::full.default": 1}

@@ -662,9 +662,12 @@ class KcheckMode(TorchDispatchMode):
         data = getattr(entry.mapper, "data_args", None)
         values = list(args) + list(kwargs.values()) if data is None else \
             [v for n, v in entry.bind(args, kwargs).items() if n in data]
+        # empty_ok: the mapper leaves empty tensors out (cat's empty inputs)
+        empty_ok = getattr(entry.mapper, "empty_ok", False)
         for a in values:
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
-                if isinstance(t, torch.Tensor) and not _cpu_scalar(t):
+                if isinstance(t, torch.Tensor) and not _cpu_scalar(t) and \
+                        not (empty_ok and t.numel() == 0):
                     r = _tensor_reason(t, self.devices, index_ok)
                     if r:
                         return r

@@ -49,20 +49,24 @@ def _copy(a):
 
 
 def _cat(a):
-    """One copy per input onto its slice of the output (along dim),
-    converted to the output's dtype (type promotion over the list). (An
-    empty input, a legacy 1-D one too, passes the whole call through: the
-    mode's tensor check.)"""
+    """One copy per non-empty input onto its slice of the output (along
+    dim), converted to the output's dtype (type promotion over the list).
+    An empty input adds nothing along dim: one of the output's rank has
+    size 0 there (else the whole output is empty), a legacy 1-D one is
+    left out by ATen."""
     torch = _torch()
     ts = list(a["tensors"])
-    dim = int(a.get("dim", 0)) % max(1, ts[0].dim())
+    full = [(i, t) for i, t in enumerate(ts) if t.numel()]
+    if not full:
+        raise _ops.Skip("empty tensor")
+    dim = int(a.get("dim", 0)) % max(1, full[0][1].dim())
     dtype = ts[0].dtype
     for t in ts[1:]:
         dtype = torch.promote_types(dtype, t.dtype)
     if any(t.dtype != dtype for t in ts):
         _ops._fp8_dest(dtype)
     plans, off = [], 0
-    for i, t in enumerate(ts):
+    for i, t in full:
         n = t.shape[dim]
         plans.append(_ops.Plan("copy", [("src", t)],
                                lambda res, o=off, n=n: _ops._first(res).narrow(dim, o, n),
@@ -70,6 +74,9 @@ def _cat(a):
         off += n
     plans[0].more = plans[1:]
     return plans[0]
+
+
+_cat.empty_ok = True  # (mode._reason: its empty inputs are not read)
 
 
 # ---------------------------------------------------------------- fills

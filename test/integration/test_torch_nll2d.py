@@ -34,6 +34,9 @@ for dt in (torch.float32, torch.bfloat16, torch.float64):
             # channels-last: H and W still merge into one strided dim
             F.nll_loss(lp.contiguous(memory_format=torch.channels_last), t, weight=w,
                        reduction=red)
+# H and W transposed: no [N, C, H*W] view without a copy (passed through)
+F.nll_loss(torch.randn(2, 3, 4, 5).log_softmax(1).transpose(2, 3),
+           torch.randint(0, 3, (2, 5, 4)), reduction="sum")
 print("done")
 """
 
@@ -66,7 +69,7 @@ def test_nll_loss2d_judged_without_violation(tmp_path):
             assert (_OPS[1], dt, red) in seen, seen
     assert not of(recs, "violation"), [v.get("message") for v in of(recs, "violation")]
     passed = of(recs, "torch_summary")[0]["passed_through"]
-    assert not [k for k in passed if "nll_loss2d" in k], passed
+    assert [k for k in passed if "H and W not mergeable" in k], passed
 
 
 BUGS_PROG = """

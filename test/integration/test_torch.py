@@ -52,6 +52,39 @@ def of(recs, t):
     return [r for r in recs if r["type"] == t]
 
 
+def run_opinfo_cpu(tmp_path, names, seconds):
+    """PyTorch's OpInfo samples of `names` (','-separated OpInfo names) on
+    the CPU under the binding, every signature judged inline
+    (test/gpu/torch_opinfo.py): (process, records), every sample run."""
+    code = ("import runpy, sys\nsys.argv = ['torch_opinfo.py', '--device', 'cpu', '--only', %r,"
+            " '--seconds', '%d']\nrunpy.run_path(%r, run_name='__main__')\n"
+            % (names, seconds, os.path.join(ROOT, "test", "gpu", "torch_opinfo.py")))
+    p, recs = run_py(tmp_path, code, timeout=900,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
+                     "kernel_clean_limit=-1:sample=1:torch_workers=-1")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "LEFT 0" in p.stdout, p.stdout[-2000:]
+    return p, recs
+
+
+def assert_planted_flagged(tmp_path, prog, contracts_yaml, twin):
+    """prog's custom ops declared by contracts_yaml: exactly those on lines
+    marked `# LINE name` flagged by the oracle at that line, and the
+    correct twin op `twin` judged clean."""
+    (tmp_path / "c.yaml").write_text(contracts_yaml)
+    p, recs = run_py(tmp_path, prog,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:contracts=%s"
+                     % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr
+    viol = [v for v in of(recs, "violation") if v["gate"] == "oracle"]
+    lines = {v["op"]: v["stack"]["python"][-1]["line"] for v in viol}
+    marked = {"kcb::%s.default" % ln.split("# LINE ")[1]: i + 1
+              for i, ln in enumerate(prog.splitlines()) if "# LINE " in ln}
+    assert lines == marked, [v.get("message") for v in viol]
+    ok = [c for c in of(recs, "op_check") if c["op"] == twin]
+    assert ok and ok[0]["gates"]["oracle"]["status"] in ("bitwise", "pass"), ok
+
+
 # ------------------------------------------------------------ activation
 
 def test_never_imports_torch_untouched(tmp_path):
@@ -1842,14 +1875,7 @@ def test_opinfo_samples_of_the_step_ops_give_no_false_verdict(tmp_path):
              "nn.functional.batch_norm,nn.functional.max_pool2d,nn.functional.avg_pool2d,"
              "nn.functional.adaptive_avg_pool2d,nn.functional.scaled_dot_product_attention,"
              "nn.functional.layer_norm")
-    code = ("import runpy, sys\nsys.argv = ['torch_opinfo.py', '--device', 'cpu', '--only', %r,"
-            " '--seconds', '240']\nrunpy.run_path(%r, run_name='__main__')\n"
-            % (names, os.path.join(ROOT, "test", "gpu", "torch_opinfo.py")))
-    p, recs = run_py(tmp_path, code, timeout=900,
-                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
-                     "kernel_clean_limit=-1:sample=1:torch_workers=-1")
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "LEFT 0" in p.stdout, p.stdout[-2000:]
+    p, recs = run_opinfo_cpu(tmp_path, names, 240)
     judged = {c["oracle_op"] for c in of(recs, "op_check")}
     for op in ("softmax", "log_softmax", "sqrt", "conv", "batch_norm", "max_pool2d",
                "avg_pool2d", "adaptive_avg_pool2d", "attention", "layer_norm"):

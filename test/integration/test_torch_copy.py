@@ -7,17 +7,14 @@ copy, its other exponents passed through with the reason. Wrong kernels
 planted under those ATen ops (torch.library overrides of their CPU
 kernels) are caught by the oracle with the program's line; PyTorch's own
 results (OpInfo's samples) give no oracle violation."""
-import os
-
 import pytest
 
-from conftest import ROOT
-from test_torch import of, run_py
+from test_torch import of, run_opinfo_cpu, run_py
 
 torch = pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
 
 # every signature judged inline, every call (fill values share a signature)
-OPTS = "torch=1:torch_devices=cuda,cpu:torch_budget=1:kernel_clean_limit=-1:sample=1"
+OPTS = "torch=1:torch_devices=cuda,cpu:torch_budget=1:kernel_clean_limit=-1:sample=1:torch_workers=-1"
 
 CORRECT = """
 import torch
@@ -227,14 +224,7 @@ def test_opinfo_samples_give_no_false_verdict(tmp_path):
     pytest.importorskip("expecttest", reason="torch's OpInfo needs expecttest")
     names = ("clone,cat,zeros,ones,full,zeros_like,ones_like,full_like,new_zeros,new_ones,"
              "new_full,fill,zero_,scalar_tensor,pow,select,narrow,slice")
-    code = ("import runpy, sys\nsys.argv = ['torch_opinfo.py', '--device', 'cpu', '--only', %r,"
-            " '--seconds', '200']\nrunpy.run_path(%r, run_name='__main__')\n"
-            % (names, os.path.join(ROOT, "test", "gpu", "torch_opinfo.py")))
-    p, recs = run_py(tmp_path, code, timeout=900,
-                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
-                     "kernel_clean_limit=-1:sample=1:torch_workers=-1")
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "LEFT 0" in p.stdout, p.stdout[-2000:]
+    p, recs = run_opinfo_cpu(tmp_path, names, 200)
     judged = {c["op"].split(".")[0] for c in of(recs, "op_check")}
     # (OpInfo's pow samples have tensor exponents: CORRECT judges pow)
     for op in ("clone", "cat", "zeros", "ones", "full", "zeros_like", "full_like", "new_full",

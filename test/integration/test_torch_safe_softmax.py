@@ -31,7 +31,7 @@ contracts:
 def test_safe_softmax_judged_with_masked_rows(tmp_path):
     (tmp_path / "c.yaml").write_text(YAML)
     p, recs = run_py(tmp_path, PROG, options="torch=1:torch_devices=cuda,cpu:torch_budget=1:"
-                     "gates=oracle:contracts=%s" % (tmp_path / "c.yaml"))
+                     "gates=oracle:torch_workers=-1:contracts=%s" % (tmp_path / "c.yaml"))
     assert p.returncode == 0, p.stderr
     safe = [c for c in of(recs, "op_check") if c["op"].startswith("aten::_safe_softmax")]
     assert safe and safe[0]["gates"]["oracle"]["status"] in ("bitwise", "pass"), safe

@@ -115,14 +115,19 @@ def _baddbmm(a):
                 {"alpha": float(a["alpha"]), "beta": float(a["beta"])}, "matmul")
 
 
+def _cpu_16bit_softmax(x, op, widened):
+    """ATen's CPU softmax family in bf16/fp16 without a wider output sums
+    in that type (measured, OpInfo's samples, torch 2.15: the row's sum
+    rounded to the 16-bit type, so log(1 + tiny) = 0 at the max)."""
+    if x.device.type == "cpu" and x.dtype in (_torch().bfloat16, _torch().float16) and \
+            not widened:
+        raise Skip("ATen's CPU %s in a 16-bit type sums in that type" % op)
+
+
 def _softmax_family(op):
     def m(a):
         x = a["self"]
-        if x.device.type == "cpu" and x.dtype in (_torch().bfloat16, _torch().float16) and \
-                not a.get("half_to_float"):
-            # measured (OpInfo's samples, torch 2.15): the row's sum
-            # rounded to the 16-bit type, so log(1 + tiny) = 0 at the max
-            raise Skip("ATen's CPU %s in a 16-bit type sums in that type" % op)
+        _cpu_16bit_softmax(x, op, a.get("half_to_float"))
         return Plan(op, [("x", a["self"])], _first, {"axis": a["dim"] % max(1, a["self"].dim())},
                     "softmax")
     return m
@@ -137,9 +142,7 @@ def _safe_softmax(a):
     if dtype is not None and dtype != x.dtype and _torch().finfo(dtype).bits < \
             _torch().finfo(x.dtype).bits:
         raise Skip("_safe_softmax to a narrower dtype")
-    if x.device.type == "cpu" and x.dtype in (_torch().bfloat16, _torch().float16) and \
-            (dtype is None or dtype == x.dtype):
-        raise Skip("ATen's CPU softmax in a 16-bit type sums in that type")
+    _cpu_16bit_softmax(x, "softmax", dtype is not None and dtype != x.dtype)
     p = Plan("softmax", [("x", x)], _first, {"axis": a["dim"] % max(1, x.dim())}, "softmax")
     p.suffix = ":masked_row=zero"
     return p
@@ -459,11 +462,15 @@ def _lerp(a):
 _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
 
 
+def _nll_attrs(a):
+    red = _REDUCTIONS[int(a["reduction"])]
+    return red, {"reduction": red, "ignore_index": int(a["ignore_index"])}
+
+
 def _nll_common(a, x):
     if x.dim() not in (1, 2):
         raise Skip("nll_loss over more than 2 dims")
-    red = _REDUCTIONS[int(a["reduction"])]
-    return red, {"reduction": red, "ignore_index": int(a["ignore_index"])}
+    return _nll_attrs(a)
 
 
 def _nll_loss(a):
@@ -503,8 +510,7 @@ def _spatial(t, lead, why):
 def _nll2d_common(a, x):
     if x.dim() != 4 or a["target"].dim() != 3:
         raise Skip("nll_loss2d over inputs not [N, C, H, W]")
-    red = _REDUCTIONS[int(a["reduction"])]
-    return red, {"reduction": red, "ignore_index": int(a["ignore_index"])}
+    return _nll_attrs(a)
 
 
 def _nll_loss2d(a):

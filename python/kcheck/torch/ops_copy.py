@@ -26,15 +26,11 @@ class _Ops:
 
 
 _ops = _Ops()
+_is_tensor = ops_optim._is_tensor
 
 
 def _torch():
-    import torch
-    return torch
-
-
-def _is_tensor(v):
-    return hasattr(v, "dim")
+    return _ops._torch()
 
 
 # ---------------------------------------------------------------- copies
@@ -258,8 +254,6 @@ def _reciprocal(a):
 
 # ---------------------------------------------------------------- rows
 
-_FILLS = ["zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros",
-          "new_ones", "new_full", "fill", "zero", "scalar_tensor"]
 ROWS = [
     (["clone"], "copy", _clone, "bit for bit, any layout"),
     (["copy"], "copy", _copy, "functional copy_: into self's dtype, src broadcast"),
@@ -291,7 +285,8 @@ ROWS = [
 # kind as ops_optim's): a fill reads no input values, so its trials would
 # judge the same constant again (coverage and bounds still run on its output).
 _CONSTANT = "a constant fill reads no input values: generated inputs change nothing it computes"
-NOT_APPLICABLE = {n: {"trials": _CONSTANT} for n in _FILLS + ["fill_", "zero_"]}
+NOT_APPLICABLE = {n: {"trials": _CONSTANT} for names, _, fn, _ in ROWS
+                  if getattr(fn, "makes_on", None) for n in names}
 # the list ops' out= overloads take lists (ops_optim's reason, guards)
 _LIST = ops_optim.NOT_APPLICABLE["_foreach_clamp_min"]
 NOT_APPLICABLE["_foreach_zero_"] = dict(_LIST, trials=_CONSTANT)

@@ -41,7 +41,7 @@ static int judge_ready(void) {
 }
 
 /* Op ids live below the kernel ids (which count up from 0), so per-kernel
- * policy state (kernel_clean_limit) is kept per op name. */
+ * policy state (op_clean_limit) is kept per op name. */
 static int op_id(const char *op) { return -1 - (int)(XXH3_64bits(op, strlen(op)) & 0x3fffffff); }
 
 KC_EXPORT int kcheck_op_decide(const char *op, const char *key, char *why, unsigned long n) {

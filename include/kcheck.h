@@ -105,7 +105,7 @@ struct kcheck_tensor {
 };
 
 /* Policy for one op call (the same options as launches: check_first,
- * clean_limit, kernel_clean_limit per op name, sample, time_budget,
+ * clean_limit, op_clean_limit per op name, sample, time_budget,
  * max_checks). key names the signature: op, dtypes, shapes, strides,
  * profile. Returns 1: check it (counted as a check now); 0: do not (the
  * reason in why). */

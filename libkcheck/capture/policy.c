@@ -167,8 +167,9 @@ static struct kernel_rec *kernel_rec(int id) {
  * enters the signature table nor reports a skip of its own: one skip record
  * per kernel says why its later signatures go unchecked. */
 static int kernel_saturated(struct kernel_rec *k, uint64_t seq) {
-  return k && kc_opt.kernel_clean_limit >= 0 && k->clean >= kc_opt.kernel_clean_limit &&
-         kc_policy_uniform(seq) >= kc_opt.sample;
+  /* Op ids (gates/op_check.c) are negative: their limit is op_clean_limit. */
+  long limit = k && k->id < 0 ? kc_opt.op_clean_limit : kc_opt.kernel_clean_limit;
+  return k && limit >= 0 && k->clean >= limit && kc_policy_uniform(seq) >= kc_opt.sample;
 }
 
 const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time) {
@@ -184,7 +185,8 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
       k->reasons_seen |= R_KERNEL;
       if (r) r->launches++;
       pthread_mutex_unlock(&lock);
-      return "kernel already checked clean kernel_clean_limit times";
+      return kernel_id < 0 ? "op already checked clean op_clean_limit times"
+                            : "kernel already checked clean kernel_clean_limit times";
     }
   }
   if (!r && (r = calloc(1, sizeof *r))) {

@@ -12,7 +12,7 @@ BUDGET=${BUDGET:-330}
 export KCHECK_LIB=$LIB
 S=${KC_OPINFO_SECONDS:-240}
 run_logged $((S + 60)) opinfo "$PYTHON" "$ROOT/scripts/kcheck" run --torch -o "log_path=$REPS/oi" \
-  -o torch_budget=1 -o gates=oracle -o sample=1 -o kernel_clean_limit=-1 -o torch_workers=-1 -- \
+  -o torch_budget=1 -o gates=oracle -o sample=1 -o kernel_clean_limit=-1 -o op_clean_limit=-1 -o torch_workers=-1 -- \
   "$PYTHON" test/gpu/torch_opinfo.py --seconds "$S"
 rc=$?
 {

@@ -191,7 +191,7 @@ def main(outdir):
     cpu = os.environ.get("KC_CONV_DEVICE") == "cpu"
     kc = run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "run", "--torch",
               "-o", "log_path=" + log, "-o", "torch_budget=1", "-o", "torch_workers=-1", "-o",
-              "kernel_clean_limit=-1", "-o", "contracts=" + yaml] +
+              "kernel_clean_limit=-1", "-o", "op_clean_limit=-1", "-o", "contracts=" + yaml] +
              (["-o", "torch_devices=cuda,cpu"] if cpu else []) +
              ["--", sys.executable, me, "--child"], env, os.path.join(work, "torch"))
     note(kc.returncode == 0, "run under kcheck --torch exits 0 (rc %d)" % kc.returncode)

@@ -5,7 +5,7 @@ round in each dtype, _foreach_zero_, _foreach_maximum / _foreach_minimum
 with a number (on ATen's multi-tensor route), select_backward and
 slice_backward, pow at every exponent it maps; every call of them judged.
 
-  kcheck run --torch -o torch_budget=1 -o sample=1 -o kernel_clean_limit=-1 \\
+  kcheck run --torch -o torch_budget=1 -o sample=1 -o kernel_clean_limit=-1 -o op_clean_limit=-1 \\
       -o clean_limit=-1 -o torch_workers=-1 -- python3 test/gpu/torch_copy.py
 
 Before the binding judges anything it prints MAXIMUM_AS_CLAMP_MIN: whether

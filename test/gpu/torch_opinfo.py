@@ -5,7 +5,7 @@ binding judges: every sample input PyTorch's OpInfo database
 forward and (where the op supports autograd) backward, on CUDA.
 
   kcheck run --torch -o torch_budget=1 -o gates=oracle -o sample=1 \\
-      -o kernel_clean_limit=-1 -o torch_workers=-1 -- python3 torch_opinfo.py [--seconds S]
+      -o kernel_clean_limit=-1 -o op_clean_limit=-1 -o torch_workers=-1 -- python3 torch_opinfo.py [--seconds S]
   python3 torch_opinfo.py --table REPORT.jsonl... < its stdout
 
 The run prints one SAMPLES line per OpInfo name and dtype (samples run,

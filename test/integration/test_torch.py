@@ -61,7 +61,7 @@ def run_opinfo_cpu(tmp_path, names, seconds):
             % (names, seconds, os.path.join(ROOT, "test", "gpu", "torch_opinfo.py")))
     p, recs = run_py(tmp_path, code, timeout=900,
                      options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
-                     "kernel_clean_limit=-1:sample=1:torch_workers=-1")
+                     "kernel_clean_limit=-1:op_clean_limit=-1:sample=1:torch_workers=-1")
     assert p.returncode == 0, p.stderr[-3000:]
     assert "LEFT 0" in p.stdout, p.stdout[-2000:]
     return p, recs
@@ -1799,7 +1799,7 @@ def test_opinfo_samples_of_the_new_ops_give_no_false_verdict(tmp_path):
     pytest.importorskip("expecttest", reason="torch's OpInfo needs expecttest")
     p, recs = run_py(tmp_path, OPINFO_PROG, args=[OPINFO_OPS], timeout=900,
                      options="torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle:"
-                     "kernel_clean_limit=-1:sample=1:torch_workers=-1")
+                     "kernel_clean_limit=-1:op_clean_limit=-1:sample=1:torch_workers=-1")
     assert p.returncode == 0, p.stderr
     judged = {}
     for c in of(recs, "op_check"):

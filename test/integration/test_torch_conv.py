@@ -60,7 +60,7 @@ def _conv_checks(recs):
 
 def test_conv_forward_and_backward_judged_and_passing(tmp_path):
     p, recs = run_py(tmp_path, CONV_PROG, timeout=600, options="torch=1:torch_devices=cuda,cpu:"
-                     "torch_budget=1:kernel_clean_limit=-1")
+                     "torch_budget=1:kernel_clean_limit=-1:op_clean_limit=-1")
     assert p.returncode == 0, p.stderr
     assert "ran" in p.stdout
     checks = _conv_checks(recs)

@@ -14,7 +14,7 @@ from test_torch import of, run_opinfo_cpu, run_py
 torch = pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
 
 # every signature judged inline, every call (fill values share a signature)
-OPTS = "torch=1:torch_devices=cuda,cpu:torch_budget=1:kernel_clean_limit=-1:sample=1:torch_workers=-1"
+OPTS = "torch=1:torch_devices=cuda,cpu:torch_budget=1:kernel_clean_limit=-1:op_clean_limit=-1:sample=1:torch_workers=-1"
 
 CORRECT = """
 import torch

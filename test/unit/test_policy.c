@@ -79,6 +79,18 @@ int main(void) {
   CHECK(why && strstr(why, "kernel_clean_limit"));
   CHECK(checked(0x200, 8, 21)); /* another kernel is not affected */
 
+  /* op_clean_limit: ops (negative ids, gates/op_check.c) have their own
+   * limit; kernel_clean_limit leaves them alone. */
+  CHECK(kc_options_parse("kernel_clean_limit=1:op_clean_limit=3:sample=0", "test", 0) == 0);
+  for (uint64_t s = 0; s < 3; s++) {
+    CHECK(checked(0x300 + s, -5, 30 + s));
+    kc_policy_record(0x300 + s, -5, 1, 0.0);
+  }
+  why = kc_policy_decide(0x400, -5, 40, &first);
+  CHECK(why && strstr(why, "op_clean_limit"));
+  CHECK(kc_options_parse("kernel_clean_limit=1:op_clean_limit=-1:sample=0", "test", 0) == 0);
+  CHECK(checked(0x401, -5, 41)); /* -1: every new signature of the op */
+
   /* Sampling is seeded: the same seed and launch index give the same
    * draw, another seed another one; a fraction samples about that many. */
   double u0 = kc_policy_uniform(12345);

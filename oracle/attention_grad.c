@@ -74,13 +74,18 @@
 #define U 0x1p-53     /* the reference's arithmetic (double) */
 #define TINY 0x1p-998 /* a softmax weight below 2^-1000: absolute slack */
 #define LSE_OFF 0x1p-6
-#define NSUM 5 /* per output element: value, sum|terms|, radius, A, C */
+/* per output element: value, sum|terms|, radius, A, C, and for grouped
+ * dk/dv the sum over the group's query heads of |that head's part| */
+#define NSUM 6
 
 struct agc {
   const struct oc_attention_grad_args *a;
   const struct oc_profile *p;
   int64_t Sq, Sk, D, Dv;
   double u, up;            /* kernel scalar unit; p_fmt's (0: no cast) */
+  double ug, etag;         /* grouped dk/dv: each query head's part rounded to a
+                              format of this unit and underflow step (0: not) */
+  int64_t G;               /* query heads per key/value head */
   double nmin_acc, st_acc; /* accumulator: smallest normal, underflow step */
   double nmin_p, st_p;     /* p_fmt likewise */
   double th_d, th_dv;      /* score and dP / D dots */
@@ -288,6 +293,11 @@ static void judge(struct oc_check *chk, const struct agc *c, const double *t, in
   el.lo = oc_down(val - rad);
   el.hi = oc_up(val + rad);
   el.in[0] = oc_mul_up(am, t3);
+  if (c->ug > 0) /* each head's part rounded (|part| from the value plane, plus its error) */
+    el.in[0] = oc_add_up(el.in[0],
+                         oc_mul_up(am, oc_add_up(oc_mul_up(c->ug, oc_add_up(t[5], oc_mul_up(
+                                                                         0x1p-40, t1))),
+                                                 oc_mul_up((double)c->G, c->etag))));
   el.in[1] = oc_mul_up(am, t4);
   el.in[2] = (double)n;
   el.in[3] = 3 + ceil((double)n / 16);
@@ -500,6 +510,13 @@ static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
     oc_check_inconclusive(chk, "out of memory");
     fin = 0;
   }
+  /* grouped dk/dv whose heads' parts are rounded (c->ug): the value plane
+   * after the previous head, to take each head's part */
+  double *prev = c->ug > 0 && G > 1 ? calloc((size_t)(nm * cols + 1), sizeof *prev) : NULL;
+  if (c->ug > 0 && G > 1 && !prev) {
+    oc_check_inconclusive(chk, "out of memory");
+    fin = 0;
+  }
   /* grouped-query attention: every query head of the group, in turn */
   for (int64_t gi = 0; gi < G && fin && nm; gi++) {
     c->a = &ga[gi];
@@ -523,7 +540,15 @@ static void head_dkv(struct agc *c, struct bufs *bf, struct oc_check *chk,
         accumulate(bf->acc + m * cols * NSUM, cols, x, w, rw, ew, tw);
       }
     }
+    for (int64_t m = 0; prev && m < nm; m++) {
+      double *t = bf->acc + m * cols * NSUM, *pv = prev + m * cols;
+      for (int64_t col = 0; col < cols; col++) {
+        t[5 * cols + col] += fabs(t[col] - pv[col]);
+        pv[col] = t[col];
+      }
+    }
   }
+  free(prev);
   for (int64_t m = 0; m < nm; m++) {
     int64_t j = bf->marked[m];
     idx[nl] = j;
@@ -593,6 +618,14 @@ int oc_check_attention_backward(const struct oc_attention_grad_args *args,
   c.Sk = args->k->shape[args->k->rank - 2], c.Dv = args->v->shape[args->v->rank - 1];
   c.u = p->acc == OC_FP64 ? 0x1p-53 : 0x1p-24;
   c.up = args->p_fmt == OC_FP32 || args->p_fmt == OC_FP64 ? 0 : oc_unit_roundoff(args->p_fmt);
+  c.G = G;
+  /* profile partial=: ATen's flash backward computes grouped dk/dv per
+   * query head into the output type (dk_expanded) and sums the heads; the
+   * cuDNN backward's bf16 dv measured on the GPU needs the same */
+  if (grouped && G > 1 && p->partial) {
+    c.ug = oc_unit_roundoff(p->partial_fmt);
+    c.etag = oc_format_info(p->partial_fmt)->min_subnormal / 2;
+  }
   const struct oc_format_info *fa = oc_format_info(p->acc);
   const struct oc_format_info *fp = oc_format_info(c.up > 0 ? args->p_fmt : p->acc);
   c.nmin_acc = ldexp(1, fa->emin_normal - 1);

@@ -681,6 +681,14 @@ int oc_check_grad(enum oc_grad_op id, const struct oc_grad_args *a, const struct
   c.dbl = p->acc == OC_FP64;
   c.u = c.dbl ? 0x1p-53 : 0x1p-24;
   c.eta = c.dbl ? 0x1p-1074 : 0x1p-150;
+  /* profile partial=: every step rounds to that narrower format (ATen's
+   * CUDA tanh and sigmoid backward compute in the tensor's 16-bit type:
+   * a * (1 - b * b) with c10::BFloat16's operators), so its unit roundoff
+   * and underflow floor bound each step. */
+  if (p->partial && oc_unit_roundoff(p->partial_fmt) > c.u) {
+    c.u = oc_unit_roundoff(p->partial_fmt);
+    c.eta = oc_format_info(p->partial_fmt)->min_subnormal / 2;
+  }
   c.thr = a->threshold;
   mpfr_inits2(WPREC, c.a, c.b, c.c, c.r, c.k, (mpfr_ptr)0);
   int r = id == OC_GRAD_SOFTMAX_BACKWARD || id == OC_GRAD_LOG_SOFTMAX_BACKWARD

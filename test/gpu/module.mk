@@ -138,12 +138,13 @@ test-gpu-devmem: $(BUILD)/libkcheck.so
 # ran this command from a script); `make bench-gpu-torch BENCH_TORCH_MODEL=`
 # runs the bench's default size (seq 128).
 BENCH_TORCH_MODEL ?= --layers 6 --d-model 512 --heads 8 --seq 256 --batch 16
+BENCH_TORCH_BUDGET ?= 290
 .PHONY: bench-gpu-torch
 bench-gpu-torch:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) KC_TORCH_PARTS=bench KC_BENCH_STEPS=100 KC_BENCH_OPTS="-o torch_exit_budget=0" \
 	  KC_BENCH_MODEL="$(BENCH_TORCH_MODEL)" KC_BENCH_CONFIGS="plain torch" KC_BENCH_ROUNDS=12 \
-	  KC_BENCH_CONFIGS_LATER="torch plain" KC_TIMEOUT=40 KC_BUDGET=290 \
+	  KC_BENCH_CONFIGS_LATER="torch plain" KC_TIMEOUT=40 KC_BUDGET=$(BENCH_TORCH_BUDGET) \
 	  bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
 
 bench-gpu:

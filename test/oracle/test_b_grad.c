@@ -74,6 +74,8 @@ static double sim_ew(enum oc_grad_op op, enum bug bug, int dbl, double g, double
   return NAN;
 }
 
+static const char *partial_key; /* a profile suffix (":partial=bf16"), or NULL */
+
 static struct oc_verdict judge(enum oc_grad_op op, enum oc_format f, const double *g,
                                const double *x, const double *o, double thr) {
   static unsigned char gb[N * 8], xb[N * 8], ob[N * 8];
@@ -86,9 +88,10 @@ static struct oc_verdict judge(enum oc_grad_op op, enum oc_format f, const doubl
   t_tensor2(&G, gb, f, R, C);
   t_tensor2(&X, xb, f, R, C);
   t_tensor2(&O, ob, f, R, C);
-  char spec[64];
-  snprintf(spec, sizeof spec, f == OC_FP64 ? "fp64" : "fp32:in=%s:acc=fp32:out=%s",
-           oc_format_info(f)->name, oc_format_info(f)->name);
+  char spec[96];
+  int n = snprintf(spec, sizeof spec, f == OC_FP64 ? "fp64" : "fp32:in=%s:acc=fp32:out=%s",
+                   oc_format_info(f)->name, oc_format_info(f)->name);
+  if (partial_key) snprintf(spec + n, sizeof spec - (size_t)n, "%s", partial_key);
   struct oc_profile p;
   EXPECT(oc_profile_parse(spec, &p) == 0, "profile %s", spec);
   struct oc_grad_args a = {&G, &X, 1, thr, NULL, NULL, NULL};
@@ -151,6 +154,54 @@ static void activations(void) {
     }
   t_line("activation gradients: ATen's steps pass in fp32/fp16/bf16/fp64; dropped terms, the "
          "wrong gelu, fp16 intermediates and x < t for x <= t fail",
+         before);
+}
+
+/* ATen's CUDA sigmoid and tanh backward in a 16-bit type round every step
+ * to that type (c10::BFloat16's operators, not opmath). tanh's 1 - b*b
+ * then loses b*b's rounding to cancellation: without partial= correct
+ * kernels fail (the GPU's OpInfo bf16 sample: ratio 5.6), with partial=
+ * they pass, and a dropped term still fails. */
+static void scalar_t_steps(void) {
+  int before = t_fail;
+  static double g[N], x[N], o[N];
+  static const enum oc_format fmts[] = {OC_BF16, OC_FP16};
+  for (int op = OC_GRAD_SIGMOID_BACKWARD; op <= OC_GRAD_TANH_BACKWARD; op++)
+    for (size_t fi = 0; fi < 2; fi++) {
+      enum oc_format f = fmts[fi];
+      uint64_t st = 101 + (uint64_t)op * 7 + fi;
+      inputs((enum oc_grad_op)op, f, &st, g, x);
+      for (int b = OK; b <= DROP; b++) {
+        for (int i = 0; i < N; i++) { /* every step rounded to f */
+          double gi = g[i], xi = x[i];
+#define H(v) t_rnd(f, (v))
+          o[i] = op == OC_GRAD_TANH_BACKWARD
+                     ? (b == DROP ? H(gi * H(1 - xi)) : H(gi * H(1 - H(xi * xi))))
+                     : (b == DROP ? H(gi * xi) : H(H(gi * H(1 - xi)) * xi));
+#undef H
+        }
+        char key[32];
+        snprintf(key, sizeof key, ":partial=%s", oc_format_info(f)->name);
+        partial_key = key;
+        struct oc_verdict v = judge((enum oc_grad_op)op, f, g, x, o, 0);
+        partial_key = NULL;
+        if (b == OK)
+          EXPECT(v.kind == OC_BITWISE || v.kind == OC_PASS, "%s %s in %s steps: %s (ratio %g)",
+                 gname((enum oc_grad_op)op), oc_format_info(f)->name, key, oc_verdict_name(v.kind),
+                 v.ratio);
+        else
+          EXPECT(oc_verdict_is_fail(v.kind), "%s %s dropped term with %s: %s",
+                 gname((enum oc_grad_op)op), oc_format_info(f)->name, key,
+                 oc_verdict_name(v.kind));
+        if (b == OK && op == OC_GRAD_TANH_BACKWARD && f == OC_BF16) {
+          struct oc_verdict w = judge((enum oc_grad_op)op, f, g, x, o, 0);
+          EXPECT(oc_verdict_is_fail(w.kind), "tanh_backward bf16 in bf16 steps without partial=: %s",
+                 oc_verdict_name(w.kind));
+        }
+      }
+    }
+  t_line("CUDA's 16-bit sigmoid/tanh backward (every step in the 16-bit type) pass with "
+         "partial=, fail without it; a dropped term fails with it",
          before);
 }
 
@@ -379,6 +430,7 @@ static void norms(void) {
 int main(void) {
   budget_edges();
   activations();
+  scalar_t_steps();
   rows();
   specials();
   extremes();

@@ -303,8 +303,20 @@ def _grad(op):
         attrs = {}
         if op == "threshold_backward":
             attrs["threshold"] = float(a["threshold"])
-        return Plan(op, [("g", a["grad_output"]), ("x", a[second])], _first, attrs)
+        p = Plan(op, [("g", a["grad_output"]), ("x", a[second])], _first, attrs)
+        y = a[second]
+        if (op in _SCALAR_T_GRADS and y.device.type == "cuda"
+                and y.dtype in (_torch().bfloat16, _torch().float16)):
+            p.suffix = ":partial=%s" % ("bf16" if y.dtype == _torch().bfloat16 else "fp16")
+        return p
     return m
+
+
+# ATen's CUDA kernels of these gradients compute in the tensor's own type,
+# not its opmath (BinaryMiscBackwardOpsKernels.cu: a * (scalar_t{1.} - b * b)
+# with c10::BFloat16's operators, each step rounded to bf16); its CPU
+# kernels convert 16-bit values to float first.
+_SCALAR_T_GRADS = ("sigmoid_backward", "tanh_backward")
 
 
 def _norm_backward(op):
@@ -650,6 +662,13 @@ def _attention_backward(a):
              for i, w in enumerate("qkv") if mask is None or mask[i]]
     if not plans:
         raise Skip("no input gradient asked for (grad_input_mask)")
+    if hq != hk and attrs["p_format"] != "fp32":
+        # grouped dk, dv: ATen's flash backward computes each query head's
+        # part in the output type (dk_expanded) and sums them; cuDNN's bf16
+        # dv measured on the GPU needs the same allowance
+        for p in plans:
+            if p.attrs["which"] != "q":
+                p.suffix = ":partial=%s" % attrs["p_format"]
     plans[0].more = plans[1:]
     return plans[0]
 

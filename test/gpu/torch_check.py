@@ -118,7 +118,9 @@ def main():
         return 0
     if what == "clean":  # a program that need not use every covered op
         out = [line for line in train(recs) if " oracle op " not in line]
-        viol = [r for r in recs if r["type"] == "violation"]
+        # PyTorch's documented nondeterminism is named (train's INFO line), not a failure
+        viol = [r for r in recs if r["type"] == "violation"
+                and r.get("cause") != "documented by PyTorch"]
         s = [r for r in recs if r["type"] == "torch_summary"]
         errs = s[-1]["errors"] if s else None
         ok = s and not viol and not errs

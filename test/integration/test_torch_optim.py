@@ -88,6 +88,9 @@ def test_foreach_adam_list_ops_judged_element_by_element(tmp_path, kind):
     assert [o["label"] for o in _outputs(lerp)] == ["self[%d]" % i for i in range(6)]
     assert {o["oracle_op"] for o in _outputs(lerp)} == {"lerp"}
     _all_pass(_checks(recs, "aten::_foreach_"))
+    # the step size (bias-corrected, a new value every step) is a plan
+    # attr: one signature, judged once over the three steps, not per step
+    assert len(_checks(recs, "aten::_foreach_addcdiv_")) == 1
     if kind == "foreach_adam":  # maximize: the gradient negated, L2 decay added with alpha
         assert _checks(recs, "aten::_foreach_neg")
         adds = [o for c in _checks(recs, "aten::_foreach_add") for o in _outputs(c)]

@@ -589,7 +589,11 @@ class KcheckMode(TorchDispatchMode):
             return func(*args, **kwargs)
         self.waiting.discard(key)
         self.checked_keys.add(key)  # offered to the policy: not deferred again
-        skey = "%s|%r|%s|%r|%s" % (entry.name, key[1:3], in_fmt, key[3], sorted(plan.attrs.items()))
+        # the plan's attrs as the key has its floats: a per-step scalar an
+        # attr carries (_foreach_addcdiv_'s bias-corrected step size) must
+        # not make the policy see a new signature at every step
+        skey = "%s|%r|%s|%r|%s" % (entry.name, key[1:3], in_fmt, key[3],
+                                   sorted((k, _key_part(v)) for k, v in plan.attrs.items()))
         why = ctypes.create_string_buffer(256)
         if not self.lib.kcheck_op_decide(entry.name.encode(), skey.encode(), why, len(why)):
             reason = why.value.decode() or "policy"

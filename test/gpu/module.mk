@@ -147,6 +147,24 @@ bench-gpu-torch:
 	  KC_BENCH_CONFIGS_LATER="torch plain" KC_TIMEOUT=40 KC_BUDGET=$(BENCH_TORCH_BUDGET) \
 	  bash test/gpu/run_gpu_torch.sh $(GPU_OUT)
 
+# Serving throughput measured with confidence: the harness's decode loop
+# (continuous batching, CUDA graphs, 4 request threads) plain and under
+# --serving, KC_HARNESS_REPEAT back-to-back pairs of KC_HARNESS_SECONDS
+# each; harness.md gives the median of the paired ratios with a bootstrap
+# 95% interval. `make bench-gpu-serving SERVING_VARIANT=stream_races=1`
+# adds a third run per pair with those options (the audit mode's cost).
+SERVING_PAIRS ?= 10
+SERVING_SECONDS ?= 20
+SERVING_VARIANT ?=
+SERVING_BUDGET ?= 570
+.PHONY: bench-gpu-serving
+bench-gpu-serving:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) KC_HARNESS_REPEAT=$(SERVING_PAIRS) KC_HARNESS_SECONDS=$(SERVING_SECONDS) \
+	  KC_HARNESS_VARIANT='$(SERVING_VARIANT)' KC_HARNESS_BUGS=none KC_HARNESS_CHECKS=0 \
+	  KC_HARNESS_TRACKING=0 KC_HARNESS_BUDGET=$(SERVING_BUDGET) \
+	  bash test/gpu/serving/run_serving_harness.sh $(GPU_OUT)
+
 bench-gpu:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash bench/run_bench.sh $(GPU_OUT)

@@ -14,6 +14,10 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "bench"))
+import bootstrap  # noqa: E402  (bench/bootstrap.py)
+
 logs, reps, out = sys.argv[1:4]
 
 
@@ -74,12 +78,29 @@ if plain and var:
         True,
         "%s tokens/s, ratio of medians %.3f" % (var, statistics.median(var) /
                                                 statistics.median(plain)), required=False)
-if len(plain) >= 2 and len(serv) >= 2:
-    # Each pair's own ratio: the spread says how much of the difference is noise.
-    each = [s / p for p, s in zip(plain, serv)]
-    row("throughput per pair (reported)", True,
-        "serving/plain per pair %s; plain spread %.3f (max/min)" % (
-            [round(x, 3) for x in each], max(plain) / min(plain)), required=False)
+def paired(tag):
+    """serving/plain ratios of the pairs where both runs gave a result (the
+    runs of a pair are back to back: machine drift between processes cancels)."""
+    out = []
+    for i in pairs():
+        p, s = tps("tput.plain.%d" % i), tps("%s.%d" % (tag, i))
+        if p and s:
+            out.append(s / p)
+    return out
+
+
+for tag, what in (("tput.serving", "--serving"),
+                  ("tput.variant", "--serving -o %s" % os.environ.get("KC_HARNESS_VARIANT", "?"))):
+    each = paired(tag)
+    if len(each) < 2:
+        continue
+    # The median of the paired ratios with a bootstrap 95% interval
+    # (bench/bootstrap.py, seeded): goal for --serving, its lower end >= 0.97.
+    med, lo, hi = bootstrap.median_ci(each)
+    row("throughput under %s, paired (goal: interval's lower end >= 0.97)" % what,
+        lo >= 0.97, "median ratio %.3f, bootstrap 95%% interval %.3f-%.3f over %d pairs; per pair"
+        " %s; plain spread %.3f (max/min)" % (med, lo, hi, len(each), [round(x, 3) for x in each],
+                                              max(plain) / min(plain)), required=False)
 for tag, what in (("tput.tracking", "--serving with stream_races=1:graph_uninit=1"),
                   ("tput.floor", "--serving with max_checks=0 (kcheck's floor)")):
     v = tps(tag)

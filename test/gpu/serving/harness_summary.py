@@ -78,6 +78,8 @@ if plain and var:
         True,
         "%s tokens/s, ratio of medians %.3f" % (var, statistics.median(var) /
                                                 statistics.median(plain)), required=False)
+
+
 def paired(tag):
     """serving/plain ratios of the pairs where both runs gave a result (the
     runs of a pair are back to back: machine drift between processes cancels)."""

@@ -281,3 +281,42 @@ def test_layouts_gate_opt_in_and_not_applicable_at_kernel_level(app, tmp_path):
     assert r.rc == 0, r.err
     assert not [c for c in by_type(r.only_report(), "check")
                 if "layouts" in c.get("gates", {})]
+
+
+LATER_PROG = """
+import torch
+
+
+@torch.library.custom_op("kcl::scale_flat", mutates_args=())
+def scale_flat(x: torch.Tensor) -> torch.Tensor:
+    return x.as_strided(x.shape, (x.shape[1], 1)) * 2.0    # ignores x's strides
+
+
+x = torch.rand(8, 32)
+scale_flat(x)                       # LINE call
+print("done")
+"""
+
+
+def test_layouts_gate_part_run_later_on_generated_values(tmp_path):
+    """torch_budget spent: the layouts part runs at the exit from the call's
+    layouts (its values gone), on generated uniform values, regenerable
+    with kcheck gen; the finding still names the call's line."""
+    (tmp_path / "c.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcl::scale_flat', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n")
+    p, recs = run_py(tmp_path, LATER_PROG, options="torch=1:torch_devices=cuda,cpu:"
+                     "torch_budget=0.000001:gates=oracle,layouts:contracts=%s"
+                     % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    first, later = of(recs, "op_check")
+    assert first["gates"]["layouts"]["status"] == "deferred"
+    assert later["part"] == "generated" and later["run_at"] == "exit"
+    assert later["gates"]["layouts"]["status"] == "fail"
+    (v,) = of(recs, "violation")
+    assert v["gate"] == "layouts" and v["stack"]["python"][-1]["line"] == line(LATER_PROG, "call")
+    exp = v["exposed_by"]
+    assert exp["inputs"] == "generated" and exp["seed"] == _defs.SEED_LAYOUTS
+    assert exp["variant"] == "transposed" and exp["input"] == "x"
+    assert v["regenerate"] == ["kcheck gen -g uniform -t none -s %d -f fp32 --shape 8,32 --role 0"
+                               % _defs.SEED_LAYOUTS]

@@ -258,7 +258,9 @@ def test_layouts_gate_faults_wrong_shapes_and_unwritten_elements(tmp_path):
 def test_layouts_gate_opt_in_and_not_applicable_at_kernel_level(app, tmp_path):
     """Not in the default gates (as shapes); at kernel level a launch has
     no tensor layout to vary: a contracted launch's check record says
-    not_applicable with the reason, and no violation comes of it."""
+    not_applicable with the reason, and no violation comes of it; with no
+    kernel-level gate enabled beside it the launch is skipped, saying
+    why."""
     import re
     with open(os.path.join(ROOT, "gates", "gate_options.def")) as f:
         default = re.search(r'KC_OPT\(STR, gates, "([^"]*)"', f.read()).group(1)
@@ -276,6 +278,15 @@ def test_layouts_gate_opt_in_and_not_applicable_at_kernel_level(app, tmp_path):
         assert g["status"] == "not_applicable" and "no tensor layout" in g["reason"], g
         assert "oracle" in c["gates"]
     assert not [v for v in by_type(recs, "violation") if v["gate"] == "layouts"]
+    # alone, no shadow check is spent on it: a skip record says why
+    r = run([app("app_linked"), "contracts"], tmp_path,
+            options="contracts=%s:gates=layouts" % contracts)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    assert not by_type(recs, "check") and not by_type(recs, "violation")
+    skips = by_type(recs, "skip")
+    assert skips and {s["reason"] for s in skips} == {
+        "only op-level gates are enabled (not applicable to launches)"}, skips[:2]
     # the default gate list leaves it out
     r = run([app("app_linked"), "contracts"], tmp_path, options="contracts=%s" % contracts)
     assert r.rc == 0, r.err

@@ -1330,6 +1330,10 @@ class KcheckMode(TorchDispatchMode):
                     b2[name] = v
                 else:
                     b2[name] = type(bound[name])([v] + list(bound[name][1:]))
+                if vname == "empty" and isinstance(b2.get("out"), torch.Tensor):
+                    # an out= tensor resized from elements to none would make
+                    # PyTorch warn in the program's output: it starts empty
+                    b2["out"] = b2["out"].new_empty(0)
                 vargs, vkw = entry.unbind(b2)
                 try:
                     plan = entry.mapper(entry.bind(vargs, vkw))
@@ -1346,7 +1350,9 @@ class KcheckMode(TorchDispatchMode):
                     o = vkw.get("out") if entry.has_out else None
                     if isinstance(o, torch.Tensor):  # an out= tensor: poisoned directly
                         _flat_bytes(o).fill_(_defs.FILL_NAN)
-                    self._poison_pool(vargs, _defs.FILL_NAN)
+                    # blocks of the inputs' sizes, the variant's larger
+                    # storage and the call's own (the output's, often)
+                    self._poison_pool(tuple(vargs) + tuple(nargs), _defs.FILL_NAN)
                     res = func(*vargs, **vkw)
                     if v.device.type == "cuda":  # a fault surfaces here, named by this variant
                         torch.cuda.synchronize(v.device)

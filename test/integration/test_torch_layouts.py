@@ -66,6 +66,7 @@ v = torch.rand(1000)
 torch.ops.kcl.scale_flat(v)         # LINE 1-D: first caught strided
 a, b = torch.rand(16, 32), torch.rand(32, 8)
 y = torch.softmax(a @ b + 1.0, -1)
+a.add(torch.rand(16, 32))
 torch.relu(torch.randn(2, 3, 4, 5))
 torch.neg(x, out=torch.empty(16, 64))
 print("done")
@@ -134,12 +135,12 @@ def test_layouts_gate_catches_a_kernel_that_ignores_strides(prog_run):
         assert gates["layouts"]["status"] == "fail"
     # Every variant listed with its class, the failures after the first too
     # (judged, not reported again); the storage offset is honoured by a
-    # kernel that reads from the data pointer; no meta kernel for the
-    # empty variant's shape: inconclusive.
+    # kernel that reads from the data pointer; no meta kernel to accept
+    # the empty variant: not run (skipped).
     first, second = checks["kcl::scale_flat.default"]
     assert classes(first["layouts"]) == [
         ("x", "transposed", "fail_value"), ("x", "strided", "fail_value"),
-        ("x", "offset1", "bitwise"), ("x", "empty", "inconclusive")], first["layouts"]
+        ("x", "offset1", "bitwise"), ("x", "empty", "skipped")], first["layouts"]
     assert classes(second["layouts"])[:2] == [
         ("x", "strided", "fail_value"), ("x", "offset1", "bitwise")], second["layouts"]
 
@@ -149,22 +150,23 @@ def test_layouts_gate_silent_on_correct_ops(prog_run):
     assert not [v for v in of(recs, "violation") if v["op"] != "kcl::scale_flat.default"]
     ok = checks["kcl::scale_ok.default"][0]["layouts"]
     assert ok["status"] == "pass" and "unsupported" not in ok
-    assert [c for _, _, c in classes(ok)] == ["bitwise", "bitwise", "bitwise", "inconclusive"]
-    # ATen ops: every variant judged pass (or refused where the reference
-    # refuses it: mm's empty second operand), the empty ones of the meta
-    # kernel's shape.
+    assert [c for _, _, c in classes(ok)] == ["bitwise", "bitwise", "bitwise", "skipped"]
+    assert "meta kernel" in ok["runs"][-1]["reason"]
+    # ATen ops: every variant judged pass, the empty one (the first input's
+    # leading dim) of the meta kernel's shape.
     mm = checks["aten::mm.default"][0]["layouts"]
     assert mm["status"] == "pass", mm
-    assert [(i, v) for i, v, _ in classes(mm)] == [
-        (i, v) for i in ("self", "mat2") for v in ("transposed", "strided", "offset1", "empty")]
-    for i, v, c in classes(mm):
-        assert c == ("skipped" if (i, v) == ("mat2", "empty") else "pass"), (i, v, c)
-    empty = [r for r in mm["runs"] if r["variant"] == "empty" and r["input"] == "self"][0]
-    assert empty["shape"] == [0, 8]
+    assert classes(mm) == [(i, v, "pass") for i in ("self", "mat2")
+                           for v in ("transposed", "strided", "offset1")] + [
+        ("self", "empty", "pass")], mm
+    assert mm["runs"][-1]["shape"] == [0, 8] and "with" not in mm["runs"][-1]
     sm = checks["aten::_softmax.default"][0]["layouts"]
     assert sm["status"] == "pass" and {c for _, _, c in classes(sm)} <= {"pass", "bitwise"}
-    add = checks["aten::add.Tensor"][0]["layouts"]
-    assert add["status"] == "pass" and len(add["runs"]) >= 4
+    # an elementwise op's operands of one shape are emptied together
+    scalar, add = [g["layouts"] for g in checks["aten::add.Tensor"]]
+    assert scalar["status"] == "pass" and "with" not in scalar["runs"][-1]
+    assert add["status"] == "pass" and len(add["runs"]) == 7
+    assert add["runs"][-1]["class"] == "pass" and add["runs"][-1]["with"] == ["other"], add
     neg = checks["aten::neg.out"][0]["layouts"]
     assert neg["status"] == "pass" and classes(neg) == [
         ("self", v, "bitwise") for v in ("transposed", "strided", "offset1")] + [

@@ -9,12 +9,18 @@ Each floating tensor input of a covered op is laid out in turn
   offset1        at storage offset 1 element: its pointer not 16-byte
                  aligned
   channels_last  (rank 4)
-  empty          with a zero-size leading dim, where the op accepts it
+  empty          with a zero-size leading dim, where the op accepts it: the
+                 first floating input, with every other one of the same
+                 rank and leading size (attention's q, k and v; an
+                 elementwise op's operands), so that the shapes stay
+                 consistent
 
 with the other inputs as they were. The values are the same, so the exact
 result is the same: the oracle judges each variant's output against the
-inputs it was given; the empty variant's output must have the shape the
-op's meta kernel gives (ATen's; a custom op's register_fake). A variant
+inputs it was given. The empty variant runs only where the op's meta
+kernel (ATen's; a custom op's register_fake) accepts the shapes — an op
+need not check an input's size before reading it — and its output must
+have the meta kernel's shape. A variant
 that leaves a tensor's layout unchanged (a transpose of a 1-wide matrix,
 channels_last of one channel) is left out.
 """
@@ -40,8 +46,7 @@ def floating(t):
 
 def targets(bound):
     """[(argument, index or None, label)]: the floating inputs of the bound
-    arguments, in order (a list argument by its first tensor), at most
-    MAX_INPUTS; and how many there were."""
+    arguments, in order (a list argument by its first tensor)."""
     out = []
     for name, v in bound.items():
         if name == "out":
@@ -50,7 +55,53 @@ def targets(bound):
             out.append((name, None, name))
         elif isinstance(v, (list, tuple)) and v and floating(v[0]):
             out.append((name, 0, "%s[0]" % name))
-    return out[:MAX_INPUTS], len(out)
+    return out
+
+
+def _arg(bound, name, idx):
+    return bound[name] if idx is None else bound[name][idx]
+
+
+def cases(bound):
+    """[(variant, input label, {(argument, index): tensor}, the input's new
+    tensor, [labels of the inputs emptied with it])]: each of the first
+    MAX_INPUTS floating inputs in each variant but empty, then the empty
+    variant of the first with those sharing its rank and leading size.
+    The copies are kcheck's own work (the caller's kcheck_own_begin)."""
+    tl = targets(bound)
+    out = []
+    for name, idx, label in tl[:MAX_INPUTS]:
+        orig = _arg(bound, name, idx)
+        for vname in VARIANTS[:-1]:
+            v = variant(orig, vname)
+            if v is not None:
+                out.append((vname, label, {(name, idx): v}, v, []))
+    if tl:
+        name, idx, label = tl[0]
+        first = _arg(bound, name, idx)
+        v = variant(first, "empty")
+        if v is not None:
+            changes, also = {(name, idx): v}, []
+            for n2, i2, l2 in tl[1:]:
+                t = _arg(bound, n2, i2)
+                if t.dim() == first.dim() and t.shape[0] == first.shape[0]:
+                    changes[(n2, i2)] = variant(t, "empty")
+                    also.append(l2)
+            out.append(("empty", label, changes, v, also))
+    return out
+
+
+def apply(bound, changes):
+    """The bound arguments with changes ({(argument, index): tensor}) made."""
+    b = dict(bound)
+    for (name, idx), t in changes.items():
+        if idx is None:
+            b[name] = t
+        else:
+            lst = list(b[name])
+            lst[idx] = t
+            b[name] = type(bound[name])(lst)
+    return b
 
 
 def _same(a, b):

@@ -194,7 +194,6 @@ _S_NOT_APPLICABLE, _S_SKIPPED = _defs.STATUS_NOT_APPLICABLE, _defs.STATUS_SKIPPE
 _S_DEFERRED = _defs.STATUS_DEFERRED
 # a layout variant the op refuses with a clean exception (layouts gate)
 _S_UNSUPPORTED = _defs.STATUS_UNSUPPORTED
-_S_INCONCLUSIVE = _defs.STATUS_INCONCLUSIVE
 
 
 def _flat_bytes(t):
@@ -1288,10 +1287,11 @@ class KcheckMode(TorchDispatchMode):
         generated uniform ones): [(meta, Job, Finding or None)]. The oracle
         judges each output against the inputs it was given (the layout
         changes no value); a fresh output comes from a pool block poisoned
-        with NaN, so an unwritten element fails. A clean exception is
-        unsupported (listed, not a failure); a device fault, or an empty
-        variant's output of another shape than the op's meta kernel's, a
-        Finding (reported on the worker)."""
+        with NaN, so an unwritten element fails. The empty variant runs
+        only where the op's meta kernel accepts it, and its output must
+        have the meta kernel's shape. A clean exception is unsupported
+        (listed, not a failure); a device fault, or an empty variant's
+        output of another shape, a Finding (reported on the worker)."""
         cmds = []
 
         def base(t, k):
@@ -1308,95 +1308,89 @@ class KcheckMode(TorchDispatchMode):
         finally:
             self.lib.kcheck_own_end()
         bound = entry.bind(nargs, nkw)
-        tl, _ = layouts.targets(bound)
+        self.lib.kcheck_own_begin()
+        try:
+            cases = layouts.cases(bound)
+        finally:
+            self.lib.kcheck_own_end()
         exposed0 = {"inputs": "generated" if cmds else "application"}
         if cmds:
             exposed0.update(generator="uniform", transform="none", seed=_defs.SEED_LAYOUTS,
                             commands=cmds)
         out = []
-        for name, idx, label in tl:
-            orig = bound[name] if idx is None else bound[name][idx]
-            for vname in layouts.VARIANTS:
-                self.lib.kcheck_own_begin()
-                try:
-                    v = layouts.variant(orig, vname)
-                finally:
-                    self.lib.kcheck_own_end()
-                if v is None:
-                    continue
-                meta = {"variant": vname, "input": label, "layout": layouts.describe(v)}
-                b2 = dict(bound)
-                if idx is None:
-                    b2[name] = v
+        for vname, label, changes, v, also in cases:
+            meta = {"variant": vname, "input": label, "layout": layouts.describe(v)}
+            if also:
+                meta["with"] = also
+            b2 = layouts.apply(bound, changes)
+            if vname == "empty" and isinstance(b2.get("out"), torch.Tensor):
+                # an out= tensor resized from elements to none would make
+                # PyTorch warn in the program's output: it starts empty
+                b2["out"] = b2["out"].new_empty(0)
+            vargs, vkw = entry.unbind(b2)
+            try:
+                plan = entry.mapper(entry.bind(vargs, vkw))
+                inputs = self._copy_inputs(plan) if vname != "empty" else None
+            except Exception as e:  # the mapper refuses the layout: not a finding
+                out.append((dict(meta, reason="not mapped: %s: %s" % (
+                    type(e).__name__, str(e)[:120])), None))
+                continue
+            expected, why = (layouts.meta_shape(func, vargs, vkw, plan.out)
+                             if vname == "empty" else (None, None))
+            if vname == "empty" and expected is None:
+                # only where the op's meta kernel accepts the shapes: an
+                # op that does not check an input's size may read past
+                # an empty one (native_batch_norm's weight on the CPU)
+                out.append((dict(meta, reason="not accepted by the op's meta kernel: " + why),
+                            None))
+                continue
+            err = None
+            self.lib.kcheck_own_begin()
+            try:
+                o = vkw.get("out") if entry.has_out else None
+                if isinstance(o, torch.Tensor):  # an out= tensor: poisoned directly
+                    _flat_bytes(o).fill_(_defs.FILL_NAN)
+                # blocks of the inputs' sizes, the variant's larger
+                # storage and the call's own (the output's, often)
+                self._poison_pool(tuple(vargs) + tuple(nargs), _defs.FILL_NAN)
+                res = func(*vargs, **vkw)
+                if v.device.type == "cuda":  # a fault surfaces here, named by this variant
+                    torch.cuda.synchronize(v.device)
+            except Exception as e:
+                err = e
+            finally:
+                self.lib.kcheck_own_end()
+            exposed = dict(exposed0, **meta)
+            if err is not None:
+                text = "%s: %s" % (type(err).__name__, str(err)[:200])
+                if layouts.crashed(err):
+                    out.append((dict(meta, reason=text), self._layout_finding(
+                        gate, entry, ctx0, exposed, {"verdict": "crash", "detail": text},
+                        "%s faulted with input '%s' %s: %s" % (entry.name, label, vname,
+                                                               text))))
+                    return out  # the device context may be unusable: no more runs
+                out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": text}), None))
+                continue
+            if vname == "empty":
+                got = plan.out(res)
+                got = list(got.shape) if isinstance(got, torch.Tensor) else None
+                if got != expected:
+                    ev = {"verdict": "wrong_shape", "tensor": plan.label, "shape": got,
+                          "expected_shape": expected}
+                    out.append((meta, self._layout_finding(
+                        gate, entry, ctx0, exposed, ev,
+                        "%s with input '%s' empty gave shape %s, not %s" % (
+                            entry.name, label, got, expected))))
                 else:
-                    b2[name] = type(bound[name])([v] + list(bound[name][1:]))
-                if vname == "empty" and isinstance(b2.get("out"), torch.Tensor):
-                    # an out= tensor resized from elements to none would make
-                    # PyTorch warn in the program's output: it starts empty
-                    b2["out"] = b2["out"].new_empty(0)
-                vargs, vkw = entry.unbind(b2)
-                try:
-                    plan = entry.mapper(entry.bind(vargs, vkw))
-                    inputs = self._copy_inputs(plan) if vname != "empty" else None
-                except Exception as e:  # the mapper refuses the layout: not a finding
-                    out.append((dict(meta, reason="not mapped: %s: %s" % (
-                        type(e).__name__, str(e)[:120])), None))
-                    continue
-                expected, why = (layouts.meta_shape(func, vargs, vkw, plan.out)
-                                 if vname == "empty" else (None, None))
-                err = None
-                self.lib.kcheck_own_begin()
-                try:
-                    o = vkw.get("out") if entry.has_out else None
-                    if isinstance(o, torch.Tensor):  # an out= tensor: poisoned directly
-                        _flat_bytes(o).fill_(_defs.FILL_NAN)
-                    # blocks of the inputs' sizes, the variant's larger
-                    # storage and the call's own (the output's, often)
-                    self._poison_pool(tuple(vargs) + tuple(nargs), _defs.FILL_NAN)
-                    res = func(*vargs, **vkw)
-                    if v.device.type == "cuda":  # a fault surfaces here, named by this variant
-                        torch.cuda.synchronize(v.device)
-                except Exception as e:
-                    err = e
-                finally:
-                    self.lib.kcheck_own_end()
-                exposed = dict(exposed0, **meta)
-                if err is not None:
-                    text = "%s: %s" % (type(err).__name__, str(err)[:200])
-                    if layouts.crashed(err):
-                        out.append((dict(meta, reason=text), self._layout_finding(
-                            gate, entry, ctx0, exposed, {"verdict": "crash", "detail": text},
-                            "%s faulted with input '%s' %s: %s" % (entry.name, label, vname,
-                                                                   text))))
-                        return out  # the device context may be unusable: no more runs
-                    if vname == "empty" and expected is None:  # the op does not accept it
-                        out.append((dict(meta, reason="not accepted: " + text), None))
-                    else:
-                        out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": text}), None))
-                    continue
-                if vname == "empty":
-                    got = plan.out(res)
-                    got = list(got.shape) if isinstance(got, torch.Tensor) else None
-                    if expected is None:
-                        out.append((dict(meta, **{"class": _S_INCONCLUSIVE, "shape": got,
-                                                  "reason": "no meta kernel: " + why}), None))
-                    elif got != expected:
-                        ev = {"verdict": "wrong_shape", "tensor": plan.label, "shape": got,
-                              "expected_shape": expected}
-                        out.append((meta, self._layout_finding(
-                            gate, entry, ctx0, exposed, ev,
-                            "%s with input '%s' empty gave shape %s, not %s" % (
-                                entry.name, label, got, expected))))
-                    else:
-                        out.append((dict(meta, **{"class": _S_PASS, "shape": got}), None))
-                    continue
-                try:
-                    j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed,
-                                     ctx0)
-                except Exception as e:  # no tensor output
-                    out.append((dict(meta, reason="output: %s" % type(e).__name__), None))
-                    continue
-                out.append((meta, j))
+                    out.append((dict(meta, **{"class": _S_PASS, "shape": got}), None))
+                continue
+            try:
+                j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed,
+                                 ctx0)
+            except Exception as e:  # no tensor output
+                out.append((dict(meta, reason="output: %s" % type(e).__name__), None))
+                continue
+            out.append((meta, j))
         return out
 
     def _layout_finding(self, gate, entry, ctx0, exposed, ev, message):

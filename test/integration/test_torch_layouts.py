@@ -341,3 +341,49 @@ def test_layouts_gate_part_run_later_on_generated_values(tmp_path):
     assert exp["variant"] == "transposed" and exp["input"] == "x"
     assert v["regenerate"] == ["kcheck gen -g uniform -t none -s %d -f fp32 --shape 8,32 --role 0"
                                % _defs.SEED_LAYOUTS]
+
+
+SDPA_PROG = """
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import _disable_current_modes
+
+torch.manual_seed(0)
+q, k, v = (torch.randn(2, 2, 16, 8) for _ in range(3))
+with _disable_current_modes():  # PyTorch's own answer, unseen by kcheck
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    ref = f(q, k, v, 0.0, True)[0]
+    diff = (f(q.mT.contiguous().mT, k, v, 0.0, True)[0] - ref).abs().max().item()
+print("BUG" if not diff < 1e-3 else "OK")
+F.scaled_dot_product_attention(q, k, v, is_causal=True)     # LINE sdpa
+print("done")
+"""
+
+
+def test_layouts_gate_agrees_with_pytorch_on_cpu_flash_attention(tmp_path):
+    """An ATen kernel, unplanted: CPU flash attention ignores the stride of
+    the query's innermost dim in some PyTorch versions (pytorch/pytorch
+    #187506, "incorrect results when inputs' innermost dim is not
+    contiguous"; 2.15 has it). The gate fires exactly when PyTorch's own
+    two answers differ, naming the query transposed in memory (the call's
+    line); the key's and value's strided and misaligned layouts are
+    judged clean either way."""
+    (tmp_path / "c.yaml").write_text("contracts: []\n")
+    p, recs = run_py(tmp_path, SDPA_PROG, options=OPTS % (tmp_path / "c.yaml"))
+    assert p.returncode == 0 and "done" in p.stdout, p.stderr[-3000:]
+    bug = "BUG" in p.stdout.split()
+    (entry,) = [c["gates"]["layouts"] for c in of(recs, "op_check")
+                if c["op"] == "aten::_scaled_dot_product_flash_attention_for_cpu.default"]
+    runs = {(r["input"], r["variant"]): r["class"] for r in entry["runs"]}
+    for i in ("key", "value"):
+        assert runs[(i, "strided")] in ("pass", "bitwise"), runs
+        assert runs[(i, "offset1")] in ("pass", "bitwise"), runs
+    viol = of(recs, "violation")
+    if not bug:
+        assert not viol and entry["status"] == "pass", (viol, runs)
+        return
+    assert entry["status"] == "fail" and runs[("query", "transposed")] == "fail_value", runs
+    (v,) = viol
+    assert v["gate"] == "layouts" and v["exposed_by"]["variant"] == "transposed"
+    assert v["exposed_by"]["input"] == "query"
+    assert v["stack"]["python"][-1]["line"] == line(SDPA_PROG, "sdpa")

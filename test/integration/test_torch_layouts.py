@@ -387,3 +387,41 @@ def test_layouts_gate_agrees_with_pytorch_on_cpu_flash_attention(tmp_path):
     assert v["gate"] == "layouts" and v["exposed_by"]["variant"] == "transposed"
     assert v["exposed_by"]["input"] == "query"
     assert v["stack"]["python"][-1]["line"] == line(SDPA_PROG, "sdpa")
+
+
+def test_variants_keep_values_and_change_layouts():
+    """The variants themselves: the same values, the layout each names; one
+    that would change nothing is left out; the empty variant empties the
+    first floating input with those of its rank and leading size."""
+    from kcheck.torch import layouts
+    x = torch.randn(2, 3, 4, 5)
+    want = {"transposed": ((60, 20, 1, 4), 0), "strided": ((120, 40, 10, 2), 0),
+            "offset1": ((60, 20, 5, 1), 1), "channels_last": ((60, 1, 15, 3), 0)}
+    for name, (strides, offset) in want.items():
+        v = layouts.variant(x, name)
+        assert (v.stride(), v.storage_offset()) == (strides, offset), name
+        assert torch.equal(v, x), name
+    assert layouts.variant(x, "empty").shape == (0, 3, 4, 5)
+    assert layouts.variant(torch.randn(5), "transposed") is None
+    assert layouts.variant(torch.randn(3, 1), "transposed") is None  # a 1-wide matrix
+    assert layouts.variant(torch.randn(2, 1, 4, 5), "channels_last") is None  # one channel
+    assert layouts.variant(torch.randn(3, 4), "channels_last") is None
+    assert layouts.variant(torch.randn(3, 4), "offset1").data_ptr() % 16 == 4
+    q, k, w = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2)
+    bound = {"q": q, "k": k, "w": w, "i": torch.ones(2, dtype=torch.long), "s": 2.0,
+             "lst": [torch.randn(2, 3), torch.randn(5)]}
+    cases = layouts.cases(bound)
+    assert [(c[0], c[1]) for c in cases] == [
+        ("transposed", "q"), ("strided", "q"), ("offset1", "q"),
+        ("transposed", "k"), ("strided", "k"), ("offset1", "k"),
+        ("strided", "w"), ("offset1", "w"),
+        ("transposed", "lst[0]"), ("strided", "lst[0]"), ("offset1", "lst[0]"),
+        ("empty", "q")]
+    vname, label, changes, v, also = cases[-1]
+    assert also == ["k"] and sorted(changes) == [("k", None), ("q", None)]
+    b = layouts.apply(bound, changes)
+    assert b["q"].shape == (0, 4, 8) and b["k"].shape == (0, 6, 8) and b["w"] is w
+    b = layouts.apply(bound, cases[8][2])
+    assert b["lst"][0].stride() == (1, 2) and b["lst"][1] is bound["lst"][1]
+    assert layouts.crashed(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert not layouts.crashed(RuntimeError("expected contiguous input"))

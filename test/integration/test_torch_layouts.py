@@ -139,10 +139,10 @@ def test_layouts_gate_catches_a_kernel_that_ignores_strides(prog_run):
     # the empty variant: not run (skipped).
     first, second = checks["kcl::scale_flat.default"]
     assert classes(first["layouts"]) == [
-        ("x", "transposed", "fail_value"), ("x", "strided", "fail_value"),
+        ("x", "transposed", "fail_value"), ("x", "strided", "fail_special"),
         ("x", "offset1", "bitwise"), ("x", "empty", "skipped")], first["layouts"]
     assert classes(second["layouts"])[:2] == [
-        ("x", "strided", "fail_value"), ("x", "offset1", "bitwise")], second["layouts"]
+        ("x", "strided", "fail_special"), ("x", "offset1", "bitwise")], second["layouts"]
 
 
 def test_layouts_gate_silent_on_correct_ops(prog_run):

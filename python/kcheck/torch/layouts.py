@@ -5,9 +5,9 @@ Each floating tensor input of a covered op is laid out in turn
 
   transposed     in memory (x.mT.contiguous().mT; rank >= 2)
   strided        a view of every other element of a tensor twice as large
-                 along the last dim (big[..., ::2])
+                 along the last dim (big[..., ::2]), the gaps NaN
   offset1        at storage offset 1 element: its pointer not 16-byte
-                 aligned
+                 aligned, the element before it NaN
   channels_last  (rank 4)
   empty          with a zero-size leading dim, where the op accepts it: the
                  first floating input, with every other one of the same
@@ -119,13 +119,15 @@ def variant(t, name):
         v = t.mT.contiguous().mT
         return None if _same(v, t) else v
     if name == "strided":
-        big = torch.empty(shape[:-1] + (2 * shape[-1],), dtype=t.dtype, device=t.device)
+        # the gaps hold NaN: a kernel that reads them gives NaN, every time
+        big = torch.full(shape[:-1] + (2 * shape[-1],), float("nan"), dtype=t.dtype,
+                         device=t.device)
         v = big[..., ::2]
         v.copy_(t)
         return v
     if name == "offset1":
-        buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
-        v = buf[1:].view(shape)
+        buf = torch.full((t.numel() + 1,), float("nan"), dtype=t.dtype, device=t.device)
+        v = buf[1:].view(shape)  # (the element before it NaN)
         v.copy_(t)
         return v
     if name == "channels_last":

@@ -60,7 +60,8 @@ struct kc_gate_ctx {
 void kc_gate_violation(struct kc_gate_ctx *ctx, json_t *details);
 
 /* How the op level (a framework binding) runs a gate: gates.def's op
- * column (KC_GATE_OP_none: kernel level only). */
+ * column (KC_GATE_OP_none: kernel level only; a row with no kernel
+ * evidence is op level only, its kernel-level run not_applicable). */
 enum kc_gate_op {
   KC_GATE_OP_none,
   KC_GATE_OP_oracle,
@@ -70,6 +71,7 @@ enum kc_gate_op {
   KC_GATE_OP_guards,
   KC_GATE_OP_shapes,
   KC_GATE_OP_documented,
+  KC_GATE_OP_layouts,
 };
 const char *kc_gate_op_name(enum kc_gate_op op);
 
@@ -101,6 +103,10 @@ struct kc_gate {
    * every launch its needs_contract allows. */
   int (*applies)(const struct kc_launch_info *li);
 };
+
+/* Does the gate judge launches (0: an op-level gate, gates.def's row with
+ * no kernel evidence, whose kernel-level run says not_applicable)? */
+int kc_gate_at_kernel_level(const struct kc_gate *g);
 
 /* The number of gates, from gates.def (the runner's per-check arrays). */
 enum {

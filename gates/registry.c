@@ -16,6 +16,7 @@
 #define KC_TRIALS_guards(id) NULL
 #define KC_TRIALS_shapes(id) NULL
 #define KC_TRIALS_documented(id) NULL
+#define KC_TRIALS_layouts(id) NULL
 /* (The parameters are not named as the fields they set, which the
  * designators name.) */
 #define KC_GATE(gid, sev, needs, how, kev, oev, text)                                              \
@@ -59,9 +60,13 @@ int kc_gate_enabled(const struct kc_gate *g) {
 }
 
 const char *kc_gate_op_name(enum kc_gate_op op) {
-  static const char *const names[] = {"none",   "oracle", "inputs", "trials",
-                                      "poison", "guards", "shapes", "documented"};
+  static const char *const names[] = {"none",   "oracle", "inputs",     "trials", "poison",
+                                      "guards", "shapes", "documented", "layouts"};
   return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+int kc_gate_at_kernel_level(const struct kc_gate *g) {
+  return g->kernel_evidence && g->kernel_evidence[0];
 }
 
 void kc_gates_print(void) {
@@ -70,7 +75,9 @@ void kc_gates_print(void) {
     const struct kc_gate *g = kc_gates[i];
     fprintf(stderr, "kcheck:   %-12s %-6s %s%s (%s)\n", g->id, g->severity, g->contract,
             g->needs_contract ? " (needs a contract)" : "",
-            g->op == KC_GATE_OP_none ? "kernel level" : "kernel and op level");
+            g->op == KC_GATE_OP_none      ? "kernel level"
+            : !kc_gate_at_kernel_level(g) ? "op level: not applicable to launches"
+                                          : "kernel and op level");
   }
 }
 

@@ -109,6 +109,15 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
     if (kc_gate_enabled(kc_gates[i]) && (!kc_gates[i]->needs_contract || c) &&
         (!kc_gates[i]->applies || kc_gates[i]->applies(li)))
       run_list[n++] = kc_gates[i];
+  int at_kernel = 0;
+  for (int i = 0; i < n; i++)
+    at_kernel |= kc_gate_at_kernel_level(run_list[i]);
+  if (n && !at_kernel) {
+    /* only op-level gates (layouts): each would say not_applicable, which
+     * is not worth a shadow check; the skip record says so once here */
+    kc_report_skip(li, "only op-level gates are enabled (not applicable to launches)");
+    return kc_app_launch(li->args);
+  }
   if (!n) {
     /* nothing left to run: the contract's refusal is the record */
     if (contract_note[0]) kc_report_skip(li, contract_note);

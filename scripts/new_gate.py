@@ -24,7 +24,9 @@ and two it generates:
 --op trials: the binding runs the gate's trials on every covered op (the
 oracle judges them), with no Python of the gate's own; none: kernel level
 only. (The binding's other ways of running a gate — the op column's
-oracle, inputs, poison, guards, shapes — are its built-in gates'.)
+oracle, inputs, poison, guards, shapes, layouts — are its built-in
+gates'; layouts is op level only: no kernel evidence, its C run says
+not_applicable.)
 --dry-run prints what it would write, then the files by kind.
 docs/architecture.md ("A gate, defined once") says what else a gate may
 need (options, the default gates list; a gate for some launches only

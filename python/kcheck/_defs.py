@@ -19,7 +19,10 @@ class Gate(tuple):
     kernel_evidence = property(lambda s: tuple(s[4].split()))
     op_evidence = property(lambda s: tuple(s[5].split()))
     contract = property(lambda s: s[6])
-    levels = property(lambda s: ("kernel",) if s[3] == "none" else ("kernel", "op"))
+    # op "none": kernel level only; no kernel evidence: op level only
+    # (the kernel level's run says not_applicable)
+    levels = property(lambda s: ("kernel",) if s[3] == "none" else
+                      ("op",) if not s[4] else ("kernel", "op"))
 
 
 class OracleOp(tuple):
@@ -84,6 +87,10 @@ GATES = (
           'tensor op profile index kernel exact bound error ratio shape n_fail n_special verdict_line explained_by detail inputs input_slices stage guard_damage',
           'tensor op profile index kernel exact bound error ratio shape n_fail n_special verdict_line explained_by detail',
           'relaunched at other shapes its domain admits (1, odd, tile +-1, primes, large; grid from the contract) the kernel still computes its op')),
+    Gate(('layouts', 'error', 1, 'layouts',
+          '',
+          'tensor op profile index kernel exact bound error ratio shape n_fail n_special verdict_line explained_by detail expected_shape',
+          "the op computes its op whatever its inputs' memory layout: each floating input in turn transposed in memory, a strided view, at storage offset 1 element (not 16-byte aligned), channels_last (4-D) and with a zero-size leading dim (the right shape); a clean exception is unsupported, listed but not a failure")),
 )
 GATE_IDS = tuple(g.id for g in GATES)
 GATE = {g.id: g for g in GATES}
@@ -103,9 +110,11 @@ STATUS_FAIL = 'fail'  # the contract was broken: the entry's violations say how
 STATUS_ERROR = 'error'  # the gate failed to run (its reason says why)
 STATUS_ALLOWED = 'allowed'  # a difference the contract accepts (nondeterminism: allowed)
 STATUS_NOT_RUN = 'not run'  # nothing the gate needed ran (no strategy applied, no tensor output)
-# the gate does not apply to this op (its reason says why)
+# the gate does not apply to this op or launch (its reason says why: an op-level gate at kernel level)
 STATUS_NOT_APPLICABLE = 'not_applicable'
 STATUS_SKIPPED = 'skipped'  # the output cannot be judged (dtype, empty tensor)
+# a layout the op refuses with a clean exception (layouts gate): listed, not a failure
+STATUS_UNSUPPORTED = 'unsupported'
 # the generated-input part runs later (torch_budget): a record with part generated completes it
 STATUS_DEFERRED = 'deferred'
 GATE_STATUSES = (
@@ -117,8 +126,9 @@ GATE_STATUSES = (
     STATUS_ERROR,
     STATUS_ALLOWED,
     STATUS_NOT_RUN,
+    STATUS_NOT_APPLICABLE,
 )
-OP_STATUSES = (STATUS_NOT_APPLICABLE, STATUS_SKIPPED, STATUS_DEFERRED,)
+OP_STATUSES = (STATUS_SKIPPED, STATUS_UNSUPPORTED, STATUS_DEFERRED,)
 
 # gates/gate_fills.def: fill bytes (and uninit's word) of the gates
 FILL_POISON_A = 0xA5
@@ -129,6 +139,7 @@ FILL_UNINIT_WORD = 0x7FA5A5A5
 SEED_COVERAGE = 7
 SEED_BOUNDS = 11
 SEED_SHAPES = 23
+SEED_LAYOUTS = 29
 
 # gates/shape_rules.def: the shapes gate's adversarial shapes (kernel level:
 # sizes and mixes of the size scalars; op level: by the op's class; in the

@@ -92,7 +92,7 @@ def lines(report):
         row = per[op]
         parts = []
         for g in ("oracle", "immutability", "nonfinite", "precision", "extremes", "coverage",
-                  "bounds", "shapes"):
+                  "bounds", "shapes", "layouts"):
             v = row["gates"].get(g)
             if not v:
                 continue

@@ -42,6 +42,9 @@ TRIAL_CAP = 1 << 12  # on generated inputs
 # the application's inputs keep the oracle's defaults (0.1%, screen). Each
 # trial's record says how many elements it judged.
 TRIAL_SAMPLING = {"fraction": 0.01, "full_below": 4096, "screen": 0}
+# A fail mask naming no verdict kind (bit 31: none): the judgment runs and
+# says its class, and kcheck_op_judge reports no violation.
+QUIET_MASK = 1 << 31
 
 
 def host(t):
@@ -248,6 +251,11 @@ class Job:
         for i, (h, (s, st)) in enumerate(zip(inputs, lay)):
             self.arr[i] = _c_tensor(h, s, st, self._keep)
         self.cout = _c_tensor(out, olay[0], olay[1], self._keep)
+
+    def quiet(self):
+        """Judged, never reported: no verdict is a violation (the layouts
+        gate's variants after its first failure, listed by class)."""
+        self.mask = QUIET_MASK
 
     def nbytes(self):
         """Host bytes this judgment holds until it has run."""

@@ -32,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
-from kcheck.torch import byte_verdicts, judge, nondet, ops, profiles, timing, trials
+from kcheck.torch import byte_verdicts, judge, layouts, nondet, ops, profiles, timing, trials
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -192,6 +192,8 @@ _GUARD_BYTE = _defs.GUARD_BYTE
 _S_PASS, _S_FAIL, _S_NOT_RUN = _defs.STATUS_PASS, _defs.STATUS_FAIL, _defs.STATUS_NOT_RUN
 _S_NOT_APPLICABLE, _S_SKIPPED = _defs.STATUS_NOT_APPLICABLE, _defs.STATUS_SKIPPED
 _S_DEFERRED = _defs.STATUS_DEFERRED
+# a layout variant the op refuses with a clean exception (layouts gate)
+_S_UNSUPPORTED = _defs.STATUS_UNSUPPORTED
 
 
 def _flat_bytes(t):
@@ -253,6 +255,7 @@ _GENERATED = ops.GENERATED_GATES
 # the gate that judges the application's own call (one: its job carries
 # the call's context to every other gate)
 (_ORACLE,) = _op_gates("oracle")
+_LAYOUT_GATES = frozenset(_op_gates("layouts"))
 
 
 def _lower_priority(nice):
@@ -806,7 +809,7 @@ class KcheckMode(TorchDispatchMode):
                 elif kind == "guards":
                     with st.timed(gate):
                         gates[gate] = self._bounds(gate, func, entry, args, kwargs, ctx)
-                else:
+                elif kind == "shapes":
                     with st.timed(gate):
                         tl = self._shapes(gate, func, entry, settings, args, kwargs, ctx)
                     if tl:
@@ -814,6 +817,14 @@ class KcheckMode(TorchDispatchMode):
                     else:
                         gates[gate] = {"status": _S_NOT_APPLICABLE,
                                        "reason": "no shape variants for this op"}
+                elif kind == "layouts":
+                    with st.timed(gate):
+                        tl = self._layouts(gate, func, entry, settings, args, kwargs, ctx)
+                    if tl:
+                        trial_jobs[gate] = tl
+                    else:
+                        gates[gate] = {"status": _S_NOT_APPLICABLE,
+                                       "reason": "no floating tensor input to lay out otherwise"}
 
     def run_later(self, until_budget=True, deadline=None):
         """The generated-input parts left by torch_budget, at a safe point
@@ -893,10 +904,15 @@ class KcheckMode(TorchDispatchMode):
                 for gate, tl in trial_jobs.items():
                     runs = []
                     gates[gate] = {"status": _S_PASS if tl else _S_NOT_RUN, "runs": runs}
+                    # layouts: every variant judged (the record lists each
+                    # one's class), the first failure alone a violation
+                    every = gate in _LAYOUT_GATES
                     for meta, j in tl:
-                        if j is None:
-                            runs.append(dict(meta, **{"class": _S_SKIPPED}))
+                        if j is None:  # a class of its own (unsupported) or skipped
+                            runs.append(dict({"class": _S_SKIPPED}, **meta))
                             continue
+                        if every and gates[gate]["status"] == _S_FAIL:
+                            j.quiet()
                         t = time.perf_counter()
                         status, res = j.run()
                         self.stats.add_cost("judge:" + gate, time.perf_counter() - t)
@@ -908,7 +924,12 @@ class KcheckMode(TorchDispatchMode):
                             with self.stats.lock:
                                 self.stats.violations += 1
                             gates[gate]["status"] = _S_FAIL
-                            break
+                            if not every:
+                                break
+                    if every:
+                        n = sum(r["class"] == _S_UNSUPPORTED for r in runs)
+                        if n:
+                            gates[gate]["unsupported"] = n
                 clean = all(g.get("status") != _S_FAIL for g in gates.values())
                 dt = prep + time.perf_counter() - t1
                 rec = {"op": entry.name, "oracle_op": ctx.get("oracle_op"),
@@ -1258,6 +1279,128 @@ class KcheckMode(TorchDispatchMode):
             j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed, ctx0)
             out.append((meta, j))
         return out
+
+    def _layouts(self, gate, func, entry, settings, args, kwargs, ctx0):
+        """The op re-run with each floating input in turn in another memory
+        layout (layouts.VARIANTS), as kcheck's own work, on the call's own
+        values (copies; a part run later, from the call's layouts:
+        generated uniform ones): [(meta, Job, Finding or None)]. The oracle
+        judges each output against the inputs it was given (the layout
+        changes no value); a fresh output comes from a pool block poisoned
+        with NaN, so an unwritten element fails. The empty variant runs
+        only where the op's meta kernel accepts it, and its output must
+        have the meta kernel's shape. A clean exception is unsupported
+        (listed, not a failure); a device fault, or an empty variant's
+        output of another shape, a Finding (reported on the worker)."""
+        cmds = []
+
+        def base(t, k):
+            if isinstance(t, trials.TensorSpec):  # run later: the call's values are gone
+                seed = _defs.SEED_LAYOUTS + k
+                cmds.append(trials.regen_command("uniform", "none", seed, t, trials.role(k)))
+                return trials.generate(self.lib, "uniform", "none", t, trials.role(k), seed)
+            return t.clone()
+        self.lib.kcheck_own_begin()
+        try:
+            nargs, nkw = self._fresh(entry, args, kwargs, base)
+        except Exception as e:  # inputs kcheck cannot make (an integer layout run later)
+            return [({"reason": "inputs: %s: %s" % (type(e).__name__, str(e)[:120])}, None)]
+        finally:
+            self.lib.kcheck_own_end()
+        bound = entry.bind(nargs, nkw)
+        self.lib.kcheck_own_begin()
+        try:
+            cases = layouts.cases(bound)
+        finally:
+            self.lib.kcheck_own_end()
+        exposed0 = {"inputs": "generated" if cmds else "application"}
+        if cmds:
+            exposed0.update(generator="uniform", transform="none", seed=_defs.SEED_LAYOUTS,
+                            commands=cmds)
+        out = []
+        for vname, label, changes, v, also in cases:
+            meta = {"variant": vname, "input": label, "layout": layouts.describe(v)}
+            if also:
+                meta["with"] = also
+            b2 = layouts.apply(bound, changes)
+            if vname == "empty" and isinstance(b2.get("out"), torch.Tensor):
+                # an out= tensor resized from elements to none would make
+                # PyTorch warn in the program's output: it starts empty
+                b2["out"] = b2["out"].new_empty(0)
+            vargs, vkw = entry.unbind(b2)
+            try:
+                plan = entry.mapper(entry.bind(vargs, vkw))
+                inputs = self._copy_inputs(plan) if vname != "empty" else None
+            except Exception as e:  # the mapper refuses the layout: not a finding
+                out.append((dict(meta, reason="not mapped: %s: %s" % (
+                    type(e).__name__, str(e)[:120])), None))
+                continue
+            expected, why = (layouts.meta_shape(func, vargs, vkw, plan.out)
+                             if vname == "empty" else (None, None))
+            if vname == "empty" and expected is None:
+                # only where the op's meta kernel accepts the shapes: an
+                # op that does not check an input's size may read past
+                # an empty one (native_batch_norm's weight on the CPU)
+                out.append((dict(meta, reason="not accepted by the op's meta kernel: " + why),
+                            None))
+                continue
+            err = None
+            self.lib.kcheck_own_begin()
+            try:
+                o = vkw.get("out") if entry.has_out else None
+                if isinstance(o, torch.Tensor):  # an out= tensor: poisoned directly
+                    _flat_bytes(o).fill_(_defs.FILL_NAN)
+                # blocks of the inputs' sizes, the variant's larger
+                # storage and the call's own (the output's, often)
+                self._poison_pool(tuple(vargs) + tuple(nargs), _defs.FILL_NAN)
+                res = func(*vargs, **vkw)
+                if v.device.type == "cuda":  # a fault surfaces here, named by this variant
+                    torch.cuda.synchronize(v.device)
+            except Exception as e:
+                err = e
+            finally:
+                self.lib.kcheck_own_end()
+            exposed = dict(exposed0, **meta)
+            if err is not None:
+                text = "%s: %s" % (type(err).__name__, str(err)[:200])
+                if layouts.crashed(err):
+                    out.append((dict(meta, reason=text), self._layout_finding(
+                        gate, entry, ctx0, exposed, {"verdict": "crash", "detail": text},
+                        "%s faulted with input '%s' %s: %s" % (entry.name, label, vname,
+                                                               text))))
+                    return out  # the device context may be unusable: no more runs
+                out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": text}), None))
+                continue
+            if vname == "empty":
+                got = plan.out(res)
+                got = list(got.shape) if isinstance(got, torch.Tensor) else None
+                if got != expected:
+                    ev = {"verdict": "wrong_shape", "tensor": plan.label, "shape": got,
+                          "expected_shape": expected}
+                    out.append((meta, self._layout_finding(
+                        gate, entry, ctx0, exposed, ev,
+                        "%s with input '%s' empty gave shape %s, not %s" % (
+                            entry.name, label, got, expected))))
+                else:
+                    out.append((dict(meta, **{"class": _S_PASS, "shape": got}), None))
+                continue
+            try:
+                j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed,
+                                 ctx0)
+            except Exception as e:  # no tensor output
+                out.append((dict(meta, reason="output: %s" % type(e).__name__), None))
+                continue
+            out.append((meta, j))
+        return out
+
+    def _layout_finding(self, gate, entry, ctx0, exposed, ev, message):
+        """A layouts violation decided without the oracle (layouts.Finding)."""
+        rec = {"op": entry.name, "stack": {"python": ctx0["stack"]["python"]}, "evidence": ev,
+               "exposed_by": exposed}
+        if entry.contract:
+            rec["contract"] = entry.contract.get("where")
+        return layouts.Finding(self.lib, gate, message, rec,
+                               {"class": _S_FAIL, "verdict": ev["verdict"]})
 
     def _bounds(self, gate, func, entry, args, kwargs, ctx0):
         """The op's out= overload run on generated inputs into an output

@@ -843,9 +843,10 @@ NOT_APPLICABLE = {
 }
 
 # gates.def's op column in the order the binding runs the gates: on the
-# application's call, then on generated inputs (a documented-
+# application's call, then re-runs of the op on kcheck's tensors (generated
+# inputs; layouts: the call's own values in other layouts) (a documented-
 # nondeterministic op is named apart: nondet.py)
-OP_KINDS = ("oracle", "inputs", "trials", "poison", "guards", "shapes")
+OP_KINDS = ("oracle", "inputs", "trials", "poison", "guards", "shapes", "layouts")
 GENERATED_GATES = tuple(g.id for k in OP_KINDS[2:] for g in _defs.GATES if g.op == k)
 
 # Every gate that runs the op on generated inputs (coverage, bounds and

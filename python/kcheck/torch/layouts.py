@@ -1,0 +1,202 @@
+"""The layouts gate's variants (gates/gates.def, op kind layouts): the same
+values in other memory layouts, for KcheckMode._layouts.
+
+Each floating tensor input of a covered op is laid out in turn
+
+  transposed     in memory (x.mT.contiguous().mT; rank >= 2)
+  strided        a view of every other element of a tensor twice as large
+                 along the last dim (big[..., ::2]), the gaps NaN
+  offset1        at storage offset 1 element: its pointer not 16-byte
+                 aligned, the element before it NaN
+  channels_last  (rank 4)
+  empty          with a zero-size leading dim, where the op accepts it: the
+                 first floating input, with every other one of the same
+                 rank and leading size (attention's q, k and v; an
+                 elementwise op's operands), so that the shapes stay
+                 consistent
+
+with the other inputs as they were. The values are the same, so the exact
+result is the same: the oracle judges each variant's output against the
+inputs it was given. The empty variant runs only where the op's meta
+kernel (ATen's; a custom op's register_fake) accepts the shapes — an op
+need not check an input's size before reading it — and its output must
+have the meta kernel's shape. A variant
+that leaves a tensor's layout unchanged (a transpose of a 1-wide matrix,
+channels_last of one channel) is left out.
+"""
+import json
+
+import torch
+
+from kcheck import _api
+from kcheck.torch import profiles
+
+VARIANTS = ("transposed", "strided", "offset1", "channels_last", "empty")
+# Inputs varied per call (a list argument's first tensor only): each costs
+# up to five re-runs and judgments.
+MAX_INPUTS = 6
+
+
+def floating(t):
+    """Is t an input the gate lays out otherwise (a float tensor of rank >= 1
+    the oracle reads)?"""
+    return isinstance(t, torch.Tensor) and t.dim() > 0 and t.is_floating_point() and \
+        profiles.fmt(t.dtype) is not None
+
+
+def targets(bound):
+    """[(argument, index or None, label)]: the floating inputs of the bound
+    arguments, in order (a list argument by its first tensor)."""
+    out = []
+    for name, v in bound.items():
+        if name == "out":
+            continue
+        if floating(v):
+            out.append((name, None, name))
+        elif isinstance(v, (list, tuple)) and v and floating(v[0]):
+            out.append((name, 0, "%s[0]" % name))
+    return out
+
+
+def _arg(bound, name, idx):
+    return bound[name] if idx is None else bound[name][idx]
+
+
+def cases(bound):
+    """[(variant, input label, {(argument, index): tensor}, the input's new
+    tensor, [labels of the inputs emptied with it])]: each of the first
+    MAX_INPUTS floating inputs in each variant but empty, then the empty
+    variant of the first with those sharing its rank and leading size.
+    The copies are kcheck's own work (the caller's kcheck_own_begin)."""
+    tl = targets(bound)
+    out = []
+    for name, idx, label in tl[:MAX_INPUTS]:
+        orig = _arg(bound, name, idx)
+        for vname in VARIANTS[:-1]:
+            v = variant(orig, vname)
+            if v is not None:
+                out.append((vname, label, {(name, idx): v}, v, []))
+    if tl:
+        name, idx, label = tl[0]
+        first = _arg(bound, name, idx)
+        v = variant(first, "empty")
+        if v is not None:
+            changes, also = {(name, idx): v}, []
+            for n2, i2, l2 in tl[1:]:
+                t = _arg(bound, n2, i2)
+                if t.dim() == first.dim() and t.shape[0] == first.shape[0]:
+                    changes[(n2, i2)] = variant(t, "empty")
+                    also.append(l2)
+            out.append(("empty", label, changes, v, also))
+    return out
+
+
+def apply(bound, changes):
+    """The bound arguments with changes ({(argument, index): tensor}) made."""
+    b = dict(bound)
+    for (name, idx), t in changes.items():
+        if idx is None:
+            b[name] = t
+        else:
+            lst = list(b[name])
+            lst[idx] = t
+            b[name] = type(bound[name])(lst)
+    return b
+
+
+def _same(a, b):
+    return tuple(a.stride()) == tuple(b.stride()) and a.storage_offset() == b.storage_offset()
+
+
+def variant(t, name):
+    """t's values in layout `name`, or None where it does not apply (or
+    would leave t's layout unchanged); the copies are kcheck's own work
+    (the caller's kcheck_own_begin)."""
+    shape = tuple(t.shape)
+    if name == "transposed":
+        if t.dim() < 2:
+            return None
+        v = t.mT.contiguous().mT
+        return None if _same(v, t) else v
+    if name == "strided":
+        # the gaps hold NaN: a kernel that reads them gives NaN, every time
+        big = torch.full(shape[:-1] + (2 * shape[-1],), float("nan"), dtype=t.dtype,
+                         device=t.device)
+        v = big[..., ::2]
+        v.copy_(t)
+        return v
+    if name == "offset1":
+        buf = torch.full((t.numel() + 1,), float("nan"), dtype=t.dtype, device=t.device)
+        v = buf[1:].view(shape)  # (the element before it NaN)
+        v.copy_(t)
+        return v
+    if name == "channels_last":
+        if t.dim() != 4:
+            return None
+        v = t.contiguous(memory_format=torch.channels_last)
+        return None if _same(v, t) or _same(v, t.contiguous()) else v
+    if name == "empty":
+        if shape[0] == 0:
+            return None
+        return torch.empty((0,) + shape[1:], dtype=t.dtype, device=t.device)
+    raise ValueError(name)
+
+
+def describe(v):
+    """A variant tensor's layout for the record."""
+    return {"shape": list(v.shape), "strides": list(v.stride()),
+            "storage_offset": v.storage_offset()}
+
+
+def crashed(e):
+    """Is exception e a device fault (an illegal or misaligned access, a
+    device-side assert) rather than a clean refusal ("expected
+    contiguous")?"""
+    text = str(e)
+    return type(e).__name__ == "AcceleratorError" or "CUDA error" in text or \
+        "illegal memory access" in text or "misaligned address" in text or \
+        "device-side assert" in text
+
+
+def meta_shape(func, nargs, nkw, out_of):
+    """The shape the op's meta kernel gives its output for these arguments
+    (out_of(res): the judged output), or (None, why) where it has none or
+    refuses them."""
+    def to_meta(a):
+        if isinstance(a, torch.Tensor):
+            if a.dim() == 0 and a.device.type == "cpu":
+                return a
+            return torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device="meta")
+        if isinstance(a, (list, tuple)):
+            return type(a)(to_meta(x) for x in a)
+        return a
+    try:
+        res = func(*[to_meta(a) for a in nargs], **{k: to_meta(v) for k, v in nkw.items()})
+        out = out_of(res)
+        return (list(out.shape), None) if isinstance(out, torch.Tensor) else \
+            (None, "the meta kernel gives no tensor")
+    except Exception as e:  # no meta kernel, or it refuses the shape
+        return None, "%s: %s" % (type(e).__name__, str(e)[:120])
+
+
+class Finding:
+    """A variant's verdict reached without the oracle (a device fault, a
+    wrong shape): run() reports it, as a Job's judgment reports a failing
+    verdict, on kcheck's worker."""
+
+    def __init__(self, lib, gate, message, rec, res):
+        self.lib, self.gate, self.message, self.rec, self.res = lib, gate, message, rec, res
+        self._quiet = False
+
+    def quiet(self):
+        self._quiet = True
+
+    def nbytes(self):
+        return 0
+
+    def run(self):
+        if self._quiet:
+            return _api.PASS, self.res
+        self.lib.kcheck_op_report(self.gate.encode(), self.message.encode(),
+                                  json.dumps(self.rec).encode())
+        return _api.VIOLATION, self.res

@@ -1,0 +1,427 @@
+"""The layouts gate (gates/gates.def; docs/audit.md, "The layouts gate"):
+at op level the PyTorch binding re-runs a covered op with each floating
+input in turn transposed in memory, strided, at storage offset 1 element,
+channels_last (4-D) and with a zero-size leading dim, and the oracle judges
+each output; at kernel level the gate is not applicable and says why.
+
+On the CPU stand-in driver (torch_devices=cuda,cpu), as test_torch.py. A
+custom op that reads its input's storage as if it were contiguous (what a
+kernel that ignores strides does) is caught, with the variant, the input and
+the worst element; the same op written correctly, ATen ops (mm, softmax,
+add, a 4-D relu) and an op that refuses non-contiguous inputs with a clean
+exception (unsupported, listed) stay silent. A device fault and an empty
+variant of the wrong shape are violations of their own."""
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT, by_type, run
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.dirname(__file__))
+from kcheck import _defs  # noqa: E402
+from test_torch import of, run_py  # noqa: E402
+
+OPTS = "torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle,layouts:contracts=%s"
+
+PROG = """
+import torch
+
+
+def contiguous_strides(shape):
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= max(1, d)
+    return tuple(reversed(st))
+
+
+@torch.library.custom_op("kcl::scale_flat", mutates_args=())
+def scale_flat(x: torch.Tensor) -> torch.Tensor:
+    # the bug: x's storage read from its data pointer as if x were
+    # contiguous (a kernel that ignores the strides it is given)
+    return x.as_strided(x.shape, contiguous_strides(x.shape)) * 2.0
+
+
+@torch.library.custom_op("kcl::scale_ok", mutates_args=())
+def scale_ok(x: torch.Tensor) -> torch.Tensor:
+    return x * 2.0
+
+
+@torch.library.custom_op("kcl::scale_strict", mutates_args=())
+def scale_strict(x: torch.Tensor) -> torch.Tensor:
+    if not x.is_contiguous():
+        raise RuntimeError("scale_strict: expected contiguous input")
+    return x * 2.0
+
+
+x = torch.rand(16, 64)
+scale_flat(x)                       # LINE 2-D
+scale_ok(x)
+scale_strict(x)
+v = torch.rand(1000)
+torch.ops.kcl.scale_flat(v)         # LINE 1-D: first caught strided
+a, b = torch.rand(16, 32), torch.rand(32, 8)
+y = torch.softmax(a @ b + 1.0, -1)
+a.add(torch.rand(16, 32))
+torch.relu(torch.randn(2, 3, 4, 5))
+torch.neg(x, out=torch.empty(16, 64))
+print("done")
+"""
+
+YAML = """
+contracts:
+  - {torch_op: 'kcl::scale_flat', op: mul, args: {x: x, s: '2.0'}, profile: fp32}
+  - {torch_op: 'kcl::scale_ok', op: mul, args: {x: x, s: '2.0'}, profile: fp32}
+  - {torch_op: 'kcl::scale_strict', op: mul, args: {x: x, s: '2.0'}, profile: fp32}
+"""
+
+
+def layouts_run(tmp_path, prog, yaml):
+    (tmp_path / "c.yaml").write_text(yaml)
+    p, recs = run_py(tmp_path, prog, options=OPTS % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "done" in p.stdout
+    # kcheck's re-runs leave the program's output alone (an out= tensor
+    # resized from elements to none would make PyTorch warn)
+    assert "resized" not in p.stderr, p.stderr[-2000:]
+    checks = {}
+    for c in of(recs, "op_check"):
+        checks.setdefault(c["op"], []).append(c["gates"])
+    return recs, checks
+
+
+def line(prog, mark):
+    """The line of prog marked `# LINE mark`."""
+    (n,) = [i + 1 for i, ln in enumerate(prog.splitlines()) if "# LINE " + mark in ln]
+    return n
+
+
+def classes(entry):
+    return [(r["input"], r["variant"], r["class"]) for r in entry["runs"]]
+
+
+@pytest.fixture(scope="module")
+def prog_run(tmp_path_factory):
+    """PROG under gates=oracle,layouts, run once for the two tests below."""
+    return layouts_run(tmp_path_factory.mktemp("layouts"), PROG, YAML)
+
+
+def test_layouts_gate_catches_a_kernel_that_ignores_strides(prog_run):
+    recs, checks = prog_run
+    viol = of(recs, "violation")
+    # One violation per checked signature of the op that ignores strides,
+    # none elsewhere (the oracle on the call's own, contiguous, inputs is
+    # right for it).
+    got = sorted((v["op"], v["gate"], v["exposed_by"]["variant"],
+                  v["stack"]["python"][-1]["line"]) for v in viol)
+    assert got == [("kcl::scale_flat.default", "layouts", "strided", line(PROG, "1-D")),
+                   ("kcl::scale_flat.default", "layouts", "transposed", line(PROG, "2-D"))], got
+    v = [v for v in viol if v["exposed_by"]["variant"] == "transposed"][0]
+    exp = v["exposed_by"]
+    assert exp["input"] == "x" and exp["inputs"] == "application"
+    assert exp["layout"] == {"shape": [16, 64], "strides": [1, 16], "storage_offset": 0}
+    ev = v["evidence"]
+    # the worst element as the oracle reports it
+    assert ev["verdict"] == "fail_value" and ev["tensor"] == "out" and ev["op"] == "mul"
+    assert len(ev["index"]) == 2 and ev["kernel"] != ev["exact"] and ev["n_fail"] > 0
+    declared = set(_defs.GATE["layouts"].op_evidence) | {"verdict", "exposed_by"}
+    assert set(ev) <= declared, set(ev) - declared
+    for gates in checks["kcl::scale_flat.default"]:
+        assert gates["oracle"]["status"] in ("bitwise", "pass")
+        assert gates["layouts"]["status"] == "fail"
+    # Every variant listed with its class, the failures after the first too
+    # (judged, not reported again); the storage offset is honoured by a
+    # kernel that reads from the data pointer; no meta kernel to accept
+    # the empty variant: not run (skipped).
+    first, second = checks["kcl::scale_flat.default"]
+    assert classes(first["layouts"]) == [
+        ("x", "transposed", "fail_value"), ("x", "strided", "fail_special"),
+        ("x", "offset1", "bitwise"), ("x", "empty", "skipped")], first["layouts"]
+    assert classes(second["layouts"])[:2] == [
+        ("x", "strided", "fail_special"), ("x", "offset1", "bitwise")], second["layouts"]
+
+
+def test_layouts_gate_silent_on_correct_ops(prog_run):
+    recs, checks = prog_run
+    assert not [v for v in of(recs, "violation") if v["op"] != "kcl::scale_flat.default"]
+    ok = checks["kcl::scale_ok.default"][0]["layouts"]
+    assert ok["status"] == "pass" and "unsupported" not in ok
+    assert [c for _, _, c in classes(ok)] == ["bitwise", "bitwise", "bitwise", "skipped"]
+    assert "meta kernel" in ok["runs"][-1]["reason"]
+    # ATen ops: every variant judged pass, the empty one (the first input's
+    # leading dim) of the meta kernel's shape.
+    mm = checks["aten::mm.default"][0]["layouts"]
+    assert mm["status"] == "pass", mm
+    assert classes(mm) == [(i, v, "pass") for i in ("self", "mat2")
+                           for v in ("transposed", "strided", "offset1")] + [
+        ("self", "empty", "pass")], mm
+    assert mm["runs"][-1]["shape"] == [0, 8] and "with" not in mm["runs"][-1]
+    sm = checks["aten::_softmax.default"][0]["layouts"]
+    assert sm["status"] == "pass" and {c for _, _, c in classes(sm)} <= {"pass", "bitwise"}
+    # an elementwise op's operands of one shape are emptied together
+    scalar, add = [g["layouts"] for g in checks["aten::add.Tensor"]]
+    assert scalar["status"] == "pass" and "with" not in scalar["runs"][-1]
+    assert add["status"] == "pass" and len(add["runs"]) == 7
+    assert add["runs"][-1]["class"] == "pass" and add["runs"][-1]["with"] == ["other"], add
+    neg = checks["aten::neg.out"][0]["layouts"]
+    assert neg["status"] == "pass" and classes(neg) == [
+        ("self", v, "bitwise") for v in ("transposed", "strided", "offset1")] + [
+        ("self", "empty", "pass")], neg
+    relu = checks["aten::relu.default"][0]["layouts"]
+    assert relu["status"] == "pass"
+    assert [v for _, v, _ in classes(relu)] == ["transposed", "strided", "offset1",
+                                                "channels_last", "empty"]
+    cl = [r for r in relu["runs"] if r["variant"] == "channels_last"][0]
+    assert cl["layout"]["strides"] == [60, 1, 15, 3]
+    # A clean refusal of a layout is unsupported: listed, not a failure.
+    strict = checks["kcl::scale_strict.default"][0]["layouts"]
+    assert strict["status"] == "pass" and strict["unsupported"] == 2, strict
+    assert [c for _, _, c in classes(strict)][:3] == ["unsupported", "unsupported", "bitwise"]
+    assert "expected contiguous" in strict["runs"][0]["reason"]
+
+
+FAULT_PROG = """
+import torch
+
+
+@torch.library.custom_op("kcl::scale_fault", mutates_args=())
+def scale_fault(x: torch.Tensor) -> torch.Tensor:
+    if x.storage_offset() % 4:
+        # what a vectorised load of a misaligned pointer does on the GPU
+        raise RuntimeError("CUDA error: misaligned address")
+    return x * 2.0
+
+
+@torch.library.custom_op("kcl::rows", mutates_args=())
+def rows(x: torch.Tensor) -> torch.Tensor:
+    # the bug: an empty input gives one row of zeros
+    return x * 2.0 if x.shape[0] else x.new_zeros((1,) + tuple(x.shape[1:]))
+
+
+@rows.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+lib = torch.library.Library("kcl", "FRAGMENT")
+lib.define("tail.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+
+
+def tail_out(x, *, out):
+    # the bug: a non-contiguous input leaves the output's last row unwritten
+    n = out.shape[0] - (0 if x.is_contiguous() else 1)
+    out[:n] = x[:n] * 2.0
+    return out
+
+
+lib.impl("tail.out", tail_out, "CPU")
+x = torch.rand(8, 16)
+scale_fault(x)                      # LINE fault
+rows(x)                             # LINE rows
+torch.ops.kcl.tail.out(x, out=torch.empty(8, 16))   # LINE tail
+print("done")
+"""
+
+FAULT_YAML = """
+contracts:
+  - {torch_op: 'kcl::scale_fault', op: mul, args: {x: x, s: '2.0'}, profile: fp32}
+  - {torch_op: 'kcl::rows', op: mul, args: {x: x, s: '2.0'}, profile: fp32}
+  - {torch_op: 'kcl::tail', op: mul, args: {x: x, s: '2.0', out: out}, profile: fp32}
+"""
+
+
+def test_layouts_gate_faults_wrong_shapes_and_unwritten_elements(tmp_path):
+    recs, checks = layouts_run(tmp_path, FAULT_PROG, FAULT_YAML)
+    viol = {v["op"]: v for v in of(recs, "violation")}
+    assert sorted(viol) == ["kcl::rows.default", "kcl::scale_fault.default",
+                            "kcl::tail.out"], [v.get("message") for v in viol.values()]
+    assert all(v["gate"] == "layouts" for v in viol.values())
+    declared = set(_defs.GATE["layouts"].op_evidence) | {"verdict", "exposed_by"}
+    # A device fault: a violation with the variant that caused it; no run after it.
+    v = viol["kcl::scale_fault.default"]
+    assert v["evidence"]["verdict"] == "crash" and "misaligned" in v["evidence"]["detail"]
+    assert v["exposed_by"]["variant"] == "offset1" and v["exposed_by"]["input"] == "x"
+    assert v["stack"]["python"][-1]["line"] == line(FAULT_PROG, "fault")
+    entry = checks["kcl::scale_fault.default"][0]["layouts"]
+    assert classes(entry)[-1] == ("x", "offset1", "fail") and entry["status"] == "fail"
+    # The empty variant's shape against the op's meta kernel (register_fake).
+    v = viol["kcl::rows.default"]
+    assert v["exposed_by"]["variant"] == "empty"
+    assert v["evidence"] == {"verdict": "wrong_shape", "tensor": "out", "shape": [1, 16],
+                             "expected_shape": [0, 16]}, v["evidence"]
+    assert [c for _, _, c in classes(checks["kcl::rows.default"][0]["layouts"])] == [
+        "bitwise", "bitwise", "bitwise", "fail"]
+    # An out= tensor is poisoned with NaN first: an element the op leaves
+    # unwritten for a strided input fails the oracle.
+    v = viol["kcl::tail.out"]
+    assert v["exposed_by"]["variant"] == "transposed"
+    assert v["evidence"]["verdict"] == "fail_special" and v["evidence"]["kernel"] == "nan"
+    assert v["evidence"]["index"][0] == 7
+    for v in viol.values():
+        assert set(v["evidence"]) <= declared, set(v["evidence"]) - declared
+
+
+def test_layouts_gate_opt_in_and_not_applicable_at_kernel_level(app, tmp_path):
+    """Not in the default gates (as shapes); at kernel level a launch has
+    no tensor layout to vary: a contracted launch's check record says
+    not_applicable with the reason, and no violation comes of it; with no
+    kernel-level gate enabled beside it the launch is skipped, saying
+    why."""
+    import re
+    with open(os.path.join(ROOT, "gates", "gate_options.def")) as f:
+        default = re.search(r'KC_OPT\(STR, gates, "([^"]*)"', f.read()).group(1)
+    assert "layouts" not in default.split(",") and "oracle" in default.split(",")
+    assert _defs.GATE["layouts"].levels == ("op",) and _defs.GATE["layouts"].op == "layouts"
+    contracts = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
+    r = run([app("app_linked"), "contracts"], tmp_path,
+            options="contracts=%s:gates=oracle,layouts" % contracts)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    checks = [c for c in by_type(recs, "check") if "layouts" in c.get("gates", {})]
+    assert checks, [c.get("gates") for c in by_type(recs, "check")][:3]
+    for c in checks:
+        g = c["gates"]["layouts"]
+        assert g["status"] == "not_applicable" and "no tensor layout" in g["reason"], g
+        assert "oracle" in c["gates"]
+    assert not [v for v in by_type(recs, "violation") if v["gate"] == "layouts"]
+    # alone, no shadow check is spent on it: a skip record says why
+    r = run([app("app_linked"), "contracts"], tmp_path,
+            options="contracts=%s:gates=layouts" % contracts)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    assert not by_type(recs, "check") and not by_type(recs, "violation")
+    skips = by_type(recs, "skip")
+    assert skips and {s["reason"] for s in skips} == {
+        "only op-level gates are enabled (not applicable to launches)"}, skips[:2]
+    # the default gate list leaves it out
+    r = run([app("app_linked"), "contracts"], tmp_path, options="contracts=%s" % contracts)
+    assert r.rc == 0, r.err
+    assert not [c for c in by_type(r.only_report(), "check")
+                if "layouts" in c.get("gates", {})]
+
+
+LATER_PROG = """
+import torch
+
+
+@torch.library.custom_op("kcl::scale_flat", mutates_args=())
+def scale_flat(x: torch.Tensor) -> torch.Tensor:
+    return x.as_strided(x.shape, (x.shape[1], 1)) * 2.0    # ignores x's strides
+
+
+x = torch.rand(8, 32)
+scale_flat(x)                       # LINE call
+print("done")
+"""
+
+
+def test_layouts_gate_part_run_later_on_generated_values(tmp_path):
+    """torch_budget spent: the layouts part runs at the exit from the call's
+    layouts (its values gone), on generated uniform values, regenerable
+    with kcheck gen; the finding still names the call's line."""
+    (tmp_path / "c.yaml").write_text(
+        "contracts:\n"
+        "  - {torch_op: 'kcl::scale_flat', op: mul, args: {x: x, s: '2.0'}, profile: fp32}\n")
+    p, recs = run_py(tmp_path, LATER_PROG, options="torch=1:torch_devices=cuda,cpu:"
+                     "torch_budget=0.000001:gates=oracle,layouts:contracts=%s"
+                     % (tmp_path / "c.yaml"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    first, later = of(recs, "op_check")
+    assert first["gates"]["layouts"]["status"] == "deferred"
+    assert later["part"] == "generated" and later["run_at"] == "exit"
+    assert later["gates"]["layouts"]["status"] == "fail"
+    (v,) = of(recs, "violation")
+    assert v["gate"] == "layouts" and v["stack"]["python"][-1]["line"] == line(LATER_PROG, "call")
+    exp = v["exposed_by"]
+    assert exp["inputs"] == "generated" and exp["seed"] == _defs.SEED_LAYOUTS
+    assert exp["variant"] == "transposed" and exp["input"] == "x"
+    assert v["regenerate"] == ["kcheck gen -g uniform -t none -s %d -f fp32 --shape 8,32 --role 0"
+                               % _defs.SEED_LAYOUTS]
+
+
+SDPA_PROG = """
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import _disable_current_modes
+
+torch.manual_seed(0)
+q, k, v = (torch.randn(2, 2, 16, 8) for _ in range(3))
+with _disable_current_modes():  # PyTorch's own answer, unseen by kcheck
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    ref = f(q, k, v, 0.0, True)[0]
+    diff = (f(q.mT.contiguous().mT, k, v, 0.0, True)[0] - ref).abs().max().item()
+print("BUG" if not diff < 1e-3 else "OK")
+F.scaled_dot_product_attention(q, k, v, is_causal=True)     # LINE sdpa
+print("done")
+"""
+
+
+def test_layouts_gate_agrees_with_pytorch_on_cpu_flash_attention(tmp_path):
+    """An ATen kernel, unplanted: CPU flash attention ignores the stride of
+    the query's innermost dim in some PyTorch versions (pytorch/pytorch
+    #187506, "incorrect results when inputs' innermost dim is not
+    contiguous"; 2.15 has it). The gate fires exactly when PyTorch's own
+    two answers differ, naming the query transposed in memory (the call's
+    line); the key's and value's strided and misaligned layouts are
+    judged clean either way."""
+    (tmp_path / "c.yaml").write_text("contracts: []\n")
+    p, recs = run_py(tmp_path, SDPA_PROG, options=OPTS % (tmp_path / "c.yaml"))
+    assert p.returncode == 0 and "done" in p.stdout, p.stderr[-3000:]
+    bug = "BUG" in p.stdout.split()
+    (entry,) = [c["gates"]["layouts"] for c in of(recs, "op_check")
+                if c["op"] == "aten::_scaled_dot_product_flash_attention_for_cpu.default"]
+    runs = {(r["input"], r["variant"]): r["class"] for r in entry["runs"]}
+    for i in ("key", "value"):
+        assert runs[(i, "strided")] in ("pass", "bitwise"), runs
+        assert runs[(i, "offset1")] in ("pass", "bitwise"), runs
+    viol = of(recs, "violation")
+    if not bug:
+        assert not viol and entry["status"] == "pass", (viol, runs)
+        return
+    assert entry["status"] == "fail" and runs[("query", "transposed")] == "fail_value", runs
+    (v,) = viol
+    assert v["gate"] == "layouts" and v["exposed_by"]["variant"] == "transposed"
+    assert v["exposed_by"]["input"] == "query"
+    assert v["stack"]["python"][-1]["line"] == line(SDPA_PROG, "sdpa")
+
+
+def test_variants_keep_values_and_change_layouts():
+    """The variants themselves: the same values, the layout each names; one
+    that would change nothing is left out; the empty variant empties the
+    first floating input with those of its rank and leading size."""
+    from kcheck.torch import layouts
+    x = torch.randn(2, 3, 4, 5)
+    want = {"transposed": ((60, 20, 1, 4), 0), "strided": ((120, 40, 10, 2), 0),
+            "offset1": ((60, 20, 5, 1), 1), "channels_last": ((60, 1, 15, 3), 0)}
+    for name, (strides, offset) in want.items():
+        v = layouts.variant(x, name)
+        assert (v.stride(), v.storage_offset()) == (strides, offset), name
+        assert torch.equal(v, x), name
+    assert layouts.variant(x, "empty").shape == (0, 3, 4, 5)
+    assert layouts.variant(torch.randn(5), "transposed") is None
+    assert layouts.variant(torch.randn(3, 1), "transposed") is None  # a 1-wide matrix
+    assert layouts.variant(torch.randn(2, 1, 4, 5), "channels_last") is None  # one channel
+    assert layouts.variant(torch.randn(3, 4), "channels_last") is None
+    assert layouts.variant(torch.randn(3, 4), "offset1").data_ptr() % 16 == 4
+    q, k, w = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2)
+    bound = {"q": q, "k": k, "w": w, "i": torch.ones(2, dtype=torch.long), "s": 2.0,
+             "lst": [torch.randn(2, 3), torch.randn(5)]}
+    cases = layouts.cases(bound)
+    assert [(c[0], c[1]) for c in cases] == [
+        ("transposed", "q"), ("strided", "q"), ("offset1", "q"),
+        ("transposed", "k"), ("strided", "k"), ("offset1", "k"),
+        ("strided", "w"), ("offset1", "w"),
+        ("transposed", "lst[0]"), ("strided", "lst[0]"), ("offset1", "lst[0]"),
+        ("empty", "q")]
+    vname, label, changes, v, also = cases[-1]
+    assert also == ["k"] and sorted(changes) == [("k", None), ("q", None)]
+    b = layouts.apply(bound, changes)
+    assert b["q"].shape == (0, 4, 8) and b["k"].shape == (0, 6, 8) and b["w"] is w
+    b = layouts.apply(bound, cases[8][2])
+    assert b["lst"][0].stride() == (1, 2) and b["lst"][1] is bound["lst"][1]
+    assert layouts.crashed(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert not layouts.crashed(RuntimeError("expected contiguous input"))

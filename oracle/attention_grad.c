@@ -294,10 +294,9 @@ static void judge(struct oc_check *chk, const struct agc *c, const double *t, in
   el.hi = oc_up(val + rad);
   el.in[0] = oc_mul_up(am, t3);
   if (c->ug > 0) /* each head's part rounded (|part| from the value plane, plus its error) */
-    el.in[0] = oc_add_up(el.in[0],
-                         oc_mul_up(am, oc_add_up(oc_mul_up(c->ug, oc_add_up(t[5], oc_mul_up(
-                                                                         0x1p-40, t1))),
-                                                 oc_mul_up((double)c->G, c->etag))));
+    el.in[0] = oc_add_up(
+        el.in[0], oc_mul_up(am, oc_add_up(oc_mul_up(c->ug, oc_add_up(t[5], oc_mul_up(0x1p-40, t1))),
+                                          oc_mul_up((double)c->G, c->etag))));
   el.in[1] = oc_mul_up(am, t4);
   el.in[2] = (double)n;
   el.in[3] = 3 + ceil((double)n / 16);

@@ -186,7 +186,7 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
       if (r) r->launches++;
       pthread_mutex_unlock(&lock);
       return kernel_id < 0 ? "op already checked clean op_clean_limit times"
-                            : "kernel already checked clean kernel_clean_limit times";
+                           : "kernel already checked clean kernel_clean_limit times";
     }
   }
   if (!r && (r = calloc(1, sizeof *r))) {

@@ -191,12 +191,11 @@ static void scalar_t_steps(void) {
                  v.ratio);
         else
           EXPECT(oc_verdict_is_fail(v.kind), "%s %s dropped term with %s: %s",
-                 gname((enum oc_grad_op)op), oc_format_info(f)->name, key,
-                 oc_verdict_name(v.kind));
+                 gname((enum oc_grad_op)op), oc_format_info(f)->name, key, oc_verdict_name(v.kind));
         if (b == OK && op == OC_GRAD_TANH_BACKWARD && f == OC_BF16) {
           struct oc_verdict w = judge((enum oc_grad_op)op, f, g, x, o, 0);
-          EXPECT(oc_verdict_is_fail(w.kind), "tanh_backward bf16 in bf16 steps without partial=: %s",
-                 oc_verdict_name(w.kind));
+          EXPECT(oc_verdict_is_fail(w.kind),
+                 "tanh_backward bf16 in bf16 steps without partial=: %s", oc_verdict_name(w.kind));
         }
       }
     }

@@ -1,0 +1,152 @@
+"""One candidate, run in its own process under `kcheck run --torch`.
+
+The binding judges the wrapper op from the contract the driver generated
+(tier A). Beside it this process computes what needs no contract: the
+reference's output at the task's inputs (with the binding's mode off, so
+that only the candidate is judged), KernelBench's allclose, bitwise
+equality for the exact tier and, where no contract covers the wrapper op,
+the inputs' and parameters' bytes before and after (immutability).
+Its findings go to --result as one JSON object.
+
+    python -m kcheck.audit.child --task T --candidate C --tier A --device cpu --result R
+"""
+import argparse
+import json
+import sys
+import traceback
+
+# KernelBench's correctness check (its first versions): allclose at
+# atol = rtol = 1e-2; computed for comparison only, never a verdict.
+KB_ATOL = KB_RTOL = 1e-2
+
+
+def _plain():
+    """A context with the binding's mode (and any other) off."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    return _disable_current_modes()
+
+
+def _bitwise_equal(a, b):
+    """Bit for bit, any NaN matching any NaN (docs/audit.md, tier C)."""
+    import torch
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False, "shape or dtype %s %s != %s %s" % (tuple(a.shape), a.dtype, tuple(b.shape),
+                                                       b.dtype)
+    if not a.is_floating_point():
+        diff = a != b
+    else:
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        diff = (a.contiguous().view(bits) != b.contiguous().view(bits)) & ~(a.isnan() & b.isnan())
+    n = int(diff.sum())
+    if n == 0:
+        return True, None
+    idx = [int(i) for i in diff.nonzero()[0]]
+    return False, {"elements_differing": n, "index": idx, "candidate": float(b[tuple(idx)]),
+                   "reference": float(a[tuple(idx)])}
+
+
+def _allclose(ref, out):
+    import torch
+    return bool(ref.shape == out.shape and
+                torch.allclose(ref.double(), out.double(), atol=KB_ATOL, rtol=KB_RTOL))
+
+
+def _snapshot(tensors):
+    return {k: v.detach().clone() for k, v in tensors.items()}
+
+
+def _changed(before, after):
+    out = []
+    for k, v in before.items():
+        ok, _ = _bitwise_equal(v, after[k].detach())
+        if not ok:
+            out.append(k)
+    return out
+
+
+def _error_line(cand_path):
+    """The candidate file's innermost line in the exception's traceback."""
+    import os
+    tb = traceback.extract_tb(sys.exc_info()[2])
+    for fr in reversed(tb):
+        if os.path.abspath(fr.filename) == os.path.abspath(cand_path):
+            return "%s:%d" % (os.path.basename(fr.filename), fr.lineno)
+    return None
+
+
+def run(args):
+    import torch
+    from kcheck.audit import task as tk
+    from kcheck.audit.wrapper import Wrapper
+    res = {"allclose": None, "exact": None, "immutability": None, "error": None,
+           "weights": None, "calls": 0}
+    try:
+        task = tk.Task(args.task)
+        cand = tk.Candidate(args.candidate)
+        res["line"] = cand.forward_line()
+        with _plain():
+            ref_model = task.build(args.device).eval()
+        model = cand.build(task, args.device).eval()
+        res["weights"] = tk.align(ref_model, model)
+    except Exception as e:
+        res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
+                        "line": _error_line(args.candidate)}
+        return res
+    # aligned parameters become the wrapper's arguments (generated inputs
+    # reach them); otherwise the candidate keeps its own as constants
+    params = dict(model.named_parameters()) if res["weights"] == "aligned" else {}
+    params = {k: v.detach() for k, v in params.items()}
+    wrap = None
+    allclose, exact, changed = [], [], set()
+    for seed in tk.INPUT_SEEDS:
+        with _plain():
+            inputs = tk.to_device(task.inputs(seed), args.device)
+            with torch.no_grad():
+                ref = ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            if isinstance(ref, (tuple, list)):
+                ref = ref[0]
+        if wrap is None:
+            wrap = Wrapper(model, inputs, list(params))
+        watched = {"input %d" % i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
+        watched.update({"parameter %s" % k: v for k, v in params.items()})
+        with _plain():
+            before = _snapshot(watched)
+        try:
+            with torch.no_grad():
+                out = wrap.call(inputs, params)
+        except Exception as e:
+            res["error"] = {"stage": "run", "seed": seed,
+                            "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
+                            "line": _error_line(args.candidate)}
+            return res
+        res["calls"] += 1
+        with _plain():
+            out = out.detach()
+            changed.update(_changed(before, watched))
+            allclose.append(_allclose(ref, out))
+            if args.tier == "C":
+                ok, ev = _bitwise_equal(ref, out)
+                exact.append({"seed": seed, "equal": ok, "evidence": ev})
+    res["allclose"] = all(allclose)
+    res["immutability"] = sorted(changed)
+    if args.tier == "C":
+        res["exact"] = exact
+    return res
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m kcheck.audit.child")
+    p.add_argument("--task", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--tier", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--result", required=True)
+    args = p.parse_args(argv)
+    res = run(args)
+    with open(args.result, "w") as f:
+        json.dump(res, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

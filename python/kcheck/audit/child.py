@@ -30,8 +30,8 @@ def _bitwise_equal(a, b):
     """Bit for bit, any NaN matching any NaN (docs/audit.md, tier C)."""
     import torch
     if a.shape != b.shape or a.dtype != b.dtype:
-        return False, "shape or dtype %s %s != %s %s" % (tuple(a.shape), a.dtype, tuple(b.shape),
-                                                       b.dtype)
+        return False, {"reference": "%s %s" % (tuple(a.shape), a.dtype),
+                       "candidate": "%s %s" % (tuple(b.shape), b.dtype)}
     if not a.is_floating_point():
         diff = a != b
     else:

@@ -80,13 +80,18 @@ def test_corpus_covers_the_tiers_and_families(corpus):
     assert "aten::rsqrt.default" in tasks["rms_norm"]["reason"]
     tier_a = {n: t["contract"]["op"] for n, t in tasks.items() if t["tier"] == "A"}
     assert {"relu", "softmax", "log_softmax", "matmul", "layer_norm", "sum", "mean",
-            "nll_loss"} <= set(tier_a)
+            "nll_loss", "linear"} <= set(tier_a)
     # the contract is the reference's own op, with its parameters as arguments
     ln = tasks["layer_norm"]["contract"]
     assert ln["torch_op"] == "kcheck_audit::candidate" and ln["op"] == "layer_norm"
     assert ln["args"] == {"x": "in0", "weight": "p_ln_weight", "bias": "p_ln_bias"}
     assert ln["profile"].endswith(":norm=welford")
     assert tasks["softmax"]["contract"]["attrs"] == {"axis": 1}
+    # nn.Linear: addmm of the transposed weight and the expanded bias,
+    # folded into one matmul contract
+    lin = tasks["linear"]["contract"]
+    assert (lin["op"], lin["args"], lin["attrs"]) == (
+        "matmul", {"a": "in0", "b": "p_linear_weight", "bias": "p_linear_bias"}, {"transpose_b": True})
 
 
 def test_generated_contracts_pass_lint(corpus):

@@ -82,6 +82,36 @@ def _same_tensor(a, b):
             a.storage_offset() == b.storage_offset())
 
 
+def _transposed(v, t):
+    """v is t with its last two dims swapped (Linear's weight.t())."""
+    return isinstance(t, torch.Tensor) and t.dim() >= 2 and _same_tensor(v, t.mT)
+
+
+def _row_broadcast(v, t):
+    """v is the 1-D t expanded over rows (addmm's bias)."""
+    return (isinstance(t, torch.Tensor) and t.dim() == 1 and v.dim() == 2 and
+            v.stride(0) == 0 and v.shape[0] > 0 and _same_tensor(v[0], t))
+
+
+def _fold(op, oname, v, t, tname, attrs):
+    """A view between a task tensor and an oracle input, folded into the
+    contract (the fusion rules this slice has): a transposed matmul
+    operand becomes transpose_a/transpose_b; addmm's C, a bias vector
+    expanded over rows with alpha = beta = 1, becomes the matmul's bias.
+    Returns (oracle input, wrapper argument) and updates attrs, or None."""
+    if op != "matmul":
+        return None
+    if oname in ("a", "b") and _transposed(v, t):
+        attrs["transpose_" + oname] = True
+        return oname, tname
+    if oname == "c" and attrs.get("alpha", 1.0) == 1.0 and attrs.get("beta", 1.0) == 1.0 and \
+            _row_broadcast(v, t):
+        attrs.pop("alpha", None)
+        attrs.pop("beta", None)
+        return "bias", tname
+    return None
+
+
 def _same_elements(a, b):
     """The same elements in the same order (a reshape of a contiguous
     result, as nll_loss's judged output is of its 0-dim loss)."""
@@ -141,16 +171,19 @@ class Trace:
             named[wrapper.input_name(i)] = v
         for n, v in params.items():
             named[wrapper.param_name(n)] = v
-        args = {}
+        args, attrs = {}, dict(c.plan.attrs)
         for oname, v in c.plan.inputs:
             if isinstance(v, torch.Tensor):
-                hit = [n for n, t in named.items() if _same_tensor(v, t)]
+                hit = [(oname, n) for n, t in named.items() if _same_tensor(v, t)]
+                if not hit:
+                    hit = [f for f in (_fold(c.plan.op, oname, v, t, n, attrs)
+                                       for n, t in named.items()) if f]
                 if not hit:
                     self.reason = ("composition, ops: %s (its input %s is a view of the task's "
                                    "tensors a torch_op contract cannot name yet)" % (c.name, oname))
                     return
-                args[oname] = hit[0]
-                self.provenance[oname] = hit[0]
+                args[hit[0][0]] = hit[0][1]
+                self.provenance[hit[0][0]] = hit[0][1]
             else:
                 args[oname] = repr(float(v))
         if not _same_elements(c.plan.out(c.result), output):
@@ -162,7 +195,7 @@ class Trace:
             return
         self.tier, self.family = "A", c.plan.op
         self.contract = {"torch_op": wrapper.QUALNAME, "op": c.plan.op, "args": args,
-                         "attrs": dict(c.plan.attrs), "profile": spec}
+                         "attrs": attrs, "profile": spec}
 
     def record(self):
         """The trace as audit_task's fields."""

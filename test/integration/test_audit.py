@@ -148,3 +148,37 @@ def test_exit_status_clean_unjudged_and_usage(tmp_path):
     assert p.returncode == 0
     p, _ = audit(tmp_path / "d", str(tmp_path / "missing"))
     assert p.returncode == 2 and "expected TASK.py" in p.stderr
+
+
+def test_function_candidate(tmp_path):
+    """A candidate given as file:function is called with the task's inputs."""
+    f = tmp_path / "ext.py"
+    f.write_text("import torch\n\n\ndef relu_ok(x):\n    return torch.clamp(x, min=0.0)\n\n\n"
+                 "def relu_nan(x):\n    return torch.where(x > 0, x, torch.zeros_like(x))\n")
+    relu = os.path.join(CORPUS, "relu")
+    p, recs = audit(tmp_path / "out", os.path.join(relu, "reference.py"), "%s:relu_ok" % f,
+                    "%s:relu_nan" % f, extra=["--jobs", "2"])
+    got = {r["candidate"].rsplit(":", 1)[1]: r for r in recs if r["type"] == "audit_candidate"}
+    assert got["relu_ok"]["verdict"] == "clean", (got["relu_ok"], p.stderr[-2000:])
+    assert got["relu_nan"]["verdict"] == "broken" and "nonfinite" in got["relu_nan"]["failed"]
+    assert os.path.isdir(tmp_path / "out" / "relu" / "ext_relu_ok")
+    assert p.returncode == 1
+
+
+def test_tiers_of_the_corpus_traced_without_kcheck():
+    """The tracer alone, in this process: the tier and contract of each
+    reference (no run under kcheck)."""
+    from kcheck.audit.task import Task
+    from kcheck.audit.trace import Trace, contract_yaml
+    tiers = {}
+    for name in sorted(os.listdir(CORPUS)):
+        ref = os.path.join(CORPUS, name, "reference.py")
+        if os.path.isfile(ref):
+            t = Task(ref)
+            tr = Trace(t.build("cpu"), t.inputs(0))
+            tiers[name] = tr.tier
+            if tr.contract:
+                y = contract_yaml(tr.contract)
+                assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
+    assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
+    assert sum(1 for t in tiers.values() if t == "A") == 11, tiers

@@ -84,17 +84,22 @@ def run(args):
         task = tk.Task(args.task)
         cand = tk.Candidate(args.candidate)
         res["line"] = cand.forward_line()
+        # construction is not the candidate's call: the binding judges
+        # only the wrapper op (kernel-level gates still see any launch)
         with _plain():
             ref_model = task.build(args.device).eval()
-        model = cand.build(task, args.device).eval()
-        res["weights"] = tk.align(ref_model, model)
+            model = cand.build(task, args.device).eval()
+            res["weights"] = tk.align(ref_model, model)
     except Exception as e:
         res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
                         "line": _error_line(args.candidate)}
         return res
     # aligned parameters become the wrapper's arguments (generated inputs
     # reach them); otherwise the candidate keeps its own as constants
-    params = dict(model.named_parameters()) if res["weights"] == "aligned" else {}
+    params = {}
+    if res["weights"] == "aligned":
+        params = dict(model.named_parameters())
+        params.update(dict(model.named_buffers()))
     params = {k: v.detach() for k, v in params.items()}
     wrap = None
     allclose, exact, changed = [], [], set()

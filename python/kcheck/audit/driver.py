@@ -21,7 +21,8 @@ def discover(paths):
     """[(task, [candidates])] from `TASK CAND...` or from directories
     DIR/<task>/reference.py beside DIR/<task>/*.py (or a DIR that is one
     such task folder)."""
-    if len(paths) >= 2 and all(os.path.isfile(p) for p in paths):
+    if len(paths) >= 2 and os.path.isfile(paths[0]) and \
+            all(os.path.isfile(p) or _is_function(p) for p in paths[1:]):
         return [(paths[0], list(paths[1:]))]
     out = []
     for d in paths:
@@ -36,6 +37,30 @@ def discover(paths):
     if not out:
         raise ValueError("no task found in %s" % ", ".join(paths))
     return out
+
+
+def _is_function(spec):
+    """`module_or_file:function`, a candidate callable."""
+    target, _, fn = spec.rpartition(":")
+    return bool(target and fn.isidentifier() and (os.path.isfile(target) or "/" not in target))
+
+
+def _absolute(spec):
+    """A candidate spec with its file made absolute (the child runs
+    elsewhere); a module's name stays as it is."""
+    if os.path.exists(spec):
+        return os.path.abspath(spec)
+    target, _, fn = spec.rpartition(":")
+    return "%s:%s" % (os.path.abspath(target), fn) if os.path.isfile(target) else spec
+
+
+def candidate_name(spec):
+    """The candidate's folder under OUT/<task>/: its file's name, with
+    _<function> for a callable."""
+    target, _, fn = spec.rpartition(":") if not os.path.exists(spec) else (spec, "", "")
+    base = os.path.basename(target)
+    base = base[:-3] if base.endswith(".py") else base
+    return base + ("_" + fn if fn else "")
 
 
 def task_name(task_path):
@@ -94,7 +119,7 @@ def run_candidate(opts, task_path, tier, contract_path, cand, folder):
     for o in _kcheck_options(opts, prefix, contract_path):
         cmd += ["-o", o]
     cmd += ["--", sys.executable, "-m", "kcheck.audit.child", "--task", os.path.abspath(task_path),
-            "--candidate", os.path.abspath(cand), "--tier", "C" if tier == "C" else tier,
+            "--candidate", _absolute(cand), "--tier", tier,
             "--device", opts.device, "--result", result_path]
     env = dict(os.environ)
     env["PYTHONPATH"] = _PY + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -143,7 +168,7 @@ def audit(pairs, opts, on_candidate=None):
             on_candidate(trec, None)
 
         def one(cand, tier=tier, name=name, contract_path=contract_path, reason=reason):
-            folder = os.path.join(opts.out, name, os.path.splitext(os.path.basename(cand))[0])
+            folder = os.path.join(opts.out, name, candidate_name(cand))
             rec = {"type": "audit_candidate", "schema": SCHEMA, "task": task_path,
                    "candidate": cand, "tier": tier}
             if tier == "unjudged":

@@ -1,6 +1,7 @@
 """kcheck audit on the CPU corpus (test/audit): every planted bug caught
 by the gate its manifest names, every correct candidate clean, the
-composition task unjudged, the candidate that raises an error; the
+composition task unjudged, the candidate that raises an error, the one
+whose weights cannot be aligned partial; the
 audit.jsonl schema and the exit statuses.
 
 The binding judges CPU tensors here (the audit's --device cpu sets
@@ -60,7 +61,8 @@ def test_every_planted_bug_caught_by_its_gate_every_correct_candidate_clean(corp
     wrong = []
     for m in want:
         r = got[m["candidate"]]
-        if r["verdict"] != m["verdict"] or (m.get("gate") and m["gate"] not in r["failed"]):
+        if r["verdict"] != m["verdict"] or (m.get("gate") and m["gate"] not in r["failed"]) or \
+                (m.get("weights") and m["weights"] != r["weights"]):
             wrong.append((m["candidate"], m, r["verdict"], r["failed"], r.get("error")))
     assert not wrong, wrong
     # each planted bug passes KernelBench's allclose at the task's inputs:

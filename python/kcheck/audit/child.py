@@ -89,18 +89,15 @@ def run(args):
         with _plain():
             ref_model = task.build(args.device).eval()
             model = cand.build(task, args.device).eval()
-            res["weights"] = tk.align(ref_model, model)
+            res["weights"], names = tk.align(ref_model, model)
     except Exception as e:
         res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
                         "line": _error_line(args.candidate)}
         return res
-    # aligned parameters become the wrapper's arguments (generated inputs
-    # reach them); otherwise the candidate keeps its own as constants
-    params = {}
-    if res["weights"] == "aligned":
-        params = dict(model.named_parameters())
-        params.update(dict(model.named_buffers()))
-    params = {k: v.detach() for k, v in params.items()}
+    # aligned parameters become the wrapper's arguments, under the
+    # reference's names the contract uses (generated inputs reach them);
+    # otherwise the candidate keeps its own as constants
+    params = {k: v for k, v in tk.tensors(model).items() if k in names}
     wrap = None
     allclose, exact, changed = [], [], set()
     for seed in tk.INPUT_SEEDS:
@@ -111,7 +108,7 @@ def run(args):
             if isinstance(ref, (tuple, list)):
                 ref = ref[0]
         if wrap is None:
-            wrap = Wrapper(model, inputs, list(params))
+            wrap = Wrapper(model, inputs, names)
         watched = {"input %d" % i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
         watched.update({"parameter %s" % k: v for k, v in params.items()})
         with _plain():

@@ -109,21 +109,45 @@ class Candidate:
             return None
 
 
+def tensors(model):
+    out = dict(model.named_parameters())
+    out.update(dict(model.named_buffers()))
+    return {k: v.detach() for k, v in out.items()}
+
+
+def _equal_bits(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and \
+        bool((a.reshape(-1).view(torch_int(a)) == b.reshape(-1).view(torch_int(b))).all())
+
+
+def torch_int(t):
+    import torch
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+
+
 def align(reference, candidate):
-    """Loads the reference's parameters and buffers into the candidate
-    where names and shapes agree: 'aligned' (every one of the candidate's
-    found), 'none' (the candidate has none) or 'constants' (they differ:
-    the candidate keeps its own, and generated inputs reach only the
-    forward's inputs)."""
-    ref, cand = reference.state_dict(), candidate.state_dict()
+    """(how, names): the candidate's parameters and buffers matched to the
+    reference's, names being {candidate name: reference name}. 'name': by
+    name and shape, the reference's values loaded into the candidate;
+    'value': by bitwise-equal values after the seeded construction (a
+    candidate that names its weights its own way), each matched once;
+    'none': the candidate has none; 'constants': neither, so the candidate
+    keeps its own and generated inputs reach only the forward's inputs."""
+    ref, cand = tensors(reference), tensors(candidate)
     if not cand:
-        return "none"
-    same = all(k in ref and tuple(ref[k].shape) == tuple(v.shape) and ref[k].dtype == v.dtype
-               for k, v in cand.items())
-    if not same:
-        return "constants"
-    candidate.load_state_dict({k: ref[k] for k in cand}, strict=False)
-    return "aligned"
+        return "none", {}
+    if all(k in ref and ref[k].shape == v.shape and ref[k].dtype == v.dtype for k, v in cand.items()):
+        candidate.load_state_dict({k: v for k, v in reference.state_dict().items() if k in cand},
+                                  strict=False)
+        return "name", {k: k for k in cand}
+    names, taken = {}, set()
+    for k, v in cand.items():
+        hits = [r for r, t in ref.items() if r not in taken and _equal_bits(v, t)]
+        if len(hits) != 1:
+            return "constants", {}
+        names[k] = hits[0]
+        taken.add(hits[0])
+    return "value", names
 
 
 def to_device(values, device):

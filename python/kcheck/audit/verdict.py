@@ -29,8 +29,8 @@ def _passed_through(records):
     """Why the binding let the wrapper op pass unjudged (its summary)."""
     for r in records:
         if r.get("type") == "torch_summary":
-            for reason, o in (r.get("passed_through_by_op") or {}).items():
-                if WRAPPER_OP in (o if isinstance(o, dict) else {}):
+            for reason, per_op in (r.get("passed_through_ops") or {}).items():
+                if WRAPPER_OP in per_op:
                     return reason
     return None
 
@@ -85,8 +85,11 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
         return "unjudged", fields
     if tier == "A":
         if not gates:
-            fields["reason"] = "the binding did not judge the wrapper op: %s" % (
-                _passed_through(records) or "no op_check record")
+            why = _passed_through(records) or "no op_check record"
+            if result.get("weights") == "constants":
+                why = ("the candidate's parameters match the reference's neither by name nor by "
+                       "value, and judging with its weights as constants is not built (%s)" % why)
+            fields["reason"] = "the binding did not judge the wrapper op: %s" % why
             return "partial", fields
         undecided = sorted(g for g, e in gates.items() if e.get("status") in _UNDECIDED)
         if undecided:

@@ -6,7 +6,7 @@ would see nothing of the candidate.
 
 Its arguments are the task's tensor inputs (in0, in1, ...) and, when the
 reference's parameters were aligned into the candidate, those parameters
-(p_<name>), passed through torch.func.functional_call so that generated
+(p_<the reference's name>), passed through torch.func.functional_call so that generated
 inputs reach the weights too. Non-tensor inputs stay constants."""
 import torch
 
@@ -23,21 +23,23 @@ def param_name(name):
     return "p_" + name.replace(".", "_")
 
 
-def signature(inputs, param_names):
-    """(wrapper argument names, tensor input positions)."""
+def signature(inputs, ref_names):
+    """(wrapper argument names, tensor input positions); ref_names: the
+    reference's names of the aligned parameters."""
     positions = [i for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)]
-    return [input_name(i) for i in positions] + [param_name(n) for n in param_names], positions
+    return [input_name(i) for i in positions] + [param_name(n) for n in ref_names], positions
 
 
 class Wrapper:
     """Defines the op once per process; call(inputs) runs the candidate
     through it."""
 
-    def __init__(self, model, inputs, param_names):
+    def __init__(self, model, inputs, names):
+        """names: {candidate's parameter name: reference's name}."""
         self.model = model
         self.inputs = list(inputs)
-        self.param_names = list(param_names)
-        self.names, self.positions = signature(self.inputs, self.param_names)
+        self.param_names = list(names)
+        self.names, self.positions = signature(self.inputs, [names[k] for k in self.param_names])
         self.lib = torch.library.Library(NAMESPACE, "DEF")
         self.lib.define("%s(%s) -> Tensor" % (OP, ", ".join("Tensor " + n for n in self.names)))
         for key in ("CPU", "CUDA"):

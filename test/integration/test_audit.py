@@ -62,7 +62,8 @@ def test_every_planted_bug_caught_by_its_gate_every_correct_candidate_clean(corp
     for m in want:
         r = got[m["candidate"]]
         if r["verdict"] != m["verdict"] or (m.get("gate") and m["gate"] not in r["failed"]) or \
-                (m.get("weights") and m["weights"] != r["weights"]):
+                (m.get("weights") and m["weights"] != r["weights"]) or \
+                (m.get("stage") and m["stage"] != (r.get("error") or {}).get("stage")):
             wrong.append((m["candidate"], m, r["verdict"], r["failed"], r.get("error")))
     assert not wrong, wrong
     # each planted bug passes KernelBench's allclose at the task's inputs:

@@ -83,7 +83,7 @@ def test_corpus_covers_the_tiers_and_families(corpus):
     assert "aten::rsqrt.default" in tasks["rms_norm"]["reason"]
     tier_a = {n: t["contract"]["op"] for n, t in tasks.items() if t["tier"] == "A"}
     assert {"relu", "softmax", "log_softmax", "matmul", "layer_norm", "sum", "mean",
-            "nll_loss", "linear"} <= set(tier_a)
+            "nll_loss", "linear", "gemm_relu"} <= set(tier_a)
     # the contract is the reference's own op, with its parameters as arguments
     ln = tasks["layer_norm"]["contract"]
     assert ln["torch_op"] == "kcheck_audit::candidate" and ln["op"] == "layer_norm"
@@ -95,6 +95,8 @@ def test_corpus_covers_the_tiers_and_families(corpus):
     lin = tasks["linear"]["contract"]
     assert (lin["op"], lin["args"], lin["attrs"]) == (
         "matmul", {"a": "in0", "b": "p_linear_weight", "bias": "p_linear_bias"}, {"transpose_b": True})
+    # and a relu after it, the matmul's epilogue
+    assert tasks["gemm_relu"]["contract"]["attrs"] == {"transpose_b": True, "activation": "relu"}
 
 
 def test_generated_contracts_pass_lint(corpus):
@@ -184,4 +186,4 @@ def test_tiers_of_the_corpus_traced_without_kcheck():
                 y = contract_yaml(tr.contract)
                 assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
     assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
-    assert sum(1 for t in tiers.values() if t == "A") == 11, tiers
+    assert sum(1 for t in tiers.values() if t == "A") == 12, tiers

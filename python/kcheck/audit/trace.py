@@ -112,6 +112,27 @@ def _fold(op, oname, v, t, tname, attrs):
     return None
 
 
+# Activations fused into a matmul's epilogue (the oracle's `activation`
+# attr): only those exact in any float format, so that the reference's
+# rounding of the matmul's result before the activation cannot differ
+# from the epilogue's single rounding (relu(round(z)) == round(relu(z))).
+# gelu, silu and the others would need that intermediate rounding in the
+# bound: not in this slice.
+EPILOGUES = {"relu": "relu"}
+
+
+def _epilogue(head, act):
+    """The activation `act` applies to `head`'s result, when head is a
+    matmul and act one of EPILOGUES reading exactly that result; else None."""
+    if head.plan is None or head.plan.op != "matmul" or act.args is None:
+        return None
+    name = EPILOGUES.get(act.name.split("::", 1)[-1].split(".")[0].rstrip("_"))
+    x = act.args.get("self")
+    if name is None or not isinstance(x, torch.Tensor):
+        return None
+    return name if _same_tensor(x, head.plan.out(head.result)) else None
+
+
 def _same_elements(a, b):
     """The same elements in the same order (a reshape of a contiguous
     result, as nll_loss's judged output is of its 0-dim loss)."""
@@ -159,10 +180,14 @@ class Trace:
         if self.calls and all(b in EXACT_OPS or b.rstrip("_") in EXACT_OPS for b in bases):
             self.tier, self.family = "C", "exact"
             return
-        if len(self.calls) != 1:
+        c, final, epilogue = self.calls[0] if self.calls else None, None, None
+        if len(self.calls) == 2:
+            epilogue = _epilogue(self.calls[0], self.calls[1])
+            final = self.calls[1].result if epilogue else None
+        if len(self.calls) != 1 and not epilogue:
             self.reason = "composition, ops: %s" % (", ".join(self.ops) or "none")
             return
-        c = self.calls[0]
+        final = c.result if final is None else final
         if c.plan is None:
             self.reason = "%s: %s" % (c.name, c.skip or "not covered by the binding's op table")
             return
@@ -186,7 +211,9 @@ class Trace:
                 self.provenance[hit[0][0]] = hit[0][1]
             else:
                 args[oname] = repr(float(v))
-        if not _same_elements(c.plan.out(c.result), output):
+        if epilogue:
+            attrs["activation"] = epilogue
+        if not _same_elements(final if epilogue else c.plan.out(c.result), output):
             self.reason = "composition, ops: %s (the model's output is not its result)" % c.name
             return
         spec, why = _profile_spec(c.plan, c.result)

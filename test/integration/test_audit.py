@@ -66,6 +66,12 @@ def test_every_planted_bug_caught_by_its_gate_every_correct_candidate_clean(corp
                 (m.get("stage") and m["stage"] != (r.get("error") or {}).get("stage")):
             wrong.append((m["candidate"], m, r["verdict"], r["failed"], r.get("error")))
     assert not wrong, wrong
+    # tier C's bitwise check on the task's inputs and on the specials generator
+    for m in want:
+        if m.get("exposed_by"):
+            ev = [e for e in got[m["candidate"]]["evidence"] if e["gate"] == m["gate"]]
+            how = ev[0]["exposed_by"]
+            assert (how.get("generator") or how["inputs"]) == m["exposed_by"], (m, ev)
     # each planted bug passes KernelBench's allclose at the task's inputs:
     # the audit finds what that check does not
     for m in want:

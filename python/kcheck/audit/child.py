@@ -18,6 +18,8 @@ import traceback
 # KernelBench's correctness check (its first versions): allclose at
 # atol = rtol = 1e-2; computed for comparison only, never a verdict.
 KB_ATOL = KB_RTOL = 1e-2
+# The seed of tier C's specials inputs (input k: SPECIALS_SEED + k).
+SPECIALS_SEED = 17
 
 
 def _plain():
@@ -41,8 +43,9 @@ def _bitwise_equal(a, b):
     if n == 0:
         return True, None
     idx = [int(i) for i in diff.nonzero()[0]]
-    return False, {"elements_differing": n, "index": idx, "candidate": float(b[tuple(idx)]),
-                   "reference": float(a[tuple(idx)])}
+    # repr: a NaN or Inf stays readable JSON
+    return False, {"elements_differing": n, "index": idx, "candidate": repr(float(b[tuple(idx)])),
+                   "reference": repr(float(a[tuple(idx)]))}
 
 
 def _allclose(ref, out):
@@ -128,12 +131,55 @@ def run(args):
             allclose.append(_allclose(ref, out))
             if args.tier == "C":
                 ok, ev = _bitwise_equal(ref, out)
-                exact.append({"seed": seed, "equal": ok, "evidence": ev})
+                exact.append({"equal": ok, "evidence": ev,
+                              "exposed_by": {"inputs": "task", "seed": seed}})
     res["allclose"] = all(allclose)
     res["immutability"] = sorted(changed)
     if args.tier == "C":
-        res["exact"] = exact
+        try:
+            exact.append(_exact_on_specials(task, ref_model, wrap, params, args.device))
+        except Exception as e:
+            res["error"] = {"stage": "run", "inputs": "specials",
+                            "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
+                            "line": _error_line(args.candidate)}
+            return res
+        res["exact"] = [e for e in exact if e is not None]
     return res
+
+
+def _exact_on_specials(task, ref_model, wrap, params, device):
+    """Tier C on the nonfinite gate's generator (kcheck_generate
+    "specials": NaN, Inf, signed zeros, subnormals, extremes at the task's
+    shapes): a selection or copy of values keeps each bit (a NaN may be
+    any NaN), so e.g. a copy that turns NaN into 0 or -0 into +0 differs.
+    None where no libkcheck with the generator is loaded."""
+    import torch
+    from kcheck import _api
+    from kcheck.audit import task as tk
+    from kcheck.torch import trials
+    lib = _api.api()
+    if lib is None:
+        return None
+    with _plain():
+        inputs = tk.to_device(task.inputs(tk.INPUT_SEEDS[0]), device)
+        cmds, k = [], 0
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+                seed = SPECIALS_SEED + k
+                inputs[i] = trials.generate(lib, "specials", "none", x, trials.role(k), seed)
+                cmds.append(trials.regen_command("specials", "none", seed, x, trials.role(k)))
+            if isinstance(x, torch.Tensor):
+                k += 1
+        with torch.no_grad():
+            ref = ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        if isinstance(ref, (tuple, list)):
+            ref = ref[0]
+    with torch.no_grad():
+        out = wrap.call(inputs, params)
+    with _plain():
+        ok, ev = _bitwise_equal(ref, out.detach())
+    how = {"inputs": "generated", "generator": "specials", "seed": SPECIALS_SEED}
+    return {"equal": ok, "evidence": ev, "exposed_by": how, "regenerate": cmds}
 
 
 def main(argv=None):

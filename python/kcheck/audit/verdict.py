@@ -68,8 +68,9 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
     for e in result.get("exact") or []:
         if not e["equal"]:
             evidence.append({"gate": "exact", "line": line, "worst": e["evidence"],
-                             "exposed_by": {"inputs": "task", "seed": e["seed"]},
-                             "message": "not bitwise equal to the reference: %s" % (e["evidence"],)})
+                             "exposed_by": e["exposed_by"], "regenerate": e.get("regenerate"),
+                             "message": "not bitwise equal to the reference (%s inputs): %s" % (
+                                 e["exposed_by"].get("generator") or "the task's", e["evidence"])})
     if result.get("exact") is not None:
         gates["exact"] = {"status": "fail" if any(not e["equal"] for e in result["exact"])
                           else "bitwise"}

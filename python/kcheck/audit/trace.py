@@ -147,6 +147,8 @@ def _profile_spec(plan, result):
     """The profile the binding would give the reference's op (its
     KcheckMode._profile and profiles.profile), or (None, reason)."""
     from kcheck.torch.mode import KcheckMode
+    # the mode's own rule (dtypes, scalar operands, PyTorch's settings),
+    # which reads nothing of the mode's state: no mode is installed here
     reason, settings, in_fmt = KcheckMode._profile(None, plan)
     if reason is not None:
         return None, reason

@@ -135,6 +135,13 @@ def run(args):
                               "exposed_by": {"inputs": "task", "seed": seed}})
     res["allclose"] = all(allclose)
     res["immutability"] = sorted(changed)
+    try:
+        res["run_to_run"] = _run_to_run(task, ref_model, wrap, params, args.device)
+    except Exception as e:
+        res["error"] = {"stage": "run", "inputs": "run to run",
+                        "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
+                        "line": _error_line(args.candidate)}
+        return res
     if args.tier == "C":
         try:
             exact.append(_exact_on_specials(task, ref_model, wrap, params, args.device))
@@ -145,6 +152,45 @@ def run(args):
             return res
         res["exact"] = [e for e in exact if e is not None]
     return res
+
+
+# Calls on the same inputs whose results must be bit for bit the same.
+RUN_TO_RUN_CALLS = 3
+
+
+def _run_to_run(task, ref_model, wrap, params, device):
+    """The candidate called RUN_TO_RUN_CALLS times on copies of the first
+    seed's inputs: the results must be bitwise equal, unless the
+    reference's own results differ run to run (then not applicable). A
+    result that changes with nothing changed is a race, an unordered
+    reduction or state kept between calls; the oracle may accept each one."""
+    import torch
+    from kcheck.audit import task as tk
+
+    def copies():
+        with _plain():
+            xs = tk.to_device(task.inputs(tk.INPUT_SEEDS[0]), device)
+        return xs
+
+    def first(r):
+        return (r[0] if isinstance(r, (tuple, list)) else r).detach()
+    with _plain(), torch.no_grad():
+        refs = [first(ref_model(*copies())) for _ in range(2)]
+        ok, _ = _bitwise_equal(refs[0], refs[1])
+    if not ok:
+        return {"status": "not_applicable", "reason": "the reference's own results differ run to run"}
+    outs = []
+    for _ in range(RUN_TO_RUN_CALLS):
+        xs = copies()
+        with torch.no_grad():
+            outs.append(first(wrap.call(xs, params)))
+    with _plain():
+        for k in range(1, len(outs)):
+            ok, ev = _bitwise_equal(outs[0], outs[k])
+            if not ok:
+                return {"status": "fail", "calls": RUN_TO_RUN_CALLS, "call": k, "evidence": ev,
+                        "seed": tk.INPUT_SEEDS[0]}
+    return {"status": "pass", "calls": RUN_TO_RUN_CALLS}
 
 
 def _exact_on_specials(task, ref_model, wrap, params, device):

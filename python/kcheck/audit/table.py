@@ -3,7 +3,7 @@ unjudged), per candidate one line: verdict, KernelBench's allclose, the
 failed gates and the worst evidence with the candidate's line."""
 import os
 
-_COLS = "  %-24s %-9s %-9s %-24s %s"
+_COLS = "  %-28s %-9s %-9s %-24s %s"
 
 
 def _short(s, n):
@@ -39,7 +39,7 @@ def worst(c):
 
 def candidate_line(c):
     ac = {True: "pass", False: "FAIL", None: "-"}[c.get("allclose")]
-    return _COLS % (_short(os.path.basename(c["candidate"]), 24), c["verdict"], ac,
+    return _COLS % (_short(os.path.basename(c["candidate"]), 28), c["verdict"], ac,
                     _short(", ".join(c.get("failed") or []) or "-", 24), worst(c))
 
 

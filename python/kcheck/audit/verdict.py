@@ -71,6 +71,14 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
                              "exposed_by": e["exposed_by"], "regenerate": e.get("regenerate"),
                              "message": "not bitwise equal to the reference (%s inputs): %s" % (
                                  e["exposed_by"].get("generator") or "the task's", e["evidence"])})
+    rtr = result.get("run_to_run")
+    if rtr:
+        gates["run_to_run"] = rtr
+        if rtr["status"] == "fail":
+            evidence.append({"gate": "run_to_run", "line": line, "worst": rtr["evidence"],
+                             "exposed_by": {"inputs": "task", "seed": rtr["seed"], "call": rtr["call"]},
+                             "message": "call %d on the same inputs differs from call 0: %s" % (
+                                 rtr["call"], rtr["evidence"])})
     if result.get("exact") is not None:
         gates["exact"] = {"status": "fail" if any(not e["equal"] for e in result["exact"])
                           else "bitwise"}

@@ -59,7 +59,8 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
     if result.get("error"):
         fields["error"] = result["error"]
         return "error", fields
-    gates = _gates(records)
+    judged = _gates(records)  # the binding's, on the wrapper op
+    gates = dict(judged)
     evidence = [_evidence(v, line) for v in records
                 if v.get("type") == "violation" and v.get("op") == WRAPPER_OP]
     for name in result.get("immutability") or []:
@@ -93,7 +94,7 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
         fields["reason"] = "unjudged: %s" % reason
         return "unjudged", fields
     if tier == "A":
-        if not gates:
+        if not judged:
             why = _passed_through(records) or "no op_check record"
             if result.get("weights") == "constants":
                 why = ("the candidate's parameters match the reference's neither by name nor by "

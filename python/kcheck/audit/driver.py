@@ -147,50 +147,58 @@ def run_candidate(opts, task_path, tier, contract_path, cand, folder):
     return result, records, timed_out, rc, time.monotonic() - t0
 
 
-def audit(pairs, opts, on_candidate=None):
-    """Runs every candidate of every task; returns the records in
-    audit.jsonl order (each task, its candidates, then the summary)."""
-    os.makedirs(opts.out, exist_ok=True)
-    out = []
-    for task_path, cands in pairs:
-        name = task_name(task_path)
-        trec, tier, reason = trace_task(task_path, opts.device)
-        contract_path = None
-        if trec.get("contract"):
-            from kcheck.audit.trace import contract_yaml
-            contract_path = os.path.abspath(os.path.join(opts.out, name, "contract.yaml"))
-            os.makedirs(os.path.dirname(contract_path), exist_ok=True)
-            with open(contract_path, "w") as f:
-                f.write(contract_yaml(trec["contract"]))
-            trec["contract_file"] = contract_path
-        out.append(trec)
-        if on_candidate:
-            on_candidate(trec, None)
+def prepare_task(task_path, opts):
+    """The task traced and its contract written to OUT/<task>/contract.yaml:
+    (audit_task record, tier, reason)."""
+    trec, tier, reason = trace_task(task_path, opts.device)
+    if trec.get("contract"):
+        from kcheck.audit.trace import contract_yaml
+        path = os.path.abspath(os.path.join(opts.out, task_name(task_path), "contract.yaml"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(contract_yaml(trec["contract"]))
+        trec["contract_file"] = path
+    return trec, tier, reason
 
-        def one(cand, tier=tier, name=name, contract_path=contract_path, reason=reason):
-            folder = os.path.join(opts.out, name, candidate_name(cand))
-            rec = {"type": "audit_candidate", "schema": SCHEMA, "task": task_path,
-                   "candidate": cand, "tier": tier}
-            if tier == "unjudged":
-                rec.update(verdict="unjudged", reason=reason, failed=[], allclose=None)
-                return rec
-            result, records, timed_out, rc, secs = run_candidate(
-                opts, task_path, tier, contract_path, cand, folder)
-            verdict, fields = vd.judge(tier, result, records, reason, timed_out, rc)
-            rec.update(fields)
-            rec["verdict"] = verdict
-            rec["cost_s"] = {"audit": round(secs, 2)}
-            rec["reports"] = sorted(glob.glob(os.path.join(folder, "kc.*.jsonl")))
-            return rec
-        if opts.jobs > 1:
-            with ThreadPoolExecutor(opts.jobs) as pool:
-                recs = list(pool.map(one, cands))
-        else:
-            recs = [one(c) for c in cands]
-        for rec in recs:
-            out.append(rec)
+
+def judge_candidate(opts, trec, tier, reason, cand):
+    """One candidate's audit_candidate record (its process run here)."""
+    task_path = trec["task"]
+    folder = os.path.join(opts.out, task_name(task_path), candidate_name(cand))
+    rec = {"type": "audit_candidate", "schema": SCHEMA, "task": task_path, "candidate": cand,
+           "tier": tier}
+    if tier == "unjudged":
+        rec.update(verdict="unjudged", reason=reason, failed=[], allclose=None)
+        return rec
+    result, records, timed_out, rc, secs = run_candidate(
+        opts, task_path, tier, trec.get("contract_file"), cand, folder)
+    verdict, fields = vd.judge(tier, result, records, reason, timed_out, rc)
+    rec.update(fields)
+    rec["verdict"] = verdict
+    rec["cost_s"] = {"audit": round(secs, 2)}
+    rec["reports"] = sorted(glob.glob(os.path.join(folder, "kc.*.jsonl")))
+    return rec
+
+
+def audit(pairs, opts, on_candidate=None):
+    """Runs every candidate of every task, --jobs at a time across tasks;
+    returns the records in audit.jsonl order (each task, its candidates,
+    then the summary). on_candidate(task, None) and (task, candidate) are
+    called in that order as results come in."""
+    os.makedirs(opts.out, exist_ok=True)
+    tasks = [(prepare_task(t, opts), cands) for t, cands in pairs]
+    out = []
+    with ThreadPoolExecutor(opts.jobs) as pool:
+        futures = [[pool.submit(judge_candidate, opts, trec, tier, reason, c) for c in cands]
+                   for (trec, tier, reason), cands in tasks]
+        for ((trec, _, _), _), fs in zip(tasks, futures):
+            out.append(trec)
             if on_candidate:
-                on_candidate(trec, rec)
+                on_candidate(trec, None)
+            for f in fs:
+                out.append(f.result())
+                if on_candidate:
+                    on_candidate(trec, out[-1])
     out.append(summary(out))
     with open(os.path.join(opts.out, "audit.jsonl"), "w") as f:
         for r in out:

@@ -176,6 +176,17 @@ def test_function_candidate(tmp_path):
     assert p.returncode == 1
 
 
+def test_timeout_ends_the_candidate_only(tmp_path):
+    f = tmp_path / "slow.py"
+    f.write_text("import time\n\n\ndef hangs(x):\n    time.sleep(600)\n")
+    relu = os.path.join(CORPUS, "relu")
+    p, recs = audit(tmp_path / "out", os.path.join(relu, "reference.py"), "%s:hangs" % f,
+                    extra=["--timeout", "20"])
+    (r,) = [r for r in recs if r["type"] == "audit_candidate"]
+    assert r["verdict"] == "error" and r["error"]["stage"] == "timeout", r
+    assert p.returncode == 1 and "error" in p.stdout
+
+
 def test_tiers_of_the_corpus_traced_without_kcheck():
     """The tracer alone, in this process: the tier and contract of each
     reference (no run under kcheck)."""

@@ -16,7 +16,7 @@
                                                         PyTorch reference (docs/audit.md)
 
 exit status of audit: 1 (--error-exitcode N) when a candidate is broken or
-  error, 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
+  error (or partial, with --strict), 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
   usage error, 0 otherwise.
 
 exit status of run and report: the program's own when it failed, else
@@ -462,7 +462,10 @@ def cmd_audit(args):
     records = driver.audit(pairs, opts, show)
     print(table.summary_line(records[-1]))
     print("kcheck: audit: %s" % os.path.join(args.output, "audit.jsonl"))
-    return driver.exit_status(records, args.error_exitcode, args.allow_unchecked)
+    if args.junit:
+        from kcheck.audit.junit import junit
+        _write(args.junit, junit(records))
+    return driver.exit_status(records, args.error_exitcode, args.allow_unchecked, args.strict)
 
 
 def _audit_device():
@@ -570,6 +573,9 @@ def main(argv=None):
                     help="exit status when a candidate is broken or error (1)")
     au.add_argument("--allow-unchecked", action="store_true",
                     help="exit 0 when every candidate is unjudged (else 5)")
+    au.add_argument("--strict", action="store_true",
+                    help="a partial candidate counts as a failure (exit status 1 or N)")
+    au.add_argument("--junit", metavar="FILE", help="write JUnit XML: a testcase per candidate")
     args = p.parse_args(argv)
     verbs = {"audit": cmd_audit, "run": cmd_run, "options": cmd_options, "gates": cmd_gates, "report": cmd_report,
              "repro": cmd_repro, "suppressions": cmd_suppressions, "contract": cmd_contract, "gen": cmd_gen}

@@ -147,8 +147,9 @@ def test_jsonl_schema_table_and_exit_status(corpus):
 def test_exit_status_clean_unjudged_and_usage(tmp_path):
     relu = os.path.join(CORPUS, "relu")
     p, recs = audit(tmp_path / "a", os.path.join(relu, "reference.py"),
-                    os.path.join(relu, "correct.py"))
+                    os.path.join(relu, "correct.py"), extra=["--junit", str(tmp_path / "j.xml")])
     assert p.returncode == 0, p.stdout + p.stderr[-2000:]
+    assert '<testcase name="correct.py"' in (tmp_path / "j.xml").read_text()
     assert [r["verdict"] for r in recs if r["type"] == "audit_candidate"] == ["clean"]
     rms = os.path.join(CORPUS, "rms_norm")
     p, recs = audit(tmp_path / "b", os.path.join(rms, "reference.py"),
@@ -204,3 +205,23 @@ def test_tiers_of_the_corpus_traced_without_kcheck():
                 assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
     assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
     assert sum(1 for t in tiers.values() if t == "A") == 12, tiers
+
+
+def test_junit_and_strict(corpus):
+    import xml.etree.ElementTree as ET
+    from kcheck.audit.driver import exit_status
+    from kcheck.audit.junit import junit
+    _, recs = corpus
+    cands = [r for r in recs if r["type"] == "audit_candidate"]
+    root = ET.fromstring(junit(recs))
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(cands)
+    n = {v: sum(1 for r in cands if r["verdict"] == v) for v in ("broken", "error")}
+    assert sum(int(s.get("failures")) for s in root) == n["broken"]
+    assert sum(int(s.get("errors")) for s in root) == n["error"]
+    assert any(f.get("type") == "shapes" for f in root.iter("failure"))
+    # partial is 0, or a failure with --strict
+    ln = [r for r in recs if r["type"] == "audit_task" or
+          r.get("candidate", "").endswith(("layer_norm/correct.py", "unaligned_parameters.py"))]
+    assert sorted(r["verdict"] for r in ln if r["type"] == "audit_candidate") == ["clean", "partial"]
+    assert exit_status(ln) == 0 and exit_status(ln, strict=True) == 1

@@ -223,11 +223,12 @@ def summary(records):
                                         if r["verdict"] == "broken" and r.get("allclose"))}
 
 
-def exit_status(records, error_exitcode=1, allow_unchecked=False):
-    """docs/audit.md: 1 (or N) when a candidate is broken or error, 5
-    when every candidate is unjudged, else 0."""
+def exit_status(records, error_exitcode=1, allow_unchecked=False, strict=False):
+    """docs/audit.md: 1 (or N) when a candidate is broken or error (or
+    partial, strict), 5 when every candidate is unjudged, else 0."""
     cands = [r for r in records if r["type"] == "audit_candidate"]
-    if any(r["verdict"] in ("broken", "error") for r in cands):
+    bad = ("broken", "error", "partial") if strict else ("broken", "error")
+    if any(r["verdict"] in bad for r in cands):
         return error_exitcode
     if not allow_unchecked and (not cands or all(r["verdict"] == "unjudged" for r in cands)):
         return 5

@@ -15,17 +15,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kcheck.audit import wrapper
 from kcheck.torch import ops, profiles
 
-# Ops whose result is a selection or a copy of their inputs' values:
-# unique, so bitwise equality is the verdict (tier C exact). Comparisons
-# and argmax give unique results too; max pooling selects.
+# Ops whose result is a selection or a copy of their inputs' values (or a
+# comparison, or a correctly rounded conversion): unique, so bitwise
+# equality is the verdict (tier C exact). Not argmax, argmin, sort and
+# topk: their indices are not unique where values tie (docs/audit.md:
+# "argmax without ties"), and the trace cannot tell which output is read.
 EXACT_OPS = frozenset((
     "cat", "stack", "gather", "index_select", "index", "take", "clone", "copy_", "copy",
     "where", "flip", "roll", "masked_select", "max_pool1d", "max_pool2d",
     "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "repeat",
     "scatter", "slice_scatter", "select_scatter", "tril", "triu", "eq", "ne", "lt", "le", "gt",
-    "ge", "argmax", "argmin", "max", "min", "amax", "amin", "sort", "topk", "_to_copy",
-    "narrow_copy", "diagonal_copy", "permute_copy", "transpose_copy", "empty_like", "empty",
-    "zeros_like", "zeros", "ones_like", "full_like",
+    "ge", "amax", "amin", "maximum", "minimum", "_to_copy", "narrow_copy", "diagonal_copy",
+    "permute_copy", "transpose_copy", "empty_like", "empty", "zeros_like", "zeros",
+    "ones_like", "full_like",
 ))
 
 # Ops that create or alias a tensor without computing a value: folded.

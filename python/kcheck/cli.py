@@ -12,6 +12,12 @@
   kcheck suppressions [NAME]                            path of a shipped suppressions list
   kcheck contract lint FILE|DIR...                      validate contract files
   kcheck gen -g GEN -s SEED -f FMT --shape R,C [...]     regenerate a violation's inputs
+  kcheck audit TASK.py CAND.py... | DIR... [-o OUT]     judge generated kernels against their
+                                                        PyTorch reference (docs/audit.md)
+
+exit status of audit: 1 (--error-exitcode N) when a candidate is broken or
+  error (or partial, with --strict), 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
+  usage error, 0 otherwise.
 
 exit status of run and report: the program's own when it failed, else
   N (--error-exitcode N) or 1 (report) when violations were found,
@@ -436,6 +442,42 @@ def cmd_suppressions(args):
     return 0
 
 
+def cmd_audit(args):
+    """kcheck audit: each candidate in its own process under kcheck run
+    --torch, judged against its task's reference (kcheck.audit)."""
+    from kcheck.audit import driver, table
+    lib = find_lib(args.lib)
+    try:
+        pairs = driver.discover(args.paths)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.jobs < 1 or args.timeout <= 0:
+        raise UsageError("--jobs and --timeout must be positive")
+    device = args.device or _audit_device()
+    opts = driver.Options(lib, os.path.abspath(args.output), device, args.timeout, args.jobs,
+                          args.option or [])
+
+    def show(task, cand):
+        print(table.task_header(task) if cand is None else table.candidate_line(cand), flush=True)
+    records = driver.audit(pairs, opts, show)
+    print(table.summary_line(records[-1]))
+    print("kcheck: audit: %s" % os.path.join(args.output, "audit.jsonl"))
+    if args.junit:
+        from kcheck.audit.junit import junit
+        _write(args.junit, junit(records))
+    return driver.exit_status(records, args.error_exitcode, args.allow_unchecked, args.strict)
+
+
+def _audit_device():
+    """cuda where a GPU is there, else cpu (the binding then judges CPU
+    tensors: torch_devices=cuda,cpu)."""
+    try:
+        import torch
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        raise UsageError("kcheck audit needs PyTorch") from None
+
+
 def version_text():
     lib = find_library(None)
     cver = None
@@ -516,8 +558,26 @@ def main(argv=None):
     g.add_argument("--role", type=int, default=0,
                    help="0: first input or matmul A; 1: second or matmul B; 2: later ones")
     g.add_argument("--raw", help="write the packed bytes to this file instead of printing")
+    au = sub.add_parser("audit", help="judge generated kernels against their PyTorch reference",
+                        parents=[lib_opt])
+    au.add_argument("paths", nargs="+", metavar="PATH",
+                    help="TASK.py CANDIDATE.py..., or DIR with <task>/reference.py beside candidates")
+    au.add_argument("-o", "--output", default="kcheck-audit", help="output folder (kcheck-audit)")
+    au.add_argument("--device", choices=("cuda", "cpu"),
+                    help="where the task runs (cuda when a GPU is there, else cpu)")
+    au.add_argument("--jobs", type=int, default=1, help="candidates run at once (1)")
+    au.add_argument("--timeout", type=float, default=600, help="seconds per candidate (600)")
+    au.add_argument("--option", action="append", metavar="KEY=VALUE",
+                    help="more KCHECK_OPTIONS for each candidate's run (repeatable)")
+    au.add_argument("--error-exitcode", type=int, default=1, metavar="N",
+                    help="exit status when a candidate is broken or error (1)")
+    au.add_argument("--allow-unchecked", action="store_true",
+                    help="exit 0 when every candidate is unjudged (else 5)")
+    au.add_argument("--strict", action="store_true",
+                    help="a partial candidate counts as a failure (exit status 1 or N)")
+    au.add_argument("--junit", metavar="FILE", help="write JUnit XML: a testcase per candidate")
     args = p.parse_args(argv)
-    verbs = {"run": cmd_run, "options": cmd_options, "gates": cmd_gates, "report": cmd_report,
+    verbs = {"audit": cmd_audit, "run": cmd_run, "options": cmd_options, "gates": cmd_gates, "report": cmd_report,
              "repro": cmd_repro, "suppressions": cmd_suppressions, "contract": cmd_contract, "gen": cmd_gen}
     try:
         return verbs[args.verb](args)

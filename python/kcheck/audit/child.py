@@ -1,0 +1,246 @@
+"""One candidate, run in its own process under `kcheck run --torch`.
+
+The binding judges the wrapper op from the contract the driver generated
+(tier A). Beside it this process computes what needs no contract: the
+reference's output at the task's inputs (with the binding's mode off, so
+that only the candidate is judged), KernelBench's allclose, bitwise
+equality for the exact tier and, where no contract covers the wrapper op,
+the inputs' and parameters' bytes before and after (immutability).
+Its findings go to --result as one JSON object.
+
+    python -m kcheck.audit.child --task T --candidate C --tier A --device cpu --result R
+"""
+import argparse
+import json
+import sys
+import traceback
+
+# KernelBench's correctness check (its first versions): allclose at
+# atol = rtol = 1e-2; computed for comparison only, never a verdict.
+KB_ATOL = KB_RTOL = 1e-2
+# The seed of tier C's specials inputs (input k: SPECIALS_SEED + k).
+SPECIALS_SEED = 17
+
+
+def _plain():
+    """A context with the binding's mode (and any other) off."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    return _disable_current_modes()
+
+
+def _bitwise_equal(a, b):
+    """Bit for bit, any NaN matching any NaN (docs/audit.md, tier C)."""
+    import torch
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False, {"reference": "%s %s" % (tuple(a.shape), a.dtype),
+                       "candidate": "%s %s" % (tuple(b.shape), b.dtype)}
+    if not a.is_floating_point():
+        diff = a != b
+    else:
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        diff = (a.contiguous().view(bits) != b.contiguous().view(bits)) & ~(a.isnan() & b.isnan())
+    n = int(diff.sum())
+    if n == 0:
+        return True, None
+    idx = [int(i) for i in diff.nonzero()[0]]
+    # repr: a NaN or Inf stays readable JSON
+    return False, {"elements_differing": n, "index": idx, "candidate": repr(float(b[tuple(idx)])),
+                   "reference": repr(float(a[tuple(idx)]))}
+
+
+def _allclose(ref, out):
+    import torch
+    return bool(ref.shape == out.shape and
+                torch.allclose(ref.double(), out.double(), atol=KB_ATOL, rtol=KB_RTOL))
+
+
+def _snapshot(tensors):
+    return {k: v.detach().clone() for k, v in tensors.items()}
+
+
+def _changed(before, after):
+    out = []
+    for k, v in before.items():
+        ok, _ = _bitwise_equal(v, after[k].detach())
+        if not ok:
+            out.append(k)
+    return out
+
+
+def _error_line(cand_path):
+    """The candidate file's innermost line in the exception's traceback."""
+    import os
+    tb = traceback.extract_tb(sys.exc_info()[2])
+    for fr in reversed(tb):
+        if os.path.abspath(fr.filename) == os.path.abspath(cand_path):
+            return "%s:%d" % (os.path.basename(fr.filename), fr.lineno)
+    return None
+
+
+def run(args):
+    import torch
+    from kcheck.audit import task as tk
+    from kcheck.audit.wrapper import Wrapper
+    res = {"allclose": None, "exact": None, "immutability": None, "error": None,
+           "weights": None, "calls": 0}
+    try:
+        task = tk.Task(args.task)
+        cand = tk.Candidate(args.candidate)
+        res["line"] = cand.forward_line()
+        # construction is not the candidate's call: the binding judges
+        # only the wrapper op (kernel-level gates still see any launch)
+        with _plain():
+            ref_model = task.build(args.device).eval()
+            model = cand.build(task, args.device).eval()
+            res["weights"], names = tk.align(ref_model, model)
+    except Exception as e:
+        res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
+                        "line": _error_line(args.candidate)}
+        return res
+    # aligned parameters become the wrapper's arguments, under the
+    # reference's names the contract uses (generated inputs reach them);
+    # otherwise the candidate keeps its own as constants
+    params = {k: v for k, v in tk.tensors(model).items() if k in names}
+    wrap = None
+    allclose, exact, changed = [], [], set()
+    for seed in tk.INPUT_SEEDS:
+        with _plain():
+            inputs = tk.to_device(task.inputs(seed), args.device)
+            with torch.no_grad():
+                ref = ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            if isinstance(ref, (tuple, list)):
+                ref = ref[0]
+        if wrap is None:
+            wrap = Wrapper(model, inputs, names)
+        watched = {"input %d" % i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
+        watched.update({"parameter %s" % k: v for k, v in params.items()})
+        with _plain():
+            before = _snapshot(watched)
+        try:
+            with torch.no_grad():
+                out = wrap.call(inputs, params)
+        except Exception as e:
+            res["error"] = {"stage": "run", "seed": seed,
+                            "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
+                            "line": _error_line(args.candidate)}
+            return res
+        res["calls"] += 1
+        with _plain():
+            out = out.detach()
+            changed.update(_changed(before, watched))
+            allclose.append(_allclose(ref, out))
+            if args.tier == "C":
+                ok, ev = _bitwise_equal(ref, out)
+                exact.append({"equal": ok, "evidence": ev,
+                              "exposed_by": {"inputs": "task", "seed": seed}})
+    res["allclose"] = all(allclose)
+    res["immutability"] = sorted(changed)
+    try:
+        res["run_to_run"] = _run_to_run(task, ref_model, wrap, params, args.device)
+    except Exception as e:
+        res["error"] = {"stage": "run", "inputs": "run to run",
+                        "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
+                        "line": _error_line(args.candidate)}
+        return res
+    if args.tier == "C":
+        try:
+            exact.append(_exact_on_specials(task, ref_model, wrap, params, args.device))
+        except Exception as e:
+            res["error"] = {"stage": "run", "inputs": "specials",
+                            "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
+                            "line": _error_line(args.candidate)}
+            return res
+        res["exact"] = [e for e in exact if e is not None]
+    return res
+
+
+# Calls on the same inputs whose results must be bit for bit the same.
+RUN_TO_RUN_CALLS = 3
+
+
+def _run_to_run(task, ref_model, wrap, params, device):
+    """The candidate called RUN_TO_RUN_CALLS times on copies of the first
+    seed's inputs: the results must be bitwise equal, unless the
+    reference's own results differ run to run (then not applicable). A
+    result that changes with nothing changed is a race, an unordered
+    reduction or state kept between calls; the oracle may accept each one."""
+    import torch
+    from kcheck.audit import task as tk
+
+    def copies():
+        with _plain():
+            xs = tk.to_device(task.inputs(tk.INPUT_SEEDS[0]), device)
+        return xs
+
+    def first(r):
+        return (r[0] if isinstance(r, (tuple, list)) else r).detach()
+    with _plain(), torch.no_grad():
+        refs = [first(ref_model(*copies())) for _ in range(2)]
+        ok, _ = _bitwise_equal(refs[0], refs[1])
+    if not ok:
+        return {"status": "not_applicable", "reason": "the reference's own results differ run to run"}
+    outs = []
+    for _ in range(RUN_TO_RUN_CALLS):
+        xs = copies()
+        with torch.no_grad():
+            outs.append(first(wrap.call(xs, params)))
+    with _plain():
+        for k in range(1, len(outs)):
+            ok, ev = _bitwise_equal(outs[0], outs[k])
+            if not ok:
+                return {"status": "fail", "calls": RUN_TO_RUN_CALLS, "call": k, "evidence": ev,
+                        "seed": tk.INPUT_SEEDS[0]}
+    return {"status": "pass", "calls": RUN_TO_RUN_CALLS}
+
+
+def _exact_on_specials(task, ref_model, wrap, params, device):
+    """Tier C on the nonfinite gate's generator (kcheck_generate
+    "specials": NaN, Inf, signed zeros, subnormals, extremes at the task's
+    shapes): a selection or copy of values keeps each bit (a NaN may be
+    any NaN), so e.g. a copy that turns NaN into 0 or -0 into +0 differs.
+    None where no libkcheck with the generator is loaded."""
+    import torch
+    from kcheck import _api
+    from kcheck.audit import task as tk
+    from kcheck.torch import trials
+    lib = _api.api()
+    if lib is None:
+        return None
+    with _plain():
+        inputs = tk.to_device(task.inputs(tk.INPUT_SEEDS[0]), device)
+        cmds, k = [], 0
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+                seed = SPECIALS_SEED + k
+                inputs[i] = trials.generate(lib, "specials", "none", x, trials.role(k), seed)
+                cmds.append(trials.regen_command("specials", "none", seed, x, trials.role(k)))
+            if isinstance(x, torch.Tensor):
+                k += 1
+        with torch.no_grad():
+            ref = ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        if isinstance(ref, (tuple, list)):
+            ref = ref[0]
+    with torch.no_grad():
+        out = wrap.call(inputs, params)
+    with _plain():
+        ok, ev = _bitwise_equal(ref, out.detach())
+    how = {"inputs": "generated", "generator": "specials", "seed": SPECIALS_SEED}
+    return {"equal": ok, "evidence": ev, "exposed_by": how, "regenerate": cmds}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m kcheck.audit.child")
+    p.add_argument("--task", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--tier", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--result", required=True)
+    args = p.parse_args(argv)
+    res = run(args)
+    with open(args.result, "w") as f:
+        json.dump(res, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

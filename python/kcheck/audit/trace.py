@@ -1,0 +1,258 @@
+"""The reference, traced: its ATen ops, views folded, and the tier it
+falls in (docs/audit.md, "How the reference becomes the contract").
+
+Tier A: after folding views, exactly one computing op, covered by the
+binding's op table (ops.entry_for -> ROWS mapper -> Plan), whose oracle
+inputs are the task's inputs or parameters themselves and whose result is
+the model's output: the contract is that op's, a torch_op contract on the
+wrapper op, with the profile PyTorch's settings imply. Tier C exact: only
+ops that move or select values, so the result is unique and the candidate
+must equal the reference bit for bit. Anything else is a composition this
+slice does not judge, said so with its ops -- never a tolerance."""
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kcheck.audit import wrapper
+from kcheck.torch import ops, profiles
+
+# Ops whose result is a selection or a copy of their inputs' values (or a
+# comparison, or a correctly rounded conversion): unique, so bitwise
+# equality is the verdict (tier C exact). Not argmax, argmin, sort and
+# topk: their indices are not unique where values tie (docs/audit.md:
+# "argmax without ties"), and the trace cannot tell which output is read.
+EXACT_OPS = frozenset((
+    "cat", "stack", "gather", "index_select", "index", "take", "clone", "copy_", "copy",
+    "where", "flip", "roll", "masked_select", "max_pool1d", "max_pool2d",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "repeat",
+    "scatter", "slice_scatter", "select_scatter", "tril", "triu", "eq", "ne", "lt", "le", "gt",
+    "ge", "amax", "amin", "maximum", "minimum", "_to_copy", "narrow_copy", "diagonal_copy",
+    "permute_copy", "transpose_copy", "empty_like", "empty", "zeros_like", "zeros",
+    "ones_like", "full_like",
+))
+
+# Ops that create or alias a tensor without computing a value: folded.
+_ALIASES = frozenset(("detach", "alias", "lift_fresh", "lift_fresh_copy", "_unsafe_view"))
+
+
+class _Call:
+    __slots__ = ("func", "name", "plan", "skip", "args", "result")
+
+    def __init__(self, func, name):
+        self.func, self.name = func, name
+        self.plan, self.skip, self.args, self.result = None, None, None, None
+
+
+class _Recorder(TorchDispatchMode):
+    """Every ATen op of the reference's forward, the computing ones with
+    the binding's plan made while their arguments are alive."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        res = func(*args, **kwargs)
+        base = func._schema.name.split("::", 1)[-1]
+        if func.is_view or base in _ALIASES:
+            return res
+        c = _Call(func, "%s.%s" % (func._schema.name, func._overloadname))
+        entry = ops.entry_for(func)
+        if entry is not None:
+            try:
+                c.args = entry.bind(args, kwargs)
+                c.plan = entry.mapper(c.args)
+            except ops.Skip as e:
+                c.skip = str(e)
+            except Exception as e:  # a mapping failure leaves the op unjudged
+                c.skip = "mapping error: %s" % type(e).__name__
+        c.result = res
+        self.calls.append(c)
+        return res
+
+
+def _same_tensor(a, b):
+    """a is b, or the same elements laid out the same way (a view that
+    moved nothing)."""
+    if a is b:
+        return True
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    return (a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride() and
+            a.device == b.device and a.numel() > 0 and
+            a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and
+            a.storage_offset() == b.storage_offset())
+
+
+def _transposed(v, t):
+    """v is t with its last two dims swapped (Linear's weight.t())."""
+    return isinstance(t, torch.Tensor) and t.dim() >= 2 and _same_tensor(v, t.mT)
+
+
+def _row_broadcast(v, t):
+    """v is the 1-D t expanded over rows (addmm's bias)."""
+    return (isinstance(t, torch.Tensor) and t.dim() == 1 and v.dim() == 2 and
+            v.stride(0) == 0 and v.shape[0] > 0 and _same_tensor(v[0], t))
+
+
+def _fold(op, oname, v, t, tname, attrs):
+    """A view between a task tensor and an oracle input, folded into the
+    contract (the fusion rules this slice has): a transposed matmul
+    operand becomes transpose_a/transpose_b; addmm's C, a bias vector
+    expanded over rows with alpha = beta = 1, becomes the matmul's bias.
+    Returns (oracle input, wrapper argument) and updates attrs, or None."""
+    if op != "matmul":
+        return None
+    if oname in ("a", "b") and _transposed(v, t):
+        attrs["transpose_" + oname] = True
+        return oname, tname
+    if oname == "c" and attrs.get("alpha", 1.0) == 1.0 and attrs.get("beta", 1.0) == 1.0 and \
+            _row_broadcast(v, t):
+        attrs.pop("alpha", None)
+        attrs.pop("beta", None)
+        return "bias", tname
+    return None
+
+
+# Activations fused into a matmul's epilogue (the oracle's `activation`
+# attr): only those exact in any float format, so that the reference's
+# rounding of the matmul's result before the activation cannot differ
+# from the epilogue's single rounding (relu(round(z)) == round(relu(z))).
+# gelu, silu and the others would need that intermediate rounding in the
+# bound: not in this slice.
+EPILOGUES = {"relu": "relu"}
+
+
+def _epilogue(head, act):
+    """The activation `act` applies to `head`'s result, when head is a
+    matmul and act one of EPILOGUES reading exactly that result; else None."""
+    if head.plan is None or head.plan.op != "matmul" or act.args is None:
+        return None
+    name = EPILOGUES.get(act.name.split("::", 1)[-1].split(".")[0].rstrip("_"))
+    x = act.args.get("self")
+    if name is None or not isinstance(x, torch.Tensor):
+        return None
+    return name if _same_tensor(x, head.plan.out(head.result)) else None
+
+
+def _same_elements(a, b):
+    """The same elements in the same order (a reshape of a contiguous
+    result, as nll_loss's judged output is of its 0-dim loss)."""
+    return _same_tensor(a, b) or (
+        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and
+        a.dtype == b.dtype and a.numel() == b.numel() and a.is_contiguous() and
+        b.is_contiguous() and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        and a.storage_offset() == b.storage_offset())
+
+
+def _profile_spec(plan, result):
+    """The profile the binding would give the reference's op (its
+    KcheckMode._profile and profiles.profile), or (None, reason)."""
+    from kcheck.torch.mode import KcheckMode
+    # the mode's own rule (dtypes, scalar operands, PyTorch's settings),
+    # which reads nothing of the mode's state: no mode is installed here
+    reason, settings, in_fmt = KcheckMode._profile(None, plan)
+    if reason is not None:
+        return None, reason
+    out = plan.out(result)
+    out_fmt = profiles.fmt(out.dtype) if isinstance(out, torch.Tensor) else in_fmt
+    return (plan.profile or profiles.profile(plan.klass, in_fmt, out_fmt, settings)) + plan.suffix, None
+
+
+class Trace:
+    """The reference's trace and tier.
+
+    tier: "A", "C" (exact) or "composition"; ops: the computing ops'
+    names; contract: the torch_op contract (a dict) for tier A; family:
+    the oracle op (tier A), "exact" or "composite"; reason: why a task is
+    not tier A or C."""
+
+    def __init__(self, model, inputs):
+        params = dict(model.named_parameters())
+        params.update(dict(model.named_buffers()))
+        self.param_names = list(params)
+        rec = _Recorder()
+        with torch.no_grad(), rec:
+            output = model(*inputs)
+        if isinstance(output, (tuple, list)):
+            output = output[0]
+        self.calls = rec.calls
+        self.ops = [c.name for c in self.calls]
+        self.tier, self.family, self.contract, self.reason = "composition", "composite", None, None
+        self.provenance = {}
+        bases = [c.name.split("::", 1)[-1].split(".")[0] for c in self.calls]
+        if self.calls and all(b in EXACT_OPS or b.rstrip("_") in EXACT_OPS for b in bases):
+            self.tier, self.family = "C", "exact"
+            return
+        c, final, epilogue = self.calls[0] if self.calls else None, None, None
+        if len(self.calls) == 2:
+            epilogue = _epilogue(self.calls[0], self.calls[1])
+            final = self.calls[1].result if epilogue else None
+        if len(self.calls) != 1 and not epilogue:
+            self.reason = "composition, ops: %s" % (", ".join(self.ops) or "none")
+            return
+        final = c.result if final is None else final
+        if c.plan is None:
+            self.reason = "%s: %s" % (c.name, c.skip or "not covered by the binding's op table")
+            return
+        named = {}
+        for i, v in enumerate(inputs):
+            named[wrapper.input_name(i)] = v
+        for n, v in params.items():
+            named[wrapper.param_name(n)] = v
+        args, attrs = {}, dict(c.plan.attrs)
+        for oname, v in c.plan.inputs:
+            if isinstance(v, torch.Tensor):
+                hit = [(oname, n) for n, t in named.items() if _same_tensor(v, t)]
+                if not hit:
+                    hit = [f for f in (_fold(c.plan.op, oname, v, t, n, attrs)
+                                       for n, t in named.items()) if f]
+                if not hit:
+                    self.reason = ("composition, ops: %s (its input %s is a view of the task's "
+                                   "tensors a torch_op contract cannot name yet)" % (c.name, oname))
+                    return
+                args[hit[0][0]] = hit[0][1]
+                self.provenance[hit[0][0]] = hit[0][1]
+            else:
+                args[oname] = repr(float(v))
+        if epilogue:
+            attrs["activation"] = epilogue
+        if not _same_elements(final if epilogue else c.plan.out(c.result), output):
+            self.reason = "composition, ops: %s (the model's output is not its result)" % c.name
+            return
+        spec, why = _profile_spec(c.plan, c.result)
+        if spec is None:
+            self.reason = "%s: no documented profile (%s)" % (c.name, why)
+            return
+        self.tier, self.family = "A", c.plan.op
+        self.contract = {"torch_op": wrapper.QUALNAME, "op": c.plan.op, "args": args,
+                         "attrs": attrs, "profile": spec}
+
+    def record(self):
+        """The trace as audit_task's fields."""
+        return {"tier": self.tier, "family": self.family, "ops": self.ops,
+                "trace": [{"op": c.name, "oracle_op": c.plan.op if c.plan else None,
+                           "args": dict(self.provenance) if c.plan and self.tier == "A" else {}}
+                          for c in self.calls],
+                "contract": self.contract, "reason": self.reason}
+
+
+def _yaml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, dict):
+        return "{%s}" % ", ".join("%s: %s" % (k, _yaml_value(x)) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "[%s]" % ", ".join(_yaml_value(x) for x in v)
+    return '"%s"' % str(v).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def contract_yaml(contract):
+    """A contracts file holding the one torch_op contract (the style of
+    docs/contracts.md: one flow mapping per contract)."""
+    fields = ["%s: %s" % (k, _yaml_value(contract[k]))
+              for k in ("torch_op", "op", "args", "attrs", "profile") if contract.get(k) is not None
+              and contract.get(k) != {}]
+    return "contracts:\n  - {%s}\n" % ", ".join(fields)

@@ -1,0 +1,14 @@
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def get_inputs():
+    return [torch.randn(16, 1024)]
+
+
+def get_init_inputs():
+    return []

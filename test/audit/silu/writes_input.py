@@ -1,0 +1,6 @@
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.silu(x, inplace=True)  # the bug: the input is overwritten

@@ -1,0 +1,14 @@
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(16, 4096)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,227 @@
+"""kcheck audit on the CPU corpus (test/audit): every planted bug caught
+by the gate its manifest names, every correct candidate clean, the
+composition task unjudged, the candidate that raises an error, the one
+whose weights cannot be aligned partial; the
+audit.jsonl schema and the exit statuses.
+
+The binding judges CPU tensors here (the audit's --device cpu sets
+torch_devices=cuda,cpu) on the CPU stand-in driver, as test_torch.py does;
+the CUDA path (load_inline and Triton candidates) is not tested here.
+The whole corpus runs once (about 1.5 minutes on 2 cores, --jobs 2)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, FAKECUDA, ROOT
+
+pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps)")
+
+LIB = os.path.join(BUILD, "libkcheck.so")
+PY = os.path.join(ROOT, "python")
+CORPUS = os.path.join(ROOT, "test", "audit")
+sys.path.insert(0, PY)
+
+
+def audit(out, *paths, extra=()):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KCHECK_", "FAKECUDA_", "PYTHONPATH", "LD_PRELOAD"))}
+    env["LD_LIBRARY_PATH"] = FAKECUDA
+    env["PYTHONPATH"] = PY
+    cmd = [sys.executable, "-m", "kcheck", "--lib", LIB, "audit", "--device", "cpu",
+           "-o", str(out)] + list(extra) + list(paths)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    recs = []
+    jl = os.path.join(str(out), "audit.jsonl")
+    if os.path.exists(jl):
+        with open(jl) as f:
+            recs = [json.loads(line) for line in f]
+    return p, recs
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("audit")
+    return audit(out, CORPUS, extra=["--jobs", "2", "--timeout", "300"])
+
+
+def _manifest():
+    with open(os.path.join(CORPUS, "manifest.json")) as f:
+        return json.load(f)["candidates"]
+
+
+def test_every_planted_bug_caught_by_its_gate_every_correct_candidate_clean(corpus):
+    p, recs = corpus
+    got = {os.path.relpath(r["candidate"], CORPUS): r for r in recs
+           if r["type"] == "audit_candidate"}
+    want = _manifest()
+    assert set(got) == {m["candidate"] for m in want}, (set(got), p.stderr[-2000:])
+    wrong = []
+    for m in want:
+        r = got[m["candidate"]]
+        if r["verdict"] != m["verdict"] or (m.get("gate") and m["gate"] not in r["failed"]) or \
+                (m.get("weights") and m["weights"] != r["weights"]) or \
+                (m.get("stage") and m["stage"] != (r.get("error") or {}).get("stage")):
+            wrong.append((m["candidate"], m, r["verdict"], r["failed"], r.get("error")))
+    assert not wrong, wrong
+    # tier C's bitwise check on the task's inputs and on the specials generator
+    for m in want:
+        if m.get("exposed_by"):
+            ev = [e for e in got[m["candidate"]]["evidence"] if e["gate"] == m["gate"]]
+            how = ev[0]["exposed_by"]
+            assert (how.get("generator") or how["inputs"]) == m["exposed_by"], (m, ev)
+    # each planted bug passes KernelBench's allclose at the task's inputs:
+    # the audit finds what that check does not
+    for m in want:
+        if m["verdict"] == "broken":
+            assert got[m["candidate"]]["allclose"] is True, m
+
+
+def test_corpus_covers_the_tiers_and_families(corpus):
+    _, recs = corpus
+    tasks = {os.path.basename(os.path.dirname(r["task"])): r for r in recs
+             if r["type"] == "audit_task"}
+    assert len(tasks) >= 12
+    assert tasks["cat"]["tier"] == "C"
+    assert tasks["rms_norm"]["tier"] == "composition"
+    assert "aten::rsqrt.default" in tasks["rms_norm"]["reason"]
+    tier_a = {n: t["contract"]["op"] for n, t in tasks.items() if t["tier"] == "A"}
+    assert {"relu", "softmax", "log_softmax", "matmul", "layer_norm", "sum", "mean",
+            "nll_loss", "linear", "gemm_relu"} <= set(tier_a)
+    # the contract is the reference's own op, with its parameters as arguments
+    ln = tasks["layer_norm"]["contract"]
+    assert ln["torch_op"] == "kcheck_audit::candidate" and ln["op"] == "layer_norm"
+    assert ln["args"] == {"x": "in0", "weight": "p_ln_weight", "bias": "p_ln_bias"}
+    assert ln["profile"].endswith(":norm=welford")
+    assert tasks["softmax"]["contract"]["attrs"] == {"axis": 1}
+    # nn.Linear: addmm of the transposed weight and the expanded bias,
+    # folded into one matmul contract
+    lin = tasks["linear"]["contract"]
+    assert (lin["op"], lin["args"], lin["attrs"]) == (
+        "matmul", {"a": "in0", "b": "p_linear_weight", "bias": "p_linear_bias"}, {"transpose_b": True})
+    # and a relu after it, the matmul's epilogue
+    assert tasks["gemm_relu"]["contract"]["attrs"] == {"transpose_b": True, "activation": "relu"}
+
+
+def test_generated_contracts_pass_lint(corpus):
+    _, recs = corpus
+    files = [r["contract_file"] for r in recs if r["type"] == "audit_task" and r.get("contract")]
+    assert files
+    r = subprocess.run([sys.executable, "-m", "kcheck", "--lib", LIB, "contract", "lint"] + files,
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PY))
+    assert r.returncode == 0, r.stderr
+
+
+def test_jsonl_schema_table_and_exit_status(corpus):
+    p, recs = corpus
+    assert p.returncode == 1, p.stderr[-2000:]  # broken candidates
+    assert all(r.get("schema") == "kcheck.audit/1" for r in recs)
+    assert [r["type"] for r in recs][-1] == "audit_summary"
+    assert recs[0]["type"] == "audit_task"
+    for r in recs:
+        if r["type"] == "audit_candidate":
+            assert r["verdict"] in ("clean", "partial", "broken", "error", "unjudged")
+            for k in ("task", "candidate", "tier", "failed", "allclose"):
+                assert k in r, (k, r)
+            if r["verdict"] == "broken":
+                ev = r["evidence"][0]
+                assert ev["gate"] in r["failed"] and ev["message"]
+                assert ev["line"].startswith(os.path.basename(r["candidate"]) + ":")
+            if r["verdict"] in ("clean", "broken") and r["tier"] == "A":
+                assert r["gates"]["oracle"]["status"] in ("pass", "bitwise", "fail")
+    s = recs[-1]
+    cands = [r for r in recs if r["type"] == "audit_candidate"]
+    assert s["candidates"] == len(cands)
+    assert sum(s["by_verdict"].values()) == len(cands)
+    assert s["allclose_pass_broken"] == sum(1 for r in cands
+                                            if r["verdict"] == "broken" and r["allclose"])
+    # one table line per candidate, its verdict beside its name
+    for r in cands:
+        line = [ln for ln in p.stdout.splitlines()
+                if ln.split()[:2] == [os.path.basename(r["candidate"]), r["verdict"]]]
+        assert line, (r["candidate"], p.stdout)
+
+
+def test_exit_status_clean_unjudged_and_usage(tmp_path):
+    relu = os.path.join(CORPUS, "relu")
+    p, recs = audit(tmp_path / "a", os.path.join(relu, "reference.py"),
+                    os.path.join(relu, "correct.py"), extra=["--junit", str(tmp_path / "j.xml")])
+    assert p.returncode == 0, p.stdout + p.stderr[-2000:]
+    assert '<testcase name="correct.py"' in (tmp_path / "j.xml").read_text()
+    assert [r["verdict"] for r in recs if r["type"] == "audit_candidate"] == ["clean"]
+    rms = os.path.join(CORPUS, "rms_norm")
+    p, recs = audit(tmp_path / "b", os.path.join(rms, "reference.py"),
+                    os.path.join(rms, "correct.py"))
+    assert p.returncode == 5, p.stdout + p.stderr[-2000:]
+    p, _ = audit(tmp_path / "c", os.path.join(rms, "reference.py"),
+                 os.path.join(rms, "correct.py"), extra=["--allow-unchecked"])
+    assert p.returncode == 0
+    p, _ = audit(tmp_path / "d", str(tmp_path / "missing"))
+    assert p.returncode == 2 and "expected TASK.py" in p.stderr
+
+
+def test_function_candidate(tmp_path):
+    """A candidate given as file:function is called with the task's inputs."""
+    f = tmp_path / "ext.py"
+    f.write_text("import torch\n\n\ndef relu_ok(x):\n    return torch.clamp(x, min=0.0)\n\n\n"
+                 "def relu_nan(x):\n    return torch.where(x > 0, x, torch.zeros_like(x))\n")
+    relu = os.path.join(CORPUS, "relu")
+    p, recs = audit(tmp_path / "out", os.path.join(relu, "reference.py"), "%s:relu_ok" % f,
+                    "%s:relu_nan" % f, extra=["--jobs", "2"])
+    got = {r["candidate"].rsplit(":", 1)[1]: r for r in recs if r["type"] == "audit_candidate"}
+    assert got["relu_ok"]["verdict"] == "clean", (got["relu_ok"], p.stderr[-2000:])
+    assert got["relu_nan"]["verdict"] == "broken" and "nonfinite" in got["relu_nan"]["failed"]
+    assert os.path.isdir(tmp_path / "out" / "relu" / "ext_relu_ok")
+    assert p.returncode == 1
+
+
+def test_timeout_ends_the_candidate_only(tmp_path):
+    f = tmp_path / "slow.py"
+    f.write_text("import time\n\n\ndef hangs(x):\n    time.sleep(600)\n")
+    relu = os.path.join(CORPUS, "relu")
+    p, recs = audit(tmp_path / "out", os.path.join(relu, "reference.py"), "%s:hangs" % f,
+                    extra=["--timeout", "20"])
+    (r,) = [r for r in recs if r["type"] == "audit_candidate"]
+    assert r["verdict"] == "error" and r["error"]["stage"] == "timeout", r
+    assert p.returncode == 1 and "error" in p.stdout
+
+
+def test_tiers_of_the_corpus_traced_without_kcheck():
+    """The tracer alone, in this process: the tier and contract of each
+    reference (no run under kcheck)."""
+    from kcheck.audit.task import Task
+    from kcheck.audit.trace import Trace, contract_yaml
+    tiers = {}
+    for name in sorted(os.listdir(CORPUS)):
+        ref = os.path.join(CORPUS, name, "reference.py")
+        if os.path.isfile(ref):
+            t = Task(ref)
+            tr = Trace(t.build("cpu"), t.inputs(0))
+            tiers[name] = tr.tier
+            if tr.contract:
+                y = contract_yaml(tr.contract)
+                assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
+    assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
+    assert sum(1 for t in tiers.values() if t == "A") == 12, tiers
+
+
+def test_junit_and_strict(corpus):
+    import xml.etree.ElementTree as ET
+    from kcheck.audit.driver import exit_status
+    from kcheck.audit.junit import junit
+    _, recs = corpus
+    cands = [r for r in recs if r["type"] == "audit_candidate"]
+    root = ET.fromstring(junit(recs))
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(cands)
+    n = {v: sum(1 for r in cands if r["verdict"] == v) for v in ("broken", "error")}
+    assert sum(int(s.get("failures")) for s in root) == n["broken"]
+    assert sum(int(s.get("errors")) for s in root) == n["error"]
+    assert any(f.get("type") == "shapes" for f in root.iter("failure"))
+    # partial is 0, or a failure with --strict
+    ln = [r for r in recs if r["type"] == "audit_task" or
+          r.get("candidate", "").endswith(("layer_norm/correct.py", "unaligned_parameters.py"))]
+    assert sorted(r["verdict"] for r in ln if r["type"] == "audit_candidate") == ["clean", "partial"]
+    assert exit_status(ln) == 0 and exit_status(ln, strict=True) == 1

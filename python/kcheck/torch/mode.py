@@ -252,6 +252,10 @@ def _op_gates(kind):
 
 
 _GENERATED = ops.GENERATED_GATES
+# Gate kinds that re-run the op on variants of its call: the KcheckMode
+# method that lists the runs, and the reason when it lists none
+_VARIANT_KINDS = {"shapes": ("_shapes", "no shape variants for this op"),
+                  "layouts": ("_layouts", "no floating tensor input to lay out otherwise")}
 # the gate that judges the application's own call (one: its job carries
 # the call's context to every other gate)
 (_ORACLE,) = _op_gates("oracle")
@@ -809,22 +813,14 @@ class KcheckMode(TorchDispatchMode):
                 elif kind == "guards":
                     with st.timed(gate):
                         gates[gate] = self._bounds(gate, func, entry, args, kwargs, ctx)
-                elif kind == "shapes":
+                elif kind in _VARIANT_KINDS:  # the op re-run at other shapes / layouts
+                    method, none = _VARIANT_KINDS[kind]
                     with st.timed(gate):
-                        tl = self._shapes(gate, func, entry, settings, args, kwargs, ctx)
+                        tl = getattr(self, method)(gate, func, entry, settings, args, kwargs, ctx)
                     if tl:
                         trial_jobs[gate] = tl
                     else:
-                        gates[gate] = {"status": _S_NOT_APPLICABLE,
-                                       "reason": "no shape variants for this op"}
-                elif kind == "layouts":
-                    with st.timed(gate):
-                        tl = self._layouts(gate, func, entry, settings, args, kwargs, ctx)
-                    if tl:
-                        trial_jobs[gate] = tl
-                    else:
-                        gates[gate] = {"status": _S_NOT_APPLICABLE,
-                                       "reason": "no floating tensor input to lay out otherwise"}
+                        gates[gate] = {"status": _S_NOT_APPLICABLE, "reason": none}
 
     def run_later(self, until_budget=True, deadline=None):
         """The generated-input parts left by torch_budget, at a safe point

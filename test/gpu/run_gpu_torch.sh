@@ -31,7 +31,8 @@
 #     mode and its watch interval, no check), torch_nomode (the binding
 #     installed, its mode taken off before the model is built), torch_inline
 #     (torch_workers=-1: judgments on the program's thread, no worker
-#     threads), torch_w1 (one worker), torch_prof and default_prof (profile=1,
+#     threads), torch_notime (torch_time_step=0: no step timed by
+#     torch.profiler), torch_w1 (one worker), torch_prof and default_prof (profile=1,
 #     profile_mark=KC_BENCH_MARK (20000 launches, ~step 50): libkcheck's own
 #     cost per launch by stage after the mark). Each run prints the medians of its
 #     late steps (host phases, CPU time of the program's thread and of the
@@ -181,6 +182,8 @@ bench_round() { # dir: every configuration once; logs, reports and the table in 
       -o profile_mark="${KC_BENCH_MARK:-20000}" -o "log_path=$WORK/bench_torch_prof" -- "$PYTHON" "${B[@]}" ;;
     default_prof) run_b bench_default_prof "${KC[@]}" run ${BO[@]+"${BO[@]}"} -o profile=1 \
       -o profile_mark="${KC_BENCH_MARK:-20000}" -o "log_path=$WORK/bench_default_prof" -- "$PYTHON" "${B[@]}" ;;
+    torch_notime) run_b bench_torch_notime "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_time_step=0 \
+      -o "log_path=$WORK/bench_torch_notime" -- "$PYTHON" "${B[@]}" ;;
     torch_inline) run_b bench_torch_inline "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=-1 \
       -o "log_path=$WORK/bench_torch_inline" -- "$PYTHON" "${B[@]}" ;;
     torch_w1) run_b bench_torch_w1 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=1 \

@@ -128,7 +128,8 @@ def main():
         loss.backward()
         opt.step()
         if timer is not None:
-            times, loose = timer.stop()
+            timer.stop()
+            times, loose = timer.result()
             timer = None
             top = sorted(times.items(), key=lambda kv: -kv[1])[:16]
             print("PLAIN_PROFILE", json.dumps({"total_us": round(sum(times.values()), 1),

@@ -133,3 +133,25 @@ def test_a_running_profiler_leaves_the_share_not_measured(tmp_path):
     assert p.returncode == 0, p.stderr
     t = _summary(recs)["time_judged"]
     assert "share" not in t and t["not_measured"].startswith("profiler"), t
+
+
+def test_timed_step_tears_cupti_down_and_reads_its_events_at_the_summary(tmp_path):
+    """Kineto keeps CUPTI's callbacks on after a session unless
+    TEARDOWN_CUPTI says otherwise, slowing every later launch: the timed
+    step asks for the teardown (a user's own setting wins). Its events are
+    parsed at the summary, not in the step after it."""
+    code = _TRAIN.replace("print(float(loss))", """print(float(loss))
+import os
+from kcheck.torch import mode
+print("TEARDOWN", os.environ.get("TEARDOWN_CUPTI"))
+print("UNREAD", mode._MODE.timed is not None and mode._MODE.timed.done is not None)
+""")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    p, recs = run_py(tmp_path / "a", code)
+    assert p.returncode == 0, p.stderr
+    assert "TEARDOWN 1" in p.stdout and "UNREAD True" in p.stdout, p.stdout
+    assert _summary(recs)["time_judged"]["share"] > 0
+    p, recs = run_py(tmp_path / "b", code, env_extra={"TEARDOWN_CUPTI": "0"})
+    assert p.returncode == 0, p.stderr
+    assert "TEARDOWN 0" in p.stdout, p.stdout

@@ -370,6 +370,7 @@ class KcheckMode(TorchDispatchMode):
         # steady state, 0 none, N the N-th optimizer step
         self.time_step = int(_api.option("torch_time_step", "-1") or -1)
         self.timer, self.time_at, self.step_times, self.time_error = None, None, None, None
+        self.timed = None  # the timed step's ended profiler session (_timed_share reads it)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # The fast path runs on every op of every watched step: counters
@@ -485,7 +486,7 @@ class KcheckMode(TorchDispatchMode):
         if self.timer is not None:
             self._stop_timer()
             return
-        if self.step_times is not None or self.time_error or self.time_step == 0:
+        if self.timed is not None or self.time_error or self.time_step == 0:
             return
         due = self.stats.steps == self.time_step if self.time_step > 0 else \
             self.t_steady is not None
@@ -500,14 +501,34 @@ class KcheckMode(TorchDispatchMode):
             self.timer, self.time_error = None, "profiler: %s: %s" % (type(e).__name__, e)
 
     def _stop_timer(self, partial=False):
+        """Ends the timed step; its events are read at the summary
+        (_timed_share), off the program's steps."""
         try:
-            seen = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.entries)}
-            self.step_times, self.loose_kernels = self.timer.stop(seen)
+            self.timer.stop()
+            self.timed = self.timer
             self.time_source = "cuda" if self.timer.cuda else "cpu"
             self.time_partial = partial
         except Exception as e:
             self.time_error = "profiler: %s: %s" % (type(e).__name__, e)
         self.timer = None
+
+    def _timed_share(self, judged, seen):
+        """time_judged's record from the timed step's events, or why not."""
+        if self.timed is not None and self.step_times is None and not self.time_error:
+            try:
+                ops = {getattr(getattr(f, "_schema", None), "name", None) for f in list(self.entries)}
+                self.step_times, self.loose_kernels = self.timed.result(ops)
+            except Exception as e:
+                self.time_error = "profiler: %s: %s" % (type(e).__name__, e)
+        if self.step_times is None:
+            return {"not_measured": self.time_error or (
+                "no step timed (torch_time_step=0)" if self.time_step == 0 else
+                "the program ended before the timed step")}
+        t = timing.share(self.step_times, judged, seen)
+        t.update(source=self.time_source, step=self.time_at, partial=self.time_partial,
+                 kernels_outside_ops=[{"kernel": k[:200], "us": round(v, 1)}
+                                      for k, v in self.loose_kernels])
+        return t
 
     def _count_call(self, func):
         calls = self.calls
@@ -541,16 +562,7 @@ class KcheckMode(TorchDispatchMode):
                                sorted(seen.items(), key=lambda kv: -kv[1])}
         if self.timer is not None:
             self._stop_timer(partial=True)
-        if self.step_times is not None:
-            t = timing.share(self.step_times, judged, seen)
-            t.update(source=self.time_source, step=self.time_at, partial=self.time_partial,
-                     kernels_outside_ops=[{"kernel": k[:200], "us": round(v, 1)}
-                                          for k, v in self.loose_kernels])
-            rec["time_judged"] = t
-        else:
-            rec["time_judged"] = {"not_measured": self.time_error or (
-                "no step timed (torch_time_step=0)" if self.time_step == 0 else
-                "the program ended before the timed step")}
+        rec["time_judged"] = self._timed_share(judged, seen)
 
     def _on_top(self):
         from torch.utils._python_dispatch import _get_current_dispatch_mode

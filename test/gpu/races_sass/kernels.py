@@ -9,6 +9,13 @@ is launched exactly once, on fresh deterministic inputs.
                                    "RESULT NAME <hash of its outputs>" (a
                                    kernel that raises prints "ERROR NAME ..."
                                    and the next one runs)
+  python3 kernels.py run --drop-ptx NAME...
+                                   compiles the kernels first (warmup: no
+                                   launch), deletes every .ptx file of
+                                   Triton's cache (TRITON_CACHE_DIR: give
+                                   each process its own), then runs them:
+                                   kcheck finds the cubins and no PTX, as
+                                   for ATen's and cuBLAS's kernels
 
 expected: race, nondeterminism (float atomics: the order changes the
 rounding, no racing plain access) or clean. Triton has no shared memory of
@@ -313,94 +320,105 @@ def _ascending_blocks(progs):
             ).to(torch.int32).to(_dev())
 
 
+_WARM = False  # True: _launch compiles (warmup) and launches nothing
+
+
+def _launch(k, grid, *args, **kw):
+    if _WARM:
+        k.warmup(*args, grid=grid, **kw)
+    else:
+        k[grid](*args, **kw)
+
+
 def _run(name):
-    """Launches kernel NAME once on fresh inputs; returns its outputs."""
+    """Launches kernel NAME once on fresh inputs (with _WARM: compiles it
+    for them); returns its outputs."""
     k = globals()[name]
     if name == "t_lu_sum_2bins":
         x, o = _ints(4 * B), _zeros(2)
-        k[(4,)](x, o, BLOCK=B)
+        _launch(k, (4,), x, o, BLOCK=B)
     elif name == "t_lu_count_1bin":
         x, o = _ints(3 * B), _zeros(1)
-        k[(3,)](x, o, BLOCK=B)
+        _launch(k, (3,), x, o, BLOCK=B)
     elif name == "t_lu_hist_4bins":
         x, o = _ints(8 * B), _zeros(4)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_lu_max":
         x, o = _ascending_blocks(4), _zeros(1)
-        k[(4,)](x, o, BLOCK=B)
+        _launch(k, (4,), x, o, BLOCK=B)
     elif name == "t_lu_fsum":
         x, o = _floats(4 * B), _zeros(1, torch.float32)
-        k[(4,)](x, o, BLOCK=B)
+        _launch(k, (4,), x, o, BLOCK=B)
     elif name == "t_lu_rows_2d":
         x, o = _ints(6 * B), _zeros(2)
-        k[(2, 3)](x, o, BLOCK=B)
+        _launch(k, (2, 3), x, o, BLOCK=B)
     elif name == "t_lw_scalar":
         o = _zeros(1)
-        k[(4,)](o)
+        _launch(k, (4,), o)
     elif name == "t_lw_overlap":
         x, o = _floats(8 * B // 2 + B), _zeros(8 * B // 2 + B, torch.float32)
-        k[(8,)](x, o, o.numel(), BLOCK=B)
+        _launch(k, (8,), x, o, o.numel(), BLOCK=B)
     elif name == "t_lw_scatter_dup":
         x, o = _ints(4 * B), _zeros(64)
-        k[(4,)](x, o, BLOCK=B)
+        _launch(k, (4,), x, o, BLOCK=B)
     elif name == "t_xr_neighbor":
         x, part, o = _ints(8), _zeros(8), _zeros(8)
-        k[(8,)](x, part, o)
+        _launch(k, (8,), x, part, o)
         return [part, o]
     elif name == "t_xr_chain_scan":
         x, o = _ints(8 * B), _zeros(8)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_xr_inplace_shift":
         o = _ints(8 * B)
-        k[(8,)](o, o.numel(), BLOCK=B)
+        _launch(k, (8,), o, o.numel(), BLOCK=B)
     elif name == "t_xr_inplace_blur":
         o = _floats(8 * B)
-        k[(8,)](o, o.numel(), BLOCK=B)
+        _launch(k, (8,), o, o.numel(), BLOCK=B)
     elif name in ("t_mb_shift", "t_mb_reverse", "t_mb_loop", "t_cl_barrier_scratch"):
         x, s, o = _ints(4 * 256), _zeros(4 * 256), _zeros(4 * 256)
-        k[(4,)](x, s, o, BLOCK=256)
+        _launch(k, (4,), x, s, o, BLOCK=256)
         return [s, o]
     elif name == "t_ig_inplace_reverse":
         o = _ints(4 * 256)
-        k[(4,)](o, BLOCK=256)
+        _launch(k, (4,), o, BLOCK=256)
     elif name == "t_ig_hist_plain":
         x, o = _ints(B), _zeros(8)
-        k[(1,)](x, o, BLOCK=B)
+        _launch(k, (1,), x, o, BLOCK=B)
     elif name == "t_fa_sum":
         x, o = _floats(8 * B), _zeros(1, torch.float32)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_fa_elem":
         x, o = _floats(4 * B), _zeros(1, torch.float32)
-        k[(4,)](x, o, BLOCK=B)
+        _launch(k, (4,), x, o, BLOCK=B)
     elif name == "t_fa_hist":
         kk, x, o = _ints(8 * B), _floats(8 * B), _zeros(8, torch.float32)
-        k[(8,)](kk, x, o, BLOCK=B)
+        _launch(k, (8,), kk, x, o, BLOCK=B)
     elif name == "t_fa_index_add":
         idx, src, o = _ints(16), _floats(16 * B), _zeros(4 * B, torch.float32)
-        k[(16,)](idx, src, o, BLOCK=B)
+        _launch(k, (16,), idx, src, o, BLOCK=B)
     elif name == "t_cl_slots":
         x, o = _ints(8 * B), _zeros(8)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_cl_int_atomic_sum":
         x, o = _ints(8 * B), _zeros(2)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_cl_int_atomic_hist":
         x, o = _ints(8 * B), _zeros(8)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_cl_cumsum":
         x, o = _ints(8 * B), _zeros(8 * B)
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_cl_atomic_max":
         x, o = _floats(8 * B), torch.full((1,), -3e38, device=_dev())
-        k[(8,)](x, o, BLOCK=B)
+        _launch(k, (8,), x, o, BLOCK=B)
     elif name == "t_cl_dot":
         a = (_ints(32 * 32, 3, 8).float() / 8).half()
         b = (_ints(32 * 32, 4, 8).float() / 8).half()
         o = _zeros(32 * 32, torch.float32)
-        k[(1,)](a, b, o, M=32)
+        _launch(k, (1,), a, b, o, M=32)
     elif name == "t_cl_softmax":
         x, o = _floats(4 * B) / 1e7, _zeros(4 * B, torch.float32)
-        k[(4,)](x, o, BLOCK=B)
+        _launch(k, (4,), x, o, BLOCK=B)
     else:
         raise KeyError(name)
     return [o]
@@ -452,9 +470,33 @@ def main(argv):
     if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
         print("kernels.py: no CUDA", file=sys.stderr)
         return 2
+    global _WARM
     names = {c[0] for c in CASES}
+    todo = argv[1:]
     rc = 0
-    for name in argv[1:]:
+    if todo and todo[0] == "--drop-ptx":
+        todo = todo[1:]
+        cache = os.environ.get("TRITON_CACHE_DIR", "")
+        if not cache:
+            print("kernels.py: --drop-ptx needs TRITON_CACHE_DIR", file=sys.stderr)
+            return 2
+        if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter compiles nothing
+            _WARM = True
+            for name in todo:
+                try:
+                    if name in names:
+                        _run(name)
+                except Exception as e:
+                    print(f"ERROR {name} warmup {type(e).__name__}: {e}", flush=True)
+            _WARM = False
+        dropped = 0
+        for d, _, files in os.walk(cache):
+            for f in files:
+                if f.endswith(".ptx"):
+                    os.unlink(os.path.join(d, f))
+                    dropped += 1
+        print("DROPPED", dropped, flush=True)
+    for name in todo:
         if name not in names:
             print(f"ERROR {name} no such kernel", flush=True)
             rc = 1

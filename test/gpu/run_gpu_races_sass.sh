@@ -87,6 +87,9 @@ read -r TRITON_VER GSAN CONSAN <<<"${SANS:-none none none}"
 export GSAN CONSAN
 HAVE_TRITON=0
 "$PYTHON" -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1 && HAVE_TRITON=1
+# TRITON_INTERPRET=1: the Triton kernels run on the CPU (the runner's own
+# plumbing, tried on a machine without a GPU; kcheck sees no launch there)
+[ "${TRITON_INTERPRET:-0}" = 1 ] && "$PYTHON" -c "import torch, triton" >/dev/null 2>&1 && HAVE_TRITON=1
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(cat "$ROOT/.commit" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -95,7 +98,7 @@ HAVE_TRITON=0
   echo "compute-sanitizer: $("$CS" --version 2>/dev/null | tail -1)"
   echo "torch: $("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
   echo "triton: $TRITON_VER (usable with CUDA: $HAVE_TRITON); gsan: $GSAN; consan: $CONSAN"
-  echo "cuda program: $BIN ($(strings "$BIN" 2>/dev/null | grep -c '^\.version') PTX headers in it)"
+  echo "cuda program: $BIN ($(grep -ac '^\.version [0-9]' "$BIN" 2>/dev/null) PTX headers in it)"
   echo "jobs: kcheck $JOBS at once, sanitizers $SAN_JOBS at once, $CHUNK Triton kernels per kcheck process"
   echo "command: BUILD=$BUILD bash test/gpu/run_gpu_races_sass.sh OUTDIR"
 } >"$WORK/header.txt"

@@ -61,19 +61,21 @@ export BIN
 
 # What is there: versions, and which sanitizers the installed Triton has.
 SANS=$("$PYTHON" - <<'EOF' 2>/dev/null
-import importlib.util, os
+import importlib.util, os, re
 try:
     import triton
 except ImportError:
     print("none none none"); raise SystemExit
 d = os.path.dirname(triton.__file__)
 def mentions(word):
+    """Whether the word (a whole word) is in Triton's Python files or libraries."""
+    pat = re.compile(rb"(?<![A-Za-z0-9_])" + word.encode() + rb"(?![A-Za-z0-9_])")
     for base, _, files in os.walk(d):
         for f in files:
             if f.endswith((".py", ".so")):
                 try:
                     with open(os.path.join(base, f), "rb") as fh:
-                        if word.encode() in fh.read():
+                        if pat.search(fh.read()):
                             return True
                 except OSError:
                     pass

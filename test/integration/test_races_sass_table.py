@@ -124,6 +124,10 @@ def make_work(tmp_path, flag_clean=False, lost_process=False, gsan="none"):
                 recs = strategy_records(n, cond[2:])
             else:
                 recs = default_records(n, flag_clean)
+            if cond == "default_ptx":
+                recs.insert(0, {"type": "image_ptx", "image": 3, "kernel": n, "source": "triton_cache",
+                                "path": "/c/x/%s.ptx" % n})
+            recs.insert(0, {"type": "kernel", "kernel": 7, "kernel_name": n})
             # a library kernel's records in the same report are not the corpus's
             recs.append(check("at::native::vectorized_elementwise_kernel", race=race_entry("pass", {"l2flush": "same"})))
             write_jsonl(str(base) + ".%d.jsonl" % (1000 + i), recs)
@@ -168,6 +172,9 @@ def test_goal_passes_and_tables_count(tmp_path):
     # the route field of the entry is reported
     acc = [l for l in md.splitlines() if l.startswith("| accesses | triton |")][0]
     assert "race.route: sanitizer (4)" in acc
+    # kcheck found the PTX only where the cache kept it
+    assert re.search(r"\| default \| 3/3 \| 0 \| 2/2 \| 0 \| 0/4 \|", md)
+    assert re.search(r"\| default_ptx \(Triton\) \| 2/2 \| 0 \| 1/1 \| 0 \| 4/4 \|", md)
     # cost: green alone 2.00 ms median
     assert "| green | 2.00 | 6 |" in md
     js = json.loads((out / "races_sass.json").read_text())

@@ -61,7 +61,7 @@ def results(text):
 def owner(kernel_name, names):
     """The corpus kernel a record's kernel_name is (None: a library kernel:
     torch's fills and copies)."""
-    if not kernel_name:
+    if not isinstance(kernel_name, str):  # absent, or a kernel id
         return None
     for n in names:
         if re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", kernel_name):
@@ -85,6 +85,8 @@ def condition(work, cond, cases):
             out[n]["violations"].append(r)
         elif t == "skip":
             out[n]["skips"].append(r.get("reason", "?"))
+        elif t == "image_ptx":  # kcheck found the cubin's PTX in Triton's cache
+            out[n]["image_ptx"] = True
     # what each process said and how it ended
     ran, rcs, errs = {}, {}, {}
     for rc_path in glob.glob(os.path.join(work, "kc", cond + ".*.rc")):
@@ -150,7 +152,7 @@ def condition(work, cond, cases):
         table[n] = {"verdict": verdict, "violations": gates, "causes": sorted(causes),
                     "exposed": sorted(exposed), "strategies": status, "strategy_ms": ms,
                     "kernel_ms": kernel_ms, "race_entry": extra, "why_not_checked": why,
-                    "result": ran.get(n), "rc": rcs.get(n)}
+                    "result": ran.get(n), "rc": rcs.get(n), "image_ptx": bool(o.get("image_ptx"))}
     return table
 
 
@@ -331,8 +333,10 @@ def main(argv):
 
     # ----- false flags and float atomics per condition
     L += ["", "## False flags and float atomics per condition", "",
-          "| condition | racy flagged `race` | race-free flagged `race` (false) | float-atomic named `nondeterminism` | not checked |",
-          "|---|---|---|---|---|"]
+          "PTX found: Triton kernels whose PTX kcheck found in Triton's cache (image_ptx "
+          "records): none where the .ptx files were deleted, every one where they were kept.", "",
+          "| condition | racy flagged `race` | race-free flagged `race` (false) | float-atomic named `nondeterminism` | not checked | PTX found |",
+          "|---|---|---|---|---|---|"]
     for cond in conds:
         # default_ptx runs the Triton kernels only (the CUDA ones have no PTX anywhere)
         cs = [c for c in cases if cond != "default_ptx" or c["kind"] == "triton"]
@@ -344,7 +348,8 @@ def main(argv):
                  f"{frac(ry, lambda c: d(c, cond)['verdict'] == 'race')} | "
                  f"{len(ff)}{': ' + ', '.join(ff) if ff else ''} | "
                  f"{frac(fc, lambda c: d(c, cond)['verdict'] == 'nondeterminism')} | "
-                 f"{sum(d(c, cond)['verdict'] == 'not checked' for c in cs)} |")
+                 f"{sum(d(c, cond)['verdict'] == 'not checked' for c in cs)} | "
+                 f"{frac([c for c in cs if c['kind'] == 'triton'], lambda c: d(c, cond)['image_ptx'])} |")
 
     # ----- cost
     L += ["", "## Cost per strategy (ms per check, median over the kernels it ran on)", "",
@@ -357,6 +362,18 @@ def main(argv):
     km = [d(c)["kernel_ms"] for c in cases if d(c)["kernel_ms"]]
     if km:
         L.append(f"\nKernel time: median {statistics.median(km):.4f} ms over {len(km)} kernels.")
+
+    walls = {}
+    for rc_path in glob.glob(os.path.join(work, "kc", "*.rc")):
+        p = read(rc_path).split()
+        kind = "cuda" if len(p) > 2 and p[2].startswith("c_") else "triton"
+        try:
+            walls.setdefault(kind, []).append(float(p[1]))
+        except (IndexError, ValueError):
+            pass
+    for kind, w in sorted(walls.items()):
+        L.append(f"kcheck processes ({kind}): {len(w)}, wall median {statistics.median(w):.1f} s, "
+                 f"max {max(w):.1f} s, sum {sum(w):.0f} s.")
 
     # ----- per kernel
     L += ["", "## Per kernel", "",

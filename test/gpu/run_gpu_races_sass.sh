@@ -205,16 +205,17 @@ fi
 T2=$(date +%s)
 
 # 2. The jobs: kcheck per condition and unit; sanitizers per kernel.
+# In order of importance (a deadline skips the last ones), the long Triton
+# processes of each condition first.
 {
-  for cond in default $(for s in $STRATS; do echo "s_$s"; done); do
-    for n in $CUDA_NAMES; do echo "$cond $n cuda $n"; done
-  done
-  if [ -n "$TRITON_NAMES" ]; then
-    for cond in default default_ptx $(for s in $STRATS; do echo "s_$s"; done); do
+  for cond in default default_ptx $(for s in $STRATS; do echo "s_$s"; done); do
+    if [ -n "$TRITON_NAMES" ]; then
       echo $TRITON_NAMES | tr ' ' '\n' | xargs -n "$CHUNK" | nl -nln -w1 -s' ' |
         sed "s/^\([0-9]*\) /$cond t\1 triton /"
-    done
-  fi
+    fi
+    [ "$cond" = default_ptx ] && continue
+    for n in $CUDA_NAMES; do echo "$cond $n cuda $n"; done
+  done
 } >"$WORK/kcjobs.txt"
 {
   if [ -x "$CS" ]; then

@@ -395,7 +395,8 @@ def main(argv):
             cols.append("x" if s in rs["exposed"] else "." if rs["strategies"].get(s) in RAN else "")
         same = ("yes" if r["result"] == c["plain_result"] else "differs") if r["result"] and c["plain_result"] else "?"
         L.append(f"| {c['name']} | {c['kind']} | {c['class']} | {c['expected']} | {v.replace('|', '/')} | {p} | "
-                 + " | ".join(cols) + f" | {c['racecheck']} | {c['gsan']} | {c['consan']} | {same} |")
+                 + " | ".join(cols) + " | " + " | ".join((c[t] or "not run").replace("|", "/")
+                                                   for t in ("racecheck", "gsan", "consan")) + f" | {same} |")
     text = "\n".join(L) + "\n"
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "races_sass.md"), "w") as f:

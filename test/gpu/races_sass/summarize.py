@@ -306,30 +306,39 @@ def main(argv):
                           + [str(sum(s in d(c, "s_" + s)["exposed"] for c in racy)) for s in STRATS]) + " |")
 
     # ----- what ran
-    L += ["", "## What each strategy did on these kernels (its run alone)", "",
-          "The strategy's status in the race entry (or the nondeterminism gate's) per kernel "
-          "kind, and any route field the entry carries (`*route*`, `no_code`, `intra_block`).", "",
-          "| strategy | kind | ran | statuses (kernels) | route / reasons |", "|---|---|---|---|---|"]
-    for s in STRATS:
-        for kind in ("cuda", "triton"):
-            cs = [c for c in cases if c["kind"] == kind]
-            if not cs:
-                continue
-            hist, routes = {}, {}
-            for c in cs:
-                r = d(c, "s_" + s)
-                st = r["strategies"].get(s) or ("not checked: " + str(r["why_not_checked"])
-                                                 if r["verdict"] == "not checked" else "absent")
-                hist[st] = hist.get(st, 0) + 1
-                for k, v in r["race_entry"].items():
-                    if "route" in k or k.endswith("no_code") or k.endswith("intra_block"):
-                        key = f"{k}: {v if isinstance(v, str) else json.dumps(v)}"[:140]
-                        routes[key] = routes.get(key, 0) + 1
-            ran = sum(v for k, v in hist.items() if k in RAN)
-            L.append(f"| {s} | {kind} | {ran}/{len(cs)} | "
-                     + "; ".join(f"{k.replace('|', '/')} ({v})" for k, v in sorted(hist.items(), key=lambda x: -x[1]))
-                     + " | " + "; ".join(f"{k.replace('|', '/')} ({v})" for k, v in sorted(routes.items(), key=lambda x: -x[1]))
-                     + " |")
+    def what_ran(title, cond_of):
+        rows = ["", title, "",
+                "The strategy's status in the race entry (or the nondeterminism gate's) per kernel "
+                "kind, and any route field the entry carries (`*route*`, `no_code`, `intra_block`).", "",
+                "| strategy | kind | ran | statuses (kernels) | route / reasons |", "|---|---|---|---|---|"]
+        for s in STRATS:
+            for kind in ("cuda", "triton"):
+                cs = [c for c in cases if c["kind"] == kind]
+                if not cs:
+                    continue
+                hist, routes = {}, {}
+                for c in cs:
+                    r = d(c, cond_of(s))
+                    st = r["strategies"].get(s) or ("not checked: " + str(r["why_not_checked"])
+                                                     if r["verdict"] == "not checked" else "absent")
+                    hist[st] = hist.get(st, 0) + 1
+                    for k, v in r["race_entry"].items():
+                        if "route" in k or k.endswith("no_code") or k.endswith("intra_block"):
+                            key = f"{k}: {v if isinstance(v, str) else json.dumps(v)}"[:140]
+                            routes[key] = routes.get(key, 0) + 1
+                ran = sum(v for k, v in hist.items() if k in RAN)
+                rows.append(f"| {s} | {kind} | {ran}/{len(cs)} | "
+                            + "; ".join(f"{k.replace('|', '/')} ({v})"
+                                        for k, v in sorted(hist.items(), key=lambda x: -x[1]))
+                            + " | " + "; ".join(f"{k.replace('|', '/')} ({v})"
+                                                for k, v in sorted(routes.items(), key=lambda x: -x[1]))
+                            + " |")
+        return rows
+
+    L += what_ran("## What each strategy did on these kernels (its run alone)", lambda s: "s_" + s)
+    L += what_ran("## What each strategy did under the default options (no PTX)", lambda s: "default")
+    L += ["", "`absent`: the strategy was not in the entry (not listed, nor added for a kernel "
+          "without code).", ""]
 
     # ----- false flags and float atomics per condition
     L += ["", "## False flags and float atomics per condition", "",

@@ -199,7 +199,7 @@ T1=$(date +%s)
 [ -x "$BIN" ] && [ -n "$CUDA_NAMES" ] && timeout -k 5 120 "$BIN" $CUDA_NAMES >"$WORK/plain/cuda.out" 2>&1
 if [ -n "$TRITON_NAMES" ]; then
   echo $TRITON_NAMES | tr ' ' '\n' | xargs -n "$CHUNK" | nl -nln -w1 -s' ' |
-    xargs -P "$JOBS" -L1 sh -c 'u=$1; shift; TRITON_CACHE_DIR="$WORK/tc/ptx" timeout -k 5 240 \
+    xargs -P "$JOBS" -L1 sh -c 'u=$1; shift; TRITON_CACHE_DIR="$WORK/tc/ptx" timeout -k 5 150 \
       "$PYTHON" "$KPY" run "$@" >"$WORK/plain/triton.$u.out" 2>&1' _
 fi
 T2=$(date +%s)

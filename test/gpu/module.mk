@@ -14,6 +14,9 @@
 #                          on planted races, torch ops, training; $(GPU_OUT))
 #   make test-gpu-races  test/gpu/races/run_corpus.sh (the planted race
 #                          corpus beside compute-sanitizer racecheck; $(GPU_OUT))
+#   make test-gpu-races-sass  test/gpu/run_gpu_races_sass.sh (the race corpus
+#                          of kernels with no PTX: Triton and SASS-only CUDA,
+#                          beside racecheck and Triton's gsan/consan; $(GPU_OUT))
 #   make test-gpu-contracts  test/gpu/run_gpu_contracts.sh (contract gates on
 #                          planted bugs and correct CUDA and Triton kernels;
 #                          $(GPU_OUT))
@@ -75,6 +78,14 @@ $(BUILD)/gpu/corpus: test/gpu/races/corpus.cu
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -lineinfo -arch=sm_90 -cudart static $< -o $@ $(GPU_LDLIBS)
 GPU_BINS += $(BUILD)/gpu/corpus
+
+# The race corpus without PTX (test/gpu/run_gpu_races_sass.sh): SASS for
+# sm_90 only, no PTX in the fatbin and no -lineinfo (whose line table would
+# carry the PTX text), as PyTorch's and cuBLAS's kernels come.
+$(BUILD)/gpu/corpus_sass: test/gpu/races_sass/corpus_sass.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -gencode arch=compute_90,code=sm_90 -cudart static $< -o $@ $(GPU_LDLIBS)
+GPU_BINS += $(BUILD)/gpu/corpus_sass
 
 # Planted contract bugs and correct kernels (static cudart, like races).
 $(BUILD)/gpu/contract_bugs: test/gpu/contract_bugs.cu
@@ -177,6 +188,11 @@ test-gpu-checks:
 test-gpu-races:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/races/run_corpus.sh $(GPU_OUT)
+
+.PHONY: test-gpu-races-sass
+test-gpu-races-sass:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_races_sass.sh $(GPU_OUT)
 
 test-gpu-contracts:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \

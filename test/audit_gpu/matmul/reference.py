@@ -8,7 +8,7 @@ class Model(torch.nn.Module):
 
 
 def get_inputs():
-    return [torch.rand(256, 512), torch.rand(512, 256)]
+    return [torch.rand(128, 256), torch.rand(256, 128)]
 
 
 def get_init_inputs():

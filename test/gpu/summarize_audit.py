@@ -4,9 +4,10 @@ audit's (audit.jsonl), its failed gates, KernelBench's allclose and its
 ratio (audit_gpu_allclose.py) and the audit's wall time per candidate.
 
 PASS when every planted bug is caught by the gate its manifest row names
-(verdict broken), every correct candidate has its expected verdict with
-no failed gate, and every planted bug is one allclose accepts on the
-task's own inputs. Exit status 0 when every line is PASS.
+(verdict broken), every correct candidate is silent (no failed gate) and
+has its expected verdict (clean, or unjudged for a composition; partial
+is silent but not expected), and every planted bug is one allclose
+accepts on the task's own inputs. Exit status 0 when every line is PASS.
 
     python test/gpu/summarize_audit.py --corpus test/audit_gpu --audit OUT/audit.jsonl \
         --allclose OUT/allclose.json [--work WORK/audit] [--times build=..,...] -o OUT/summary.md
@@ -62,14 +63,20 @@ def verdict_lines(rows):
     bugs = [x for x in rows if x[0].get("verdict") == "broken"]
     good = [x for x in rows if x[0].get("verdict") not in ("broken", "?")]
     caught = [x for x in bugs if not [w for w in x[3] if not w.startswith("allclose")]]
-    silent = [x for x in good if not x[3]]
+    # silent: no gate failed and no error (a partial verdict is silent,
+    # but not the verdict the manifest expects: the next line)
+    silent = [x for x in good if x[1] and not x[1].get("failed") and
+              x[1]["verdict"] not in ("broken", "error")]
+    expected = [x for x in good if not x[3]]
     accepted = [x for x in bugs if x[2] and x[2].get("allclose")]
     extra = [x for x in rows if x[0].get("verdict") == "?"]
     lines = [
         ("every planted bug caught by its gate", len(caught), len(bugs),
          [x[0]["candidate"] for x in bugs if x not in caught]),
-        ("every correct candidate silent (its expected verdict, no failed gate)", len(silent),
+        ("every correct candidate silent (no failed gate, no error)", len(silent),
          len(good), [x[0]["candidate"] for x in good if x not in silent]),
+        ("every correct candidate has its expected verdict (clean; unjudged for compositions)",
+         len(expected), len(good), [x[0]["candidate"] for x in good if x not in expected]),
         ("every planted bug accepted by allclose(rtol=atol=1e-2) on the task's inputs",
          len(accepted), len(bugs), [x[0]["candidate"] for x in bugs if x not in accepted]),
         ("every audited candidate has a manifest row", len(rows) - len(extra), len(rows),

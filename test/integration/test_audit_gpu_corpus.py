@@ -139,7 +139,7 @@ def test_summarizer_passes_what_the_manifest_expects(tmp_path):
                                "--times", "build=60,audit=200", "-o", str(out)])
     text = out.read_text()
     assert rc == 0, text
-    assert text.count("PASS: ") == 4 and "FAIL" not in text
+    assert text.count("PASS: ") == 5 and "FAIL" not in text
     n = sum(1 for m in rows if m["verdict"] == "broken")
     assert "caught by its gate (%d/%d)" % (n, n) in text
     assert "median 10.0 s" in text and "build 60 s" in text
@@ -162,6 +162,8 @@ def test_summarizer_fails_on_a_miss_a_false_flag_and_an_allclose_reject(tmp_path
             a.update(allclose=False, ratio=3.2)
         if m["candidate"] == "amax/cuda_nan_swallowed.py":   # caught by another input
             r["evidence"][0]["exposed_by"] = {"inputs": "task"}
+        if m["candidate"] == "conv2d/cuda_correct.py":       # silent, but partial
+            r.update(verdict="partial", reason="undecided gates: precision")
     recs, ac = _records(rows, tweak)
     recs = [r for r in recs if not r["candidate"].endswith("mse_loss/cuda_atomic.py")]  # not run
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -172,9 +174,11 @@ def test_summarizer_fails_on_a_miss_a_false_flag_and_an_allclose_reject(tmp_path
     text = out.read_text()
     assert rc == 1
     lines = [ln for ln in text.splitlines() if ln.startswith(("PASS", "FAIL"))]
-    bug_line, good_line, ac_line, _ = lines
+    bug_line, good_line, verdict_line, ac_line, _ = lines
     assert bug_line.startswith("FAIL") and "relu/cuda_nan_swallowed.py" in bug_line
     assert "amax/cuda_nan_swallowed.py" in bug_line and "mse_loss/cuda_atomic.py" in bug_line
     assert good_line.startswith("FAIL") and "relu/cuda_correct.py" in good_line
+    assert "conv2d" not in good_line
+    assert verdict_line.startswith("FAIL") and "conv2d/cuda_correct.py" in verdict_line
     assert ac_line.startswith("FAIL") and "sum/cuda_atomic.py" in ac_line
     assert "false flag: layouts" in text and "## Evidence where" in text

@@ -1,0 +1,19 @@
+"""KernelBench level 2 style: Gemm then ReLU."""
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.linear = torch.nn.Linear(k, n)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def get_inputs():
+    return [torch.rand(64, 256)]
+
+
+def get_init_inputs():
+    return [256, 128]

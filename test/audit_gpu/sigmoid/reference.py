@@ -1,0 +1,15 @@
+"""KernelBench level 1, 21_Sigmoid (smaller)."""
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x)
+
+
+def get_inputs():
+    return [torch.randn(16, 16384)]
+
+
+def get_init_inputs():
+    return []

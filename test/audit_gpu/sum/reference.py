@@ -1,0 +1,15 @@
+"""KernelBench level 1, 47_Sum_reduction_over_a_dimension (2-D)."""
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(16, 4096)]
+
+
+def get_init_inputs():
+    return []

@@ -150,13 +150,18 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
     const char *st = json_string_value(v);
     int sites = 0;
     double jit_ms = 0;
-    if (st && (!strcmp(st, "same") || !strcmp(st, "differs")) &&
-        kc_intra_info(ctx->li, &sites, &jit_ms) == 0) {
+    const char *route = NULL;
+    if (st && (!strcmp(st, "same") || !strcmp(st, "differs") ||
+               !strcmp(st, "conflicting accesses")) &&
+        kc_intra_info(ctx->li, &sites, &jit_ms, &route) == 0) {
       json_object_set_new(ctx->result, "intra_block", json_string("perturbed"));
+      json_object_set_new(ctx->result, "route", json_string(route));
       json_object_set_new(ctx->result, "intra_sites", json_integer(sites));
       json_object_set_new(ctx->result, "intra_jit_ms", json_real(jit_ms));
     } else {
       json_object_set_new(ctx->result, "intra_block", json_string(st ? st : "not run"));
+      json_object_set_new(ctx->result, "route", json_string("none"));
+      json_object_set_new(ctx->result, "route_why", json_string(st ? st : "not run"));
     }
     return;
   }

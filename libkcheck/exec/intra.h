@@ -24,8 +24,10 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS]
  * check asks before restoring memory for a run that cannot be made. */
 int kc_intra_usable(struct kc_launch_info *li, int log, const char **why);
 /* What the copy of li's kernel is (after a prepare): inserted delay sites
- * and the JIT's time in ms; 0, or -1 when there is no copy. */
-int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms);
+ * (0 on the Sanitizer route), the JIT's (or loading and patching) time in
+ * ms, and the route ("ptx" or "sanitizer"); 0, or -1 when there is no
+ * copy. */
+int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms, const char **route);
 /* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
  * its PTX is unavailable (*why). Cached per kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);

@@ -3,6 +3,8 @@
 #include "san_rec.h"
 
 #include <assert.h>
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,4 +67,39 @@ int kc_san_lib_candidates(const char *opt, const char *cuda_home, const char *pi
     n = add(out, n, max, "/usr/local/cuda", "/compute-sanitizer/libsanitizer-public.so");
   n = add(out, n, max, pip_dir, "/libsanitizer-public.so");
   return n;
+}
+
+int kc_san_under_tool(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  if (getenv("NV_SANITIZER_INJECTION_PORT_BASE")) return 1;
+  if (pre && strstr(pre, "TreeLauncher")) return 1;
+  void *h = dlopen("libsanitizer-collection.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != NULL;
+}
+
+void *kc_san_lib_open(const char *opt, const char *cuda_home, const char *pip_dir, char *state,
+                      size_t state_len) {
+  char cand[6][512];
+  int n = kc_san_lib_candidates(opt, cuda_home, pip_dir, cand, 6);
+  for (int i = 0; i < n; i++) {
+    void *h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      snprintf(state, state_len, "%s", cand[i]);
+      return h;
+    }
+  }
+  snprintf(state, state_len,
+           "libsanitizer-public.so was not found (sanitizer_lib=PATH, or the CUDA toolkit's "
+           "compute-sanitizer folder); tried %d path(s), first %s",
+           n, n ? cand[0] : "-");
+  return NULL;
+}
+
+unsigned kc_log_retry_stride(uint64_t count, unsigned cap, unsigned stride, uint64_t blocks) {
+  assert(cap > 0 && stride > 0);
+  /* Fewer blocks next time: enough to fit, with room for blocks that do
+   * more than the average. 0 when even one block in `blocks` is too many. */
+  uint64_t s = (uint64_t)stride * (2 * (count / cap + 1));
+  return s < blocks ? (unsigned)s : 0;
 }

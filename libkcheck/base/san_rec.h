@@ -85,6 +85,18 @@ uint32_t kc_san_epoch_warp(uint32_t e);
  * len each). NULL or "" arguments are left out. */
 int kc_san_lib_candidates(const char *opt, const char *cuda_home, const char *pip_dir,
                           char (*out)[512], int max);
+/* dlopen of the first candidate that loads: the handle, state = its path;
+ * NULL with state = why (what was tried). */
+void *kc_san_lib_open(const char *opt, const char *cuda_home, const char *pip_dir, char *state,
+                      size_t state_len);
+/* 1 when the process runs under compute-sanitizer (its injection in the
+ * environment, or its collection library loaded): the Sanitizer API
+ * takes one client per process. */
+int kc_san_under_tool(void);
+/* After a logged run whose blocks (1 in stride) wanted count records of a
+ * log of cap: the block stride whose run may fit, or 0 when none would
+ * (both routes: a recorded skip, never an out-of-memory). */
+unsigned kc_log_retry_stride(uint64_t count, unsigned cap, unsigned stride, uint64_t blocks);
 #endif
 
 #endif

@@ -23,6 +23,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "report.h"
+#include "sass_atomics.h"
 #include "san_rec.h"
 #include "san_route.h"
 
@@ -53,6 +54,7 @@ struct copy {
   int atomics_state; /* 0 untried, 1 known, 2 unknown */
   struct kc_ptx_atomics atomics;
   const char *atomics_why;
+  char atomics_buf[256];
   /* the Sanitizer route (san): cfg is a struct kc_san_cfg; the epoch
    * array of the logged blocks; why the PTX route did not apply */
   int san;
@@ -404,6 +406,33 @@ int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms, const c
   return rc;
 }
 
+/* No PTX: the atomics from the kernel's SASS. Float additions name the
+ * kernel's differences atomic-order; integer atomics that return a value
+ * may be worklist slots, which SASS does not tell: then unknown, as
+ * before, unless float additions are there too. */
+static void sass_atomics(struct copy *c, const struct kc_kernel *k) {
+  size_t len = 0;
+  const char *why = NULL;
+  int returning = 0;
+  char *elf = kc_san_cubin(k, &len, &why);
+  if (!elf) {
+    snprintf(c->atomics_buf, sizeof c->atomics_buf, "%s; its SASS: %s", c->atomics_why, why);
+    c->atomics_why = c->atomics_buf;
+    return;
+  }
+  struct kc_ptx_atomics a;
+  if (kc_sass_atomics(elf, len, k->name, &a, &returning, &why)) {
+    c->atomics_why = why;
+  } else if (!a.float_adds && returning) {
+    c->atomics_why = "its SASS has integer atomics that return a value (a worklist slot or a "
+                     "counter: SASS does not tell)";
+  } else {
+    c->atomics = a;
+    c->atomics_state = 1;
+  }
+  free(elf);
+}
+
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why) {
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
@@ -425,6 +454,8 @@ int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const 
       c->atomics_state = 1;
     } else if (ptx) {
       c->atomics_why = "the kernel is not defined in the image's PTX";
+    } else if (k->image_handle) {
+      sass_atomics(c, k);
     }
     free(ptx);
   }
@@ -558,10 +589,7 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
   }
   uint64_t blocks = (uint64_t)li->grid[0] * li->grid[1] * li->grid[2];
   if (count > L->cap) {
-    /* Fewer blocks next time: enough to fit, with room for blocks that
-     * do more than the average. */
-    uint64_t s = (uint64_t)c->stride * (2 * ((uint64_t)count / L->cap + 1));
-    if (s < blocks) *retry_stride = (unsigned)s;
+    *retry_stride = kc_log_retry_stride(count, L->cap, c->stride ? c->stride : 1, blocks);
     *why = "over budget: the logged blocks made more accesses than access_records";
     rc = -2;
     goto out;

@@ -85,17 +85,6 @@ static const char *result(SanitizerResult r) {
 }
 #endif
 
-/* compute-sanitizer runs its target with its injection in the
- * environment; its collection library is then in the process. */
-static int under_compute_sanitizer(void) {
-  const char *pre = getenv("LD_PRELOAD");
-  if (getenv("NV_SANITIZER_INJECTION_PORT_BASE")) return 1;
-  if (pre && strstr(pre, "TreeLauncher")) return 1;
-  void *h = dlopen("libsanitizer-collection.so", RTLD_LAZY | RTLD_NOLOAD);
-  if (h) dlclose(h);
-  return h != NULL;
-}
-
 static int init_locked(void) {
   tried = 1;
 #ifndef KC_HAVE_SANITIZER
@@ -104,27 +93,21 @@ static int init_locked(void) {
   snprintf(state, sizeof state, "%s", unavailable);
   return -1;
 #else
-  if (under_compute_sanitizer()) {
+  if (kc_san_under_tool()) {
     unavailable = "the process runs under compute-sanitizer (one Sanitizer API client per process)";
     snprintf(state, sizeof state, "%s", unavailable);
     return -1;
   }
-  char cand[6][512];
   const char *home = getenv("CUDA_HOME");
-  int n = kc_san_lib_candidates(kc_opt.sanitizer_lib, home ? home : "/usr/local/cuda",
-                                KC_SAN_PIP_LIB, cand, 6);
-  void *h = NULL;
-  int i;
+  char path[512];
   double t0 = kc_now_s();
-  for (i = 0; i < n && !h; i++) h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+  void *h = kc_san_lib_open(kc_opt.sanitizer_lib, home ? home : "/usr/local/cuda", KC_SAN_PIP_LIB,
+                            path, sizeof path);
   if (!h) {
-    unavailable = "libsanitizer-public.so was not found (sanitizer_lib=PATH, or the CUDA "
-                  "toolkit's compute-sanitizer folder)";
-    snprintf(state, sizeof state, "%s; tried %d paths, first %s", unavailable, n,
-             n ? cand[0] : "-");
+    snprintf(state, sizeof state, "%s", path);
+    unavailable = state;
     return -1;
   }
-  const char *path = cand[i - 1];
 #define X(f)                                                                                       \
   if (!(*(void **)&san.f = dlsym(h, #f))) {                                                        \
     unavailable = "libsanitizer-public.so lacks " #f;                                              \
@@ -171,6 +154,18 @@ static int device_cc(void) {
           CUDA_SUCCESS)
     return 0;
   return ma * 10 + mi;
+}
+
+char *kc_san_cubin(const struct kc_kernel *k, size_t *len, const char **why) {
+  size_t size = 0;
+  void *bytes = k->image_handle ? kc_image_copy(k->image_handle, &size, why) : NULL;
+  if (!bytes) {
+    if (!k->image_handle) *why = "the kernel's image is unknown";
+    return NULL;
+  }
+  char *elf = kc_cubin_from_image(bytes, size, device_cc(), len, why);
+  free(bytes);
+  return elf;
 }
 
 #ifdef KC_HAVE_SANITIZER
@@ -225,14 +220,8 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
   (void)k;
   return -1;
 #else
-  size_t size = 0, len = 0;
-  void *bytes = k->image_handle ? kc_image_copy(k->image_handle, &size, why) : NULL;
-  if (!bytes) {
-    if (!k->image_handle) *why = "the kernel's image is unknown";
-    return -1;
-  }
-  char *elf = kc_cubin_from_image(bytes, size, device_cc(), &len, why);
-  free(bytes);
+  size_t len = 0;
+  char *elf = kc_san_cubin(k, &len, why);
   if (!elf) return -1;
   m->names = calloc(MAX_VARS, sizeof *m->names);
   m->nvars = m->names ? kc_cubin_vars(elf, len, m->names, MAX_VARS) : -1;

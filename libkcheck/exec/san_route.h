@@ -41,6 +41,10 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
  * callbacks as userdata. 0, or -1 with *why. */
 int kc_san_set_data(CUfunction fn, CUdeviceptr cfg, const char **why);
 
+/* The cubin the device runs for k (its image copied, the SASS for the
+ * current device taken out of a fatbin): malloc'd, *len bytes; NULL with
+ * *why. Needs no Sanitizer API (the atomics classification reads it). */
+char *kc_san_cubin(const struct kc_kernel *k, size_t *len, const char **why);
 /* sanitizer=2: initialise at start-up, before the application's first
  * module loads (for measuring whether the API needs it). */
 void kc_san_start_early(void);

@@ -32,6 +32,7 @@ static int accesses_only(struct kc_gate_ctx *ctx) {
   kc_rerun_strategies(ctx, &only, &r);
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));
   json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
+  kc_rerun_intra_note(ctx, &r);
   json_t *conf = json_object_get(ctx->result, "access_conflict");
   if (!conf) {
     /* the bytes may differ (the atomics' order): not this check's verdict */

@@ -11,6 +11,7 @@
 #include "perturb.h"
 #include "policy.h"
 #include "report.h"
+#include "san_route.h"
 
 void kc_rerun_init(struct kc_rerun *r) {
   memset(r, 0, sizeof *r);
@@ -156,12 +157,20 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
         kc_intra_info(ctx->li, &sites, &jit_ms, &route) == 0) {
       json_object_set_new(ctx->result, "intra_block", json_string("perturbed"));
       json_object_set_new(ctx->result, "route", json_string(route));
+      if (!strcmp(route, "sanitizer"))
+        json_object_set_new(ctx->result, "sanitizer", json_string(kc_san_state()));
       json_object_set_new(ctx->result, "intra_sites", json_integer(sites));
       json_object_set_new(ctx->result, "intra_jit_ms", json_real(jit_ms));
     } else {
       json_object_set_new(ctx->result, "intra_block", json_string(st ? st : "not run"));
+      /* neither route: the PTX route's reason, and the Sanitizer
+       * route's where it was tried */
+      const char *san = kc_intra_route_why(ctx->li);
+      char why[600];
+      snprintf(why, sizeof why, "%s%s%s", st ? st : "not run", san ? "; Sanitizer route: " : "",
+               san ? san : "");
       json_object_set_new(ctx->result, "route", json_string("none"));
-      json_object_set_new(ctx->result, "route_why", json_string(st ? st : "not run"));
+      json_object_set_new(ctx->result, "route_why", json_string(why));
     }
     return;
   }

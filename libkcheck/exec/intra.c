@@ -62,6 +62,7 @@ struct copy {
   CUdeviceptr epochs;
   size_t epochs_bytes;
   const char *no_ptx;
+  char san_why[256]; /* why the Sanitizer route did not apply ("" if it did or was not tried) */
   struct copy *next;
 };
 
@@ -155,9 +156,10 @@ static int build_san(struct copy *c, const struct kc_kernel *k, const char *no_p
   const char *why = NULL;
   c->no_ptx = no_ptx;
   if (kc_san_load(k, &m, &why)) {
-    snprintf(c->why_buf, sizeof c->why_buf, "%s; Sanitizer route: %s", no_ptx,
-             why ? why : "unavailable");
-    return fail(c, c->why_buf);
+    /* the strategies' status stays the PTX route's reason; the route's
+     * own is recorded beside it (kc_intra_route_why) */
+    snprintf(c->san_why, sizeof c->san_why, "%s", why ? why : "unavailable");
+    return fail(c, no_ptx);
   }
   c->san = 1;
   c->mod = m.mod;
@@ -431,6 +433,17 @@ static void sass_atomics(struct copy *c, const struct kc_kernel *k) {
     c->atomics_state = 1;
   }
   free(elf);
+}
+
+const char *kc_intra_route_why(struct kc_launch_info *li) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  const char *why = NULL;
+  pthread_mutex_lock(&lock);
+  for (struct copy *c = copies; c; c = c->next)
+    if (c->handle == li->k->handle && c->ctx == ctx && c->san_why[0]) why = c->san_why;
+  pthread_mutex_unlock(&lock);
+  return why;
 }
 
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why) {

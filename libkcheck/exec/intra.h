@@ -28,6 +28,10 @@ int kc_intra_usable(struct kc_launch_info *li, int log, const char **why);
  * ms, and the route ("ptx" or "sanitizer"); 0, or -1 when there is no
  * copy. */
 int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms, const char **route);
+/* Why the Sanitizer route made no copy of li's kernel (a kernel with no
+ * PTX), NULL when it was not tried or made one. The string lives as long
+ * as the kernel's image. */
+const char *kc_intra_route_why(struct kc_launch_info *li);
 /* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
  * its PTX is unavailable (*why). Cached per kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);

@@ -423,11 +423,16 @@ static void sass_atomics(struct copy *c, const struct kc_kernel *k) {
     return;
   }
   struct kc_ptx_atomics a;
+  /* the PTX route's reason first: what is missing is the PTX */
   if (kc_sass_atomics(elf, len, k->name, &a, &returning, &why)) {
-    c->atomics_why = why;
+    snprintf(c->atomics_buf, sizeof c->atomics_buf, "%s; %s", c->atomics_why, why);
+    c->atomics_why = c->atomics_buf;
   } else if (!a.float_adds && returning) {
-    c->atomics_why = "its SASS has integer atomics that return a value (a worklist slot or a "
-                     "counter: SASS does not tell)";
+    snprintf(c->atomics_buf, sizeof c->atomics_buf,
+             "%s; its SASS has integer atomics that return a value (a worklist slot or a "
+             "counter: SASS does not tell)",
+             c->atomics_why);
+    c->atomics_why = c->atomics_buf;
   } else {
     c->atomics = a;
     c->atomics_state = 1;

@@ -152,8 +152,8 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
     int sites = 0;
     double jit_ms = 0;
     const char *route = NULL;
-    if (st && (!strcmp(st, "same") || !strcmp(st, "differs") ||
-               !strcmp(st, "conflicting accesses")) &&
+    if (st &&
+        (!strcmp(st, "same") || !strcmp(st, "differs") || !strcmp(st, "conflicting accesses")) &&
         kc_intra_info(ctx->li, &sites, &jit_ms, &route) == 0) {
       json_object_set_new(ctx->result, "intra_block", json_string("perturbed"));
       json_object_set_new(ctx->result, "route", json_string(route));

@@ -16,7 +16,8 @@ int kc_cubin_vars(const void *elf, size_t len, char (*names)[128], int max) {
   Elf64_Ehdr eh;
   if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) || p[EI_CLASS] != ELFCLASS64) return -1;
   memcpy(&eh, p, sizeof eh);
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || !in(len, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)) ||
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      !in(len, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)) ||
       eh.e_shstrndx >= eh.e_shnum)
     return -1;
   const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh.e_shoff);

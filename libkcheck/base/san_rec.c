@@ -4,13 +4,13 @@
 
 #include <assert.h>
 #include <dlfcn.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc,
-                      struct kc_access *out, struct kc_san_stats *st) {
+size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, struct kc_access *out,
+                      struct kc_san_stats *st) {
   size_t m = 0;
   memset(st, 0, sizeof *st);
   for (size_t i = 0; i < n; i++) {
@@ -35,8 +35,8 @@ size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc,
     out[m].who = (r->tid & 0xffff) | kind << 16 | size << 20 | (r->global ? KC_ACC_GLOBAL : 0);
     out[m].epoch = r->epoch;
     out[m].block = r->block;
-    out[m].site = r->pc >= fn_pc && r->pc - fn_pc < 0xffffffffull ? (unsigned)(r->pc - fn_pc)
-                                                                 : 0xffffffffu;
+    out[m].site =
+        r->pc >= fn_pc && r->pc - fn_pc < 0xffffffffull ? (unsigned)(r->pc - fn_pc) : 0xffffffffu;
     /* the record's slot: later in a thread's program order, later slot */
     out[m].seq = (unsigned)i;
     out[m].spare = 0;

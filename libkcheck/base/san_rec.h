@@ -60,7 +60,7 @@ struct kc_san_rec {
 struct kc_san_stats {
   size_t global_atomics; /* atomic accesses to global memory */
   size_t shared_atomics;
-  size_t skipped;        /* prefetches and records with no read/write flag */
+  size_t skipped; /* prefetches and records with no read/write flag */
 };
 
 /* Converts rec[0..n) to out[] (room for n): kind from the flags, size,
@@ -68,8 +68,8 @@ struct kc_san_stats {
  * site. Returns how many were written (skipped records are counted in
  * *st). A pc below fn_pc (a callee outside the kernel's range) keeps
  * site = 0xffffffff. out may be (struct kc_access *)rec: in place. */
-size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc,
-                      struct kc_access *out, struct kc_san_stats *st);
+size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, struct kc_access *out,
+                      struct kc_san_stats *st);
 
 /* Epoch counters after a barrier (callback before the instruction: the
  * barrier's later accesses see the new count) or a __syncwarp; the count

@@ -9,8 +9,8 @@
 #include "intra.h"
 
 #include <jansson.h>
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +23,9 @@
 #include "kernel.h"
 #include "log.h"
 #include "report.h"
-#include "sass_atomics.h"
 #include "san_rec.h"
 #include "san_route.h"
+#include "sass_atomics.h"
 
 #define MAX_VARS 64
 /* Module variables copied before each run, at most (bytes). */
@@ -440,6 +440,17 @@ static void sass_atomics(struct copy *c, const struct kc_kernel *k) {
   free(elf);
 }
 
+const char *kc_intra_no_ptx(struct kc_launch_info *li) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  const char *why = NULL;
+  pthread_mutex_lock(&lock);
+  for (struct copy *c = copies; c; c = c->next)
+    if (c->handle == li->k->handle && c->ctx == ctx && c->san && c->state == 1) why = c->no_ptx;
+  pthread_mutex_unlock(&lock);
+  return why;
+}
+
 const char *kc_intra_route_why(struct kc_launch_info *li) {
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
@@ -622,8 +633,8 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
     goto out;
   }
   struct kc_san_stats st = {0};
-  if (c->san) count = (uint32_t)kc_san_convert((const struct kc_san_rec *)rec, count, c->fn_pc,
-                                              rec, &st);
+  if (c->san)
+    count = (uint32_t)kc_san_convert((const struct kc_san_rec *)rec, count, c->fn_pc, rec, &st);
   struct kc_access_result res;
   /* The SASS route sees no fences: where the kernel has global atomics
    * (a hand-off between blocks may exist), pairs between blocks are not

@@ -78,8 +78,7 @@ static void SANITIZERAPI on_event(void *u, Sanitizer_CallbackDomain d, Sanitizer
 
 static const char *result(SanitizerResult r) {
   const char *s = NULL;
-  if (san.sanitizerGetResultString && san.sanitizerGetResultString(r, &s) == SANITIZER_SUCCESS &&
-      s)
+  if (san.sanitizerGetResultString && san.sanitizerGetResultString(r, &s) == SANITIZER_SUCCESS && s)
     return s;
   return "unknown error";
 }
@@ -235,8 +234,8 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
   double t0 = kc_now_s();
-  CUresult cr = kc_drv.cuModuleLoadData ? kc_drv.cuModuleLoadData(&m->mod, elf)
-                                        : CUDA_ERROR_NOT_SUPPORTED;
+  CUresult cr =
+      kc_drv.cuModuleLoadData ? kc_drv.cuModuleLoadData(&m->mod, elf) : CUDA_ERROR_NOT_SUPPORTED;
   free(elf);
   m->load_ms = 1e3 * (kc_now_s() - t0);
   if (cr != CUDA_SUCCESS) {

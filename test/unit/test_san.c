@@ -19,7 +19,7 @@
 
 static struct kc_san_rec rec(uint64_t addr, uint64_t pc, unsigned tid, unsigned block,
                              unsigned epoch, unsigned flags, unsigned size, int global) {
-  struct kc_san_rec r = {addr, pc, tid, block, epoch, (uint16_t)flags, (uint8_t)size,
+  struct kc_san_rec r = {addr,           pc, tid, block, epoch, (uint16_t)flags, (uint8_t)size,
                          (uint8_t)global};
   return r;
 }
@@ -102,8 +102,8 @@ static void test_lib(void) {
 
 static void *slurp(const char *name, size_t *len) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", getenv("KC_TEST_DATA") ? getenv("KC_TEST_DATA")
-                                                              : "test/unit/data", name);
+  snprintf(path, sizeof path, "%s/%s",
+           getenv("KC_TEST_DATA") ? getenv("KC_TEST_DATA") : "test/unit/data", name);
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
@@ -156,10 +156,10 @@ struct want {
 
 static void test_sass(void) {
   static const struct want w[] = {
-      {"k_f32_red", 1, 0},  {"k_f64_red", 1, 0},  {"k_f32_atom", 1, 0}, {"g_f32_sub", 1, 0},
-      {"k_h2_red", 1, -1},  {"k_bf2_red", 2, -1}, {"k_i32_red", 0, 0},  {"k_u64_red", 0, 0},
-      {"k_i32_max", 0, 0},  {"g_i32_and", 0, 0},  {"g_u32_inc", 0, 0},  {"k_i32_atom", 0, 1},
-      {"k_i32_cas", 0, 1},  {"k_f32_exch", 0, 1}, {"k_i32_sh", 0, 1},   {"g_i32_gen", 0, 1},
+      {"k_f32_red", 1, 0}, {"k_f64_red", 1, 0},  {"k_f32_atom", 1, 0}, {"g_f32_sub", 1, 0},
+      {"k_h2_red", 1, -1}, {"k_bf2_red", 2, -1}, {"k_i32_red", 0, 0},  {"k_u64_red", 0, 0},
+      {"k_i32_max", 0, 0}, {"g_i32_and", 0, 0},  {"g_u32_inc", 0, 0},  {"k_i32_atom", 0, 1},
+      {"k_i32_cas", 0, 1}, {"k_f32_exch", 0, 1}, {"k_i32_sh", 0, 1},   {"g_i32_gen", 0, 1},
       {"v_use", 0, 0},
   };
   static const char *const arch[] = {"sm_80", "sm_90", "sm_100", "sm_120"};

@@ -52,9 +52,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int tried;
 static const char *unavailable = "";
 static char state[640];
-static CUcontext patched_ctx[MAX_CTX];
 
 #ifdef KC_HAVE_SANITIZER
+static CUcontext patched_ctx[MAX_CTX]; /* contexts kcheck's callbacks were added to */
 /* The entry points used, from the library's own header types. */
 #define KC_SAN_FNS(X)                                                                              \
   X(sanitizerSubscribe)                                                                            \

@@ -645,6 +645,11 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
     *why = "out of host memory";
     goto out;
   }
+  if (rc == 0)
+    /* what was logged, for the entry: a log with no access at all tells
+     * that the copy's callbacks did not run */
+    *ev = json_pack("{s:s, s:i, s:s}", "verdict", "none", "accesses_logged", (int)count, "route",
+                    c->san ? "sanitizer" : "ptx");
   if (rc > 0) {
     const struct kc_access *a = &res.pair[0];
     int global = (a->who & KC_ACC_GLOBAL) != 0;

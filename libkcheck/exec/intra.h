@@ -42,7 +42,8 @@ int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const 
  * (access.h). 1 with *ev (the word's space and address, for global memory
  * its allocation, the kernel parameter or module variable that reaches
  * it; both accesses: kind, block, thread, warp, lane, barrier epoch, PTX
- * statement and source line; how many words race), 0 none, -2 over the
+ * statement and source line; how many words race), 0 none (*ev, may be
+ * NULL: how many accesses were logged, and the route), -2 over the
  * log's capacity (*why: a recorded skip; *retry_stride, when not 0: a
  * block stride whose run may fit), -1 no log (*why). */
 int kc_intra_conflicts(struct kc_launch_info *li, struct json_t **ev, unsigned *retry_stride,

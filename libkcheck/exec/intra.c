@@ -172,10 +172,6 @@ static int build_san(struct copy *c, const struct kc_kernel *k, const char *no_p
     return fail(c, kc_devmem_refused() ? kc_devmem_refused()
                                        : "no device memory for the Sanitizer route's settings");
   }
-  if (kc_san_set_data(c->fn, c->cfg, &why)) {
-    free(m.names);
-    return fail(c, why);
-  }
   if (pair_vars(c, k, m.names, m.nvars)) return 1;
   c->state = 1;
   return 0;
@@ -310,7 +306,9 @@ static int san_config(struct copy *c, const struct kc_launch_info *li,
     *why = "writing the perturbation's configuration failed";
     return -1;
   }
-  return 0;
+  /* before every run, not once: with lazy loading (CUDA's default) the
+   * copy's function may not be loaded when the copy is made */
+  return kc_san_set_data(c->fn, c->cfg, why) ? 1 : 0;
 }
 
 int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg_in[KC_CFG_WORDS], CUfunction *fn,
@@ -633,6 +631,8 @@ int kc_intra_conflicts(struct kc_launch_info *li, json_t **ev, unsigned *retry_s
     goto out;
   }
   struct kc_san_stats st = {0};
+  /* the function's start, once it has run (loaded lazily by then) */
+  if (c->san && !c->fn_pc) c->fn_pc = kc_san_fn_pc(c->mod, li->k->name);
   if (c->san)
     count = (uint32_t)kc_san_convert((const struct kc_san_rec *)rec, count, c->fn_pc, rec, &st);
   struct kc_access_result res;

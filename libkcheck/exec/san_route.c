@@ -250,19 +250,33 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
   pthread_mutex_lock(&lock);
   int rc = patches_locked(ctx, why);
   if (!rc) rc = patch_locked(m->mod, why);
-  uint64_t pc = 0, fsize = 0;
-  if (!rc && san.sanitizerGetFunctionPcAndSize(m->mod, k->name, &pc, &fsize) != SANITIZER_SUCCESS)
-    pc = 0; /* offsets then read as absolute pcs: evidence only */
   pthread_mutex_unlock(&lock);
   m->patch_ms = 1e3 * (kc_now_s() - t0);
-  m->fn_pc = pc;
   if (rc) goto fail;
+  /* only on a module the API patched: asked about another one (its
+   * patches refused), the library was seen to fault on the CPU stand-in */
+  m->fn_pc = kc_san_fn_pc(m->mod, k->name);
   return 0;
 fail:
   if (m->mod) kc_drv.cuModuleUnload(m->mod);
   free(m->names);
   memset(m, 0, sizeof *m);
   return -1;
+#endif
+}
+
+uint64_t kc_san_fn_pc(CUmodule mod, const char *name) {
+#ifndef KC_HAVE_SANITIZER
+  (void)mod, (void)name;
+  return 0;
+#else
+  uint64_t pc = 0, size = 0;
+  pthread_mutex_lock(&lock);
+  if (!san.sanitizerGetFunctionPcAndSize ||
+      san.sanitizerGetFunctionPcAndSize(mod, name, &pc, &size) != SANITIZER_SUCCESS)
+    pc = 0;
+  pthread_mutex_unlock(&lock);
+  return pc;
 #endif
 }
 

@@ -37,6 +37,9 @@ struct kc_san_module {
   double load_ms, patch_ms;
 };
 int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char **why);
+/* The first instruction of function name in mod (0 while unknown, e.g.
+ * not loaded yet under lazy loading: offsets then read as absolute pcs). */
+uint64_t kc_san_fn_pc(CUmodule mod, const char *name);
 /* Every later launch of the copy's fn passes cfg (device memory) to the
  * callbacks as userdata. 0, or -1 with *why. */
 int kc_san_set_data(CUfunction fn, CUdeviceptr cfg, const char **why);

@@ -116,6 +116,15 @@ static int init_locked(void) {
   KC_SAN_FNS(X)
 #undef X
   SanitizerResult r = san.sanitizerSubscribe(&subscriber, on_event, NULL);
+  if (r == SANITIZER_ERROR_MAX_LIMIT_REACHED) {
+    /* the reference: one subscriber per process */
+    snprintf(state, sizeof state,
+             "another client of the Sanitizer API (compute-sanitizer, or a tool built on it) "
+             "holds the process's one subscription (%s)",
+             path);
+    unavailable = state;
+    return -1;
+  }
   if (r != SANITIZER_SUCCESS) {
     snprintf(state, sizeof state, "sanitizerSubscribe failed: %s (%s)", result(r), path);
     unavailable = state;

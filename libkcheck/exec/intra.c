@@ -282,8 +282,16 @@ static int san_config(struct copy *c, const struct kc_launch_info *li,
     uint64_t slots = (blocks + s.stride - 1) / s.stride;
     uint64_t bytes = slots * tpb * 4;
     if (bytes > MAX_EPOCH_BYTES) {
-      *why = "over budget: the logged blocks' barrier epochs need more than 64 MiB";
-      return 1;
+      /* fewer logged blocks, as many as the epochs' budget holds */
+      uint64_t stride = (uint64_t)s.stride * ((bytes + MAX_EPOCH_BYTES - 1) / MAX_EPOCH_BYTES);
+      if (stride >= blocks || stride > 0xffffffffu) {
+        *why = "over budget: one logged block's barrier epochs need more than 64 MiB";
+        return 1;
+      }
+      s.stride = (uint32_t)stride;
+      c->stride = s.stride;
+      slots = (blocks + s.stride - 1) / s.stride;
+      bytes = slots * tpb * 4;
     }
     if (bytes > c->epochs_bytes) {
       kc_devmem_free(c->epochs);

@@ -284,7 +284,7 @@ static int san_config(struct copy *c, const struct kc_launch_info *li,
     if (bytes > MAX_EPOCH_BYTES) {
       /* fewer logged blocks, as many as the epochs' budget holds */
       uint64_t stride = (uint64_t)s.stride * ((bytes + MAX_EPOCH_BYTES - 1) / MAX_EPOCH_BYTES);
-      if (stride >= blocks || stride > 0xffffffffu) {
+      if (stride > 0xffffffffu) {
         *why = "over budget: one logged block's barrier epochs need more than 64 MiB";
         return 1;
       }

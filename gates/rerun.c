@@ -159,8 +159,14 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
         kc_intra_info(ctx->li, &sites, &jit_ms, &route) == 0) {
       json_object_set_new(ctx->result, "intra_block", json_string("perturbed"));
       json_object_set_new(ctx->result, "route", json_string(route));
-      if (!strcmp(route, "sanitizer"))
+      double load_ms = 0, patch_ms = 0;
+      if (!strcmp(route, "sanitizer")) {
         json_object_set_new(ctx->result, "sanitizer", json_string(kc_san_state()));
+        if (kc_intra_san_times(ctx->li, &load_ms, &patch_ms) == 0) {
+          json_object_set_new(ctx->result, "sanitizer_load_ms", json_real(load_ms));
+          json_object_set_new(ctx->result, "sanitizer_patch_ms", json_real(patch_ms));
+        }
+      }
       json_object_set_new(ctx->result, "intra_sites", json_integer(sites));
       json_object_set_new(ctx->result, "intra_jit_ms", json_real(jit_ms));
     } else {

@@ -58,6 +58,7 @@ struct copy {
   /* the Sanitizer route (san): cfg is a struct kc_san_cfg; the epoch
    * array of the logged blocks; why the PTX route did not apply */
   int san;
+  double san_load_ms, san_patch_ms;
   uint64_t fn_pc;
   CUdeviceptr epochs;
   size_t epochs_bytes;
@@ -166,6 +167,8 @@ static int build_san(struct copy *c, const struct kc_kernel *k, const char *no_p
   c->fn = m.fn;
   c->fn_pc = m.fn_pc;
   c->jit_ms = m.load_ms + m.patch_ms;
+  c->san_load_ms = m.load_ms;
+  c->san_patch_ms = m.patch_ms;
   if (kc_devmem_alloc(KC_DM_access_log, &c->cfg, sizeof(struct kc_san_cfg)) != CUDA_SUCCESS) {
     c->cfg = 0;
     free(m.names);
@@ -444,6 +447,21 @@ static void sass_atomics(struct copy *c, const struct kc_kernel *k) {
     c->atomics_state = 1;
   }
   free(elf);
+}
+
+int kc_intra_san_times(struct kc_launch_info *li, double *load_ms, double *patch_ms) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  int rc = -1;
+  pthread_mutex_lock(&lock);
+  for (struct copy *c = copies; c; c = c->next)
+    if (c->handle == li->k->handle && c->ctx == ctx && c->san && c->state == 1) {
+      *load_ms = c->san_load_ms;
+      *patch_ms = c->san_patch_ms;
+      rc = 0;
+    }
+  pthread_mutex_unlock(&lock);
+  return rc;
 }
 
 const char *kc_intra_no_ptx(struct kc_launch_info *li) {

@@ -28,6 +28,9 @@ int kc_intra_usable(struct kc_launch_info *li, int log, const char **why);
  * ms, and the route ("ptx" or "sanitizer"); 0, or -1 when there is no
  * copy. */
 int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms, const char **route);
+/* The Sanitizer route's copy of li's kernel: loading its cubin and
+ * patching it (ms); 0, or -1 when its copy is not the route's. */
+int kc_intra_san_times(struct kc_launch_info *li, double *load_ms, double *patch_ms);
 /* Why li's kernel has no PTX when its copy is the Sanitizer route's
  * (NULL otherwise: a PTX copy, or none). */
 const char *kc_intra_no_ptx(struct kc_launch_info *li);

@@ -73,8 +73,9 @@ else:
 print("[%s] %s %s: expect %s; route %s; violations %s; exposed_by %s" % (
     "PASS" if ok else "FAIL", tag, kernel, expect, route, sorted(gates),
     [v.get("exposed_by") for v in viol if v["gate"] == "race"]))
-print("    sanitizer: %s; load+patch %s ms; accesses logged %s; strategies %s" % (
-    race.get("sanitizer") or race.get("route_why"), race.get("intra_jit_ms"),
+print("    sanitizer: %s; load %s ms, patch %s ms; accesses logged %s; strategies %s" % (
+    race.get("sanitizer") or race.get("route_why"), race.get("sanitizer_load_ms"),
+    race.get("sanitizer_patch_ms"),
     race.get("accesses_logged"), race.get("strategies")))
 print("    no_code %s; added %s; atomics %s" % (race.get("no_code"), race.get("no_code_added"),
                                              race.get("atomics")))

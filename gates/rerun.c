@@ -109,8 +109,11 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list 
           status = why;
           break;
         }
-        if (cr == 0 && cev)
+        if (cr == 0 && cev) {
           json_object_set(ctx->result, "accesses_logged", json_object_get(cev, "accesses_logged"));
+          if (json_object_get(cev, "not_judged"))
+            json_object_set(ctx->result, "accesses_not_judged", json_object_get(cev, "not_judged"));
+        }
         /* kept in the entry whatever exposed the race first */
         if (cr > 0) json_object_set(ctx->result, "access_conflict", cev);
         if (cr > 0 && !d) {

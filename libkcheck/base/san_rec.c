@@ -48,6 +48,18 @@ size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, st
 uint32_t kc_san_epoch_bar(uint32_t e) { return (e & 0xffff) == 0xffff ? e : e + 1; }
 uint32_t kc_san_epoch_warp(uint32_t e) { return (e >> 16) == 0xffff ? e : e + 0x10000; }
 
+const char *kc_san_unmodeled_text(uint32_t u) {
+  /* the first, in order of how often kernels have it */
+  if (!u) return "";
+  if (u & KC_SAN_UNMODELED_MBARRIER) return "the kernel synchronises through mbarriers";
+  if (u & KC_SAN_UNMODELED_NAMED_BARRIER)
+    return "the kernel uses named or partial barriers (bar.sync with an id or a thread count)";
+  if (u & KC_SAN_UNMODELED_ASYNC_COPY)
+    return "the kernel uses asynchronous copies to shared memory";
+  if (u & KC_SAN_UNMODELED_WGMMA) return "the kernel uses warpgroup MMAs";
+  return "the kernel uses cluster barriers";
+}
+
 static int add(char (*out)[512], int n, int max, const char *dir, const char *tail) {
   if (!dir || !dir[0] || n >= max) return n;
   int w = snprintf(out[n], sizeof out[n], "%s%s", dir, tail);

@@ -13,21 +13,35 @@
 /* The configuration in device memory, passed to every callback as
  * userdata (sanitizerSetCallbackData on kcheck's patched copy only). */
 struct kc_san_cfg {
-  uint32_t seed;   /* per-run seed */
-  uint32_t pmem;   /* probability (of 256) of a delay before a memory access */
-  uint32_t pbar;   /* probability (of 256) of a delay before a barrier */
-  uint32_t mask;   /* delay in clock cycles: a random number AND this mask */
-  uint32_t start;  /* warp start delay (cycles): random AND this mask */
-  uint32_t bstart; /* block start delay (cycles, one per block) */
-  uint32_t log;    /* 1: the sampled blocks log their accesses */
-  uint32_t stride; /* blocks whose linear index is a multiple of this log (>= 1) */
-  uint32_t cap;    /* records the log holds */
-  uint32_t count;  /* records the run wanted to write (may exceed cap) */
-  uint32_t tpb;    /* threads per block of the launch (epoch slots per block) */
-  uint32_t slots;  /* logged blocks the epoch array holds */
-  uint64_t buf;    /* struct kc_san_rec[cap] */
-  uint64_t epochs; /* uint32_t[slots * tpb]: bar count | syncwarp count << 16 */
+  uint32_t seed;      /* per-run seed */
+  uint32_t pmem;      /* probability (of 256) of a delay before a memory access */
+  uint32_t pbar;      /* probability (of 256) of a delay before a barrier */
+  uint32_t mask;      /* delay in clock cycles: a random number AND this mask */
+  uint32_t start;     /* warp start delay (cycles): random AND this mask */
+  uint32_t bstart;    /* block start delay (cycles, one per block) */
+  uint32_t log;       /* 1: the sampled blocks log their accesses */
+  uint32_t stride;    /* blocks whose linear index is a multiple of this log (>= 1) */
+  uint32_t cap;       /* records the log holds */
+  uint32_t count;     /* records the run wanted to write (may exceed cap) */
+  uint32_t tpb;       /* threads per block of the launch (epoch slots per block) */
+  uint32_t slots;     /* logged blocks the epoch array holds */
+  uint64_t buf;       /* struct kc_san_rec[cap] */
+  uint64_t epochs;    /* uint32_t[slots * tpb]: bar count | syncwarp count << 16 */
+  uint32_t unmodeled; /* KC_SAN_UNMODELED_* bits the run met (set by the callbacks) */
+  uint32_t pad;
 };
+
+/* Synchronisation the access check does not model: a kernel that uses it
+ * may order accesses kcheck sees as unordered, so its conflicts are not
+ * reported (the entry says why). Named or partial barriers (bar.sync with
+ * an id or a thread count: warp-specialised kernels), mbarriers (arrive/
+ * wait, cp.async.mbarrier, tcgen05.commit), cluster barriers, and the
+ * asynchronous copies and warpgroup MMAs that go with them. */
+#define KC_SAN_UNMODELED_NAMED_BARRIER 0x1u
+#define KC_SAN_UNMODELED_MBARRIER 0x2u
+#define KC_SAN_UNMODELED_ASYNC_COPY 0x4u
+#define KC_SAN_UNMODELED_CLUSTER 0x8u
+#define KC_SAN_UNMODELED_WGMMA 0x10u
 
 /* One logged access (32 bytes). pc: the callback's program counter
  * (absolute; the host subtracts the function's start); flags: the
@@ -76,6 +90,9 @@ size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, st
  * saturates rather than carrying into the other half. */
 uint32_t kc_san_epoch_bar(uint32_t e);
 uint32_t kc_san_epoch_warp(uint32_t e);
+/* What unmodeled (KC_SAN_UNMODELED_* bits) names, for the entry: "" for
+ * none; else a static text. */
+const char *kc_san_unmodeled_text(uint32_t unmodeled);
 
 /* The files tried for libsanitizer-public.so, in order: the option's path
  * (a file, or a folder holding it), $CUDA_HOME/compute-sanitizer, the

@@ -207,6 +207,13 @@ static int patch_locked(CUmodule mod, const char **why) {
       {SANITIZER_INSTRUCTION_BARRIER, "kc_san_barrier"},
       {SANITIZER_INSTRUCTION_SYNCWARP, "kc_san_syncwarp"},
       {SANITIZER_INSTRUCTION_BLOCK_ENTER, "kc_san_enter"},
+      /* what the access check does not model: the run is marked */
+      {SANITIZER_INSTRUCTION_CUDA_BARRIER, "kc_san_mbarrier"},
+      {SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "kc_san_memcpy_async"},
+      {SANITIZER_INSTRUCTION_CLUSTER_BARRIER_ARRIVE, "kc_san_cluster"},
+      {SANITIZER_INSTRUCTION_CLUSTER_BARRIER_WAIT, "kc_san_cluster"},
+      {SANITIZER_INSTRUCTION_WARPGROUP_MMA_ASYNC, "kc_san_wgmma"},
+      {SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "kc_san_bulk_copy"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     if (san.sanitizerPatchInstructions(rows[i].id, mod, rows[i].cb) != SANITIZER_SUCCESS) {

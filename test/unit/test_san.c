@@ -59,6 +59,17 @@ static void test_epochs(void) {
   CHECK(kc_san_epoch_bar(0xffffu << 16) == (0xffffu << 16 | 1));
 }
 
+static void test_unmodeled(void) {
+  CHECK(!strcmp(kc_san_unmodeled_text(0), ""));
+  CHECK(strstr(kc_san_unmodeled_text(KC_SAN_UNMODELED_NAMED_BARRIER), "named or partial"));
+  /* mbarriers first: warp-specialised kernels have both */
+  CHECK(strstr(kc_san_unmodeled_text(KC_SAN_UNMODELED_MBARRIER | KC_SAN_UNMODELED_NAMED_BARRIER),
+               "mbarrier"));
+  CHECK(strstr(kc_san_unmodeled_text(KC_SAN_UNMODELED_CLUSTER), "cluster"));
+  /* the device reads the same layout the host writes */
+  CHECK(sizeof(struct kc_san_cfg) % 8 == 0 && sizeof(struct kc_san_rec) == 32);
+}
+
 static void test_retry(void) {
   /* 3000 records wanted of 1000, every block: 1 block in 8 */
   CHECK(kc_log_retry_stride(3000, 1000, 1, 1024) == 8);
@@ -195,6 +206,7 @@ static void test_sass(void) {
 int main(void) {
   test_convert();
   test_epochs();
+  test_unmodeled();
   test_retry();
   test_lib();
   test_cubin();

@@ -69,6 +69,12 @@ static __device__ __forceinline__ void record(kc_san_cfg *c, uint64_t pc, void *
   r->global = (uint8_t)global;
 }
 
+/* Marks synchronisation the access check does not model (san_rec.h); one
+ * write per kind and warp is enough, and repeats are cheap. */
+static __device__ __forceinline__ void unmodeled(kc_san_cfg *c, uint32_t bit) {
+  if (!(*(volatile uint32_t *)&c->unmodeled & bit)) atomicOr(&c->unmodeled, bit);
+}
+
 extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_global(void *ud, uint64_t pc,
                                                                       void *ptr, uint32_t size,
                                                                       uint32_t flags,
@@ -100,6 +106,8 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_barrier(void *ud,
   kc_san_cfg *c = (kc_san_cfg *)ud;
   (void)bar, (void)count, (void)flags;
   maybe_delay(c, c->pbar, pc);
+  uint32_t tpb = blockDim.x * blockDim.y * blockDim.z;
+  if (bar != 0 || (count != 0 && count != tpb)) unmodeled(c, KC_SAN_UNMODELED_NAMED_BARRIER);
   uint32_t *ep = epoch_slot(c);
   if (ep && (*ep & 0xffff) != 0xffff) *ep += 1;
   return SANITIZER_PATCH_SUCCESS;
@@ -123,5 +131,45 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_enter(void *ud, u
   if (ep) *ep = 0;
   if (c->bstart) spin(mix(c->seed ^ mix(linear_block())) & c->bstart);
   if (c->start) spin(mix(c->seed ^ mix(linear_block() * 64u + linear_thread() / 32u + 1)) & c->start);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+/* Synchronisation and asynchronous operations the access check does not
+ * model: each only marks the run (kc_san_cfg.unmodeled). */
+extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_mbarrier(void *ud, uint64_t pc,
+                                                                        void *bar, uint32_t kind,
+                                                                        uint32_t data) {
+  (void)pc, (void)bar, (void)kind, (void)data;
+  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_MBARRIER);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_memcpy_async(void *ud, uint64_t pc,
+                                                                            void *src, uint32_t dst,
+                                                                            uint32_t size) {
+  (void)pc, (void)src, (void)dst, (void)size;
+  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_ASYNC_COPY);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_cluster(void *ud, uint64_t pc) {
+  (void)pc;
+  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_CLUSTER);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult
+kc_san_wgmma(void *ud, uint64_t pc, uint32_t a, uint32_t sa, uint32_t b, uint32_t sb,
+             uint32_t flags, uint32_t mask) {
+  (void)pc, (void)a, (void)sa, (void)b, (void)sb, (void)flags, (void)mask;
+  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_WGMMA);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult
+kc_san_bulk_copy(void *ud, uint64_t pc, uint64_t src, uint32_t dst, uint32_t bar, uint32_t data,
+                 uint32_t multicast) {
+  (void)pc, (void)src, (void)dst, (void)bar, (void)data, (void)multicast;
+  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_ASYNC_COPY);
   return SANITIZER_PATCH_SUCCESS;
 }

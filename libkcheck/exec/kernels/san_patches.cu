@@ -82,7 +82,13 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_global(void *ud, 
   kc_san_cfg *c = (kc_san_cfg *)ud;
   (void)data;
   maybe_delay(c, c->pmem, pc);
-  record(c, pc, ptr, size, flags, 1);
+  /* Should a generic access to shared or local memory come here with
+   * its generic address, it must not read as global: every block's shared
+   * window has the same generic addresses. */
+  if (__isShared(ptr))
+    record(c, pc, (void *)(uintptr_t)__cvta_generic_to_shared(ptr), size, flags, 0);
+  else if (!__isLocal(ptr))
+    record(c, pc, ptr, size, flags, 1);
   return SANITIZER_PATCH_SUCCESS;
 }
 

@@ -70,6 +70,8 @@ static struct {
 #undef X
 } san;
 static Sanitizer_SubscriberHandle subscriber;
+/* the last patching failure, with the API's own words (under the lock) */
+static char failure[256];
 
 static void SANITIZERAPI on_event(void *u, Sanitizer_CallbackDomain d, Sanitizer_CallbackId id,
                                   const void *data) {
@@ -190,7 +192,9 @@ static int patches_locked(CUcontext ctx, const char **why) {
   }
   SanitizerResult r = san.sanitizerAddPatches(kc_san_patches_fatbin, ctx);
   if (r != SANITIZER_SUCCESS) {
-    *why = "loading kcheck's device callbacks (sanitizerAddPatches) failed";
+    snprintf(failure, sizeof failure,
+             "loading kcheck's device callbacks (sanitizerAddPatches) failed: %s", result(r));
+    *why = failure;
     return -1;
   }
   patched_ctx[slot] = ctx;
@@ -215,13 +219,17 @@ static int patch_locked(CUmodule mod, const char **why) {
       {SANITIZER_INSTRUCTION_WARPGROUP_MMA_ASYNC, "kc_san_wgmma"},
       {SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "kc_san_bulk_copy"},
   };
+  SanitizerResult r;
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    if (san.sanitizerPatchInstructions(rows[i].id, mod, rows[i].cb) != SANITIZER_SUCCESS) {
-      *why = "sanitizerPatchInstructions failed";
+    if ((r = san.sanitizerPatchInstructions(rows[i].id, mod, rows[i].cb)) != SANITIZER_SUCCESS) {
+      snprintf(failure, sizeof failure, "sanitizerPatchInstructions(%d, %s) failed: %s",
+               (int)rows[i].id, rows[i].cb, result(r));
+      *why = failure;
       return -1;
     }
-  if (san.sanitizerPatchModule(mod) != SANITIZER_SUCCESS) {
-    *why = "sanitizerPatchModule failed";
+  if ((r = san.sanitizerPatchModule(mod)) != SANITIZER_SUCCESS) {
+    snprintf(failure, sizeof failure, "sanitizerPatchModule failed: %s", result(r));
+    *why = failure;
     return -1;
   }
   return 0;

@@ -22,6 +22,7 @@
 #include "image.h"
 #include "kernel.h"
 #include "log.h"
+#include "policy.h"
 #include "report.h"
 #include "san_rec.h"
 #include "san_route.h"
@@ -251,6 +252,12 @@ static struct copy *usable_locked(struct kc_launch_info *li, int log, const char
   }
   if (c->state != 1) {
     *why = c->why;
+    return NULL;
+  }
+  /* the patched SASS is the costly route: a signature's first check only
+   * (later checks keep the strategies that need no copy) */
+  if (c->san && kc_policy_checks_of(li->signature) > 1) {
+    *why = "the Sanitizer route runs on a signature's first check only";
     return NULL;
   }
   if (log && !c->san && !c->logged.n) {

@@ -32,6 +32,7 @@ static int accesses_only(struct kc_gate_ctx *ctx) {
   kc_rerun_strategies(ctx, &only, &r);
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));
   json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
+  kc_rerun_intra_note(ctx, &r);
   json_t *conf = json_object_get(ctx->result, "access_conflict");
   if (!conf) {
     /* the bytes may differ (the atomics' order): not this check's verdict */
@@ -61,7 +62,7 @@ static int ran(const char *status) {
                     !strcmp(status, "conflicting accesses"));
 }
 
-/* Why kcheck has no code of the kernel to rewrite (NULL: it has). Where an
+/* Why kcheck has no PTX of the kernel to rewrite (NULL: it has). Where an
  * intra-block strategy is listed its copy was built (or refused) by now,
  * JIT failures included; with none listed, only whether the kernel's PTX
  * can be read (no JIT for strategies nobody asked for). */
@@ -73,7 +74,13 @@ static const char *no_code(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
     struct kc_perturb p;
     if (s < 0) continue;
     kc_strategy_perturb((enum kc_strategy)s, 0, 0, 0, &p);
-    if (p.intra) return kc_intra_usable(ctx->li, 0, &why) ? (why ? why : "no code") : NULL;
+    if (!p.intra) continue;
+    if (kc_intra_usable(ctx->li, 0, &why)) return why ? why : "no code";
+    /* The Sanitizer route's copy is the kernel's SASS, not code kcheck
+     * rewrote: the block-order strategies are kept for its first check
+     * (they catch short cross-block lost updates whatever the route
+     * sees), and the entry's route says the intra-block ones ran. */
+    return kc_intra_no_ptx(ctx->li);
   }
   struct kc_ptx_atomics a;
   return kc_intra_atomics(ctx->li->k, &a, &why) ? (why ? why : "its code is unavailable") : NULL;

@@ -11,6 +11,7 @@
 #include "perturb.h"
 #include "policy.h"
 #include "report.h"
+#include "san_route.h"
 
 void kc_rerun_init(struct kc_rerun *r) {
   memset(r, 0, sizeof *r);
@@ -108,6 +109,11 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list 
           status = why;
           break;
         }
+        if (cr == 0 && cev) {
+          json_object_set(ctx->result, "accesses_logged", json_object_get(cev, "accesses_logged"));
+          if (json_object_get(cev, "not_judged"))
+            json_object_set(ctx->result, "accesses_not_judged", json_object_get(cev, "not_judged"));
+        }
         /* kept in the entry whatever exposed the race first */
         if (cr > 0) json_object_set(ctx->result, "access_conflict", cev);
         if (cr > 0 && !d) {
@@ -150,13 +156,32 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
     const char *st = json_string_value(v);
     int sites = 0;
     double jit_ms = 0;
-    if (st && (!strcmp(st, "same") || !strcmp(st, "differs")) &&
-        kc_intra_info(ctx->li, &sites, &jit_ms) == 0) {
+    const char *route = NULL;
+    if (st &&
+        (!strcmp(st, "same") || !strcmp(st, "differs") || !strcmp(st, "conflicting accesses")) &&
+        kc_intra_info(ctx->li, &sites, &jit_ms, &route) == 0) {
       json_object_set_new(ctx->result, "intra_block", json_string("perturbed"));
+      json_object_set_new(ctx->result, "route", json_string(route));
+      double load_ms = 0, patch_ms = 0;
+      if (!strcmp(route, "sanitizer")) {
+        json_object_set_new(ctx->result, "sanitizer", json_string(kc_san_state()));
+        if (kc_intra_san_times(ctx->li, &load_ms, &patch_ms) == 0) {
+          json_object_set_new(ctx->result, "sanitizer_load_ms", json_real(load_ms));
+          json_object_set_new(ctx->result, "sanitizer_patch_ms", json_real(patch_ms));
+        }
+      }
       json_object_set_new(ctx->result, "intra_sites", json_integer(sites));
       json_object_set_new(ctx->result, "intra_jit_ms", json_real(jit_ms));
     } else {
       json_object_set_new(ctx->result, "intra_block", json_string(st ? st : "not run"));
+      /* neither route: the PTX route's reason, and the Sanitizer
+       * route's where it was tried */
+      const char *san = kc_intra_route_why(ctx->li);
+      char why[600];
+      snprintf(why, sizeof why, "%s%s%s", st ? st : "not run", san ? "; Sanitizer route: " : "",
+               san ? san : "");
+      json_object_set_new(ctx->result, "route", json_string("none"));
+      json_object_set_new(ctx->result, "route_why", json_string(why));
     }
     return;
   }

@@ -3,7 +3,8 @@
 
 KC_ROOMS := base findings capture exec core
 KC_SRCS := $(foreach r,$(KC_ROOMS),$(wildcard libkcheck/$(r)/*.c)) $(wildcard contract/*.c) \
-           $(wildcard shim/*.c) $(wildcard gates/*.c) $(BUILD)/gen/perturb_ptx.c $(BUILD)/gen/perturb_fatbin.c
+           $(wildcard shim/*.c) $(wildcard gates/*.c) $(BUILD)/gen/perturb_ptx.c $(BUILD)/gen/perturb_fatbin.c \
+           $(BUILD)/gen/san_patches_fatbin.c
 KC_ASM  := shim/dl_trampoline.S
 # The layering, enforced by include paths: each folder compiles with only
 # the folders it may use (a header of any other is "not found"):
@@ -17,6 +18,26 @@ KC_ASM  := shim/dl_trampoline.S
 #     exec      shadow runs, perturbations, staging, intra-block logging
 #     core      start-up and exit, the launch dispatch, graphs, streams, API
 # Paths are transitive: a folder gets those its allowed headers include.
+# The Sanitizer API's headers (the Sanitizer route, libkcheck/exec/san_route.c):
+# the toolkit's compute-sanitizer/include, else the pip package
+# nvidia-cuda-sanitizer-api (scripts/install-deps). Only its sanitizer*.h
+# are put on the path (the package's folder holds CUDA headers too, which
+# must not shadow the toolkit's). Absent: built without the route.
+KC_SAN_INC_DIR := $(firstword $(wildcard $(CUDA_HOME)/compute-sanitizer/include/sanitizer.h) \
+  $(shell $(PYTHON) -c "import nvidia, os; [print(os.path.join(p, 'cu13/include/sanitizer.h')) for p in nvidia.__path__]" 2>/dev/null))
+KC_SAN_PIP_LIB := $(firstword $(shell $(PYTHON) -c "import nvidia, os; [print(os.path.join(p, 'cu13/lib')) for p in nvidia.__path__]" 2>/dev/null))
+ifneq ($(KC_SAN_INC_DIR),)
+KC_SAN_INC_DIR := $(dir $(KC_SAN_INC_DIR))
+KC_SAN_FLAGS := -DKC_HAVE_SANITIZER -DKC_SAN_PIP_LIB='"$(KC_SAN_PIP_LIB)"' -I$(BUILD)/gen/sanitizer-include
+$(BUILD)/gen/sanitizer-include/sanitizer.h: $(KC_SAN_INC_DIR)sanitizer.h
+	@mkdir -p $(@D)
+	ln -sf $(KC_SAN_INC_DIR)sanitizer*.h $(@D)/
+else
+$(info kcheck: the Sanitizer API headers were not found ($(CUDA_HOME)/compute-sanitizer/include, pip nvidia-cuda-sanitizer-api): building without the Sanitizer route)
+KC_SAN_FLAGS :=
+$(BUILD)/gen/sanitizer-include/sanitizer.h:
+	@mkdir -p $(@D) && touch $@
+endif
 KC_CUDA_INC      := -I$(CUDA_HOME)/include
 KC_INC_base      := -Ilibkcheck/base $(KC_CUDA_INC)
 KC_INC_findings  := -Ilibkcheck/findings $(KC_INC_base)
@@ -108,6 +129,27 @@ $(BUILD)/gen/perturb_fatbin.c: libkcheck/exec/kernels/perturb_kernels.fatbin
 	  od -An -v -tx1 $< | sed 's/ *$$//; s/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
 	  echo 'const unsigned long kc_perturb_fatbin_size = sizeof kc_perturb_fatbin;'; } > $@
 $(BUILD)/obj/$(BUILD)/gen/%.o $(BUILD)/san/obj/$(BUILD)/gen/%.o: KC_NOSAN += -Wno-overlength-strings
+$(BUILD)/gen/san_patches_fatbin.c: libkcheck/exec/kernels/san_patches.fatbin
+	@mkdir -p $(@D)
+	{ echo '/* generated from $< */'; echo 'extern const unsigned char kc_san_patches_fatbin[];'; \
+	  echo 'extern const unsigned long kc_san_patches_fatbin_size;'; \
+	  echo '__attribute__((aligned(64))) const unsigned char kc_san_patches_fatbin[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ *$$//; s/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
+	  echo 'const unsigned long kc_san_patches_fatbin_size = sizeof kc_san_patches_fatbin;'; } > $@
+# The Sanitizer route's callbacks: rebuilt with nvcc where it and the
+# headers are (SASS only: patches are not JIT-compiled), else the
+# committed fatbin is used as it is.
+KC_NVCC := $(wildcard $(CUDA_HOME)/bin/nvcc)
+ifneq ($(and $(KC_NVCC),$(KC_SAN_FLAGS)),)
+libkcheck/exec/kernels/san_patches.fatbin: libkcheck/exec/kernels/san_patches.cu libkcheck/base/san_rec.h \
+    $(BUILD)/gen/sanitizer-include/sanitizer.h
+	$(KC_NVCC) --fatbin --compile-as-tools-patch -I$(BUILD)/gen/sanitizer-include \
+	  $(foreach a,$(KC_KERNEL_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) -o $@ $<
+endif
+$(BUILD)/obj/libkcheck/exec/san_route.o $(BUILD)/san/obj/libkcheck/exec/san_route.o \
+$(BUILD)/tsan/obj/libkcheck/exec/san_route.o: $(BUILD)/gen/sanitizer-include/sanitizer.h
+$(BUILD)/obj/libkcheck/exec/san_route.o $(BUILD)/san/obj/libkcheck/exec/san_route.o \
+$(BUILD)/tsan/obj/libkcheck/exec/san_route.o: KC_NOSAN += $(KC_SAN_FLAGS)
 
 # Regenerates both with nvcc: SASS for sm_80/86/89/90/100/120, and PTX for
 # compute_80 inside the fatbin (JIT-compiled on any newer architecture).

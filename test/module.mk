@@ -8,11 +8,13 @@
 -include test/fuzz/module.mk
 
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem \
-              bug_sites byte_verdicts
+              bug_sites byte_verdicts san
 UNIT_OBJS_bug_sites := libkcheck/findings/bug libkcheck/base/log
 UNIT_OBJS_devmem := libkcheck/base/devmem libkcheck/base/own libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
 UNIT_OBJS_access := libkcheck/base/access
+UNIT_OBJS_san := libkcheck/base/san_rec libkcheck/base/cubin_vars libkcheck/base/sass_atomics libkcheck/base/ptx_source
+UNIT_LIBS_san := -ldl
 UNIT_OBJS_byte_verdicts := gates/byte_verdicts
 UNIT_OBJS_allocmap := libkcheck/base/allocmap libkcheck/base/log
 UNIT_OBJS_policy := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
@@ -39,7 +41,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call unit_test,$(t))))
 
 .PHONY: unit-test integration-test
 unit-test: $(patsubst %,$(BUILD)/test/unit/test_%,$(UNIT_TESTS))
-	@set -e; for t in $^; do $$t; done
+	@set -e; for t in $^; do KC_TEST_SAN_LIB='$(KC_SAN_PIP_LIB)' $$t; done
 
 # ASan must come first in LD_PRELOAD when the preloaded library is built
 # with it; leak checking is off because the host programs (python) leak.

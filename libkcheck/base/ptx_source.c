@@ -15,6 +15,7 @@
 #define WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xBA55ED50u
 #define KIND_PTX 1
+#define KIND_ELF 2
 #define FLAG_LZ4 0x2000u
 #define FLAG_ZSTD 0x8000u
 /* A PTX entry larger than this is not inflated (a corrupt header must not
@@ -92,7 +93,7 @@ static char *inflate(const struct entry *e, const unsigned char *payload, size_t
     memcpy(out, payload, out_size);
   }
   out[out_size] = 0;
-  *len = strlen(out); /* entries are padded with NULs */
+  *len = out_size;
   return out;
 }
 
@@ -121,7 +122,52 @@ static char *from_fatbin(const unsigned char *p, int cc, size_t *len, const char
                     : "the image carries no PTX (SASS only)";
     return NULL;
   }
-  return inflate(&be, best + be.header_size, len, why);
+  char *ptx = inflate(&be, best + be.header_size, len, why);
+  if (ptx) *len = strlen(ptx); /* entries are padded with NULs */
+  return ptx;
+}
+
+/* The SASS entry (an ELF) for exactly architecture cc: a cubin runs only
+ * on its own architecture's major version, and the copy must be what the
+ * driver would have picked for the application. */
+static char *elf_from_fatbin(const unsigned char *p, int cc, size_t *len, const char **why) {
+  uint16_t hsize;
+  uint64_t fsize;
+  memcpy(&hsize, p + 6, 2);
+  memcpy(&fsize, p + 8, 8);
+  const unsigned char *at = p + hsize, *end = at + fsize;
+  while (at + sizeof(struct entry) <= end) {
+    struct entry e;
+    memcpy(&e, at, sizeof e);
+    if (e.header_size < sizeof e || e.payload_size > (uint64_t)(end - at)) break;
+    if (e.kind == KIND_ELF && (int)e.arch == cc) return inflate(&e, at + e.header_size, len, why);
+    at += e.header_size + e.payload_size;
+  }
+  *why = "the image has no SASS for the device's architecture (its PTX is JIT-compiled)";
+  return NULL;
+}
+
+char *kc_cubin_from_image(const void *image, size_t size, int cc, size_t *len, const char **why) {
+  const unsigned char *p = image;
+  uint32_t magic;
+  if (!p || size < 16) {
+    *why = "the image's bytes are unavailable";
+    return NULL;
+  }
+  memcpy(&magic, p, 4);
+  if (magic == FATBIN_MAGIC) return elf_from_fatbin(p, cc, len, why);
+  if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') {
+    char *out = malloc(size);
+    if (!out) {
+      *why = "out of host memory";
+      return NULL;
+    }
+    memcpy(out, p, size);
+    *len = size;
+    return out;
+  }
+  *why = "the image is neither a fatbin nor a cubin";
+  return NULL;
 }
 
 char *kc_ptx_from_image(const void *image, int cc, size_t *len, const char **why) {

@@ -16,4 +16,10 @@
  * Never reads more than the image's headers declare. */
 char *kc_ptx_from_image(const void *image, int cc, size_t *len, const char **why);
 
+/* The cubin (ELF) of an image for a device of compute capability cc, for
+ * the Sanitizer route (libkcheck/exec/san_route.c): image is size bytes
+ * of a fatbin (not its wrapper) or an ELF. A malloc'd copy (*len bytes),
+ * inflated where compressed, or NULL with *why. */
+char *kc_cubin_from_image(const void *image, size_t size, int cc, size_t *len, const char **why);
+
 #endif

@@ -34,4 +34,9 @@ int kc_image_lookup(void *handle, struct kc_image_info *out);
  * which may differ from image for a fatbin wrapper. */
 const void *kc_image_extent(const void *image, size_t *size, const char **format);
 
+/* A malloc'd copy of the bytes handle was loaded from (*size bytes), read
+ * safely and checked against the hash taken at load; NULL with *why (a
+ * file load, bytes freed or changed since). image_copy.c. */
+void *kc_image_copy(void *handle, size_t *size, const char **why);
+
 #endif

@@ -24,6 +24,7 @@
 #include "policy.h"
 #include "prof.h"
 #include "report.h"
+#include "san_route.h"
 #include "serving.h"
 #include "stack.h"
 #include "staging.h"
@@ -110,6 +111,7 @@ void kc_core_driver_ready(int have_driver) {
     return;
   }
   if (kc_opt.cupti_audit) kc_audit_start();
+  kc_san_start_early();
 }
 
 /* The profile, the last budget window and the summary (findings first). */

@@ -24,8 +24,20 @@ int kc_intra_prepare(struct kc_launch_info *li, const uint32_t cfg[KC_CFG_WORDS]
  * check asks before restoring memory for a run that cannot be made. */
 int kc_intra_usable(struct kc_launch_info *li, int log, const char **why);
 /* What the copy of li's kernel is (after a prepare): inserted delay sites
- * and the JIT's time in ms; 0, or -1 when there is no copy. */
-int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms);
+ * (0 on the Sanitizer route), the JIT's (or loading and patching) time in
+ * ms, and the route ("ptx" or "sanitizer"); 0, or -1 when there is no
+ * copy. */
+int kc_intra_info(struct kc_launch_info *li, int *sites, double *jit_ms, const char **route);
+/* The Sanitizer route's copy of li's kernel: loading its cubin and
+ * patching it (ms); 0, or -1 when its copy is not the route's. */
+int kc_intra_san_times(struct kc_launch_info *li, double *load_ms, double *patch_ms);
+/* Why li's kernel has no PTX when its copy is the Sanitizer route's
+ * (NULL otherwise: a PTX copy, or none). */
+const char *kc_intra_no_ptx(struct kc_launch_info *li);
+/* Why the Sanitizer route made no copy of li's kernel (a kernel with no
+ * PTX), NULL when it was not tried or made one. The string lives as long
+ * as the kernel's image. */
+const char *kc_intra_route_why(struct kc_launch_info *li);
 /* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
  * its PTX is unavailable (*why). Cached per kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);
@@ -33,7 +45,8 @@ int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const 
  * (access.h). 1 with *ev (the word's space and address, for global memory
  * its allocation, the kernel parameter or module variable that reaches
  * it; both accesses: kind, block, thread, warp, lane, barrier epoch, PTX
- * statement and source line; how many words race), 0 none, -2 over the
+ * statement and source line; how many words race), 0 none (*ev, may be
+ * NULL: how many accesses were logged, and the route), -2 over the
  * log's capacity (*why: a recorded skip; *retry_stride, when not 0: a
  * block stride whose run may fit), -1 no log (*why). */
 int kc_intra_conflicts(struct kc_launch_info *li, struct json_t **ev, unsigned *retry_stride,

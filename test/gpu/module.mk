@@ -194,6 +194,12 @@ test-gpu-races-sass:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_races_sass.sh $(GPU_OUT)
 
+# The Sanitizer route on SASS-only kernels (run_gpu_sanitizer.sh).
+.PHONY: test-gpu-sanitizer
+test-gpu-sanitizer:
+	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
+	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_sanitizer.sh
+
 test-gpu-contracts:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) bash test/gpu/run_gpu_contracts.sh $(GPU_OUT)

@@ -461,7 +461,8 @@ def cmd_audit(args):
         print(table.task_header(task) if cand is None else table.candidate_line(cand), flush=True)
     records = driver.audit(pairs, opts, show)
     print(table.summary_line(records[-1]))
-    print("kcheck: audit: %s" % os.path.join(args.output, "audit.jsonl"))
+    print("kcheck: audit: %s, %s" % (os.path.join(args.output, "audit.jsonl"),
+                                     os.path.join(args.output, "audit.html")))
     if args.junit:
         from kcheck.audit.junit import junit
         _write(args.junit, junit(records))

@@ -142,6 +142,15 @@ def test_jsonl_schema_table_and_exit_status(corpus):
         line = [ln for ln in p.stdout.splitlines()
                 if ln.split()[:2] == [os.path.basename(r["candidate"]), r["verdict"]]]
         assert line, (r["candidate"], p.stdout)
+    # audit.html beside audit.jsonl: every candidate, its verdict, and a
+    # broken one's evidence line
+    where = [ln for ln in p.stdout.splitlines() if ln.startswith("kcheck: audit: ")][0]
+    page = open(where.split(", ")[-1]).read()
+    for r in cands:
+        assert "<code>%s</code>" % os.path.basename(r["candidate"]) in page
+        if r["verdict"] == "broken":
+            assert r["evidence"][0]["line"] in page, r
+    assert "broken though KernelBench's allclose passed: <b>%d</b>" % s["allclose_pass_broken"] in page
 
 
 def test_exit_status_clean_unjudged_and_usage(tmp_path):

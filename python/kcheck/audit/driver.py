@@ -203,6 +203,9 @@ def audit(pairs, opts, on_candidate=None):
     with open(os.path.join(opts.out, "audit.jsonl"), "w") as f:
         for r in out:
             f.write(json.dumps(r) + "\n")
+    from kcheck.audit.html import audit_html
+    with open(os.path.join(opts.out, "audit.html"), "w", encoding="utf-8") as f:
+        f.write(audit_html(out))
     return out
 
 

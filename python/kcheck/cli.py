@@ -448,7 +448,17 @@ def cmd_audit(args):
     from kcheck.audit import driver, table
     lib = find_lib(args.lib)
     try:
-        pairs = driver.discover(args.paths)
+        if args.reference:
+            if args.paths or not args.inputs or not args.candidate:
+                raise ValueError("--reference takes --inputs and one --candidate or more, "
+                                 "and no PATH")
+            pairs = [(driver.synthesize_task(args.reference, args.inputs, args.init,
+                                             os.path.abspath(args.output)), args.candidate)]
+        elif not args.paths or args.inputs or args.init or args.candidate:
+            raise ValueError("expected TASK.py CANDIDATE.py..., DIR..., or --reference with "
+                             "--inputs and --candidate")
+        else:
+            pairs = driver.discover(args.paths)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.jobs < 1 or args.timeout <= 0:
@@ -561,8 +571,16 @@ def main(argv=None):
     g.add_argument("--raw", help="write the packed bytes to this file instead of printing")
     au = sub.add_parser("audit", help="judge generated kernels against their PyTorch reference",
                         parents=[lib_opt])
-    au.add_argument("paths", nargs="+", metavar="PATH",
-                    help="TASK.py CANDIDATE.py..., or DIR with <task>/reference.py beside candidates")
+    au.add_argument("paths", nargs="*", metavar="PATH",
+                    help="TASK.py CANDIDATE.py..., or DIR with <task>/reference.py beside "
+                    "candidates (or a manifest DIR/audit.jsonl)")
+    au.add_argument("--reference", metavar="MOD:FN",
+                    help="a reference function (module or file:function) instead of a task file")
+    au.add_argument("--inputs", metavar="MOD:FN", help="with --reference: returns the inputs")
+    au.add_argument("--init", metavar="MOD:FN",
+                    help="with --reference: returns values passed after the inputs")
+    au.add_argument("--candidate", action="append", metavar="SPEC",
+                    help="with --reference: a candidate file or module:function (repeatable)")
     au.add_argument("-o", "--output", default="kcheck-audit", help="output folder (kcheck-audit)")
     au.add_argument("--device", choices=("cuda", "cpu"),
                     help="where the task runs (cuda when a GPU is there, else cpu)")

@@ -186,6 +186,49 @@ def test_function_candidate(tmp_path):
     assert p.returncode == 1
 
 
+def test_reference_function_inputs_and_init(tmp_path):
+    """--reference/--inputs/--init: a task built around functions; a
+    function candidate gets the init values after the inputs too."""
+    f = tmp_path / "fns.py"
+    f.write_text("import torch\n\n\ndef ref(x, lo):\n    return torch.clamp(x, min=lo)\n\n\n"
+                 "def inputs():\n    return [torch.randn(16, 256)]\n\n\n"
+                 "def init():\n    return [0.0]\n\n\n"
+                 "def ok(x, lo):\n    return torch.clamp(x, min=lo)\n\n\n"
+                 "def nan_lost(x, lo):\n    return torch.where(x > lo, x, torch.full_like(x, lo))\n")
+    p, recs = audit(tmp_path / "out", extra=["--reference", "%s:ref" % f, "--inputs", "%s:inputs" % f,
+                                             "--init", "%s:init" % f, "--candidate", "%s:ok" % f,
+                                             "--candidate", "%s:nan_lost" % f])
+    got = {r["candidate"].rsplit(":", 1)[1]: r for r in recs if r["type"] == "audit_candidate"}
+    assert got["ok"]["verdict"] == "clean", (got, p.stderr[-3000:])
+    assert got["nan_lost"]["verdict"] == "broken" and "nonfinite" in got["nan_lost"]["failed"], got
+    assert recs[0]["task"].endswith(os.path.join("tasks", "ref.py")) and recs[0]["tier"] == "A"
+    p, _ = audit(tmp_path / "bad", extra=["--reference", "%s:ref" % f, "--candidate", "%s:ok" % f])
+    assert p.returncode == 2 and "--inputs" in p.stderr
+
+
+def test_manifest_directory(tmp_path):
+    """DIR/audit.jsonl rows {task, candidate}, relative to DIR; an audit's
+    own output is refused as a manifest."""
+    from kcheck.audit.driver import discover
+    relu = os.path.join(CORPUS, "relu")
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "audit.jsonl").write_text(
+        json.dumps({"task": os.path.relpath(os.path.join(relu, "reference.py"), d),
+                    "candidate": os.path.relpath(os.path.join(relu, "correct.py"), d)}) + "\n" +
+        json.dumps({"task": os.path.join(relu, "reference.py"),
+                    "candidate": os.path.join(relu, "nan_swallowed.py")}) + "\n")
+    pairs = discover([str(d)])
+    assert len(pairs) == 1 and [os.path.basename(c) for c in pairs[0][1]] == \
+        ["correct.py", "nan_swallowed.py"], pairs
+    (d / "audit.jsonl").write_text(json.dumps({"type": "audit_task", "task": "x"}) + "\n")
+    with pytest.raises(ValueError, match="not a manifest"):
+        discover([str(d)])
+    (d / "audit.jsonl").write_text(json.dumps({"task": "missing.py", "candidate": "c.py"}) + "\n")
+    with pytest.raises(ValueError, match="no such file"):
+        discover([str(d)])
+
+
 def test_timeout_ends_the_candidate_only(tmp_path):
     f = tmp_path / "slow.py"
     f.write_text("import time\n\n\ndef hangs(x):\n    time.sleep(600)\n")

@@ -18,9 +18,10 @@ _PY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 def discover(paths):
-    """[(task, [candidates])] from `TASK CAND...` or from directories
-    DIR/<task>/reference.py beside DIR/<task>/*.py (or a DIR that is one
-    such task folder)."""
+    """[(task, [candidates])] from `TASK CAND...` or from directories:
+    a manifest DIR/audit.jsonl of {"task": PATH, "candidate": PATH} rows
+    (paths relative to DIR), else DIR/<task>/reference.py beside
+    DIR/<task>/*.py (or a DIR that is one such task folder)."""
     if len(paths) >= 2 and os.path.isfile(paths[0]) and \
             all(os.path.isfile(p) or _is_function(p) for p in paths[1:]):
         return [(paths[0], list(paths[1:]))]
@@ -28,6 +29,9 @@ def discover(paths):
     for d in paths:
         if not os.path.isdir(d):
             raise ValueError("%s: expected TASK.py CANDIDATE.py... or a directory" % d)
+        if os.path.isfile(os.path.join(d, "audit.jsonl")):
+            out += manifest(d)
+            continue
         refs = [os.path.join(d, "reference.py")] if os.path.isfile(os.path.join(d, "reference.py")) \
             else sorted(glob.glob(os.path.join(d, "*", "reference.py")))
         for ref in refs:
@@ -37,6 +41,97 @@ def discover(paths):
     if not out:
         raise ValueError("no task found in %s" % ", ".join(paths))
     return out
+
+
+def manifest(d):
+    """[(task, [candidates])] from DIR/audit.jsonl's rows, in the order the
+    tasks first appear; a path is relative to DIR unless absolute. An
+    audit's own output (records with a "type") is not a manifest."""
+    path = os.path.join(d, "audit.jsonl")
+    pairs = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise ValueError("%s:%d: not JSON (%s)" % (path, n, e)) from None
+            if not isinstance(row, dict) or "type" in row:
+                raise ValueError("%s:%d: an audit's output, not a manifest of {\"task\": PATH, "
+                                 "\"candidate\": PATH} rows" % (path, n))
+            if not isinstance(row.get("task"), str) or not isinstance(row.get("candidate"), str):
+                raise ValueError("%s:%d: a manifest row needs \"task\" and \"candidate\" paths"
+                                 % (path, n))
+            task = os.path.normpath(os.path.join(d, row["task"]))
+            cand = row["candidate"]
+            if not _is_function(cand) or os.path.exists(os.path.join(d, cand)):
+                cand = os.path.normpath(os.path.join(d, cand))
+            for p in (task, cand):
+                if not os.path.isfile(p) and not _is_function(p):
+                    raise ValueError("%s:%d: %s: no such file" % (path, n, p))
+            pairs.setdefault(task, []).append(cand)
+    if not pairs:
+        raise ValueError("%s: an empty manifest" % path)
+    return list(pairs.items())
+
+
+_SYNTH = '''"""The task of `kcheck audit --reference %(ref)s --inputs %(inputs)s`
+(written by kcheck audit: a KernelBench-layout module around them)."""
+import importlib
+import os
+import sys
+
+import torch
+
+from kcheck.audit.task import load_file
+
+sys.path.insert(0, %(cwd)r)
+
+
+def _load(spec):
+    target, _, fn = spec.rpartition(":")
+    mod = load_file(os.path.join(%(cwd)r, target)) if target.endswith(".py") \\
+        else importlib.import_module(target)
+    return getattr(mod, fn)
+
+
+_REFERENCE = _load(%(ref)r)
+_INIT = _load(%(init)r)() if %(init)r else ()
+
+
+class Model(torch.nn.Module):
+    def __init__(self, *init):
+        super().__init__()
+        self.init = init
+
+    def forward(self, *args):
+        return _REFERENCE(*args, *self.init)
+
+
+def get_inputs():
+    return list(_load(%(inputs)r)())
+
+
+def get_init_inputs():
+    return list(_INIT)
+'''
+
+
+def synthesize_task(reference, inputs, init, out):
+    """A task file under OUT for a reference function and an input
+    function (`module_or_file:function` each; init: values passed after
+    the inputs, or None); its name is the reference function's."""
+    for what, spec in (("--reference", reference), ("--inputs", inputs), ("--init", init)):
+        if spec is not None and not _is_function(spec):
+            raise ValueError("%s %s: expected module_or_file:function" % (what, spec))
+    folder = os.path.join(out, "tasks")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, reference.rpartition(":")[2] + ".py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_SYNTH % {"ref": reference, "inputs": inputs, "init": init or "",
+                          "cwd": os.getcwd()})
+    return path
 
 
 def _is_function(spec):

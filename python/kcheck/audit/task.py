@@ -87,11 +87,13 @@ class Candidate:
         """The candidate as a module (a function is wrapped in one)."""
         import torch
         if self.function is not None:
-            fn = self.function
+            fn, init = self.function, task.init_inputs()
 
             class _Function(torch.nn.Module):
+                # a function gets the task's init values after its inputs,
+                # as the reference function of --reference/--init does
                 def forward(self, *args):
-                    return fn(*args)
+                    return fn(*args, *init)
             return _Function()
         torch.manual_seed(BUILD_SEED)
         return self.module.ModelNew(*task.init_inputs()).to(device)

@@ -34,7 +34,10 @@ static int text_of(const unsigned char *p, size_t len, const char *kernel, uint6
   Elf64_Ehdr eh;
   if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) || p[EI_CLASS] != ELFCLASS64) return -1;
   memcpy(&eh, p, sizeof eh);
-  *sm = (eh.e_flags >> 8) & 0xff;
+  /* The CUDA ELF ABI moved the SM field: version 8 (ptxas 13) keeps it in
+   * bits 8-15, version 7 and older (the ptxas 12.x Triton bundles) in
+   * bits 0-7. */
+  *sm = p[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
   if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
       !in(len, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)) ||
       eh.e_shstrndx >= eh.e_shnum)

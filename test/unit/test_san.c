@@ -201,6 +201,19 @@ static void test_sass(void) {
     CHECK(kc_sass_atomics(elf, len, "no_such_kernel", &at, &ret, &why) == -1 && why);
     free(elf);
   }
+  /* ELF ABI version 7 (SM in the flags' low byte): the ptxas 12.9 Triton
+   * 3.6 bundles, sm_90a, from sass_atomics.abi7.ptx */
+  size_t len = 0;
+  void *elf = slurp("sass_atomics.abi7.sm_90a.cubin", &len);
+  CHECK(elf != NULL);
+  if (elf) {
+    struct kc_ptx_atomics at;
+    int ret = 0;
+    const char *why = NULL;
+    CHECK(kc_sass_atomics(elf, len, "k_f32_red", &at, &ret, &why) == 0 && at.float_adds == 1 &&
+          ret == 0);
+    free(elf);
+  }
 }
 
 int main(void) {

@@ -29,11 +29,16 @@ int kc_devmem_fits(enum kc_devmem_cat cat, uint64_t bytes, uint64_t held);
 /* cuMemFree of what kc_devmem_alloc gave (0: nothing). */
 CUresult kc_devmem_free(CUdeviceptr p);
 
+/* The most one measured object (a module, a green context) is counted as:
+ * a larger fall of the device's free memory around it is taken to include
+ * another process's allocations. */
+#define KC_DEVMEM_MEASURED_CAP (64ull << 20)
+
 /* Around the creation of a module or green context: kc_devmem_begin says,
  * where may_refuse, whether any budget is left (0: refuse to create it,
  * kc_devmem_refused says why) and takes free memory; kc_devmem_end accounts its fall under
- * cat and returns those bytes (0 when unknown), for kc_devmem_drop when
- * the object is destroyed. */
+ * cat (at most KC_DEVMEM_MEASURED_CAP, counted as capped) and returns those
+ * bytes (0 when unknown), for kc_devmem_drop when the object is destroyed. */
 int kc_devmem_begin(enum kc_devmem_cat cat, int may_refuse, size_t *free_before);
 uint64_t kc_devmem_end(enum kc_devmem_cat cat, size_t free_before);
 void kc_devmem_drop(enum kc_devmem_cat cat, uint64_t bytes);

@@ -7,7 +7,7 @@ parallel by ninja), which every CUDA candidate reaches as `ext`:
 
 Many separate load_inline extensions would each compile the torch headers
 again (minutes apiece); one extension is built once. Where the environment
-names an already built module (KCHECK_AUDIT_GPU_EXT=/path/kcheck_audit_gpu.so,
+names an already built module (KC_AUDIT_GPU_EXT=/path/kcheck_audit_gpu.so,
 test/gpu/run_gpu_audit.sh sets it after building), it is imported as it is:
 the candidates' processes then run no compiler. Otherwise it is built with
 torch.utils.cpp_extension.load into TORCH_EXTENSIONS_DIR (MAX_JOBS jobs).
@@ -44,7 +44,7 @@ def build(verbose=False):
 
 def _load():
     import torch  # noqa: F401
-    built = os.environ.get("KCHECK_AUDIT_GPU_EXT")
+    built = os.environ.get("KC_AUDIT_GPU_EXT")
     if built and os.path.isfile(built):
         return _import(built)
     return build()

@@ -42,7 +42,7 @@ def call_on_cpu(path):
 
 def check_cuda():
     import gpu_ext
-    os.environ["KCHECK_AUDIT_GPU_EXT"] = gpu_ext.build().__file__
+    os.environ["KC_AUDIT_GPU_EXT"] = gpu_ext.build().__file__
     bad = 0
     for p in candidates("from gpu_ext import ext"):
         e = call_on_cpu(p)

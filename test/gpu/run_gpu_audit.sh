@@ -34,7 +34,7 @@ export PYTHONPATH=$ROOT/python:$CORPUS${PYTHONPATH:+:$PYTHONPATH}
 export TORCH_EXTENSIONS_DIR=$WORK/torch_extensions
 export TRITON_CACHE_DIR=$WORK/triton_cache
 export MAX_JOBS=${MAX_JOBS:-16}
-unset KCHECK_AUDIT_GPU_EXT
+unset KC_AUDIT_GPU_EXT
 now() { date +%s.%N; }
 secs() { "$PY" -c "print(round($2 - $1, 1))"; }
 
@@ -45,7 +45,7 @@ if [ ! -f "$SO" ]; then
     echo "FAIL: the corpus's extension did not build (see $LOG)" | tee "$OUT/summary.md"
     exit 1
 fi
-export KCHECK_AUDIT_GPU_EXT=$SO
+export KC_AUDIT_GPU_EXT=$SO
 t1=$(now)
 echo "   built $SO in $(secs "$t0" "$t1") s" | tee -a "$LOG"
 

@@ -92,17 +92,27 @@ int main(void) {
   CHECK(kc_devmem_end(KC_DM_modules, fb) == 0); /* free memory did not fall */
   kc_devmem_drop(KC_DM_modules, mod);
   CHECK(kc_devmem_current() == 500);
+  /* a fall larger than one object can take (another process allocated
+   * meanwhile: cuMemGetInfo is device-wide) counts as the cap, once capped */
+  CHECK(kc_devmem_begin(KC_DM_modules, 0, &fb) == 1);
+  device_free -= 400ull << 20;
+  uint64_t big = kc_devmem_end(KC_DM_modules, fb);
+  CHECK(big == KC_DEVMEM_MEASURED_CAP && kc_devmem_current() == 500 + KC_DEVMEM_MEASURED_CAP);
+  kc_devmem_drop(KC_DM_modules, big);
+  device_free += 400ull << 20;
+  CHECK(kc_devmem_current() == 500);
 
   json_t *s = kc_devmem_summary_json();
   CHECK(s && json_integer_value(json_object_get(s, "budget")) == 1000);
-  CHECK(json_integer_value(json_object_get(s, "peak")) == 500 + 8192);
+  CHECK(json_integer_value(json_object_get(s, "peak")) == 500 + KC_DEVMEM_MEASURED_CAP);
   CHECK(json_integer_value(json_object_get(s, "refused")) == 3);
   CHECK(cat_field(s, "staging", "peak") == 600 && cat_field(s, "staging", "current") == 0);
   CHECK(cat_field(s, "staging", "refused") == 1);
   CHECK(cat_field(s, "staging", "allocated") == 600 && cat_field(s, "staging", "count") == 1);
   CHECK(cat_field(s, "l2flush", "refused") == 1 && cat_field(s, "l2flush", "current") == 500);
   CHECK(cat_field(s, "hash_slots", "allocated") == 400 && cat_field(s, "hash_slots", "count") == 1);
-  CHECK(cat_field(s, "modules", "allocated") == 8192 && cat_field(s, "modules", "count") == 2);
+  CHECK(cat_field(s, "modules", "allocated") == 8192 + KC_DEVMEM_MEASURED_CAP &&
+        cat_field(s, "modules", "count") == 3 && cat_field(s, "modules", "capped") == 1);
   CHECK(cat_field(s, "green_ctx", "refused") == 1);
   CHECK(!strcmp(json_string_value(json_object_get(
                     json_object_get(json_object_get(s, "categories"), "modules"), "how")),

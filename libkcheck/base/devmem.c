@@ -27,7 +27,9 @@ static const char *const hows[KC_DM_COUNT] = {
 #undef KC_DEVMEM
 };
 
-static struct { _Atomic uint64_t current, peak, allocated, count, refused, capped; } cats[KC_DM_COUNT];
+static struct {
+  _Atomic uint64_t current, peak, allocated, count, refused, capped;
+} cats[KC_DM_COUNT];
 static _Atomic uint64_t total_current, total_peak, total_refused;
 
 static struct {
@@ -191,8 +193,8 @@ json_t *kc_devmem_summary_json(void) {
   json_t *by = json_object();
   for (int i = 0; by && i < KC_DM_COUNT; i++)
     json_object_set_new(by, names[i],
-                        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "how", hows[i],
-                                  "current", (json_int_t)atomic_load(&cats[i].current), "peak",
+                        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "how", hows[i], "current",
+                                  (json_int_t)atomic_load(&cats[i].current), "peak",
                                   (json_int_t)atomic_load(&cats[i].peak), "allocated",
                                   (json_int_t)atomic_load(&cats[i].allocated), "count",
                                   (json_int_t)atomic_load(&cats[i].count), "refused",

@@ -186,6 +186,21 @@ def test_function_candidate(tmp_path):
     assert p.returncode == 1
 
 
+def test_nonfinite_judges_every_specials_row_kind(tmp_path):
+    """silu as x e^x / (1 + e^x): NaN at +Inf. The trial's judgment
+    samples rows of the [16, 1024] output; the specials generator's +Inf
+    and -Inf rows must be among them (rows 0, 5, 10, 15 were not)."""
+    f = tmp_path / "ratio.py"
+    f.write_text("import torch\n\n\ndef silu_ratio(x):\n    e = torch.exp(x)\n"
+                 "    return x * e / (1 + e)\n")
+    silu = os.path.join(CORPUS, "silu")
+    p, recs = audit(tmp_path / "out", os.path.join(silu, "reference.py"), "%s:silu_ratio" % f)
+    c = [r for r in recs if r["type"] == "audit_candidate"][0]
+    assert c["verdict"] == "broken" and "nonfinite" in c["failed"], (c, p.stderr[-2000:])
+    ev = [e for e in c["evidence"] if e["gate"] == "nonfinite"][0]
+    assert "kernel=-nan exact=inf" in ev["message"] or "exact=inf" in json.dumps(ev), ev
+
+
 def test_reference_function_inputs_and_init(tmp_path):
     """--reference/--inputs/--init: a task built around functions; a
     function candidate gets the init values after the inputs too."""

@@ -14,6 +14,7 @@ every judged element is judged exactly.
 """
 import ctypes
 import json
+import math
 import os
 
 import torch
@@ -119,16 +120,26 @@ def _c_tensor(h, shape, strides, keep):
     return _api.Tensor(h.name.encode(), h.flat.data_ptr(), h.fmt.encode(), n, cs, st)
 
 
-def _subsample(layouts, out_layout, dim, cap):
+# The generators that give rows kinds by the row's index (oracle/
+# adversarial.c: specials cycles NaN, +Inf, -Inf, -0, subnormal and zero
+# rows, duplicates four kinds): a trial's sampled rows take a step prime to
+# 12 and at least 12 rows, so every kind is among them.
+_ROW_KINDS = 12
+
+
+def _subsample(layouts, out_layout, dim, cap, kinds=False):
     """Rows of dim: every step-th, first and last included, so that the
-    output holds at most cap elements. Modifies the layouts in place;
-    returns (rows judged, rows) or None when nothing was dropped."""
+    output holds at most cap elements (kinds: every row kind of the
+    generators too, _ROW_KINDS). Modifies the layouts in place; returns
+    (rows judged, rows) or None when nothing was dropped."""
     oshape, ostr = out_layout
     numel = 1
     for d in oshape:
         numel *= d
     rows = oshape[dim]
     kept = _every_kth(rows, numel, cap)
+    if kept is not None and kinds:
+        kept = _every_kind(rows, kept[1])
     if kept is None:
         return None
     keep, step = kept
@@ -137,6 +148,17 @@ def _subsample(layouts, out_layout, dim, cap):
             shape[dim] = keep
             strides[dim] *= step
     return keep, rows
+
+
+def _every_kind(n, step):
+    """(kept, step) of n rows with a step no larger than the given one,
+    prime to _ROW_KINDS and short enough for _ROW_KINDS rows; None: all."""
+    step = min(step, max(1, (n - 1) // (_ROW_KINDS - 1)))
+    while step > 1 and math.gcd(step, _ROW_KINDS) != 1:
+        step -= 1
+    if step <= 1:
+        return None
+    return (n - 1) // step + 1, step
 
 
 def _every_kth(n, numel, cap):
@@ -211,7 +233,8 @@ class Job:
                     (plan.klass != "norm" or rank > 1) and \
                     all(len(s) == rank for s, _ in lay
                         if plan.klass not in ("norm", "attention_grad")):
-                sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap)
+                sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap,
+                                     kinds=bool(self.sampling))
         if plan.klass == "loss" and plan.op == "nll_loss_backward" and rank > 1:
             # the rows of grad_input, the targets and (reduction none) the
             # incoming gradient share dim 0; weight and total_weight do not
@@ -243,7 +266,7 @@ class Job:
             # key/value heads)
             if (plan.klass in ("attention", "attention_grad", "pool") or ew) and rank > 2 and \
                     all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
-                inner = _subsample(lay, olay, 1, cap)
+                inner = _subsample(lay, olay, 1, cap, kinds=bool(self.sampling))
                 if inner:
                     ctx["sampled_rows"]["dim1"] = {"judged": inner[0], "of": inner[1]}
         self._keep = []

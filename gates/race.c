@@ -82,8 +82,8 @@ static const char *no_code(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
      * sees), and the entry's route says the intra-block ones ran. */
     return kc_intra_no_ptx(ctx->li);
   }
-  struct kc_ptx_atomics a;
-  return kc_intra_atomics(ctx->li->k, &a, &why) ? (why ? why : "its code is unavailable") : NULL;
+  /* SASS whose atomics kcheck can read is still no code to rewrite */
+  return kc_intra_ptx_missing(ctx->li->k);
 }
 
 /* Kernels kcheck has no PTX for (cubins: Triton, ATen, cuBLAS) get none of

@@ -53,6 +53,7 @@ struct copy {
   unsigned stride;            /* the last logged run's block stride */
   /* the kernel's atomics, for the nondeterminism gate */
   int atomics_state; /* 0 untried, 1 known, 2 unknown */
+  int atomics_sass;  /* known from the SASS: the kernel has no readable PTX */
   struct kc_ptx_atomics atomics;
   const char *atomics_why;
   char atomics_buf[256];
@@ -452,6 +453,7 @@ static void sass_atomics(struct copy *c, const struct kc_kernel *k) {
   } else {
     c->atomics = a;
     c->atomics_state = 1;
+    c->atomics_sass = 1;
   }
   free(elf);
 }
@@ -528,6 +530,20 @@ int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const 
 out:
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+const char *kc_intra_ptx_missing(const struct kc_kernel *k) {
+  struct kc_ptx_atomics a;
+  const char *why = NULL;
+  if (kc_intra_atomics(k, &a, &why)) return why ? why : "its code is unavailable";
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  pthread_mutex_lock(&lock);
+  struct copy *c = find(k->handle, k->image_handle, ctx);
+  /* atomics_why keeps the PTX route's reason when the SASS gave them */
+  why = !c ? "out of host memory" : c->atomics_sass ? c->atomics_why : NULL;
+  pthread_mutex_unlock(&lock);
+  return why;
 }
 
 void kc_intra_forget_image(void *image) {

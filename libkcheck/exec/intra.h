@@ -41,6 +41,10 @@ const char *kc_intra_route_why(struct kc_launch_info *li);
 /* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
  * its PTX is unavailable (*why). Cached per kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);
+/* Why kernel k has no PTX kcheck can read (NULL: it has one), with no
+ * copy built: the PTX route's reason, also where kc_intra_atomics read
+ * the atomics from the SASS. */
+const char *kc_intra_ptx_missing(const struct kc_kernel *k);
 /* After a run with KC_CFG_LOG: the racing accesses of the log
  * (access.h). 1 with *ev (the word's space and address, for global memory
  * its allocation, the kernel parameter or module variable that reaches

@@ -84,8 +84,10 @@ def test_another_compile_is_not_used(app, tmp_path):
                                    "holds this cubin"), race
     # and the kernels without code get the block-order strategies
     assert race["no_code_added"] == "green,smem"
+    # the nondeterminism gate reads the atomics from the cubin's SASS
+    # instead (this stand-in cubin's .text sections are empty: none)
     nd = checks["float_accum"]["gates"]["nondeterminism"]
-    assert nd["status"] == "not run", nd
+    assert nd["status"] == "pass" and nd["atomics"]["float_atomic_adds"] == 0, nd
 
 
 def test_same_size_other_bytes(app, tmp_path):

@@ -7,6 +7,8 @@
  * the float forms have opcodes of their own. */
 #include "sass_atomics.h"
 
+#include "cubin_vars.h"
+
 #include <elf.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,33 +28,25 @@ enum {
   OP_ATOMS_CAS2 = 0x58d, /* ATOMS.CAS (sm_100+) */
 };
 
-static int in(size_t len, uint64_t off, uint64_t n) { return off <= len && n <= len - off; }
-
 /* The kernel's .text section: its offset and size. */
 static int text_of(const unsigned char *p, size_t len, const char *kernel, uint64_t *off,
                    uint64_t *size, unsigned *sm) {
   Elf64_Ehdr eh;
-  if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) || p[EI_CLASS] != ELFCLASS64) return -1;
-  memcpy(&eh, p, sizeof eh);
+  if (kc_cubin_header(p, len, &eh)) return -1;
   /* The CUDA ELF ABI moved the SM field: version 8 (ptxas 13) keeps it in
    * bits 8-15, version 7 and older (the ptxas 12.x Triton bundles) in
    * bits 0-7. */
   *sm = p[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      !in(len, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)) ||
-      eh.e_shstrndx >= eh.e_shnum)
-    return -1;
   Elf64_Shdr sh, strs;
-  memcpy(&strs, p + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof sh, sizeof strs);
-  if (!in(len, strs.sh_offset, strs.sh_size)) return -1;
+  kc_cubin_section(p, &eh, eh.e_shstrndx, &strs);
   char want[512];
   int w = snprintf(want, sizeof want, ".text.%s", kernel);
   if (w <= 0 || (size_t)w >= sizeof want) return -1;
   for (unsigned i = 0; i < eh.e_shnum; i++) {
-    memcpy(&sh, p + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
+    kc_cubin_section(p, &eh, i, &sh);
     if (sh.sh_name >= strs.sh_size || strs.sh_size - sh.sh_name < (uint64_t)w + 1) continue;
     if (memcmp(p + strs.sh_offset + sh.sh_name, want, (size_t)w + 1)) continue;
-    if (!in(len, sh.sh_offset, sh.sh_size)) return -1;
+    if (!kc_cubin_in(len, sh.sh_offset, sh.sh_size)) return -1;
     *off = sh.sh_offset;
     *size = sh.sh_size;
     return 0;

@@ -45,6 +45,49 @@ size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, st
   return m;
 }
 
+static int by_base(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+size_t kc_san_ranges_build(uint64_t *r, size_t n) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r[2 * i + 1] > r[2 * i]) {
+      r[2 * m] = r[2 * i];
+      r[2 * m + 1] = r[2 * i + 1];
+      m++;
+    }
+  qsort(r, m, 2 * sizeof *r, by_base);
+  size_t k = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (k && r[2 * i] <= r[2 * k - 1]) {
+      if (r[2 * i + 1] > r[2 * k - 1]) r[2 * k - 1] = r[2 * i + 1];
+      continue;
+    }
+    r[2 * k] = r[2 * i];
+    r[2 * k + 1] = r[2 * i + 1];
+    k++;
+  }
+  return k;
+}
+
+/* Mirrors the device callbacks' search (san_patches.cu): the last range
+ * whose base is at or below addr must hold the whole access. */
+int kc_san_ranges_outside(const uint64_t *r, size_t n, uint64_t addr, uint32_t size) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r[2 * mid] <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (!lo) return 1;
+  uint64_t end = r[2 * (lo - 1) + 1];
+  return addr >= end || size > end - addr;
+}
+
 uint32_t kc_san_epoch_bar(uint32_t e) { return (e & 0xffff) == 0xffff ? e : e + 1; }
 uint32_t kc_san_epoch_warp(uint32_t e) { return (e >> 16) == 0xffff ? e : e + 0x10000; }
 

@@ -28,6 +28,19 @@ struct kc_san_cfg {
   uint64_t buf;       /* struct kc_san_rec[cap] */
   uint64_t epochs;    /* uint32_t[slots * tpb]: bar count | syncwarp count << 16 */
   uint32_t unmodeled; /* KC_SAN_UNMODELED_* bits the run met (set by the callbacks) */
+  /* The guard: a global access outside every range of ranges[] is not
+   * made (the callback ends its warp) and counted, the first one kept, so
+   * that a patched copy's wild access cannot fault the context. 0: no
+   * guard. */
+  uint32_t nranges;
+  uint64_t ranges; /* uint64_t[2 * nranges]: sorted, disjoint [base, end) */
+  uint32_t oob;    /* accesses the guard stopped (the first is described below) */
+  uint32_t oob_flags;
+  uint64_t oob_addr;
+  uint64_t oob_pc;
+  uint32_t oob_block;
+  uint32_t oob_tid;
+  uint32_t oob_size;
   uint32_t pad;
 };
 
@@ -84,6 +97,15 @@ struct kc_san_stats {
  * site = 0xffffffff. out may be (struct kc_access *)rec: in place. */
 size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, struct kc_access *out,
                       struct kc_san_stats *st);
+
+/* The guard's table (struct kc_san_cfg.ranges) from n [base, end)
+ * ranges in any order, overlapping or empty ones allowed: sorted by base,
+ * empty ones dropped, overlapping and touching ones merged, in place.
+ * Returns how many remain. */
+size_t kc_san_ranges_build(uint64_t *r, size_t n);
+/* 1 when [addr, addr + size) is not inside one range of the table (the
+ * device callbacks' test, for the host's tests and evidence). */
+int kc_san_ranges_outside(const uint64_t *r, size_t n, uint64_t addr, uint32_t size);
 
 /* Epoch counters after a barrier (callback before the instruction: the
  * barrier's later accesses see the new count) or a __syncwarp; the count

@@ -65,7 +65,13 @@ struct copy {
   CUdeviceptr epochs;
   size_t epochs_bytes;
   const char *no_ptx;
-  char san_why[256]; /* why the Sanitizer route did not apply ("" if it did or was not tried) */
+  char san_why[640]; /* why the Sanitizer route did not apply ("" if it did or was not tried) */
+  /* the guard's table (kc_san_cfg.ranges) as uploaded, and the
+   * allocation map's epoch it was built at */
+  CUdeviceptr ranges;
+  size_t ranges_bytes;
+  uint32_t nranges;
+  uint64_t ranges_epoch;
   struct copy *next;
 };
 
@@ -268,6 +274,62 @@ static struct copy *usable_locked(struct kc_launch_info *li, int log, const char
   return c;
 }
 
+/* The guard's table for a run of the copy: every allocation kcheck knows
+ * (its allocation hooks' map) and the module variables of the
+ * application's module and of the copy, rebuilt when the map changed.
+ * 0, or 1 (a skip: *why). */
+static int san_guard(struct copy *c, struct kc_san_cfg *s, const char **why) {
+  uint64_t epoch = kc_allocmap_epoch();
+  if (!c->ranges || c->ranges_epoch != epoch) {
+    size_t n = kc_allocmap_count() + 64; /* room for allocations made meanwhile */
+    struct kc_alloc *all = malloc(n * sizeof *all);
+    uint64_t *r = malloc(2 * (n + 2 * MAX_VARS) * sizeof *r);
+    if (!all || !r) {
+      free(all);
+      free(r);
+      *why = "out of host memory";
+      return 1;
+    }
+    size_t got = kc_allocmap_snapshot(all, n), m = 0;
+    for (size_t i = 0; i < got; i++, m++)
+      r[2 * m] = all[i].base, r[2 * m + 1] = all[i].base + all[i].size;
+    for (int i = 0; i < c->nvars; i++) {
+      r[2 * m] = c->var_src[i], r[2 * m + 1] = c->var_src[i] + c->var_size[i], m++;
+      r[2 * m] = c->var_dst[i], r[2 * m + 1] = c->var_dst[i] + c->var_size[i], m++;
+    }
+    free(all);
+    m = kc_san_ranges_build(r, m);
+    size_t bytes = 2 * m * sizeof *r;
+    if (!m) {
+      free(r);
+      *why = "the Sanitizer route's guard knows no allocation the copy may access";
+      return 1;
+    }
+    if (bytes > c->ranges_bytes) {
+      kc_devmem_free(c->ranges);
+      c->ranges = 0, c->ranges_bytes = 0;
+      if (kc_devmem_alloc(KC_DM_san_guard, &c->ranges, bytes) != CUDA_SUCCESS) {
+        c->ranges = 0;
+        free(r);
+        *why = kc_devmem_refused() ? kc_devmem_refused() : "no device memory for the guard";
+        return 1;
+      }
+      c->ranges_bytes = bytes;
+    }
+    CUresult cr = kc_drv.cuMemcpyHtoD_v2(c->ranges, r, bytes);
+    free(r);
+    if (cr != CUDA_SUCCESS) {
+      *why = "writing the guard's table failed";
+      return 1;
+    }
+    c->nranges = (uint32_t)m;
+    c->ranges_epoch = epoch;
+  }
+  s->nranges = c->nranges;
+  s->ranges = c->ranges;
+  return 0;
+}
+
 /* The largest epoch array (bytes): beyond it, fewer blocks are logged. */
 #define MAX_EPOCH_BYTES (64u << 20)
 
@@ -321,6 +383,8 @@ static int san_config(struct copy *c, const struct kc_launch_info *li,
     s.buf = log;
     s.epochs = c->epochs;
   }
+  int g = san_guard(c, &s, why);
+  if (g) return g;
   if (kc_drv.cuMemcpyHtoD_v2(c->cfg, &s, sizeof s) != CUDA_SUCCESS) {
     *why = "writing the perturbation's configuration failed";
     return -1;
@@ -473,6 +537,54 @@ int kc_intra_san_times(struct kc_launch_info *li, double *load_ms, double *patch
   return rc;
 }
 
+/* What the driver says about an address the guard stopped: whether some
+ * allocation holds it that kcheck's map lacks. */
+static void driver_view(uint64_t addr, char *out, size_t len) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (kc_drv.cuMemGetAddressRange_v2 &&
+      kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)addr) == CUDA_SUCCESS)
+    snprintf(out, len, "the driver has an allocation there that kcheck did not see (0x%llx, %zu bytes)",
+             (unsigned long long)base, size);
+  else
+    snprintf(out, len, "the driver knows no allocation there");
+}
+
+int kc_intra_guard_stopped(struct kc_launch_info *li, const char **why) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  int rc = 0;
+  pthread_mutex_lock(&lock);
+  struct copy *c = NULL;
+  for (struct copy *x = copies; x; x = x->next)
+    if (x->handle == li->k->handle && x->ctx == ctx && x->state == 1 && x->san) c = x;
+  struct kc_san_cfg s;
+  if (!c || !c->cfg || kc_drv.cuMemcpyDtoH_v2(&s, c->cfg, sizeof s) != CUDA_SUCCESS || !s.oob)
+    goto out;
+  char drv[160];
+  driver_view(s.oob_addr, drv, sizeof drv);
+  uint64_t site = c->fn_pc && s.oob_pc >= c->fn_pc ? s.oob_pc - c->fn_pc : 0;
+  snprintf(c->san_why, sizeof c->san_why,
+           "the guard stopped %u global access%s of kcheck's patched copy outside every "
+           "allocation kcheck knows (the first: a %u-byte %s at 0x%llx, SASS +0x%llx, block %u "
+           "thread %u; %s): the access was not made, and the Sanitizer route stands down for "
+           "this kernel",
+           s.oob, s.oob == 1 ? "" : "es", s.oob_size,
+           (s.oob_flags & KC_SAN_WRITE) ? ((s.oob_flags & KC_SAN_READ) ? "atomic" : "write")
+                                         : "read",
+           (unsigned long long)s.oob_addr, (unsigned long long)site, s.oob_block, s.oob_tid, drv);
+  KC_LOG(KC_LOG_INFO, "%s: %s", li->k->name, c->san_why);
+  /* as a copy that could not be made: the kernel's strategies are those
+   * of a kernel with no code kcheck can instrument */
+  c->state = 2;
+  c->why = c->no_ptx;
+  *why = c->san_why;
+  rc = 1;
+out:
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
 const char *kc_intra_no_ptx(struct kc_launch_info *li) {
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
@@ -558,6 +670,7 @@ void kc_intra_forget_image(void *image) {
     if (c->mod) kc_drv.cuModuleUnload(c->mod);
     if (c->san) kc_devmem_free(c->cfg);
     kc_devmem_free(c->epochs);
+    kc_devmem_free(c->ranges);
     kc_devmem_drop(KC_DM_modules, c->mod_bytes);
     kc_ptx_sites_free(&c->logged);
     free(c->var_name);

@@ -38,6 +38,11 @@ const char *kc_intra_no_ptx(struct kc_launch_info *li);
  * PTX), NULL when it was not tried or made one. The string lives as long
  * as the kernel's image. */
 const char *kc_intra_route_why(struct kc_launch_info *li);
+/* After a run of the Sanitizer route's copy: 1 when its guard stopped an
+ * access outside every allocation kcheck knows (the warp ended before it;
+ * the context is untouched). The copy is given up for the kernel, *why
+ * (kept, also as kc_intra_route_why) says what was stopped. 0 otherwise. */
+int kc_intra_guard_stopped(struct kc_launch_info *li, const char **why);
 /* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
  * its PTX is unavailable (*why). Cached per kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);

@@ -721,6 +721,9 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     *why = "the shadow run faulted";
     return -1;
   }
+  /* The Sanitizer route's guard ended warps of this run: its results are
+   * not the kernel's (a skip; the memory is restored as after any run). */
+  if (p->intra && kc_intra_guard_stopped(li, why)) return 1;
   return 0;
 }
 

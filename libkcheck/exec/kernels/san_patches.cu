@@ -75,20 +75,59 @@ static __device__ __forceinline__ void unmodeled(kc_san_cfg *c, uint32_t bit) {
   if (!(*(volatile uint32_t *)&c->unmodeled & bit)) atomicOr(&c->unmodeled, bit);
 }
 
+/* The guard (kc_san_cfg.ranges): 1 when [a, a + size) is not inside one
+ * range (mirrors kc_san_ranges_outside, san_rec.c). */
+static __device__ __forceinline__ int outside(const kc_san_cfg *c, uint64_t a, uint32_t size) {
+  uint32_t n = c->nranges;
+  if (!n) return 0;
+  const uint64_t *r = (const uint64_t *)(uintptr_t)c->ranges;
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (r[2 * mid] <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (!lo) return 1;
+  uint64_t end = r[2 * (lo - 1) + 1];
+  return a >= end || size > end - a;
+}
+
+/* An access the guard stops: counted, the first described for the host.
+ * The caller returns SANITIZER_PATCH_ERROR: the warp ends before the
+ * access is made, so the copy's run cannot fault the context. */
+static __device__ __forceinline__ void stopped(kc_san_cfg *c, uint64_t pc, uint64_t a,
+                                               uint32_t size, uint32_t flags) {
+  if (atomicAdd(&c->oob, 1u)) return;
+  c->oob_addr = a;
+  c->oob_pc = pc;
+  c->oob_size = size;
+  c->oob_flags = flags;
+  c->oob_block = linear_block();
+  c->oob_tid = linear_thread();
+}
+
 extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_global(void *ud, uint64_t pc,
                                                                       void *ptr, uint32_t size,
                                                                       uint32_t flags,
                                                                       const void *data) {
   kc_san_cfg *c = (kc_san_cfg *)ud;
   (void)data;
+  if (!c) return SANITIZER_PATCH_SUCCESS; /* no configuration: nothing to read or write */
   maybe_delay(c, c->pmem, pc);
   /* Should a generic access to shared or local memory come here with
    * its generic address, it must not read as global: every block's shared
    * window has the same generic addresses. */
-  if (__isShared(ptr))
+  if (__isShared(ptr)) {
     record(c, pc, (void *)(uintptr_t)__cvta_generic_to_shared(ptr), size, flags, 0);
-  else if (!__isLocal(ptr))
+  } else if (!__isLocal(ptr)) {
+    if (outside(c, (uint64_t)(uintptr_t)ptr, size)) {
+      stopped(c, pc, (uint64_t)(uintptr_t)ptr, size, flags);
+      return SANITIZER_PATCH_ERROR;
+    }
     record(c, pc, ptr, size, flags, 1);
+  }
   return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -97,6 +136,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_shared(void *ud, 
                                                                       uint32_t flags,
                                                                       const void *data) {
   kc_san_cfg *c = (kc_san_cfg *)ud;
+  if (!c) return SANITIZER_PATCH_SUCCESS;
   (void)data;
   maybe_delay(c, c->pmem, pc);
   record(c, pc, ptr, size, flags, 0);
@@ -110,6 +150,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_barrier(void *ud,
                                                                        uint32_t count,
                                                                        uint32_t flags) {
   kc_san_cfg *c = (kc_san_cfg *)ud;
+  if (!c) return SANITIZER_PATCH_SUCCESS;
   (void)bar, (void)count, (void)flags;
   maybe_delay(c, c->pbar, pc);
   uint32_t tpb = blockDim.x * blockDim.y * blockDim.z;
@@ -122,6 +163,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_barrier(void *ud,
 extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_syncwarp(void *ud, uint64_t pc,
                                                                         uint32_t mask) {
   kc_san_cfg *c = (kc_san_cfg *)ud;
+  if (!c) return SANITIZER_PATCH_SUCCESS;
   (void)pc, (void)mask;
   uint32_t *ep = epoch_slot(c);
   if (ep && (*ep >> 16) != 0xffff) *ep += 0x10000;
@@ -132,6 +174,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_syncwarp(void *ud
  * block's, then each warp's). */
 extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_enter(void *ud, uint64_t pc) {
   kc_san_cfg *c = (kc_san_cfg *)ud;
+  if (!c) return SANITIZER_PATCH_SUCCESS;
   (void)pc;
   uint32_t *ep = epoch_slot(c);
   if (ep) *ep = 0;
@@ -146,21 +189,27 @@ extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_mbarrier(void *ud
                                                                         void *bar, uint32_t kind,
                                                                         uint32_t data) {
   (void)pc, (void)bar, (void)kind, (void)data;
-  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_MBARRIER);
+  if (ud) unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_MBARRIER);
   return SANITIZER_PATCH_SUCCESS;
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_memcpy_async(void *ud, uint64_t pc,
                                                                             void *src, uint32_t dst,
                                                                             uint32_t size) {
-  (void)pc, (void)src, (void)dst, (void)size;
-  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_ASYNC_COPY);
+  kc_san_cfg *c = (kc_san_cfg *)ud;
+  (void)dst;
+  if (!c) return SANITIZER_PATCH_SUCCESS;
+  if (outside(c, (uint64_t)(uintptr_t)src, size)) {
+    stopped(c, pc, (uint64_t)(uintptr_t)src, size, KC_SAN_READ);
+    return SANITIZER_PATCH_ERROR;
+  }
+  unmodeled(c, KC_SAN_UNMODELED_ASYNC_COPY);
   return SANITIZER_PATCH_SUCCESS;
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult kc_san_cluster(void *ud, uint64_t pc) {
   (void)pc;
-  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_CLUSTER);
+  if (ud) unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_CLUSTER);
   return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -168,14 +217,21 @@ extern "C" __device__ __noinline__ SanitizerPatchResult
 kc_san_wgmma(void *ud, uint64_t pc, uint32_t a, uint32_t sa, uint32_t b, uint32_t sb,
              uint32_t flags, uint32_t mask) {
   (void)pc, (void)a, (void)sa, (void)b, (void)sb, (void)flags, (void)mask;
-  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_WGMMA);
+  if (ud) unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_WGMMA);
   return SANITIZER_PATCH_SUCCESS;
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult
 kc_san_bulk_copy(void *ud, uint64_t pc, uint64_t src, uint32_t dst, uint32_t bar, uint32_t data,
                  uint32_t multicast) {
-  (void)pc, (void)src, (void)dst, (void)bar, (void)data, (void)multicast;
-  unmodeled((kc_san_cfg *)ud, KC_SAN_UNMODELED_ASYNC_COPY);
+  kc_san_cfg *c = (kc_san_cfg *)ud;
+  (void)dst, (void)bar, (void)data, (void)multicast;
+  if (!c) return SANITIZER_PATCH_SUCCESS;
+  /* the copy's size is the tensor map's: its first byte is checked */
+  if (outside(c, src, 1)) {
+    stopped(c, pc, src, 1, KC_SAN_READ);
+    return SANITIZER_PATCH_ERROR;
+  }
+  unmodeled(c, KC_SAN_UNMODELED_ASYNC_COPY);
   return SANITIZER_PATCH_SUCCESS;
 }

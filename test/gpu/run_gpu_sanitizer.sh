@@ -6,7 +6,8 @@
 # "sanitizer") and the verdicts: a cross-block lost update and a missing
 # __syncthreads flagged `race`, a float-atomic sum named `nondeterminism`
 # (cause atomic-order) and not `race`, an integer-atomic histogram and
-# per-block slots clean. Also: whether the API initialised and from where,
+# per-block slots clean; a read past the end of an allocation stopped by
+# the guard in kcheck's copy (the route stands down, the program goes on). Also: whether the API initialised and from where,
 # the time loading and patching took, each strategy's time beside the
 # kernel's plain time; sanitizer=1 (initialised at the first check: refused
 # by the driver once the context exists) and cupti_audit=1 (CUPTI beside
@@ -73,6 +74,12 @@ elif expect == "refused-cupti":
     # kcheck's callbacks; the route stands down with the API's words and
     # block order still finds the race
     ok = route == "none" and "sanitizerAddPatches" in json.dumps(race) and "race" in gates
+elif expect == "guarded":
+    # the guard stopped the copy's read past the end: the route stood down
+    # with the access described, and the program went on (its timing loop
+    # after the checked launch printed plain_ms)
+    ok = (route == "none" and "the guard stopped" in json.dumps(race)
+          and plain is not None)
 elif expect == "off":
     ok = route == "none" and "sanitizer=0" in json.dumps(race)
 elif expect == "off-late":
@@ -104,7 +111,7 @@ PYEOF
 }
 
 # a plain run without kcheck, for the kernel's own time
-for k in lost_update missing_sync float_sum int_atomic block_slots; do
+for k in lost_update missing_sync float_sum int_atomic block_slots past_end; do
   "$BIN" "$k" >"$LOGS/plain-$k.txt" 2>&1 || { rc=$?; [ $rc -eq 2 ] && { echo "[SKIP] no CUDA device"; exit 0; }; }
   echo "plain (no kcheck): $(cat "$LOGS/plain-$k.txt")"
 done
@@ -116,6 +123,11 @@ for spec in lost_update:race missing_sync:race float_sum:nondeterminism int_atom
   run "$k" "$k" "sanitizer=2"
   judge "$k" "$k" "$want" || fail=1
 done
+
+# a read past the end of an allocation: stopped by the guard in kcheck's
+# patched copy, never made there; the program's context untouched
+run past_end past_end "sanitizer=2"
+judge past_end past_end guarded || fail=1
 
 # initialised at the first SASS-only check: refused once the context
 # exists (measured on the H200), so the route stands down

@@ -50,12 +50,22 @@ __global__ void block_slots(const int *in, int *out) {
   out[g] = s[(t + 1) % blockDim.x] + s[t];
 }
 
+// Reads 1 KiB past the end of a 4 KiB input allocated last: in the
+// program's own run the read lands on memory the driver mapped and does
+// not fault; in kcheck's patched copy the guard stops it before it is
+// made (the route stands down, the program goes on).
+__global__ void past_end(const int *in, int *out) {
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  out[g] = in[g % 1024] + (g == 0 ? in[1024 + 256] : 0);
+}
+
 static int launch(const char *name, void *a, void *b) {
   if (!strcmp(name, "lost_update")) lost_update<<<N_BLOCKS, N_THREADS>>>((int *)b);
   else if (!strcmp(name, "missing_sync")) missing_sync<<<N_BLOCKS, N_THREADS>>>((int *)a, (int *)b);
   else if (!strcmp(name, "float_sum")) float_sum<<<N_BLOCKS, N_THREADS>>>((float *)a, (float *)b);
   else if (!strcmp(name, "int_atomic")) int_atomic<<<N_BLOCKS, N_THREADS>>>((int *)a, (int *)b);
   else if (!strcmp(name, "block_slots")) block_slots<<<N_BLOCKS, N_THREADS>>>((int *)a, (int *)b);
+  else if (!strcmp(name, "past_end")) past_end<<<N_BLOCKS, N_THREADS>>>((const int *)a, (int *)b);
   else return 1;
   return 0;
 }
@@ -74,11 +84,20 @@ int main(int argc, char **argv) {
   int is_float = !strcmp(name, "float_sum");
   cudaMemcpy(a, is_float ? (void *)hf : (void *)hi, n * 4, cudaMemcpyHostToDevice);
   cudaMemset(b, 0, n * 4);
+  if (!strcmp(name, "past_end")) { // its input: 4 KiB, the last allocation
+    void *z;
+    if (cudaMalloc(&z, 4096) != cudaSuccess) return 2;
+    cudaMemcpy(z, hi, 4096, cudaMemcpyHostToDevice);
+    a = z;
+  }
   if (launch(name, a, b)) {
     fprintf(stderr, "unknown kernel %s\n", name);
     return 1;
   }
-  if (cudaDeviceSynchronize() != cudaSuccess) return 3;
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    fprintf(stderr, "the checked launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 3;
+  }
   // the plain run's time (later launches of one signature are not checked)
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);

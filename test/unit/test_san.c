@@ -70,6 +70,31 @@ static void test_unmodeled(void) {
   CHECK(sizeof(struct kc_san_cfg) % 8 == 0 && sizeof(struct kc_san_rec) == 32);
 }
 
+static void test_guard_ranges(void) {
+  /* unsorted, one empty, two overlapping, two touching */
+  uint64_t r[] = {0x5000, 0x6000, 0x1000, 0x2000, 0x3000, 0x3000, 0x1800, 0x2800, 0x2800, 0x2900,
+                  0x9000, 0x9100};
+  size_t n = kc_san_ranges_build(r, 6);
+  CHECK(n == 3);
+  CHECK(r[0] == 0x1000 && r[1] == 0x2900); /* merged: overlap and touch */
+  CHECK(r[2] == 0x5000 && r[3] == 0x6000);
+  CHECK(r[4] == 0x9000 && r[5] == 0x9100);
+  /* inside, at both ends */
+  CHECK(!kc_san_ranges_outside(r, n, 0x1000, 4));
+  CHECK(!kc_san_ranges_outside(r, n, 0x28fc, 4));
+  CHECK(!kc_san_ranges_outside(r, n, 0x9000, 0x100));
+  /* one byte past the end, straddling the end, below the first, between */
+  CHECK(kc_san_ranges_outside(r, n, 0x2900, 1));
+  CHECK(kc_san_ranges_outside(r, n, 0x28fe, 4));
+  CHECK(kc_san_ranges_outside(r, n, 0xfff, 1));
+  CHECK(kc_san_ranges_outside(r, n, 0x4000, 16));
+  CHECK(kc_san_ranges_outside(r, n, 0x9100, 1));
+  CHECK(kc_san_ranges_outside(r, n, UINT64_MAX - 3, 4));
+  /* an empty table holds nothing */
+  CHECK(kc_san_ranges_outside(r, 0, 0x1000, 4));
+  CHECK(kc_san_ranges_build(r, 0) == 0);
+}
+
 static void test_retry(void) {
   /* 3000 records wanted of 1000, every block: 1 block in 8 */
   CHECK(kc_log_retry_stride(3000, 1000, 1, 1024) == 8);
@@ -220,6 +245,7 @@ int main(void) {
   test_convert();
   test_epochs();
   test_unmodeled();
+  test_guard_ranges();
   test_retry();
   test_lib();
   test_cubin();

@@ -544,7 +544,8 @@ static void driver_view(uint64_t addr, char *out, size_t len) {
   size_t size = 0;
   if (kc_drv.cuMemGetAddressRange_v2 &&
       kc_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)addr) == CUDA_SUCCESS)
-    snprintf(out, len, "the driver has an allocation there that kcheck did not see (0x%llx, %zu bytes)",
+    snprintf(out, len,
+             "the driver has an allocation there that kcheck did not see (0x%llx, %zu bytes)",
              (unsigned long long)base, size);
   else
     snprintf(out, len, "the driver knows no allocation there");
@@ -571,7 +572,7 @@ int kc_intra_guard_stopped(struct kc_launch_info *li, const char **why) {
            "this kernel",
            s.oob, s.oob == 1 ? "" : "es", s.oob_size,
            (s.oob_flags & KC_SAN_WRITE) ? ((s.oob_flags & KC_SAN_READ) ? "atomic" : "write")
-                                         : "read",
+                                        : "read",
            (unsigned long long)s.oob_addr, (unsigned long long)site, s.oob_block, s.oob_tid, drv);
   KC_LOG(KC_LOG_INFO, "%s: %s", li->k->name, c->san_why);
   /* as a copy that could not be made: the kernel's strategies are those

@@ -72,8 +72,8 @@ static void test_unmodeled(void) {
 
 static void test_guard_ranges(void) {
   /* unsorted, one empty, two overlapping, two touching */
-  uint64_t r[] = {0x5000, 0x6000, 0x1000, 0x2000, 0x3000, 0x3000, 0x1800, 0x2800, 0x2800, 0x2900,
-                  0x9000, 0x9100};
+  uint64_t r[] = {0x5000, 0x6000, 0x1000, 0x2000, 0x3000, 0x3000,
+                  0x1800, 0x2800, 0x2800, 0x2900, 0x9000, 0x9100};
   size_t n = kc_san_ranges_build(r, 6);
   CHECK(n == 3);
   CHECK(r[0] == 0x1000 && r[1] == 0x2900); /* merged: overlap and touch */

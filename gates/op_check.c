@@ -147,16 +147,20 @@ static json_t *jnum(double d) {
   return json_real(d);
 }
 
-/* The gate result object (status, verdict line, class, coverage). */
+/* The gate result object (status, verdict line, class, coverage; an
+ * inconclusive verdict's reason on its own, which the binding counts by). */
 static json_t *result(const struct oc_verdict *v) {
   char line[512];
   oc_verdict_format(v, line, sizeof line);
-  return json_pack(
+  json_t *o = json_pack(
       "{s:s, s:s, s:s, s:{s:I, s:I, s:o, s:o, s:i}}", "status",
       oc_verdict_is_fail(v->kind) ? "fail" : kc_gate_status_name(kc_verdict_status(v->kind)),
       "verdict", line, "class", oc_verdict_name(v->kind), "coverage", "total", (json_int_t)v->total,
       "checked", (json_int_t)v->checked, "miss_prob", jnum(v->miss_prob), "fraction",
       jnum(v->fraction), "screen_vectors", v->screen_vectors);
+  if (o && v->kind == OC_INCONCLUSIVE && v->detail[0])
+    json_object_set_new(o, "reason", json_string(v->detail));
+  return o;
 }
 
 static void put(char *buf, unsigned long n, json_t *o) {

@@ -330,7 +330,9 @@ void oc_check_finish(struct oc_check *c, int64_t random_samples) {
   else if (c->n_inf_bound) {
     v->kind = OC_INCONCLUSIVE;
     if (!v->detail[0])
-      snprintf(v->detail, sizeof v->detail, "no finite bound for %lld element(s)",
+      snprintf(v->detail, sizeof v->detail,
+               "no finite bound for %lld element(s): the profile's error bound is infinite there "
+               "(a sum of n terms in a type where n u >= 1, or beyond double's range)",
                (long long)c->n_inf_bound);
   } else if (c->n_ovf || c->n_ovf_any) {
     /* The profile's own arithmetic may overflow there (partial sums beyond

@@ -37,6 +37,34 @@ def _share(s):
     return out
 
 
+# Rows of the inconclusive table shown; the record holds the rest.
+_INC_ROWS = 12
+
+
+def _inconclusive(s):
+    """The torch_summary's inconclusive judgments as a table: op, dtype,
+    count, reason; the most frequent first."""
+    rows = [(op, r.get("dtype", "?"), r.get("count", 0), r.get("reason", ""))
+            for op, row in (s.get("inconclusive_by_op") or {}).items()
+            for r in row.get("reasons", [])]
+    left = sum(row.get("reasons_left_out", 0) for row in (s.get("inconclusive_by_op") or {}).values())
+    left_ops = s.get("inconclusive_ops_left_out", 0)
+    if not rows and not left and not left_ops:
+        return []
+    rows.sort(key=lambda r: -r[2])
+    w = max([len("op")] + [len(r[0]) for r in rows[:_INC_ROWS]])
+    out = ["  torch: inconclusive judgments (not judged exactly: the reason is the oracle's):",
+           "    %-*s  %-6s %6s  %s" % (w, "op", "dtype", "count", "reason")]
+    out += ["    %-*s  %-6s %6d  %s" % (w, op, dt, n, why) for op, dt, n, why in rows[:_INC_ROWS]]
+    if len(rows) > _INC_ROWS:
+        out.append("    ... %d more rows (%d judgments) in the torch_summary record" % (
+            len(rows) - _INC_ROWS, sum(r[2] for r in rows[_INC_ROWS:])))
+    if left or left_ops:
+        out.append("    not kept (the record's bounds): %d judgments with further reasons, %d of "
+                   "further ops" % (left, left_ops))
+    return out
+
+
 def lines(report):
     """The summary's lines (empty when the report has no op-level records)."""
     checks = report.by_type("op_check")
@@ -68,6 +96,7 @@ def lines(report):
         top = sorted((s.get("passed_through") or {}).items(), key=lambda kv: -kv[1])[:6]
         if top:
             out.append("  torch: passed through: " + ", ".join("%s %d" % kv for kv in top))
+        out += _inconclusive(s)
     later = {}
     for c in checks:
         if c.get("part") == "generated":

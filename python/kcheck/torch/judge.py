@@ -211,8 +211,9 @@ class Job:
     the finding's context. run() asks libkcheck; it may run on any thread."""
 
     def __init__(self, lib, gate, mask, plan, inputs, out, prof, attrs, ctx, cap, save_path,
-                 sampling=None):
+                 sampling=None, fmt=None):
         self.lib, self.gate, self.mask = lib, gate, mask
+        self.fmt = fmt  # the inputs' type the profile was chosen by (summary counts by it)
         self.sampling = sampling or {}
         self.op, self.prof, self.attrs, self.ctx = plan.op, prof, attrs, ctx
         self.inputs, self.out = inputs, out

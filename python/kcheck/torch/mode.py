@@ -22,6 +22,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -60,9 +61,30 @@ _WATCH_CAP = 8
 _FIRST_PART_GUESS = 0.1
 
 
+# The inconclusive judgments kept by op for the summary (inconclusive_by_op):
+# at most _INC_OPS ops, and _INC_REASONS (dtype, reason) pairs within an op;
+# judgments beyond either are counted, not kept, so that a long run's
+# summary stays bounded.
+_INC_OPS = 32
+_INC_REASONS = 8
+# A measured number in a reason ("37 element(s)", "miss probability
+# 0.0012 > 1e-06"): one reason whatever the number, so that one cause
+# takes one row. Other integers are the reason's own ("n u >= 1", "[0, C)").
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+(?= element))"
+                     r"(?![\w.])")
+
+
+def _reason(text):
+    """An inconclusive verdict's reason as counted (its numbers as N)."""
+    if not text:
+        return "no reason given"
+    return _NUMBER.sub("N", text)[:200]
+
+
 class Stats:
     """Counters for the summary: ops seen, checked, passed through by
-    reason (with the ops most often behind each reason)."""
+    reason (with the ops most often behind each reason), inconclusive
+    judgments by op, dtype and reason."""
 
     def __init__(self):
         self.seen = 0
@@ -72,6 +94,8 @@ class Stats:
         self.checked = 0
         self.violations = 0
         self.inconclusive = 0
+        self.inc_by_op = {}  # op: [count, {(dtype, reason): count}, count left out]
+        self.inc_left_out = 0  # of ops beyond _INC_OPS
         self.errors = 0
         self.generated_deferred = 0  # checks whose generated-input part waited (budget)
         self.last_check_step = 0  # optimizer steps before the last signature's check
@@ -117,6 +141,34 @@ class Stats:
             if len(per) < 64 or op in per:
                 per[op] = per.get(op, 0) + n
 
+    def inconclusive_(self, op, dtype, reason):
+        """One inconclusive judgment of op (an ATen op name) on inputs of
+        dtype (the oracle's format name), with the verdict's reason."""
+        key = (dtype or "?", _reason(reason))
+        with self.lock:
+            self.inconclusive += 1
+            row = self.inc_by_op.get(op)
+            if row is None:
+                if len(self.inc_by_op) >= _INC_OPS:
+                    self.inc_left_out += 1
+                    return
+                row = self.inc_by_op[op] = [0, {}, 0]
+            row[0] += 1
+            if key in row[1] or len(row[1]) < _INC_REASONS:
+                row[1][key] = row[1].get(key, 0) + 1
+            else:
+                row[2] += 1
+
+    def inconclusive_record(self):
+        """inconclusive_by_op: {op: {count, reasons [{dtype, reason,
+        count}], reasons_left_out}}, the most frequent first."""
+        out = {}
+        for op, (n, reasons, left) in sorted(self.inc_by_op.items(), key=lambda kv: -kv[1][0]):
+            out[op] = {"count": n, "reasons_left_out": left, "reasons": [
+                {"dtype": d, "reason": r, "count": c}
+                for (d, r), c in sorted(reasons.items(), key=lambda kv: -kv[1])]}
+        return out
+
     def record(self):
         top = {r: dict(sorted(per.items(), key=lambda kv: -kv[1])[:8])
                for r, per in self.by_reason_ops.items()}
@@ -124,6 +176,8 @@ class Stats:
                 "watched_steps": self.watched_steps,
                 "ops_covered": self.covered, "ops_checked": self.checked,
                 "violations": self.violations, "inconclusive": self.inconclusive,
+                "inconclusive_by_op": self.inconclusive_record(),
+                "inconclusive_ops_left_out": self.inc_left_out,
                 "errors": self.errors, "passed_through": dict(self.passed),
                 "generated_part_deferred": self.generated_deferred,
                 "last_check_after_steps": self.last_check_step,
@@ -908,7 +962,7 @@ class KcheckMode(TorchDispatchMode):
                         status, res = self._run_more(plan, status, res, more)
                     self.stats.add_cost("judge:" + _ORACLE, time.perf_counter() - t)
                     gates[_ORACLE] = res
-                    self._count(status, res)
+                    self._count(status, res, entry.name, job.fmt)
                 for gate, tl in trial_jobs.items():
                     runs = []
                     gates[gate] = {"status": _S_PASS if tl else _S_NOT_RUN, "runs": runs}
@@ -981,13 +1035,14 @@ class KcheckMode(TorchDispatchMode):
         except RuntimeError:  # at exit the pool takes no new work (interpreter shutdown)
             task()
 
-    def _count(self, status, res):
+    def _count(self, status, res, op, fmt):
         st = self.stats
+        if status != _api.VIOLATION and res.get("class") == "inconclusive":
+            st.inconclusive_(op, fmt, res.get("reason"))
+            return
         with st.lock:
             if status == _api.VIOLATION:
                 st.violations += 1
-            elif res.get("class") == "inconclusive":
-                st.inconclusive += 1
             elif status == _api.ERROR:
                 st.errors += 1
 
@@ -1125,7 +1180,7 @@ class KcheckMode(TorchDispatchMode):
         cap = judge.APP_CAP if exposed is None else judge.TRIAL_CAP
         sampling = None if exposed is None else judge.TRIAL_SAMPLING
         return judge.Job(self.lib, gate, mask, plan, hosts, oh, prof, attrs, ctx, cap, save,
-                         sampling), ctx
+                         sampling, fmt=in_fmt), ctx
 
     def _immutability_copies(self, entry, plan, inputs):
         """Host copies, right after the application's call, of the inputs
@@ -1510,10 +1565,31 @@ class KcheckMode(TorchDispatchMode):
         left = (", %d signatures deferred and never met again (not checked)" %
                 rec["signatures_deferred_unchecked"]) if rec["signatures_deferred_unchecked"] else ""
         sys.stderr.write("kcheck: torch: %d ops seen%s, %d covered, %d judged (%s), %d checked "
-                         "(%d violations, %d inconclusive, %d errors)%s; passed through: %s\n" %
+                         "(%d violations, %d inconclusive, %d errors)%s%s; passed through: %s\n" %
                          (st.seen, steps, st.covered, rec["ops_judged"], judged_share(rec),
                           st.checked, st.violations, st.inconclusive, st.errors, left,
-                          ", ".join("%s %d" % kv for kv in top) or "none"))
+                          inconclusive_ops(rec), ", ".join("%s %d" % kv for kv in top) or "none"))
+
+
+def inconclusive_ops(rec, n=4):
+    """'; inconclusive: OP COUNT (DTYPES), ...' for the n ops of a
+    torch_summary record with the most inconclusive judgments ('' when
+    none; the reasons are in the record and in `kcheck report`)."""
+    by_op = rec.get("inconclusive_by_op") or {}
+    if not by_op:
+        return ""
+    parts = []
+    for op, row in sorted(by_op.items(), key=lambda kv: -kv[1].get("count", 0))[:n]:
+        dts = []
+        for r in row.get("reasons", []):
+            if r.get("dtype") not in dts:
+                dts.append(r.get("dtype"))
+        parts.append("%s %d%s" % (op, row.get("count", 0), " (%s)" % ",".join(dts) if dts else ""))
+    more = max(0, len(by_op) - n)
+    if more or rec.get("inconclusive_ops_left_out"):
+        # ops beyond the record's cap are counted by judgment, not by op
+        parts.append("%d%s more ops" % (more, "+" if rec.get("inconclusive_ops_left_out") else ""))
+    return "; inconclusive: %s (reasons: kcheck report)" % ", ".join(parts)
 
 
 def judged_share(rec):

@@ -382,7 +382,12 @@ def test_layouts_gate_agrees_with_pytorch_on_cpu_flash_attention(tmp_path):
     if not bug:
         assert not viol and entry["status"] == "pass", (viol, runs)
         return
-    assert entry["status"] == "fail" and runs[("query", "transposed")] == "fail_value", runs
+    # the stride-blind kernel's result is wrong, but not the same wrong
+    # from run to run: in repeated runs it was sometimes non-finite where
+    # the exact value is finite (fail_special), sometimes finite and off
+    # (fail_value); either class names the bug
+    assert entry["status"] == "fail", runs
+    assert runs[("query", "transposed")] in ("fail_value", "fail_special"), runs
     (v,) = viol
     assert v["gate"] == "layouts" and v["exposed_by"]["variant"] == "transposed"
     assert v["exposed_by"]["input"] == "query"

@@ -463,9 +463,11 @@ def cmd_audit(args):
         raise UsageError(str(e)) from None
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs and --timeout must be positive")
+    if args.profile is not None:
+        _check_profile(lib, args.profile)
     device = args.device or _audit_device()
     opts = driver.Options(lib, os.path.abspath(args.output), device, args.timeout, args.jobs,
-                          args.option or [])
+                          args.option or [], args.profile)
 
     def show(task, cand):
         print(table.task_header(task) if cand is None else table.candidate_line(cand), flush=True)
@@ -477,6 +479,16 @@ def cmd_audit(args):
         from kcheck.audit.junit import junit
         _write(args.junit, junit(records))
     return driver.exit_status(records, args.error_exitcode, args.allow_unchecked, args.strict)
+
+
+def _check_profile(lib, spec):
+    """--profile's spec, checked by the oracle's parser before any task
+    runs: a bad one is a usage error (the known presets listed), never a
+    contract the candidates' runs would refuse."""
+    h = open_lib(lib)
+    err = ctypes.create_string_buffer(1024)
+    if h.kcheck_profile_check(spec.encode(), err, len(err)) != 0:
+        raise UsageError("--profile %s: %s" % (spec, err.value.decode(errors="replace")))
 
 
 def _audit_device():
@@ -595,6 +607,11 @@ def main(argv=None):
     au.add_argument("--strict", action="store_true",
                     help="a partial candidate counts as a failure (exit status 1 or N)")
     au.add_argument("--junit", metavar="FILE", help="write JUnit XML: a testcase per candidate")
+    au.add_argument("--profile", metavar="SPEC",
+                    help="the precision profile of every tier-A task at its own dtype, instead "
+                    "of the one PyTorch's settings imply: an oracle profile spec, "
+                    "preset[:key=value...], e.g. tensorcore_tf32:ftz=1 (recorded beside the "
+                    "derived one)")
     args = p.parse_args(argv)
     verbs = {"audit": cmd_audit, "run": cmd_run, "options": cmd_options, "gates": cmd_gates, "report": cmd_report,
              "repro": cmd_repro, "suppressions": cmd_suppressions, "contract": cmd_contract, "gen": cmd_gen}

@@ -282,7 +282,8 @@ def test_layouts_expanded_and_dtypes_and_profile(tmp_path):
     for t in (r for r in recs if r["type"] == "audit_task"):
         assert t["contract"]["profile"] == "fp32:math=fast", t
         assert t["profile_derived"] == "fp32:in=fp32:acc=fp32:out=fp32", t
-        assert t["dtypes"]["float64"] == "fp64" and not t["dtypes_refused"], t
+        assert t["dtypes"]["float64"] == {"profile": "fp64", "out": "float64"}, t
+        assert not t["dtypes_refused"], t
         assert 'profile: "fp32:math=fast"' in open(t["contract_file"]).read()
     from kcheck.report import read_records
     checks = [c for r in got["relu_ok"]["reports"] for c in read_records(r)

@@ -236,6 +236,13 @@ def triple_fp32_only(x: torch.Tensor) -> torch.Tensor:
     return x * 3.0
 
 
+@torch.library.custom_op("kcl::triple_returns_fp32", mutates_args=())
+def triple_returns_fp32(x: torch.Tensor) -> torch.Tensor:
+    # float32 whatever the input's dtype: at the others not the
+    # reference's arithmetic (unsupported there), nor wrong
+    return (x.double() * 3.0).float()
+
+
 @torch.library.custom_op("kcl::triple_no_reference", mutates_args=())
 def triple_no_reference(x: torch.Tensor) -> torch.Tensor:
     return x.float().to(x.dtype) * 3.0
@@ -243,22 +250,26 @@ def triple_no_reference(x: torch.Tensor) -> torch.Tensor:
 
 # what the reference (torch's x * 3.0) is judged at in each other dtype
 s = profiles.settings()
-ref = {name: profiles.profile("elementwise", profiles.fmt(dt), profiles.fmt(dt), s)
+ref = {name: {"profile": profiles.profile("elementwise", profiles.fmt(dt), profiles.fmt(dt), s),
+              "out": name}
        for name, dt in layouts.DTYPES.items() if dt != torch.float32}
-for op in ("kcl::triple", "kcl::triple_in_fp32", "kcl::triple_fp32_only"):
+for op in ("kcl::triple", "kcl::triple_in_fp32", "kcl::triple_fp32_only",
+           "kcl::triple_returns_fp32"):
     layouts.reference_dtypes(op, ref)
 layouts.reference_dtypes("kcl::triple_no_reference", {"float64": ref["float64"]})
 x = torch.rand(8, 32)
 triple(x)
 triple_in_fp32(x)                    # LINE fp32
 triple_fp32_only(x)
+triple_returns_fp32(x)
 triple_no_reference(x)
 print("done")
 """
 
 DTYPE_YAML = "contracts:\n" + "".join(
     "  - {torch_op: 'kcl::%s', op: mul, args: {x: x, s: '3.0'}, profile: fp32}\n" % op
-    for op in ("triple", "triple_in_fp32", "triple_fp32_only", "triple_no_reference"))
+    for op in ("triple", "triple_in_fp32", "triple_fp32_only", "triple_returns_fp32",
+               "triple_no_reference"))
 
 
 def test_layouts_gate_other_dtypes_judged_at_the_references_profile(tmp_path):
@@ -267,9 +278,10 @@ def test_layouts_gate_other_dtypes_judged_at_the_references_profile(tmp_path):
     the dtypes its reference accepts (layouts.reference_dtypes), judged at
     the reference's profile there. An op that computes in float32 whatever
     the dtype fails at float64 (the call's line); one that refuses another
-    dtype with a clean exception is unsupported there (listed, counted);
-    the correct op passes at each; a dtype the reference does not accept
-    is not run."""
+    dtype with a clean exception is unsupported there (listed, counted),
+    as is one that returns float32 where the reference returns that
+    dtype; the correct op passes at each; a dtype the reference does not
+    accept is not run."""
     recs, checks = layouts_run(tmp_path, DTYPE_PROG, DTYPE_YAML)
     dtypes = ["float16", "bfloat16", "float64"]
     viol = of(recs, "violation")
@@ -293,6 +305,10 @@ def test_layouts_gate_other_dtypes_judged_at_the_references_profile(tmp_path):
     assert only["status"] == "pass" and only["unsupported"] == 3, only
     assert [run_of(only, d)["class"] for d in dtypes] == ["unsupported"] * 3
     assert "expected a float32 input" in run_of(only, "float16")["reason"]
+    f32 = checks["kcl::triple_returns_fp32.default"][0]["layouts"]
+    assert f32["status"] == "pass" and f32["unsupported"] == 3, f32
+    assert run_of(f32, "float64")["reason"] == \
+        "returned float32 where the reference returns float64", f32
     no_ref = checks["kcl::triple_no_reference.default"][0]["layouts"]
     assert [run_of(no_ref, d)["class"] for d in dtypes] == ["skipped", "skipped", "bitwise"]
     assert "does not accept float16" in run_of(no_ref, "float16")["reason"]
@@ -572,9 +588,10 @@ def test_expanded_and_dtype_variants():
     assert sorted(ch) == [("lst", 0), ("lst", 1), ("q", None)]  # the float32 one stays
     assert layouts.in_dtype(mixed, torch.bfloat16, torch.bfloat16) == {}
     assert [c[0] for c in layouts.cases(mixed)][-3:] == ["float16", "float32", "float64"]
-    layouts.reference_dtypes("kcl::unit", {"float64": "fp64"})
-    assert layouts.dtype_profile({"torch_op": "kcl::unit"}, "float64") == ("fp64", None)
-    spec, why = layouts.dtype_profile({"torch_op": "kcl::unit"}, "float16")
-    assert spec is None and "does not accept float16" in why
-    spec, why = layouts.dtype_profile({"torch_op": "kcl::other"}, "float16")
-    assert spec is None and "one dtype" in why
+    layouts.reference_dtypes("kcl::unit", {"float64": {"profile": "fp64", "out": "float64"}})
+    assert layouts.dtype_reference({"torch_op": "kcl::unit"}, "float64") == (
+        {"profile": "fp64", "out": "float64"}, None)
+    ref, why = layouts.dtype_reference({"torch_op": "kcl::unit"}, "float16")
+    assert ref is None and "does not accept float16" in why
+    ref, why = layouts.dtype_reference({"torch_op": "kcl::other"}, "float16")
+    assert ref is None and "one dtype" in why

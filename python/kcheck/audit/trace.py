@@ -176,6 +176,8 @@ class Trace:
             output = model(*inputs)
         if isinstance(output, (tuple, list)):
             output = output[0]
+        # the model's output dtype: what a candidate must return at these inputs
+        self.out_dtype = output.dtype if isinstance(output, torch.Tensor) else None
         self.calls = rec.calls
         self.ops = [c.name for c in self.calls]
         self.tier, self.family, self.contract, self.reason = "composition", "composite", None, None
@@ -241,9 +243,10 @@ def dtype_profiles(model, inputs, contract):
     """The layouts gate's dtype variants of a tier-A task: the reference
     traced again with its floating inputs, parameters and buffers of the
     task's dtype converted to each other float dtype (as the binding
-    converts the wrapper op's arguments). ({variant: profile spec} where
-    it is the same contract but for its profile, {variant: why not} where
-    the reference raises or becomes another computation there)."""
+    converts the wrapper op's arguments). ({variant: {"profile": its
+    profile spec, "out": its output's dtype}} where it is the same
+    contract but for its profile, {variant: why not} where the reference
+    raises or becomes another computation there)."""
     import copy
     from kcheck.torch import layouts
     dtype = next((x.dtype for x in inputs if isinstance(x, torch.Tensor) and
@@ -270,7 +273,8 @@ def dtype_profiles(model, inputs, contract):
         elif any(tr.contract.get(k) != contract.get(k) for k in ("op", "args", "attrs")):
             refused[name] = "another contract there: %s" % tr.contract
         else:
-            specs[name] = tr.contract["profile"]
+            specs[name] = {"profile": tr.contract["profile"],
+                           "out": str(tr.out_dtype).replace("torch.", "")}
     return specs, refused
 
 

@@ -2,7 +2,7 @@
 call with its inputs in other memory layouts and dtypes, for
 KcheckMode._layouts.
 
-VARIANTS is the one table of them, in the order they run. Each floating
+TABLE is the one table of them, in the order they run. Each floating
 tensor input of a covered op is laid out in turn
 
   transposed     in memory (x.mT.contiguous().mT; rank >= 2)
@@ -74,24 +74,29 @@ DTYPES = {name: getattr(torch, name) for name, what in TABLE if what == "dtype"}
 MAX_INPUTS = 6
 
 
-# The profile a torch_op contract's reference has at each other dtype it
-# accepts, {torch_op: {dtype variant: profile spec}}, told by whoever can
-# run that reference (the audit's child: its trace of the task at each
-# dtype). A contract states its profile at one dtype; an ATen op is its
-# own reference, its profile at any dtype PyTorch's settings'.
+# What a torch_op contract's reference does at each other dtype it
+# accepts, {torch_op: {dtype variant: {"profile": spec, "out": dtype}}},
+# told by whoever can run that reference (the audit's child: its trace of
+# the task at each dtype). A contract states its profile at one dtype; an
+# ATen op is its own reference, its profile at any dtype PyTorch's
+# settings'.
 _REFERENCE_DTYPES = {}
 
 
 def reference_dtypes(torch_op, specs):
-    """States the dtypes torch_op's reference accepts beyond the call's and
-    its profile at each ({"float16": "fp32:in=fp16:acc=fp32:out=fp16",
-    ...}): the dtype variants of a torch_op contract run at those only."""
-    _REFERENCE_DTYPES[torch_op] = dict(specs)
+    """States the dtypes torch_op's reference accepts beyond the call's,
+    with its profile there and, optionally, its output's dtype
+    ({"float16": {"profile": "fp32:in=fp16:acc=fp32:out=fp16", "out":
+    "float16"}, ...}): the dtype variants of a torch_op contract run at
+    those only, and an op that returns another dtype there than the
+    reference does is unsupported there (it computes that dtype as
+    another, which the reference's profile does not describe)."""
+    _REFERENCE_DTYPES[torch_op] = {k: dict(v) for k, v in specs.items()}
 
 
-def dtype_profile(contract, vname):
-    """(profile spec, None) for a torch_op contract's op in dtype variant
-    vname, or (None, why not)."""
+def dtype_reference(contract, vname):
+    """({"profile": spec, "out": dtype name or absent}, None) for a
+    torch_op contract's op in dtype variant vname, or (None, why not)."""
     specs = _REFERENCE_DTYPES.get(contract.get("torch_op"))
     if specs is None:
         return None, "the contract states its profile at one dtype: no reference for others"

@@ -1300,7 +1300,7 @@ class KcheckMode(TorchDispatchMode):
         the op's meta kernel accepts it, and its output must have the meta
         kernel's shape; a dtype variant only where the op's reference
         accepts that dtype (an ATen op's own kernels: one that raises is
-        skipped; a torch_op contract's: layouts.dtype_profile), judged at
+        skipped; a torch_op contract's: layouts.dtype_reference), judged at
         the reference's profile there. A clean exception is unsupported
         (listed, not a failure); a device fault, or an empty variant's
         output of another shape, a Finding (reported on the worker)."""
@@ -1341,18 +1341,18 @@ class KcheckMode(TorchDispatchMode):
                 b2["out"] = b2["out"].new_empty(0)
             vargs, vkw = entry.unbind(b2)
             in_dtype = vname in layouts.DTYPES
-            spec = None
+            ref = None
             if in_dtype and entry.contract:
                 # the contract's profile is its reference's at the call's
                 # dtype: at another, the reference's there, where it has one
-                spec, why = layouts.dtype_profile(entry.contract, vname)
-                if spec is None:
+                ref, why = layouts.dtype_reference(entry.contract, vname)
+                if ref is None:
                     out.append((dict(meta, reason=why), None))
                     continue
             try:
                 plan = entry.mapper(entry.bind(vargs, vkw))
-                if spec is not None:
-                    plan.profile = spec
+                if ref is not None:
+                    plan.profile = ref["profile"]
                 inputs = self._copy_inputs(plan) if vname != "empty" else None
             except Exception as e:  # the mapper refuses the layout: not a finding
                 out.append((dict(meta, reason="not mapped: %s: %s" % (
@@ -1399,6 +1399,15 @@ class KcheckMode(TorchDispatchMode):
                         vname, text)), None))
                     continue
                 out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": text}), None))
+                continue
+            got = plan.out(res) if ref is not None and ref.get("out") else None
+            if isinstance(got, torch.Tensor) and str(got.dtype) != "torch." + ref["out"]:
+                # computed as another dtype (a float32 result for float64
+                # inputs): not the reference's arithmetic there, nor wrong
+                out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": "returned %s where "
+                                          "the reference returns %s" % (
+                                              str(got.dtype).replace("torch.", ""),
+                                              ref["out"])}), None))
                 continue
             if vname == "empty":
                 got = plan.out(res)

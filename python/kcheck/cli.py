@@ -16,7 +16,7 @@
                                                         PyTorch reference (docs/audit.md)
 
 exit status of audit: 1 (--error-exitcode N) when a candidate is broken or
-  error (or partial, with --strict), 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
+  error (or partial or with unsupported layouts, with --strict), 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
   usage error, 0 otherwise.
 
 exit status of run and report: the program's own when it failed, else
@@ -605,7 +605,8 @@ def main(argv=None):
     au.add_argument("--allow-unchecked", action="store_true",
                     help="exit 0 when every candidate is unjudged (else 5)")
     au.add_argument("--strict", action="store_true",
-                    help="a partial candidate counts as a failure (exit status 1 or N)")
+                    help="a partial candidate, or one with unsupported layouts (a layout or "
+                    "dtype it refuses), counts as a failure (exit status 1 or N)")
     au.add_argument("--junit", metavar="FILE", help="write JUnit XML: a testcase per candidate")
     au.add_argument("--profile", metavar="SPEC",
                     help="the precision profile of every tier-A task at its own dtype, instead "

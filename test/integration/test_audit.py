@@ -278,6 +278,11 @@ def test_layouts_expanded_and_dtypes_and_profile(tmp_path):
     only = got["relu_fp32_only"]["gates"]["layouts"]
     assert only["unsupported"] == 3 and [runs("relu_fp32_only")[v]["class"] for v in dtypes] == \
         ["unsupported"] * 3
+    # listed, not a failure, unless --strict
+    from kcheck.audit.driver import exit_status
+    assert exit_status([got["relu_fp32_only"]]) == 0
+    assert exit_status([got["relu_fp32_only"]], strict=True) == 1
+    assert exit_status([got["relu_ok"]], strict=True) == 0
     # --profile: the contract's at the task's dtype, PyTorch's recorded beside it
     for t in (r for r in recs if r["type"] == "audit_task"):
         assert t["contract"]["profile"] == "fp32:math=fast", t

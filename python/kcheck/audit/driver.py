@@ -339,12 +339,19 @@ def summary(records):
                                         if r["verdict"] == "broken" and r.get("allclose"))}
 
 
+def unsupported(rec):
+    """How many layouts gate variants an audit_candidate refused with a
+    clean exception (or answered in another dtype than the reference)."""
+    return ((rec.get("gates") or {}).get("layouts") or {}).get("unsupported", 0)
+
+
 def exit_status(records, error_exitcode=1, allow_unchecked=False, strict=False):
-    """docs/audit.md: 1 (or N) when a candidate is broken or error (or
-    partial, strict), 5 when every candidate is unjudged, else 0."""
+    """docs/audit.md: 1 (or N) when a candidate is broken or error (or,
+    strict, partial or with unsupported layouts), 5 when every candidate
+    is unjudged, else 0."""
     cands = [r for r in records if r["type"] == "audit_candidate"]
     bad = ("broken", "error", "partial") if strict else ("broken", "error")
-    if any(r["verdict"] in bad for r in cands):
+    if any(r["verdict"] in bad or (strict and unsupported(r)) for r in cands):
         return error_exitcode
     if not allow_unchecked and (not cands or all(r["verdict"] == "unjudged" for r in cands)):
         return 5

@@ -241,8 +241,8 @@ def main(argv=None):
     p.add_argument("--tier", required=True)
     p.add_argument("--device", default="cuda")
     p.add_argument("--result", required=True)
-    p.add_argument("--dtypes", help="JSON: the reference's profile at each other dtype it "
-                   "accepts (the layouts gate's dtype variants of the wrapper op)")
+    p.add_argument("--dtypes", help="JSON: the reference's profile and result dtype at each "
+                   "other dtype it accepts (the layouts gate's dtype variants of the wrapper op)")
     args = p.parse_args(argv)
     res = run(args)
     with open(args.result, "w") as f:

@@ -167,8 +167,9 @@ def task_name(task_path):
 def trace_task(task_path, device):
     """(audit_task record, tier, reason); a task that cannot be built or
     traced is tier "unjudged". A tier-A task's record has the layouts
-    gate's other dtypes: dtypes, {dtype: the reference's profile there},
-    and dtypes_refused, {dtype: why not} (trace.dtype_profiles)."""
+    gate's other dtypes: dtypes, {dtype: {"profile": the reference's
+    there, "out": its result's dtype}}, and dtypes_refused, {dtype: why
+    not} (trace.dtype_profiles)."""
     import torch
     from kcheck.audit.task import Task, INPUT_SEEDS, to_device
     from kcheck.audit.trace import Trace, dtype_profiles
@@ -212,8 +213,8 @@ def _kcheck_options(opts, prefix, contract_path):
 
 def run_candidate(opts, task_path, tier, contract_path, cand, folder, dtypes=None):
     """(child result or None, records, timed_out, rc, seconds). dtypes:
-    the reference's profile at each other dtype it accepts, for the
-    layouts gate (the child tells the binding)."""
+    the audit_task's (the reference at each other dtype it accepts), for
+    the layouts gate (the child tells the binding)."""
     from kcheck.report import read_records
     os.makedirs(folder, exist_ok=True)
     prefix = os.path.join(folder, "kc")

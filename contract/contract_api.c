@@ -77,6 +77,13 @@ const struct kc_contract_annotation *kc_contract_annotation_current(void) {
   return st && st->current_valid ? &st->current : NULL;
 }
 
+/* A profile spec checked by the oracle's parser, as a contract's profile
+ * is: front ends refuse a bad one before anything runs. */
+KC_EXPORT int kcheck_profile_check(const char *spec, char *err, unsigned long n) {
+  struct oc_profile p;
+  return oc_profile_parse_err(spec, &p, err, n) ? -1 : 0;
+}
+
 KC_EXPORT int kcheck_annotate_begin(const char *op, const char *profile) {
   if (!op || strlen(op) >= sizeof((struct kc_contract_annotation *)0)->op) {
     kc_log_printf(KC_LOG_WARN, "kcheck_annotate_begin: missing or too long op name");

@@ -40,6 +40,10 @@ int kcheck_contract_load(const char *path);
 int kcheck_contract_lint(const char *path);
 /* As kcheck_contract_load for YAML text; source_name names it in messages. */
 int kcheck_contract_register_yaml(const char *yaml_text, const char *source_name);
+/* Checks an oracle profile spec ("preset[:key=value...]", a contract's
+ * profile) with the oracle's parser (version 4): 0, or -1 with the reason
+ * in err (n bytes; an unknown preset's lists the known ones). */
+int kcheck_profile_check(const char *spec, char *err, unsigned long n);
 
 /* ---- annotations (version 2): a framework says what the next launches of
  * this thread compute. Declare with begin, one tensor call per tensor, end;

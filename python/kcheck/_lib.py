@@ -31,6 +31,7 @@ def _prototypes():
         "kcheck_contract_load": (i, [s]),
         "kcheck_contract_lint": (i, [s]),
         "kcheck_contract_register_yaml": (i, [s, s]),
+        "kcheck_profile_check": (i, [s, s, u]),
         "kcheck_annotate_begin": (i, [s, s]),
         "kcheck_annotate_tensor": (i, [s, c.c_void_p, s, i, c.POINTER(c.c_long),
                                        c.POINTER(c.c_long)]),

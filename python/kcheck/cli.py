@@ -16,7 +16,7 @@
                                                         PyTorch reference (docs/audit.md)
 
 exit status of audit: 1 (--error-exitcode N) when a candidate is broken or
-  error (or partial, with --strict), 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
+  error (or partial or with unsupported layouts, with --strict), 5 when every candidate is unjudged (--allow-unchecked: 0), 2 for a
   usage error, 0 otherwise.
 
 exit status of run and report: the program's own when it failed, else
@@ -463,9 +463,11 @@ def cmd_audit(args):
         raise UsageError(str(e)) from None
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs and --timeout must be positive")
+    if args.profile is not None:
+        _check_profile(lib, args.profile)
     device = args.device or _audit_device()
     opts = driver.Options(lib, os.path.abspath(args.output), device, args.timeout, args.jobs,
-                          args.option or [])
+                          args.option or [], args.profile)
 
     def show(task, cand):
         print(table.task_header(task) if cand is None else table.candidate_line(cand), flush=True)
@@ -477,6 +479,16 @@ def cmd_audit(args):
         from kcheck.audit.junit import junit
         _write(args.junit, junit(records))
     return driver.exit_status(records, args.error_exitcode, args.allow_unchecked, args.strict)
+
+
+def _check_profile(lib, spec):
+    """--profile's spec, checked by the oracle's parser before any task
+    runs: a bad one is a usage error (the known presets listed), never a
+    contract the candidates' runs would refuse."""
+    h = open_lib(lib)
+    err = ctypes.create_string_buffer(1024)
+    if h.kcheck_profile_check(spec.encode(), err, len(err)) != 0:
+        raise UsageError("--profile %s: %s" % (spec, err.value.decode(errors="replace")))
 
 
 def _audit_device():
@@ -593,8 +605,14 @@ def main(argv=None):
     au.add_argument("--allow-unchecked", action="store_true",
                     help="exit 0 when every candidate is unjudged (else 5)")
     au.add_argument("--strict", action="store_true",
-                    help="a partial candidate counts as a failure (exit status 1 or N)")
+                    help="a partial candidate, or one with unsupported layouts (a layout or "
+                    "dtype it refuses), counts as a failure (exit status 1 or N)")
     au.add_argument("--junit", metavar="FILE", help="write JUnit XML: a testcase per candidate")
+    au.add_argument("--profile", metavar="SPEC",
+                    help="the precision profile of every tier-A task at its own dtype, instead "
+                    "of the one PyTorch's settings imply: an oracle profile spec, "
+                    "preset[:key=value...], e.g. tensorcore_tf32:ftz=1 (recorded beside the "
+                    "derived one)")
     args = p.parse_args(argv)
     verbs = {"audit": cmd_audit, "run": cmd_run, "options": cmd_options, "gates": cmd_gates, "report": cmd_report,
              "repro": cmd_repro, "suppressions": cmd_suppressions, "contract": cmd_contract, "gen": cmd_gen}

@@ -171,7 +171,9 @@ def _sane(rec):
                 ev[k] = {}
         if "exposed_by" in ev and not isinstance(ev["exposed_by"], dict):
             del ev["exposed_by"]
-    if "exposed_by" in rec and not isinstance(rec["exposed_by"], list):
+    # a kernel-level finding's strategies (a list), the binding's inputs
+    # and variant (an object)
+    if "exposed_by" in rec and not isinstance(rec["exposed_by"], (list, dict)):
         del rec["exposed_by"]
     for k in ("launch", "seed", "violations", "checks", "launches", "skips", "suppressed", "pid",
               "cost_ms", "floor_ms"):

@@ -201,6 +201,104 @@ def test_nonfinite_judges_every_specials_row_kind(tmp_path):
     assert "kernel=-nan exact=inf" in ev["message"] or "exact=inf" in json.dumps(ev), ev
 
 
+LAYOUT_CANDIDATES = """import torch
+import torch.nn.functional as F
+
+
+def relu_ok(x):
+    return torch.clamp(x, min=0.0)
+
+
+def relu_rows_packed(x):
+    # the bug: a last-dim stride of 1 taken to mean packed rows; an
+    # expanded input's rows share one row's storage
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    return torch.clamp(x.as_strided(x.shape, (x.shape[-1], 1), x.storage_offset()), min=0.0)
+
+
+def relu_fp32_only(x):
+    if x.dtype != torch.float32:
+        raise RuntimeError("relu_fp32_only: expected float32")
+    return torch.clamp(x, min=0.0)
+
+
+def silu_ok(x):
+    return F.silu(x)
+
+
+def silu_in_fp32(x):
+    # the bug: computed in float32 whatever the dtype
+    return F.silu(x.float()).to(x.dtype)
+"""
+
+
+def test_layouts_expanded_and_dtypes_and_profile(tmp_path):
+    """The layouts gate's expanded and dtype variants on the wrapper op,
+    and --profile. A candidate that takes a last-dim stride of 1 for packed
+    rows fails the expanded variant; one computing in float32 whatever the
+    dtype fails float64 (judged at the reference's fp64 profile, not
+    --profile's); one refusing other dtypes is unsupported there, listed;
+    the correct ones are clean with every variant judged. --profile's
+    spec is the contract's (contract.yaml, audit_task, the binding's
+    op_check), the derived one recorded beside it; an unknown preset is a
+    usage error naming the known ones, before anything runs."""
+    f = tmp_path / "cands.py"
+    f.write_text(LAYOUT_CANDIDATES)
+    d = tmp_path / "runs"
+    d.mkdir()
+    rows = [("relu", n) for n in ("relu_ok", "relu_rows_packed", "relu_fp32_only")] + \
+        [("silu", n) for n in ("silu_ok", "silu_in_fp32")]
+    (d / "audit.jsonl").write_text("".join(
+        json.dumps({"task": os.path.join(CORPUS, t, "reference.py"), "candidate": "%s:%s" % (f, n)})
+        + "\n" for t, n in rows))
+    p, recs = audit(tmp_path / "out", str(d), extra=["--jobs", "2", "--profile", "fp32:math=fast"])
+    got = {r["candidate"].rsplit(":", 1)[1]: r for r in recs if r["type"] == "audit_candidate"}
+    assert sorted(got) == sorted(n for _, n in rows), p.stderr[-3000:]
+    verdicts = {n: (r["verdict"], r["failed"]) for n, r in got.items()}
+    assert verdicts == {"relu_ok": ("clean", []), "relu_rows_packed": ("broken", ["layouts"]),
+                        "relu_fp32_only": ("clean", []), "silu_ok": ("clean", []),
+                        "silu_in_fp32": ("broken", ["layouts"])}, (verdicts, p.stderr[-3000:])
+
+    def runs(name):
+        return {r["variant"]: r for r in got[name]["gates"]["layouts"]["runs"]}
+    dtypes = ("float16", "bfloat16", "float64")
+    for name in ("relu_ok", "silu_ok"):
+        assert all(runs(name)[v]["class"] in ("pass", "bitwise") for v in ("expanded",) + dtypes)
+    # (each of the task's three calls is checked: a violation each)
+    assert {e["gate"] for e in got["relu_rows_packed"]["evidence"]} == {"layouts"}
+    ev = got["relu_rows_packed"]["evidence"][0]
+    assert ev["exposed_by"]["variant"] == "expanded" and ev["worst"]["verdict"] == "fail_special"
+    assert ev["exposed_by"]["layout"]["strides"] == [0, 1]
+    assert [runs("relu_rows_packed")[v]["class"] for v in ("transposed", "strided", "offset1")] \
+        == ["bitwise"] * 3
+    ev = got["silu_in_fp32"]["evidence"][0]
+    assert ev["exposed_by"]["variant"] == "float64" and ev["worst"]["profile"] == "fp64", ev
+    assert ev["line"].startswith("cands.py:")
+    only = got["relu_fp32_only"]["gates"]["layouts"]
+    assert only["unsupported"] == 3 and [runs("relu_fp32_only")[v]["class"] for v in dtypes] == \
+        ["unsupported"] * 3
+    # listed, not a failure, unless --strict
+    from kcheck.audit.driver import exit_status
+    assert exit_status([got["relu_fp32_only"]]) == 0
+    assert exit_status([got["relu_fp32_only"]], strict=True) == 1
+    assert exit_status([got["relu_ok"]], strict=True) == 0
+    # --profile: the contract's at the task's dtype, PyTorch's recorded beside it
+    for t in (r for r in recs if r["type"] == "audit_task"):
+        assert t["contract"]["profile"] == "fp32:math=fast", t
+        assert t["profile_derived"] == "fp32:in=fp32:acc=fp32:out=fp32", t
+        assert t["dtypes"]["float64"] == {"profile": "fp64", "out": "float64"}, t
+        assert not t["dtypes_refused"], t
+        assert 'profile: "fp32:math=fast"' in open(t["contract_file"]).read()
+    from kcheck.report import read_records
+    checks = [c for r in got["relu_ok"]["reports"] for c in read_records(r)
+              if c.get("type") == "op_check" and c.get("op") == "kcheck_audit::candidate.default"]
+    assert checks and {c["profile"] for c in checks} == {"fp32:math=fast"}, checks
+    p, recs = audit(tmp_path / "bad", str(d), extra=["--profile", "tf16"])
+    assert p.returncode == 2 and not recs, p.stderr
+    assert "--profile tf16: unknown preset 'tf16'" in p.stderr and "tensorcore_tf32" in p.stderr
+
+
 def test_reference_function_inputs_and_init(tmp_path):
     """--reference/--inputs/--init: a task built around functions; a
     function candidate gets the init values after the inputs too."""

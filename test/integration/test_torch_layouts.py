@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (scripts/ins
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 from kcheck import _defs  # noqa: E402
+from kcheck.torch import layouts  # noqa: E402
 from test_torch import of, run_py  # noqa: E402
 
 OPTS = "torch=1:torch_devices=cuda,cpu:torch_budget=1:gates=oracle,layouts:contracts=%s"
@@ -104,6 +105,12 @@ def classes(entry):
     return [(r["input"], r["variant"], r["class"]) for r in entry["runs"]]
 
 
+def run_of(entry, variant):
+    """The gate entry's one run of `variant`."""
+    (r,) = [r for r in entry["runs"] if r["variant"] == variant]
+    return r
+
+
 @pytest.fixture(scope="module")
 def prog_run(tmp_path_factory):
     """PROG under gates=oracle,layouts, run once for the two tests below."""
@@ -135,14 +142,20 @@ def test_layouts_gate_catches_a_kernel_that_ignores_strides(prog_run):
         assert gates["layouts"]["status"] == "fail"
     # Every variant listed with its class, the failures after the first too
     # (judged, not reported again); the storage offset is honoured by a
-    # kernel that reads from the data pointer; no meta kernel to accept
-    # the empty variant: not run (skipped).
+    # kernel that reads from the data pointer; the expanded input's storage
+    # read as dense gives the NaN behind its one row; no meta kernel to
+    # accept the empty variant, no reference for other dtypes: not run
+    # (skipped).
     first, second = checks["kcl::scale_flat.default"]
     assert classes(first["layouts"]) == [
         ("x", "transposed", "fail_value"), ("x", "strided", "fail_special"),
-        ("x", "offset1", "bitwise"), ("x", "empty", "skipped")], first["layouts"]
-    assert classes(second["layouts"])[:2] == [
-        ("x", "strided", "fail_special"), ("x", "offset1", "bitwise")], second["layouts"]
+        ("x", "offset1", "bitwise"), ("x", "expanded", "fail_special"),
+        ("x", "empty", "skipped")] + [
+        ("x", d, "skipped") for d in ("float16", "bfloat16", "float64")], first["layouts"]
+    assert classes(second["layouts"])[:3] == [
+        ("x", "strided", "fail_special"), ("x", "offset1", "bitwise"),
+        ("x", "expanded", "fail_special")], second["layouts"]
+    assert "no reference" in first["layouts"]["runs"][-1]["reason"]
 
 
 def test_layouts_gate_silent_on_correct_ops(prog_run):
@@ -150,38 +163,155 @@ def test_layouts_gate_silent_on_correct_ops(prog_run):
     assert not [v for v in of(recs, "violation") if v["op"] != "kcl::scale_flat.default"]
     ok = checks["kcl::scale_ok.default"][0]["layouts"]
     assert ok["status"] == "pass" and "unsupported" not in ok
-    assert [c for _, _, c in classes(ok)] == ["bitwise", "bitwise", "bitwise", "skipped"]
-    assert "meta kernel" in ok["runs"][-1]["reason"]
+    # the expanded input's values (not the call's) are the ones judged
+    assert [c for _, _, c in classes(ok)] == ["bitwise"] * 4 + ["skipped"] * 4
+    assert "meta kernel" in run_of(ok, "empty")["reason"]
     # ATen ops: every variant judged pass, the empty one (the first input's
     # leading dim) of the meta kernel's shape.
     mm = checks["aten::mm.default"][0]["layouts"]
     assert mm["status"] == "pass", mm
-    assert classes(mm) == [(i, v, "pass") for i in ("self", "mat2")
-                           for v in ("transposed", "strided", "offset1")] + [
+    assert classes(mm)[:9] == [(i, v, "pass") for i in ("self", "mat2")
+                               for v in ("transposed", "strided", "offset1", "expanded")] + [
         ("self", "empty", "pass")], mm
-    assert mm["runs"][-1]["shape"] == [0, 8] and "with" not in mm["runs"][-1]
+    assert run_of(mm, "empty")["shape"] == [0, 8] and "with" not in run_of(mm, "empty")
+    # and at the other float dtypes, both operands converted
+    assert [(i, v) for i, v, _ in classes(mm)[9:]] == [
+        ("self", d) for d in ("float16", "bfloat16", "float64")], mm
+    assert {c for _, _, c in classes(mm)[9:]} <= {"pass", "bitwise"}, mm
+    assert run_of(mm, "float64")["with"] == ["mat2"]
     sm = checks["aten::_softmax.default"][0]["layouts"]
-    assert sm["status"] == "pass" and {c for _, _, c in classes(sm)} <= {"pass", "bitwise"}
+    assert sm["status"] == "pass" and {c for _, v, c in classes(sm)
+                                       if v not in layouts.DTYPES} <= {"pass", "bitwise"}
+    # ATen's CPU softmax sums a 16-bit type in that type, which no profile
+    # states: those dtypes are not judged (the mapper says why), float64 is
+    assert run_of(sm, "float64")["class"] in ("pass", "bitwise")
+    for d in ("float16", "bfloat16"):
+        assert run_of(sm, d)["class"] == "skipped" and "not mapped" in run_of(sm, d)["reason"]
     # an elementwise op's operands of one shape are emptied together
     scalar, add = [g["layouts"] for g in checks["aten::add.Tensor"]]
-    assert scalar["status"] == "pass" and "with" not in scalar["runs"][-1]
-    assert add["status"] == "pass" and len(add["runs"]) == 7
-    assert add["runs"][-1]["class"] == "pass" and add["runs"][-1]["with"] == ["other"], add
+    assert scalar["status"] == "pass" and "with" not in run_of(scalar, "empty")
+    assert add["status"] == "pass" and len(add["runs"]) == 12
+    assert run_of(add, "empty")["class"] == "pass" and run_of(add, "empty")["with"] == ["other"], add
     neg = checks["aten::neg.out"][0]["layouts"]
     assert neg["status"] == "pass" and classes(neg) == [
-        ("self", v, "bitwise") for v in ("transposed", "strided", "offset1")] + [
-        ("self", "empty", "pass")], neg
+        ("self", v, "bitwise") for v in ("transposed", "strided", "offset1", "expanded")] + [
+        ("self", "empty", "pass")] + [
+        ("self", d, "bitwise") for d in ("float16", "bfloat16", "float64")], neg
     relu = checks["aten::relu.default"][0]["layouts"]
     assert relu["status"] == "pass"
-    assert [v for _, v, _ in classes(relu)] == ["transposed", "strided", "offset1",
-                                                "channels_last", "empty"]
+    assert [v for _, v, _ in classes(relu)] == ["transposed", "strided", "offset1", "expanded",
+                                                "channels_last", "empty", "float16",
+                                                "bfloat16", "float64"]
     cl = [r for r in relu["runs"] if r["variant"] == "channels_last"][0]
     assert cl["layout"]["strides"] == [60, 1, 15, 3]
     # A clean refusal of a layout is unsupported: listed, not a failure.
     strict = checks["kcl::scale_strict.default"][0]["layouts"]
-    assert strict["status"] == "pass" and strict["unsupported"] == 2, strict
+    assert strict["status"] == "pass" and strict["unsupported"] == 3, strict
     assert [c for _, _, c in classes(strict)][:3] == ["unsupported", "unsupported", "bitwise"]
     assert "expected contiguous" in strict["runs"][0]["reason"]
+
+
+DTYPE_PROG = """
+import torch
+
+from kcheck.torch import layouts, profiles
+
+
+@torch.library.custom_op("kcl::triple", mutates_args=())
+def triple(x: torch.Tensor) -> torch.Tensor:
+    return x * 3.0
+
+
+@torch.library.custom_op("kcl::triple_in_fp32", mutates_args=())
+def triple_in_fp32(x: torch.Tensor) -> torch.Tensor:
+    # the bug: computed in float32 whatever the input's dtype (a kernel
+    # written for float only, its input converted to it)
+    return (x.float() * 3.0).to(x.dtype)
+
+
+@torch.library.custom_op("kcl::triple_fp32_only", mutates_args=())
+def triple_fp32_only(x: torch.Tensor) -> torch.Tensor:
+    if x.dtype != torch.float32:
+        raise RuntimeError("triple_fp32_only: expected a float32 input")
+    return x * 3.0
+
+
+@torch.library.custom_op("kcl::triple_returns_fp32", mutates_args=())
+def triple_returns_fp32(x: torch.Tensor) -> torch.Tensor:
+    # float32 whatever the input's dtype: at the others not the
+    # reference's arithmetic (unsupported there), nor wrong
+    return (x.double() * 3.0).float()
+
+
+@torch.library.custom_op("kcl::triple_no_reference", mutates_args=())
+def triple_no_reference(x: torch.Tensor) -> torch.Tensor:
+    return x.float().to(x.dtype) * 3.0
+
+
+# what the reference (torch's x * 3.0) is judged at in each other dtype
+s = profiles.settings()
+ref = {name: {"profile": profiles.profile("elementwise", profiles.fmt(dt), profiles.fmt(dt), s),
+              "out": name}
+       for name, dt in layouts.DTYPES.items() if dt != torch.float32}
+for op in ("kcl::triple", "kcl::triple_in_fp32", "kcl::triple_fp32_only",
+           "kcl::triple_returns_fp32"):
+    layouts.reference_dtypes(op, ref)
+layouts.reference_dtypes("kcl::triple_no_reference", {"float64": ref["float64"]})
+x = torch.rand(8, 32)
+triple(x)
+triple_in_fp32(x)                    # LINE fp32
+triple_fp32_only(x)
+triple_returns_fp32(x)
+triple_no_reference(x)
+print("done")
+"""
+
+DTYPE_YAML = "contracts:\n" + "".join(
+    "  - {torch_op: 'kcl::%s', op: mul, args: {x: x, s: '3.0'}, profile: fp32}\n" % op
+    for op in ("triple", "triple_in_fp32", "triple_fp32_only", "triple_returns_fp32",
+               "triple_no_reference"))
+
+
+def test_layouts_gate_other_dtypes_judged_at_the_references_profile(tmp_path):
+    """The dtype variants (float16, bfloat16, float64 for a float32 call):
+    a torch_op contract states its profile at one dtype, so they run at
+    the dtypes its reference accepts (layouts.reference_dtypes), judged at
+    the reference's profile there. An op that computes in float32 whatever
+    the dtype fails at float64 (the call's line); one that refuses another
+    dtype with a clean exception is unsupported there (listed, counted),
+    as is one that returns float32 where the reference returns that
+    dtype; the correct op passes at each; a dtype the reference does not
+    accept is not run."""
+    recs, checks = layouts_run(tmp_path, DTYPE_PROG, DTYPE_YAML)
+    dtypes = ["float16", "bfloat16", "float64"]
+    viol = of(recs, "violation")
+    assert [(v["op"], v["exposed_by"]["variant"]) for v in viol] == [
+        ("kcl::triple_in_fp32.default", "float64")], [v["message"] for v in viol]
+    (v,) = viol
+    assert v["gate"] == "layouts" and v["stack"]["python"][-1]["line"] == line(DTYPE_PROG, "fp32")
+    assert v["evidence"]["verdict"] == "fail_value" and v["evidence"]["profile"] == "fp64", v
+    assert v["exposed_by"]["layout"]["shape"] == [8, 32]
+    bug = checks["kcl::triple_in_fp32.default"][0]["layouts"]
+    assert bug["status"] == "fail"
+    # the float32 product of a 16-bit value is exact, rounded once to its
+    # dtype: those pass; float64's values are the call's float32 ones, whose
+    # triples need more than float32's 24 bits
+    assert [(d, run_of(bug, d)["class"]) for d in dtypes] == [
+        ("float16", "bitwise"), ("bfloat16", "bitwise"), ("float64", "fail_value")], bug
+    ok = checks["kcl::triple.default"][0]["layouts"]
+    assert ok["status"] == "pass" and "unsupported" not in ok
+    assert [run_of(ok, d)["class"] for d in dtypes] == ["bitwise"] * 3, ok
+    only = checks["kcl::triple_fp32_only.default"][0]["layouts"]
+    assert only["status"] == "pass" and only["unsupported"] == 3, only
+    assert [run_of(only, d)["class"] for d in dtypes] == ["unsupported"] * 3
+    assert "expected a float32 input" in run_of(only, "float16")["reason"]
+    f32 = checks["kcl::triple_returns_fp32.default"][0]["layouts"]
+    assert f32["status"] == "pass" and f32["unsupported"] == 3, f32
+    assert run_of(f32, "float64")["reason"] == \
+        "returned float32 where the reference returns float64", f32
+    no_ref = checks["kcl::triple_no_reference.default"][0]["layouts"]
+    assert [run_of(no_ref, d)["class"] for d in dtypes] == ["skipped", "skipped", "bitwise"]
+    assert "does not accept float16" in run_of(no_ref, "float16")["reason"]
 
 
 FAULT_PROG = """
@@ -253,8 +383,8 @@ def test_layouts_gate_faults_wrong_shapes_and_unwritten_elements(tmp_path):
     assert v["exposed_by"]["variant"] == "empty"
     assert v["evidence"] == {"verdict": "wrong_shape", "tensor": "out", "shape": [1, 16],
                              "expected_shape": [0, 16]}, v["evidence"]
-    assert [c for _, _, c in classes(checks["kcl::rows.default"][0]["layouts"])] == [
-        "bitwise", "bitwise", "bitwise", "fail"]
+    assert [c for _, _, c in classes(checks["kcl::rows.default"][0]["layouts"])][:5] == [
+        "bitwise", "bitwise", "bitwise", "bitwise", "fail"]
     # An out= tensor is poisoned with NaN first: an element the op leaves
     # unwritten for a strided input fails the oracle.
     v = viol["kcl::tail.out"]
@@ -417,16 +547,56 @@ def test_variants_keep_values_and_change_layouts():
              "lst": [torch.randn(2, 3), torch.randn(5)]}
     cases = layouts.cases(bound)
     assert [(c[0], c[1]) for c in cases] == [
-        ("transposed", "q"), ("strided", "q"), ("offset1", "q"),
-        ("transposed", "k"), ("strided", "k"), ("offset1", "k"),
-        ("strided", "w"), ("offset1", "w"),
+        ("transposed", "q"), ("strided", "q"), ("offset1", "q"), ("expanded", "q"),
+        ("transposed", "k"), ("strided", "k"), ("offset1", "k"), ("expanded", "k"),
+        ("strided", "w"), ("offset1", "w"), ("expanded", "w"),
         ("transposed", "lst[0]"), ("strided", "lst[0]"), ("offset1", "lst[0]"),
-        ("empty", "q")]
-    vname, label, changes, v, also = cases[-1]
+        ("expanded", "lst[0]"),
+        ("empty", "q"), ("float16", "q"), ("bfloat16", "q"), ("float64", "q")]
+    vname, label, changes, v, also = cases[15]
     assert also == ["k"] and sorted(changes) == [("k", None), ("q", None)]
     b = layouts.apply(bound, changes)
     assert b["q"].shape == (0, 4, 8) and b["k"].shape == (0, 6, 8) and b["w"] is w
-    b = layouts.apply(bound, cases[8][2])
+    b = layouts.apply(bound, cases[11][2])
     assert b["lst"][0].stride() == (1, 2) and b["lst"][1] is bound["lst"][1]
     assert layouts.crashed(RuntimeError("CUDA error: an illegal memory access was encountered"))
     assert not layouts.crashed(RuntimeError("expected contiguous input"))
+
+
+def test_expanded_and_dtype_variants():
+    """The expanded variant: stride 0 along the first dim of more than one
+    element, that dim's first slice repeated (values not the call's), NaN
+    behind it in a storage as large as a dense tensor's; never an input
+    the op writes. The dtype variants convert every floating input of the
+    call's dtype together (a list's every tensor, an out= tensor); a
+    contract op's dtypes and profiles are its reference's."""
+    x = torch.randn(3, 4)
+    v = layouts.variant(x, "expanded")
+    assert v.stride() == (0, 1) and v.storage_offset() == 0
+    assert torch.equal(v, x[:1].expand_as(x)) and not torch.equal(v, x)
+    dense = torch.empty(0).set_(v.untyped_storage(), 0, (12,), (1,))
+    assert torch.equal(dense[:4], x[0]) and dense[4:].isnan().all()
+    assert layouts.variant(torch.randn(1, 1, 5), "expanded").stride() == (5, 5, 0)
+    assert layouts.variant(torch.randn(1, 1), "expanded") is None  # one element
+    bound = {"self": torch.rand(2, 3), "other": torch.rand(2, 3), "out": torch.empty(2, 3)}
+    names = [(c[0], c[1]) for c in layouts.cases(bound, written={"self"})]
+    assert ("expanded", "self") not in names and ("expanded", "other") in names, names
+    assert names[-3:] == [("float16", "self"), ("bfloat16", "self"), ("float64", "self")]
+    vname, label, changes, v, also = layouts.cases(bound)[-1]
+    assert (vname, also, v.dtype) == ("float64", ["other"], torch.float64)
+    assert sorted(changes) == [("other", None), ("out", None), ("self", None)]
+    assert all(t.dtype == torch.float64 for t in changes.values())
+    assert torch.equal(changes[("self", None)], bound["self"].double())
+    mixed = {"q": torch.rand(2, 3, dtype=torch.bfloat16), "lse": torch.rand(2),
+             "lst": [torch.rand(2, dtype=torch.bfloat16), torch.rand(3, dtype=torch.bfloat16)]}
+    ch = layouts.in_dtype(mixed, torch.bfloat16, torch.float16)
+    assert sorted(ch) == [("lst", 0), ("lst", 1), ("q", None)]  # the float32 one stays
+    assert layouts.in_dtype(mixed, torch.bfloat16, torch.bfloat16) == {}
+    assert [c[0] for c in layouts.cases(mixed)][-3:] == ["float16", "float32", "float64"]
+    layouts.reference_dtypes("kcl::unit", {"float64": {"profile": "fp64", "out": "float64"}})
+    assert layouts.dtype_reference({"torch_op": "kcl::unit"}, "float64") == (
+        {"profile": "fp64", "out": "float64"}, None)
+    ref, why = layouts.dtype_reference({"torch_op": "kcl::unit"}, "float16")
+    assert ref is None and "does not accept float16" in why
+    ref, why = layouts.dtype_reference({"torch_op": "kcl::other"}, "float16")
+    assert ref is None and "one dtype" in why

@@ -589,6 +589,14 @@ static void test_api(void) {
   struct kc_kernel other = {.name = "_Z3foov", .demangled = "foo()"};
   CHECK(kc_contract_match(&other) == NULL);
 
+  /* a profile spec checked as a contract's is, the reason written */
+  char err[512] = "";
+  CHECK(kcheck_profile_check("tensorcore_tf32:ftz=1", err, sizeof err) == 0 && !err[0]);
+  CHECK(kcheck_profile_check("tf16", err, sizeof err) == -1);
+  CHECK(strstr(err, "unknown preset 'tf16'") && strstr(err, "tensorcore_tf32"));
+  CHECK(kcheck_profile_check("fp32:math=nope", err, sizeof err) == -1 && strstr(err, "math"));
+  CHECK(kcheck_profile_check("fp32", NULL, 0) == 0);
+
   CHECK(kc_contract_annotation_current() == NULL);
   CHECK(kcheck_annotate_tensor("in", NULL, "fp32", 0, NULL, NULL) == -1); /* no begin */
   CHECK(kcheck_annotate_begin("softmaks", NULL) == -1);

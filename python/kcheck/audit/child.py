@@ -83,6 +83,12 @@ def run(args):
     from kcheck.audit.wrapper import Wrapper
     res = {"allclose": None, "exact": None, "immutability": None, "error": None,
            "weights": None, "calls": 0}
+    if args.dtypes:
+        # the wrapper op's contract states the reference's profile at the
+        # task's dtype; the binding runs its other dtypes at these
+        from kcheck.audit.wrapper import QUALNAME
+        from kcheck.torch import layouts
+        layouts.reference_dtypes(QUALNAME, json.loads(args.dtypes))
     try:
         task = tk.Task(args.task)
         cand = tk.Candidate(args.candidate)
@@ -235,6 +241,8 @@ def main(argv=None):
     p.add_argument("--tier", required=True)
     p.add_argument("--device", default="cuda")
     p.add_argument("--result", required=True)
+    p.add_argument("--dtypes", help="JSON: the reference's profile and result dtype at each "
+                   "other dtype it accepts (the layouts gate's dtype variants of the wrapper op)")
     args = p.parse_args(argv)
     res = run(args)
     with open(args.result, "w") as f:

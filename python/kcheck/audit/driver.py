@@ -166,29 +166,40 @@ def task_name(task_path):
 
 def trace_task(task_path, device):
     """(audit_task record, tier, reason); a task that cannot be built or
-    traced is tier "unjudged"."""
+    traced is tier "unjudged". A tier-A task's record has the layouts
+    gate's other dtypes: dtypes, {dtype: {"profile": the reference's
+    there, "out": its result's dtype}}, and dtypes_refused, {dtype: why
+    not} (trace.dtype_profiles)."""
     import torch
     from kcheck.audit.task import Task, INPUT_SEEDS, to_device
-    from kcheck.audit.trace import Trace
+    from kcheck.audit.trace import Trace, dtype_profiles
     rec = {"type": "audit_task", "schema": SCHEMA, "task": task_path}
     try:
         task = Task(task_path)
         model = task.build(device).eval()
-        tr = Trace(model, to_device(task.inputs(INPUT_SEEDS[0]), device))
+        inputs = to_device(task.inputs(INPUT_SEEDS[0]), device)
+        tr = Trace(model, inputs)
     except Exception as e:
         rec.update(tier="unjudged", reason="the reference could not be run or traced: %s: %s"
                    % (type(e).__name__, e))
         return rec, "unjudged", rec["reason"]
     rec.update(tr.record())
+    if tr.tier == "A":
+        rec["dtypes"], rec["dtypes_refused"] = dtype_profiles(model, inputs, tr.contract)
     rec["settings"] = {"allow_tf32": torch.backends.cuda.matmul.allow_tf32,
                        "float32_matmul_precision": torch.get_float32_matmul_precision()}
     return rec, tr.tier, tr.reason
 
 
 class Options:
-    def __init__(self, lib, out, device, timeout, jobs, extra=()):
+    """profile: --profile, the spec every tier-A contract states at the
+    task's dtype instead of the one PyTorch's settings imply (checked by
+    the caller), or None."""
+
+    def __init__(self, lib, out, device, timeout, jobs, extra=(), profile=None):
         self.lib, self.out, self.device = lib, out, device
         self.timeout, self.jobs, self.extra = timeout, jobs, list(extra)
+        self.profile = profile
 
 
 def _kcheck_options(opts, prefix, contract_path):
@@ -200,8 +211,10 @@ def _kcheck_options(opts, prefix, contract_path):
     return o + opts.extra
 
 
-def run_candidate(opts, task_path, tier, contract_path, cand, folder):
-    """(child result or None, records, timed_out, rc, seconds)."""
+def run_candidate(opts, task_path, tier, contract_path, cand, folder, dtypes=None):
+    """(child result or None, records, timed_out, rc, seconds). dtypes:
+    the audit_task's (the reference at each other dtype it accepts), for
+    the layouts gate (the child tells the binding)."""
     from kcheck.report import read_records
     os.makedirs(folder, exist_ok=True)
     prefix = os.path.join(folder, "kc")
@@ -216,6 +229,8 @@ def run_candidate(opts, task_path, tier, contract_path, cand, folder):
     cmd += ["--", sys.executable, "-m", "kcheck.audit.child", "--task", os.path.abspath(task_path),
             "--candidate", _absolute(cand), "--tier", tier,
             "--device", opts.device, "--result", result_path]
+    if dtypes:
+        cmd += ["--dtypes", json.dumps(dtypes)]
     env = dict(os.environ)
     env["PYTHONPATH"] = _PY + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     t0 = time.monotonic()
@@ -246,6 +261,10 @@ def prepare_task(task_path, opts):
     """The task traced and its contract written to OUT/<task>/contract.yaml:
     (audit_task record, tier, reason)."""
     trec, tier, reason = trace_task(task_path, opts.device)
+    if trec.get("contract") and opts.profile:
+        # the user's word over PyTorch's settings, both recorded
+        trec["profile_derived"] = trec["contract"]["profile"]
+        trec["contract"]["profile"] = opts.profile
     if trec.get("contract"):
         from kcheck.audit.trace import contract_yaml
         path = os.path.abspath(os.path.join(opts.out, task_name(task_path), "contract.yaml"))
@@ -266,7 +285,7 @@ def judge_candidate(opts, trec, tier, reason, cand):
         rec.update(verdict="unjudged", reason=reason, failed=[], allclose=None)
         return rec
     result, records, timed_out, rc, secs = run_candidate(
-        opts, task_path, tier, trec.get("contract_file"), cand, folder)
+        opts, task_path, tier, trec.get("contract_file"), cand, folder, trec.get("dtypes"))
     verdict, fields = vd.judge(tier, result, records, reason, timed_out, rc)
     rec.update(fields)
     rec["verdict"] = verdict
@@ -321,12 +340,19 @@ def summary(records):
                                         if r["verdict"] == "broken" and r.get("allclose"))}
 
 
+def unsupported(rec):
+    """How many layouts gate variants an audit_candidate refused with a
+    clean exception (or answered in another dtype than the reference)."""
+    return ((rec.get("gates") or {}).get("layouts") or {}).get("unsupported", 0)
+
+
 def exit_status(records, error_exitcode=1, allow_unchecked=False, strict=False):
-    """docs/audit.md: 1 (or N) when a candidate is broken or error (or
-    partial, strict), 5 when every candidate is unjudged, else 0."""
+    """docs/audit.md: 1 (or N) when a candidate is broken or error (or,
+    strict, partial or with unsupported layouts), 5 when every candidate
+    is unjudged, else 0."""
     cands = [r for r in records if r["type"] == "audit_candidate"]
     bad = ("broken", "error", "partial") if strict else ("broken", "error")
-    if any(r["verdict"] in bad for r in cands):
+    if any(r["verdict"] in bad or (strict and unsupported(r)) for r in cands):
         return error_exitcode
     if not allow_unchecked and (not cands or all(r["verdict"] == "unjudged" for r in cands)):
         return 5

@@ -57,6 +57,8 @@ def _task_what(t):
     what = "tier %s" % t.get("tier")
     if t.get("contract"):
         what += ": oracle op %s, profile %s" % (t["contract"].get("op"), t["contract"].get("profile"))
+        if t.get("profile_derived"):
+            what += " (given by --profile; PyTorch's settings imply %s)" % t["profile_derived"]
     elif t.get("tier") == "C":
         what += ": exact (bitwise against the reference)"
     if t.get("reason"):

@@ -16,6 +16,8 @@ def task_header(t):
     what = "tier %s" % t.get("tier")
     if t.get("contract"):
         what += " %s profile %s" % (t["contract"]["op"], t["contract"]["profile"])
+        if t.get("profile_derived"):
+            what += " (--profile; PyTorch's settings: %s)" % t["profile_derived"]
     elif t.get("tier") == "C":
         what += " exact (bitwise)"
     if t.get("reason"):

@@ -176,6 +176,8 @@ class Trace:
             output = model(*inputs)
         if isinstance(output, (tuple, list)):
             output = output[0]
+        # the model's output dtype: what a candidate must return at these inputs
+        self.out_dtype = output.dtype if isinstance(output, torch.Tensor) else None
         self.calls = rec.calls
         self.ops = [c.name for c in self.calls]
         self.tier, self.family, self.contract, self.reason = "composition", "composite", None, None
@@ -235,6 +237,45 @@ class Trace:
                            "args": dict(self.provenance) if c.plan and self.tier == "A" else {}}
                           for c in self.calls],
                 "contract": self.contract, "reason": self.reason}
+
+
+def dtype_profiles(model, inputs, contract):
+    """The layouts gate's dtype variants of a tier-A task: the reference
+    traced again with its floating inputs, parameters and buffers of the
+    task's dtype converted to each other float dtype (as the binding
+    converts the wrapper op's arguments). ({variant: {"profile": its
+    profile spec, "out": its output's dtype}} where it is the same
+    contract but for its profile, {variant: why not} where the reference
+    raises or becomes another computation there)."""
+    import copy
+    from kcheck.torch import layouts
+    dtype = next((x.dtype for x in inputs if isinstance(x, torch.Tensor) and
+                  x.is_floating_point()), None)
+    specs, refused = {}, {}
+    if dtype is None:
+        return specs, refused
+    for name, to in layouts.DTYPES.items():
+        if to == dtype:
+            continue
+        try:
+            m = copy.deepcopy(model)
+            for t in list(m.parameters()) + list(m.buffers()):
+                if t.dtype == dtype:
+                    t.data = t.data.to(to)
+            xs = [x.to(to) if isinstance(x, torch.Tensor) and x.dtype == dtype else x
+                  for x in inputs]
+            tr = Trace(m, xs)
+        except Exception as e:  # the reference refuses the dtype
+            refused[name] = "%s: %s" % (type(e).__name__, str(e)[:160])
+            continue
+        if tr.tier != "A":  # e.g. an op the binding does not judge at that dtype
+            refused[name] = tr.reason or "tier %s there" % tr.tier
+        elif any(tr.contract.get(k) != contract.get(k) for k in ("op", "args", "attrs")):
+            refused[name] = "another contract there: %s" % tr.contract
+        else:
+            specs[name] = {"profile": tr.contract["profile"],
+                           "out": str(tr.out_dtype).replace("torch.", "")}
+    return specs, refused
 
 
 def _yaml_value(v):

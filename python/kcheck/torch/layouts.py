@@ -1,28 +1,48 @@
 """The layouts gate's variants (gates/gates.def, op kind layouts): the same
-values in other memory layouts, for KcheckMode._layouts.
+call with its inputs in other memory layouts and dtypes, for
+KcheckMode._layouts.
 
-Each floating tensor input of a covered op is laid out in turn
+TABLE is the one table of them, in the order they run. Each floating
+tensor input of a covered op is laid out in turn
 
   transposed     in memory (x.mT.contiguous().mT; rank >= 2)
   strided        a view of every other element of a tensor twice as large
                  along the last dim (big[..., ::2]), the gaps NaN
   offset1        at storage offset 1 element: its pointer not 16-byte
                  aligned, the element before it NaN
+  expanded       with stride 0 along its first dim of more than one
+                 element: that dim's first slice repeated, as a broadcast
+                 size-1 dim expanded (x[:1].expand_as(x)) is; the storage
+                 behind it as large as a dense tensor's, the rest NaN, so a
+                 kernel that reads it as dense reads NaN, never past it.
+                 Never an input the op writes (ATen refuses a write into
+                 overlapping memory)
   channels_last  (rank 4)
+
+with the other inputs as they were; then, for the call as a whole,
+
   empty          with a zero-size leading dim, where the op accepts it: the
                  first floating input, with every other one of the same
                  rank and leading size (attention's q, k and v; an
                  elementwise op's operands), so that the shapes stay
                  consistent
+  float16, bfloat16, float32, float64
+                 every floating input of the call's own dtype (an out=
+                 tensor too) converted to that dtype, other than the
+                 call's: the op's other kernels, on the call's values
+                 rounded to that dtype
 
-with the other inputs as they were. The values are the same, so the exact
-result is the same: the oracle judges each variant's output against the
-inputs it was given. The empty variant runs only where the op's meta
+The values of the first three and channels_last are the call's; those of
+expanded and the dtypes are not, so the oracle judges every variant's
+output against the inputs that variant was given, and the profile of a
+dtype is the one PyTorch's settings give at that dtype (an ATen op's, or
+for a torch_op contract the profile its reference has there:
+reference_dtypes). The empty variant runs only where the op's meta
 kernel (ATen's; a custom op's register_fake) accepts the shapes — an op
 need not check an input's size before reading it — and its output must
-have the meta kernel's shape. A variant
-that leaves a tensor's layout unchanged (a transpose of a 1-wide matrix,
-channels_last of one channel) is left out.
+have the meta kernel's shape. A variant that leaves a tensor's layout
+unchanged (a transpose of a 1-wide matrix, channels_last of one channel,
+a tensor of one element expanded) is left out.
 """
 import json
 
@@ -31,10 +51,58 @@ import torch
 from kcheck import _api
 from kcheck.torch import profiles
 
-VARIANTS = ("transposed", "strided", "offset1", "channels_last", "empty")
+# The variants, in the order they run, and what each varies: "input"
+# each floating input in turn, "call" the inputs together, "dtype" the
+# inputs of the call's dtype together, in the dtype the variant names.
+TABLE = (
+    ("transposed", "input"),
+    ("strided", "input"),
+    ("offset1", "input"),
+    ("expanded", "input"),
+    ("channels_last", "input"),
+    ("empty", "call"),
+    ("float16", "dtype"),
+    ("bfloat16", "dtype"),
+    ("float32", "dtype"),
+    ("float64", "dtype"),
+)
+VARIANTS = tuple(name for name, _ in TABLE)
+PER_INPUT = tuple(name for name, what in TABLE if what == "input")
+DTYPES = {name: getattr(torch, name) for name, what in TABLE if what == "dtype"}
 # Inputs varied per call (a list argument's first tensor only): each costs
 # up to five re-runs and judgments.
 MAX_INPUTS = 6
+
+
+# What a torch_op contract's reference does at each other dtype it
+# accepts, {torch_op: {dtype variant: {"profile": spec, "out": dtype}}},
+# told by whoever can run that reference (the audit's child: its trace of
+# the task at each dtype). A contract states its profile at one dtype; an
+# ATen op is its own reference, its profile at any dtype PyTorch's
+# settings'.
+_REFERENCE_DTYPES = {}
+
+
+def reference_dtypes(torch_op, specs):
+    """States the dtypes torch_op's reference accepts beyond the call's,
+    with its profile there and, optionally, its output's dtype
+    ({"float16": {"profile": "fp32:in=fp16:acc=fp32:out=fp16", "out":
+    "float16"}, ...}): the dtype variants of a torch_op contract run at
+    those only, and an op that returns another dtype there than the
+    reference does is unsupported there (it computes that dtype as
+    another, which the reference's profile does not describe)."""
+    _REFERENCE_DTYPES[torch_op] = {k: dict(v) for k, v in specs.items()}
+
+
+def dtype_reference(contract, vname):
+    """({"profile": spec, "out": dtype name or absent}, None) for a
+    torch_op contract's op in dtype variant vname, or (None, why not)."""
+    specs = _REFERENCE_DTYPES.get(contract.get("torch_op"))
+    if specs is None:
+        return None, "the contract states its profile at one dtype: no reference for others"
+    if vname not in specs:
+        return None, "the reference does not accept %s" % vname
+    return specs[vname], None
 
 
 def floating(t):
@@ -62,33 +130,65 @@ def _arg(bound, name, idx):
     return bound[name] if idx is None else bound[name][idx]
 
 
-def cases(bound):
+def cases(bound, written=frozenset()):
     """[(variant, input label, {(argument, index): tensor}, the input's new
-    tensor, [labels of the inputs emptied with it])]: each of the first
-    MAX_INPUTS floating inputs in each variant but empty, then the empty
-    variant of the first with those sharing its rank and leading size.
-    The copies are kcheck's own work (the caller's kcheck_own_begin)."""
+    tensor, [labels of the inputs varied with it])]: each of the first
+    MAX_INPUTS floating inputs in each PER_INPUT variant (expanded only
+    where the op does not write it: written, the argument names it
+    writes), then the empty variant of the first with those sharing its
+    rank and leading size, then each dtype variant. The copies are
+    kcheck's own work (the caller's kcheck_own_begin)."""
     tl = targets(bound)
     out = []
     for name, idx, label in tl[:MAX_INPUTS]:
         orig = _arg(bound, name, idx)
-        for vname in VARIANTS[:-1]:
+        for vname in PER_INPUT:
+            if vname == "expanded" and name in written:
+                continue
             v = variant(orig, vname)
             if v is not None:
                 out.append((vname, label, {(name, idx): v}, v, []))
-    if tl:
-        name, idx, label = tl[0]
-        first = _arg(bound, name, idx)
-        v = variant(first, "empty")
-        if v is not None:
-            changes, also = {(name, idx): v}, []
-            for n2, i2, l2 in tl[1:]:
-                t = _arg(bound, n2, i2)
-                if t.dim() == first.dim() and t.shape[0] == first.shape[0]:
-                    changes[(n2, i2)] = variant(t, "empty")
-                    also.append(l2)
-            out.append(("empty", label, changes, v, also))
+    if not tl:
+        return out
+    name, idx, label = tl[0]
+    first = _arg(bound, name, idx)
+    v = variant(first, "empty")
+    if v is not None:
+        changes, also = {(name, idx): v}, []
+        for n2, i2, l2 in tl[1:]:
+            t = _arg(bound, n2, i2)
+            if t.dim() == first.dim() and t.shape[0] == first.shape[0]:
+                changes[(n2, i2)] = variant(t, "empty")
+                also.append(l2)
+        out.append(("empty", label, changes, v, also))
+    for vname in DTYPES:
+        changes = in_dtype(bound, first.dtype, DTYPES[vname])
+        if changes:
+            also = [_label(n2, i2) for n2, i2 in changes if (n2, i2) != (name, idx) and
+                    n2 != "out"]
+            out.append((vname, label, changes, changes[(name, idx)], also))
     return out
+
+
+def _label(name, idx):
+    return name if idx is None else "%s[%d]" % (name, idx)
+
+
+def in_dtype(bound, dtype, to):
+    """{(argument, index): tensor}: every floating tensor of the bound
+    arguments in dtype (every one of a list, an out= tensor too) converted
+    to `to`, so that the op sees one dtype as at the call; {} where to is
+    dtype. Converted, not reinterpreted: the values are the call's, rounded
+    to `to`."""
+    if to == dtype:
+        return {}
+    changes = {}
+    for name, v in bound.items():
+        items = [(None, v)] if not isinstance(v, (list, tuple)) else list(enumerate(v))
+        for idx, t in items:
+            if floating(t) and t.dtype == dtype:
+                changes[(name, idx)] = t.to(to)
+    return changes
 
 
 def apply(bound, changes):
@@ -130,6 +230,8 @@ def variant(t, name):
         v = buf[1:].view(shape)  # (the element before it NaN)
         v.copy_(t)
         return v
+    if name == "expanded":
+        return _expanded(t)
     if name == "channels_last":
         if t.dim() != 4:
             return None
@@ -140,6 +242,27 @@ def variant(t, name):
             return None
         return torch.empty((0,) + shape[1:], dtype=t.dtype, device=t.device)
     raise ValueError(name)
+
+
+def _expanded(t):
+    """t's first slice along its first dim of more than one element,
+    repeated along it with stride 0 (the expanded variant): the values
+    differ from t's. Its storage is as large as a dense t's, every element
+    behind the slice NaN: a kernel that reads the tensor as dense reads
+    NaN there (and stays inside the storage)."""
+    shape = tuple(t.shape)
+    dim = next((d for d, n in enumerate(shape) if n > 1), None)
+    if dim is None:
+        return None
+    strides, acc = [0] * len(shape), 1
+    for d in reversed(range(len(shape))):
+        strides[d] = acc
+        acc *= shape[d]
+    strides[dim] = 0
+    buf = torch.full((t.numel(),), float("nan"), dtype=t.dtype, device=t.device)
+    one = shape[:dim] + (1,) + shape[dim + 1:]
+    buf.as_strided(one, strides).copy_(t.narrow(dim, 0, 1))
+    return buf.as_strided(shape, strides)
 
 
 def describe(v):

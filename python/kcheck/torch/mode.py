@@ -1345,14 +1345,18 @@ class KcheckMode(TorchDispatchMode):
 
     def _layouts(self, gate, func, entry, settings, args, kwargs, ctx0):
         """The op re-run with each floating input in turn in another memory
-        layout (layouts.VARIANTS), as kcheck's own work, on the call's own
-        values (copies; a part run later, from the call's layouts:
-        generated uniform ones): [(meta, Job, Finding or None)]. The oracle
-        judges each output against the inputs it was given (the layout
-        changes no value); a fresh output comes from a pool block poisoned
-        with NaN, so an unwritten element fails. The empty variant runs
-        only where the op's meta kernel accepts it, and its output must
-        have the meta kernel's shape. A clean exception is unsupported
+        layout or dtype (layouts.VARIANTS), as kcheck's own work, on the
+        call's own values (copies; a part run later, from the call's
+        layouts: generated uniform ones): [(meta, Job, Finding or None)].
+        The oracle judges each output against the inputs it was given (an
+        expanded input's values, a dtype's rounded ones, are not the
+        call's); a fresh output comes from a pool block poisoned with NaN,
+        so an unwritten element fails. The empty variant runs only where
+        the op's meta kernel accepts it, and its output must have the meta
+        kernel's shape; a dtype variant only where the op's reference
+        accepts that dtype (an ATen op's own kernels: one that raises is
+        skipped; a torch_op contract's: layouts.dtype_reference), judged at
+        the reference's profile there. A clean exception is unsupported
         (listed, not a failure); a device fault, or an empty variant's
         output of another shape, a Finding (reported on the worker)."""
         cmds = []
@@ -1373,7 +1377,7 @@ class KcheckMode(TorchDispatchMode):
         bound = entry.bind(nargs, nkw)
         self.lib.kcheck_own_begin()
         try:
-            cases = layouts.cases(bound)
+            cases = layouts.cases(bound, entry.written)
         finally:
             self.lib.kcheck_own_end()
         exposed0 = {"inputs": "generated" if cmds else "application"}
@@ -1391,8 +1395,19 @@ class KcheckMode(TorchDispatchMode):
                 # PyTorch warn in the program's output: it starts empty
                 b2["out"] = b2["out"].new_empty(0)
             vargs, vkw = entry.unbind(b2)
+            in_dtype = vname in layouts.DTYPES
+            ref = None
+            if in_dtype and entry.contract:
+                # the contract's profile is its reference's at the call's
+                # dtype: at another, the reference's there, where it has one
+                ref, why = layouts.dtype_reference(entry.contract, vname)
+                if ref is None:
+                    out.append((dict(meta, reason=why), None))
+                    continue
             try:
                 plan = entry.mapper(entry.bind(vargs, vkw))
+                if ref is not None:
+                    plan.profile = ref["profile"]
                 inputs = self._copy_inputs(plan) if vname != "empty" else None
             except Exception as e:  # the mapper refuses the layout: not a finding
                 out.append((dict(meta, reason="not mapped: %s: %s" % (
@@ -1432,7 +1447,22 @@ class KcheckMode(TorchDispatchMode):
                         "%s faulted with input '%s' %s: %s" % (entry.name, label, vname,
                                                                text))))
                     return out  # the device context may be unusable: no more runs
+                if in_dtype and not entry.contract:
+                    # an ATen op is its own reference: a dtype it refuses
+                    # is one the reference does not accept, not the op's fault
+                    out.append((dict(meta, reason="the op does not accept %s: %s" % (
+                        vname, text)), None))
+                    continue
                 out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": text}), None))
+                continue
+            got = plan.out(res) if ref is not None and ref.get("out") else None
+            if isinstance(got, torch.Tensor) and str(got.dtype) != "torch." + ref["out"]:
+                # computed as another dtype (a float32 result for float64
+                # inputs): not the reference's arithmetic there, nor wrong
+                out.append((dict(meta, **{"class": _S_UNSUPPORTED, "reason": "returned %s where "
+                                          "the reference returns %s" % (
+                                              str(got.dtype).replace("torch.", ""),
+                                              ref["out"])}), None))
                 continue
             if vname == "empty":
                 got = plan.out(res)

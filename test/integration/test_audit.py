@@ -1,8 +1,9 @@
 """kcheck audit on the CPU corpus (test/audit): every planted bug caught
 by the gate its manifest names, every correct candidate clean, the
-composition task unjudged, the candidate that raises an error, the one
-whose weights cannot be aligned partial; the
-audit.jsonl schema and the exit statuses.
+composition task unjudged, the candidate that raises an error, the ones
+that cache a weight copy at __init__ or whose parameters are not aligned
+judged with the weights as constants, the one whose weights match
+nothing partial; the audit.jsonl schema and the exit statuses.
 
 The binding judges CPU tensors here (the audit's --device cpu sets
 torch_devices=cuda,cpu) on the CPU stand-in driver, as test_torch.py does;
@@ -370,6 +371,86 @@ def test_tiers_of_the_corpus_traced_without_kcheck():
                 assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
     assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
     assert sum(1 for t in tiers.values() if t == "A") == 12, tiers
+
+
+def test_weights_as_constants_and_the_caching_probe(corpus):
+    """A copy of a weight derived at __init__ (transposed, fp16) is found
+    by the caching probe and the candidate judged with the weights as
+    constants: the correct one silent with every value gate judged, the
+    fp16 one caught by precision; parameters under other names aligned
+    by value; a fused buffer (not aligned) judged with its LayerNorm's
+    values given to the reference; weights that match nothing partial,
+    with the reference's tensor named. The probe and the matching
+    themselves, in this process, without kcheck."""
+    import torch
+    from kcheck.audit import task as tk
+    _, recs = corpus
+    got = {os.path.relpath(r["candidate"], CORPUS): r for r in recs
+           if r["type"] == "audit_candidate"}
+    for name, verdict in (("linear/cached_transposed_weight.py", "clean"),
+                          ("linear/fp16_cached_weight.py", "broken")):
+        r = got[name]
+        assert (r["verdict"], r["weights"], r["cached"]) == (verdict, "constants",
+                                                             ["linear.weight"]), r
+        assert r["weights_reason"].startswith("cached copy:") and \
+            "judged with the weights as constants" in r["weights_reason"], r
+        # judged by the binding, on generated inputs too, not let through
+        for g in ("oracle", "nonfinite", "precision", "extremes", "coverage", "layouts"):
+            assert r["gates"][g]["status"] in (("pass", "bitwise") if verdict == "clean"
+                                               else ("pass", "bitwise", "fail")), (g, r["gates"])
+    assert "precision" in got["linear/fp16_cached_weight.py"]["failed"]
+    fused = got["layer_norm/fused_buffer.py"]
+    assert (fused["verdict"], fused["weights"]) == ("clean", "constants"), fused
+    assert fused["weights_reason"].startswith("not aligned:") and \
+        fused["gates"]["oracle"]["status"] in ("pass", "bitwise"), fused
+    own = got["layer_norm/own_parameter_names.py"]
+    assert (own["verdict"], own["weights"]) == ("clean", "value") and "weights_reason" not in own
+    assert got["linear/correct.py"]["weights"] == "name" and \
+        "shapes" in got["linear/correct.py"]["gates"]
+    un = got["layer_norm/unaligned_parameters.py"]
+    assert un["verdict"] == "partial" and "oracle" not in un["gates"], un
+    assert "reference's ln.weight" in un["reason"] and "cannot be given its weights" in un["reason"]
+
+    def built(task, cand):
+        t = tk.Task(os.path.join(CORPUS, task, "reference.py"))
+        ref = t.build("cpu").eval()
+        m = tk.Candidate(os.path.join(CORPUS, task, cand)).build(t, "cpu").eval()
+        snap = tk.snapshot(m)
+        how, names = tk.align(ref, m)
+        return t, ref, m, snap, how, names
+    for cand, cached in (("correct.py", []), ("fp16_accumulation.py", []),
+                         ("cached_transposed_weight.py", ["linear.weight"])):
+        t, ref, m, _, how, names = built("linear", cand)
+        assert how == "name" and tk.probe_cached(ref, m, names, t.inputs(0)) == cached, cand
+    _, ref, m, snap, how, _ = built("layer_norm", "unaligned_parameters.py")
+    matched, unmatched = tk.match_values(ref, snap)
+    assert how == "constants" and sorted(matched) == ["ln.bias"] and unmatched == ["ln.weight"]
+    # held: the candidate gets its construction values back, the reference
+    # the matched ones (here by name, where the reference's differ)
+    t, ref, m, snap, how, _ = built("layer_norm", "correct.py")
+    assert not torch.equal(snap["ln.weight"], tk.tensors(ref)["ln.weight"])
+    matched, unmatched = tk.match_values(ref, snap)
+    tk.hold(ref, m, snap, matched)
+    assert not unmatched and torch.equal(tk.tensors(ref)["ln.weight"], snap["ln.weight"]) and \
+        torch.equal(tk.tensors(m)["ln.weight"], snap["ln.weight"])
+    # the child's decision: held (the contract's p_ arguments as constants),
+    # or not where a cached copy's construction values are not the
+    # reference's (a copy made at the first call would hold the latter)
+    from kcheck.audit.child import _weights
+    t, ref, m, snap, how, names = built("linear", "cached_transposed_weight.py")
+    res = {"weights": how}
+    held = _weights(res, t, ref, m, snap, names, "cpu")
+    assert sorted(held) == ["p_linear_bias", "p_linear_weight"] and res["weights_held"], res
+    t, ref, m, snap, how, names = built("linear", "cached_transposed_weight.py")
+    with torch.no_grad():
+        snap["linear.weight"].mul_(2.0)  # as if the candidate had drawn its own
+    res = {"weights": how}
+    assert _weights(res, t, ref, m, snap, names, "cpu") is None and \
+        res["weights_held"] is False and res["weights"] == "constants", res
+    assert "gave linear.weight differ from the reference's" in res["weights_reason"], res
+    t, ref, m, snap, how, names = built("linear", "correct.py")
+    res = {"weights": how}
+    assert _weights(res, t, ref, m, snap, names, "cpu") is None and res == {"weights": "name"}
 
 
 def test_junit_and_strict(corpus):

@@ -80,7 +80,7 @@ def _error_line(cand_path):
 def run(args):
     import torch
     from kcheck.audit import task as tk
-    from kcheck.audit.wrapper import Wrapper
+    from kcheck.audit.wrapper import Wrapper, hold_constants
     res = {"allclose": None, "exact": None, "immutability": None, "error": None,
            "weights": None, "calls": 0}
     if args.dtypes:
@@ -98,15 +98,23 @@ def run(args):
         with _plain():
             ref_model = task.build(args.device).eval()
             model = cand.build(task, args.device).eval()
+            built = tk.snapshot(model)
             res["weights"], names = tk.align(ref_model, model)
+            constants = _weights(res, task, ref_model, model, built, names, args.device)
     except Exception as e:
         res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
                         "line": _error_line(args.candidate)}
         return res
+    if res["weights"] == "constants":
+        names = {}  # the candidate's parameters are no arguments of the wrapper op
+    # weights the reference could not be given: no comparison with it
+    compared = res.get("weights_held") is not False
     # aligned parameters become the wrapper's arguments, under the
     # reference's names the contract uses (generated inputs reach them);
-    # otherwise the candidate keeps its own as constants
+    # with weights as constants the wrapper takes the forward's inputs
+    # only, and the contract's parameters are the reference's values
     params = {k: v for k, v in tk.tensors(model).items() if k in names}
+    held = tk.tensors(model) if constants is not None else {}
     wrap = None
     allclose, exact, changed = [], [], set()
     for seed in tk.INPUT_SEEDS:
@@ -118,8 +126,14 @@ def run(args):
                 ref = ref[0]
         if wrap is None:
             wrap = Wrapper(model, inputs, names)
+            if constants is not None and args.tier == "A" and \
+                    not hold_constants(wrap.op, constants):
+                res["weights_held"] = False
+                res["weights_reason"] = res["weights_reason"].split("; judged with")[0] + \
+                    "; no binding or no contract is loaded to hold the weights as constants"
         watched = {"input %d" % i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
         watched.update({"parameter %s" % k: v for k, v in params.items()})
+        watched.update({"parameter %s" % k: v for k, v in held.items()})
         with _plain():
             before = _snapshot(watched)
         try:
@@ -135,7 +149,7 @@ def run(args):
             out = out.detach()
             changed.update(_changed(before, watched))
             allclose.append(_allclose(ref, out))
-            if args.tier == "C":
+            if args.tier == "C" and compared:
                 ok, ev = _bitwise_equal(ref, out)
                 exact.append({"equal": ok, "evidence": ev,
                               "exposed_by": {"inputs": "task", "seed": seed}})
@@ -148,7 +162,7 @@ def run(args):
                         "message": "%s: %s" % (type(e).__name__, str(e)[:300]),
                         "line": _error_line(args.candidate)}
         return res
-    if args.tier == "C":
+    if args.tier == "C" and compared:
         try:
             exact.append(_exact_on_specials(task, ref_model, wrap, params, args.device))
         except Exception as e:
@@ -158,6 +172,72 @@ def run(args):
             return res
         res["exact"] = [e for e in exact if e is not None]
     return res
+
+
+def _weights(res, task, ref_model, model, built, names, device):
+    """Weights as constants (docs/audit.md, Parameters), decided before
+    any call: None where the aligned parameters become the wrapper op's
+    arguments, else {wrapper argument name: the reference's tensor} with
+    the reference given the candidate's construction values (tk.hold).
+    Two cases: the caching probe finds aligned parameters the candidate
+    ignores as arguments (a copy derived at __init__), or the parameters
+    are not aligned; either way every tensor of the reference must take a
+    value of the candidate's construction (by name, else by bitwise-equal
+    value), and for a cached copy each aligned parameter's construction
+    value must be the reference's (the probe's calls saw those), or
+    nothing is compared with the reference (res["weights_held"] False,
+    the reason said). res gets weights, weights_held, weights_reason
+    and, for a cached copy, cached."""
+    from kcheck.audit import task as tk
+    from kcheck.audit.wrapper import param_name
+    if res["weights"] in ("name", "value"):
+        from kcheck import _api
+        inputs = tk.to_device(task.inputs(tk.INPUT_SEEDS[0]), device)
+        lib = _api.api()
+        if lib is not None:  # kcheck's own work: the kernel gates judge the wrapper's calls
+            lib.kcheck_own_begin()
+        try:
+            cached = tk.probe_cached(ref_model, model, names, inputs)
+        finally:
+            if lib is not None:
+                lib.kcheck_own_end()
+        if not cached:
+            return None
+        res["cached"] = cached
+        why = ("cached copy: with generated values for %s the candidate's output is bitwise "
+               "unchanged and the reference's is not (a copy derived at __init__)"
+               % ", ".join(cached))
+    elif res["weights"] == "constants":
+        why = "not aligned: the candidate's parameters match the reference's neither by name " \
+              "and shape nor by value"
+    else:
+        return None
+    res["weights"] = "constants"
+    matched, unmatched = tk.match_values(ref_model, built)
+    differ = []
+    if res.get("cached"):
+        # the probe called the candidate with the values align loaded, the
+        # reference's: a copy made at the first call holds those, one made
+        # at __init__ the construction's; held only where the two agree
+        ref = tk.tensors(ref_model)
+        differ = [r for c, r in sorted(names.items()) if not tk.equal_bits(built[c], ref[r])]
+    if unmatched or differ:
+        # judging the candidate against weights it may not compute with
+        # would be a guess: nothing is compared with the reference
+        res["weights_held"] = False
+        res["weights_reason"] = why + "".join((
+            "; no tensor of the candidate's construction has the name or the value of the "
+            "reference's %s" % ", ".join(unmatched) if unmatched else "",
+            "; the values the candidate's construction gave %s differ from the reference's"
+            % ", ".join(differ) if differ else "")) + \
+            ", so the reference cannot be given its weights"
+        return None
+    tk.hold(ref_model, model, built, matched)
+    res["weights_held"] = True
+    res["weights_reason"] = why + "; judged with the weights as constants: the reference takes " \
+        "the values the candidate's construction produced, generated inputs replace only the " \
+        "forward's inputs"
+    return {param_name(r): t for r, t in tk.tensors(ref_model).items()}
 
 
 # Calls on the same inputs whose results must be bit for bit the same.

@@ -117,7 +117,7 @@ def tensors(model):
     return {k: v.detach() for k, v in out.items()}
 
 
-def _equal_bits(a, b):
+def equal_bits(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and \
         bool((a.reshape(-1).view(torch_int(a)) == b.reshape(-1).view(torch_int(b))).all())
 
@@ -133,8 +133,8 @@ def align(reference, candidate):
     name and shape, the reference's values loaded into the candidate;
     'value': by bitwise-equal values after the seeded construction (a
     candidate that names its weights its own way), each matched once;
-    'none': the candidate has none; 'constants': neither, so the candidate
-    keeps its own and generated inputs reach only the forward's inputs."""
+    'none': the candidate has none; 'constants': neither (the child then
+    tries weights as constants: match_values, hold)."""
     ref, cand = tensors(reference), tensors(candidate)
     if not cand:
         return "none", {}
@@ -144,7 +144,7 @@ def align(reference, candidate):
         return "name", {k: k for k in cand}
     names, taken = {}, set()
     for k, v in cand.items():
-        hits = [r for r, t in ref.items() if r not in taken and _equal_bits(v, t)]
+        hits = [r for r, t in ref.items() if r not in taken and equal_bits(v, t)]
         if len(hits) != 1:
             return "constants", {}
         names[k] = hits[0]
@@ -155,3 +155,107 @@ def align(reference, candidate):
 def to_device(values, device):
     import torch
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+# The seed of the caching probe's generated parameter values (parameter
+# k: PROBE_SEED + k).
+PROBE_SEED = 29
+
+
+def snapshot(model):
+    """Copies of a model's parameters and buffers as its construction left
+    them (before align loads the reference's values into it)."""
+    return {k: v.clone() for k, v in tensors(model).items()}
+
+
+def _same_bits(a, b):
+    """Bit for bit, any NaN matching any NaN (a result compared with
+    itself after a parameter changed)."""
+    import torch
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not a.is_floating_point():
+        return bool((a == b).all())
+    ai, bi = a.contiguous().view(torch_int(a)), b.contiguous().view(torch_int(b))
+    return bool(((ai == bi) | (a.isnan() & b.isnan())).all())
+
+
+def _first(out):
+    return (out[0] if isinstance(out, (tuple, list)) else out).detach()
+
+
+def probe_cached(reference, candidate, names, inputs):
+    """The caching probe: the aligned parameters the candidate ignores as
+    arguments. Each floating parameter or buffer in turn is replaced by
+    generated values (torch.func.functional_call, the wrapper op's way of
+    passing it) in the candidate and, under its reference name, in the
+    reference; where the reference's output changes and the candidate's
+    stays bit for bit the same, the candidate computes from something
+    else: a copy derived at __init__ (transposed, fused, fp16), whose
+    values generated inputs never reach. Run with no mode on.
+    Returns [candidate name]."""
+    import torch
+    from torch.func import functional_call
+
+    def call(model, params):
+        xs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        with torch.no_grad():
+            return _first(functional_call(model, params, tuple(xs)) if params else model(*xs))
+    mine, theirs = tensors(candidate), tensors(reference)
+    try:
+        ref0, cand0 = call(reference, {}), call(candidate, {})
+    except Exception:  # a candidate that raises: the run says so, with its stage
+        return []
+    ignored = []
+    for k, (cname, rname) in enumerate(sorted(names.items())):
+        t = mine[cname]
+        if not t.is_floating_point() or not t.numel():
+            continue
+        g = torch.Generator().manual_seed(PROBE_SEED + k)
+        new = torch.empty(t.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=g)
+        new = new.to(dtype=t.dtype, device=t.device)
+        try:
+            ref1 = call(reference, {rname: new.to(theirs[rname].dtype)})
+            cand1 = call(candidate, {cname: new})
+        except Exception:  # not evidence either way: the run judges it
+            continue
+        if not _same_bits(ref0, ref1) and _same_bits(cand0, cand1):
+            ignored.append(cname)
+    return ignored
+
+
+def match_values(reference, construction):
+    """(matched, unmatched): each of the reference's parameters and buffers
+    given a value of the candidate's construction (construction: its
+    snapshot), the one of the same name, shape and dtype, else one bitwise
+    equal after the seeded construction (equal values: which one does
+    not matter); matched is {reference name: value}, unmatched the
+    reference's names that take none."""
+    matched, unmatched = {}, []
+    for r, t in tensors(reference).items():
+        v = construction.get(r)
+        if v is not None and v.shape == t.shape and v.dtype == t.dtype:
+            matched[r] = v
+            continue
+        hits = [c for c in construction.values() if equal_bits(c, t)]
+        if hits:
+            matched[r] = hits[0]
+        else:
+            unmatched.append(r)
+    return matched, unmatched
+
+
+def hold(reference, candidate, construction, matched):
+    """Weights as constants: the candidate gets back the values its
+    construction produced (what any copy it derived at __init__ was derived
+    from) and the reference the matched ones, so that both compute with
+    the same weights."""
+    import torch
+    with torch.no_grad():
+        for k, t in tensors(candidate).items():
+            t.copy_(construction[k])
+        ref = tensors(reference)
+        for r, v in matched.items():
+            ref[r].copy_(v)

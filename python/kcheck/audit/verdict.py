@@ -49,6 +49,9 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
     line = (result or {}).get("line")
     fields = {"allclose": (result or {}).get("allclose"), "weights": (result or {}).get("weights"),
               "failed": [], "gates": {}, "evidence": [], "line": line}
+    for k in ("weights_reason", "cached"):  # weights as constants: why, which were cached
+        if (result or {}).get(k):
+            fields[k] = result[k]
     if timed_out:
         fields["error"] = {"stage": "timeout", "message": "the candidate's process timed out"}
         return "error", fields
@@ -93,12 +96,17 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
     if tier == "composition":
         fields["reason"] = "unjudged: %s" % reason
         return "unjudged", fields
+    if result.get("weights") == "constants" and not result.get("weights_held"):
+        # the reference could not be given the candidate's weights: no
+        # value was compared (only the tolerance-free checks ran)
+        why = result.get("weights_reason") or "its weights could not be held as constants"
+        if tier == "A" and not judged:
+            why += " (the binding: %s)" % (_passed_through(records) or "no op_check record")
+        fields["reason"] = "the candidate's weights: %s" % why
+        return "partial", fields
     if tier == "A":
         if not judged:
             why = _passed_through(records) or "no op_check record"
-            if result.get("weights") == "constants":
-                why = ("the candidate's parameters match the reference's neither by name nor by "
-                       "value, and judging with its weights as constants is not built (%s)" % why)
             fields["reason"] = "the binding did not judge the wrapper op: %s" % why
             return "partial", fields
         undecided = sorted(g for g, e in gates.items() if e.get("status") in _UNDECIDED)

@@ -72,22 +72,6 @@ size_t kc_san_ranges_build(uint64_t *r, size_t n) {
   return k;
 }
 
-/* Mirrors the device callbacks' search (san_patches.cu): the last range
- * whose base is at or below addr must hold the whole access. */
-int kc_san_ranges_outside(const uint64_t *r, size_t n, uint64_t addr, uint32_t size) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (r[2 * mid] <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (!lo) return 1;
-  uint64_t end = r[2 * (lo - 1) + 1];
-  return addr >= end || size > end - addr;
-}
-
 uint32_t kc_san_epoch_bar(uint32_t e) { return (e & 0xffff) == 0xffff ? e : e + 1; }
 uint32_t kc_san_epoch_warp(uint32_t e) { return (e >> 16) == 0xffff ? e : e + 0x10000; }
 

@@ -72,6 +72,30 @@ struct kc_san_rec {
   uint8_t global; /* 1 global, 0 shared */
 };
 
+/* 1 when [a, a + size) is not inside one range of r[0..2n) (sorted,
+ * disjoint [base, end) pairs: the guard's table): the last range whose
+ * base is at or below a must hold the whole access. The device callbacks'
+ * test and the host's, one definition. */
+#ifdef __CUDACC__
+#define KC_SAN_HOST_DEVICE __host__ __device__
+#else
+#define KC_SAN_HOST_DEVICE
+#endif
+static inline KC_SAN_HOST_DEVICE int kc_san_outside(const uint64_t *r, uint32_t n, uint64_t a,
+                                                    uint32_t size) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (r[2 * mid] <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (!lo) return 1;
+  uint64_t end = r[2 * (lo - 1) + 1];
+  return a >= end || size > end - a;
+}
+
 #define KC_SAN_READ 0x1u
 #define KC_SAN_WRITE 0x2u
 #define KC_SAN_ATOMSYS 0x4u
@@ -103,9 +127,6 @@ size_t kc_san_convert(const struct kc_san_rec *rec, size_t n, uint64_t fn_pc, st
  * empty ones dropped, overlapping and touching ones merged, in place.
  * Returns how many remain. */
 size_t kc_san_ranges_build(uint64_t *r, size_t n);
-/* 1 when [addr, addr + size) is not inside one range of the table (the
- * device callbacks' test, for the host's tests and evidence). */
-int kc_san_ranges_outside(const uint64_t *r, size_t n, uint64_t addr, uint32_t size);
 
 /* Epoch counters after a barrier (callback before the instruction: the
  * barrier's later accesses see the new count) or a __syncwarp; the count

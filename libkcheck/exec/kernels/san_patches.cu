@@ -75,23 +75,9 @@ static __device__ __forceinline__ void unmodeled(kc_san_cfg *c, uint32_t bit) {
   if (!(*(volatile uint32_t *)&c->unmodeled & bit)) atomicOr(&c->unmodeled, bit);
 }
 
-/* The guard (kc_san_cfg.ranges): 1 when [a, a + size) is not inside one
- * range (mirrors kc_san_ranges_outside, san_rec.c). */
+/* The guard (kc_san_cfg.ranges; no table: no guard). */
 static __device__ __forceinline__ int outside(const kc_san_cfg *c, uint64_t a, uint32_t size) {
-  uint32_t n = c->nranges;
-  if (!n) return 0;
-  const uint64_t *r = (const uint64_t *)(uintptr_t)c->ranges;
-  uint32_t lo = 0, hi = n;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (r[2 * mid] <= a)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (!lo) return 1;
-  uint64_t end = r[2 * (lo - 1) + 1];
-  return a >= end || size > end - a;
+  return c->nranges && kc_san_outside((const uint64_t *)(uintptr_t)c->ranges, c->nranges, a, size);
 }
 
 /* An access the guard stops: counted, the first described for the host.

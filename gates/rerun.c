@@ -177,6 +177,7 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
       /* neither route: the PTX route's reason, and the Sanitizer
        * route's where it was tried */
       const char *san = kc_intra_route_why(ctx->li);
+      if (san && st && !strcmp(san, st)) san = NULL; /* the route's own stand-down: said once */
       char why[1280];
       snprintf(why, sizeof why, "%s%s%s", st ? st : "not run", san ? "; Sanitizer route: " : "",
                san ? san : "");

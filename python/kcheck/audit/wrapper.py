@@ -76,42 +76,8 @@ def hold_constants(op, constants):
     """Weights as constants on the binding's side: the wrapper op's
     contract names the reference's parameters (p_<name>), which are not
     arguments of the op here, so the entry the binding judges it by gets
-    them as constants (constants: {wrapper argument name: tensor}). Every
-    generated run (trials, coverage, shapes, layouts) replaces the op's
-    arguments, the forward's inputs, and the oracle computes with these
-    values. The shapes gate keeps only the variants of the contract's op
-    class that leave each constant's shape as it is, and changes only the
-    inputs (a dim tied to a weight stays the task's). Installed in the
-    binding's mode before the op's first call; False where no mode or no
-    contract for the op is loaded (then the op stays unjudged, as before)."""
+    them as constants (constants: {wrapper argument name: tensor}); see
+    kcheck.torch.mode.hold_constants. False where no mode or no contract
+    for the op is loaded (then the op stays unjudged, as before)."""
     from kcheck.torch import mode as km
-    from kcheck.torch import ops
-    m = km._MODE
-    c = m.contracts.get(op._schema.name) if m is not None else None
-    if c is None:
-        return False
-    entry = ops.contract_entry(op, c)
-    base = entry.mapper
-
-    def mapper(a):
-        b = dict(a)
-        b.update(constants)
-        return base(b)
-    mapper.index_args = getattr(base, "index_args", False)
-    entry.mapper = mapper
-    derived = ops.contract_shaper(c)
-
-    def shaper(a):
-        b = dict(a)
-        b.update(constants)
-        out = []
-        for label, changes in (derived(b) if derived else []):
-            if all(tuple(v.shape) == tuple(constants[n].shape)
-                   for n, v in changes.items() if n in constants):
-                kept = {n: v for n, v in changes.items() if n not in constants}
-                if kept:
-                    out.append((label, kept))
-        return out
-    ops.SHAPERS[QUALNAME] = shaper  # a custom op's own shaper (ops.shaper)
-    m.entries[op] = entry
-    return True
+    return km.hold_constants(op, QUALNAME, constants)

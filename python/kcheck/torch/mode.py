@@ -1636,6 +1636,48 @@ def judged_share(rec):
     return out
 
 
+def hold_constants(op, qualname, constants):
+    """Judges a torch_op contract's op (the custom op `op`, named qualname)
+    with some of the contract's arguments held as constants (constants:
+    {contract argument name: tensor}) rather than taken from the op's
+    call: every run the binding makes (oracle, trials, coverage, shapes,
+    layouts) replaces the op's own arguments only, and the oracle computes
+    with these values. The shapes gate keeps only the variants of the
+    contract's op class that leave each constant's shape as it is and
+    changes only the op's arguments. Installed in the active mode before
+    the op's first call; False where no mode or no contract for the op is
+    loaded."""
+    m = _MODE
+    c = m.contracts.get(op._schema.name) if m is not None else None
+    if c is None:
+        return False
+    entry = ops.contract_entry(op, c)
+    base = entry.mapper
+
+    def mapper(a):
+        b = dict(a)
+        b.update(constants)
+        return base(b)
+    mapper.index_args = getattr(base, "index_args", False)
+    entry.mapper = mapper
+    derived = ops.contract_shaper(c)
+
+    def shaper(a):
+        b = dict(a)
+        b.update(constants)
+        out = []
+        for label, changes in (derived(b) if derived else []):
+            if all(tuple(v.shape) == tuple(constants[n].shape)
+                   for n, v in changes.items() if n in constants):
+                kept = {n: v for n, v in changes.items() if n not in constants}
+                if kept:
+                    out.append((label, kept))
+        return out
+    ops.SHAPERS[qualname] = shaper  # a custom op's own shaper (ops.shaper)
+    m.entries[op] = entry
+    return True
+
+
 _MODE = None
 
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "thread.h"
 
 #define RING (4u << 20)
 #define WRITER_PERIOD_NS 2000000 /* 2 ms */
@@ -73,10 +74,6 @@ static void drain_locked(void) {
 
 static void *writer_main(void *arg) {
   (void)arg;
-  /* The writer must never be seen as an application thread. */
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);
   pthread_mutex_lock(&lock);
   while (!stopping) {
     if (tail == head) {
@@ -151,7 +148,7 @@ int kc_rbuf_open(int f) {
   stopping = write_failed = 0;
   if (!writer_running) {
     /* Without the thread every append writes through (slower, still right). */
-    writer_running = pthread_create(&writer, NULL, writer_main, NULL) == 0;
+    writer_running = kc_thread_start(&writer, 0, writer_main, NULL) == 0;
   }
   pthread_mutex_unlock(&lock);
   atomic_store(&crash_fd, f);

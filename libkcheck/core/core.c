@@ -28,6 +28,7 @@
 #include "serving.h"
 #include "stack.h"
 #include "staging.h"
+#include "thread.h"
 #include "uninit.h"
 #include "world.h"
 
@@ -142,7 +143,17 @@ int kc_core_exit_wanted(void) {
          getpid() == owner_pid;
 }
 
-void kc_core_prefork(void) { kc_report_lock(); }
+/* How long a fork waits for kcheck's threads to finish starting: a start
+ * takes microseconds; the bound only keeps a stalled one from stalling the
+ * application's fork. */
+#define KC_FORK_THREAD_WAIT_MS 1000
+
+void kc_core_prefork(void) {
+  /* A thread copied half-started leaves the child locks it cannot reset
+   * (thread.h). */
+  (void)kc_thread_wait_started(KC_FORK_THREAD_WAIT_MS);
+  kc_report_lock();
+}
 
 void kc_core_postfork_parent(void) { kc_report_unlock(); }
 
@@ -150,6 +161,7 @@ void kc_core_postfork_child(void) {
   /* Only this thread exists in the child: reset locks others may have held,
    * and give the child a report of its own. */
   owner_pid = getpid();
+  kc_thread_postfork_child();
   kc_report_reset_lock();
   kc_allocmap_reset_lock();
   kc_kernel_reset_lock();

@@ -27,6 +27,7 @@
 
 #include "core.h"
 #include "report.h"
+#include "thread.h"
 
 /* How long the dying thread waits for the summary: the watcher may be held
  * by a lock the interrupted thread owns, and the process must still die. */
@@ -65,19 +66,12 @@ static void start_watcher(void) {
     close_pipes();
     return;
   }
-  /* The thread inherits the creator's mask: block everything around the
-   * creation so that no signal is ever delivered to the watcher. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  /* Every signal blocked in the watcher: no signal is ever delivered to it. */
   pthread_t t;
-  int rc = pthread_create(&t, NULL, watcher_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc) {
+  if (kc_thread_start(&t, 1, watcher_main, NULL)) {
     close_pipes();
     return;
   }
-  pthread_detach(t);
   atomic_store(&watcher_ready, 1);
 }
 

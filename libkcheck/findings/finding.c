@@ -27,6 +27,7 @@
 #include "stack_snap.h"
 #include "suppress.h"
 #include "symbolize.h"
+#include "thread.h"
 
 #define MAX_KEYS 4096
 #define BLOCK_BYTES 8192
@@ -505,9 +506,6 @@ static void run_pending(struct pending *p) {
 
 static void *worker_main(void *arg) {
   (void)arg;
-  sigset_t all; /* never an application thread to signals */
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);
   kc_guard_enter(); /* whatever it calls is kcheck's own */
   pthread_mutex_lock(&q_lock);
   for (;;) {
@@ -534,11 +532,7 @@ static int enqueue(struct pending *p) {
   if (kc_opt.halt_on_error || forked_child) return 0;
   pthread_mutex_lock(&q_lock);
   if (worker_state == 0) {
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    worker_state = pthread_create(&worker, &a, worker_main, NULL) ? -1 : 1;
-    pthread_attr_destroy(&a);
+    worker_state = kc_thread_start(&worker, 1, worker_main, NULL) ? -1 : 1;
   }
   int queued = worker_state == 1;
   if (queued) {

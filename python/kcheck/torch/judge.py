@@ -48,12 +48,10 @@ TRIAL_SAMPLING = {"fraction": 0.01, "full_below": 4096, "screen": 0}
 QUIET_MASK = 1 << 31
 
 
-def host(t):
-    """A host copy of tensor t's storage span and its layout (shape,
-    strides in elements, relative to the span's start). Only a contiguous
-    1-D view is copied, so the copy is one memcpy: no kernel, no device
-    allocation."""
-    shape = list(t.shape) or [1]  # a 0-dim tensor as one element
+def _span(t):
+    """(shape, strides, span): t's layout (a 0-dim tensor as one element)
+    and the elements of its storage from its first to its last."""
+    shape = list(t.shape) or [1]
     strides = list(t.stride()) or [1]
     span = 1
     for n, s in zip(shape, strides):
@@ -61,23 +59,100 @@ def host(t):
             span = 0
             break
         span += (n - 1) * s
+    return shape, strides, span
+
+
+def _span_view(t, span):
+    flat = torch.empty(0, dtype=t.dtype, device=t.device)
+    flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
+    return flat
+
+
+def host(t):
+    """A host copy of tensor t's storage span and its layout (shape,
+    strides in elements, relative to the span's start). Only a contiguous
+    1-D view is copied, so the copy is one memcpy: no kernel, no device
+    allocation."""
+    shape, strides, span = _span(t)
     flat = torch.empty(0, dtype=t.dtype, device=t.device)
     if span:
-        flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
-        flat = flat.to("cpu", copy=True)
+        flat = _span_view(t, span).to("cpu", copy=True)
     return flat, shape, strides
 
 
+class AsyncCopies:
+    """Host copies that do not wait for the device (torch_async_copies):
+    the span is copied into page-locked memory on the tensor's current
+    stream (non_blocking) and an event recorded after it; the worker that
+    judges the copy waits for the event first (HostTensor.wait). The
+    program's thread no longer drains the device at every copy of a check
+    (a synchronous copy waits for all the work queued before it).
+
+    Page-locked memory stays with PyTorch's pinned-memory cache once
+    allocated, so the bytes of copies not yet judged are capped (limit);
+    beyond it a copy is synchronous, as without the option."""
+
+    def __init__(self, limit):
+        import threading
+        self.limit, self.held = limit, 0
+        self.lock = threading.Lock()
+        self.copies = 0  # made this way (the summary's async_copies)
+
+    def copy(self, t, span):
+        """(pinned host tensor, event) or None: t's span copied without a
+        wait, or None when the copy must be synchronous (not CUDA, over the
+        limit, or PyTorch refused)."""
+        if t.device.type != "cuda" or not span:
+            return None
+        nbytes = span * t.element_size()
+        with self.lock:
+            if self.held + nbytes > self.limit:
+                return None
+            self.held += nbytes
+        try:
+            pinned = torch.empty(span, dtype=t.dtype, pin_memory=True)
+            pinned.copy_(_span_view(t, span), non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(torch.cuda.current_stream(t.device))
+        except Exception:
+            self._release(nbytes)
+            return None
+        # the bytes count until the copy itself is gone (the judgment done)
+        import weakref
+        weakref.finalize(pinned, self._release, nbytes)
+        with self.lock:
+            self.copies += 1
+        return pinned, ev
+
+    def _release(self, nbytes):
+        with self.lock:
+            self.held -= nbytes
+
+
+ASYNC = None  # an AsyncCopies when torch_async_copies is on (KcheckMode sets it)
+
+
 class HostTensor:
-    """A host copy, kept alive with the ctypes view of it."""
+    """A host copy, kept alive with the ctypes view of it. Made on the
+    program's thread; wait() before its bytes are read (a copy made with
+    AsyncCopies may still be in flight until then)."""
 
     def __init__(self, name, t):
         self.name = name
-        self.flat, self.shape, self.strides = host(t)
         self.fmt = profiles.fmt(t.dtype)
         self.dtype = t.dtype
-        self.raw = self.flat  # the bytes as read (the immutability gate compares them)
         self.index = self.fmt is None and t.dtype in INDEX_DTYPES
+        self.event = None
+        made = None
+        if ASYNC is not None and not self.index:
+            # (indices are converted on the host at once: synchronous)
+            self.shape, self.strides, span = _span(t)
+            made = ASYNC.copy(t, span)
+        if made is not None:
+            self.flat, self.event = made
+        else:
+            self.flat, self.shape, self.strides = host(t)
+        self.raw = self.flat  # the bytes as read (the immutability gate compares them)
         if self.index:
             # indices (index_select, embedding) and conditions (where,
             # masked_fill): exact as doubles, converted on the host copy
@@ -90,12 +165,19 @@ class HostTensor:
                 self.flat = view.reshape(-1).contiguous()
                 self.shape, self.strides = [self.flat.numel()], [1]
 
+    def wait(self):
+        """Until the bytes are on the host (at once for a synchronous copy)."""
+        if self.event is not None:
+            self.event.synchronize()
+            self.event = None
+        return self
+
     @classmethod
     def scalar(cls, name, value, fmt, rank):
         """A scalar operand in the op's compute type (ATen's opmath: float
         for fp16/bf16/fp32, double for fp64), broadcast to rank."""
         h = cls.__new__(cls)
-        h.name, h.index = name, False
+        h.name, h.index, h.event = name, False, None
         dtype = torch.float64 if fmt == "fp64" else torch.float32
         h.flat = torch.tensor([float(value)], dtype=dtype)
         h.shape, h.strides = [1] * rank, [0] * rank
@@ -290,6 +372,8 @@ class Job:
         the judgment found a violation."""
         if self.save_path:
             self.ctx["regenerate"] = "python -m kcheck.torch.replay %s" % self.save_path
+        for h in self.inputs + [self.out]:
+            h.wait()  # (an asynchronous copy's bytes: on the host from here)
         result = ctypes.create_string_buffer(4096)
         attrs = dict(self.sampling, **self.attrs)
         astr = " ".join("%s=%s" % (k, _attr_text(v)) for k, v in attrs.items())

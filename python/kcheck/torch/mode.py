@@ -180,6 +180,7 @@ class Stats:
                 "inconclusive_ops_left_out": self.inc_left_out,
                 "errors": self.errors, "passed_through": dict(self.passed),
                 "generated_part_deferred": self.generated_deferred,
+                "async_copies": judge.ASYNC.copies if judge.ASYNC is not None else None,
                 "last_check_after_steps": self.last_check_step,
                 "cost_s": {k: round(v, 6) for k, v in sorted(self.cost.items())},
                 "passed_through_ops": top, "torch_version": torch.__version__}
@@ -403,6 +404,9 @@ class KcheckMode(TorchDispatchMode):
         self.inflight, self.pending_bytes = 0, 0
         self.max_inflight = 64 * max(1, workers)
         self.budget = float(_api.option("torch_budget", "0.5") or 0.5)
+        # host copies that do not drain the device (judge.AsyncCopies)
+        async_bytes = int(float(_api.option("torch_async_copies", "0") or 0))
+        judge.ASYNC = judge.AsyncCopies(async_bytes) if async_bytes > 0 else None
         # from steady state on (the first watched step that met no new
         # signature), the program thread's share is torch_steady_budget
         self.steady_budget = float(_api.option("torch_steady_budget", "0.02") or 0)
@@ -1021,7 +1025,7 @@ class KcheckMode(TorchDispatchMode):
                                                      for _, j in tl if j is not None] + [
             j for _, j, _ in more if j is not None]
         nbytes = sum(j.nbytes() for j in jobs) + sum(
-            a.numel() * a.element_size() for _, _, a in (imm[1] if imm else ()))
+            a.raw.numel() * a.raw.element_size() for _, _, a in (imm[1] if imm else ()))
         with self.stats.lock:
             self.inflight += 1
             self.pending_bytes += nbytes
@@ -1192,8 +1196,7 @@ class KcheckMode(TorchDispatchMode):
                 continue
             if name in entry.written or entry.inplace or entry.has_out:
                 continue
-            after, _, _ = judge.host(v)
-            pairs.append((name, getattr(h, "raw", h.flat), after))
+            pairs.append((name, h, judge.HostTensor(name, v)))
         return pairs
 
     def _immutability(self, gate, pairs, ctx):
@@ -1202,7 +1205,8 @@ class KcheckMode(TorchDispatchMode):
         the GIL released: on kcheck's worker, beside the program); a
         changed input is a violation."""
         changed = []
-        for name, before, after in pairs:
+        for name, hb, ha in pairs:
+            before, after = hb.wait().raw, ha.wait().raw  # the bytes as read
             if before.numel() * before.element_size() != after.numel() * after.element_size():
                 changed.append({"tensor": name, "first_byte": 0, "bytes_changed": 1})
                 continue

@@ -89,8 +89,8 @@ GATES = (
           'relaunched at other shapes its domain admits (1, odd, tile +-1, primes, large; grid from the contract) the kernel still computes its op')),
     Gate(('layouts', 'error', 1, 'layouts',
           '',
-          'tensor op profile index kernel exact bound error ratio shape n_fail n_special verdict_line explained_by detail expected_shape',
-          "the op computes its op whatever its inputs' memory layout and dtype: each floating input in turn transposed in memory, a strided view, at storage offset 1 element (not 16-byte aligned), expanded with stride 0, channels_last (4-D), with a zero-size leading dim (the right shape) and in each float dtype its reference accepts; a clean exception is unsupported, listed but not a failure")),
+          'tensor op profile index kernel exact bound error ratio shape n_fail n_special verdict_line explained_by detail expected_shape dtype expected_dtype',
+          "the op computes its op whatever its inputs' memory layout and dtype: each floating input in turn transposed in memory, a strided view, at storage offset 1 element (not 16-byte aligned), expanded with stride 0, channels_last (4-D), with a zero-size leading dim (the reference's result there: shape, dtype, values) and in each float dtype its reference accepts; a clean exception is unsupported, listed but not a failure")),
 )
 GATE_IDS = tuple(g.id for g in GATES)
 GATE = {g.id: g for g in GATES}

@@ -2,8 +2,10 @@
 by the gate its manifest names, every correct candidate clean, the
 composition task unjudged, the candidate that raises an error, the ones
 that cache a weight copy at __init__ or whose parameters are not aligned
-judged with the weights as constants, the one whose weights match
-nothing partial; the audit.jsonl schema and the exit statuses.
+judged with the weights as constants (and at the shapes of the dims
+no weight has), the one whose weights match nothing partial; the
+layouts gate's empty variant against the reference's result there; the
+audit.jsonl schema and the exit statuses.
 
 The binding judges CPU tensors here (the audit's --device cpu sets
 torch_devices=cuda,cpu) on the CPU stand-in driver, as test_torch.py does;
@@ -97,6 +99,7 @@ def test_corpus_covers_the_tiers_and_families(corpus):
     assert ln["args"] == {"x": "in0", "weight": "p_ln_weight", "bias": "p_ln_bias"}
     assert ln["profile"].endswith(":norm=welford")
     assert tasks["softmax"]["contract"]["attrs"] == {"axis": 1}
+    assert tasks["mean_dim0"]["contract"]["attrs"] == {"axis": 0}
     # nn.Linear: addmm of the transposed weight and the expanded bias,
     # folded into one matmul contract
     lin = tasks["linear"]["contract"]
@@ -370,7 +373,7 @@ def test_tiers_of_the_corpus_traced_without_kcheck():
                 y = contract_yaml(tr.contract)
                 assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
     assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
-    assert sum(1 for t in tiers.values() if t == "A") == 12, tiers
+    assert sum(1 for t in tiers.values() if t == "A") == 13, tiers
 
 
 def test_weights_as_constants_and_the_caching_probe(corpus):
@@ -451,6 +454,84 @@ def test_weights_as_constants_and_the_caching_probe(corpus):
     t, ref, m, snap, how, names = built("linear", "correct.py")
     res = {"weights": how}
     assert _weights(res, t, ref, m, snap, names, "cpu") is None and res == {"weights": "name"}
+
+
+def _runs(rec, gate):
+    return {r.get("variant") or r.get("shape"): r for r in rec["gates"][gate].get("runs", [])}
+
+
+def test_empty_variant_against_the_reference(corpus):
+    """The layouts gate's empty variant on the wrapper op: the candidate at
+    an empty leading dim against the reference's result there (the child
+    runs the reference: the wrapper op has no meta kernel). A mean over
+    the emptied dim must give the reference's NaN, a Linear [0, n_out];
+    every other correct candidate of a tier-A task passes it, or it is
+    not applicable with the reason."""
+    _, recs = corpus
+    got = {os.path.relpath(r["candidate"], CORPUS): r for r in recs
+           if r["type"] == "audit_candidate"}
+    ok = _runs(got["mean_dim0/correct.py"], "layouts")["empty"]
+    assert (ok["class"], ok["shape"]) == ("pass", [16]), ok
+    bug = got["mean_dim0/empty_gives_zero.py"]
+    assert bug["failed"] == ["layouts"], bug
+    ev = bug["evidence"][0]
+    assert ev["exposed_by"]["variant"] == "empty" and ev["exposed_by"]["layout"]["shape"] == [0, 16]
+    assert ev["worst"] == {"verdict": "wrong_value", "tensor": "out", "shape": [16], "index": [0],
+                           "kernel": 0.0, "exact": "nan", "n_fail": 16}, ev
+    assert ev["line"] == "empty_gives_zero.py:5", ev
+    ev = got["linear/empty_returns_input.py"]["evidence"][0]
+    assert ev["worst"] == {"verdict": "wrong_shape", "tensor": "out", "shape": [0, 512],
+                           "expected_shape": [0, 64]}, ev
+    assert "not the reference's [0, 64] float32" in ev["message"]
+    tier_a = {os.path.basename(os.path.dirname(r["task"])) for r in recs
+              if r["type"] == "audit_task" and r["tier"] == "A"}
+    for m in _manifest():
+        r = got[m["candidate"]]
+        if m["verdict"] != "clean" or m["candidate"].split("/")[0] not in tier_a:
+            continue
+        empty = _runs(r, "layouts").get("empty") if "runs" in r["gates"].get("layouts", {}) \
+            else None
+        if empty is not None:  # nll_loss: the layouts gate not applicable (an index input)
+            assert empty["class"] in ("pass", "not_applicable"), (m, empty)
+            assert "meta kernel" not in (empty.get("reason") or ""), (m, empty)
+
+
+def test_shapes_with_weights_as_constants(corpus):
+    """A candidate judged with the weights as constants gets the shapes
+    gate's variants of the dims no weight has: a Linear's batch (each
+    M x K x N row's M, the weight's K and N kept), a layer norm's rows
+    (its length kept). The correct ones pass each; rows computed in whole
+    tiles of 16 are caught at one row. Where every dim is tied to a held
+    weight the gate is not applicable, saying so (the shaper, in this
+    process)."""
+    import torch
+    from kcheck.torch import mode
+    _, recs = corpus
+    got = {os.path.relpath(r["candidate"], CORPUS): r for r in recs
+           if r["type"] == "audit_candidate"}
+    lin = got["linear/cached_transposed_weight.py"]["gates"]["shapes"]
+    assert lin["status"] == "pass" and [(r["shape"], r["class"] in ("pass", "bitwise"))
+                                        for r in lin["runs"]] == [
+        ("1xKxN", True), ("3xKxN", True), ("17xKxN", True), ("(M+1)xKxN", True)], lin
+    ln = got["layer_norm/fused_buffer.py"]["gates"]["shapes"]
+    assert ln["status"] == "pass" and [r["shape"] for r in ln["runs"]] == \
+        ["1xN", "5xN", "3xN", "2xN"], ln
+    bug = got["linear/cached_weight_whole_tiles.py"]
+    assert bug["weights"] == "constants" and bug["failed"] == ["shapes"], bug
+    ev = bug["evidence"][0]
+    assert ev["exposed_by"]["shape"] == "1xKxN" and ev["worst"]["kernel"] == 0, ev
+    # the shaper: a Linear's K and N and a norm's length stay, an
+    # elementwise op with a weight of the input's shape has nothing left
+    c = {"op": "matmul", "args": {"a": "in0", "b": "p_w", "bias": "p_b"},
+         "attrs": {"transpose_b": True}}
+    held = {"p_w": torch.rand(64, 512), "p_b": torch.rand(64)}
+    sh = mode.held_shaper(c, held)
+    got = [(lab, tuple(ch["in0"].shape), sorted(ch)) for lab, ch in sh({"in0": torch.rand(1, 512)})]
+    assert got == [("3xKxN", (3, 512), ["in0"]), ("17xKxN", (17, 512), ["in0"]),
+                   ("(M+1)xKxN", (2, 512), ["in0"])], got  # M = 1: the 1x1x1 row is the call's
+    c = {"op": "mul", "args": {"x": "in0", "y": "p_s"}}
+    sh = mode.held_shaper(c, {"p_s": torch.rand(16, 64)})
+    assert sh({"in0": torch.rand(16, 64)}) == [] and "p_s, held as constants" in sh.none_reason
 
 
 def test_junit_and_strict(corpus):

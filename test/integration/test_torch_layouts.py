@@ -395,6 +395,95 @@ def test_layouts_gate_faults_wrong_shapes_and_unwritten_elements(tmp_path):
         assert set(v["evidence"]) <= declared, set(v["evidence"]) - declared
 
 
+EMPTY_PROG = """
+import torch
+from kcheck.torch import layouts
+
+
+@torch.library.custom_op("kcl::colsum", mutates_args=())
+def colsum(x: torch.Tensor) -> torch.Tensor:
+    return x.double().sum(0).to(x.dtype)
+
+
+@torch.library.custom_op("kcl::colsum_one", mutates_args=())
+def colsum_one(x: torch.Tensor) -> torch.Tensor:
+    # the bug: an accumulator started at the first row's index 0 read as
+    # 1 when there is none
+    return x.double().sum(0).to(x.dtype) if x.shape[0] else x.new_ones(x.shape[1:])
+
+
+@torch.library.custom_op("kcl::colsum_f64", mutates_args=())
+def colsum_f64(x: torch.Tensor) -> torch.Tensor:
+    # the bug: an empty input's zeros made in float64
+    return x.double().sum(0).to(x.dtype) if x.shape[0] else x.new_zeros(x.shape[1:]).double()
+
+
+@torch.library.custom_op("kcl::colsum_rejected", mutates_args=())
+def colsum_rejected(x: torch.Tensor) -> torch.Tensor:
+    return x.double().sum(0).to(x.dtype)
+
+
+def ref_colsum(x):
+    return torch.sum(x, 0)
+
+
+def ref_rejects_empty(x):
+    if not x.shape[0]:
+        raise RuntimeError("ref_rejects_empty: no rows")
+    return torch.sum(x, 0)
+
+
+for op in ("kcl::colsum", "kcl::colsum_one", "kcl::colsum_f64"):
+    layouts.reference_call(op, ref_colsum)
+layouts.reference_call("kcl::colsum_rejected", ref_rejects_empty)
+x = torch.rand(16, 8)
+colsum(x)
+colsum_one(x)                       # LINE one
+colsum_f64(x)                       # LINE f64
+colsum_rejected(x)
+print("done")
+"""
+
+EMPTY_YAML = "contracts:\n" + "".join(
+    "  - {torch_op: 'kcl::%s', op: sum, args: {x: x}, attrs: {axis: 0}, profile: fp32}\n" % op
+    for op in ("colsum", "colsum_one", "colsum_f64", "colsum_rejected"))
+
+
+def test_layouts_gate_empty_variant_against_the_references_result(tmp_path):
+    """The empty variant of a torch_op contract's op whose reference can
+    be run (layouts.reference_call): the op's result at the empty input
+    against the reference's there, its shape, dtype and, for a reduction
+    over the emptied dim, its values (an empty column's sum is 0). The
+    correct op passes; one giving 1 fails (wrong_value, with the index and
+    both values), one giving float64 fails (wrong_dtype); where the
+    reference rejects the empty input the variant is not applicable, said
+    so, and no violation."""
+    recs, checks = layouts_run(tmp_path, EMPTY_PROG, EMPTY_YAML)
+    viol = {v["op"]: v for v in of(recs, "violation")}
+    assert sorted(viol) == ["kcl::colsum_f64.default", "kcl::colsum_one.default"], \
+        [v.get("message") for v in viol.values()]
+    declared = set(_defs.GATE["layouts"].op_evidence) | {"verdict", "exposed_by"}
+    v = viol["kcl::colsum_one.default"]
+    assert v["gate"] == "layouts" and v["exposed_by"]["variant"] == "empty"
+    assert v["exposed_by"]["layout"]["shape"] == [0, 8]
+    assert v["evidence"] == {"verdict": "wrong_value", "tensor": "out", "shape": [8],
+                             "index": [0], "kernel": 1.0, "exact": 0.0, "n_fail": 8}, v
+    assert v["stack"]["python"][-1]["line"] == line(EMPTY_PROG, "one")
+    assert "empty gave 1.0 at [0], not the reference's [8] float32 (0.0 at [0])" in v["message"]
+    v = viol["kcl::colsum_f64.default"]
+    assert v["evidence"] == {"verdict": "wrong_dtype", "tensor": "out", "shape": [8],
+                             "dtype": "float64", "expected_dtype": "float32"}, v
+    for v in viol.values():
+        assert set(v["evidence"]) <= declared, set(v["evidence"]) - declared
+    ok = run_of(checks["kcl::colsum.default"][0]["layouts"], "empty")
+    assert (ok["class"], ok["shape"]) == ("pass", [8]), ok
+    na = checks["kcl::colsum_rejected.default"][0]["layouts"]
+    assert na["status"] == "pass", na
+    assert run_of(na, "empty")["class"] == "not_applicable"
+    assert run_of(na, "empty")["reason"] == \
+        "the reference rejects the empty input: RuntimeError: ref_rejects_empty: no rows"
+
+
 def test_layouts_gate_opt_in_and_not_applicable_at_kernel_level(app, tmp_path):
     """Not in the default gates (as shapes); at kernel level a launch has
     no tensor layout to vary: a contracted launch's check record says

@@ -131,6 +131,13 @@ def run(args):
                 res["weights_held"] = False
                 res["weights_reason"] = res["weights_reason"].split("; judged with")[0] + \
                     "; no binding or no contract is loaded to hold the weights as constants"
+            if args.tier == "A" and compared and res.get("weights_held") is not False:
+                # the layouts gate's empty variant: the candidate against
+                # the reference's result at the empty input (a custom op
+                # has no meta kernel to tell even its shape)
+                from kcheck.audit.wrapper import QUALNAME
+                from kcheck.torch import layouts
+                layouts.reference_call(QUALNAME, wrap.reference(ref_model, names))
         watched = {"input %d" % i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
         watched.update({"parameter %s" % k: v for k, v in params.items()})
         watched.update({"parameter %s" % k: v for k, v in held.items()})

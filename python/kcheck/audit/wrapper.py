@@ -7,7 +7,10 @@ would see nothing of the candidate.
 Its arguments are the task's tensor inputs (in0, in1, ...) and, when the
 reference's parameters were aligned into the candidate, those parameters
 (p_<the reference's name>), passed through torch.func.functional_call so that generated
-inputs reach the weights too. Non-tensor inputs stay constants."""
+inputs reach the weights too. Non-tensor inputs stay constants.
+Wrapper.reference runs the reference the same way, for the binding's
+checks that need the reference's own result (the layouts gate's empty
+variant: a custom op has no meta kernel to give even its shape)."""
 import torch
 
 NAMESPACE = "kcheck_audit"
@@ -46,18 +49,40 @@ class Wrapper:
             self.lib.impl(OP, self._impl, key)
         self.op = getattr(getattr(torch.ops, NAMESPACE), OP).default
 
-    def _impl(self, *tensors):
+    def _forward(self, model, names, tensors):
+        """model's output at the op's arguments (tensors, in the op's
+        order): the task's inputs with the op's in their places, the
+        parameters passed under names (the model's names of them, in
+        self.param_names' order) through functional_call."""
         n = len(self.positions)
         args = list(self.inputs)
         for k, pos in enumerate(self.positions):
             args[pos] = tensors[k]
-        if self.param_names:
-            params = dict(zip(self.param_names, tensors[n:]))
-            out = torch.func.functional_call(self.model, params, tuple(args))
+        if names:
+            out = torch.func.functional_call(model, dict(zip(names, tensors[n:])), tuple(args))
         else:
-            out = self.model(*args)
-        if isinstance(out, (tuple, list)):
-            out = out[0]
+            out = model(*args)
+        return out[0] if isinstance(out, (tuple, list)) else out
+
+    def reference(self, ref_model, names):
+        """fn(*args, **kwargs): the reference's output at the wrapper op's
+        arguments (names: {candidate's parameter name: the reference's},
+        as given to __init__), run with no mode on: what the layouts
+        gate's empty variant compares the candidate with
+        (kcheck.torch.layouts.reference_call). With the weights held as
+        constants the op takes the forward's inputs only and ref_model
+        holds the weights."""
+        from torch.utils._python_dispatch import _disable_current_modes
+        ref_names = [names[k] for k in self.param_names]
+
+        def fn(*args, **kwargs):
+            tensors = list(args) + [kwargs[n] for n in self.names[len(args):]]
+            with _disable_current_modes(), torch.no_grad():
+                return self._forward(ref_model, ref_names, tensors)
+        return fn
+
+    def _impl(self, *tensors):
+        out = self._forward(self.model, self.param_names, tensors)
         if not isinstance(out, torch.Tensor):
             raise TypeError("the candidate returned %s, not a tensor" % type(out).__name__)
         # an op's output may not alias its inputs; an in-place candidate's

@@ -37,10 +37,14 @@ expanded and the dtypes are not, so the oracle judges every variant's
 output against the inputs that variant was given, and the profile of a
 dtype is the one PyTorch's settings give at that dtype (an ATen op's, or
 for a torch_op contract the profile its reference has there:
-reference_dtypes). The empty variant runs only where the op's meta
-kernel (ATen's; a custom op's register_fake) accepts the shapes — an op
-need not check an input's size before reading it — and its output must
-have the meta kernel's shape. A variant that leaves a tensor's layout
+reference_dtypes). The empty variant of a torch_op contract's op whose
+reference can be run (reference_call) is compared with the reference's
+result at that input: shape, dtype and values (a reduction over the
+emptied dim has some), not applicable where the reference raises; of
+any other op it runs only where the op's meta kernel (ATen's; a custom
+op's register_fake) accepts the shapes — an op need not check an input's
+size before reading it — and its output must have the meta kernel's
+shape. A variant that leaves a tensor's layout
 unchanged (a transpose of a 1-wide matrix, channels_last of one channel,
 a tensor of one element expanded) is left out.
 """
@@ -103,6 +107,64 @@ def dtype_reference(contract, vname):
     if vname not in specs:
         return None, "the reference does not accept %s" % vname
     return specs[vname], None
+
+
+# What a torch_op contract's reference returns at the op's own arguments,
+# {torch_op: fn(*args, **kwargs) -> its output tensor}, told by whoever
+# can run that reference (the audit's child: the task's model). The empty
+# variant of such an op is judged against it: the reference's result at
+# the empty input, its shape, dtype and, where it has elements (a
+# reduction over the emptied dim: sum 0, mean NaN), its values; a custom
+# op has no meta kernel to give even the shape otherwise.
+_REFERENCE_CALLS = {}
+
+
+def reference_call(torch_op, fn):
+    """States how to run torch_op's reference at the op's arguments
+    (fn(*args, **kwargs) -> tensor): its empty variant is then compared
+    with the reference's result there, and is not applicable where the
+    reference raises (it rejects the empty input)."""
+    _REFERENCE_CALLS[torch_op] = fn
+
+
+def empty_reference(contract):
+    """The reference's call for a torch_op contract's op, or None."""
+    return _REFERENCE_CALLS.get((contract or {}).get("torch_op"))
+
+
+def _number(v):
+    """A value for the record: a float, or its name where JSON has none."""
+    v = float(v)
+    return v if v == v and abs(v) != float("inf") else repr(v)
+
+
+def empty_mismatch(expected, got, tensor):
+    """The evidence where the op's result at the empty input (got) is not
+    the reference's there (expected), else None: its shape, its dtype,
+    then each value. The reference's values there are exact (an empty
+    sum is 0, an empty mean NaN), so equality is the verdict: NaN matches
+    any NaN, and -0 matches +0 (a sign the reference's own reduction
+    order could give either way)."""
+    if not isinstance(got, torch.Tensor) or list(got.shape) != list(expected.shape):
+        return {"verdict": "wrong_shape", "tensor": tensor,
+                "shape": list(got.shape) if isinstance(got, torch.Tensor) else None,
+                "expected_shape": list(expected.shape)}
+    if got.dtype != expected.dtype:
+        return {"verdict": "wrong_dtype", "tensor": tensor, "shape": list(got.shape),
+                "dtype": str(got.dtype).replace("torch.", ""),
+                "expected_dtype": str(expected.dtype).replace("torch.", "")}
+    if not expected.numel():
+        return None
+    e, g = expected.detach().cpu(), got.detach().cpu()
+    differ = e != g
+    if e.is_floating_point() or e.is_complex():
+        differ &= ~(e.isnan() & g.isnan())
+    n = int(differ.sum())
+    if not n:
+        return None
+    idx = [int(i) for i in differ.nonzero()[0]]
+    return {"verdict": "wrong_value", "tensor": tensor, "shape": list(got.shape), "index": idx,
+            "kernel": _number(g[tuple(idx)]), "exact": _number(e[tuple(idx)]), "n_fail": n}
 
 
 def floating(t):

@@ -887,7 +887,9 @@ class KcheckMode(TorchDispatchMode):
                     method, none = _VARIANT_KINDS[kind]
                     with st.timed(gate):
                         tl = getattr(self, method)(gate, func, entry, settings, args, kwargs, ctx)
-                    if tl:
+                    if isinstance(tl, str):  # none, the method's reason
+                        gates[gate] = {"status": _S_NOT_APPLICABLE, "reason": tl}
+                    elif tl:
                         trial_jobs[gate] = tl
                     else:
                         gates[gate] = {"status": _S_NOT_APPLICABLE, "reason": none}
@@ -1306,7 +1308,8 @@ class KcheckMode(TorchDispatchMode):
 
     def _shapes(self, gate, func, entry, settings, args, kwargs, ctx0):
         """The op at the shaper's adversarial shapes (ops.SHAPERS), on
-        generated inputs, judged by the oracle: [(meta, Job or None)]."""
+        generated inputs, judged by the oracle: [(meta, Job or None)], or
+        the shaper's none_reason where it gives none (not applicable)."""
         sh = ops.shaper(entry)
         if sh is None:
             return []
@@ -1315,6 +1318,8 @@ class KcheckMode(TorchDispatchMode):
             variants = sh(bound)
         except Exception:  # a layout the shaper does not handle: not applicable
             return []
+        if not variants and getattr(sh, "none_reason", None):
+            return sh.none_reason  # not applicable, saying why
         out = []
         seed = _defs.SEED_SHAPES
         for label, changes in variants:
@@ -1417,24 +1422,28 @@ class KcheckMode(TorchDispatchMode):
                 out.append((dict(meta, reason="not mapped: %s: %s" % (
                     type(e).__name__, str(e)[:120])), None))
                 continue
-            expected, why = (layouts.meta_shape(func, vargs, vkw, plan.out)
-                             if vname == "empty" else (None, None))
-            if vname == "empty" and expected is None:
-                # only where the op's meta kernel accepts the shapes: an
-                # op that does not check an input's size may read past
-                # an empty one (native_batch_norm's weight on the CPU)
-                out.append((dict(meta, reason="not accepted by the op's meta kernel: " + why),
-                            None))
-                continue
+            expected, why, poison = None, None, _defs.FILL_NAN
+            if vname == "empty":
+                expected, why, na = self._empty_expected(func, entry, plan, vargs, vkw)
+                if expected is None:
+                    out.append((dict(meta, **({"class": _S_NOT_APPLICABLE} if na else {}),
+                                     reason=why), None))
+                    continue
+                if isinstance(expected, torch.Tensor):
+                    # the reference's values there may be NaN (an empty
+                    # mean): an element left unwritten must not match them
+                    poison = _defs.FILL_POISON_A
             err = None
             self.lib.kcheck_own_begin()
             try:
                 o = vkw.get("out") if entry.has_out else None
                 if isinstance(o, torch.Tensor):  # an out= tensor: poisoned directly
-                    _flat_bytes(o).fill_(_defs.FILL_NAN)
+                    _flat_bytes(o).fill_(poison)
                 # blocks of the inputs' sizes, the variant's larger
-                # storage and the call's own (the output's, often)
-                self._poison_pool(tuple(vargs) + tuple(nargs), _defs.FILL_NAN)
+                # storage and the call's own (the output's, often), and
+                # the reference's result's at the empty input
+                self._poison_pool(tuple(vargs) + tuple(nargs) + (
+                    (expected,) if isinstance(expected, torch.Tensor) else ()), poison)
                 res = func(*vargs, **vkw)
                 if v.device.type == "cuda":  # a fault surfaces here, named by this variant
                     torch.cuda.synchronize(v.device)
@@ -1469,17 +1478,8 @@ class KcheckMode(TorchDispatchMode):
                                               ref["out"])}), None))
                 continue
             if vname == "empty":
-                got = plan.out(res)
-                got = list(got.shape) if isinstance(got, torch.Tensor) else None
-                if got != expected:
-                    ev = {"verdict": "wrong_shape", "tensor": plan.label, "shape": got,
-                          "expected_shape": expected}
-                    out.append((meta, self._layout_finding(
-                        gate, entry, ctx0, exposed, ev,
-                        "%s with input '%s' empty gave shape %s, not %s" % (
-                            entry.name, label, got, expected))))
-                else:
-                    out.append((dict(meta, **{"class": _S_PASS, "shape": got}), None))
+                out.append(self._empty_verdict(gate, entry, ctx0, exposed, meta, label, plan,
+                                               res, expected))
                 continue
             try:
                 j, _ = self._job(gate, 0, entry, plan, settings, inputs, res, None, exposed,
@@ -1489,6 +1489,61 @@ class KcheckMode(TorchDispatchMode):
                 continue
             out.append((meta, j))
         return out
+
+    def _empty_expected(self, func, entry, plan, vargs, vkw):
+        """What the empty variant's output must be: (the reference's result
+        at these inputs, None, False) for a torch_op contract's op whose
+        reference can be run (layouts.reference_call); else (its shape by
+        the op's meta kernel, None, False); (None, why, not applicable)
+        where the reference raises (it rejects the empty input: not
+        applicable) or the meta kernel refuses or is missing."""
+        ref = layouts.empty_reference(entry.contract) if entry.contract else None
+        if ref is None:
+            shape, why = layouts.meta_shape(func, vargs, vkw, plan.out)
+            # only where the op's meta kernel accepts the shapes: an op
+            # that does not check an input's size may read past an empty
+            # one (native_batch_norm's weight on the CPU)
+            return shape, None if shape is not None else \
+                "not accepted by the op's meta kernel: " + why, False
+        self.lib.kcheck_own_begin()
+        try:
+            # copies: the candidate gets the variant's own tensors after
+            expected = ref(*[a.clone() if isinstance(a, torch.Tensor) else a for a in vargs],
+                           **{k: v.clone() if isinstance(v, torch.Tensor) else v
+                              for k, v in vkw.items() if k != "out"})
+        except Exception as e:  # the reference rejects the empty input
+            return None, "the reference rejects the empty input: %s: %s" % (
+                type(e).__name__, str(e)[:160]), True
+        finally:
+            self.lib.kcheck_own_end()
+        if not isinstance(expected, torch.Tensor):
+            return None, "the reference gives no tensor at the empty input", True
+        return expected, None, False
+
+    def _empty_verdict(self, gate, entry, ctx0, exposed, meta, label, plan, res, expected):
+        """The empty variant's (meta, Finding or None): its output against
+        the reference's result there (a tensor: layouts.empty_mismatch) or
+        the meta kernel's shape (a list)."""
+        got = plan.out(res)
+        if isinstance(expected, torch.Tensor):
+            ev = layouts.empty_mismatch(expected, got, plan.label)
+            want = "the reference's %s %s%s" % (
+                list(expected.shape), str(expected.dtype).replace("torch.", ""),
+                " (%s at %s)" % (ev["exact"], ev["index"]) if ev and "exact" in ev else "")
+        else:
+            shape = list(got.shape) if isinstance(got, torch.Tensor) else None
+            ev = None if shape == expected else {
+                "verdict": "wrong_shape", "tensor": plan.label, "shape": shape,
+                "expected_shape": expected}
+            want = "shape %s" % expected
+        if ev is None:
+            return dict(meta, **{"class": _S_PASS, "shape": list(got.shape)}), None
+        gave = {"wrong_shape": lambda: "shape %s" % ev["shape"],
+                "wrong_dtype": lambda: ev["dtype"],
+                "wrong_value": lambda: "%s at %s" % (ev["kernel"], ev["index"])}[ev["verdict"]]()
+        return meta, self._layout_finding(
+            gate, entry, ctx0, exposed, ev, "%s with input '%s' empty gave %s, not %s" % (
+                entry.name, label, gave, want))
 
     def _layout_finding(self, gate, entry, ctx0, exposed, ev, message):
         """A layouts violation decided without the oracle (layouts.Finding)."""
@@ -1647,10 +1702,10 @@ def hold_constants(op, qualname, constants):
     call: every run the binding makes (oracle, trials, coverage, shapes,
     layouts) replaces the op's own arguments only, and the oracle computes
     with these values. The shapes gate keeps only the variants of the
-    contract's op class that leave each constant's shape as it is and
-    changes only the op's arguments. Installed in the active mode before
-    the op's first call; False where no mode or no contract for the op is
-    loaded."""
+    contract's op class that vary the dims no constant has (held_shaper)
+    and changes only the op's arguments. Installed in the active mode
+    before the op's first call; False where no mode or no contract for the
+    op is loaded."""
     m = _MODE
     c = m.contracts.get(op._schema.name) if m is not None else None
     if c is None:
@@ -1664,7 +1719,20 @@ def hold_constants(op, qualname, constants):
         return base(b)
     mapper.index_args = getattr(base, "index_args", False)
     entry.mapper = mapper
-    derived = ops.contract_shaper(c)
+    ops.SHAPERS[qualname] = held_shaper(c, constants)  # a custom op's own (ops.shaper)
+    m.entries[op] = entry
+    return True
+
+
+def held_shaper(c, constants):
+    """The shapes gate's shaper of a torch_op contract's op with some
+    arguments held as constants (hold_constants): its class's variants
+    of the dims no constant has (ops.contract_shaper's held: a Linear's
+    M with its K and N, a norm's rows with its length), each changing
+    only the op's own arguments; a variant that would change a
+    constant's shape is left out. Where none is left (every dim tied to
+    a constant) the shaper's none_reason says so."""
+    derived = ops.contract_shaper(c, held=constants)
 
     def shaper(a):
         b = dict(a)
@@ -1677,9 +1745,10 @@ def hold_constants(op, qualname, constants):
                 if kept:
                     out.append((label, kept))
         return out
-    ops.SHAPERS[qualname] = shaper  # a custom op's own shaper (ops.shaper)
-    m.entries[op] = entry
-    return True
+    shaper.none_reason = ("every shape variant of the op's class changes a dim of %s, held as "
+                          "constants (weights as constants: their shapes stay)"
+                          % ", ".join(sorted(constants)))
+    return shaper
 
 
 _MODE = None

@@ -1125,7 +1125,22 @@ def _lead(x, rows):
     return tuple(1 for _ in range(max(x.dim() - 2, 0))) + ((rows,) if x.dim() >= 2 else ())
 
 
-def contract_shaper(c):
+def _held_label(row, tied):
+    """A matmul row's label with the dims tied to a held tensor named
+    (the call's own): ("3x17x5", {"K", "N"}) -> "3xKxN"."""
+    parts = []
+    for name, v in zip("MKN", row[1:]):
+        if name in tied:
+            parts.append(name)
+        elif isinstance(v, int):
+            parts.append(str(v))
+        else:
+            v = v.replace(" ", "")
+            parts.append(v if v.isalpha() else "(%s)" % v)
+    return "x".join(parts)
+
+
+def contract_shaper(c, held=()):
     """The shapes a torch_op contract's op implies, from its class: size 1,
     odd sizes, one past a power of two, long rows, each input of the op
     (by its args) laid out for them; None for ops without a rule
@@ -1134,7 +1149,13 @@ def contract_shaper(c):
     (attr axis absent or last), a norm's weight and bias along; matmul: A
     [.., M, K], B [.., K, N] (transpose_a/b honoured), bias [N] or c
     [.., M, N]; attention: the sequence length of q, k and v. The
-    contract's own shapes ({oracle input: dims}) are added to them."""
+    contract's own shapes ({oracle input: dims}) are added to them.
+    held: the op's arguments held as constants (weights: hold_constants),
+    whose shapes stay: a matmul varies only the dims no held operand has
+    (a Linear's M, its K and N tied to the weight: each row's M with the
+    call's own K and N), a norm only its rows (n tied to its weight and
+    bias); the other classes' variants are left to the caller's filter."""
+    held = frozenset(held)
     op = (c.get("op") or "").lower()
     args = dict(c.get("args") or {})
     args.pop("out", None)
@@ -1152,8 +1173,15 @@ def contract_shaper(c):
         axis = int(attrs.get("axis", -1))
         if axis not in (-1, x.dim() - 1):
             return []
-        out = []
+        rows_only = any(ref(side) in held for side in ("weight", "bias") if ref(side))
+        out, seen = [], set()
         for lab, r, n in _CLASS_ROW_SHAPES:
+            if rows_only:  # n tied to a held weight or bias: the rows vary
+                n, lab = x.shape[-1], "%dxN" % r
+                shape = _lead(x, r) + (n,)
+                if shape == tuple(x.shape) or shape in seen:
+                    continue
+                seen.add(shape)
             ch = {ref("x"): Layout(x, _lead(x, r) + (n,))}
             for side in ("weight", "bias"):
                 t = a.get(ref(side)) if ref(side) else None
@@ -1173,8 +1201,24 @@ def contract_shaper(c):
         m = x.shape[-1] if ta else x.shape[-2]
         k = x.shape[-2] if ta else x.shape[-1]
         n = y.shape[-2] if tb else y.shape[-1]
+        # the dims a held operand has keep the call's own value
+        tied = set()
+        for side, dims in (("a", "MK"), ("b", "KN"), ("bias", "N"), ("c", "MN")):
+            t = a.get(ref(side)) if ref(side) else None
+            if ref(side) in held and t is not None:
+                tied.update(dims if side != "c" or t.dim() >= 2 else "N")
+        mnk, seen = [], {(m, k, n)}
+        for row, (lab, dims) in zip(_defs.SHAPE_MNK, _mnk(m, k, n)):
+            if tied:
+                dims = tuple(own if name in tied else d
+                             for name, own, d in zip("MKN", (m, k, n), dims))
+                if dims in seen:
+                    continue
+                seen.add(dims)
+                lab = _held_label(row, tied)
+            mnk.append((lab, dims))
         out = []
-        for lab, (mm_, kk, nn) in _mnk(m, k, n):
+        for lab, (mm_, kk, nn) in mnk:
             ch = {ref("a"): Layout(x, bx + ((kk, mm_) if ta else (mm_, kk))),
                   ref("b"): Layout(y, by + ((nn, kk) if tb else (kk, nn)))}
             for side in ("bias", "c"):

@@ -534,6 +534,28 @@ def test_shapes_with_weights_as_constants(corpus):
     assert sh({"in0": torch.rand(16, 64)}) == [] and "p_s, held as constants" in sh.none_reason
 
 
+def test_undecided_layout_variants_counted(corpus):
+    """Every candidate's layouts entry counts its unsupported and its
+    inconclusive variants (judged without a finite bound at that dtype):
+    the gate passes on what was decided; --strict fails a candidate with
+    either."""
+    from kcheck.audit.driver import exit_status
+    _, recs = corpus
+    inconclusive = 0
+    for r in (r for r in recs if r["type"] == "audit_candidate"):
+        lay = (r.get("gates") or {}).get("layouts")
+        if not lay or "runs" not in lay:
+            continue
+        for cls in ("unsupported", "inconclusive"):
+            n = sum(v["class"] == cls for v in lay["runs"])
+            assert lay.get(cls, 0) == n, (r["candidate"], cls, lay)
+        inconclusive += lay.get("inconclusive", 0)
+    print("inconclusive layout variants in the corpus:", inconclusive)
+    rec = {"type": "audit_candidate", "verdict": "clean",
+           "gates": {"layouts": {"status": "pass", "inconclusive": 1}}}
+    assert exit_status([rec]) == 0 and exit_status([rec], strict=True) == 1
+
+
 def test_junit_and_strict(corpus):
     import xml.etree.ElementTree as ET
     from kcheck.audit.driver import exit_status

@@ -341,14 +341,17 @@ def summary(records):
 
 
 def unsupported(rec):
-    """How many layouts gate variants an audit_candidate refused with a
-    clean exception (or answered in another dtype than the reference)."""
-    return ((rec.get("gates") or {}).get("layouts") or {}).get("unsupported", 0)
+    """How many layouts gate variants of an audit_candidate went
+    undecided: refused with a clean exception (or answered in another
+    dtype than the reference), or judged inconclusive (no finite bound at
+    that dtype)."""
+    g = (rec.get("gates") or {}).get("layouts") or {}
+    return g.get("unsupported", 0) + g.get("inconclusive", 0)
 
 
 def exit_status(records, error_exitcode=1, allow_unchecked=False, strict=False):
     """docs/audit.md: 1 (or N) when a candidate is broken or error (or,
-    strict, partial or with unsupported layouts), 5 when every candidate
+    strict, partial or with unsupported or inconclusive layouts), 5 when every candidate
     is unjudged, else 0."""
     cands = [r for r in records if r["type"] == "audit_candidate"]
     bad = ("broken", "error", "partial") if strict else ("broken", "error")

@@ -998,6 +998,12 @@ class KcheckMode(TorchDispatchMode):
                         n = sum(r["class"] == _S_UNSUPPORTED for r in runs)
                         if n:
                             gates[gate]["unsupported"] = n
+                        # judged but undecided (no finite bound at that
+                        # dtype): the gate passes on what was decided, and
+                        # says how many were not
+                        n = sum(r["class"] == "inconclusive" for r in runs)
+                        if n:
+                            gates[gate]["inconclusive"] = n
                 clean = all(g.get("status") != _S_FAIL for g in gates.values())
                 dt = prep + time.perf_counter() - t1
                 rec = {"op": entry.name, "oracle_op": ctx.get("oracle_op"),

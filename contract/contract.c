@@ -738,8 +738,136 @@ static void parse_torch_shapes(struct pctx *x, struct kc_contract *c, yaml_node_
   c->torch_shapes = all;
 }
 
-/* torch_op: NAME and args: {oracle input: op argument name or position}
- * (the PyTorch binding maps the op's arguments with them). */
+/* The view ops an args entry may apply to its argument (view chains,
+ * docs/contracts.md): ops that only change shape or layout, never a
+ * value, with the number of integers each takes (max -1: any, at least
+ * min). The binding applies them as the PyTorch methods of the same name. */
+static const struct {
+  const char *name;
+  int min, max;
+} view_ops[] = {{"view", 1, -1},      {"reshape", 1, -1}, {"transpose", 2, 2}, {"t", 0, 0},
+                {"permute", 1, -1},   {"expand", 1, -1},  {"unsqueeze", 1, 1}, {"squeeze", 0, 1},
+                {"contiguous", 0, 0}, {"clone", 0, 0}};
+
+#define VIEW_MAX_STEPS 16
+
+/* One step of a view chain, [op, int...], as JSON; NULL after a
+ * diagnostic (unknown op, wrong arity, an argument not an integer, a size
+ * below -1 or two -1s in a view's sizes, a permutation naming a dim
+ * twice). */
+static json_t *view_step(struct pctx *x, yaml_node_t *st) {
+  if (st->type != YAML_SEQUENCE_NODE) {
+    diag(x, st, "view step: expected [op, int...], found %s", kind_name(st));
+    return NULL;
+  }
+  yaml_node_item_t *it = st->data.sequence.items.start, *end = st->data.sequence.items.top;
+  const char *op = it < end ? scalar(node(x, *it)) : NULL;
+  if (!op) {
+    diag(x, st,
+         "view step: expected [op, int...] with op one of view, reshape, transpose, t, "
+         "permute, expand, unsqueeze, squeeze, contiguous, clone");
+    return NULL;
+  }
+  int k = -1;
+  for (int i = 0; i < (int)(sizeof view_ops / sizeof *view_ops); i++)
+    if (!strcmp(view_ops[i].name, op)) k = i;
+  if (k < 0) {
+    diag(x, node(x, *it),
+         "unknown view op '%s' (expected one of view, reshape, transpose, t, permute, expand, "
+         "unsqueeze, squeeze, contiguous, clone: ops that move no value)",
+         op);
+    return NULL;
+  }
+  int n = (int)(end - it) - 1, ok = 1, minus = 0;
+  if (n < view_ops[k].min || (view_ops[k].max >= 0 && n > view_ops[k].max)) {
+    if (view_ops[k].min == view_ops[k].max)
+      diag(x, st, "view op '%s' takes %d integer%s; the step gives %d", op, view_ops[k].min,
+           view_ops[k].min == 1 ? "" : "s", n);
+    else if (view_ops[k].max < 0)
+      diag(x, st, "view op '%s' takes at least %d integer; the step gives %d", op, view_ops[k].min,
+           n);
+    else
+      diag(x, st, "view op '%s' takes %d to %d integers; the step gives %d", op, view_ops[k].min,
+           view_ops[k].max, n);
+    return NULL;
+  }
+  json_t *one = json_array();
+  json_array_append_new(one, json_string(op));
+  int sizes = !strcmp(op, "view") || !strcmp(op, "reshape") || !strcmp(op, "expand");
+  long long seen[VIEW_MAX_STEPS * 4];
+  for (int i = 0; ok && ++it < end; i++) {
+    yaml_node_t *a = node(x, *it);
+    const char *as = scalar(a);
+    char *e = NULL;
+    long long v = as ? strtoll(as, &e, 10) : 0;
+    if (!as || e == as || *e || v < -(1LL << 40) || v > (1LL << 40)) {
+      diag(x, a, "view op '%s': argument %d is not an integer", op, i + 1);
+      ok = 0;
+    } else if (sizes && v < -1) {
+      diag(x, a, "view op '%s': bad size %lld (a size, or -1)", op, v);
+      ok = 0;
+    } else if (sizes && v == -1 && strcmp(op, "expand") && minus++) {
+      diag(x, a, "view op '%s': only one size may be -1", op);
+      ok = 0;
+    } else if (!strcmp(op, "permute")) {
+      for (int j = 0; j < i && j < (int)(sizeof seen / sizeof *seen); j++)
+        if (seen[j] == v) {
+          diag(x, a, "view op 'permute' names dim %lld twice", v);
+          ok = 0;
+        }
+      if (i < (int)(sizeof seen / sizeof *seen)) seen[i] = v;
+    }
+    if (ok) json_array_append_new(one, json_integer((json_int_t)v));
+  }
+  if (!ok) {
+    json_decref(one);
+    return NULL;
+  }
+  return one;
+}
+
+/* An args entry that names its argument through a view chain:
+ * {arg: NAME, view: [[op, int...], ...]}. Returns the argument's name and
+ * sets *chain (JSON, the steps in order), or NULL after a diagnostic. */
+static const char *view_arg(struct pctx *x, const char *key, yaml_node_t *m, json_t **chain) {
+  static const char *const keys[] = {"arg", "view", NULL};
+  yaml_node_t *v[2];
+  *chain = NULL;
+  map_keys(x, m, keys, "args entry", v);
+  if (!v[0] || !v[1]) {
+    diag(x, m, "args entry '%s': expected {arg: NAME, view: [[op, int...], ...]}", key);
+    return NULL;
+  }
+  if (!strcmp(key, "out")) {
+    diag(x, m, "args entry 'out' names the result; it takes no view chain");
+    return NULL;
+  }
+  const char *name = want_scalar(x, v[0], "args entry's arg");
+  if (!name || !want_type(x, v[1], YAML_SEQUENCE_NODE, "args entry's view")) return NULL;
+  int n = (int)(v[1]->data.sequence.items.top - v[1]->data.sequence.items.start);
+  if (n < 1 || n > VIEW_MAX_STEPS) {
+    diag(x, v[1], "args entry '%s': view has %d steps (1 to %d)", key, n, VIEW_MAX_STEPS);
+    return NULL;
+  }
+  json_t *all = json_array();
+  int ok = 1;
+  for (yaml_node_item_t *it = v[1]->data.sequence.items.start; it < v[1]->data.sequence.items.top;
+       it++) {
+    json_t *one = view_step(x, node(x, *it));
+    if (!one) ok = 0;
+    if (one) json_array_append_new(all, one);
+  }
+  if (!ok) {
+    json_decref(all);
+    return NULL;
+  }
+  *chain = all;
+  return name;
+}
+
+/* torch_op: NAME and args: {oracle input: op argument name or position,
+ * or {arg: NAME, view: CHAIN}} (the PyTorch binding maps the op's
+ * arguments with them, applying the chain). */
 static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *nd,
                            yaml_node_t **v) {
   if (v[0] || v[1] || v[6] || v[7])
@@ -760,8 +888,16 @@ static void parse_torch_op(struct pctx *x, struct kc_contract *c, yaml_node_t *n
   for (yaml_node_pair_t *pr = m->data.mapping.pairs.start;
        c->torch_args && pr < m->data.mapping.pairs.top; pr++) {
     const char *ks = want_scalar(x, node(x, pr->key), "args key");
-    const char *vs = want_scalar(x, node(x, pr->value), "args value");
+    yaml_node_t *val = node(x, pr->value);
+    json_t *chain = NULL;
+    const char *vs = !ks                              ? NULL
+                     : val->type == YAML_MAPPING_NODE ? view_arg(x, ks, val, &chain)
+                                                      : want_scalar(x, val, "args value");
     if (!ks || !vs) continue;
+    if (chain) {
+      if (!c->torch_views) c->torch_views = json_object();
+      json_object_set_new(c->torch_views, ks, chain);
+    }
     c->torch_args[c->ntorch_args].key = strdup(ks);
     c->torch_args[c->ntorch_args++].value = strdup(vs);
   }
@@ -1050,6 +1186,7 @@ void kc_contract_free(struct kc_contract *c) {
   free(c->pattern);
   free(c->torch_op);
   json_decref(c->torch_shapes);
+  json_decref(c->torch_views);
   for (int i = 0; i < c->ntorch_args; i++) {
     free(c->torch_args[i].key);
     free(c->torch_args[i].value);

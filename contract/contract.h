@@ -171,6 +171,9 @@ struct kc_contract {
   struct kc_contract_kv *torch_args;
   /* torch_op contracts: the author's shapes, [{input: [dims]}] (json_t *) */
   struct json_t *torch_shapes;
+  /* torch_op contracts: {oracle input: [[view op, int...], ...]}, the view
+   * chain an args entry applies to its argument (json_t *; NULL: none) */
+  struct json_t *torch_views;
 };
 
 /* One problem found in a contract file. */

@@ -14,10 +14,18 @@
 #include "core.h"
 #include "export.h"
 
-static json_t *pairs(const struct kc_contract_kv *a, int n) {
+/* args: {oracle input: argument}, or {"arg": argument, "view": chain}
+ * where the entry names its argument through a view chain (the YAML's
+ * own form). */
+static json_t *args_json(const struct kc_contract *c) {
   json_t *o = json_object();
-  for (int i = 0; i < n; i++)
-    json_object_set_new(o, a[i].key, json_string(a[i].value));
+  for (int i = 0; i < c->ntorch_args; i++) {
+    const struct kc_contract_kv *a = &c->torch_args[i];
+    json_t *chain = c->torch_views ? json_object_get(c->torch_views, a->key) : NULL;
+    json_object_set_new(o, a->key,
+                        chain ? json_pack("{s:s, s:O}", "arg", a->value, "view", chain)
+                              : json_string(a->value));
+  }
   return o;
 }
 
@@ -48,7 +56,7 @@ KC_EXPORT long kcheck_torch_op_contracts(char *buf, unsigned long n) {
     if (!c || !c->torch_op) continue;
     json_t *one = json_pack("{s:s, s:s?, s:s?, s:o, s:o, s:s}", "torch_op", c->torch_op, "op",
                             c->op, "profile", c->profile_spec, "attrs", typed_attrs(c), "args",
-                            pairs(c->torch_args, c->ntorch_args), "where", c->where);
+                            args_json(c), "where", c->where);
     if (one && c->torch_shapes) json_object_set(one, "shapes", c->torch_shapes);
     json_array_append_new(all, one);
   }

@@ -5,7 +5,9 @@ that cache a weight copy at __init__ or whose parameters are not aligned
 judged with the weights as constants (and at the shapes of the dims
 no weight has), the one whose weights match nothing partial; the
 layouts gate's empty variant against the reference's result there; the
-audit.jsonl schema and the exit statuses.
+audit.jsonl schema and the exit statuses. Tasks whose reference views its
+input before its one op (test/audit_views) run apart, as a small run of
+their own.
 
 The binding judges CPU tensors here (the audit's --device cpu sets
 torch_devices=cuda,cpu) on the CPU stand-in driver, as test_torch.py does;
@@ -574,3 +576,139 @@ def test_junit_and_strict(corpus):
           r.get("candidate", "").endswith(("layer_norm/correct.py", "unaligned_parameters.py"))]
     assert sorted(r["verdict"] for r in ln if r["type"] == "audit_candidate") == ["clean", "partial"]
     assert exit_status(ln) == 0 and exit_status(ln, strict=True) == 1
+
+
+VIEWS = os.path.join(ROOT, "test", "audit_views")
+
+
+def test_view_chains(tmp_path):
+    """Tasks whose reference views its input before its one op
+    (test/audit_views, a run of its own beside the corpus): tier A, the
+    contract naming the oracle input through a view chain; the correct
+    candidates clean with the oracle's verdict, each planted bug caught by
+    its manifest's gate; the shapes gate's variants mapped back through a
+    transpose (a row past 1024 of x's dim 1 caught there), and not
+    applicable, saying why, where the chain has sizes written as numbers;
+    the generated contracts pass lint."""
+    p, recs = audit(tmp_path / "out", VIEWS, extra=["--jobs", "2"])
+    got = {os.path.relpath(r["candidate"], VIEWS): r for r in recs
+           if r["type"] == "audit_candidate"}
+    with open(os.path.join(VIEWS, "manifest.json")) as f:
+        want = json.load(f)["candidates"]
+    assert set(got) == {m["candidate"] for m in want}, (set(got), p.stderr[-2000:])
+    for m in want:
+        r = got[m["candidate"]]
+        assert r["verdict"] == m["verdict"] and r["tier"] == "A", (m, r)
+        assert r["gates"]["oracle"]["status"] in ("pass", "bitwise", "fail"), r
+        assert r["allclose"] is True, r
+        if m.get("gate"):
+            assert m["gate"] in r["failed"], (m, r["failed"])
+    tasks = {os.path.basename(os.path.dirname(r["task"])): r for r in recs
+             if r["type"] == "audit_task"}
+    sm, mm = tasks["softmax_transposed"]["contract"], tasks["matmul_reshaped"]["contract"]
+    assert (sm["op"], sm["args"], sm["attrs"]) == (
+        "softmax", {"x": {"arg": "in0", "view": [["transpose", 1, 2]]}}, {"axis": 2})
+    assert (mm["op"], mm["args"]) == (
+        "matmul", {"a": {"arg": "in0", "view": [["view", -1, 256]]}, "b": "in1"})
+    shapes = got["softmax_transposed/correct.py"]["gates"]["shapes"]
+    assert shapes["status"] == "pass" and len(shapes["runs"]) >= 4, shapes
+    assert "1x4097" in _runs(got["softmax_transposed/correct.py"], "shapes")
+    shapes = got["matmul_reshaped/correct.py"]["gates"]["shapes"]
+    assert shapes["status"] == "not_applicable" and \
+        "in0.view(-1, 256)) has sizes written as numbers" in shapes["reason"], shapes
+    files = [r["contract_file"] for r in tasks.values()]
+    r = subprocess.run([sys.executable, "-m", "kcheck", "--lib", LIB, "contract", "lint"] + files,
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PY))
+    assert r.returncode == 0, r.stderr
+
+
+def test_view_chains_traced_and_mapped():
+    """The tracer's view chains without kcheck: the views (and copies) from
+    a task tensor to the one op's input, a reshape of a non-contiguous
+    tensor (clone and _unsafe_view) included, beside the folded
+    transposed weight; a view that selects elements leaves the task a
+    composition. The binding's mapper applies a chain to give the
+    reference's own input, and the shapes are mapped back through it."""
+    import torch
+    from kcheck.audit.trace import Trace
+    from kcheck.torch import ops
+
+    class Lin(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 5, bias=False)
+
+        def forward(self, x):
+            return x.view(-1, 8) @ self.lin.weight.t()
+
+    def fn(f):
+        m = torch.nn.Module()
+        m.forward = f
+        return m
+    x = torch.randn(4, 6, 8)
+    tr = Trace(Lin(), [x])
+    assert tr.tier == "A" and tr.contract["args"] == {
+        "a": {"arg": "in0", "view": [["view", -1, 8]]}, "b": "p_lin_weight"}
+    assert tr.contract["attrs"] == {"transpose_b": True}
+    tr = Trace(fn(lambda x: torch.softmax(x.transpose(1, 2).reshape(4, -1).unsqueeze(0), -1)),
+               [x])
+    chain = [["transpose", 1, 2], ["contiguous"], ["reshape", 4, 48], ["unsqueeze", 0]]
+    assert tr.tier == "A" and tr.contract["args"] == {"x": {"arg": "in0", "view": chain}}, \
+        tr.reason
+    plan = ops._contract_mapper(tr.contract)({"in0": x})
+    assert torch.equal(plan.inputs[0][1], x.transpose(1, 2).reshape(4, -1).unsqueeze(0))
+    tr = Trace(fn(lambda x: torch.softmax(x[:, 1:], -1)), [x])
+    assert tr.tier == "composition" and "is not a task tensor or a view chain" in tr.reason
+    tr = Trace(fn(lambda x: x.transpose(1, 2).contiguous()), [x])
+    assert tr.tier == "C"  # a copy alone: exact, as before
+    # a chain that does not apply to an argument: not judged, saying why
+    c = {"op": "sum", "args": {"x": {"arg": "in0", "view": [["view", -1, 7]]}}, "where": "w:1"}
+    with pytest.raises(ops.Skip, match="in0.view\\(-1, 7\\) does not apply"):
+        ops._contract_mapper(c)({"in0": x})
+    # shapes back through the chain: each step undone and checked forward
+    t2 = [["transpose", 1, 2], ["unsqueeze", 0], ["squeeze", 0]]
+    assert ops.unview_shape((1, 3, 5), t2, x) == (1, 5, 3)
+    assert ops.unview_shape((3, 8), [["view", -1, 8]], x) is None
+    assert ops.unview_shape((3, 5), [["view", -1, 5]], x) is None
+    assert ops.unview_shape((2, 3), [["permute", 1, 0]], torch.zeros(3, 2)) == (3, 2)
+    assert ops.unview_shape((2, 3), [["transpose", 5, 0]], torch.zeros(3, 2)) is None
+    # the shaper: an elementwise class's sizes at the oracle input's rank,
+    # mapped back to the argument; sizes written as numbers: none, saying why
+    c = {"op": "relu", "args": {"self": {"arg": "in0", "view": [
+        ["transpose", 0, 1], ["contiguous"], ["unsqueeze", 0]]}}}
+    sh = ops.contract_shaper(c)
+    got = {lab: tuple(ch["in0"].shape) for lab, ch in sh({"in0": torch.zeros(64, 48)})}
+    assert got["4097"] == (4097, 1) and set(got) == {"1", "3", "1023", "4097"}, got
+    sh = ops.contract_shaper({"op": "sum", "attrs": {"axis": -1},
+                              "args": {"x": {"arg": "in0", "view": [["view", 4, -1]]}}})
+    assert sh({"in0": x}) == [] and "in0.view(4, -1)) has sizes written as numbers" in \
+        sh.none_reason
+
+
+def test_view_chain_lint(tmp_path):
+    """Malformed view chains in a torch_op contract's args: lint rejects
+    each with its reason."""
+    bad = tmp_path / "v.yaml"
+    bad.write_text(
+        "contracts:\n"
+        "  - {torch_op: 'm::a', op: softmax, profile: fp32,"
+        " args: {x: {arg: x, view: [[roll, 1]]}}}\n"
+        "  - {torch_op: 'm::b', op: softmax, profile: fp32, args: {x: {arg: x, view: [[t, 1]]}}}\n"
+        "  - {torch_op: 'm::c', op: softmax, profile: fp32,\n"
+        "     args: {x: {arg: x, view: [[transpose, 0, one]]}}}\n"
+        "  - {torch_op: 'm::d', op: softmax, profile: fp32, args: {x: {view: [[t]]}}}\n")
+    good = tmp_path / "g.yaml"
+    good.write_text("contracts:\n  - {torch_op: 'm::a', op: softmax, profile: fp32,"
+                    " attrs: {axis: -1}, args: {x: {arg: x, view: [[transpose, 1, 2],"
+                    " [contiguous], [view, -1, 64]]}}}\n")
+    kc = [sys.executable, "-m", "kcheck", "--lib", LIB, "contract", "lint"]
+    env = dict(os.environ, PYTHONPATH=PY)
+    r = subprocess.run(kc + [str(good)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(kc + [str(bad)], capture_output=True, text=True, env=env)
+    assert r.returncode == 1
+    for msg in ("v.yaml:2:", "unknown view op 'roll'", "v.yaml:3:",
+                "view op 't' takes 0 integers; the step gives 1", "v.yaml:5:",
+                "view op 'transpose': argument 2 is not an integer", "v.yaml:6:",
+                "expected {arg: NAME, view: [[op, int...], ...]}"):
+        assert msg in r.stderr, (msg, r.stderr)

@@ -572,6 +572,49 @@ static void test_torch_shapes(void) {
                 w, 2);
 }
 
+/* A torch_op contract's args entry naming its argument through a view
+ * chain: kept as JSON for the binding; an unknown view op, a wrong arity,
+ * a non-integer argument, a bad size, a chain on out rejected. */
+static void test_torch_views(void) {
+  const char ok[] = "contracts:\n"
+                    "  - {torch_op: 'm::sm', op: softmax, profile: fp32, attrs: {axis: -1},\n"
+                    "     args: {x: {arg: in0, view: [[transpose, 1, 2], [contiguous],\n"
+                    "                                  [view, -1, 64], [squeeze], [t]]}}}\n";
+  struct kc_contract_set set = {0};
+  CHECK(kc_contract_parse_text(ok, strlen(ok), "v.yaml", &set) == 0 && set.n == 1);
+  if (set.n == 1) {
+    const struct kc_contract *c = set.c[0];
+    CHECK(c->ntorch_args == 1 && !strcmp(c->torch_args[0].value, "in0"));
+    json_t *ch = json_object_get(c->torch_views, "x");
+    CHECK(json_array_size(ch) == 5);
+    json_t *v = json_array_get(ch, 2);
+    CHECK(!strcmp(json_string_value(json_array_get(v, 0)), "view") &&
+          json_integer_value(json_array_get(v, 1)) == -1 &&
+          json_integer_value(json_array_get(v, 2)) == 64);
+  }
+  kc_contract_set_free(&set);
+  const struct want w[] = {
+      {3, 35, "unknown view op 'flip'"},
+      {4, 34, "view op 'transpose' takes 2 integers; the step gives 1"},
+      {5, 47, "view op 'view': argument 2 is not an integer"},
+      {6, 48, "view op 'reshape': only one size may be -1"},
+      {8, 47, "view op 'permute' names dim 1 twice"},
+      {8, 56, "args entry 'b': expected {arg: NAME, view: [[op, int...], ...]}"},
+      {9, 34, "view step: expected [op, int...]"},
+      {10, 18, "args entry 'out' names the result; it takes no view chain"}};
+  expect_errors("contracts:\n"
+                "  - {torch_op: 'm::a', op: matmul, profile: fp32,\n"
+                "     args: {a: {arg: in0, view: [[flip, 0]]},\n"
+                "            b: {arg: in1, view: [[transpose, 1]]},\n"
+                "            bias: {arg: in2, view: [[view, 4, x]]},\n"
+                "            c: {arg: in3, view: [[reshape, -1, -1]]}}}\n"
+                "  - {torch_op: 'm::b', op: matmul, profile: fp32,\n"
+                "     args: {a: {arg: in0, view: [[permute, 1, 1]]}, b: {arg: in1},\n"
+                "            c: {arg: in2, view: [transpose]},\n"
+                "            out: {arg: in3, view: [[t]]}}}\n",
+                w, 8);
+}
+
 static void test_api(void) {
   CHECK(kcheck_api_version() == 4);
   int before = kc_contracts_count();
@@ -670,6 +713,7 @@ int main(void) {
   test_launch_and_arity();
   test_attrs();
   test_torch_shapes();
+  test_torch_views();
   test_api();
   return CHECK_DONE("test_contract");
 }

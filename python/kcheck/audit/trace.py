@@ -3,8 +3,9 @@ falls in (docs/audit.md, "How the reference becomes the contract").
 
 Tier A: after folding views, exactly one computing op, covered by the
 binding's op table (ops.entry_for -> ROWS mapper -> Plan), whose oracle
-inputs are the task's inputs or parameters themselves and whose result is
-the model's output: the contract is that op's, a torch_op contract on the
+inputs are the task's inputs or parameters themselves, or view chains of
+them (pure views and copies: the contract's args name the chain), and
+whose result is the model's output: the contract is that op's, a torch_op contract on the
 wrapper op, with the profile PyTorch's settings imply. Tier C exact: only
 ops that move or select values, so the result is unique and the candidate
 must equal the reference bit for bit. Anything else is a composition this
@@ -34,12 +35,60 @@ EXACT_OPS = frozenset((
 _ALIASES = frozenset(("detach", "alias", "lift_fresh", "lift_fresh_copy", "_unsafe_view"))
 
 
+def _ints(xs):
+    xs = list(xs)
+    return xs if all(isinstance(i, int) and not isinstance(i, bool) for i in xs) else None
+
+
+def _view_step(base, overload, args, kwargs):
+    """The step of a torch_op contract's view chain (ops.VIEW_OPS) that an
+    ATen view op is: ["transpose", 1, 2], [] for an alias (detach), or
+    None where the op is no pure view (select, slice, as_strided, ...: it
+    picks elements, which a chain does not name). reshape reaches the
+    dispatcher as view, or as clone and _unsafe_view (a reshape with the
+    sizes it resolved)."""
+    rest = args[1:]
+    if base in ("detach", "alias", "lift_fresh", "lift_fresh_copy"):
+        return []
+    if base in ("view", "_unsafe_view", "reshape", "expand", "permute") and rest and \
+            overload in ("default", "") and _ints(rest[0]) is not None:
+        name = "reshape" if base == "_unsafe_view" else base
+        if base == "expand" and kwargs.get("implicit"):
+            return None
+        return [name] + _ints(rest[0])
+    if base == "transpose" and overload == "int" and _ints(rest) is not None and len(rest) == 2:
+        return ["transpose"] + list(rest)
+    if base == "t" and not rest:
+        return ["t"]
+    if base == "unsqueeze" and _ints(rest) is not None and len(rest) == 1:
+        return ["unsqueeze"] + list(rest)
+    if base == "squeeze" and overload == "default":
+        return ["squeeze"]
+    if base == "squeeze" and overload == "dim" and _ints(rest) is not None:
+        return ["squeeze"] + list(rest)
+    if base == "squeeze" and overload == "dims" and rest and _ints(rest[0]) is not None and \
+            len(rest[0]) == 1:
+        return ["squeeze"] + _ints(rest[0])
+    return None
+
+
+def _copy_step(base, args, kwargs):
+    """clone as a view chain's step (it copies: the values stay), or None."""
+    if base != "clone" or len(args) != 1:
+        return None
+    fmt = kwargs.get("memory_format")
+    if fmt is None or fmt == torch.preserve_format:
+        return ["clone"]
+    return ["contiguous"] if fmt == torch.contiguous_format else None
+
+
 class _Call:
-    __slots__ = ("func", "name", "plan", "skip", "args", "result")
+    __slots__ = ("func", "name", "plan", "skip", "args", "result", "copy")
 
     def __init__(self, func, name):
         self.func, self.name = func, name
         self.plan, self.skip, self.args, self.result = None, None, None, None
+        self.copy = False  # a clone: a step of a view chain, not a computing op
 
 
 class _Recorder(TorchDispatchMode):
@@ -49,14 +98,27 @@ class _Recorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.calls = []
+        # {id(result): (result, its input, view chain step)}: how each view
+        # was made, for the chains from the task's tensors
+        self.links = {}
+
+    def _link(self, res, args, step):
+        if step is not None and isinstance(res, torch.Tensor) and args and \
+                isinstance(args[0], torch.Tensor):
+            self.links[id(res)] = (res, args[0], step)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         res = func(*args, **kwargs)
         base = func._schema.name.split("::", 1)[-1]
         if func.is_view or base in _ALIASES:
+            self._link(res, args, _view_step(base, func._overloadname, args, kwargs))
             return res
         c = _Call(func, "%s.%s" % (func._schema.name, func._overloadname))
+        copy = _copy_step(base, args, kwargs)
+        if copy is not None:
+            self._link(res, args, copy)
+            c.copy = True
         entry = ops.entry_for(func)
         if entry is not None:
             try:
@@ -82,6 +144,25 @@ def _same_tensor(a, b):
             a.device == b.device and a.numel() > 0 and
             a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and
             a.storage_offset() == b.storage_offset())
+
+
+def _chain(v, named, links):
+    """(name, view chain) where v is a task tensor (named: {name: tensor})
+    reached through pure views and copies (_view_step, _copy_step), the
+    chain empty for the tensor itself; None where any step on the way is
+    another op."""
+    steps = []
+    for _ in range(64):
+        hit = [n for n, t in named.items() if _same_tensor(v, t)]
+        if hit:
+            return hit[0], steps[::-1]
+        link = links.get(id(v)) if isinstance(v, torch.Tensor) else None
+        if link is None or link[0] is not v:
+            return None
+        if link[2]:
+            steps.append(link[2])
+        v = link[1]
+    return None
 
 
 def _transposed(v, t):
@@ -186,11 +267,13 @@ class Trace:
         if self.calls and all(b in EXACT_OPS or b.rstrip("_") in EXACT_OPS for b in bases):
             self.tier, self.family = "C", "exact"
             return
-        c, final, epilogue = self.calls[0] if self.calls else None, None, None
-        if len(self.calls) == 2:
-            epilogue = _epilogue(self.calls[0], self.calls[1])
-            final = self.calls[1].result if epilogue else None
-        if len(self.calls) != 1 and not epilogue:
+        # a clone is a step of its input's view chain, not an op of its own
+        calls = [c for c in self.calls if not c.copy]
+        c, final, epilogue = calls[0] if calls else None, None, None
+        if len(calls) == 2:
+            epilogue = _epilogue(calls[0], calls[1])
+            final = calls[1].result if epilogue else None
+        if len(calls) != 1 and not epilogue:
             self.reason = "composition, ops: %s" % (", ".join(self.ops) or "none")
             return
         final = c.result if final is None else final
@@ -210,9 +293,14 @@ class Trace:
                     hit = [f for f in (_fold(c.plan.op, oname, v, t, n, attrs)
                                        for n, t in named.items()) if f]
                 if not hit:
-                    self.reason = ("composition, ops: %s (its input %s is a view of the task's "
-                                   "tensors a torch_op contract cannot name yet)" % (c.name, oname))
-                    return
+                    chain = _chain(v, named, rec.links)
+                    if chain is None:
+                        self.reason = ("composition, ops: %s (its input %s is not a task tensor "
+                                       "or a view chain of one: another op, or a view that "
+                                       "selects elements, is on its way)" % (c.name, oname))
+                        return
+                    hit = [(oname, {"arg": chain[0], "view": chain[1]} if chain[1]
+                            else chain[0])]
                 args[hit[0][0]] = hit[0][1]
                 self.provenance[hit[0][0]] = hit[0][1]
             else:

@@ -1744,12 +1744,15 @@ def held_shaper(c, constants):
         b = dict(a)
         b.update(constants)
         out = []
-        for label, changes in (derived(b) if derived else []):
+        variants = derived(b) if derived else []
+        for label, changes in variants:
             if all(tuple(v.shape) == tuple(constants[n].shape)
                    for n, v in changes.items() if n in constants):
                 kept = {n: v for n, v in changes.items() if n not in constants}
                 if kept:
                     out.append((label, kept))
+        if not variants and getattr(derived, "none_reason", None):
+            shaper.none_reason = derived.none_reason  # a view chain's reason
         return out
     shaper.none_reason = ("every shape variant of the op's class changes a dim of %s, held as "
                           "constants (weights as constants: their shapes stay)"

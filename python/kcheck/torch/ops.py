@@ -1140,7 +1140,212 @@ def _held_label(row, tied):
     return "x".join(parts)
 
 
+# ---------------------------------------------------------------- view chains
+
+# The view ops a torch_op contract's args entry may apply to its argument,
+# {arg: NAME, view: [[op, int...], ...]} (docs/contracts.md; the C loader
+# checks the same names and arities, contract.c view_ops): each changes
+# shape or layout only, never a value, so the oracle input is the
+# argument's own elements rearranged. Applied as the Tensor methods of
+# the same name.
+VIEW_OPS = ("view", "reshape", "transpose", "t", "permute", "expand", "unsqueeze", "squeeze",
+            "contiguous", "clone")
+# The steps whose sizes are written as numbers (a -1 excepted): the
+# reference's sizes at another shape are unknown from a trace alone
+# (x.view(x.size(0), -1) and x.view(16, -1) trace alike).
+_SIZED = ("view", "reshape", "expand")
+
+
+# What PyTorch raises for a view that does not apply (a size that does
+# not divide, a dim out of range, a view of a non-contiguous tensor).
+_VIEW_ERRORS = (RuntimeError, IndexError, TypeError, ValueError)
+
+
+def arg_ref(ref):
+    """(argument, view chain) of an args entry: a name (or position, or
+    constant) alone, or {"arg": name, "view": [[op, int...], ...]}."""
+    if isinstance(ref, dict):
+        return str(ref.get("arg")), [list(s) for s in ref.get("view") or ()]
+    return ref, []
+
+
+def chain_text(chain):
+    """A view chain as text: "transpose(1, 2).view(-1, 64)"."""
+    return ".".join("%s(%s)" % (s[0], ", ".join(str(int(i)) for i in s[1:])) for s in chain)
+
+
+def apply_view(t, chain):
+    """t through the view chain (Tensor methods: a view where PyTorch
+    makes one; contiguous and clone copy)."""
+    for step in chain:
+        op, ints = step[0], [int(i) for i in step[1:]]
+        if op not in VIEW_OPS:
+            raise Skip("unknown view op '%s'" % op)
+        if op in ("view", "reshape", "permute", "expand"):
+            t = getattr(t, op)(ints)
+        else:
+            t = getattr(t, op)(*ints)
+    return t
+
+
+def literal_sizes(chain):
+    """The chain's steps with sizes written as numbers (not -1), as text;
+    empty where every step follows its input's shape."""
+    return [chain_text([s]) for s in chain
+            if s[0] in _SIZED and any(int(i) != -1 for i in s[1:])]
+
+
+def _meta(t, shape=None):
+    import torch
+    if shape is None:
+        return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
+    return torch.empty(tuple(shape), dtype=t.dtype, device="meta")
+
+
+def unview_shape(want, chain, like):
+    """The argument's shape that the chain maps to `want`, or None (like:
+    the argument at the call, whose shapes tell where squeeze() dropped a
+    dim). Each step undone: a permutation of dims, a size-1 dim added or
+    removed, an expand of -1s; view, reshape and expand with sizes as
+    numbers are not undone (literal_sizes). The answer is checked by
+    applying the chain to it: it must give exactly `want`."""
+    shapes, t = [], _meta(like)
+    try:
+        for step in chain:  # each step's input shape at the call
+            shapes.append(tuple(t.shape))
+            t = apply_view(t, [step])
+    except _VIEW_ERRORS:  # the chain does not apply to the argument
+        return None
+    try:
+        w = _undo(list(want), chain, shapes)
+    except (IndexError, ValueError, ZeroDivisionError):  # a dim the shape does not have
+        return None
+    if w is None:
+        return None
+    try:
+        got = tuple(apply_view(_meta(like, w), chain).shape)
+    except _VIEW_ERRORS:
+        return None
+    return tuple(w) if got == tuple(want) else None
+
+
+def _undo(w, chain, shapes):
+    """unview_shape's steps undone, last first (shapes: each step's input
+    shape at the call); None where one cannot be."""
+    for step, before in zip(reversed(chain), reversed(shapes)):
+        op, ints = step[0], [int(i) for i in step[1:]]
+        n = len(w)
+        if op in ("contiguous", "clone") or (op == "t" and n < 2):
+            continue
+        if op in _SIZED:
+            if any(i != -1 for i in ints) or op != "expand":
+                return None
+        elif op == "t":
+            w = w[::-1]
+        elif op == "transpose":
+            a, b = ints[0] % n, ints[1] % n
+            w[a], w[b] = w[b], w[a]
+        elif op == "permute":
+            if len(ints) != n:
+                return None
+            src = [None] * n
+            for i, d in enumerate(ints):
+                src[d % n] = w[i]
+            w = src
+        elif op == "unsqueeze":
+            d = ints[0] % n
+            if w[d] != 1:
+                return None
+            del w[d]
+        elif op == "squeeze":
+            ones = [d for d, s in enumerate(before) if s == 1]
+            if ints:
+                ones = [d for d in ones if d == ints[0] % len(before)]
+            if len(w) + len(ones) != len(before):
+                return None
+            for d in ones:
+                w.insert(d, 1)
+    return w
+
+
+def _chained_shaper(c, held):
+    """contract_shaper for a contract whose args name views: the class's
+    variants worked out on the oracle inputs (each chain applied to its
+    argument's layout), then mapped back to the op's arguments through
+    the chains (unview_shape). A variant no chain maps back, or that
+    gives one argument two shapes, is left out; where the chains have
+    sizes written as numbers (literal_sizes) none is kept and the
+    shaper's none_reason says why."""
+    from kcheck.torch.trials import TensorSpec
+    args = dict(c.get("args") or {})
+    chains = {n: arg_ref(r) for n, r in args.items() if isinstance(r, dict)}
+    key = {n: "\0view %s" % n for n in chains}  # an oracle input's own key, no argument's
+    inner = dict(c, args={n: key.get(n, r) for n, r in args.items()})
+    derived = _class_shaper(inner, held=frozenset(held) | {
+        key[n] for n, (arg, _) in chains.items() if arg in held})
+    viewed = {arg for arg, _ in chains.values()}
+    sized = ["%s (%s.%s)" % (n, arg, chain_text(ch)) for n, (arg, ch) in chains.items()
+             if literal_sizes(ch)]
+
+    def shaper(a):
+        if derived is None:
+            return []
+        if sized:
+            shaper.none_reason = (
+                "the view chain of %s has sizes written as numbers: the reference's own sizes at "
+                "another shape are unknown from its trace, so no shape variant applies"
+                % ", ".join(sized))
+            return []
+        # the oracle inputs in place of the arguments reached only through
+        # a chain (an elementwise class varies every tensor it is given)
+        plain = {r for r in args.values() if not isinstance(r, dict)}
+        b = {k: v for k, v in a.items() if k in plain or k not in viewed}
+        for n, (arg, ch) in chains.items():
+            t = a.get(arg)
+            if t is None or not hasattr(t, "dim"):
+                return []
+            b[key[n]] = TensorSpec.contiguous(t, apply_view(_meta(t), ch).shape)
+        out = []
+        for label, changes in derived(b):
+            mapped = {}
+            for k, v in changes.items():
+                n = next((n for n in chains if key[n] == k), None)
+                if n is not None:
+                    arg, ch = chains[n]
+                    # an elementwise class's sizes are 1-D: at the oracle
+                    # input's rank (leading 1s), so that its chain applies
+                    want = tuple(v.shape)
+                    want = (1,) * (b[k].dim() - len(want)) + want
+                    shape = unview_shape(want, ch, a[arg])
+                    if shape is None:
+                        mapped = None
+                        break
+                    k, v = arg, Layout(a[arg], shape)
+                if k in mapped and tuple(getattr(mapped[k], "shape", ())) != \
+                        tuple(getattr(v, "shape", ())):
+                    mapped = None  # one argument, two shapes
+                    break
+                mapped[k] = v
+            if mapped:
+                out.append((label, mapped))
+        if not out:
+            shaper.none_reason = ("no shape variant of the op's class maps back through the view "
+                                  "chains of %s" % ", ".join(sorted(chains)))
+        return out
+    shaper.none_reason = None
+    return shaper
+
+
 def contract_shaper(c, held=()):
+    """The shapes a torch_op contract's op implies; where its args name
+    views of the op's arguments, mapped back through the chains
+    (_chained_shaper). See _class_shaper."""
+    if any(isinstance(r, dict) for r in (c.get("args") or {}).values()):
+        return _chained_shaper(c, held)
+    return _class_shaper(c, held)
+
+
+def _class_shaper(c, held=()):
     """The shapes a torch_op contract's op implies, from its class: size 1,
     odd sizes, one past a power of two, long rows, each input of the op
     (by its args) laid out for them; None for ops without a rule
@@ -1307,7 +1512,8 @@ _STATE_OPS = {"adam": "_fused_adam_", "adamw": "_fused_adamw_", "sgd": "_fused_s
 
 def _contract_mapper(c):
     """A mapper from a torch_op contract: args maps each oracle input to an
-    argument of the op (by schema name or position); "out" names the
+    argument of the op (by schema name or position), or to a view of one
+    ({arg, view}: the chain applied to it, apply_view); "out" names the
     result (its index in the returned tuple, default 0) or a mutated
     argument."""
     args = dict(c.get("args") or {})
@@ -1319,9 +1525,18 @@ def _contract_mapper(c):
         order = list(a)
         ins = []
         for name, ref in args.items():
+            ref, chain = arg_ref(ref)
             v = a.get(ref)
             if v is None and ref.isdigit() and int(ref) < len(order):
                 v = a[order[int(ref)]]
+            if chain:  # the oracle input is a view of the argument
+                if not hasattr(v, "dim"):
+                    raise Skip("contract %s: '%s' is not a tensor to view" % (c.get("where"), ref))
+                try:
+                    v = apply_view(v, chain)
+                except _VIEW_ERRORS as e:  # the reference's own view would refuse it too
+                    raise Skip("contract %s: %s.%s does not apply: %s" % (
+                        c.get("where"), ref, chain_text(chain), str(e)[:120]))
             if v is None:
                 try:  # a constant operand ("2.0")
                     v = float(ref)

@@ -659,6 +659,9 @@ def test_view_chains_traced_and_mapped():
     assert torch.equal(plan.inputs[0][1], x.transpose(1, 2).reshape(4, -1).unsqueeze(0))
     tr = Trace(fn(lambda x: torch.softmax(x[:, 1:], -1)), [x])
     assert tr.tier == "composition" and "is not a task tensor or a view chain" in tr.reason
+    # the result viewed back: not named by the contract, a composition
+    tr = Trace(fn(lambda x, w: (x.view(-1, 8) @ w).view(4, 6, 5)), [x, torch.randn(8, 5)])
+    assert tr.tier == "composition" and "is a view of its result, [24, 5]" in tr.reason, tr.reason
     tr = Trace(fn(lambda x: x.transpose(1, 2).contiguous()), [x])
     assert tr.tier == "C"  # a copy alone: exact, as before
     # a chain that does not apply to an argument: not judged, saying why

@@ -1287,9 +1287,10 @@ def _chained_shaper(c, held):
     sized = ["%s (%s.%s)" % (n, arg, chain_text(ch)) for n, (arg, ch) in chains.items()
              if literal_sizes(ch)]
 
+    if derived is None:
+        return None  # no class rule (gated_delta, batch norm, pooling)
+
     def shaper(a):
-        if derived is None:
-            return []
         if sized:
             shaper.none_reason = (
                 "the view chain of %s has sizes written as numbers: the reference's own sizes at "

@@ -102,6 +102,21 @@ def test_inconclusive_judgments_by_op_dtype_and_reason(tmp_path):
     assert any(c["profile"].startswith("tensorcore_fp32:in=bf16") and
                c["gates"]["oracle"]["class"] in ("pass", "bitwise") for c in mms), mms
 
+    # a generated-input gate whose every run was inconclusive is not a
+    # pass: inconclusive, with the runs' reason (the C gates' rule)
+    undecided = 0
+    for c in mms:
+        for g in ("nonfinite", "precision", "extremes"):
+            e = c["gates"].get(g) or {}
+            classes = [r["class"] for r in e.get("runs") or []]
+            if classes and all(k == "inconclusive" for k in classes):
+                assert e["status"] == "inconclusive" and \
+                    e["reason"].startswith("no run judged: no finite bound for "), (g, e)
+                undecided += 1
+            elif classes:
+                assert e["status"] in ("pass", "fail"), (g, e)
+    assert undecided >= 2, mms
+
     line = _summary_line(p.stderr)
     assert "; inconclusive: " in line, line
     assert "aten::mm.default 2 (bf16,fp16)" in line or "aten::mm.default 2 (fp16,bf16)" in line, line

@@ -249,6 +249,12 @@ _S_NOT_APPLICABLE, _S_SKIPPED = _defs.STATUS_NOT_APPLICABLE, _defs.STATUS_SKIPPE
 _S_DEFERRED = _defs.STATUS_DEFERRED
 # a layout variant the op refuses with a clean exception (layouts gate)
 _S_UNSUPPORTED = _defs.STATUS_UNSUPPORTED
+_S_INCONCLUSIVE = _defs.STATUS_INCONCLUSIVE
+# a run's class that is a verdict on it (the oracle's, oracle/verdict.c,
+# or a layouts variant's decided without it): the run was judged,
+# whatever the verdict
+_VERDICT_CLASSES = frozenset(("bitwise", "pass", "fail_precision", "fail_value", "fail_special",
+                              "fail"))
 
 
 def _flat_bytes(t):
@@ -988,6 +994,8 @@ class KcheckMode(TorchDispatchMode):
                         runs.append(dict(meta, **{"class": res.get("class", res.get("status")),
                                                   "checked": cov.get("checked"),
                                                   "total": cov.get("total")}))
+                        if runs[-1]["class"] not in _VERDICT_CLASSES and res.get("reason"):
+                            runs[-1]["reason"] = res["reason"]
                         if status == _api.VIOLATION:
                             with self.stats.lock:
                                 self.stats.violations += 1
@@ -1004,6 +1012,14 @@ class KcheckMode(TorchDispatchMode):
                         n = sum(r["class"] == "inconclusive" for r in runs)
                         if n:
                             gates[gate]["inconclusive"] = n
+                    if runs and gates[gate]["status"] == _S_PASS and \
+                            not any(r["class"] in _VERDICT_CLASSES for r in runs):
+                        # nothing judged (every run skipped, refused, an
+                        # error or inconclusive): not a pass (the C gates'
+                        # rule, gates/trial.c)
+                        why = next((r["reason"] for r in runs if r.get("reason")), None)
+                        gates[gate]["status"] = _S_INCONCLUSIVE
+                        gates[gate]["reason"] = "no run judged" + (": " + why if why else "")
                 clean = all(g.get("status") != _S_FAIL for g in gates.values())
                 dt = prep + time.perf_counter() - t1
                 rec = {"op": entry.name, "oracle_op": ctx.get("oracle_op"),

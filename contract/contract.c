@@ -738,16 +738,16 @@ static void parse_torch_shapes(struct pctx *x, struct kc_contract *c, yaml_node_
   c->torch_shapes = all;
 }
 
-/* The view ops an args entry may apply to its argument (view chains,
- * docs/contracts.md): ops that only change shape or layout, never a
- * value, with the number of integers each takes (max -1: any, at least
- * min). The binding applies them as the PyTorch methods of the same name. */
+/* The view ops an args entry may apply to its argument (view chains):
+ * contract/view_ops.def. */
 static const struct {
   const char *name;
-  int min, max;
-} view_ops[] = {{"view", 1, -1},      {"reshape", 1, -1}, {"transpose", 2, 2}, {"t", 0, 0},
-                {"permute", 1, -1},   {"expand", 1, -1},  {"unsqueeze", 1, 1}, {"squeeze", 0, 1},
-                {"contiguous", 0, 0}, {"clone", 0, 0}};
+  int min, max, sized;
+} view_ops[] = {
+#define KC_VIEW_OP(name, min, max, sized) {name, min, max, sized},
+#include "view_ops.def"
+#undef KC_VIEW_OP
+};
 
 #define VIEW_MAX_STEPS 16
 
@@ -793,7 +793,7 @@ static json_t *view_step(struct pctx *x, yaml_node_t *st) {
   }
   json_t *one = json_array();
   json_array_append_new(one, json_string(op));
-  int sizes = !strcmp(op, "view") || !strcmp(op, "reshape") || !strcmp(op, "expand");
+  int sizes = view_ops[k].sized;
   long long seen[VIEW_MAX_STEPS * 4];
   for (int i = 0; ok && ++it < end; i++) {
     yaml_node_t *a = node(x, *it);

@@ -61,12 +61,9 @@ void oc_options_default(struct oc_options *o);
 /* ---------------------------------------------------------------- verdicts */
 
 enum oc_verdict_kind {
-  OC_BITWISE,        /* equals the correctly rounded reference bit for bit */
-  OC_PASS,           /* within the rigorous bound of the declared profile */
-  OC_FAIL_PRECISION, /* proven violation, explained by a cheaper profile */
-  OC_FAIL_VALUE,     /* beyond every plausible profile */
-  OC_FAIL_SPECIAL,   /* NaN / Inf / signed-zero / saturation mismatch */
-  OC_INCONCLUSIVE,   /* no bound derivable, or coverage below target */
+#define OC_VERDICT(id, name, desc) OC_##id,
+#include "verdicts.def"
+#undef OC_VERDICT
 };
 
 struct oc_verdict {

@@ -12,8 +12,11 @@
 #include "bounds.h"
 #include "exact.h"
 
-static const char *const names[] = {"bitwise",    "pass",         "fail_precision",
-                                    "fail_value", "fail_special", "inconclusive"};
+static const char *const names[] = {
+#define OC_VERDICT(id, name, desc) name,
+#include "verdicts.def"
+#undef OC_VERDICT
+};
 static const char *const stat_names[] = {"none", "consistent", "rejected"};
 
 const char *oc_stat_name(int s) {

@@ -16,6 +16,8 @@ import ctypes
 import json
 import math
 import os
+import threading
+import weakref
 
 import torch
 
@@ -68,16 +70,20 @@ def _span_view(t, span):
     return flat
 
 
+def _host_span(t, span):
+    """A host copy of t's first span elements of storage, waiting for the
+    device. Only a contiguous 1-D view is copied, so the copy is one
+    memcpy: no kernel, no device allocation."""
+    if not span:
+        return torch.empty(0, dtype=t.dtype, device=t.device)
+    return _span_view(t, span).to("cpu", copy=True)
+
+
 def host(t):
     """A host copy of tensor t's storage span and its layout (shape,
-    strides in elements, relative to the span's start). Only a contiguous
-    1-D view is copied, so the copy is one memcpy: no kernel, no device
-    allocation."""
+    strides in elements, relative to the span's start)."""
     shape, strides, span = _span(t)
-    flat = torch.empty(0, dtype=t.dtype, device=t.device)
-    if span:
-        flat = _span_view(t, span).to("cpu", copy=True)
-    return flat, shape, strides
+    return _host_span(t, span), shape, strides
 
 
 class AsyncCopies:
@@ -93,7 +99,6 @@ class AsyncCopies:
     beyond it a copy is synchronous, as without the option."""
 
     def __init__(self, limit):
-        import threading
         self.limit, self.held = limit, 0
         self.lock = threading.Lock()
         self.copies = 0  # made this way (the summary's async_copies)
@@ -118,7 +123,6 @@ class AsyncCopies:
             self._release(nbytes)
             return None
         # the bytes count until the copy itself is gone (the judgment done)
-        import weakref
         weakref.finalize(pinned, self._release, nbytes)
         with self.lock:
             self.copies += 1
@@ -142,16 +146,10 @@ class HostTensor:
         self.fmt = profiles.fmt(t.dtype)
         self.dtype = t.dtype
         self.index = self.fmt is None and t.dtype in INDEX_DTYPES
-        self.event = None
-        made = None
-        if ASYNC is not None and not self.index:
-            # (indices are converted on the host at once: synchronous)
-            self.shape, self.strides, span = _span(t)
-            made = ASYNC.copy(t, span)
-        if made is not None:
-            self.flat, self.event = made
-        else:
-            self.flat, self.shape, self.strides = host(t)
+        self.shape, self.strides, span = _span(t)
+        # (indices are converted on the host at once: copied synchronously)
+        made = ASYNC.copy(t, span) if ASYNC is not None and not self.index else None
+        self.flat, self.event = made if made is not None else (_host_span(t, span), None)
         self.raw = self.flat  # the bytes as read (the immutability gate compares them)
         if self.index:
             # indices (index_select, embedding) and conditions (where,

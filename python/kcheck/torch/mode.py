@@ -250,11 +250,10 @@ _S_DEFERRED = _defs.STATUS_DEFERRED
 # a layout variant the op refuses with a clean exception (layouts gate)
 _S_UNSUPPORTED = _defs.STATUS_UNSUPPORTED
 _S_INCONCLUSIVE = _defs.STATUS_INCONCLUSIVE
-# a run's class that is a verdict on it (the oracle's, oracle/verdict.c,
-# or a layouts variant's decided without it): the run was judged,
+# a run's class that is a verdict on it (the oracle's, oracle/verdicts.def,
+# or fail: a layouts variant's decided without it): the run was judged,
 # whatever the verdict
-_VERDICT_CLASSES = frozenset(("bitwise", "pass", "fail_precision", "fail_value", "fail_special",
-                              "fail"))
+_VERDICT_CLASSES = frozenset(_defs.VERDICTS + (_S_FAIL,)) - {_defs.VERDICT_INCONCLUSIVE}
 
 
 def _flat_bytes(t):
@@ -1009,7 +1008,7 @@ class KcheckMode(TorchDispatchMode):
                         # judged but undecided (no finite bound at that
                         # dtype): the gate passes on what was decided, and
                         # says how many were not
-                        n = sum(r["class"] == "inconclusive" for r in runs)
+                        n = sum(r["class"] == _S_INCONCLUSIVE for r in runs)
                         if n:
                             gates[gate]["inconclusive"] = n
                     if runs and gates[gate]["status"] == _S_PASS and \
@@ -1560,9 +1559,12 @@ class KcheckMode(TorchDispatchMode):
             want = "shape %s" % expected
         if ev is None:
             return dict(meta, **{"class": _S_PASS, "shape": list(got.shape)}), None
-        gave = {"wrong_shape": lambda: "shape %s" % ev["shape"],
-                "wrong_dtype": lambda: ev["dtype"],
-                "wrong_value": lambda: "%s at %s" % (ev["kernel"], ev["index"])}[ev["verdict"]]()
+        if ev["verdict"] == "wrong_shape":
+            gave = "shape %s" % ev["shape"]
+        elif ev["verdict"] == "wrong_dtype":
+            gave = ev["dtype"]
+        else:  # wrong_value
+            gave = "%s at %s" % (ev["kernel"], ev["index"])
         return meta, self._layout_finding(
             gate, entry, ctx0, exposed, ev, "%s with input '%s' empty gave %s, not %s" % (
                 entry.name, label, gave, want))

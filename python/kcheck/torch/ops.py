@@ -1143,17 +1143,16 @@ def _held_label(row, tied):
 # ---------------------------------------------------------------- view chains
 
 # The view ops a torch_op contract's args entry may apply to its argument,
-# {arg: NAME, view: [[op, int...], ...]} (docs/contracts.md; the C loader
-# checks the same names and arities, contract.c view_ops): each changes
+# {arg: NAME, view: [[op, int...], ...]} (docs/contracts.md;
+# contract/view_ops.def, which the C loader checks too): each changes
 # shape or layout only, never a value, so the oracle input is the
 # argument's own elements rearranged. Applied as the Tensor methods of
 # the same name.
-VIEW_OPS = ("view", "reshape", "transpose", "t", "permute", "expand", "unsqueeze", "squeeze",
-            "contiguous", "clone")
-# The steps whose sizes are written as numbers (a -1 excepted): the
-# reference's sizes at another shape are unknown from a trace alone
+VIEW_OPS = _defs.VIEW_OPS
+# The steps whose integers are sizes: written as numbers (a -1 excepted)
+# the reference's sizes at another shape are unknown from a trace alone
 # (x.view(x.size(0), -1) and x.view(16, -1) trace alike).
-_SIZED = ("view", "reshape", "expand")
+_SIZED = _defs.VIEW_OPS_SIZED
 
 
 # What PyTorch raises for a view that does not apply (a size that does

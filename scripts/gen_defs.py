@@ -22,6 +22,11 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join("python", "kcheck", "_defs.py")
+# every file the vocabularies are read from (test/gates/check_new_gate.py
+# copies them)
+SOURCES = ("gates/gates.def", "gates/gate_status.def", "gates/gate_fills.def",
+           "gates/shape_rules.def", "contract/shadow_buffers.h", "contract/view_ops.def",
+           "oracle/ops.def", "oracle/verdicts.def")
 
 
 def _read(rel):

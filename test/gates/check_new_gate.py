@@ -63,14 +63,13 @@ def defs_with(row, tmp):
     """kcheck._defs as scripts/gen_defs.py makes it from a tree whose
     gates.def has the row."""
     tree = os.path.join(tmp, "tree")
-    for rel in ("gates/gates.def", "gates/gate_status.def", "gates/gate_fills.def",
-                "gates/shape_rules.def", "contract/shadow_buffers.h", "oracle/ops.def"):
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import gen_defs
+    for rel in gen_defs.SOURCES:
         os.makedirs(os.path.join(tree, os.path.dirname(rel)), exist_ok=True)
         shutil.copy(os.path.join(ROOT, rel), os.path.join(tree, rel))
     with open(os.path.join(tree, "gates", "gates.def"), "a") as f:
         f.write(row)
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    import gen_defs
     old, gen_defs.ROOT = gen_defs.ROOT, tree
     try:
         ns = {}

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""test/gpu/devmem_step.py — runs bench/transformer_step.py (its arguments
-after ours) while a thread samples cuMemGetInfo, and prints what the
-device had in use:
+"""test/gpu/devmem_step.py — runs a program (bench/transformer_step.py, or
+the script KC_DM_SCRIPT names, relative to the repository: e.g.
+test/gpu/torch_models.py for a Llama, test/gpu/serving/harness.py for a
+serving loop), with our arguments as its own, while a thread samples
+cuMemGetInfo, and prints what the device had in use:
 
   DEVICE_USED_PEAK <bytes>   most in use at any sample (every 20 ms)
   DEVICE_USED_EXIT <bytes>   in use when the step program has returned
@@ -42,7 +44,8 @@ def main():
     torch.cuda.init()
     t = threading.Thread(target=sample, daemon=True)
     t.start()
-    sys.argv = [os.path.join(ROOT, "bench", "transformer_step.py")] + sys.argv[1:]
+    script = os.environ.get("KC_DM_SCRIPT", os.path.join("bench", "transformer_step.py"))
+    sys.argv = [os.path.join(ROOT, script)] + sys.argv[1:]
     code = 0
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")

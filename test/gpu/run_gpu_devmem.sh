@@ -14,7 +14,12 @@
 # within the budget (default, tiny), and tiny has device_mem_budget skips.
 # The table gives in-use peak and at exit minus plain's, kcheck's own peak
 # and categories, checks and skips. KC_DM_MODEL: the step's arguments
-# ("--layers 6 --d-model 512 --heads 8 --seq 256 --batch 16 --steps 20").
+# ("--layers 6 --d-model 512 --heads 8 --seq 256 --batch 16 --steps 20");
+# KC_DM_SCRIPT: another program than bench/transformer_step.py (devmem_step.py),
+# e.g. test/gpu/torch_models.py with KC_DM_MODEL="llama --steps 6", or
+# test/gpu/serving/harness.py with KC_DM_MODEL="--requests 64" and the
+# configuration serving (--serving; its result is the tokens' sha256,
+# which must be plain's).
 # Writes OUTDIR/devmem-results.md.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,6 +39,7 @@ for c in $CONFIGS; do
     default) run_logged 300 default "${KC[@]}" run -o "log_path=$REPS/default" -- "${STEP[@]}" ;;
     torch) run_logged 300 torch "${KC[@]}" run --torch -o "log_path=$REPS/torch" -- "${STEP[@]}" ;;
     nocap) run_logged 300 nocap "${KC[@]}" run -o device_mem_budget=0 -o "log_path=$REPS/nocap" -- "${STEP[@]}" ;;
+    serving) run_logged 300 serving "${KC[@]}" run --serving -o "log_path=$REPS/serving" -- "${STEP[@]}" ;;
     tiny) run_logged 300 tiny "${KC[@]}" run -o device_mem_budget=1M -o "log_path=$REPS/tiny" -- "${STEP[@]}" ;;
   esac
 done
@@ -42,7 +48,7 @@ done
   echo "# kcheck's device memory on the GPU"
   echo
   bench_env
-  echo "model: ${MODEL[*]}"
+  echo "program: ${KC_DM_SCRIPT:-bench/transformer_step.py} ${MODEL[*]}"
   echo
 } >"$RES"
 "$PYTHON" - "$LOGS" "$REPS" "$CONFIGS" >>"$RES" <<'PY'
@@ -55,6 +61,8 @@ def out(name):
             p = l.split()
             if len(p) == 2 and p[0] in ("DEVICE_USED_PEAK", "DEVICE_USED_EXIT", "TORCH_MAX_RESERVED", "FINAL_LOSS"):
                 d[p[0]] = p[1]
+            elif len(p) == 3 and p[:2] == ["tokens", "sha256"]:  # the serving harness's result
+                d["FINAL_LOSS"] = p[2]
     except OSError:
         pass
     return d

@@ -61,3 +61,39 @@ def test_posinf_on_a_vector_caught_by_nonfinite(tmp_path):
     assert [r.get("rotation", 0) for r in specials] == list(range(6)), g["runs"]
     assert len({r["seed"] for r in specials}) == 6
     assert all(r["class"] in ("pass", "bitwise") for r in g["runs"]), g["runs"]
+
+
+def test_specials_seeds_match_the_generator():
+    """trials.specials_seeds (the binding's copy of oc_specials_runs and
+    oc_specials_seed) gives inputs of 1 to 5 rows, input k at seed + k,
+    NaN, +Inf, -Inf, -0 and a subnormal through kcheck_generate, one kind
+    a row; from 6 rows on, one run. In fp64: kcheck_generate makes the
+    values in fp64 and rounds them to the format, so the subnormal row
+    (fp64's smallest subnormals) is a row of +-0 in the narrower formats."""
+    import ctypes
+    import math
+    import os
+    from conftest import BUILD
+    from kcheck.torch import trials
+    gen = ctypes.CDLL(os.path.join(BUILD, "libkcheck.so")).kcheck_generate
+    gen.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                    ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p]
+    cols = 32
+    for rows in range(1, 6):
+        for k in range(3):
+            kinds = set()
+            for seed in trials.specials_seeds(172487885537778, rows):
+                buf = (ctypes.c_double * (rows * cols))()
+                assert gen(b"specials", b"none", b"fp64", trials.role(k), rows, cols, seed + k,
+                           buf) == 0
+                for r in range(rows):
+                    row = buf[r * cols:(r + 1) * cols]
+                    got = {"nan" if v != v else "+inf" if v == math.inf else "-inf"
+                           if v == -math.inf else "-0" if v == 0 and math.copysign(1, v) < 0
+                           else "sub" if v != 0 and abs(v) < 2.0 ** -1022 else None for v in row}
+                    assert not ({"nan"} <= got and got & {"+inf", "-inf"}), (rows, k, row)
+                    kinds |= got
+            assert kinds >= {"nan", "+inf", "-inf", "-0", "sub"}, (rows, k, kinds)
+    assert trials.specials_seeds(5, 6) == [5] and trials.specials_seeds(5, 0) == [5]
+    assert trials.specials_seeds(5, 1) == [5, 6, 7, 8, 9, 10]
+    assert trials.specials_seeds(5, 2) == [5, 7, 9]

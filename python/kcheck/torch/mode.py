@@ -1278,7 +1278,8 @@ class KcheckMode(TorchDispatchMode):
         """One run of a trial (run: what _trials was given, the trial's
         generator and transform) at seed: (meta, Job). rotation: which run
         of the specials generator past the first (0: the first, or another
-        generator). rows gets the rows generated for each input."""
+        generator). rows gets the rows generated for each float input (as
+        the C gates count them: gates/trial.c fewest_rows)."""
         gate, func, entry, settings, args, kwargs, ctx0, mask, gen, tf = run
         cmds = []
         meta = {"generator": gen, "transform": tf, "seed": seed}
@@ -1287,7 +1288,8 @@ class KcheckMode(TorchDispatchMode):
 
         def fill(t, k):
             cmds.append(trials.regen_command(gen, tf, seed + k, t, trials.role(k)))
-            rows.append(trials.gen_rows(t))
+            if profiles.fmt(t.dtype):
+                rows.append(trials.gen_rows(t))
             return trials.generate(self.lib, gen, tf, t, trials.role(k), seed + k)
         nargs, nkw = self._fresh(entry, args, kwargs, fill)
         plan = entry.mapper(entry.bind(nargs, nkw))

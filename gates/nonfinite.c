@@ -1,10 +1,12 @@
 /* gates/nonfinite.c — contract: NaN and Inf propagate as the exact math
- * requires, and finite inputs give no spurious NaN or Inf. Two runs on
+ * requires, and finite inputs give no spurious NaN or Inf. Two trials on
  * generated inputs, judged by the oracle's special-value rules: one with
- * NaN, ±Inf, ±0 and subnormals placed at seeded spots ("specials"), one
- * with plain finite data ("uniform"). Only a fail_special verdict is this
- * gate's violation: value and precision failures belong to the oracle,
- * precision and extremes gates. */
+ * NaN, ±Inf, ±0 and subnormals placed at seeded spots ("specials", one
+ * kind a row), one with plain finite data ("uniform"). An input of fewer
+ * than 6 rows (a vector) cannot hold every kind at one seed: kc_trials_gate
+ * repeats the specials trial at the seeds oc_specials_seed names (up to 6
+ * runs). Only a fail_special verdict is this gate's violation: value and
+ * precision failures belong to the oracle, precision and extremes gates. */
 #include <string.h>
 
 #include "gate.h"

@@ -101,6 +101,34 @@ int kc_generate_packed(int gen, enum kc_transform tf, int fmt, int role, int64_t
   return 0;
 }
 
+/* Tensor t as the generators see it: rows x cols, cols its last extent and
+ * rows the product of the others (a scalar: 1 x 1). 0, or 1 for a negative
+ * extent or a product that overflows. */
+static int gen_extent(const struct kc_contract_sb_tensor *t, int64_t *rows, int64_t *cols) {
+  int rank = t->t->rank;
+  *cols = rank ? t->t->shape[rank - 1] : 1;
+  *rows = 1;
+  int bad = *cols < 0;
+  for (int r = 0; r + 1 < rank; r++)
+    bad |= t->t->shape[r] < 0 || __builtin_mul_overflow(*rows, t->t->shape[r], rows);
+  return bad;
+}
+
+/* The fewest rows among the inputs generate() fills in sb (0 when none):
+ * what decides how many runs the specials generator needs. */
+static int64_t fewest_rows(const struct kc_contract_sb *sb) {
+  int64_t fewest = 0;
+  for (int i = 0; i < sb->n; i++) {
+    const struct kc_contract_sb_tensor *t = &sb->t[i];
+    int64_t rows, cols;
+    if (t->role == KC_ROLE_OUT || t->t->v->tensor.format >= KC_FMT_INT8 ||
+        gen_extent(t, &rows, &cols))
+      continue;
+    if (!fewest || rows < fewest) fewest = rows;
+  }
+  return fewest;
+}
+
 static int generate(struct kc_contract_sb *sb, const struct kc_contract *c,
                     const struct kc_trial *tr, uint64_t seed, char *err, size_t n) {
   int k = 0, order[64];
@@ -115,10 +143,8 @@ static int generate(struct kc_contract_sb *sb, const struct kc_contract *c,
       return -1;
     }
     int rank = t->t->rank;
-    int64_t cols = rank ? t->t->shape[rank - 1] : 1, rows = 1;
-    int bad = cols < 0;
-    for (int r = 0; r + 1 < rank; r++)
-      bad |= t->t->shape[r] < 0 || __builtin_mul_overflow(rows, t->t->shape[r], &rows);
+    int64_t rows, cols;
+    int bad = gen_extent(t, &rows, &cols);
     int64_t cnt = 0;
     size_t count = 0, esize = (size_t)t->esize, packed_bytes = 0;
     /* A negative extent (a contract that lint could not reject, e.g. -n at
@@ -265,6 +291,98 @@ static json_t *scalars_json(const struct kc_contract *c, const struct kc_contrac
   return sc;
 }
 
+/* What kc_trials_gate carries from one run to the next. */
+struct trials_state {
+  struct kc_gate_ctx *ctx;
+  unsigned fail_mask;
+  const char *message;
+  struct kc_judgment *j;
+  json_t *list; /* one record a run */
+  int violations, judged, runs;
+  char first_err[sizeof((struct kc_judgment *)0)->err];
+};
+
+/* A run that gave no verdict (r: 1 skipped, < 0 not run): its record. */
+static void run_not_judged(struct trials_state *st, const struct kc_trial *tr, json_t *rec, int r,
+                           const struct kc_contract_sb *sb) {
+  const struct kc_contract *c = st->ctx->contract;
+  json_object_set_new(rec, "class", json_string(r > 0 ? "skipped" : "inconclusive"));
+  json_object_set_new(rec, "reason", json_string(st->j->err));
+  if (tr->scalars) {
+    json_t *sc = json_object();
+    for (int k = 0; k < c->nscalars; k++)
+      json_object_set_new(sc, c->scalars[k]->name, json_integer((json_int_t)tr->scalars[k]));
+    json_object_set_new(rec, "scalars", sc);
+  }
+  if (r < 0 && !st->first_err[0]) memcpy(st->first_err, st->j->err, sizeof st->first_err);
+  json_array_append_new(st->list, rec);
+  st->runs += r < 0 && sb->runs > 0;
+}
+
+/* After a run of tr at seed (judged: the oracle gave st->j's verdict):
+ * a verdict in the fail mask, or a changed guard zone at the trial's own
+ * scalars, is the gate's violation. */
+static void report_run(struct trials_state *st, const struct kc_trial *tr, uint64_t seed,
+                       int judged, const struct kc_contract_sb *sb) {
+  const struct kc_contract *c = st->ctx->contract;
+  struct kc_judgment *j = st->j;
+  json_t *guards = tr->scalars ? kc_trial_guard_damage(sb) : NULL;
+  json_t *ev = NULL;
+  const char *msg = st->message;
+  if (judged && oc_verdict_is_fail(j->v.kind) && (st->fail_mask & (1u << j->v.kind))) {
+    ev = kc_judge_evidence(c, sb, j);
+    kc_judge_result(j, st->ctx->result);
+    if (guards) json_object_set_new(ev, "guard_damage", json_incref(guards));
+  } else if (guards) {
+    ev = json_pack("{s:s, s:O}", "verdict", "out_of_bounds", "guard_damage", guards);
+    msg = "at this shape the kernel writes outside its tensors (guard zone changed)";
+  }
+  json_decref(guards);
+  if (ev) {
+    st->violations = 1;
+    json_object_set_new(ev, "exposed_by", kc_exposed_by(sb, tr, seed));
+    kc_gate_violation(st->ctx, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
+  }
+}
+
+/* One run of trial tr at seed (rotation: its run of the specials generator
+ * past the first, 0 for the first and for every other generator), recorded
+ * in st, a violation reported. Returns the fewest rows of the inputs it
+ * generated (0 when it did not run). */
+static int64_t run_trial(struct trials_state *st, const struct kc_trial *tr, uint64_t seed,
+                         int rotation) {
+  const struct kc_contract *c = st->ctx->contract;
+  struct kc_judgment *j = st->j;
+  struct kc_contract_sb sb;
+  int r = kc_trial_run(st->ctx, c, tr, seed, &sb, j);
+  json_t *rec = json_pack("{s:s}", "generator", oc_gen_name((enum oc_gen)tr->gen));
+  if (tr->transform != KC_TF_NONE)
+    json_object_set_new(rec, "transform", json_string(kc_transform_name(tr->transform)));
+  if (rotation) { /* which of the specials runs, and its seed (exposed_by's) */
+    json_object_set_new(rec, "rotation", json_integer(rotation));
+    json_object_set_new(rec, "seed", json_integer((json_int_t)seed));
+  }
+  if (r == 1 || r < 0) {
+    run_not_judged(st, tr, rec, r, &sb);
+    return 0;
+  }
+  st->runs++;
+  if (tr->scalars) json_object_set_new(rec, "scalars", scalars_json(c, &sb));
+  if (r == 2) { /* ran, but the oracle cannot judge it: guards still can */
+    json_object_set_new(rec, "class", json_string("inconclusive"));
+    json_object_set_new(rec, "reason", json_string(j->err));
+    if (!st->first_err[0]) memcpy(st->first_err, j->err, sizeof st->first_err);
+  } else {
+    st->judged++;
+    json_object_set_new(rec, "class", json_string(oc_verdict_name(j->v.kind)));
+  }
+  json_array_append_new(st->list, rec);
+  report_run(st, tr, seed, r == 0, &sb);
+  int64_t rows = fewest_rows(&sb);
+  kc_contract_sb_free(&sb);
+  return rows;
+}
+
 int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
                    int ntrials, unsigned fail_mask, const char *message) {
   const struct kc_contract *c = ctx->contract;
@@ -277,73 +395,32 @@ int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struc
         json_string(c->op ? "the contract declares no profile" : "the contract declares no op"));
     return 0;
   }
-  struct kc_judgment *j = calloc(1, sizeof *j);
-  if (!j) {
+  struct trials_state st = {
+      .ctx = ctx, .fail_mask = fail_mask, .message = message, .j = calloc(1, sizeof *st.j)};
+  if (!st.j) {
     ctx->out.status = KC_GS_ERROR;
     json_object_set_new(ctx->result, "error", json_string("out of host memory"));
     return 0;
   }
-  json_t *list = json_array();
-  int violations = 0, judged = 0, runs = 0;
-  char first_err[sizeof j->err] = "";
-  for (int i = 0; i < ntrials && !violations; i++) {
-    const struct kc_trial *tr = &trials[i];
+  st.list = json_array();
+  for (int i = 0; i < ntrials && !st.violations; i++) {
     uint64_t seed = kc_trial_seed(g->id, i);
-    struct kc_contract_sb sb;
-    int r = kc_trial_run(ctx, c, tr, seed, &sb, j);
-    json_t *rec = json_pack("{s:s}", "generator", oc_gen_name((enum oc_gen)tr->gen));
-    if (tr->transform != KC_TF_NONE)
-      json_object_set_new(rec, "transform", json_string(kc_transform_name(tr->transform)));
-    if (r == 1 || r < 0) {
-      json_object_set_new(rec, "class", json_string(r > 0 ? "skipped" : "inconclusive"));
-      json_object_set_new(rec, "reason", json_string(j->err));
-      if (tr->scalars) {
-        json_t *sc = json_object();
-        for (int k = 0; k < c->nscalars; k++)
-          json_object_set_new(sc, c->scalars[k]->name, json_integer((json_int_t)tr->scalars[k]));
-        json_object_set_new(rec, "scalars", sc);
-      }
-      if (r < 0 && !first_err[0]) memcpy(first_err, j->err, sizeof first_err);
-      json_array_append_new(list, rec);
-      runs += r < 0 && sb.runs > 0;
-      continue;
-    }
-    runs++;
-    if (tr->scalars) json_object_set_new(rec, "scalars", scalars_json(c, &sb));
-    if (r == 2) { /* ran, but the oracle cannot judge it: guards still can */
-      json_object_set_new(rec, "class", json_string("inconclusive"));
-      json_object_set_new(rec, "reason", json_string(j->err));
-      if (!first_err[0]) memcpy(first_err, j->err, sizeof first_err);
-    } else {
-      judged++;
-      json_object_set_new(rec, "class", json_string(oc_verdict_name(j->v.kind)));
-    }
-    json_array_append_new(list, rec);
-    json_t *guards = tr->scalars ? kc_trial_guard_damage(&sb) : NULL;
-    json_t *ev = NULL;
-    const char *msg = message;
-    if (r == 0 && oc_verdict_is_fail(j->v.kind) && (fail_mask & (1u << j->v.kind))) {
-      ev = kc_judge_evidence(c, &sb, j);
-      kc_judge_result(j, ctx->result);
-      if (guards) json_object_set_new(ev, "guard_damage", json_incref(guards));
-    } else if (guards) {
-      ev = json_pack("{s:s, s:O}", "verdict", "out_of_bounds", "guard_damage", guards);
-      msg = "at this shape the kernel writes outside its tensors (guard zone changed)";
-    }
-    json_decref(guards);
-    if (ev) {
-      violations = 1;
-      json_object_set_new(ev, "exposed_by", kc_exposed_by(&sb, tr, seed));
-      kc_gate_violation(ctx, json_pack("{s:s, s:o}", "message", msg, "evidence", ev));
-    }
-    kc_contract_sb_free(&sb);
+    int64_t rows = run_trial(&st, &trials[i], seed, 0);
+    /* An input of fewer than 6 rows holds only some of the specials
+     * generator's kinds at one seed (oracle/adversarial.h): the runs at
+     * the seeds oc_specials_seed names give it, and every input with more
+     * rows, the others. Inputs of 6 rows or more take this one run, as
+     * before. */
+    if (trials[i].gen == OC_GEN_SPECIALS)
+      for (int k = 1; k < oc_specials_runs(rows) && !st.violations; k++)
+        run_trial(&st, &trials[i], oc_specials_seed(seed, rows, k), k);
   }
-  json_object_set_new(ctx->result, "trials", list);
-  json_object_set_new(ctx->result, "runs", json_integer(runs));
-  ctx->out.status = violations ? KC_GS_FAIL : judged ? KC_GS_PASS : KC_GS_INCONCLUSIVE;
-  if (!judged && !violations)
+  json_object_set_new(ctx->result, "trials", st.list);
+  json_object_set_new(ctx->result, "runs", json_integer(st.runs));
+  ctx->out.status = st.violations ? KC_GS_FAIL : st.judged ? KC_GS_PASS : KC_GS_INCONCLUSIVE;
+  if (!st.judged && !st.violations)
     json_object_set_new(ctx->result, "reason",
-                        json_string(first_err[0] ? first_err : "no trial applied"));
-  free(j);
-  return violations;
+                        json_string(st.first_err[0] ? st.first_err : "no trial applied"));
+  free(st.j);
+  return st.violations;
 }

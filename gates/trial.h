@@ -54,8 +54,11 @@ json_t *kc_trial_guard_damage(const struct kc_contract_sb *sb);
 /* Runs trials in order until one gives a verdict in fail_mask (bits 1 <<
  * enum oc_verdict_kind) or, for trials at other scalars, changes a guard
  * zone; reports that as g's violation (message, evidence, exposed_by) and
- * sets the result: status, runs, and one entry per trial. Returns the
- * number of violations (0 or 1). */
+ * sets the result: status, runs, and one entry per run. A specials trial
+ * whose inputs have fewer than 6 rows runs again at the seeds
+ * oc_specials_seed names until every input has met every special kind
+ * (entries with rotation and seed). Returns the number of violations (0
+ * or 1). */
 int kc_trials_gate(struct kc_gate_ctx *ctx, const struct kc_gate *g, const struct kc_trial *trials,
                    int ntrials, unsigned fail_mask, const char *message);
 

@@ -72,6 +72,26 @@ static void put(void *out, enum oc_format f, int64_t i, double x) {
 
 static double fmt_max(enum oc_format f) { return oc_format_info(f)->max_finite; }
 
+int oc_specials_runs(int64_t rows) {
+  if (rows <= 0 || rows >= OC_SPECIALS_KINDS) return 1;
+  return (int)((OC_SPECIALS_KINDS + rows - 1) / rows);
+}
+
+uint64_t oc_specials_seed(uint64_t seed, int64_t rows, int i) {
+  return rows > 0 && rows < OC_SPECIALS_KINDS ? seed + (uint64_t)i * (uint64_t)rows : seed;
+}
+
+/* The first kind of the specials generator (see adversarial.h): 0 from 6
+ * rows on, so that every input that reached all kinds before keeps its
+ * bytes (fixtures and recorded regenerate commands); below, taken from the
+ * seed, which a regenerate command carries already (a separate rotation
+ * argument would change kcheck_generate and every recorded command). A
+ * rotation of the row index keeps one kind per row: NaN and Inf in one
+ * row would hide each other in a reduction. */
+static int specials_rotation(int64_t rows, uint64_t seed) {
+  return rows < OC_SPECIALS_KINDS ? (int)(seed % OC_SPECIALS_KINDS) : 0;
+}
+
 int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t cols,
                 uint64_t seed, const struct oc_gen_params *params, void *out) {
   if ((unsigned)g >= OC_GEN_COUNT || (unsigned)f >= OC_FORMAT_COUNT || rows < 0 || cols < 0)
@@ -83,6 +103,7 @@ int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t
   /* In fp16_overflow the magnitude is scaled so partial sums pass 65520
    * whatever K is; e4m3fn tops out at 448, so use what the format holds. */
   double ovf_mag = fmin(240.0, fmt_max(f) / 2);
+  int rot = specials_rotation(rows, seed);
   for (int64_t r = 0; r < rows; r++) {
     /* Per-row helpers for the row-structured generators. */
     uint64_t rs = st ^ ((uint64_t)r * 0xd6e8feb86659fd93ULL);
@@ -124,7 +145,7 @@ int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t
       case OC_GEN_LARGE_LOGITS: x = 80 + 20 * u; break;
       case OC_GEN_SPECIALS:
         x = 2 * u - 1;
-        switch (r % 6) {
+        switch ((r + rot) % OC_SPECIALS_KINDS) {
         case 0:
           if (c == spot) x = NAN;
           break;

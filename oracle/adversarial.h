@@ -42,6 +42,23 @@ int oc_gen_parse(const char *name); /* -1 when unknown */
 int oc_generate(enum oc_gen g, enum oc_format f, int role, int64_t rows, int64_t cols,
                 uint64_t seed, const struct oc_gen_params *params, void *out);
 
+/* The specials generator's row kinds: row r of an input with rows >= 6
+ * gets kind r % 6 (0 NaN at a seeded spot, 1 +Inf, 2 -Inf, 3 a row of -0,
+ * 4 subnormals, 5 one -0 among +0). An input with fewer rows gets kind
+ * (r + seed) % 6 instead, so that runs at other seeds reach the kinds its
+ * rows alone cannot: oc_specials_runs and oc_specials_seed name the runs
+ * that cover every kind (the nonfinite gate runs them all). */
+#define OC_SPECIALS_KINDS 6
+/* How many runs of the specials generator give an input of `rows` rows
+ * every kind: 1 from 6 rows on (and for an empty input), ceil(6 / rows)
+ * below. */
+int oc_specials_runs(int64_t rows);
+/* The seed of run i of those (run 0 is `seed` itself): seed + i * rows,
+ * so run i's rows start i * rows kinds further on. Inputs generated at
+ * seed + k (input k of a launch) with at least `rows` rows are covered
+ * too: each run moves all of them on by the same step. */
+uint64_t oc_specials_seed(uint64_t seed, int64_t rows, int i);
+
 /* Deterministic 64-bit generator (splitmix64) the library and tests share. */
 uint64_t oc_rand_next(uint64_t *state);
 double oc_rand_unit(uint64_t *state); /* uniform [0,1) with 53 random bits */

@@ -16,6 +16,7 @@ ORACLE_TESTS_B := $(BUILD)/test/oracle/test_b_matmul $(BUILD)/test/oracle/test_b
                   $(BUILD)/test/oracle/test_b_attention $(BUILD)/test/oracle/test_b_recurrence \
                   $(BUILD)/test/oracle/test_b_profile $(BUILD)/test/oracle/test_b_elementwise \
                   $(BUILD)/test/oracle/test_b_regress $(BUILD)/test/oracle/test_b_specials \
+                  $(BUILD)/test/oracle/test_b_generators \
                   $(BUILD)/test/oracle/test_b_grad $(BUILD)/test/oracle/test_b_copy \
                   $(BUILD)/test/oracle/test_b_moments $(BUILD)/test/oracle/test_b_pointwise \
                   $(BUILD)/test/oracle/test_b_loss $(BUILD)/test/oracle/test_b_scan \

@@ -80,6 +80,8 @@ static const char app_ptx[] =
     "{\n\tret;\n}\n"
     ".visible .entry _Z11exp_correctPKfPfi(.param .u64 x, .param .u64 out, .param .u32 n)\n"
     "{\n\tret;\n}\n"
+    ".visible .entry _Z12exp_inf_zeroPKfPfi(.param .u64 x, .param .u64 out, .param .u32 n)\n"
+    "{\n\tret;\n}\n"
     ".visible .entry _Z12gemm_fp16accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C, "
     ".param .u32 M, .param .u32 N, .param .u32 K)\n{\n\tret;\n}\n"
     ".visible .entry _Z12gemm_fp32accPKfS0_Pfiii(.param .u64 A, .param .u64 B, .param .u64 C, "
@@ -606,6 +608,32 @@ static void app_contracts(struct app *a) {
     CK(cuMemFree(all[i]));
 }
 
+/* Kernels on a vector (one row as the generators see it): exp_inf_zero,
+ * wrong at +Inf only, and its correct twin exp_correct, on n points of
+ * [-8, 8], where both give expf's values. */
+static void app_vectors(struct app *a) {
+  enum { N = 1000 };
+  static float hx[N], hy[2][N];
+  for (int i = 0; i < N; i++)
+    hx[i] = -8.0f + 16.0f * (float)i / (float)(N - 1);
+  CUdeviceptr dx = app_alloc(sizeof hx), dy = app_alloc(sizeof hx);
+  CK(cuMemcpyHtoD(dx, hx, sizeof hx));
+  int n = N;
+  const char *ks[][2] = {{"exp_inf_zero", FK_K_EXP_INF_ZERO}, {"exp_correct", FK_K_EXP_CORRECT}};
+  for (size_t k = 0; k < 2; k++) {
+    void *args[] = {&dx, &dy, &n};
+    CK(cuLaunchKernel(app_func(a, ks[k][1]), (N + 127) / 128, 1, 1, 128, 1, 1, 0, a->stream, args,
+                      NULL));
+    CK(cuStreamSynchronize(a->stream));
+    CK(cuMemcpyDtoH(hy[k], dy, sizeof hy[k]));
+    printf("%s: vectors %s out %016llx\n", app_name, ks[k][0],
+           (unsigned long long)fnv1a(hy[k], sizeof hy[k]));
+  }
+  EXPECT(!memcmp(hy[0], hy[1], sizeof hy[0]), "exp_inf_zero differs from expf on finite inputs");
+  CK(cuMemFree(dx));
+  CK(cuMemFree(dy));
+}
+
 /* Runs the scenarios a mode asks for; returns the exit status. */
 /* A training loop's shape: every step launches a kernel with a per-step
  * scalar (a learning-rate schedule) and one with constant arguments. */
@@ -703,6 +731,8 @@ static int app_run(const char *mode) {
     app_graph(&a);
   } else if (strcmp(mode, "contracts") == 0) {
     app_contracts(&a);
+  } else if (strcmp(mode, "vectors") == 0) {
+    app_vectors(&a);
   } else if (strcmp(mode, "many") == 0 || strcmp(mode, "many_racy") == 0) {
     app_many(&a, mode[4] == '_');
   } else if (strcmp(mode, "bigalloc") == 0) {
@@ -726,8 +756,8 @@ static int app_run(const char *mode) {
   } else {
     fprintf(
         stderr,
-        "%s: unknown mode '%s' (basic, races, contracts, many, many_racy, bigalloc, all, crash, "
-        "abort, steps<N>)\n",
+        "%s: unknown mode '%s' (basic, races, contracts, vectors, many, many_racy, bigalloc, all, "
+        "crash, abort, steps<N>)\n",
         app_name, mode);
     return 2;
   }

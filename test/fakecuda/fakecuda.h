@@ -223,8 +223,10 @@ const struct fk_kernel_def *fakecuda_builtin_kernels(void);
 #define FK_K_OOB_TAIL_WRITE "_Z14oob_tail_writePKfPfi" /* writes out[n] when n % 128 != 0 */
 /* Oracle bugs and their correct counterparts: (const float *x, float *out, int n)
  * and (const float *A, const float *B, float *C, int M, int N, int K), row-major. */
-#define FK_K_EXP_FAST_WRONG "_Z14exp_fast_wrongPKfPfi"  /* degree-5 Taylor exp: ulps off */
-#define FK_K_EXP_CORRECT "_Z11exp_correctPKfPfi"        /* expf */
+#define FK_K_EXP_FAST_WRONG "_Z14exp_fast_wrongPKfPfi" /* degree-5 Taylor exp: ulps off */
+#define FK_K_EXP_CORRECT "_Z11exp_correctPKfPfi"       /* expf */
+/* expf, but an infinite input gives 0: wrong at +Inf only (nonfinite, on a vector) */
+#define FK_K_EXP_INF_ZERO "_Z12exp_inf_zeroPKfPfi"
 #define FK_K_GEMM_FP16ACC "_Z12gemm_fp16accPKfS0_Pfiii" /* running sum rounded to fp16 */
 #define FK_K_GEMM_FP32ACC "_Z12gemm_fp32accPKfS0_Pfiii" /* fp32 accumulation */
 /* Bugs for the adversarial gates, right on the application's own inputs and

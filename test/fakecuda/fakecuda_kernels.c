@@ -242,6 +242,21 @@ static void k_exp_correct(const struct fk_launch_ctx *c, void *const *params) {
   }
 }
 
+/* expf with infinite inputs "sanitized" to 0: right for -Inf (e^-Inf = 0),
+ * wrong for +Inf (e^+Inf = +Inf); NaN still propagates and every finite
+ * input is expf's. Only a +Inf input shows it: on a vector (one row) the
+ * nonfinite gate's specials gave NaN alone before the generator's rows
+ * were rotated for inputs of fewer than 6 rows. */
+static void k_exp_inf_zero(const struct fk_launch_ctx *c, void *const *params) {
+  const float *x = P(0, const float *);
+  float *out = P(1, float *);
+  int n = P(2, int);
+  for (unsigned t = 0; t < nthreads(c); t++) {
+    unsigned long long i = block_lin(c) * nthreads(c) + t;
+    if (i < (unsigned long long)n) out[i] = isinf(x[i]) ? 0.0f : expf(x[i]);
+  }
+}
+
 /* v rounded to the nearest fp16 value (ties to even; no overflow handling:
  * the planted GEMM stays far below 65504). */
 static float round_fp16(float v) {
@@ -558,6 +573,7 @@ static const struct fk_kernel_def builtin[] = {
     {FK_K_OOB_TAIL_WRITE, k_oob_tail_write, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_EXP_FAST_WRONG, k_exp_fast_wrong, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_EXP_CORRECT, k_exp_correct, 3, {8, 8, 4}, {0}, 0, 0},
+    {FK_K_EXP_INF_ZERO, k_exp_inf_zero, 3, {8, 8, 4}, {0}, 0, 0},
     {FK_K_GEMM_FP16ACC, k_gemm_fp16acc, 6, {8, 8, 8, 4, 4, 4}, {0}, 0, 0},
     {FK_K_GEMM_FP32ACC, k_gemm_fp32acc, 6, {8, 8, 8, 4, 4, 4}, {0}, 0, 0},
     {FK_K_ROWMAX_FMAXF, k_rowmax_fmaxf, 4, {8, 8, 4, 4}, {0}, 0, 0},

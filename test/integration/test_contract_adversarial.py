@@ -6,15 +6,18 @@ tiled_add_bug (wrong partial last tile) by shapes, softmax_nomax (no max
 subtracted) by extremes, layernorm_onepass (E[x^2] - mean^2) and
 gemm_fp16acc (fp16 accumulator) by precision. The correct counterparts are
 silent under every gate, and the application's outputs stay the same."""
+import ctypes
 import math
 import os
 
 import pytest
 
-from conftest import APPS, by_type, run
+from conftest import APPS, BUILD, ROOT, by_type, run
 from test_contract_gates import CONTRACTS, LAUNCHED, gates_fired, name
 
 ROWS, COLS = 16, 1000  # app_contracts(): row kernels' shape
+# `app_linked vectors`: exp_inf_zero and exp_correct on a vector of n = 1000
+VECTOR_CONTRACTS = os.path.join(ROOT, "test", "integration", "data", "contracts_vector.yaml")
 TILED_N = 1024         # app_contracts(): tiled_add_bug's n, a multiple of its 64-element tile
 TRIAL_GATES = {"nonfinite", "precision", "extremes", "shapes"}
 # Planted bug -> the gate that must catch it.
@@ -112,6 +115,40 @@ def test_rowmax_fmaxf_drops_nan(all_gates):
     # On the application's data (no NaN) both maxima are exact.
     assert c["rowmax_fmaxf"]["gates"]["oracle"]["status"] == "bitwise"
     assert c["rowmax"]["gates"]["nonfinite"]["status"] == "pass"
+
+
+def test_inf_on_a_vector_reaches_nonfinite(tmp_path):
+    """A vector is one row to the specials generator, which once gave such
+    an input NaN alone: exp_inf_zero (an infinite input gives 0; right on
+    every finite input and on NaN) passed nonfinite. The gate now runs the
+    specials trial once per rotation a vector needs (six: oc_specials_runs),
+    one reaches +Inf, e^+Inf = +Inf against the kernel's 0 is fail_special,
+    and exposed_by's seed gives back the vector holding that +Inf. The
+    correct twin exp_correct passes all seven runs."""
+    r = run([os.path.join(APPS, "app_linked"), "vectors"], tmp_path,
+            options="contracts=%s:gates=nonfinite" % VECTOR_CONTRACTS)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    fired = gates_fired(recs)
+    assert fired["exp_inf_zero"] == {"nonfinite"}, dict(fired)
+    assert "exp_correct" not in fired, fired["exp_correct"]
+    ev = first_violation(recs, "exp_inf_zero", "nonfinite")["evidence"]
+    assert ev["verdict"] == "fail_special" and ev["op"] == "exp" and ev["shape"] == [1000]
+    assert ev["kernel"] == 0 and ev["exact"] == "inf", ev
+    ex = ev["exposed_by"]
+    assert ex["generator"] == "specials" and ex["shapes"]["x"] == [1000]
+    # kcheck_generate at that seed: one row of 1000, +Inf where the kernel was wrong
+    buf = (ctypes.c_float * 1000)()
+    gen = ctypes.CDLL(os.path.join(BUILD, "libkcheck.so")).kcheck_generate
+    gen.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                    ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p]
+    assert gen(b"specials", b"none", b"fp32", 0, 1, 1000, ex["seed"], buf) == 0
+    assert buf[ev["index"][0]] == math.inf and sum(v == math.inf for v in buf) == 1
+    g = checks(recs)["exp_correct"]["gates"]["nonfinite"]
+    assert g["status"] == "pass" and g["runs"] == 7, g
+    runs = [(t["generator"], t.get("rotation", 0)) for t in g["trials"]]
+    assert runs == [("specials", k) for k in range(6)] + [("uniform", 0)], runs
+    assert all(t["class"] in ("pass", "bitwise") for t in g["trials"]), g["trials"]
 
 
 def test_tiled_add_bug_wrong_at_other_shapes(all_gates):

@@ -426,7 +426,70 @@ static void norms(void) {
          before);
 }
 
+/* layer_norm dx in fp64 of one row whose saved mean and rstd are -Inf
+ * and whose weight is subnormal (the nonfinite gate's specials on a
+ * vector weight): ATen's CPU kernel computes (rstd g) w + c2 x + c3, an
+ * Inf where rstd (w g) meets a w g that underflowed to 0 and gives NaN.
+ * Both are the same formula: no NaN is demanded there. A NaN in g still
+ * propagates in every order: dropping it fails. */
+static int ln_row(const double *g, const double *x, const double *w, double mu, double rs,
+                  double *o) {
+  double sa = 0, sds = 0;
+  for (int j = 0; j < C; j++)
+    sa += g[j] * w[j], sds += g[j] * w[j] * x[j];
+  double c2 = (sa * mu - sds) * rs * rs * rs / C, c3 = -c2 * mu - sa * rs / C;
+  int n_nan = 0;
+  for (int j = 0; j < C; j++) {
+    o[j] = rs * g[j] * w[j] + c2 * x[j] + c3; /* left to right: (rstd g) w */
+    n_nan += isnan(o[j]);
+  }
+  return n_nan;
+}
+
+static enum oc_verdict_kind ln_judge(const double *g, const double *x, const double *w, double mu,
+                                     double rs, const double *o) {
+  struct oc_tensor G, X, O, M, S, W;
+  t_tensor2(&G, g, OC_FP64, 1, C);
+  t_tensor2(&X, x, OC_FP64, 1, C);
+  t_tensor2(&O, o, OC_FP64, 1, C);
+  t_tensor2(&M, &mu, OC_FP64, 1, 1);
+  t_tensor2(&S, &rs, OC_FP64, 1, 1);
+  int64_t wn = C;
+  oc_tensor_make(&W, w, OC_FP64, 1, &wn, NULL);
+  struct oc_profile p;
+  oc_profile_parse("fp64", &p);
+  struct oc_grad_args a = {&G, &X, -1, 0, &M, &S, &W};
+  struct oc_verdict v;
+  if (oc_check_grad(OC_GRAD_LAYER_NORM_BACKWARD, &a, &O, &p, NULL, &v)) return OC_FAIL_VALUE;
+  if (getenv("GRAD_VERBOSE")) t_print_verdict(&v);
+  return v.kind;
+}
+
+static void norm_specials_underflow(void) {
+  int before = t_fail;
+  static double g[C], x[C], w[C], o[C];
+  uint64_t st = 77;
+  for (int j = 0; j < C; j++) {
+    g[j] = 2 * oc_rand_unit(&st) - 1;
+    x[j] = 2 * oc_rand_unit(&st) - 1;
+    w[j] = (j % 2 ? -1 : 1) * 0x1p-1074 * (1 + j % 3); /* fp64's smallest subnormals */
+  }
+  int n_nan = ln_row(g, x, w, -INFINITY, -INFINITY, o);
+  enum oc_verdict_kind k = ln_judge(g, x, w, -INFINITY, -INFINITY, o);
+  EXPECT(n_nan < C && !oc_verdict_is_fail(k), "(rstd g) w at -Inf statistics: %s (%d NaN)",
+         oc_verdict_name(k), n_nan);
+  g[5] = NAN; /* a NaN input: NaN everywhere whatever the order */
+  ln_row(g, x, w, -INFINITY, -INFINITY, o);
+  o[7] = -INFINITY;
+  k = ln_judge(g, x, w, -INFINITY, -INFINITY, o);
+  EXPECT(k == OC_FAIL_SPECIAL, "a NaN in g dropped: %s", oc_verdict_name(k));
+  t_line("layer_norm dx at Inf statistics and subnormal weights: ATen's association passes, a "
+         "dropped NaN fails",
+         before);
+}
+
 int main(void) {
+  norm_specials_underflow();
   budget_edges();
   activations();
   scalar_t_steps();

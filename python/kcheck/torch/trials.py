@@ -127,15 +127,50 @@ def _rows_cols(shape):
     return rows, cols
 
 
+def _expanded(t):
+    return any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride()))
+
+
+def _base_shape(t):
+    """The shape generate() fills for t: an expanded (broadcast) argument's
+    base (1 along its stride-0 dimensions), else t's own."""
+    if _expanded(t):
+        return [1 if st == 0 else n for n, st in zip(t.shape, t.stride())]
+    return list(t.shape)
+
+
+def gen_rows(t):
+    """The rows kcheck_generate makes for t in generate(): its base's rows
+    (every extent but the last), or tile_rows() of them for a large one."""
+    rows, cols = _rows_cols(_base_shape(t))
+    return tile_rows(rows, cols) or rows
+
+
+# oracle/adversarial.h's OC_SPECIALS_KINDS: from this many rows on, an input
+# of the specials generator holds every special kind (NaN, +Inf, -Inf, a row
+# of -0, subnormals, a -0 among +0: row r kind r % 6); below, row r gets
+# kind (r + seed) % 6, and the seeds specials_seeds() names give it the rest.
+SPECIALS_KINDS = 6
+
+
+def specials_seeds(seed, rows):
+    """The seeds of the specials runs that give every input of at least
+    `rows` rows every kind (oc_specials_runs, oc_specials_seed): [seed]
+    from 6 rows on (or none); below, seed + i * rows for i < ceil(6 /
+    rows). Input k of each run takes seed + k, as in every trial."""
+    if rows <= 0 or rows >= SPECIALS_KINDS:
+        return [seed]
+    return [seed + i * rows for i in range(-(-SPECIALS_KINDS // rows))]
+
+
 def generate(lib, gen, transform, t, role, seed):
     """A tensor like t (dtype, shape, strides, device) filled with
     generator gen's values: the packed rows x cols of kcheck_generate
     written into t's elements in row-major order (large inputs: the first
     tile_rows() rows, repeated)."""
-    if any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride())):
+    if _expanded(t):
         # an expanded (broadcast) argument: generate its base, expand it again
-        base = torch.empty([1 if st == 0 else n for n, st in zip(t.shape, t.stride())],
-                           dtype=t.dtype, device=t.device)
+        base = torch.empty(_base_shape(t), dtype=t.dtype, device=t.device)
         return generate(lib, gen, transform, base, role, seed).expand(t.shape)
     fmt = profiles.fmt(t.dtype)
     shape = list(t.shape)

@@ -39,6 +39,35 @@ class Run:
         return self.records(0)
 
 
+_GENERATE_CHILD = r"""
+import ctypes, json, sys
+a = json.loads(sys.argv[1])
+f = ctypes.CDLL(a["lib"]).kcheck_generate
+f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+              ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p]
+buf = (getattr(ctypes, a["ctype"]) * (a["rows"] * a["cols"]))()
+enc = lambda v: None if v is None else v.encode()
+rc = f(enc(a["gen"]), enc(a["transform"]), enc(a["fmt"]), a["role"], a["rows"], a["cols"],
+       a["seed"], buf)
+print(json.dumps([rc, list(buf)]))
+"""
+
+
+def kcheck_generate(gen, transform, fmt, role, rows, cols, seed, ctype="c_float"):
+    """(status, values) of libkcheck's kcheck_generate, called in a child
+    process: the library is never loaded into the pytest process, which
+    also imports torch (two intermittent crashes of that process, one in
+    torch.cuda.is_available(), one at its exit, while it held both)."""
+    import json
+    arg = dict(lib=os.path.join(BUILD, "libkcheck.so"), gen=gen, transform=transform, fmt=fmt,
+               role=role, rows=rows, cols=cols, seed=seed, ctype=ctype)
+    p = subprocess.run([sys.executable, "-c", _GENERATE_CHILD, json.dumps(arg)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rc, vals = json.loads(p.stdout)
+    return rc, vals
+
+
 def base_env(tmp_path):
     env = dict(os.environ)
     for k in list(env):

@@ -6,13 +6,12 @@ tiled_add_bug (wrong partial last tile) by shapes, softmax_nomax (no max
 subtracted) by extremes, layernorm_onepass (E[x^2] - mean^2) and
 gemm_fp16acc (fp16 accumulator) by precision. The correct counterparts are
 silent under every gate, and the application's outputs stay the same."""
-import ctypes
 import math
 import os
 
 import pytest
 
-from conftest import APPS, BUILD, ROOT, by_type, run
+from conftest import APPS, ROOT, by_type, kcheck_generate, run
 from test_contract_gates import CONTRACTS, LAUNCHED, gates_fired, name
 
 ROWS, COLS = 16, 1000  # app_contracts(): row kernels' shape
@@ -138,11 +137,8 @@ def test_inf_on_a_vector_reaches_nonfinite(tmp_path):
     ex = ev["exposed_by"]
     assert ex["generator"] == "specials" and ex["shapes"]["x"] == [1000]
     # kcheck_generate at that seed: one row of 1000, +Inf where the kernel was wrong
-    buf = (ctypes.c_float * 1000)()
-    gen = ctypes.CDLL(os.path.join(BUILD, "libkcheck.so")).kcheck_generate
-    gen.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
-                    ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p]
-    assert gen(b"specials", b"none", b"fp32", 0, 1, 1000, ex["seed"], buf) == 0
+    rc, buf = kcheck_generate("specials", "none", "fp32", 0, 1, 1000, ex["seed"])
+    assert rc == 0
     assert buf[ev["index"][0]] == math.inf and sum(v == math.inf for v in buf) == 1
     g = checks(recs)["exp_correct"]["gates"]["nonfinite"]
     assert g["status"] == "pass" and g["runs"] == 7, g

@@ -1,12 +1,11 @@
 """The seed in a violation's evidence regenerates the inputs that exposed
 it: `kcheck gen` (kcheck_generate) with exposed_by's generator, transform
 and seed gives back the exact input values the evidence quotes."""
-import ctypes
 import os
 import subprocess
 import sys
 
-from conftest import BUILD, ROOT, by_type, run
+from conftest import BUILD, ROOT, by_type, kcheck_generate, run
 
 CONTRACTS = os.path.join(ROOT, "test", "integration", "data", "contracts_planted.yaml")
 KCHECK = os.path.join(ROOT, "scripts", "kcheck")
@@ -55,20 +54,21 @@ def test_seed_regenerates_the_exposing_inputs(app, tmp_path):
 
 
 def test_generate_api():
-    lib = ctypes.CDLL(LIB)
-    f = lib.kcheck_generate
-    f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
-                  ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p]
-    a, b = (ctypes.c_float * 64)(), (ctypes.c_float * 64)()
-    assert f(b"cancel", b"huge", b"fp32", 0, 8, 8, 5, a) == 0
-    assert f(b"cancel", None, b"fp32", 0, 8, 8, 5, b) == 0
+    def f(g, t, fmt, seed):
+        return kcheck_generate(g, t, fmt, 0, 8, 8, seed)
+
+    rc, a = f("cancel", "huge", "fp32", 5)
+    rc2, b = f("cancel", None, "fp32", 5)
+    assert rc == 0 and rc2 == 0
     # huge is the plain values times 2^(emax/4) = 2^32 for fp32 (exact).
     assert all(x == y * 2.0 ** 32 for x, y in zip(a, b)) and any(y != 0 for y in b)
     assert all(-1 <= y < 1 for y in b)
-    assert f(b"cancel", b"zeros", b"fp32", 0, 8, 8, 5, a) == 0 and all(x == 0 for x in a)
-    assert f(b"cancel", None, b"fp32", 0, 8, 8, 6, a) == 0 and list(a) != list(b)  # seed matters
-    assert f(b"nosuch", None, b"fp32", 0, 8, 8, 5, a) == -1
-    assert f(b"cancel", b"enormous", b"fp32", 0, 8, 8, 5, a) == -1
-    assert f(b"cancel", None, b"fp7", 0, 8, 8, 5, a) == -1
+    rc, a = f("cancel", "zeros", "fp32", 5)
+    assert rc == 0 and all(x == 0 for x in a)
+    rc, a = f("cancel", None, "fp32", 6)
+    assert rc == 0 and a != b  # seed matters
+    assert f("nosuch", None, "fp32", 5)[0] == -1
+    assert f("cancel", "enormous", "fp32", 5)[0] == -1
+    assert f("cancel", None, "fp7", 5)[0] == -1
     bad = gen("-g", "nosuch", "-s", "1", "--shape", "4")
     assert bad.returncode != 0 and "unknown generator" in bad.stderr

@@ -70,22 +70,17 @@ def test_specials_seeds_match_the_generator():
     a row; from 6 rows on, one run. In fp64: kcheck_generate makes the
     values in fp64 and rounds them to the format, so the subnormal row
     (fp64's smallest subnormals) is a row of +-0 in the narrower formats."""
-    import ctypes
     import math
-    import os
-    from conftest import BUILD
+    from conftest import kcheck_generate
     from kcheck.torch import trials
-    gen = ctypes.CDLL(os.path.join(BUILD, "libkcheck.so")).kcheck_generate
-    gen.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
-                    ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_void_p]
     cols = 32
     for rows in range(1, 6):
         for k in range(3):
             kinds = set()
             for seed in trials.specials_seeds(172487885537778, rows):
-                buf = (ctypes.c_double * (rows * cols))()
-                assert gen(b"specials", b"none", b"fp64", trials.role(k), rows, cols, seed + k,
-                           buf) == 0
+                rc, buf = kcheck_generate("specials", "none", "fp64", trials.role(k), rows, cols,
+                                          seed + k, ctype="c_double")
+                assert rc == 0
                 for r in range(rows):
                     row = buf[r * cols:(r + 1) * cols]
                     got = {"nan" if v != v else "+inf" if v == math.inf else "-inf"

@@ -319,7 +319,10 @@ def _exact_on_specials_at(given, ref_model, wrap, params, seed0, lib):
     import torch
     from kcheck.torch import trials
     with _plain():
-        inputs, cmds, k = list(given), [], 0
+        # fresh copies each run: a candidate that writes an input it is
+        # given must not change the next run's
+        inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in given]
+        cmds, k = [], 0
         for i, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
                 seed = seed0 + k

@@ -1264,44 +1264,42 @@ class KcheckMode(TorchDispatchMode):
         inputs need when one has fewer than 6 rows (trials.specials_seeds,
         as the C gates: gates/trial.c)."""
         tl, mask = trials.trials(self.lib, gate, op)
+
+        def one(gen, tf, seed, rotation, rows):
+            """One run at seed (rotation: which run of the specials
+            generator past the first; 0: the first, or another generator);
+            rows gets the rows generated for each float input (as the C
+            gates count them: gates/trial.c fewest_rows)."""
+            cmds = []
+            meta = {"generator": gen, "transform": tf, "seed": seed}
+            if rotation:
+                meta["rotation"] = rotation
+
+            def fill(t, k):
+                cmds.append(trials.regen_command(gen, tf, seed + k, t, trials.role(k)))
+                if profiles.fmt(t.dtype):
+                    rows.append(trials.gen_rows(t))
+                return trials.generate(self.lib, gen, tf, t, trials.role(k), seed + k)
+            nargs, nkw = self._fresh(entry, args, kwargs, fill)
+            plan = entry.mapper(entry.bind(nargs, nkw))
+            inputs = self._copy_inputs(plan)
+            self.lib.kcheck_own_begin()
+            try:
+                res = func(*nargs, **nkw)
+            finally:
+                self.lib.kcheck_own_end()
+            exposed = dict(meta, inputs="generated", commands=cmds)
+            j, _ = self._job(gate, mask, entry, plan, settings, inputs, res, None, exposed, ctx0)
+            return meta, j
+
         out = []
         for gen, tf, seed in tl:
             rows = []
-            run = (gate, func, entry, settings, args, kwargs, ctx0, mask, gen, tf)
-            out.append(self._trial_run(run, seed, 0, rows))
+            out.append(one(gen, tf, seed, 0, rows))
             if gen == "specials":
                 seeds = trials.specials_seeds(seed, min(rows, default=0))
-                out += [self._trial_run(run, s, i, []) for i, s in enumerate(seeds) if i]
+                out += [one(gen, tf, s, i, []) for i, s in enumerate(seeds) if i]
         return out
-
-    def _trial_run(self, run, seed, rotation, rows):
-        """One run of a trial (run: what _trials was given, the trial's
-        generator and transform) at seed: (meta, Job). rotation: which run
-        of the specials generator past the first (0: the first, or another
-        generator). rows gets the rows generated for each float input (as
-        the C gates count them: gates/trial.c fewest_rows)."""
-        gate, func, entry, settings, args, kwargs, ctx0, mask, gen, tf = run
-        cmds = []
-        meta = {"generator": gen, "transform": tf, "seed": seed}
-        if rotation:
-            meta["rotation"] = rotation
-
-        def fill(t, k):
-            cmds.append(trials.regen_command(gen, tf, seed + k, t, trials.role(k)))
-            if profiles.fmt(t.dtype):
-                rows.append(trials.gen_rows(t))
-            return trials.generate(self.lib, gen, tf, t, trials.role(k), seed + k)
-        nargs, nkw = self._fresh(entry, args, kwargs, fill)
-        plan = entry.mapper(entry.bind(nargs, nkw))
-        inputs = self._copy_inputs(plan)
-        self.lib.kcheck_own_begin()
-        try:
-            res = func(*nargs, **nkw)
-        finally:
-            self.lib.kcheck_own_end()
-        exposed = dict(meta, inputs="generated", commands=cmds)
-        j, _ = self._job(gate, mask, entry, plan, settings, inputs, res, None, exposed, ctx0)
-        return meta, j
 
     def _coverage(self, gate, func, entry, settings, args, kwargs, ctx0):
         """Two runs on generated inputs, the output memory poisoned with

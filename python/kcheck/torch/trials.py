@@ -150,7 +150,7 @@ def gen_rows(t):
 # of the specials generator holds every special kind (NaN, +Inf, -Inf, a row
 # of -0, subnormals, a -0 among +0: row r kind r % 6); below, row r gets
 # kind (r + seed) % 6, and the seeds specials_seeds() names give it the rest.
-SPECIALS_KINDS = 6
+SPECIALS_KINDS = _defs.SPECIALS_KINDS
 
 
 def specials_seeds(seed, rows):

@@ -24,10 +24,12 @@ def _status(g):
 
 
 def _share(s):
-    seen = (s.get("ops_seen") or 0) - s.get("ops_no_values", 0)
-    out = "%.1f%% of the %d that compute values; %d views and reads left out" % (
-        100.0 * s.get("ops_judged", 0) / seen, seen, s.get("ops_no_values", 0)) \
-        if seen > 0 else "no ops"
+    seen = s["ops_computing"] if "ops_computing" in s else \
+        (s.get("ops_seen") or 0) - s.get("ops_no_values", 0)
+    out = "%.1f%% of the %d that compute values on a watched device; %d views and reads%s " \
+        "left out" % (100.0 * s.get("ops_judged", 0) / seen, seen, s.get("ops_no_values", 0),
+                      ", %d calls on no watched device" % s["ops_off_device"]
+                      if s.get("ops_off_device") else "") if seen > 0 else "no ops"
     t = s.get("time_judged") or {}
     if t.get("share") is not None:
         out += ", %.1f%% of their %s time in optimizer step %s" % (

@@ -11,17 +11,20 @@ import json
 
 
 def rows(path, top):
-    out = ["| run | judged / computing values | unjudged calls, most first |", "|---|---|---|"]
+    out = ["| run | judged / computing values on the device | calls on no watched device | unjudged calls, most first |", "|---|---|---|---|"]
     for line in open(path):
         d = json.loads(line)
         s = d.get("summary") or {}
         seen, judged = s.get("ops_seen", 0), s.get("ops_judged", 0)
-        computing = seen - s.get("ops_no_values", 0)
-        views = set(s.get("no_values_ops") or {})
+        computing = s["ops_computing"] if "ops_computing" in s else \
+            seen - s.get("ops_no_values", 0)
+        # views and calls on no watched device are out of the share
+        views = set(s.get("no_values_ops") or {}) | set(s.get("off_device_ops") or {})
         left = sorted(((k - j, op) for op, (j, k) in (s.get("judged_by_op") or {}).items()
                        if k > j and op not in views), reverse=True)[:top]
-        out.append("| %s | %d / %d (%.1f%%) | %s |" % (
+        out.append("| %s | %d / %d (%.1f%%) | %d | %s |" % (
             d.get("run"), judged, computing, 100.0 * judged / computing if computing else 0,
+            s.get("ops_off_device", 0),
             ", ".join("%s %d" % (op.replace("aten::", ""), n) for n, op in left)))
     return out
 

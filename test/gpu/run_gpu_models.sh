@@ -44,8 +44,9 @@ viol = [r for r in recs if r.get("type") == "violation"]
 # PyTorch's documented nondeterminism (embedding backward) is named, not a failure of the step
 real = [v for v in viol if v.get("cause") != "documented by PyTorch"]
 s = summ[0] if summ else {}
-# the share of the ops that compute values (views, item() and markers left out, as the summary)
-seen = s.get("ops_seen", 0) - s.get("ops_no_values", 0)
+# the share of the ops that compute values on the GPU (views, item(), markers and calls on
+# no watched device, a model built on the CPU, left out, as the summary)
+seen = s["ops_computing"] if "ops_computing" in s else s.get("ops_seen", 0) - s.get("ops_no_values", 0)
 judged = s.get("ops_judged", 0)
 t = s.get("time_judged") or {}
 share = t.get("share")

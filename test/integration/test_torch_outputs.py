@@ -112,6 +112,54 @@ def test_judged_share_of_ops_and_of_the_timed_steps_time(tmp_path):
     assert "CPU time in optimizer step %d" % t["step"] in rep.stdout
 
 
+_META_INIT = """
+import torch
+torch.manual_seed(0)
+# built on the meta device (as a model built on the CPU before .to("cuda")):
+# its init ops run on no watched device
+for _ in range(3):
+    torch.nn.Linear(32, 64, device="meta")
+    torch.zeros(8, device="meta").fill_(1.0)
+""" + _TRAIN
+
+
+def test_calls_on_no_watched_device_are_out_of_the_share(tmp_path):
+    """A model's init on a device kcheck does not watch (the CPU before
+    .to("cuda"), here meta) is no GPU work: its calls are counted apart
+    (ops_off_device) and left out of the share's denominator, as views are;
+    the training ops on the watched devices stay in it."""
+    p, recs = run_py(tmp_path, _META_INIT)
+    assert p.returncode == 0, p.stderr
+    s = _summary(recs)
+    off = s["off_device_ops"]
+    # covered (zeros, fill_) and uncovered (uniform_ of the init) ops alike
+    assert off.get("aten::zeros", 0) >= 3 and off.get("aten::fill_", 0) >= 3, s
+    assert off.get("aten::uniform_", 0) >= 6, s
+    assert s["ops_off_device"] == sum(off.values()) >= 12, s
+    assert s["ops_computing"] == s["ops_seen"] - s["ops_no_values"] - s["ops_off_device"], s
+    assert "aten::addmm" not in off and s["judged_by_op"]["aten::addmm"][0] > 0, s
+    assert "%d calls on no watched device" % s["ops_off_device"] in _report(tmp_path), s
+    # the same program with every call on the CPU and only cuda watched: nothing computes on it
+    (tmp_path / "cuda_only").mkdir()
+    p, recs = run_py(tmp_path / "cuda_only", _TRAIN, options="torch=1:torch_devices=cuda")
+    assert p.returncode == 0, p.stderr
+    s = _summary(recs)
+    assert s["ops_judged"] == 0 and s["ops_computing"] == 0 < s["ops_off_device"], s
+
+
+def _report(tmp_path):
+    import glob
+    import os
+    import subprocess
+    import sys
+    from test_torch import PY
+    rep = subprocess.run([sys.executable, "-m", "kcheck", "report"] +
+                         glob.glob(str(tmp_path / "kc.*.jsonl")), capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=PY))
+    assert rep.returncode in (0, 1), rep.stderr
+    return rep.stdout
+
+
 def test_timed_step_chosen_or_turned_off(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

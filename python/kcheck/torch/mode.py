@@ -211,6 +211,27 @@ def _user_stack():
             for f in user[-12:]], thread
 
 
+def _off_device(args, kwargs, devices):
+    """True when a call ran on no watched device: it has tensor arguments
+    and none is on a watched device, or (a factory: zeros, randint) it has
+    none and makes its result on another device (its device argument, else
+    PyTorch's default device)."""
+    found = False
+    for a in list(args) + list(kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, torch.Tensor):
+                if t.device.type in devices:
+                    return False
+                found = True
+    if found:
+        return True
+    dev = kwargs.get("device")
+    if dev is None:
+        get = getattr(torch, "get_default_device", None)
+        dev = get() if get is not None else "cpu"
+    return torch.device(dev).type not in devices
+
+
 def _tensor_reason(t, devices, index_ok=False):
     """Why tensor t cannot be judged (None when it can); index_ok: int32,
     int64 and bool tensors are an op's indices or condition
@@ -375,6 +396,13 @@ class KcheckMode(TorchDispatchMode):
         self.stats = Stats()
         self.entries = {}  # OpOverload -> ops.Entry or None
         self.uncovered = {}  # OpOverload -> calls (op not covered)
+        # OpOverloads that compute no values (timing.computes_nothing): the
+        # fast path asks where an uncovered op ran only for the others
+        self.no_values = set()
+        # calls that ran on the host only (no tensor on a watched device: a
+        # model built on the CPU before .to("cuda")), left out of the judged
+        # share by count as views are: they are no GPU work
+        self.host_calls = {}
         self.nondet = {}  # OpOverload -> nondet.py's (when, doc): documented nondeterministic
         self.nondet_named = set()  # ops reported as such (once each)
         self.done = {}  # fast keys the policy will not check again -> [calls since, op]
@@ -445,6 +473,8 @@ class KcheckMode(TorchDispatchMode):
             entry = self.entries[func]
         except KeyError:
             entry = self.entries[func] = self._entry(func)
+            if timing.computes_nothing(func):
+                self.no_values.add(func)
             nd = nondet.row_for(func)
             if nd is not None:
                 self.nondet[func] = nd
@@ -453,6 +483,8 @@ class KcheckMode(TorchDispatchMode):
         if entry is None:
             un = self.uncovered
             un[func] = un.get(func, 0) + 1
+            if func not in self.no_values:
+                self._count_host(func, args, kwargs)
             return func(*args, **kwargs)
         st.covered += 1
         try:
@@ -504,11 +536,24 @@ class KcheckMode(TorchDispatchMode):
             with self.stats.lock:
                 self.stats.violations += 1
 
-    def _done(self, key, entry, judged=False):
+    def _done(self, key, entry, judged=False, off_device=False):
         """The key will not be checked again (its first pass-through was
         counted under its own reason); judged: its signature was checked,
-        so its later calls count as judged."""
-        self.done[key] = [0, entry.name, judged, key[0]]
+        so its later calls count as judged; off_device: it ran on no
+        watched device, and so do its later calls (a key holds the
+        devices)."""
+        self.done[key] = [0, entry.name, judged, key[0], off_device]
+
+    def _count_host(self, func, args, kwargs):
+        """Counts a call that ran on no watched device (_off_device)."""
+        try:
+            if _off_device(args, kwargs, self.devices):
+                h = self.host_calls
+                h[func] = h.get(func, 0) + 1
+                return True
+        except Exception:  # an argument kcheck cannot read: counted as device work
+            pass
+        return False
 
     def on_step(self):
         """After each optimizer step (a safe point outside any op, on the
@@ -607,6 +652,8 @@ class KcheckMode(TorchDispatchMode):
         for cell in list(self.done.values()):
             if cell[0]:
                 self.calls[cell[3]] = self.calls.get(cell[3], 0) + cell[0]
+            if cell[4] and cell[0]:
+                self.host_calls[cell[3]] = self.host_calls.get(cell[3], 0) + cell[0]
             if cell[2] and cell[0]:
                 self.judged_calls[cell[3]] = self.judged_calls.get(cell[3], 0) + cell[0]
         seen, judged, nothing = {}, {}, {}
@@ -618,9 +665,17 @@ class KcheckMode(TorchDispatchMode):
         for func, n in list(self.judged_calls.items()):
             name = getattr(getattr(func, "_schema", None), "name", str(func))
             judged[name] = judged.get(name, 0) + n
+        host = {}
+        for func, n in list(self.host_calls.items()):
+            name = getattr(getattr(func, "_schema", None), "name", str(func))
+            if name not in nothing:
+                host[name] = host.get(name, 0) + n
         rec["ops_judged"] = sum(judged.values())
         rec["ops_no_values"] = sum(nothing.values())  # views, reads: left out of the share
         rec["no_values_ops"] = dict(sorted(nothing.items(), key=lambda kv: -kv[1])[:12])
+        # calls on no watched device (a model built on the CPU): no GPU work
+        rec["ops_off_device"] = sum(host.values())
+        rec["off_device_ops"] = dict(sorted(host.items(), key=lambda kv: -kv[1])[:12])
         rec["judged_by_op"] = {n: [judged.get(n, 0), k] for n, k in
                                sorted(seen.items(), key=lambda kv: -kv[1])}
         if self.timer is not None:
@@ -658,8 +713,9 @@ class KcheckMode(TorchDispatchMode):
             reason, settings, in_fmt = self._profile(plan)
         if reason is not None:
             st.pass_(reason, entry.name)
+            off = reason.endswith(" tensor") and self._count_host(func, args, kwargs)
             if reason not in _TRANSIENT and not reason.startswith(_PER_VALUE):
-                self._done(key, entry)  # the same key gives the same reason
+                self._done(key, entry, off_device=off)  # the same key gives the same reason
             return func(*args, **kwargs)
         why = self._deferred() if key not in self.checked_keys else None
         if why:
@@ -1674,6 +1730,8 @@ class KcheckMode(TorchDispatchMode):
         self._judged_share(rec)  # before merge_fast takes the done cells' counts
         self.stats.merge_fast(self.uncovered, self.done)
         rec.update(self.stats.record())
+        # the judged share's denominator: calls that compute values on a watched device
+        rec["ops_computing"] = rec["ops_seen"] - rec["ops_no_values"] - rec["ops_off_device"]
         waiting = {}
         for key in list(self.waiting):
             e = self.entries.get(key[0])
@@ -1724,9 +1782,19 @@ def inconclusive_ops(rec, n=4):
     return "; inconclusive: %s (reasons: kcheck report)" % ", ".join(parts)
 
 
+def computing(rec):
+    """The judged share's denominator from a torch_summary record: calls
+    that compute values on a watched device (views and reads, and calls on
+    no watched device, left out); records before ops_computing existed
+    leave out views and reads only."""
+    if "ops_computing" in rec:
+        return rec["ops_computing"]
+    return (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
+
+
 def judged_share(rec):
     """'N% of the ops, M% of their GPU time' from a torch_summary record."""
-    seen = (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
+    seen = computing(rec)
     out = "%.0f%% of the %d ops that compute values" % (
         100.0 * rec.get("ops_judged", 0) / seen, seen) if seen > 0 else "no ops"
     t = rec.get("time_judged") or {}

@@ -13,7 +13,8 @@ UNIT_OBJS_bug_sites := libkcheck/findings/bug libkcheck/base/log
 UNIT_OBJS_devmem := libkcheck/base/devmem libkcheck/base/own libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
 UNIT_OBJS_access := libkcheck/base/access
-UNIT_OBJS_san := libkcheck/base/san_rec libkcheck/base/cubin_vars libkcheck/base/sass_atomics libkcheck/base/ptx_source
+UNIT_OBJS_san := libkcheck/base/san_rec libkcheck/base/cubin_vars libkcheck/base/sass_atomics libkcheck/base/ptx_source \
+  libkcheck/base/cubin_cache libkcheck/base/log
 UNIT_LIBS_san := -ldl
 UNIT_OBJS_byte_verdicts := gates/byte_verdicts
 UNIT_OBJS_allocmap := libkcheck/base/allocmap libkcheck/base/log

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubin_cache.h"
 #include "cubin_vars.h"
 #include "driver.h"
 #include "image.h"
@@ -168,13 +169,18 @@ static int device_cc(void) {
 
 char *kc_san_cubin(const struct kc_kernel *k, size_t *len, const char **why) {
   size_t size = 0;
+  struct kc_image_info info;
+  int cc = device_cc(), known = k->image_handle && !kc_image_lookup(k->image_handle, &info);
+  char *elf = known ? kc_cubin_cache_get(info.id, cc, len) : NULL;
+  if (elf) return elf;
   void *bytes = k->image_handle ? kc_image_copy(k->image_handle, &size, why) : NULL;
   if (!bytes) {
     if (!k->image_handle) *why = "the kernel's image is unknown";
     return NULL;
   }
-  char *elf = kc_cubin_from_image(bytes, size, device_cc(), len, why);
+  elf = kc_cubin_from_image(bytes, size, cc, len, why);
   free(bytes);
+  if (elf && known) kc_cubin_cache_put(info.id, cc, elf, *len);
   return elf;
 }
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cubin_cache.h"
 #include "devmem.h"
 #include "finding.h"
 #include "launch_entry.h"
@@ -334,6 +335,13 @@ void kc_report_finish(void) {
     if (own_kernels_section) json_object_set_new(sum, "own_kernels", own_kernels_section());
     /* kcheck's own device memory by category, and device_mem_budget */
     json_object_set_new(sum, "device_mem", kc_devmem_summary_json());
+    /* SASS-only kernels' cubins read from the cache or from their image */
+    long hits = 0, misses = 0;
+    kc_cubin_cache_counts(&hits, &misses);
+    if (hits + misses)
+      json_object_set_new(
+          sum, "cubin_cache",
+          json_pack("{s:I, s:I}", "hits", (json_int_t)hits, "misses", (json_int_t)misses));
   }
   kc_report_emit("summary", sum);
   if (kc_opt.verbosity >= 1 || viol) {

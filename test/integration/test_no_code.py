@@ -95,3 +95,17 @@ def test_kernels_with_ptx_unchanged(app, tmp_path):
     for c in by_type(r.only_report(), "check"):
         race = c["gates"]["race"]
         assert "no_code" not in race and "no_code_added" not in race, race
+
+
+def test_the_image_cubin_read_once_for_its_kernels(app, tmp_path):
+    """Every kernel of the races program lives in one cubin image: the
+    first check of a SASS-only kernel reads the image's cubin (for its
+    atomics), the others take it from the cache (summary cubin_cache)."""
+    r = run([app("app_linked"), "races"], tmp_path, stock=True,
+            env_extra={"APP_IMAGE": cubin(tmp_path), "HOME": str(tmp_path)})
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    checked = {name(c) for c in by_type(recs, "check")}
+    assert len(checked) >= 3, checked
+    cache = by_type(recs, "summary")[0]["cubin_cache"]
+    assert cache["misses"] == 1 and cache["hits"] >= len(checked) - 1, (cache, checked)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cubin_cache.h"
 #include "cubin_vars.h"
 #include "ptx_source.h"
 #include "san_rec.h"
@@ -241,7 +242,52 @@ static void test_sass(void) {
   }
 }
 
+/* The cubin cache: a copy per lookup, per image and architecture, the least
+ * recently used dropped for room, never more than its bytes held. */
+static void test_cubin_cache(void) {
+  size_t len = 0;
+  long hits = 0, misses = 0;
+  kc_cubin_cache_clear();
+  CHECK(kc_cubin_cache_get(1, 90, &len) == NULL);
+  kc_cubin_cache_put(1, 90, "elf-one", 8);
+  char *a = kc_cubin_cache_get(1, 90, &len), *b = kc_cubin_cache_get(1, 90, &len);
+  CHECK(a && b && a != b && len == 8 && !strcmp(a, "elf-one")); /* each caller its own copy */
+  free(a);
+  free(b);
+  CHECK(kc_cubin_cache_get(1, 80, &len) == NULL); /* another architecture */
+  CHECK(kc_cubin_cache_get(2, 90, &len) == NULL); /* another image */
+  kc_cubin_cache_counts(&hits, &misses);
+  CHECK(hits == 2 && misses == 3);
+  /* more images than entries: the least recently used goes first */
+  for (int i = 2; i <= KC_CUBIN_CACHE_ENTRIES; i++)
+    kc_cubin_cache_put(i, 90, "x", 2);
+  free(kc_cubin_cache_get(1, 90, &len)); /* image 1 used again: image 2 is the oldest */
+  kc_cubin_cache_put(100, 90, "y", 2);
+  char *c = kc_cubin_cache_get(2, 90, &len);
+  CHECK(c == NULL);
+  char *d = kc_cubin_cache_get(1, 90, &len), *e = kc_cubin_cache_get(100, 90, &len);
+  CHECK(d && e && !strcmp(e, "y"));
+  free(d);
+  free(e);
+  /* bytes: a cubin over the cap is not kept; one that fills it drops the rest */
+  size_t big = KC_CUBIN_CACHE_BYTES;
+  char *buf = calloc(1, big + 1);
+  CHECK(buf != NULL);
+  if (buf) {
+    kc_cubin_cache_put(1000, 90, buf, big + 1);
+    CHECK(kc_cubin_cache_get(1000, 90, &len) == NULL);
+    kc_cubin_cache_put(1001, 90, buf, big);
+    char *f = kc_cubin_cache_get(1001, 90, &len);
+    CHECK(f && len == big);
+    free(f);
+    CHECK(kc_cubin_cache_get(1, 90, &len) == NULL && kc_cubin_cache_get(100, 90, &len) == NULL);
+    free(buf);
+  }
+  kc_cubin_cache_clear();
+}
+
 int main(void) {
+  test_cubin_cache();
   test_convert();
   test_epochs();
   test_unmodeled();

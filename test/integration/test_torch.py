@@ -349,9 +349,37 @@ def test_large_attention_and_elementwise_outputs_sampled_within_the_cap():
     # a bias broadcast along dims 0 and 1 ([16] against [4, 8, 16])
     ew = [("a", (4, 8, 16)), ("b", (16,))]
     rows, n = job("elementwise", "add", ew, (4, 8, 16), 64)
-    assert rows == {"dim": 0, "judged": 1, "of": 4, "dim1": {"judged": 4, "of": 8}} and n == 64
+    assert rows == {"dim": 0, "judged": 1, "of": 4, "dim1": {"judged": 3, "of": 8}} and n == 48
     rows, n = job("elementwise", "add", ew, (4, 8, 16), 1 << 16)
     assert rows is None and n == 512
+    # the rows kept never exceed the cap (a step rounded down kept 64 of 64)
+    rows, n = job("elementwise", "add", [("a", (64, 16)), ("b", (64, 16))], (64, 16), 672)
+    assert rows == {"dim": 0, "judged": 32, "of": 64} and n == 512
+
+
+def test_generated_inputs_sampled_within_the_cap_with_every_row_kind():
+    """A trial on generated inputs (every row kind of the generators among
+    the judged rows, judge.TRIAL_SAMPLING) whose dim 0 has fewer rows than
+    the kinds: dim 0 stays whole, dim 1 is sampled with a step prime to the
+    kinds, and an elementwise op's last dim too, so the output judged stays
+    within the cap (a [8, 128, 1024] gelu_backward trial judged all its
+    1,048,576 elements in MPFR before, 85 s at a program's exit)."""
+    from kcheck.torch import judge, ops
+    shapes = [("g", (8, 128, 1024)), ("x", (8, 128, 1024))]
+    ins = [judge.HostTensor(n, torch.zeros(s)) for n, s in shapes]
+    out = judge.HostTensor("out", torch.zeros(8, 128, 1024))
+    plan = ops.Plan("gelu_erf_backward", [], None, {})
+    j = judge.Job(None, "precision", 0, plan, ins, out, "fp32", {}, {}, judge.TRIAL_CAP, None,
+                  judge.TRIAL_SAMPLING)
+    rows = j.ctx["sampled_rows"]
+    assert rows["dim"] == 0 and rows["judged"] == rows["of"] == 8, rows
+    assert rows["dim1"]["judged"] >= 12 and rows["dim1"]["of"] == 128, rows
+    assert rows["last"]["dim"] == 2 and rows["last"]["of"] == 1024, rows
+    n = j.cout.shape[0] * j.cout.shape[1] * j.cout.shape[2]
+    assert n <= judge.TRIAL_CAP, (n, rows)
+    # the inputs follow the output's elements
+    assert [j.arr[k].shape[d] for k in range(2) for d in range(3)] == \
+        [j.cout.shape[d] for _ in range(2) for d in range(3)]
 
 
 def test_norm_gradient_rows_sampled_with_their_statistics():

@@ -249,7 +249,8 @@ def _every_kth(n, numel, cap):
     keep = max(1, cap * n // numel)
     if keep >= n:
         return None
-    step = max(1, (n - 1) // max(1, keep - 1)) if keep > 1 else n
+    # the step rounded up: first and last kept, at most keep slices
+    step = max(1, -(-(n - 1) // (keep - 1))) if keep > 1 else n
     return ((n - 1) // step + 1 if keep > 1 else 1), step
 
 
@@ -303,7 +304,7 @@ class Job:
         lay = [h.layout(rank if ew else None) for h in inputs]
         olay = out.layout()
         axis = attrs.get("axis")
-        sampled = None
+        sampled, dim0 = None, False  # dim0: dim 0 could be sampled (all of it kept or not)
         # (pool: planes are independent, dims 0 and 1 of every tensor the
         # output's batch and channel)
         if plan.klass in ("elementwise", "softmax", "norm", "reduce", "attention",
@@ -314,6 +315,7 @@ class Job:
                     (plan.klass != "norm" or rank > 1) and \
                     all(len(s) == rank for s, _ in lay
                         if plan.klass not in ("norm", "attention_grad")):
+                dim0 = True
                 sampled = _subsample(lay if plan.klass != "norm" else lay[:1], olay, 0, cap,
                                      kinds=bool(self.sampling))
         if plan.klass == "loss" and plan.op == "nll_loss_backward" and rank > 1:
@@ -339,17 +341,29 @@ class Job:
         if plan.klass == "norm_grad" and rank > 1:
             # g, x and the statistics share dim 0; the weight (1-D) does not
             sampled = _subsample([lt for lt in lay if len(lt[0]) == rank], olay, 0, cap)
-        if sampled:
-            ctx["sampled_rows"] = {"dim": 0, "judged": sampled[0], "of": sampled[1]}
-            # one slice of dim 0 still above the cap (attention's batch of
-            # heads, a [batch, seq, d] elementwise op): dim 1 too, where
-            # every tensor has it or broadcasts it (size 1; not GQA's fewer
-            # key/value heads)
-            if (plan.klass in ("attention", "attention_grad", "pool") or ew) and rank > 2 and \
-                    all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
-                inner = _subsample(lay, olay, 1, cap, kinds=bool(self.sampling))
-                if inner:
-                    ctx["sampled_rows"]["dim1"] = {"judged": inner[0], "of": inner[1]}
+        # still above the cap after dim 0 (one slice of it too large:
+        # attention's batch of heads, a [batch, seq, d] elementwise op; or
+        # dim 0 kept whole: fewer rows than the generators' row kinds):
+        # dim 1 too, where every tensor has it or broadcasts it (size 1;
+        # not GQA's fewer key/value heads)
+        inner = None
+        if dim0 and (plan.klass in ("attention", "attention_grad", "pool") or ew) and \
+                rank > 2 and all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
+            inner = _subsample(lay, olay, 1, cap, kinds=bool(self.sampling))
+        # an elementwise op still above it: every step-th element of the
+        # last dim (the generators give rows their kinds, not columns)
+        last = None
+        if dim0 and ew and rank >= 2 and \
+                all(len(sh) == rank and sh[-1] in (1, olay[0][-1]) for sh, _ in lay):
+            last = _subsample(lay, olay, rank - 1, cap)
+        if sampled or inner or last:
+            rows0 = olay[0][0]
+            ctx["sampled_rows"] = ({"dim": 0, "judged": sampled[0], "of": sampled[1]} if sampled
+                                   else {"dim": 0, "judged": rows0, "of": rows0})
+            if inner:
+                ctx["sampled_rows"]["dim1"] = {"judged": inner[0], "of": inner[1]}
+            if last:
+                ctx["sampled_rows"]["last"] = {"dim": rank - 1, "judged": last[0], "of": last[1]}
         self._keep = []
         self.arr = (_api.Tensor * max(1, len(inputs)))()
         for i, (h, (s, st)) in enumerate(zip(inputs, lay)):

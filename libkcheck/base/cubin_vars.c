@@ -76,7 +76,9 @@ uint64_t kc_cubin_load_bytes(const void *elf, size_t len) {
     /* SHF_ALLOC: code, constant banks, initialised and zero-filled
      * (NOBITS, no bytes in the file) globals; the static shared memory
      * sections count too, more than the device takes, never less */
-    if ((sh.sh_flags & SHF_ALLOC) && sh.sh_size <= UINT64_MAX - sum) sum += sh.sh_size;
+    if (sh.sh_flags & SHF_ALLOC)
+      sum += sh.sh_size < KC_CUBIN_LOAD_MAX ? sh.sh_size : KC_CUBIN_LOAD_MAX;
+    if (sum >= KC_CUBIN_LOAD_MAX) return KC_CUBIN_LOAD_MAX;
   }
   return sum;
 }

@@ -151,6 +151,8 @@ int kc_devmem_begin(enum kc_devmem_cat cat, int may_refuse, size_t *free_before)
 }
 
 uint64_t kc_devmem_module_bound(uint64_t image_bytes) {
+  /* past the outer cap the bound changes nothing (and cannot overflow) */
+  if (image_bytes >= KC_DEVMEM_MEASURED_CAP) return KC_DEVMEM_MEASURED_CAP;
   uint64_t pages = (image_bytes + KC_DEVMEM_GRANULE - 1) / KC_DEVMEM_GRANULE;
   return pages * KC_DEVMEM_GRANULE + KC_DEVMEM_MODULE_ALLOWANCE;
 }

@@ -66,7 +66,8 @@ CUresult kc_devmem_free(CUdeviceptr p);
 /* The most a module loaded from an image of image_bytes can take: its
  * bytes that reach the device (code and data; KC_DEVMEM_CODE_FACTOR times
  * the PTX text or the patched cubin) rounded up to whole pages, plus
- * KC_DEVMEM_MODULE_ALLOWANCE. */
+ * KC_DEVMEM_MODULE_ALLOWANCE; KC_DEVMEM_MEASURED_CAP from that many bytes
+ * on. */
 uint64_t kc_devmem_module_bound(uint64_t image_bytes);
 
 /* Around the creation of a module or green context: kc_devmem_begin says,

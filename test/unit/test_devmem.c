@@ -63,6 +63,7 @@ static void test_bounds(void) {
   CHECK(kc_devmem_module_bound(1) == 4 * MiB);
   CHECK(kc_devmem_module_bound(2 * MiB) == 4 * MiB);
   CHECK(kc_devmem_module_bound(2 * MiB + 1) == 6 * MiB);
+  CHECK(kc_devmem_module_bound(UINT64_MAX) == KC_DEVMEM_MEASURED_CAP); /* no overflow */
   json_t *s = kc_devmem_summary_json();
   json_int_t mcap = cat_field(s, "modules", "capped"), gcap = cat_field(s, "green_ctx", "capped");
   json_int_t malloc0 = cat_field(s, "modules", "allocated");

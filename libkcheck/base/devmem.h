@@ -57,10 +57,11 @@ CUresult kc_devmem_free(CUdeviceptr p);
  * the H100 and the H200 (three pages); 16 MiB leaves over twice that. */
 #define KC_DEVMEM_GREEN_CTX_BOUND (16ull << 20)
 /* The Sanitizer route's first patched copy in a context also loads
- * kcheck's callbacks and the Sanitizer's own device state: the 2026-12-07
- * H100 processes with kcheck's module and one patched copy fell by 12-14.5
- * MiB in most runs (whole pages, the same figures under different
- * neighbours); 24 MiB leaves two thirds more. */
+ * kcheck's callbacks and the Sanitizer's own device state. In the
+ * 2026-12-07 H100 runs, processes holding kcheck's module and one patched
+ * copy read 12-14.5 MiB in 17 of 59 (the recurring figure, under different
+ * neighbours; 5 read 0-2 MiB and 37 more, neighbours freeing or allocating
+ * meanwhile); 24 MiB leaves two thirds more. */
 #define KC_DEVMEM_SAN_CTX_ALLOWANCE (24ull << 20)
 
 /* The most a module loaded from an image of image_bytes can take: its

@@ -65,3 +65,20 @@ int kc_cubin_vars(const void *elf, size_t len, char (*names)[128], int max) {
   }
   return n;
 }
+
+uint64_t kc_cubin_load_bytes(const void *elf, size_t len) {
+  Elf64_Ehdr eh;
+  if (kc_cubin_header(elf, len, &eh)) return len;
+  uint64_t sum = 0;
+  Elf64_Shdr sh;
+  for (unsigned i = 0; i < eh.e_shnum; i++) {
+    kc_cubin_section(elf, &eh, i, &sh);
+    /* SHF_ALLOC: code, constant banks, initialised and zero-filled
+     * (NOBITS, no bytes in the file) globals; the static shared memory
+     * sections count too, more than the device takes, never less */
+    if (sh.sh_flags & SHF_ALLOC)
+      sum += sh.sh_size < KC_CUBIN_LOAD_MAX ? sh.sh_size : KC_CUBIN_LOAD_MAX;
+    if (sum >= KC_CUBIN_LOAD_MAX) return KC_CUBIN_LOAD_MAX;
+  }
+  return sum;
+}

@@ -20,5 +20,12 @@ void kc_cubin_section(const void *elf, const Elf64_Ehdr *eh, unsigned i, Elf64_S
  * defines, up to max into names; how many, or -1 when the ELF cannot be
  * read or holds more than max. */
 int kc_cubin_vars(const void *elf, size_t len, char (*names)[128], int max);
+/* The bytes elf[0..len) asks the device to hold when loaded: the sizes of
+ * its allocated sections (code and data, zero-filled data included), at
+ * most KC_CUBIN_LOAD_MAX (a corrupt header's sizes cannot overflow a
+ * caller's arithmetic); len when the ELF cannot be read. The bound of a
+ * module's device memory (devmem.h). */
+#define KC_CUBIN_LOAD_MAX (1ull << 40)
+uint64_t kc_cubin_load_bytes(const void *elf, size_t len);
 
 #endif

@@ -150,7 +150,14 @@ int kc_devmem_begin(enum kc_devmem_cat cat, int may_refuse, size_t *free_before)
   return 1;
 }
 
-uint64_t kc_devmem_end(enum kc_devmem_cat cat, size_t free_before) {
+uint64_t kc_devmem_module_bound(uint64_t image_bytes) {
+  /* past the outer cap the bound changes nothing (and cannot overflow) */
+  if (image_bytes >= KC_DEVMEM_MEASURED_CAP) return KC_DEVMEM_MEASURED_CAP;
+  uint64_t pages = (image_bytes + KC_DEVMEM_GRANULE - 1) / KC_DEVMEM_GRANULE;
+  return pages * KC_DEVMEM_GRANULE + KC_DEVMEM_MODULE_ALLOWANCE;
+}
+
+uint64_t kc_devmem_end(enum kc_devmem_cat cat, size_t free_before, uint64_t bound) {
   size_t free_after = 0, total = 0;
   /* Another thread's allocation or free in between is counted here too:
    * the figure is the driver's, not exact (devmem.def). */
@@ -161,12 +168,11 @@ uint64_t kc_devmem_end(enum kc_devmem_cat cat, size_t free_before) {
   }
   uint64_t bytes = free_before - free_after;
   /* cuMemGetInfo is device-wide: another process's allocation in between
-   * falls into the figure too (measured on the H200 with eight processes
-   * at once: 400-960 MiB "taken" by one module load, which then refused
-   * the checks that followed). One object's figure counts at most
-   * KC_DEVMEM_MEASURED_CAP, and the summary says how often that was. */
-  if (bytes > KC_DEVMEM_MEASURED_CAP) {
-    bytes = KC_DEVMEM_MEASURED_CAP;
+   * falls into the figure too (devmem.h). A fall larger than the object
+   * can take counts as its bound, and the summary says how often. */
+  uint64_t most = bound && bound < KC_DEVMEM_MEASURED_CAP ? bound : KC_DEVMEM_MEASURED_CAP;
+  if (bytes > most) {
+    bytes = most;
     atomic_fetch_add(&cats[cat].capped, 1);
   }
   add(cat, bytes);

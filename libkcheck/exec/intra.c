@@ -50,7 +50,11 @@ struct copy {
   double jit_ms;
   struct kc_ptx_sites logged; /* the accesses and fences the copy can log */
   uint64_t mod_bytes;         /* device memory the copy's module took (devmem.h) */
-  unsigned stride;            /* the last logged run's block stride */
+  /* what bounds it: the code the PTX route's JIT makes (KC_DEVMEM_CODE_FACTOR
+   * times the text) and the copy's variables, or the Sanitizer route's
+   * bound of its load (kc_san_module.device_bound) */
+  uint64_t code_bytes, var_bytes, san_bound;
+  unsigned stride; /* the last logged run's block stride */
   /* the kernel's atomics, for the nondeterminism gate */
   int atomics_state; /* 0 untried, 1 known, 2 unknown */
   int atomics_sass;  /* known from the SASS: the kernel has no readable PTX */
@@ -147,6 +151,7 @@ static int pair_vars(struct copy *c, const struct kc_kernel *k, char (*names)[12
       return fail(c, c->why_buf);
     }
     c->var_size[i] = ssrc < sdst ? ssrc : sdst;
+    c->var_bytes += sdst;
     total += c->var_size[i];
   }
   c->var_name = names;
@@ -164,7 +169,9 @@ static int build_san(struct copy *c, const struct kc_kernel *k, const char *no_p
   struct kc_san_module m;
   const char *why = NULL;
   c->no_ptx = no_ptx;
-  if (kc_san_load(k, &m, &why)) {
+  int rc = kc_san_load(k, &m, &why);
+  c->san_bound = m.device_bound;
+  if (rc) {
     /* the strategies' status stays the PTX route's reason; the route's
      * own is recorded beside it (kc_intra_route_why) */
     snprintf(c->san_why, sizeof c->san_why, "%s", why ? why : "unavailable");
@@ -208,6 +215,7 @@ static int build(struct copy *c, const struct kc_kernel *k) {
     free(names);
     return fail(c, why);
   }
+  c->code_bytes = (uint64_t)KC_DEVMEM_CODE_FACTOR * strlen(copy);
   char log[1024] = "";
   CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[] = {log, (void *)(uintptr_t)sizeof log};
@@ -238,6 +246,12 @@ static int build(struct copy *c, const struct kc_kernel *k) {
   return 0;
 }
 
+/* The most the copy's module can take (devmem.h): a fall of free memory
+ * beyond it while the copy was made is another process's. */
+static uint64_t mod_bound(const struct copy *c) {
+  return c->san_bound ? c->san_bound : kc_devmem_module_bound(c->code_bytes + c->var_bytes);
+}
+
 /* The kernel's copy in the current context, built at first use, when the
  * route applies to it (and, with log, when it has accesses to log); else
  * NULL and why. Called with the lock held. */
@@ -255,7 +269,7 @@ static struct copy *usable_locked(struct kc_launch_info *li, int log, const char
     size_t free_before;
     (void)kc_devmem_begin(KC_DM_modules, 0, &free_before);
     build(c, li->k);
-    c->mod_bytes = kc_devmem_end(KC_DM_modules, free_before);
+    c->mod_bytes = kc_devmem_end(KC_DM_modules, free_before, mod_bound(c));
   }
   if (c->state != 1) {
     *why = c->why;

@@ -124,7 +124,14 @@ static int load_module(struct dev_state *d) {
       return -1;
     }
   }
-  d->module_bytes = kc_devmem_end(KC_DM_modules, free_before);
+  /* bounded by the image: each architecture's cubin in the fatbin is
+   * stored whole (only its PTX is compressed), so the fatbin's bytes hold
+   * the one loaded, and more than four times the PTX a JIT would compile;
+   * the PTX text alone is JIT-compiled (devmem.h) */
+  uint64_t image_bytes = strcmp(module_form, "ptx")
+                             ? (uint64_t)kc_perturb_fatbin_size
+                             : (uint64_t)KC_DEVMEM_CODE_FACTOR * strlen(kc_perturb_ptx);
+  d->module_bytes = kc_devmem_end(KC_DM_modules, free_before, kc_devmem_module_bound(image_bytes));
   module_load_ms = 1e3 * (kc_now_s() - t0);
   kc_prof_lap(KC_PS_chk_setup, tp);
   if (kc_drv.cuModuleGetFunction(&d->scrub, d->module, "kc_scrub_shared") != CUDA_SUCCESS ||
@@ -228,7 +235,7 @@ static int green_stream(struct dev_state *d, int sms, CUstream *out, const char 
     return 1;
   }
   /* the context replaced is kept (its stream may still run): not dropped */
-  kc_devmem_end(KC_DM_green_ctx, free_before);
+  kc_devmem_end(KC_DM_green_ctx, free_before, KC_DEVMEM_GREEN_CTX_BOUND);
   d->green_sms = sms;
   *out = d->green_stream;
   return 0;

@@ -27,6 +27,7 @@
 
 #include "cubin_cache.h"
 #include "cubin_vars.h"
+#include "devmem.h"
 #include "driver.h"
 #include "image.h"
 #include "log.h"
@@ -242,8 +243,29 @@ static int patch_locked(CUmodule mod, const char **why) {
 }
 #endif
 
+#ifdef KC_HAVE_SANITIZER
+/* Whether ctx has kcheck's callbacks already (else the first patched copy
+ * in it adds them, and initialises the Sanitizer where none was yet). */
+static int ctx_patched(CUcontext ctx) {
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_CTX && !found; i++)
+    found = patched_ctx[i] == ctx;
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+#endif
+
 int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char **why) {
   memset(m, 0, sizeof *m);
+#ifdef KC_HAVE_SANITIZER
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  /* what the load may take whatever fails after this (devmem.h): the
+   * callbacks and the Sanitizer's state of a context's first copy */
+  uint64_t first = ctx_patched(ctx) ? 0 : KC_DEVMEM_SAN_CTX_ALLOWANCE;
+  m->device_bound = first + kc_devmem_module_bound(0);
+#endif
   if (kc_san_available(why)) return -1;
 #ifndef KC_HAVE_SANITIZER
   (void)k;
@@ -252,6 +274,8 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
   size_t len = 0;
   char *elf = kc_san_cubin(k, &len, why);
   if (!elf) return -1;
+  m->device_bound =
+      first + kc_devmem_module_bound(KC_DEVMEM_CODE_FACTOR * kc_cubin_load_bytes(elf, len));
   m->names = calloc(MAX_VARS, sizeof *m->names);
   m->nvars = m->names ? kc_cubin_vars(elf, len, m->names, MAX_VARS) : -1;
   if (m->nvars < 0) {
@@ -261,8 +285,6 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
     *why = "the cubin's module variables cannot be listed";
     return -1;
   }
-  CUcontext ctx = NULL;
-  kc_drv.cuCtxGetCurrent(&ctx);
   double t0 = kc_now_s();
   CUresult cr =
       kc_drv.cuModuleLoadData ? kc_drv.cuModuleLoadData(&m->mod, elf) : CUDA_ERROR_NOT_SUPPORTED;
@@ -290,7 +312,9 @@ int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char *
 fail:
   if (m->mod) kc_drv.cuModuleUnload(m->mod);
   free(m->names);
+  uint64_t bound = m->device_bound;
   memset(m, 0, sizeof *m);
+  m->device_bound = bound;
   return -1;
 #endif
 }

@@ -27,7 +27,9 @@ const char *kc_san_state(void);
 /* The patched copy of kernel k in the current context. *fn_pc: the
  * function's first instruction (records' pc minus it is the SASS offset);
  * names/nvars: its module variables (malloc'd, freed by the caller);
- * *ms: loading and patching time. 0, or -1 with *why. */
+ * *ms: loading and patching time; device_bound: the most device memory
+ * the load may have taken (devmem.h), kept on failure too. 0, or -1 with
+ * *why. */
 struct kc_san_module {
   CUmodule mod;
   CUfunction fn;
@@ -35,6 +37,7 @@ struct kc_san_module {
   char (*names)[128];
   int nvars;
   double load_ms, patch_ms;
+  uint64_t device_bound;
 };
 int kc_san_load(const struct kc_kernel *k, struct kc_san_module *m, const char **why);
 /* The first instruction of function name in mod (0 while unknown, e.g.

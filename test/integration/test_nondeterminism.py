@@ -4,8 +4,10 @@ and nondeterminism gates answer "allowed" and run nothing; a kernel whose
 code has none (neighbor_read) is still flagged as a race: the declaration
 accepts atomic order, never a race. Without a contract the nondeterminism
 gate reports float_accum with cause atomic-order, apart from the races, and
-the summary counts them apart. Coverage still finds unwritten outputs (an
-element counts as unwritten when it kept both runs' poison)."""
+the summary counts them apart; the gate adds the green strategy (block
+order), which exposes float_accum where the default strategies do not.
+Coverage still finds unwritten outputs (an element counts as unwritten
+when it kept both runs' poison)."""
 import os
 
 from conftest import ROOT, by_type, run
@@ -71,6 +73,34 @@ def test_atomic_order_reported_apart_from_races(app, tmp_path):
     (summary,) = by_type(recs, "summary")
     assert summary["violations_by_gate"] == {"race": 3, "nondeterminism": 1}
     assert "violations by gate: race 3, nondeterminism 1" in r.err
+
+
+def test_atomic_order_runs_a_block_order_strategy(app, tmp_path):
+    """The default race strategies leave the order of blocks as it was, and
+    with it the order float_accum's partial sums land in: all of them give
+    identical bytes. The gate adds green (fewer SMs: the stand-in, like the
+    driver, schedules blocks differently there), which exposes it; a list
+    that has green already runs it once."""
+    r = run([app("app_linked"), "races"], tmp_path,
+            options="contracts=none:gates=nondeterminism", stock=True)
+    assert r.rc == 0, r.err
+    recs = r.only_report()
+    (fa,) = [c for c in by_type(recs, "check") if name(c) == "float_accum"]
+    nd = fa["gates"]["nondeterminism"]
+    assert nd["order_added"] == "green"
+    assert list(nd["strategies"])[-1] == "green"
+    assert {k: v for k, v in nd["strategies"].items() if v in ("same", "differs")} == {
+        "l2flush": "same", "jitter": "same", "warporder": "same", "green": "differs"}
+    (v,) = [v for v in by_type(recs, "violation") if name(v) == "float_accum"]
+    assert v["gate"] == "nondeterminism" and v["exposed_by"] == ["green"]
+    assert v["evidence"]["strategy"] == "green"
+    # green listed already: not added, run once
+    r = run([app("app_linked"), "races"], tmp_path,
+            options="contracts=none:gates=nondeterminism:race_strategies=l2flush,green")
+    (fa,) = [c for c in by_type(r.only_report(), "check") if name(c) == "float_accum"]
+    nd = fa["gates"]["nondeterminism"]
+    assert "order_added" not in nd
+    assert nd["strategies"] == {"l2flush": "same", "green": "differs"}
 
 
 def test_coverage_under_allowed_nondeterminism(app, tmp_path):

@@ -4,7 +4,9 @@
  * current, peak, allocated, count and refused by category; a driver
  * failure is neither accounted nor a refusal; a free gives the bytes back
  * and leaves kcheck's own set; budget 0 is no cap; a measured object is
- * the fall of free memory, refused only where asked and the budget spent. */
+ * the fall of free memory, refused only where asked and the budget spent,
+ * and counted as at most what the object can hold: a neighbour process's
+ * allocation during the measurement is not kcheck's. */
 #include <stdint.h>
 #include <string.h>
 
@@ -40,6 +42,60 @@ static CUresult fake_info(size_t *f, size_t *t) {
 static json_int_t cat_field(json_t *s, const char *cat, const char *field) {
   return json_integer_value(
       json_object_get(json_object_get(json_object_get(s, "categories"), cat), field));
+}
+
+/* Measures one object whose creation takes own bytes while a neighbour
+ * process takes neighbour bytes; returns what kcheck counted. */
+static uint64_t measure(enum kc_devmem_cat cat, uint64_t own, uint64_t neighbour, uint64_t bound) {
+  size_t fb;
+  CHECK(kc_devmem_begin(cat, 0, &fb) == 1);
+  device_free -= own + neighbour;
+  uint64_t got = kc_devmem_end(cat, fb, bound);
+  device_free += neighbour; /* the neighbour's buffer is freed later */
+  return got;
+}
+
+/* Each measured object counts at most what it can hold. */
+static void test_bounds(void) {
+  const uint64_t MiB = 1ull << 20;
+  /* whole 2 MiB pages of the image, and one page more */
+  CHECK(kc_devmem_module_bound(0) == 2 * MiB);
+  CHECK(kc_devmem_module_bound(1) == 4 * MiB);
+  CHECK(kc_devmem_module_bound(2 * MiB) == 4 * MiB);
+  CHECK(kc_devmem_module_bound(2 * MiB + 1) == 6 * MiB);
+  CHECK(kc_devmem_module_bound(UINT64_MAX) == KC_DEVMEM_MEASURED_CAP); /* no overflow */
+  json_t *s = kc_devmem_summary_json();
+  json_int_t mcap = cat_field(s, "modules", "capped"), gcap = cat_field(s, "green_ctx", "capped");
+  json_int_t malloc0 = cat_field(s, "modules", "allocated");
+  json_decref(s);
+  uint64_t cur = kc_devmem_current();
+
+  /* a neighbour allocates 40 MiB while a copy of 40 KB of PTX loads (one
+   * page of its own): the copy counts as its bound, 4 MiB, not 42 MiB */
+  uint64_t bound = kc_devmem_module_bound(KC_DEVMEM_CODE_FACTOR * 40000ull);
+  CHECK(bound == 4 * MiB);
+  uint64_t m1 = measure(KC_DM_modules, 2 * MiB, 40 * MiB, bound);
+  CHECK(m1 == bound && kc_devmem_current() == cur + bound);
+  /* a neighbour's 50 MiB during a green context's 6 MiB: its bound */
+  uint64_t g1 = measure(KC_DM_green_ctx, 6 * MiB, 50 * MiB, KC_DEVMEM_GREEN_CTX_BOUND);
+  CHECK(g1 == KC_DEVMEM_GREEN_CTX_BOUND && KC_DEVMEM_GREEN_CTX_BOUND == 16 * MiB);
+  /* alone, a genuine figure within the bound is counted as measured */
+  uint64_t m2 = measure(KC_DM_modules, 2 * MiB, 0, bound);
+  uint64_t g2 = measure(KC_DM_green_ctx, 6 * MiB, 0, KC_DEVMEM_GREEN_CTX_BOUND);
+  CHECK(m2 == 2 * MiB && g2 == 6 * MiB);
+  /* a bound over the outer cap (a large image) leaves the cap in force */
+  uint64_t m3 = measure(KC_DM_modules, 0, 400 * MiB, kc_devmem_module_bound(100 * MiB));
+  CHECK(m3 == KC_DEVMEM_MEASURED_CAP);
+  CHECK(kc_devmem_current() == cur + m1 + g1 + m2 + g2 + m3);
+
+  s = kc_devmem_summary_json();
+  CHECK(cat_field(s, "modules", "capped") == mcap + 2);
+  CHECK(cat_field(s, "green_ctx", "capped") == gcap + 1);
+  CHECK(cat_field(s, "modules", "allocated") == malloc0 + (json_int_t)(m1 + m2 + m3));
+  json_decref(s);
+  kc_devmem_drop(KC_DM_modules, m1 + m2 + m3);
+  kc_devmem_drop(KC_DM_green_ctx, g1 + g2);
+  CHECK(kc_devmem_current() == cur);
 }
 
 int main(void) {
@@ -83,20 +139,21 @@ int main(void) {
   size_t fb;
   CHECK(kc_devmem_begin(KC_DM_modules, 1, &fb) == 1 && fb == device_free);
   device_free -= 8192;
-  uint64_t mod = kc_devmem_end(KC_DM_modules, fb);
+  uint64_t mod = kc_devmem_end(KC_DM_modules, fb, 0);
   CHECK(mod == 8192 && kc_devmem_current() == 500 + 8192 && kc_devmem_room() == 0);
   /* the budget is spent: a green context is refused, a module is not */
   CHECK(kc_devmem_begin(KC_DM_green_ctx, 1, &fb) == 0);
   CHECK(kc_devmem_refused() && strstr(kc_devmem_refused(), "green_ctx needs 0 bytes"));
   CHECK(kc_devmem_begin(KC_DM_modules, 0, &fb) == 1 && kc_devmem_refused() == NULL);
-  CHECK(kc_devmem_end(KC_DM_modules, fb) == 0); /* free memory did not fall */
+  CHECK(kc_devmem_end(KC_DM_modules, fb, 0) == 0); /* free memory did not fall */
   kc_devmem_drop(KC_DM_modules, mod);
   CHECK(kc_devmem_current() == 500);
   /* a fall larger than one object can take (another process allocated
-   * meanwhile: cuMemGetInfo is device-wide) counts as the cap, once capped */
+   * meanwhile: cuMemGetInfo is device-wide) counts as the cap, once capped;
+   * bound 0: the object's own bound is unknown */
   CHECK(kc_devmem_begin(KC_DM_modules, 0, &fb) == 1);
   device_free -= 400ull << 20;
-  uint64_t big = kc_devmem_end(KC_DM_modules, fb);
+  uint64_t big = kc_devmem_end(KC_DM_modules, fb, 0);
   CHECK(big == KC_DEVMEM_MEASURED_CAP && kc_devmem_current() == 500 + KC_DEVMEM_MEASURED_CAP);
   kc_devmem_drop(KC_DM_modules, big);
   device_free += 400ull << 20;
@@ -118,6 +175,7 @@ int main(void) {
                     json_object_get(json_object_get(s, "categories"), "modules"), "how")),
                 "measured"));
   json_decref(s);
+  test_bounds();
 
   /* budget 0: no cap */
   kc_opt.device_mem_budget = 0;

@@ -179,6 +179,10 @@ static void test_cubin(void) {
     CHECK(dev && cst);
     CHECK(kc_cubin_vars(elf, elen, names, 1) == -1); /* more than max */
     CHECK(kc_cubin_vars(elf, 100, names, 8) == -1);  /* cut short: no read past it */
+    /* what the module asks the device for: code, constant banks and the
+     * zero-filled sections (7,696 bytes not in the file) */
+    CHECK(kc_cubin_load_bytes(elf, elen) == 32066);
+    CHECK(kc_cubin_load_bytes(elf, 100) == 100); /* unreadable: its length */
     free(elf);
   }
   /* no SASS for the device's architecture: none, with the reason */

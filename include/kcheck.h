@@ -218,7 +218,8 @@ long kcheck_guard_live(void);
 /* Waits for the device and reads every live allocation's guard zones:
  * returns how many allocations had a guard byte changed since the last
  * check (those freed meanwhile included; each zone is filled again), or
- * -1 when the driver failed. buf gets a JSON array of the first 16: ptr
+ * -1 when the driver failed. buf gets a JSON array of the first 16 (the
+ * live allocations' first, then the freed ones'): ptr
  * and size (the data as allocated), side ("after_end" when a byte past
  * the end changed, else "before_start"), bytes_past_end (0: the first
  * byte after the data) or bytes_before_start (1: the byte just before),

@@ -50,7 +50,7 @@ static int ensure_ctx(int device) {
 void *kc_gz_alloc(size_t size, int device, CUstream stream) {
   if (size == 0) return NULL; /* as PyTorch's own allocator: no memory for no bytes */
   if (!kc_drv.cuMemAlloc_v2 || !kc_drv.cuMemsetD8Async || ensure_ctx(device)) {
-    KC_LOG(KC_LOG_ERROR, "guard-zone allocator: no driver or context for device %d\n", device);
+    KC_LOG(KC_LOG_ERROR, "guard-zone allocator: no driver or context for device %d", device);
     return NULL;
   }
   if (size > SIZE_MAX / 2) return NULL;
@@ -62,7 +62,7 @@ void *kc_gz_alloc(size_t size, int device, CUstream stream) {
   CUdeviceptr base = 0;
   CUresult r = kc_drv.cuMemAlloc_v2(&base, g->total);
   if (r != CUDA_SUCCESS) {
-    KC_LOG(KC_LOG_ERROR, "guard-zone allocator: cuMemAlloc of %llu bytes failed (%d)\n",
+    KC_LOG(KC_LOG_ERROR, "guard-zone allocator: cuMemAlloc of %llu bytes failed (%d)",
            (unsigned long long)g->total, (int)r);
     free(g);
     return NULL;
@@ -78,7 +78,7 @@ void *kc_gz_alloc(size_t size, int device, CUstream stream) {
   if (r == CUDA_SUCCESS)
     r = kc_drv.cuMemsetD8Async(g->data + size, KC_GZ_FILL, back_len(g), stream);
   if (r != CUDA_SUCCESS) {
-    KC_LOG(KC_LOG_ERROR, "guard-zone allocator: filling the zones failed (%d)\n", (int)r);
+    KC_LOG(KC_LOG_ERROR, "guard-zone allocator: filling the zones failed (%d)", (int)r);
     if (kc_drv.cuMemFree_v2) kc_drv.cuMemFree_v2(base);
     free(g);
     return NULL;
@@ -153,7 +153,7 @@ static int device_idle(CUstream stream) {
   return kc_drv.cuCtxSynchronize && kc_drv.cuCtxSynchronize() == CUDA_SUCCESS;
 }
 
-void kc_gz_free(void *data, CUstream stream) {
+void kc_gz_free(void *data, int device, CUstream stream) {
   if (!data) return;
   uint64_t key = (uint64_t)(uintptr_t)data;
   pthread_mutex_lock(&lock);
@@ -162,14 +162,15 @@ void kc_gz_free(void *data, CUstream stream) {
   if (g) HASH_DEL(live, g);
   pthread_mutex_unlock(&lock);
   if (!g) {
-    KC_INTERNAL_ERROR("guard-zone allocator: free of %p, which it did not allocate\n", data);
+    KC_INTERNAL_ERROR("guard-zone allocator: free of %p, which it did not allocate", data);
     return;
   }
   /* A temporary's zones are read before they go: its damage is reported
    * at the next check. */
   struct kc_gz_damage d;
   CUresult err = CUDA_SUCCESS;
-  if (kc_drv.cuMemcpyDtoH_v2 && device_idle(stream) && inspect(g, &d, &err) == 1) {
+  int ctx = ensure_ctx(device) == 0;
+  if (ctx && kc_drv.cuMemcpyDtoH_v2 && device_idle(stream) && inspect(g, &d, &err) == 1) {
     d.freed = 1;
     pthread_mutex_lock(&lock);
     if (nfreed < FREED_MAX) freed[nfreed] = d;
@@ -204,9 +205,6 @@ long kc_gz_check(struct kc_gz_damage *out, size_t max, CUresult *err) {
   }
   pthread_mutex_lock(&lock);
   long n = 0;
-  for (size_t i = 0; i < nfreed; i++, n++)
-    if (i < FREED_MAX && (size_t)n < max) out[n] = freed[i];
-  nfreed = 0;
   CUresult r = live ? kc_drv.cuCtxSynchronize() : CUDA_SUCCESS;
   struct gz *g, *tmp;
   HASH_ITER(hh, live, g, tmp) {
@@ -219,6 +217,10 @@ long kc_gz_check(struct kc_gz_damage *out, size_t max, CUresult *err) {
       n++;
     }
   }
+  /* Then the freed ones: after the live, which name the tensors held. */
+  for (size_t i = 0; i < nfreed; i++, n++)
+    if (i < FREED_MAX && (size_t)n < max) out[n] = freed[i];
+  nfreed = 0;
   pthread_mutex_unlock(&lock);
   if (r != CUDA_SUCCESS) {
     *err = r;

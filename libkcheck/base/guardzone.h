@@ -37,9 +37,10 @@ struct kc_gz_damage {
 };
 
 /* The allocator (device: its ordinal; stream: where the memory is first
- * used, filled on it). NULL for size 0 or a driver failure (logged). */
+ * used, filled on it). NULL for size 0 or a driver failure (logged). A
+ * free may come on a thread with no context: the device's primary one. */
 void *kc_gz_alloc(size_t size, int device, CUstream stream);
-void kc_gz_free(void *data, CUstream stream);
+void kc_gz_free(void *data, int device, CUstream stream);
 /* The byte each new allocation's data is filled with from now on (the
  * coverage gate's poison; -1: left as the driver gives it); returns the
  * previous one. */
@@ -47,10 +48,11 @@ int kc_gz_fill(int byte);
 /* Live allocations now. */
 size_t kc_gz_live(void);
 /* Waits for the device, then reads every live allocation's zones: up to
- * max damaged ones into out (those found at a free since the last check
- * first), each damaged zone filled again, so the next check reports only
- * new damage. Returns how many allocations were damaged (may exceed max),
- * or -1 when the driver failed (*err: its CUresult). */
+ * max damaged ones into out, the live ones first (the tensors still
+ * held), then those found at a free since the last check; each damaged
+ * zone filled again, so the next check reports only new damage. Returns
+ * how many allocations were damaged (may exceed max), or -1 when the
+ * driver failed (*err: its CUresult). */
 long kc_gz_check(struct kc_gz_damage *out, size_t max, CUresult *err);
 /* One damaged allocation as kcheck_guard_check's JSON (include/kcheck.h). */
 json_t *kc_gz_damage_json(const struct kc_gz_damage *d);

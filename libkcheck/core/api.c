@@ -83,8 +83,8 @@ KC_EXPORT void *kcheck_guard_alloc(unsigned long size, int device, void *stream)
 }
 
 KC_EXPORT void kcheck_guard_free(void *ptr, unsigned long size, int device, void *stream) {
-  (void)size, (void)device; /* the table knows both */
-  kc_gz_free(ptr, (CUstream)stream);
+  (void)size; /* the table knows it */
+  kc_gz_free(ptr, device, (CUstream)stream);
 }
 
 KC_EXPORT int kcheck_guard_fill(int byte) { return kc_gz_fill(byte); }

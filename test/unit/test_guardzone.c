@@ -4,8 +4,9 @@
  * the end and one before the start found with the tensor, side, distance
  * and the bytes written, the zones armed again after a check; stores
  * inside the data silent; damage to a temporary found when it is freed;
- * the data fill; the allocation map; a thread with no context given the
- * primary one; driver failures. */
+ * the live allocations listed before the freed; the data fill; the
+ * allocation map; a thread with no context (allocating or freeing) given
+ * the primary one; driver failures. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,17 +172,27 @@ int main(void) {
   /* a temporary damaged then freed: reported at the next check, once */
   b[300] = 4;
   uint64_t b_base = (uint64_t)(uintptr_t)b - KC_GZ_FRONT;
-  kc_gz_free(b, NULL);
+  kc_gz_free(b, 0, NULL);
   CHECK(kc_gz_live() == 2 && kc_allocmap_find(b_base, &m) != 0);
   CHECK(kc_gz_check(d, 4, &err) == 1 && d[0].freed && d[0].size == 256 && d[0].distance == 44);
   CHECK(kc_gz_check(d, 4, &err) == 0);
+  /* the live ones listed before the freed: a held tensor is never crowded
+   * out by many damaged temporaries */
+  for (int i = 0; i < 3; i++) {
+    unsigned char *t = kc_gz_alloc(16, 0, NULL);
+    t[16] = 5;
+    kc_gz_free(t, 0, NULL);
+  }
+  a[1000] = 6;
+  CHECK(kc_gz_check(d, 2, &err) == 4 && d[0].data == (uint64_t)(uintptr_t)a && !d[0].freed &&
+        d[1].freed && d[1].size == 16);
 
   /* the data fill (the coverage gate's poison) */
   CHECK(kc_gz_fill(0x7f) == -1);
   unsigned char *e = kc_gz_alloc(100, 0, NULL);
   CHECK(e && all_bytes(e, 100, 0x7f) && all_bytes(e + 100, 156 + KC_GZ_BACK, KC_GZ_FILL));
   CHECK(kc_gz_fill(-1) == 0x7f);
-  kc_gz_free(e, NULL);
+  kc_gz_free(e, 0, NULL);
 
   /* no memory for no bytes; a driver failure is NULL, nothing kept */
   CHECK(kc_gz_alloc(0, 0, NULL) == NULL);
@@ -195,11 +206,15 @@ int main(void) {
   /* a pointer it never gave: counted as an internal error, nothing freed */
   long before = atomic_load(&kc_internal_errors);
   int x;
-  kc_gz_free(&x, NULL);
+  kc_gz_free(&x, 0, NULL);
   CHECK(atomic_load(&kc_internal_errors) == before + 1 && kc_gz_live() == 2);
 
-  kc_gz_free(a, NULL);
-  kc_gz_free(c, NULL);
+  /* a free on a thread with no context: the primary one, the zones read */
+  current = NULL;
+  c[6] = 1;
+  kc_gz_free(c, 2, NULL);
+  CHECK(current == (CUcontext)(uintptr_t)0x1002 && kc_gz_check(d, 4, &err) == 1 && d[0].freed);
+  kc_gz_free(a, 0, NULL);
   CHECK(kc_gz_live() == 0 && kc_allocmap_count() == 0);
   /* no live allocation: nothing to wait for */
   int s0 = syncs;

@@ -220,7 +220,7 @@ def audit(lib_path):
            json.dumps(ok and {"verdict": ok["verdict"], "failed": ok["failed"],
                               "bounds": ok["gates"].get("bounds")}) or p.stderr[-800:])
     ev = [e for e in (bug or {}).get("evidence", []) if e["gate"] == "bounds"]
-    report("audit: the bug broken, bounds failed, its output named",
+    report("audit: the bug broken, bounds failed, its output named first, 0 bytes past the end",
            bool(bug) and bug["verdict"] == "broken" and "bounds" in bug["failed"] and
            bool(ev) and ev[0]["worst"].get("tensor") == "output" and
            ev[0]["worst"].get("bytes_past_end") == 0,

@@ -364,6 +364,42 @@ def test_bounds_damage_is_a_broken_candidate():
     assert verdict == "partial" and "bounds" in f["reason"], f
 
 
+def test_bounds_checks_in_the_child(monkeypatch):
+    """The child's check after a call (child._check_bounds, guards.check
+    stubbed): the held tensors' damage first, a temporary's said to come
+    from the calls' runs, every damaged allocation counted; a failed read
+    is error, unless the gate had already failed; not run stays not run."""
+    import torch
+    from kcheck.audit import child
+    from kcheck.torch import guards
+    out = torch.zeros(16)
+    tmp = {"ptr": 99, "size": 64, "side": "after_end", "bytes_past_end": 0,
+           "changed_bytes_before": 0, "changed_bytes_after": 4, "written": "00", "freed": True}
+    held = dict(tmp, ptr=out.untyped_storage().data_ptr(), freed=False)
+    monkeypatch.setattr(guards, "check", lambda: (2, [tmp, held]))
+    res = {"bounds": child._install_guards("cpu")}
+    assert res["bounds"]["status"] == "not run", res
+    child._check_bounds(res, {"inputs": "task", "seed": 0}, {"output": out})
+    assert res["bounds"]["status"] == "not run" and "evidence" not in res["bounds"], res
+    res = {"bounds": {"status": "pass", "checks": 0, "damaged": 0, "evidence": []}}
+    child._check_bounds(res, {"inputs": "task", "seed": 0}, {"output": out})
+    b = res["bounds"]
+    assert b["status"] == "fail" and b["checks"] == 1 and b["damaged"] == 2, b
+    assert [e["tensor"] for e in b["evidence"]] == [
+        "output", "an allocation of 64 bytes no input or output holds (freed before the check)"]
+    assert b["evidence"][0]["exposed_by"] == {"inputs": "task", "seed": 0}, b
+    assert "generated, shape and layout runs" in b["evidence"][1]["exposed_by"]["note"], b
+
+    def fails():
+        raise guards.CheckError("reading the guard zones failed: {\"error\":700}")
+    monkeypatch.setattr(guards, "check", fails)
+    child._check_bounds(res, {"inputs": "run to run, specials"}, {})
+    assert res["bounds"]["status"] == "fail", res
+    res = {"bounds": {"status": "pass", "checks": 1, "damaged": 0, "evidence": []}}
+    child._check_bounds(res, {"inputs": "run to run, specials"}, {})
+    assert res["bounds"]["status"] == "error" and "700" in res["bounds"]["reason"], res
+
+
 def test_reference_function_inputs_and_init(tmp_path):
     """--reference/--inputs/--init: a task built around functions; a
     function candidate gets the init values after the inputs too."""

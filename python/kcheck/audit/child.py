@@ -225,10 +225,13 @@ def _check_bounds(res, exposed_by, tensors):
         return
     b["status"] = "fail"
     b["damaged"] += n
-    for d in damage:
+    evs = [guards.attribute(d, tensors) for d in damage]
+    # the named tensors first: the worst evidence says which one
+    for ev in sorted(evs, key=lambda e: "shape" not in e):
         if len(b["evidence"]) < BOUNDS_EVIDENCE:
-            ev = guards.attribute(d, tensors)
-            ev["exposed_by"] = exposed_by
+            ev["exposed_by"] = dict(exposed_by) if "shape" in ev else dict(
+                exposed_by, note="stored during these calls, the binding's generated, shape "
+                                 "and layout runs inside them included")
             b["evidence"].append(ev)
 
 

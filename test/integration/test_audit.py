@@ -400,6 +400,24 @@ def test_bounds_checks_in_the_child(monkeypatch):
     assert res["bounds"]["status"] == "error" and "700" in res["bounds"]["reason"], res
 
 
+def test_cudnn_benchmark_off_under_the_guard_allocator(monkeypatch):
+    """cuDNN's benchmark mode asks the allocator for cacheInfo, which
+    CUDAPluggableAllocator refuses: under the guard-zone allocator the
+    child turns it off and says so in the gate's entry; otherwise it is
+    left alone."""
+    import torch
+    from kcheck.audit import child
+    from kcheck.torch import guards
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
+    res = {"bounds": {"status": "not run", "reason": "cpu"}}
+    child._cudnn_benchmark_off(res)
+    assert torch.backends.cudnn.benchmark and "note" not in res["bounds"]
+    monkeypatch.setattr(guards, "active", lambda: True)
+    res = {"bounds": {"status": "pass", "checks": 0, "damaged": 0, "evidence": []}}
+    child._cudnn_benchmark_off(res)
+    assert not torch.backends.cudnn.benchmark and "cacheInfo" in res["bounds"]["note"], res
+
+
 def test_reference_function_inputs_and_init(tmp_path):
     """--reference/--inputs/--init: a task built around functions; a
     function candidate gets the init values after the inputs too."""

@@ -109,6 +109,7 @@ def run(args):
         res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
                         "line": _error_line(args.candidate)}
         return res
+    _cudnn_benchmark_off(res)
     if res["weights"] == "constants":
         names = {}  # the candidate's parameters are no arguments of the wrapper op
     # weights the reference could not be given: no comparison with it
@@ -199,6 +200,20 @@ def _install_guards(device):
     if why is not None:
         return {"status": "not run", "reason": why}
     return {"status": "pass", "checks": 0, "damaged": 0, "evidence": []}
+
+
+def _cudnn_benchmark_off(res):
+    """cuDNN's benchmark mode asks the allocator for its largest free block
+    (cacheInfo), which PyTorch's CUDAPluggableAllocator refuses with an
+    exception: under the guard-zone allocator a candidate (or task) that
+    turned it on would fail as an error. Turned off, said so: it chooses
+    among algorithms, all of which must compute the same op."""
+    import torch
+    from kcheck.torch import guards
+    if guards.active() and torch.backends.cudnn.benchmark:
+        torch.backends.cudnn.benchmark = False
+        res["bounds"]["note"] = "torch.backends.cudnn.benchmark turned off: the guard-zone " \
+            "allocator has no cacheInfo, which benchmark mode asks for"
 
 
 # Damaged allocations kept as evidence (all are counted).

@@ -201,6 +201,33 @@ unsigned long long kcheck_thread_launches(void);
  * Returns how many launches that was (may exceed the names given). */
 long long kcheck_thread_kernels(unsigned long long since, char *buf, unsigned long n);
 
+/* ---- the guard-zone allocator (the audit's bounds gate) ----
+ * A non-caching device allocator for PyTorch's CUDAPluggableAllocator
+ * (torch.cuda.memory.CUDAPluggableAllocator(path, "kcheck_guard_alloc",
+ * "kcheck_guard_free")): each allocation is a driver allocation of its
+ * own, its data (256-byte aligned) between guard zones of 0xCB bytes, 256
+ * before it and 256 plus the rounding to 256 bytes after it. stream is a
+ * cudaStream_t. kcheck_guard_alloc returns NULL for size 0 or a failure. */
+void *kcheck_guard_alloc(unsigned long size, int device, void *stream);
+void kcheck_guard_free(void *ptr, unsigned long size, int device, void *stream);
+/* The byte each new allocation's data is filled with from now on (-1:
+ * none, the default); returns the previous one. */
+int kcheck_guard_fill(int byte);
+/* The allocator's live allocations. */
+long kcheck_guard_live(void);
+/* Waits for the device and reads every live allocation's guard zones:
+ * returns how many allocations had a guard byte changed since the last
+ * check (those freed meanwhile included; each zone is filled again), or
+ * -1 when the driver failed. buf gets a JSON array of the first 16 (the
+ * live allocations' first, then the freed ones'): ptr
+ * and size (the data as allocated), side ("after_end" when a byte past
+ * the end changed, else "before_start"), bytes_past_end (0: the first
+ * byte after the data) or bytes_before_start (1: the byte just before),
+ * changed_bytes_before, changed_bytes_after, written (hex, the zone from
+ * its first changed byte, up to 16 bytes), freed; on a failure
+ * {"error": the driver's error}. */
+long kcheck_guard_check(char *buf, unsigned long n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,7 @@
 -include test/fuzz/module.mk
 
 UNIT_TESTS := allocmap options contract limits policy signature asserts findings ptx access region_hash devmem \
-              bug_sites byte_verdicts san
+              bug_sites byte_verdicts san guardzone
 UNIT_OBJS_bug_sites := libkcheck/findings/bug libkcheck/base/log
 UNIT_OBJS_devmem := libkcheck/base/devmem libkcheck/base/own libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_ptx := libkcheck/base/ptx_source libkcheck/base/ptx_scan libkcheck/base/ptx_rewrite
@@ -18,6 +18,7 @@ UNIT_OBJS_san := libkcheck/base/san_rec libkcheck/base/cubin_vars libkcheck/base
 UNIT_LIBS_san := -ldl
 UNIT_OBJS_byte_verdicts := gates/byte_verdicts
 UNIT_OBJS_allocmap := libkcheck/base/allocmap libkcheck/base/log
+UNIT_OBJS_guardzone := libkcheck/base/guardzone libkcheck/base/allocmap libkcheck/base/log
 UNIT_OBJS_policy := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_signature := libkcheck/capture/policy libkcheck/capture/serving libkcheck/base/options libkcheck/base/regex_guard libkcheck/base/log
 UNIT_OBJS_asserts := libkcheck/base/log

@@ -9,6 +9,7 @@
 #include "devmem.h"
 #include "export.h"
 #include "finding.h"
+#include "guardzone.h"
 #include "options.h"
 #include "report.h"
 #include "staging.h"
@@ -72,4 +73,40 @@ KC_EXPORT int kcheck_torch_pool(unsigned long long bytes, int check, char *why, 
     snprintf(why, n, "%s", r ? r : "");
   }
   return ok ? 0 : -1;
+}
+
+/* ---- the guard-zone allocator (libkcheck/base/guardzone.c) ---- */
+
+KC_EXPORT void *kcheck_guard_alloc(unsigned long size, int device, void *stream) {
+  if (kc_core_activate) kc_core_activate(); /* the driver table is filled on activation */
+  return kc_gz_alloc(size, device, (CUstream)stream);
+}
+
+KC_EXPORT void kcheck_guard_free(void *ptr, unsigned long size, int device, void *stream) {
+  (void)size; /* the table knows it */
+  kc_gz_free(ptr, device, (CUstream)stream);
+}
+
+KC_EXPORT int kcheck_guard_fill(int byte) { return kc_gz_fill(byte); }
+
+KC_EXPORT long kcheck_guard_live(void) { return (long)kc_gz_live(); }
+
+KC_EXPORT long kcheck_guard_check(char *buf, unsigned long n) {
+  if (kc_core_activate) kc_core_activate();
+  struct kc_gz_damage d[16];
+  CUresult err;
+  long found = kc_gz_check(d, sizeof d / sizeof *d, &err);
+  json_t *j;
+  if (found < 0) {
+    j = json_pack("{s:i}", "error", (int)err);
+  } else {
+    j = json_array();
+    for (long i = 0; i < found && i < (long)(sizeof d / sizeof *d); i++)
+      json_array_append_new(j, kc_gz_damage_json(&d[i]));
+  }
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  if (buf && n) snprintf(buf, n, "%s", text ? text : "[]");
+  free(text);
+  json_decref(j);
+  return found;
 }

@@ -62,6 +62,11 @@ def _prototypes():
         "kcheck_thread_launches": (c.c_ulonglong, []),
         "kcheck_checks_pause": (None, [c.c_int]),
         "kcheck_thread_kernels": (c.c_longlong, [c.c_ulonglong, s, u]),
+        "kcheck_guard_alloc": (c.c_void_p, [u, i, c.c_void_p]),
+        "kcheck_guard_free": (v, [c.c_void_p, u, i, c.c_void_p]),
+        "kcheck_guard_fill": (i, [i]),
+        "kcheck_guard_live": (c.c_long, []),
+        "kcheck_guard_check": (c.c_long, [s, u]),
     }
 
 

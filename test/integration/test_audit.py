@@ -305,6 +305,119 @@ def test_layouts_expanded_and_dtypes_and_profile(tmp_path):
     assert "--profile tf16: unknown preset 'tf16'" in p.stderr and "tensorcore_tf32" in p.stderr
 
 
+def test_bounds_not_run_on_the_cpu_device(corpus):
+    """The bounds gate's guard zones are around CUDA allocations (the
+    guard-zone allocator, kcheck.torch.guards): on the CPU device every
+    judged candidate's gate is `not run`, with the reason, never a pass."""
+    _, recs = corpus
+    judged = [r for r in recs if r["type"] == "audit_candidate" and r["verdict"] != "error"]
+    assert judged
+    for r in judged:
+        b = r["gates"].get("bounds")
+        assert b and b["status"] == "not run", (r["candidate"], b)
+        assert b["reason"] == "the device is cpu: the guard zones are around CUDA allocations", b
+        assert "bounds" not in r["failed"], r
+
+
+def test_bounds_damage_is_a_broken_candidate():
+    """A guard zone changed (kcheck_guard_check's JSON, attributed to the
+    tensor whose storage it is): the gate fails with the tensor, its
+    shape, the side and distance and the bytes written, and the candidate
+    is broken; a damaged allocation no tensor holds is named by its size;
+    a check the driver failed leaves the gate undecided (partial)."""
+    import torch
+    from kcheck.audit.verdict import judge
+    from kcheck.torch import guards
+    out, x = torch.zeros(4, 8), torch.zeros(16)
+    past = {"ptr": out.untyped_storage().data_ptr(), "size": 128, "side": "after_end",
+            "bytes_past_end": 0, "changed_bytes_before": 0, "changed_bytes_after": 4,
+            "written": "00000000cbcbcbcbcbcbcbcbcbcbcbcb", "freed": False}
+    before = {"ptr": 12345, "size": 4096, "side": "before_start", "bytes_before_start": 4,
+              "changed_bytes_before": 4, "changed_bytes_after": 0, "written": "11111111",
+              "freed": True}
+    tensors = {"input 0": x, "output": out}
+    ev = [guards.attribute(d, tensors) for d in (past, before)]
+    assert ev[0]["tensor"] == "output" and ev[0]["shape"] == [4, 8] and ev[0]["dtype"] == "float32"
+    assert ev[0]["bytes_past_end"] == 0 and ev[0]["written"].startswith("00000000"), ev
+    assert ev[1]["tensor"] == "an allocation of 4096 bytes no input or output holds " \
+        "(freed before the check)", ev
+    base = {"allclose": True, "immutability": [], "exact": None, "error": None, "weights": None,
+            "run_to_run": {"status": "pass", "calls": 3}}
+    ok = {"op": "kcheck_audit::candidate.default", "type": "op_check",
+          "gates": {"oracle": {"status": "pass"},
+                    "bounds": {"status": "not_applicable", "reason": "no out= overload"}}}
+    bounds = {"status": "fail", "checks": 2, "damaged": 2, "evidence": ev}
+    verdict, f = judge("A", dict(base, bounds=bounds), [ok])
+    assert verdict == "broken" and f["failed"] == ["bounds"], f
+    assert f["gates"]["bounds"] == {"status": "fail", "checks": 2, "damaged": 2}, f["gates"]
+    msgs = [e["message"] for e in f["evidence"] if e["gate"] == "bounds"]
+    assert msgs[0] == "the candidate wrote outside a tensor: 4 guard bytes changed past the end " \
+        "of output (shape (4, 8), float32, 128 bytes) (the first at end + 0); bytes written " \
+        "from there: 00000000cbcbcbcbcbcbcbcbcbcbcbcb", msgs
+    assert "before the start of an allocation of 4096 bytes" in msgs[1], msgs
+    # intact zones: the gate passes; a driver failure: undecided
+    verdict, f = judge("A", dict(base, bounds={"status": "pass", "checks": 4, "damaged": 0,
+                                               "evidence": []}), [ok])
+    assert verdict == "clean" and f["gates"]["bounds"]["status"] == "pass", f
+    verdict, f = judge("A", dict(base, bounds={"status": "error", "reason": "reading the guard "
+                                               "zones failed", "checks": 0}), [ok])
+    assert verdict == "partial" and "bounds" in f["reason"], f
+
+
+def test_bounds_checks_in_the_child(monkeypatch):
+    """The child's check after a call (child._check_bounds, guards.check
+    stubbed): the held tensors' damage first, a temporary's said to come
+    from the calls' runs, every damaged allocation counted; a failed read
+    is error, unless the gate had already failed; not run stays not run."""
+    import torch
+    from kcheck.audit import child
+    from kcheck.torch import guards
+    out = torch.zeros(16)
+    tmp = {"ptr": 99, "size": 64, "side": "after_end", "bytes_past_end": 0,
+           "changed_bytes_before": 0, "changed_bytes_after": 4, "written": "00", "freed": True}
+    held = dict(tmp, ptr=out.untyped_storage().data_ptr(), freed=False)
+    monkeypatch.setattr(guards, "check", lambda: (2, [tmp, held]))
+    res = {"bounds": child._install_guards("cpu")}
+    assert res["bounds"]["status"] == "not run", res
+    child._check_bounds(res, {"inputs": "task", "seed": 0}, {"output": out})
+    assert res["bounds"]["status"] == "not run" and "evidence" not in res["bounds"], res
+    res = {"bounds": {"status": "pass", "checks": 0, "damaged": 0, "evidence": []}}
+    child._check_bounds(res, {"inputs": "task", "seed": 0}, {"output": out})
+    b = res["bounds"]
+    assert b["status"] == "fail" and b["checks"] == 1 and b["damaged"] == 2, b
+    assert [e["tensor"] for e in b["evidence"]] == [
+        "output", "an allocation of 64 bytes no input or output holds (freed before the check)"]
+    assert b["evidence"][0]["exposed_by"] == {"inputs": "task", "seed": 0}, b
+    assert "generated, shape and layout runs" in b["evidence"][1]["exposed_by"]["note"], b
+
+    def fails():
+        raise guards.CheckError("reading the guard zones failed: {\"error\":700}")
+    monkeypatch.setattr(guards, "check", fails)
+    child._check_bounds(res, {"inputs": "run to run, specials"}, {})
+    assert res["bounds"]["status"] == "fail", res
+    res = {"bounds": {"status": "pass", "checks": 1, "damaged": 0, "evidence": []}}
+    child._check_bounds(res, {"inputs": "run to run, specials"}, {})
+    assert res["bounds"]["status"] == "error" and "700" in res["bounds"]["reason"], res
+
+
+def test_cudnn_benchmark_off_under_the_guard_allocator(monkeypatch):
+    """cuDNN's benchmark mode asks the allocator for cacheInfo, which
+    CUDAPluggableAllocator refuses: under the guard-zone allocator the
+    child turns it off and says so in the gate's entry; otherwise it is
+    left alone."""
+    import torch
+    from kcheck.audit import child
+    from kcheck.torch import guards
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
+    res = {"bounds": {"status": "not run", "reason": "cpu"}}
+    child._cudnn_benchmark_off(res)
+    assert torch.backends.cudnn.benchmark and "note" not in res["bounds"]
+    monkeypatch.setattr(guards, "active", lambda: True)
+    res = {"bounds": {"status": "pass", "checks": 0, "damaged": 0, "evidence": []}}
+    child._cudnn_benchmark_off(res)
+    assert not torch.backends.cudnn.benchmark and "cacheInfo" in res["bounds"]["note"], res
+
+
 def test_reference_function_inputs_and_init(tmp_path):
     """--reference/--inputs/--init: a task built around functions; a
     function candidate gets the init values after the inputs too."""

@@ -23,7 +23,7 @@ import summarize_audit  # noqa: E402
 GATES = set(re.findall(r"^KC_GATE\((\w+),", open(os.path.join(ROOT, "gates", "gates.def")).read(),
                        re.M)) | {"exact", "run_to_run"}
 CLASSES = {"nonfinite", "fp16_accumulation", "reduced_precision", "other_shapes", "layouts",
-           "nondeterminism", "mutated_input", "wrong_value"}
+           "nondeterminism", "mutated_input", "wrong_value", "out_of_bounds"}
 FAMILIES = {"activation", "matmul", "convolution", "pooling", "normalization", "reduction", "loss"}
 
 

@@ -83,6 +83,10 @@ def run(args):
     from kcheck.audit.wrapper import Wrapper, hold_constants
     res = {"allclose": None, "exact": None, "immutability": None, "error": None,
            "weights": None, "calls": 0}
+    # before anything can allocate CUDA memory (the task's and the
+    # candidate's imports included): PyTorch's allocator cannot be swapped
+    # once in use
+    res["bounds"] = _install_guards(args.device)
     if args.dtypes:
         # the wrapper op's contract states the reference's profile at the
         # task's dtype; the binding runs its other dtypes at these
@@ -105,6 +109,7 @@ def run(args):
         res["error"] = {"stage": "build", "message": "%s: %s" % (type(e).__name__, e),
                         "line": _error_line(args.candidate)}
         return res
+    _cudnn_benchmark_off(res)
     if res["weights"] == "constants":
         names = {}  # the candidate's parameters are no arguments of the wrapper op
     # weights the reference could not be given: no comparison with it
@@ -154,6 +159,8 @@ def run(args):
         res["calls"] += 1
         with _plain():
             out = out.detach()
+            _check_bounds(res, {"inputs": "task", "seed": seed},
+                          dict(watched, output=out) if isinstance(out, torch.Tensor) else watched)
             changed.update(_changed(before, watched))
             allclose.append(_allclose(ref, out))
             if args.tier == "C" and compared:
@@ -178,7 +185,69 @@ def run(args):
                             "line": _error_line(args.candidate)}
             return res
         res["exact"] = [e for e in exact if e is not None]
+    # the later calls' (run to run, specials): their tensors are gone
+    _check_bounds(res, {"inputs": "run to run, specials"}, {})
     return res
+
+
+def _install_guards(device):
+    """The bounds gate's start: the guard-zone allocator installed as
+    PyTorch's CUDA allocator (kcheck.torch.guards), or the gate not run
+    with the reason (a CPU device, CUDA already initialised, no
+    CUDAPluggableAllocator): never a pass it did not earn."""
+    from kcheck.torch import guards
+    why = guards.install(device)
+    if why is not None:
+        return {"status": "not run", "reason": why}
+    return {"status": "pass", "checks": 0, "damaged": 0, "evidence": []}
+
+
+def _cudnn_benchmark_off(res):
+    """cuDNN's benchmark mode asks the allocator for its largest free block
+    (cacheInfo), which PyTorch's CUDAPluggableAllocator refuses with an
+    exception: under the guard-zone allocator a candidate (or task) that
+    turned it on would fail as an error. Turned off, said so: it chooses
+    among algorithms, all of which must compute the same op."""
+    import torch
+    from kcheck.torch import guards
+    if guards.active() and torch.backends.cudnn.benchmark:
+        torch.backends.cudnn.benchmark = False
+        res["bounds"]["note"] = "torch.backends.cudnn.benchmark turned off: the guard-zone " \
+            "allocator has no cacheInfo, which benchmark mode asks for"
+
+
+# Damaged allocations kept as evidence (all are counted).
+BOUNDS_EVIDENCE = 8
+
+
+def _check_bounds(res, exposed_by, tensors):
+    """The guard zones read after the candidate's calls: every allocation
+    whose zones changed since the last check (the gates' generated runs
+    inside the binding's call included) is a store outside a tensor;
+    tensors ({name: tensor}) names the ones still held."""
+    from kcheck.torch import guards
+    b = res.get("bounds")
+    if not b or b["status"] == "not run":
+        return
+    try:
+        n, damage = guards.check()
+    except guards.CheckError as e:
+        if b["status"] != "fail":
+            b.update(status="error", reason=str(e))
+        return
+    b["checks"] += 1
+    if not n:
+        return
+    b["status"] = "fail"
+    b["damaged"] += n
+    evs = [guards.attribute(d, tensors) for d in damage]
+    # the named tensors first: the worst evidence says which one
+    for ev in sorted(evs, key=lambda e: "shape" not in e):
+        if len(b["evidence"]) < BOUNDS_EVIDENCE:
+            ev["exposed_by"] = dict(exposed_by) if "shape" in ev else dict(
+                exposed_by, note="stored during these calls, the binding's generated, shape "
+                                 "and layout runs inside them included")
+            b["evidence"].append(ev)
 
 
 def _weights(res, task, ref_model, model, built, names, device):

@@ -2,6 +2,7 @@
 result (docs/audit.md, "The verdict"): clean, partial, broken, error or
 unjudged, with the failed gates and the worst evidence of each."""
 from kcheck.audit.wrapper import QUALNAME
+from kcheck.torch import guards
 
 WRAPPER_OP = QUALNAME + ".default"
 VERDICTS = ("clean", "partial", "broken", "error", "unjudged")
@@ -83,6 +84,16 @@ def judge(tier, result, records, reason=None, timed_out=False, rc=0):
                              "exposed_by": {"inputs": "task", "seed": rtr["seed"], "call": rtr["call"]},
                              "message": "call %d on the same inputs differs from call 0: %s" % (
                                  rtr["call"], rtr["evidence"])})
+    bounds = result.get("bounds")
+    if bounds:
+        # the child's guard zones around every allocation: the binding's
+        # own bounds gate needs an out= overload, which the wrapper op lacks
+        gates["bounds"] = {k: v for k, v in bounds.items() if k != "evidence"}
+        for ev in bounds.get("evidence") or []:
+            evidence.append({"gate": "bounds", "line": line, "worst": ev,
+                             "exposed_by": ev.get("exposed_by"),
+                             "message": "the candidate wrote outside a tensor: %s" %
+                             guards.describe(ev)})
     if result.get("exact") is not None:
         gates["exact"] = {"status": "fail" if any(not e["equal"] for e in result["exact"])
                           else "bitwise"}

@@ -33,7 +33,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
-from kcheck.torch import byte_verdicts, judge, layouts, nondet, ops, profiles, timing, trials
+from kcheck.torch import (byte_verdicts, guards, judge, layouts, nondet, ops, profiles, timing,
+                          trials)
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep
                   for m in (torch, sys.modules["kcheck"]))
@@ -1714,6 +1715,10 @@ class KcheckMode(TorchDispatchMode):
         return {"status": _S_FAIL, "bytes_outside": nb + na}
 
     def _poison_pool(self, nargs, poison):
+        if guards.active():
+            # no pool: the guard-zone allocator fills each new block
+            guards.fill(poison)
+            return
         if not trials.pooled():
             return
         sizes = set()

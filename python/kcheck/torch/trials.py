@@ -26,7 +26,7 @@ import ctypes
 import torch
 
 from kcheck import _defs
-from kcheck.torch import profiles
+from kcheck.torch import guards, profiles
 
 # The gates run as generated-input trials (gates.def op trials), each
 # listing its own (kcheck_op_trials): a new one needs nothing here.
@@ -61,7 +61,9 @@ def own_memory(device, lib=None, estimate=0):
     device_mem_budget, and the pool's segments are accounted when it
     ends."""
     global _POOL
-    if device.type != "cuda":
+    if device.type != "cuda" or guards.active():
+        # the guard-zone allocator (the audit's bounds gate) caches
+        # nothing and has no pools: every block is freed when it goes
         yield
         return
     if lib is not None and estimate:

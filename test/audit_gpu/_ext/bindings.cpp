@@ -44,6 +44,7 @@ at::Tensor mean_rows_strides_ignored(at::Tensor x);
 at::Tensor amax_rows(at::Tensor x);
 at::Tensor amax_rows_nan_swallowed(at::Tensor x);
 at::Tensor sum_rows_atomic(at::Tensor x);
+at::Tensor sum_rows_writes_past_end(at::Tensor x);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("relu", &relu);
@@ -88,4 +89,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("amax_rows", &amax_rows);
   m.def("amax_rows_nan_swallowed", &amax_rows_nan_swallowed);
   m.def("sum_rows_atomic", &sum_rows_atomic);
+  m.def("sum_rows_writes_past_end", &sum_rows_writes_past_end);
 }

@@ -2,7 +2,8 @@
 // tensor: layer norm, softmax, sum, mean and max over the last dim, in a
 // fixed order (the same bits every call); planted bugs: one-pass
 // variance, no max subtracted, fp16 partial sums, atomic adds in arrival
-// order, NaN swallowed, strides ignored, the input overwritten.
+// order, NaN swallowed, strides ignored, the input overwritten, a store
+// one element past the output's end.
 #include "common.cuh"
 
 #define KC_R 256
@@ -97,7 +98,7 @@ static at::Tensor softmax_t(at::Tensor x) {
 at::Tensor softmax(at::Tensor x) { return softmax_t<true>(x); }
 at::Tensor softmax_no_max_subtraction(at::Tensor x) { return softmax_t<false>(x); }
 
-enum { RED_SUM = 0, RED_SUM_FP16 = 1, RED_MEAN = 2, RED_MAX = 3, RED_MAX_FMAX = 4 };
+enum { RED_SUM = 0, RED_SUM_FP16 = 1, RED_MEAN = 2, RED_MAX = 3, RED_MAX_FMAX = 4, RED_SUM_PAST_END = 5 };
 
 template <int KIND>
 __global__ void kc_reduce_rows(const float* __restrict__ x, float* __restrict__ y, int n) {
@@ -132,6 +133,9 @@ __global__ void kc_reduce_rows(const float* __restrict__ x, float* __restrict__ 
   }
   s = kc_block_sum(s, smem);
   if (threadIdx.x == 0) y[blockIdx.x] = KIND == RED_MEAN ? s / n : s;
+  // the bug: the last row's sum stored again, one element past the end
+  if (KIND == RED_SUM_PAST_END && threadIdx.x == 0 && blockIdx.x == gridDim.x - 1)
+    y[blockIdx.x + 1] = s;
 }
 
 template <int KIND>
@@ -149,6 +153,7 @@ static at::Tensor reduce_rows(at::Tensor x, bool contiguous) {
 }
 at::Tensor sum_rows(at::Tensor x) { return reduce_rows<RED_SUM>(x, true); }
 at::Tensor sum_rows_fp16_accumulation(at::Tensor x) { return reduce_rows<RED_SUM_FP16>(x, true); }
+at::Tensor sum_rows_writes_past_end(at::Tensor x) { return reduce_rows<RED_SUM_PAST_END>(x, true); }
 at::Tensor mean_rows(at::Tensor x) { return reduce_rows<RED_MEAN>(x, true); }
 at::Tensor mean_rows_strides_ignored(at::Tensor x) { return reduce_rows<RED_MEAN>(x, false); }
 at::Tensor amax_rows(at::Tensor x) { return reduce_rows<RED_MAX>(x, true); }

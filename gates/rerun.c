@@ -2,6 +2,7 @@
  * classification of differences (rerun.h). */
 #include "rerun.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,37 @@ void kc_rerun_free(struct kc_rerun *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* The re-runs made so far in the check in progress on this thread (the
+ * launch's sequence number names the check): whether the determinism and
+ * race gates re-ran a launch whose SASS the nondeterminism gate left
+ * unread. */
+struct check_key {
+  uint64_t seq, signature;
+  const void *kernel;
+};
+
+static struct check_key key_of(const struct kc_gate_ctx *ctx) {
+  return (struct check_key){ctx->li->seq, ctx->li->signature, ctx->li->k};
+}
+
+static int same_key(struct check_key a, struct check_key b) {
+  return a.seq == b.seq && a.signature == b.signature && a.kernel == b.kernel;
+}
+
+static __thread struct {
+  struct check_key key;
+  int runs;
+} made;
+
+static void count_run(const struct kc_gate_ctx *ctx) {
+  if (!same_key(made.key, key_of(ctx))) made.key = key_of(ctx), made.runs = 0;
+  made.runs++;
+}
+
+int kc_rerun_runs_in_check(const struct kc_gate_ctx *ctx) {
+  return same_key(made.key, key_of(ctx)) ? made.runs : 0;
+}
+
 /* One run under p compared with post-state A: 1 differs, 0 same, -1 the
  * run was not made (*why; *error when it failed). */
 static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct kc_rerun *r,
@@ -41,6 +73,7 @@ static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct k
     return -1;
   }
   r->runs++;
+  count_run(ctx);
   long diff = kc_compare_with_post(ctx->shadow, ev);
   if (diff < 0) {
     *why = r->error =
@@ -190,10 +223,17 @@ void kc_rerun_intra_note(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
 
 /* ------------------------------------------------------ classification */
 
-enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail) {
+static enum kc_order_cause classify(struct kc_gate_ctx *ctx, json_t **detail, int read_sass) {
   struct kc_ptx_atomics a;
   const char *why = NULL;
-  if (kc_intra_atomics(ctx->li->k, &a, &why)) {
+  int rc = read_sass ? kc_intra_atomics(ctx->li->k, &a, &why)
+                     : kc_intra_atomics_unread(ctx->li->k, &a, &why);
+  if (rc == 1) {
+    *detail = json_pack("{s:s, s:s}", "code", why ? why : "no PTX", "sass",
+                        "not read: read only when a re-run differs");
+    return KC_CAUSE_UNREAD;
+  }
+  if (rc) {
     *detail = json_pack("{s:s}", "code", why ? why : "unavailable");
     return KC_CAUSE_UNKNOWN;
   }
@@ -203,19 +243,36 @@ enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail) {
   return a.float_adds || a.slot_atomics ? KC_CAUSE_ATOMIC : KC_CAUSE_ACCESS;
 }
 
+enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail) {
+  return classify(ctx, detail, 1);
+}
+
+enum kc_order_cause kc_order_cause_unread(struct kc_gate_ctx *ctx, json_t **detail) {
+  return classify(ctx, detail, 0);
+}
+
 const char *kc_order_cause_name(enum kc_order_cause c) {
   return c == KC_CAUSE_ATOMIC   ? "atomic-order"
          : c == KC_CAUSE_ACCESS ? "unordered-access"
                                 : "unclassified";
 }
 
-int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
-  const struct kc_gate *nd = NULL;
+static const struct kc_gate *nondeterminism_gate(void) {
   for (int i = 0; kc_gates[i]; i++)
-    if (!strcmp(kc_gates[i]->id, "nondeterminism")) nd = kc_gates[i];
+    if (!strcmp(kc_gates[i]->id, "nondeterminism")) return kc_gates[i];
+  return NULL;
+}
+
+int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
+  const struct kc_gate *nd = nondeterminism_gate();
   int allowed = ctx->contract && ctx->contract->nondeterminism_allowed;
   json_t *detail = NULL;
-  enum kc_order_cause cause = kc_order_cause(ctx, &detail);
+  /* A SASS-only kernel's code is read when a re-run differs
+   * (kc_rerun_handoff), not before: most kernels' re-runs agree. A
+   * contract's `nondeterminism: allowed` is checked against the code
+   * first. */
+  enum kc_order_cause cause =
+      allowed ? kc_order_cause(ctx, &detail) : kc_order_cause_unread(ctx, &detail);
   *cause_name = kc_order_cause_name(cause);
   int mine = 1;
   if (cause == KC_CAUSE_ATOMIC && allowed) {
@@ -243,4 +300,64 @@ int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
   else
     json_decref(detail);
   return !mine;
+}
+
+/* ------------------------------------------------ the deferred reading */
+
+/* A difference of a SASS-only kernel's re-runs that its code shows to be
+ * the order of its atomics, for the nondeterminism gate (it runs after
+ * determinism and race, gates.def): one per check, on the check's
+ * thread. */
+static __thread struct {
+  struct check_key key; /* the check */
+  json_t *evidence, *exposed, *atomics;
+  const char *by;
+} handoff;
+
+static void handoff_clear(void) {
+  json_decref(handoff.evidence);
+  json_decref(handoff.exposed);
+  json_decref(handoff.atomics);
+  memset(&handoff, 0, sizeof handoff);
+}
+
+int kc_rerun_handoff(struct kc_gate_ctx *ctx, const struct kc_rerun *r, const char *gate,
+                     const char **cause_name) {
+  struct kc_ptx_atomics a;
+  const char *why = NULL;
+  if (kc_intra_atomics_unread(ctx->li->k, &a, &why) != 1) return 0; /* read before: named */
+  json_t *detail = NULL;
+  enum kc_order_cause cause = kc_order_cause(ctx, &detail);
+  const struct kc_gate *nd = nondeterminism_gate();
+  if (cause != KC_CAUSE_ATOMIC || !nd || !kc_gate_enabled(nd)) {
+    *cause_name = kc_order_cause_name(cause);
+    json_object_set_new(ctx->result, "atomics", detail);
+    return 0;
+  }
+  handoff_clear();
+  handoff.key = key_of(ctx);
+  handoff.evidence = json_incref(r->first);
+  handoff.exposed = r->exposed ? json_incref(r->exposed) : json_array();
+  handoff.atomics = json_incref(detail);
+  handoff.by = gate;
+  ctx->out.status = KC_GS_NOT_RUN;
+  json_object_set_new(ctx->result, "reason",
+                      json_string("the kernel's code has order-dependent atomics: the "
+                                  "nondeterminism gate judges its differences"));
+  json_object_set_new(ctx->result, "atomics", detail);
+  return 1;
+}
+
+int kc_rerun_handed_off(struct kc_gate_ctx *ctx, json_t **evidence, json_t **exposed,
+                        json_t **atomics, const char **by) {
+  if (!handoff.evidence || !same_key(handoff.key, key_of(ctx))) {
+    handoff_clear();
+    return 0;
+  }
+  *evidence = handoff.evidence;
+  *exposed = handoff.exposed;
+  *atomics = handoff.atomics;
+  *by = handoff.by;
+  memset(&handoff, 0, sizeof handoff);
+  return 1;
 }

@@ -37,10 +37,15 @@ enum kc_order_cause {
   KC_CAUSE_UNKNOWN, /* the kernel's code is unavailable: cannot tell */
   KC_CAUSE_ACCESS,  /* no order-dependent atomics: unordered plain accesses (a race) */
   KC_CAUSE_ATOMIC,  /* the code has order-dependent atomics (atomic-order) */
+  KC_CAUSE_UNREAD,  /* no PTX, and the SASS not read yet (kc_order_cause_unread) */
 };
 /* The kernel's cause for a difference; *detail (a JSON object, owned by
  * the caller) says why: the atomics found or the missing code. */
 enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail);
+/* The same without reading a SASS-only kernel's cubin: KC_CAUSE_UNREAD
+ * when it has not been read (the first check of a SASS-only kernel
+ * inflates its image: most of a GPT step's first-check time on an H100). */
+enum kc_order_cause kc_order_cause_unread(struct kc_gate_ctx *ctx, json_t **detail);
 /* determinism and race: 1 when this launch is not theirs to judge (status
  * and reason set): a kernel with order-dependent atomics when the
  * nondeterminism gate is on or its contract says `nondeterminism: allowed`
@@ -51,6 +56,20 @@ enum kc_order_cause kc_order_cause(struct kc_gate_ctx *ctx, json_t **detail);
  * access" (no order-dependent atomics), "atomic-order" (the nondeterminism
  * gate is off) or "unclassified" (no code to read). */
 int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause);
+/* determinism and race, after their re-runs differed: where the kernel's
+ * SASS was left unread (kc_rerun_not_mine), it is read now. Order-
+ * dependent atomics with the nondeterminism gate on: the difference is
+ * handed to that gate (status not run, reason and atomics set) and 1 is
+ * returned. Otherwise 0, *cause_name the cause the code shows. */
+int kc_rerun_handoff(struct kc_gate_ctx *ctx, const struct kc_rerun *r, const char *gate,
+                     const char **cause_name);
+/* The nondeterminism gate: 1 with the difference handed to it in this
+ * check (the evidence, the strategies that exposed it and the atomics,
+ * owned by the caller; *by the gate whose re-runs differed), else 0. */
+int kc_rerun_handed_off(struct kc_gate_ctx *ctx, json_t **evidence, json_t **exposed,
+                        json_t **atomics, const char **by);
+/* The re-runs the gates made so far in this check (the launch in ctx). */
+int kc_rerun_runs_in_check(const struct kc_gate_ctx *ctx);
 /* The name of a cause, as violations carry it. */
 const char *kc_order_cause_name(enum kc_order_cause c);
 

@@ -56,7 +56,7 @@ struct copy {
   uint64_t code_bytes, var_bytes, san_bound;
   unsigned stride; /* the last logged run's block stride */
   /* the kernel's atomics, for the nondeterminism gate */
-  int atomics_state; /* 0 untried, 1 known, 2 unknown */
+  int atomics_state; /* 0 untried, 1 known, 2 unknown, 3 no PTX, its SASS not read yet */
   int atomics_sass;  /* known from the SASS: the kernel has no readable PTX */
   struct kc_ptx_atomics atomics;
   const char *atomics_why;
@@ -622,16 +622,11 @@ const char *kc_intra_route_why(struct kc_launch_info *li) {
   return why;
 }
 
-int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why) {
-  CUcontext ctx = NULL;
-  kc_drv.cuCtxGetCurrent(&ctx);
-  pthread_mutex_lock(&lock);
-  struct copy *c = find(k->handle, k->image_handle, ctx);
-  int rc = -1;
-  if (!c) {
-    *why = "out of host memory";
-    goto out;
-  }
+/* Locked. The kernel's atomics from its PTX (state 1), or why not (state
+ * 2); a kernel with no PTX but an image waits in state 3 until read_sass
+ * asks for its SASS (read once: the first check of a SASS-only kernel
+ * inflates its image's cubin, 15-22 ms for ATen's compressed fatbins). */
+static int atomics_locked(struct copy *c, const struct kc_kernel *k, int read_sass) {
   if (c->atomics_state == 0) {
     const char *w = NULL;
     char *ptx = k->image_handle ? kc_image_ptx(k->image_handle, k->name, &w) : NULL;
@@ -644,25 +639,50 @@ int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const 
     } else if (ptx) {
       c->atomics_why = "the kernel is not defined in the image's PTX";
     } else if (k->image_handle) {
-      sass_atomics(c, k);
+      c->atomics_state = 3;
     }
     free(ptx);
   }
-  if (c->atomics_state == 1) {
-    *a = c->atomics;
-    rc = 0;
-  } else {
-    *why = c->atomics_why;
+  if (c->atomics_state == 3 && read_sass) {
+    c->atomics_state = 2;
+    sass_atomics(c, k); /* 1 with the atomics, or 2 with atomics_why */
   }
-out:
+  return c->atomics_state;
+}
+
+static int atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why,
+                   int read_sass) {
+  CUcontext ctx = NULL;
+  kc_drv.cuCtxGetCurrent(&ctx);
+  pthread_mutex_lock(&lock);
+  struct copy *c = find(k->handle, k->image_handle, ctx);
+  int rc = -1;
+  if (!c) {
+    *why = "out of host memory";
+  } else {
+    int state = atomics_locked(c, k, read_sass);
+    if (state == 1)
+      *a = c->atomics, rc = 0;
+    else
+      *why = c->atomics_why, rc = state == 3 ? 1 : -1;
+  }
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why) {
+  return atomics(k, a, why, 1);
+}
+
+int kc_intra_atomics_unread(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why) {
+  return atomics(k, a, why, 0);
 }
 
 const char *kc_intra_ptx_missing(const struct kc_kernel *k) {
   struct kc_ptx_atomics a;
   const char *why = NULL;
-  if (kc_intra_atomics(k, &a, &why)) return why ? why : "its code is unavailable";
+  /* the PTX only: a SASS not read yet stays unread */
+  if (kc_intra_atomics_unread(k, &a, &why)) return why ? why : "its code is unavailable";
   CUcontext ctx = NULL;
   kc_drv.cuCtxGetCurrent(&ctx);
   pthread_mutex_lock(&lock);

@@ -43,9 +43,14 @@ const char *kc_intra_route_why(struct kc_launch_info *li);
  * the context is untouched). The copy is given up for the kernel, *why
  * (kept, also as kc_intra_route_why) says what was stopped. 0 otherwise. */
 int kc_intra_guard_stopped(struct kc_launch_info *li, const char **why);
-/* The order-dependent atomics of kernel k's code (ptx.h); 0, or -1 when
- * its PTX is unavailable (*why). Cached per kernel. */
+/* The order-dependent atomics of kernel k's code (ptx.h), from its PTX or
+ * else its SASS; 0, or -1 when neither is readable (*why). Cached per
+ * kernel. */
 int kc_intra_atomics(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);
+/* The same without reading a SASS-only kernel's cubin: 1 when the kernel
+ * has no PTX and its SASS has not been read yet (*why: the PTX's reason),
+ * else as kc_intra_atomics (a SASS read earlier counts). */
+int kc_intra_atomics_unread(const struct kc_kernel *k, struct kc_ptx_atomics *a, const char **why);
 /* Why kernel k has no PTX kcheck can read (NULL: it has one), with no
  * copy built: the PTX route's reason, also where kc_intra_atomics read
  * the atomics from the SASS. */

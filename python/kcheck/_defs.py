@@ -35,10 +35,6 @@ class OracleOp(tuple):
 
 # gates/gates.def, in registry order
 GATES = (
-    Gate(('nondeterminism', 'warning', 0, 'documented',
-          'allocation offset pointed_to_by expected got differing_words regions atomics',
-          'documented',
-          're-runs of a kernel whose code has order-dependent atomics (float atomic adds, atomic worklist slots) give identical bytes; a difference is reported with cause atomic-order, apart from races, and `nondeterminism: allowed` accepts it')),
     Gate(('determinism', 'error', 0, 'none',
           'allocation offset pointed_to_by expected got differing_words regions runs',
           '',
@@ -47,6 +43,10 @@ GATES = (
           'allocation offset pointed_to_by expected got differing_words regions strategy run seed',
           '',
           're-runs under each timing perturbation (block order, occupancy, interference, cache, shared-memory contents) give identical bytes')),
+    Gate(('nondeterminism', 'warning', 0, 'documented',
+          'allocation offset pointed_to_by expected got differing_words regions atomics',
+          'documented',
+          're-runs of a kernel whose code has order-dependent atomics (float atomic adds, atomic worklist slots) give identical bytes; a difference is reported with cause atomic-order, apart from races, and `nondeterminism: allowed` accepts it')),
     Gate(('uninit', 'error', 0, 'none',
           'allocation offset pointed_to_by expected got differing_words regions untouched',
           '',

@@ -4,11 +4,24 @@ to its C kernel by name; kcheck finds no PTX in it, as in a real cubin."""
 import struct
 
 
-def make_cubin(names, tag=b""):
+# One SASS instruction (16 bytes) the SASS reader takes for a float atomic
+# add from sm_90 on (ATOMG.E.ADD.F32: opcode 0x9a3 in the low 12 bits;
+# libkcheck/base/sass_atomics.c).
+SASS_FLOAT_ATOMIC_ADD = struct.pack("<QQ", 0x9a3, 0)
+
+
+def make_cubin(names, tag=b"", text=None):
     """The image's bytes. tag: extra bytes that make otherwise equal images
-    differ (a different compile)."""
+    differ (a different compile); text: {kernel name: its .text bytes} (SASS
+    instructions, 16 bytes each; the others have none)."""
+    text = text or {}
     shstr = b"\0.shstrtab\0" + b"".join(b".text." + n.encode() + b"\0" for n in names)
-    body = tag + b"\0" * (-len(tag) % 8)
+    body = tag + b"\0" * (-len(tag) % 16)
+    at_text = {}
+    for n in names:
+        if n in text:
+            at_text[n] = len(body)
+            body += text[n] + b"\0" * (-len(text[n]) % 16)
     ehsize, shentsize = 64, 64
     str_off = ehsize + len(body)
     sh_off = (str_off + len(shstr) + 7) // 8 * 8
@@ -21,7 +34,8 @@ def make_cubin(names, tag=b""):
             struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, str_off, len(shstr), 0, 0, 1, 0)]
     at = 11
     for n in names:
-        secs.append(struct.pack("<IIQQQQIIQQ", at, 1, 6, 0, ehsize, 0, 0, 0, 128, 0))
+        off, size = (ehsize + at_text[n], len(text[n])) if n in at_text else (ehsize, 0)
+        secs.append(struct.pack("<IIQQQQIIQQ", at, 1, 6, 0, off, size, 0, 0, 128, 0))
         at += len(".text.") + len(n) + 1
     img = eh + body + shstr
     img += b"\0" * (sh_off - len(img))

@@ -319,6 +319,21 @@ def test_bounds_not_run_on_the_cpu_device(corpus):
         assert "bounds" not in r["failed"], r
 
 
+def test_bounds_left_out_keeps_pytorchs_allocator(tmp_path):
+    """`--option gates=...` without bounds: the guard-zone allocator is not
+    installed (a way out where it does not suit a program), and the gate
+    says why it did not run."""
+    task = os.path.join(CORPUS, "gelu")
+    cands = sorted(f for f in os.listdir(task) if f != "reference.py" and f.endswith(".py"))
+    p, recs = audit(tmp_path / "out", os.path.join(task, "reference.py"),
+                    os.path.join(task, cands[0]),
+                    extra=["--option", "gates=oracle,immutability,coverage"])
+    judged = [r for r in recs if r["type"] == "audit_candidate"]
+    assert judged, p.stderr
+    b = judged[0]["gates"]["bounds"]
+    assert b["status"] == "not run" and "not among the gates" in b["reason"], b
+
+
 def test_bounds_damage_is_a_broken_candidate():
     """A guard zone changed (kcheck_guard_check's JSON, attributed to the
     tensor whose storage it is): the gate fails with the tensor, its

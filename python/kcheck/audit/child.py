@@ -195,7 +195,13 @@ def _install_guards(device):
     PyTorch's CUDA allocator (kcheck.torch.guards), or the gate not run
     with the reason (a CPU device, CUDA already initialised, no
     CUDAPluggableAllocator): never a pass it did not earn."""
+    from kcheck import _api
     from kcheck.torch import guards
+    from kcheck.torch.mode import _gates
+    if "bounds" not in _gates(_api.option("gates", "") or ""):
+        # a run that leaves the gate out keeps PyTorch's own allocator
+        return {"status": "not run", "reason": "the bounds gate is not among the gates (the "
+                "gates option): PyTorch's own allocator kept"}
     why = guards.install(device)
     if why is not None:
         return {"status": "not run", "reason": why}

@@ -152,6 +152,8 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
     kc_rerun_free(&r);
     return 0;
   }
+  /* two threads' unordered accesses, seen: whatever the code's atomics */
+  if (accesses) cause = kc_order_cause_name(KC_CAUSE_ACCESS);
   ctx->out.status = KC_GS_FAIL;
   kc_gate_violation(
       ctx, json_pack("{s:s, s:s, s:O, s:O}", "message",

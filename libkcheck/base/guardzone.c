@@ -206,9 +206,7 @@ long kc_gz_check(struct kc_gz_damage *out, size_t max, CUresult *err) {
   pthread_mutex_lock(&lock);
   long n = 0;
   CUresult r = live ? kc_drv.cuCtxSynchronize() : CUDA_SUCCESS;
-  struct gz *g, *tmp;
-  HASH_ITER(hh, live, g, tmp) {
-    if (r != CUDA_SUCCESS) break;
+  for (struct gz *g = live; g && r == CUDA_SUCCESS; g = (struct gz *)g->hh.next) {
     struct kc_gz_damage d;
     int k = inspect(g, &d, &r);
     if (k < 0) break;

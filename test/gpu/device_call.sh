@@ -12,6 +12,10 @@
 # without the extension).
 # The machine (date, CPUs, load, GPU and clocks) is written to
 # $O/machine.txt before the first step, the load again after the last.
+# The commit: the device machine's copy of .git may report an older HEAD
+# than the tree it ran (seen on 2026-12-07), so before the call write
+# `git rev-parse --short HEAD > .commit` (ignored by git) and carry .commit:
+# the runners' headers read it first, and machine.txt records it.
 set -u
 if [ $# -ne 2 ] || [ ! -f "$2" ]; then
   echo "usage: bash test/gpu/device_call.sh OUTDIR STEPS_FILE" >&2
@@ -21,7 +25,7 @@ O=$1
 STEPS=$2
 mkdir -p "$O"
 export PYTHONUNBUFFERED=1
-{ date -u; nproc; uptime; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; } >"$O/machine.txt" 2>&1
+{ date -u; echo "commit: $(cat .commit 2>/dev/null || echo 'unknown (no .commit carried)')"; nproc; uptime; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; } >"$O/machine.txt" 2>&1
 
 step() { # NAME SECONDS COMMAND [ARGS...]
   local name=$1 secs=$2 out=$1.log s rc

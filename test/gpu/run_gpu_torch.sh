@@ -79,7 +79,8 @@ ACT=${KC_ACT:-"python_c pytest torchrun spawn notorch compile"}
 want_act() { [[ " $ACT " == *" $1 "* ]]; }
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
-note() { rows+=("| $1 | $2 | $3 |"); echo "[$2] $1 - $3"; [ "$2" = PASS ] || fails=$((fails + 1)); }
+# INFO: a row that states a fact and decides nothing (not a failure)
+note() { rows+=("| $1 | $2 | $3 |"); echo "[$2] $1 - $3"; [ "$2" = PASS ] || [ "$2" = INFO ] || fails=$((fails + 1)); }
 BUDGET=${KC_BUDGET:-540}
 run() { # name cmd...: logs to $LOGS/name.{out,err}; no run starts or runs past BUDGET
   local name=$1
@@ -292,6 +293,25 @@ if want bench; then
   for r in $(seq 2 "${KC_BENCH_ROUNDS:-1}"); do [ -d "$LOGS/r$r" ] && bench_dirs+=("$LOGS/r$r"); done
   losses() { for d in "${bench_dirs[@]}"; do [ -f "$d/bench_$1.out" ] && field FINAL_LOSS "$d/bench_$1.out"; done; }
   plain_set=$(losses plain | sort -u | xargs)
+  # the ops PyTorch documents as nondeterministic on CUDA that the binding
+  # named in these runs (violations with cause "documented by PyTorch"):
+  # with one of them in the step, plain's own losses vary from process to
+  # process, and a loss outside the few plain gave decides nothing (the
+  # models' runs, with deterministic settings, carry the bitwise check)
+  documented=$("$PYTHON" - "$WORK" <<'PYEOF'
+import glob, json, os, sys
+ops = set()
+for f in glob.glob(os.path.join(sys.argv[1], "bench-*", "*.jsonl")):
+    for line in open(f):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("type") == "violation" and r.get("cause") == "documented by PyTorch":
+            ops.add(str(r.get("op")))
+print(" ".join(sorted(ops)))
+PYEOF
+)
   for c in $BENCH_CONFIGS_ALL; do
     [ "$c" = plain ] && continue
     got=$(losses "$c" | xargs)
@@ -306,6 +326,10 @@ if want bench; then
         detail="plain $plain_set, $c [$got]"
       else
         detail="plain itself gave $n losses [$plain_set]: each $c loss must be one of them; $c [$got]"
+      fi
+      if [ "$st" = FAIL ] && [ -n "$documented" ]; then
+        st=INFO
+        detail="not decided: the step runs ops PyTorch documents as nondeterministic on CUDA ($documented, named in these runs), so plain's own loss may differ between processes, and one outside the losses these plain runs gave proves nothing; plain [$plain_set], $c [$got]"
       fi
     fi
     note "bench $c: final loss bitwise equal to plain (every round)" $st "$detail"

@@ -11,12 +11,14 @@
 #include <stdint.h>
 
 #include "contract.h"
+#include "guardzone.h"
 #include "launch.h"
 #include "shadow.h"
 
-/* Bytes of guard zone on each side of a tensor, and the byte they hold. */
+/* Bytes of guard zone on each side of a tensor, and the byte they hold
+ * (the one guard byte of every level: the audit's allocator's too). */
 #define KC_CONTRACT_SB_GUARD 256u
-#define KC_CONTRACT_SB_GUARD_BYTE 0xCBu
+#define KC_CONTRACT_SB_GUARD_BYTE KC_GZ_FILL
 /* At other shapes (kc_contract_sb_create_at with new scalars) the guard
  * after a tensor is sized independently of the contract: at least this
  * many bytes past the extent, and as far as the application's allocation

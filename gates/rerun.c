@@ -257,14 +257,7 @@ const char *kc_order_cause_name(enum kc_order_cause c) {
                                 : "unclassified";
 }
 
-static const struct kc_gate *nondeterminism_gate(void) {
-  for (int i = 0; kc_gates[i]; i++)
-    if (!strcmp(kc_gates[i]->id, "nondeterminism")) return kc_gates[i];
-  return NULL;
-}
-
 int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
-  const struct kc_gate *nd = nondeterminism_gate();
   int allowed = ctx->contract && ctx->contract->nondeterminism_allowed;
   json_t *detail = NULL;
   /* A SASS-only kernel's code is read when a re-run differs
@@ -280,7 +273,7 @@ int kc_rerun_not_mine(struct kc_gate_ctx *ctx, const char **cause_name) {
     kc_gate_nondeterminism_allowed(ctx);
     json_object_set_new(ctx->result, "cause", json_string("atomic-order"));
     mine = 0;
-  } else if (cause == KC_CAUSE_ATOMIC && nd && kc_gate_enabled(nd)) {
+  } else if (cause == KC_CAUSE_ATOMIC && kc_gate_enabled(&kc_gate_nondeterminism)) {
     ctx->out.status = KC_GS_NOT_RUN;
     json_object_set_new(ctx->result, "reason",
                         json_string("the kernel's code has order-dependent atomics: the "
@@ -328,8 +321,7 @@ int kc_rerun_handoff(struct kc_gate_ctx *ctx, const struct kc_rerun *r, const ch
   if (kc_intra_atomics_unread(ctx->li->k, &a, &why) != 1) return 0; /* read before: named */
   json_t *detail = NULL;
   enum kc_order_cause cause = kc_order_cause(ctx, &detail);
-  const struct kc_gate *nd = nondeterminism_gate();
-  if (cause != KC_CAUSE_ATOMIC || !nd || !kc_gate_enabled(nd)) {
+  if (cause != KC_CAUSE_ATOMIC || !kc_gate_enabled(&kc_gate_nondeterminism)) {
     *cause_name = kc_order_cause_name(cause);
     json_object_set_new(ctx->result, "atomics", detail);
     return 0;

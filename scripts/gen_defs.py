@@ -196,7 +196,7 @@ def generate():
     L += [")", ""]
     L += ["# contract/shadow_buffers.h: the guard zones around each shadow tensor",
           "GUARD_BYTES = %d" % define("contract/shadow_buffers.h", "KC_CONTRACT_SB_GUARD"),
-          "GUARD_BYTE = 0x%X" % define("contract/shadow_buffers.h", "KC_CONTRACT_SB_GUARD_BYTE"),
+          "GUARD_BYTE = 0x%X" % define("libkcheck/base/guardzone.h", "KC_GZ_FILL"),
           "# oracle/adversarial.h: the specials generator's row kinds (an input of",
           "# fewer rows needs more runs to meet them all)",
           "SPECIALS_KINDS = %d" % define("oracle/adversarial.h", "OC_SPECIALS_KINDS"),

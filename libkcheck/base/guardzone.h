@@ -14,8 +14,9 @@
 
 /* The zone before the data (which keeps the data 256-byte aligned, as
  * PyTorch expects) and the least after it; the data's size is rounded up
- * to KC_GZ_ALIGN, the slack joining the zone after. The fill is the byte
- * of the kernel and op levels' guard zones (contract/shadow_buffers.h). */
+ * to KC_GZ_ALIGN, the slack joining the zone after. KC_GZ_FILL is kcheck's
+ * one guard byte: the kernel and op levels' guard zones hold it too
+ * (contract/shadow_buffers.h, kcheck._defs.GUARD_BYTE). */
 #define KC_GZ_FRONT 256u
 #define KC_GZ_BACK 256u
 #define KC_GZ_ALIGN 256u

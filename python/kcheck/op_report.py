@@ -23,9 +23,18 @@ def _status(g):
     return (g or {}).get("class") or (g or {}).get("status") or "?"
 
 
+def computing(rec):
+    """The judged share's denominator from a torch_summary record: calls
+    that compute values on a watched device (views and reads, and calls on
+    no watched device, left out); records before ops_computing existed
+    leave out views and reads only."""
+    if "ops_computing" in rec:
+        return rec["ops_computing"]
+    return (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
+
+
 def _share(s):
-    seen = s["ops_computing"] if "ops_computing" in s else \
-        (s.get("ops_seen") or 0) - s.get("ops_no_values", 0)
+    seen = computing(s)
     out = "%.1f%% of the %d that compute values on a watched device; %d views and reads%s " \
         "left out" % (100.0 * s.get("ops_judged", 0) / seen, seen, s.get("ops_no_values", 0),
                       ", %d calls on no watched device" % s["ops_off_device"]

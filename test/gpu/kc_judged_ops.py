@@ -8,6 +8,11 @@ count of the ops that compute values, and the ops left unjudged most often
 """
 import argparse
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from kcheck.op_report import computing  # noqa: E402  (the share's denominator, one definition)
 
 
 def rows(path, top):
@@ -16,14 +21,12 @@ def rows(path, top):
         d = json.loads(line)
         s = d.get("summary") or {}
         seen, judged = s.get("ops_seen", 0), s.get("ops_judged", 0)
-        computing = s["ops_computing"] if "ops_computing" in s else \
-            seen - s.get("ops_no_values", 0)
         # views and calls on no watched device are out of the share
         views = set(s.get("no_values_ops") or {}) | set(s.get("off_device_ops") or {})
         left = sorted(((k - j, op) for op, (j, k) in (s.get("judged_by_op") or {}).items()
                        if k > j and op not in views), reverse=True)[:top]
         out.append("| %s | %d / %d (%.1f%%) | %d | %s |" % (
-            d.get("run"), judged, computing, 100.0 * judged / computing if computing else 0,
+            d.get("run"), judged, computing(s), 100.0 * judged / computing(s) if computing(s) else 0,
             s.get("ops_off_device", 0),
             ", ".join("%s %d" % (op.replace("aten::", ""), n) for n, op in left)))
     return out

@@ -31,7 +31,7 @@ for mode in ${KC_MODEL_MODES:-fp32 bf16}; do
     run_logged 240 "${n}_torch" "${KC[@]}" run --torch -o "log_path=$REPS/$n" ${KC_MODEL_OPTS:-} -- \
       "$PYTHON" "${args[@]}"
     rc=$?
-    row=$(DETAILS=$OUTDIR/models-details.jsonl RUN=$n "$PYTHON" - "$LOGS/${n}_plain.out" "$LOGS/${n}_torch.out" "$rc" $(reports_of "$n") <<'PYEOF'
+    row=$(DETAILS=$OUTDIR/models-details.jsonl RUN=$n PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" - "$LOGS/${n}_plain.out" "$LOGS/${n}_torch.out" "$rc" $(reports_of "$n") <<'PYEOF'
 import json, os, sys
 plain, torch_out, rc, reports = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 def digest(p):
@@ -46,7 +46,8 @@ real = [v for v in viol if v.get("cause") != "documented by PyTorch"]
 s = summ[0] if summ else {}
 # the share of the ops that compute values on the GPU (views, item(), markers and calls on
 # no watched device, a model built on the CPU, left out, as the summary)
-seen = s["ops_computing"] if "ops_computing" in s else s.get("ops_seen", 0) - s.get("ops_no_values", 0)
+from kcheck.op_report import computing
+seen = computing(s)
 judged = s.get("ops_judged", 0)
 t = s.get("time_judged") or {}
 share = t.get("share")

@@ -196,7 +196,8 @@ def check_mode(args, mode, outdir):
                   ", ".join("%s %d" % kv for kv in sorted(un.items(), key=lambda kv: -kv[1]))))
         # the binding's own judged share (ops that compute values; the
         # timed step's GPU time weighted by each op's judged share)
-        vals = s["ops_computing"] if "ops_computing" in s else seen - s.get("ops_no_values", 0)
+        from kcheck.op_report import computing
+        vals = computing(s)
         t = s.get("time_judged") or {}
         print("JUDGED %s %d of %d ops that compute values (%.1f%%); time: %s; not judged: %s" % (
             mode, s.get("ops_judged", 0), vals, 100.0 * s.get("ops_judged", 0) / max(vals, 1),

@@ -20,6 +20,7 @@ which changes timing only. Views made for the copies are metadata only.
 import atexit
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kcheck import _api, _defs
+from kcheck.op_report import computing
 from kcheck.torch import (byte_verdicts, guards, judge, layouts, nondet, ops, profiles, timing,
                           trials)
 
@@ -218,7 +220,7 @@ def _off_device(args, kwargs, devices):
     none and makes its result on another device (its device argument, else
     PyTorch's default device)."""
     found = False
-    for a in list(args) + list(kwargs.values()):
+    for a in itertools.chain(args, kwargs.values()):
         for t in (a if isinstance(a, (list, tuple)) else (a,)):
             if isinstance(t, torch.Tensor):
                 if t.device.type in devices:
@@ -714,7 +716,7 @@ class KcheckMode(TorchDispatchMode):
             reason, settings, in_fmt = self._profile(plan)
         if reason is not None:
             st.pass_(reason, entry.name)
-            off = reason.endswith(" tensor") and self._count_host(func, args, kwargs)
+            off = self._count_host(func, args, kwargs)  # once per key: its devices
             if reason not in _TRANSIENT and not reason.startswith(_PER_VALUE):
                 self._done(key, entry, off_device=off)  # the same key gives the same reason
             return func(*args, **kwargs)
@@ -1785,16 +1787,6 @@ def inconclusive_ops(rec, n=4):
         # ops beyond the record's cap are counted by judgment, not by op
         parts.append("%d%s more ops" % (more, "+" if rec.get("inconclusive_ops_left_out") else ""))
     return "; inconclusive: %s (reasons: kcheck report)" % ", ".join(parts)
-
-
-def computing(rec):
-    """The judged share's denominator from a torch_summary record: calls
-    that compute values on a watched device (views and reads, and calls on
-    no watched device, left out); records before ops_computing existed
-    leave out views and reads only."""
-    if "ops_computing" in rec:
-        return rec["ops_computing"]
-    return (rec.get("ops_seen") or 0) - rec.get("ops_no_values", 0)
 
 
 def judged_share(rec):

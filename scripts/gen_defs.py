@@ -27,7 +27,8 @@ OUT = os.path.join("python", "kcheck", "_defs.py")
 # copies them)
 SOURCES = ("gates/gates.def", "gates/gate_status.def", "gates/gate_fills.def",
            "gates/shape_rules.def", "contract/shadow_buffers.h", "contract/view_ops.def",
-           "oracle/ops.def", "oracle/verdicts.def", "oracle/adversarial.h")
+           "oracle/ops.def", "oracle/verdicts.def", "oracle/adversarial.h",
+           "libkcheck/base/guardzone.h")
 
 
 def _read(rel):

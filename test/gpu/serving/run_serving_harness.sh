@@ -22,7 +22,9 @@
 #   kcheck's cost with no check), KC_HARNESS_TRACKING (0: no tracking run),
 #   KC_HARNESS_BUGS (the planted bugs run, all by default; none: no bug
 #   runs), KC_HARNESS_CHECKS (0: no bits/multistream runs),
-#   KC_HARNESS_DEVICE=cpu: a dry run of the plumbing)
+#   KC_HARNESS_DEVICE=cpu: a dry run of the plumbing, KC_HARNESS_CPUS (a
+#   taskset CPU list for the throughput runs), KC_HARNESS_SERVING_OPTS
+#   (options added to the paired --serving runs, e.g. stream_races=1))
 # The correctness runs use time_budget=0.99 (before 2026-12-01 an explicit
 # time_budget=1 under --serving read as the default, 0.05).
 # Writes OUTDIR/harness.md and OUTDIR/harness-logs.tar.gz; exit 1 on a failure.
@@ -42,15 +44,34 @@ echo "seconds per throughput run: $SECS; budget_window of the serving runs: $WIN
 "$PYTHON" -c 'import torch, triton' >/dev/null 2>&1
 
 kcrun() { # TAG TIMEOUT OPTS PROGRAM ARGS... : under kcheck run --serving
-  local tag=$1 tmo=$2 opts=$3
+  local tag=$1 tmo=$2 opts=$3 pin=()
   shift 3
-  run_logged "$tmo" "$tag" env KCHECK_OPTIONS="log_path=$REPS/$tag${opts:+:$opts}" \
+  case $tag in tput.*) pin=("${PIN[@]}") ;; esac
+  run_logged "$tmo" "$tag" "${pin[@]}" env KCHECK_OPTIONS="log_path=$REPS/$tag${opts:+:$opts}" \
     $KC --serving -- "$PYTHON" "$@"
 }
 T=(--seconds "$SECS" --threads 4)
+# The throughput runs on fixed CPUs (KC_HARNESS_CPUS, a taskset list, e.g.
+# 0-7): between unpinned processes the plain loop alone spread 7.6k-14.4k
+# tokens/s. Without taskset, or with KC_HARNESS_CPUS empty, unpinned.
+PIN=()
+if [ -n "${KC_HARNESS_CPUS:-}" ] && command -v taskset >/dev/null; then
+  PIN=(taskset -c "$KC_HARNESS_CPUS")
+fi
+echo "throughput runs pinned: ${PIN[*]:-no}; options of the paired serving runs:" \
+  "budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}" >>"$LOGS/env.txt"
 for r in $(seq 1 "${KC_HARNESS_REPEAT:-2}"); do
-  run_logged $((SECS + 60)) "tput.plain.$r" "$PYTHON" "$H" "${DEV[@]}" "${T[@]}"
-  kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN" "$H" "${DEV[@]}" "${T[@]}"
+  # Each pair back to back, its order alternating (odd pairs plain first),
+  # so that a drift over the call does not favour either side.
+  if [ $((r % 2)) = 0 ]; then
+    kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}" \
+      "$H" "${DEV[@]}" "${T[@]}"
+  fi
+  run_logged $((SECS + 60)) "tput.plain.$r" "${PIN[@]}" "$PYTHON" "$H" "${DEV[@]}" "${T[@]}"
+  if [ $((r % 2)) = 1 ]; then
+    kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}" \
+      "$H" "${DEV[@]}" "${T[@]}"
+  fi
   if [ -n "${KC_HARNESS_VARIANT:-}" ]; then
     kcrun "tput.variant.$r" $((SECS + 90)) "budget_window=$WIN:$KC_HARNESS_VARIANT" "$H" \
       "${DEV[@]}" "${T[@]}"

@@ -161,19 +161,21 @@ bench-gpu-torch:
 # Serving throughput measured with confidence: the harness's decode loop
 # (continuous batching, CUDA graphs, 4 request threads) plain and under
 # --serving, KC_HARNESS_REPEAT back-to-back pairs of KC_HARNESS_SECONDS
-# each; harness.md gives the median of the paired ratios with a bootstrap
-# 95% interval. `make bench-gpu-serving SERVING_VARIANT=stream_races=1`
-# adds a third run per pair with those options (the audit mode's cost).
+# each (their order alternating; pinned to SERVING_CPUS); harness.md gives
+# the median of the paired ratios with a bootstrap 95% interval.
+# `make bench-gpu-serving SERVING_OPTS=stream_races=1` measures the audit
+# mode instead (those options in every paired --serving run).
 SERVING_PAIRS ?= 10
 SERVING_SECONDS ?= 20
-SERVING_VARIANT ?=
+SERVING_OPTS ?=
+SERVING_CPUS ?= 0-7
 SERVING_BUDGET ?= 570
 .PHONY: bench-gpu-serving
 bench-gpu-serving:
 	@if ! nvidia-smi >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 0; fi; \
 	$(GPU_SCRIPT_ENV) KC_HARNESS_REPEAT=$(SERVING_PAIRS) KC_HARNESS_SECONDS=$(SERVING_SECONDS) \
-	  KC_HARNESS_VARIANT='$(SERVING_VARIANT)' KC_HARNESS_BUGS=none KC_HARNESS_CHECKS=0 \
-	  KC_HARNESS_TRACKING=0 KC_HARNESS_BUDGET=$(SERVING_BUDGET) \
+	  KC_HARNESS_SERVING_OPTS='$(SERVING_OPTS)' KC_HARNESS_CPUS='$(SERVING_CPUS)' KC_HARNESS_BUGS=none \
+	  KC_HARNESS_CHECKS=0 KC_HARNESS_TRACKING=0 KC_HARNESS_BUDGET=$(SERVING_BUDGET) \
 	  bash test/gpu/serving/run_serving_harness.sh $(GPU_OUT)
 
 bench-gpu:

@@ -239,3 +239,67 @@ def test_targets_table_prices_the_device_work_of_each_check(tmp_path):
     line = [x for x in r.stdout.splitlines() if "the device work these checks need" in x]
     assert line and "(L2 4 MiB)" in line[0], r.stdout
     assert "median 2.26, 90th percentile 2.26" in line[0], line[0]
+
+
+HARNESS_SUMMARY = os.path.join(ROOT, "test", "gpu", "serving", "harness_summary.py")
+
+
+def harness_logs(tmp_path, pairs):
+    """The throughput runs' logs as run_serving_harness.sh leaves them: pairs
+    is [(plain (whole, late), serving (whole, late))] tokens/s."""
+    logs, reps = tmp_path / "logs", tmp_path / "reports"
+    logs.mkdir()
+    reps.mkdir()
+    (logs / "env.txt").write_text("date: test\n")
+    for i, (p, s) in enumerate(pairs, 1):
+        for tag, (whole, late) in (("plain", p), ("serving", s)):
+            (logs / ("tput.%s.%d.out" % (tag, i))).write_text(
+                "RESULT harness requests=9 tokens=900 wall_s=20.000 tokens_per_s=%.1f "
+                "late_tokens_per_s=%.1f bug=none\n" % (whole, late))
+        with open(reps / ("tput.serving.%d.1.jsonl" % i), "w") as f:
+            for w in range(3):
+                f.write(json.dumps({"type": "budget_window", "window": w, "wall_s": 5.0,
+                                    "fraction": 0.03, "overhead_s": 0.01, "checks": 4,
+                                    "graph_kernels_checked": 1, "skipped_for_budget": 0,
+                                    "launches": 100, "graph_launches": 10,
+                                    "graph_replays": 1}) + "\n")
+            f.write(json.dumps({"type": "summary", "internal_errors": 0, "checks": 12}) + "\n")
+    return logs, reps
+
+
+def test_serving_pairs_median_interval_whole_and_second_half(tmp_path):
+    """Each pair's ratio (serving over the plain run beside it), their
+    median with the bootstrap interval, the second half's apart: the
+    whole window's first checks and the late rate tell different things."""
+    pairs = [((1000.0 + 10 * i, 1000.0), (900.0 + 10 * i, 990.0)) for i in range(6)]
+    logs, reps = harness_logs(tmp_path, pairs)
+    out = tmp_path / "harness.md"
+    r = subprocess.run([sys.executable, HARNESS_SUMMARY, str(logs), str(reps), str(out)],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, KC_HARNESS_SERVING_OPTS="stream_races=1"))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    whole = [l for l in text.splitlines() if "paired, whole window" in l]
+    late = [l for l in text.splitlines() if "paired, second half" in l]
+    assert len(whole) == 1 and len(late) == 1, text
+    assert "--serving -o stream_races=1" in whole[0]
+    # whole: ratios (900+10i)/(1000+10i), all below 0.97: below the goal
+    assert whole[0].startswith("| below goal |") and "over 6 pairs" in whole[0], whole[0]
+    assert "median ratio 0.90" in whole[0], whole[0]
+    # second half: every ratio 0.99: the interval is 0.990-0.990, the goal met
+    assert late[0].startswith("| PASS |") and "median ratio 0.990" in late[0], late[0]
+    assert "interval 0.990-0.990" in late[0], late[0]
+    # the late field is not read as the whole window's (its name ends alike)
+    assert "plain [1000.0, 1010.0" in text, text
+
+
+def test_serving_pairs_need_both_runs(tmp_path):
+    """A pair whose serving run printed no rate counts in neither figure."""
+    pairs = [((1000.0, 1000.0), (980.0, 990.0))] * 3
+    logs, reps = harness_logs(tmp_path, pairs)
+    (logs / "tput.serving.2.out").write_text("Traceback: died\n")
+    out = tmp_path / "harness.md"
+    subprocess.run([sys.executable, HARNESS_SUMMARY, str(logs), str(reps), str(out)],
+                   capture_output=True, text=True, timeout=60)
+    whole = [l for l in out.read_text().splitlines() if "paired, whole window" in l]
+    assert whole and "over 2 pairs" in whole[0], out.read_text()

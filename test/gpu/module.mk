@@ -44,7 +44,7 @@ GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
 # Empty: the scripts use $OUT, else ./gpu-out.
 GPU_OUT       ?=
 GPU_BINS      := $(BUILD)/gpu/launches $(BUILD)/gpu/launches_static $(BUILD)/gpu/launch_overhead \
-                 $(BUILD)/gpu/races $(BUILD)/gpu/contract_bugs
+                 $(BUILD)/gpu/races $(BUILD)/gpu/contract_bugs $(BUILD)/gpu/ctx_fault
 
 $(BUILD)/gpu/launches: test/gpu/launches.cu
 	@mkdir -p $(@D)
@@ -53,6 +53,11 @@ $(BUILD)/gpu/launches: test/gpu/launches.cu
 $(BUILD)/gpu/launches_static: test/gpu/launches.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart static $< -o $@ $(GPU_LDLIBS)
+
+# Whether a kernel fault in another context leaves the primary one usable.
+$(BUILD)/gpu/ctx_fault: test/gpu/ctx_fault.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
 
 $(BUILD)/gpu/launch_overhead: bench/launch_overhead.cu
 	@mkdir -p $(@D)

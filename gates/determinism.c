@@ -28,7 +28,7 @@ int kc_gate_determinism_run(struct kc_gate_ctx *ctx) {
   double t2 = kc_now_s();
   if (r.error) {
     ctx->out.status = KC_GS_ERROR;
-    json_object_set_new(ctx->result, "error", json_string(r.error));
+    kc_rerun_note_error(ctx, &r);
     kc_rerun_free(&r);
     return 0;
   }

@@ -105,7 +105,7 @@ int kc_gate_nondeterminism_run(struct kc_gate_ctx *ctx) {
     json_object_set_new(ctx->result, "strategies", json_incref(r.status));
     json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
   }
-  if (r.error) json_object_set_new(ctx->result, "error", json_string(r.error));
+  kc_rerun_note_error(ctx, &r);
   if (!r.first) {
     ctx->out.status = r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;
     kc_rerun_free(&r);

@@ -133,7 +133,7 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   kc_rerun_init(&r);
   kc_rerun_strategies(ctx, &kc_race_list, &r);
   no_code_strategies(ctx, &r);
-  if (r.error) json_object_set_new(ctx->result, "error", json_string(r.error));
+  kc_rerun_note_error(ctx, &r);
   json_object_set_new(ctx->result, "runs", json_integer(r.runs));
   json_object_set_new(ctx->result, "strategies", json_incref(r.status));
   json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));

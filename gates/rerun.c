@@ -2,6 +2,7 @@
  * classification of differences (rerun.h). */
 #include "rerun.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "gate_options.h"
 #include "gate_util.h"
 #include "intra.h"
+#include "log.h"
 #include "perturb.h"
 #include "policy.h"
 #include "report.h"
@@ -60,8 +62,26 @@ int kc_rerun_runs_in_check(const struct kc_gate_ctx *ctx) {
   return same_key(made.key, key_of(ctx)) ? made.runs : 0;
 }
 
+void kc_rerun_note_error(struct kc_gate_ctx *ctx, const struct kc_rerun *r) {
+  if (!r->error) return;
+  json_object_set_new(ctx->result, "error", json_string(r->error));
+  if (r->error_run) json_object_set_new(ctx->result, "error_run", json_string(r->error_run));
+}
+
+/* A fault ends the CUDA context it happened in, and the re-runs run in the
+ * application's (docs/safety.md): its later CUDA calls may fail because
+ * of kcheck's re-run, which the program's own error cannot say. Said once. */
+static void fault_said(const struct kc_gate_ctx *ctx, const char *run) {
+  static atomic_int said;
+  if (atomic_exchange(&said, 1)) return;
+  kc_log_printf(KC_LOG_ERROR,
+                "a re-run of %s (%s) faulted: a fault ends the CUDA context it ran in, "
+                "so the program's later CUDA calls may fail with it (docs/safety.md)",
+                ctx->li->k->demangled, run);
+}
+
 /* One run under p compared with post-state A: 1 differs, 0 same, -1 the
- * run was not made (*why; *error when it failed). */
+ * run was not made (*why; *error and error_run when it failed). */
 static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct kc_rerun *r,
                    json_t **ev, const char **why) {
   /* The comparison follows at once: the run may leave its wait to it. */
@@ -69,15 +89,19 @@ static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct k
   int rc = kc_shadow_run(ctx->shadow, p, why);
   if (rc) {
     if (!*why) *why = "failed";
-    if (rc < 0) r->error = *why;
+    if (rc < 0) {
+      r->error = *why, r->error_run = p->name;
+      if (!strcmp(*why, KC_SHADOW_FAULTED)) fault_said(ctx, p->name);
+    }
     return -1;
   }
   r->runs++;
   count_run(ctx);
   long diff = kc_compare_with_post(ctx->shadow, ev);
   if (diff < 0) {
-    *why = r->error =
-        ctx->shadow->run_faulted ? "the shadow run faulted" : "comparing the results failed";
+    *why = r->error = ctx->shadow->run_faulted ? KC_SHADOW_FAULTED : "comparing the results failed";
+    r->error_run = p->name;
+    if (ctx->shadow->run_faulted) fault_said(ctx, p->name);
     return -1;
   }
   return diff > 0;

@@ -11,12 +11,13 @@
 
 /* What a series of re-runs found. */
 struct kc_rerun {
-  int runs;          /* shadow runs made */
-  json_t *first;     /* evidence of the first difference (owned), NULL if none */
-  json_t *exposed;   /* strategies whose run differed (array, owned) */
-  json_t *status;    /* per strategy: same / differs / why not run (object, owned) */
-  json_t *ms;        /* per strategy: wall time of its runs, set-up and compare included */
-  const char *error; /* a run or comparison failed (then stop) */
+  int runs;              /* shadow runs made */
+  json_t *first;         /* evidence of the first difference (owned), NULL if none */
+  json_t *exposed;       /* strategies whose run differed (array, owned) */
+  json_t *status;        /* per strategy: same / differs / why not run (object, owned) */
+  json_t *ms;            /* per strategy: wall time of its runs, set-up and compare included */
+  const char *error;     /* a run or comparison failed (then stop) */
+  const char *error_run; /* the perturbation of the run that failed ("identical", a strategy) */
 };
 void kc_rerun_init(struct kc_rerun *r);
 void kc_rerun_free(struct kc_rerun *r);
@@ -27,6 +28,9 @@ void kc_rerun_identical(struct kc_gate_ctx *ctx, long n, struct kc_rerun *r);
  * recorded), the first difference is kept. */
 void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list *list,
                          struct kc_rerun *r);
+/* A failed run in the gate's result: "error" (why) and "error_run" (the
+ * perturbation it ran under); nothing when none failed. */
+void kc_rerun_note_error(struct kc_gate_ctx *ctx, const struct kc_rerun *r);
 /* Adds to the race gate's result whether the intra-block strategies could
  * perturb the kernel: "intra_block": "perturbed" with the copy's delay
  * sites and JIT time, or the reason the route could not. */

@@ -154,6 +154,9 @@ CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok);
  * result is left in the application's memory until kc_shadow_end. 0 on
  * success; 1 when the perturbation does not apply to this launch (*why says
  * why); -1 on failure (*why). */
+/* The reason a run gives when its kernel faulted (an illegal or
+ * misaligned address: the context it ran in is lost). */
+#define KC_SHADOW_FAULTED "the shadow run faulted"
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why);
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */

@@ -484,3 +484,35 @@ def test_restore_check_compares_the_memory_a_check_leaves(app, tmp_path):
     assert caught, "no dropped restore copy was caught"
     r, s = dropped(caught[0], opts.replace(":restore_check=1", ""))
     assert "restore_check" not in s and s["internal_errors"] == 0
+
+
+def test_a_faulting_rerun_names_its_perturbation_and_says_the_context_is_at_risk(app, tmp_path):
+    """A re-run whose wait reports an illegal address (the stand-in's
+    cuStreamSynchronize failing with CUDA_ERROR_ILLEGAL_ADDRESS, 700): the
+    gate's entry says why and under which perturbation, and stderr says
+    once that kcheck's re-run faulted and what that does to the context
+    (docs/safety.md). The application's own run passes through."""
+    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
+    faulted = []
+    for n in range(1, 25):
+        d = tmp_path / ("n%d" % n)
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d, options=opts,
+                env_extra={"FAKECUDA_FAIL_ENTRY": "cuStreamSynchronize*", "FAKECUDA_FAIL_AT": str(n),
+                           "FAKECUDA_FAIL_CODE": "700"})
+        assert r.rc in (0, 1), r.err[-2000:]
+        entries = [(g, e) for c in by_type(r.only_report(), "check")
+                   for g, e in (c.get("gates") or {}).items()
+                   if isinstance(e, dict) and e.get("error") == "the shadow run faulted"]
+        if entries:
+            faulted.append((n, r, entries))
+    assert faulted, "no injected failure landed on a re-run's wait"
+    strategies = {"identical", "scrub", "green", "smem", "l2flush"}
+    for n, r, entries in faulted:
+        for gate, e in entries:
+            assert gate in ("determinism", "race", "nondeterminism"), (n, gate, e)
+            assert e.get("error_run") in strategies, (n, gate, e)
+        said = [l for l in r.err.splitlines() if "re-run of" in l and "faulted" in l]
+        assert len(said) == 1, (n, r.err[-1500:])
+        assert "(%s)" % entries[0][1]["error_run"] in said[0], said[0]
+        assert "docs/safety.md" in said[0]

@@ -139,7 +139,8 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   json_object_set_new(ctx->result, "strategy_ms", json_incref(r.ms));
   kc_rerun_intra_note(ctx, &r);
   if (!r.first) {
-    ctx->out.status = r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;
+    /* A failed run stopped the strategies: what ran agreeing is no pass. */
+    ctx->out.status = r.error ? KC_GS_ERROR : r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;
     kc_rerun_free(&r);
     return 0;
   }

@@ -313,15 +313,20 @@ def verdict(rep):
     s = rep.summary
     checks, launches = rep.checks_made, s.get("launches", 0)
     n = len(rep.violations) + rep.unrecorded_violations
+    failed = len(rep.gate_errors)
+    # a run of kcheck's that failed (a faulting re-run: safety.md) is said
+    # beside either verdict: what it would have judged was not
+    also = "; %d gate entr%s failed to run (listed above)" % (
+        failed, "y" if failed == 1 else "ies") if failed else ""
     if n:
-        return "%d violation%s in %d check%s of %d launch%s" % (
+        return "%d violation%s in %d check%s of %d launch%s%s" % (
             n, "" if n == 1 else "s", checks,
-            "" if checks == 1 else "s", launches, "" if launches == 1 else "es")
+            "" if checks == 1 else "s", launches, "" if launches == 1 else "es", also)
     if not checks:
         return "none: nothing was checked (0 checks of %d launch%s)" % (
             launches, "" if launches == 1 else "es")
-    return "clean: no violation in %d check%s of %d launch%s" % (
-        checks, "" if checks == 1 else "s", launches, "" if launches == 1 else "es")
+    return "clean: no violation in %d check%s of %d launch%s%s" % (
+        checks, "" if checks == 1 else "s", launches, "" if launches == 1 else "es", also)
 
 
 def _write(path, text):
@@ -329,6 +334,11 @@ def _write(path, text):
         kr.write_file(path, text)
     except OSError as e:
         raise UsageError("cannot write %s: %s" % (path, e.strerror or e)) from None
+
+
+# Gate entries that failed to run, listed by `kcheck report` (the records
+# hold them all).
+_GATE_ERRORS_SHOWN = 5
 
 
 def cmd_report(args):
@@ -368,6 +378,15 @@ def cmd_report(args):
                                                    for k, v in cost["stages_median_ms"].items())))
         for line in kr.device_mem_lines(rep.summary):
             print(line)
+        errors = rep.gate_errors
+        if errors:
+            # Not findings, and not passes either: a re-run that faulted
+            # may have ended the program's CUDA context (docs/safety.md).
+            print("  %d gate entr%s failed to run%s:" % (
+                len(errors), "y" if len(errors) == 1 else "ies",
+                ", the first %d" % _GATE_ERRORS_SHOWN if len(errors) > _GATE_ERRORS_SHOWN else ""))
+            for kernel, gate, error, run in errors[:_GATE_ERRORS_SHOWN]:
+                print("    %s: %s%s: %s" % (kernel, gate, " (%s run)" % run if run else "", error))
         for n, text in rep.malformed:
             print("%s:%d: not a JSON record (cut short by a crash?): %s" % (rep.path, n, text))
             status = 1

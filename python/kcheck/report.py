@@ -10,6 +10,8 @@ import json
 import os
 import statistics
 
+from kcheck import _defs
+
 SCHEMA = "kcheck.report/2"
 
 
@@ -60,6 +62,23 @@ class Report:
         if not isinstance(n, int):
             n = len(self.checks)
         return n + len(self.by_type("op_check"))
+
+    @property
+    def gate_errors(self):
+        """Gate entries of check records that failed to run (status error)
+        or whose runs stopped at a failed one (an error beside a finding):
+        (kernel name, gate, error, the perturbation of the failed run or
+        None), in record order. A faulting re-run is one (safety.md)."""
+        out = []
+        for c in self.checks:
+            for gate, e in (c.get("gates") or {}).items():
+                if not isinstance(e, dict):
+                    continue
+                why = e.get("error")  # a value gate's "error" is a number, not this
+                if e.get("status") == _defs.STATUS_ERROR or isinstance(why, str):
+                    out.append((self.kernel_name(c), gate,
+                                why if isinstance(why, str) else "?", e.get("error_run")))
+        return out
 
     @property
     def finished(self):

@@ -1,11 +1,14 @@
 """Shadow execution on the CPU stand-in: the determinism and race gates on
 planted kernels, the application's memory after a check, the policy, and
 faults in the executor's driver calls."""
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import by_type, run, sweep
+from conftest import ROOT, by_type, run, sweep
 
 
 def app_lines(text):
@@ -516,3 +519,13 @@ def test_a_faulting_rerun_names_its_perturbation_and_says_the_context_is_at_risk
         assert len(said) == 1, (n, r.err[-1500:])
         assert "(%s)" % entries[0][1]["error_run"] in said[0], said[0]
         assert "docs/safety.md" in said[0]
+    # kcheck report lists them
+    n, r, entries = faulted[0]
+    rep = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "report",
+                          r.reports[0]], capture_output=True, text=True, timeout=60)
+    gate, e = entries[0]
+    assert re.search(r"\d+ gate entr(y|ies) failed to run", rep.stdout), rep.stdout
+    assert "%s (%s run): the shadow run faulted" % (gate, e["error_run"]) in rep.stdout, rep.stdout
+    # the app's planted races are found all the same, the failed entries beside them
+    assert re.search(r"verdict: \d+ violations? in .*; \d+ gate entr(y|ies) failed to run "
+                     r"\(listed above\)", rep.stdout), rep.stdout

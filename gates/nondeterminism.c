@@ -107,7 +107,8 @@ int kc_gate_nondeterminism_run(struct kc_gate_ctx *ctx) {
   }
   kc_rerun_note_error(ctx, &r);
   if (!r.first) {
-    ctx->out.status = r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;
+    /* A failed run stopped the strategies: what ran agreeing is no pass. */
+    ctx->out.status = r.error ? KC_GS_ERROR : r.runs ? KC_GS_PASS : KC_GS_NOT_RUN;
     kc_rerun_free(&r);
     return 0;
   }

@@ -497,7 +497,7 @@ def test_a_faulting_rerun_names_its_perturbation_and_says_the_context_is_at_risk
     (docs/safety.md). The application's own run passes through."""
     opts = "race_strategies=scrub,green,smem:determinism_runs=1"
     faulted = []
-    for n in range(1, 25):
+    for n in range(1, 61):  # the stand-in's waits of the app's first six kernels' checks
         d = tmp_path / ("n%d" % n)
         d.mkdir()
         r = run([app("app_linked"), "races"], d, options=opts,
@@ -510,11 +510,16 @@ def test_a_faulting_rerun_names_its_perturbation_and_says_the_context_is_at_risk
         if entries:
             faulted.append((n, r, entries))
     assert faulted, "no injected failure landed on a re-run's wait"
+    gates = {g for _, _, entries in faulted for g, _ in entries}
+    assert {"race", "nondeterminism"} <= gates, gates
     strategies = {"identical", "scrub", "green", "smem", "l2flush"}
     for n, r, entries in faulted:
         for gate, e in entries:
             assert gate in ("determinism", "race", "nondeterminism"), (n, gate, e)
             assert e.get("error_run") in strategies, (n, gate, e)
+            # a failed run stopped the gate's runs: a finding before it
+            # stands, else the entry is an error, never a pass
+            assert e["status"] in ("error", "fail"), (n, gate, e)
         said = [l for l in r.err.splitlines() if "re-run of" in l and "faulted" in l]
         assert len(said) == 1, (n, r.err[-1500:])
         assert "(%s)" % entries[0][1]["error_run"] in said[0], said[0]

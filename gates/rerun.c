@@ -91,7 +91,7 @@ static int one_run(struct kc_gate_ctx *ctx, const struct kc_perturb *p, struct k
     if (!*why) *why = "failed";
     if (rc < 0) {
       r->error = *why, r->error_run = p->name;
-      if (!strcmp(*why, KC_SHADOW_FAULTED)) fault_said(ctx, p->name);
+      if (ctx->shadow->run_faulted) fault_said(ctx, p->name);
     }
     return -1;
   }

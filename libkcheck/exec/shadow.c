@@ -606,6 +606,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
   if (s->run_pending) {
     s->run_pending = 0;
     if (stream_sync(s->stream) != CUDA_SUCCESS) {
+      s->run_faulted = 1;
       *why = KC_SHADOW_FAULTED;
       return -1;
     }
@@ -718,6 +719,7 @@ int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **
     return -1;
   }
   if (sr != CUDA_SUCCESS || cr != CUDA_SUCCESS) {
+    s->run_faulted = 1;
     *why = KC_SHADOW_FAULTED;
     return -1;
   }

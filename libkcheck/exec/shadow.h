@@ -134,7 +134,7 @@ struct kc_shadow {
    * comparison's (one round trip to the device per run, not two). */
   int defer_sync;
   int run_pending; /* a run not waited for yet */
-  int run_faulted; /* the last run faulted (seen by the comparison's wait) */
+  int run_faulted; /* a run of this check faulted (seen by its wait or the comparison's) */
   /* Every device operation of the check's runs was waited for: the last
    * comparison's wait followed a run with no work beside the check's
    * stream (side_work: a helper stream, green context, intra-block
@@ -150,13 +150,13 @@ int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char *
  * Returns the launch's result, which the application receives. When this
  * fails after the launch ran, *ok is 0 and no shadow run may follow. */
 CUresult kc_shadow_app_launch(struct kc_shadow *s, int *ok);
+/* The reason a run gives when its kernel faulted (an illegal or
+ * misaligned address: the context it ran in is lost); run_faulted is set. */
+#define KC_SHADOW_FAULTED "the shadow run faulted"
 /* One shadow run: restore the pre-state, perturb, re-launch, sync. The
  * result is left in the application's memory until kc_shadow_end. 0 on
  * success; 1 when the perturbation does not apply to this launch (*why says
  * why); -1 on failure (*why). */
-/* The reason a run gives when its kernel faulted (an illegal or
- * misaligned address: the context it ran in is lost). */
-#define KC_SHADOW_FAULTED "the shadow run faulted"
 int kc_shadow_run(struct kc_shadow *s, const struct kc_perturb *p, const char **why);
 /* Compares the latest run with post-state A. 0 on success (d->words == 0
  * means identical), -1 when the comparison itself failed. */

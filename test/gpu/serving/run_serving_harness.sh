@@ -52,26 +52,23 @@ kcrun() { # TAG TIMEOUT OPTS PROGRAM ARGS... : under kcheck run --serving
 }
 T=(--seconds "$SECS" --threads 4)
 # The throughput runs on fixed CPUs (KC_HARNESS_CPUS, a taskset list, e.g.
-# 0-7): between unpinned processes the plain loop alone spread 7.6k-14.4k
-# tokens/s. Without taskset, or with KC_HARNESS_CPUS empty, unpinned.
+# 0-7), to take CPU placement out of the spread between processes (the
+# plain loop alone gave 7.6k-14.4k tokens/s unpinned; whether pinning
+# narrows it is for the table to show). Without taskset, or with
+# KC_HARNESS_CPUS empty, unpinned.
 PIN=()
 if [ -n "${KC_HARNESS_CPUS:-}" ] && command -v taskset >/dev/null; then
   PIN=(taskset -c "$KC_HARNESS_CPUS")
 fi
-echo "throughput runs pinned: ${PIN[*]:-no}; options of the paired serving runs:" \
-  "budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}" >>"$LOGS/env.txt"
+SOPTS="budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}"
+echo "throughput runs pinned: ${PIN[*]:-no}; options of the paired serving runs: $SOPTS" >>"$LOGS/env.txt"
 for r in $(seq 1 "${KC_HARNESS_REPEAT:-2}"); do
   # Each pair back to back, its order alternating (odd pairs plain first),
   # so that a drift over the call does not favour either side.
-  if [ $((r % 2)) = 0 ]; then
-    kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}" \
-      "$H" "${DEV[@]}" "${T[@]}"
-  fi
+  plain_first=$((r % 2))
+  [ "$plain_first" = 0 ] && kcrun "tput.serving.$r" $((SECS + 90)) "$SOPTS" "$H" "${DEV[@]}" "${T[@]}"
   run_logged $((SECS + 60)) "tput.plain.$r" "${PIN[@]}" "$PYTHON" "$H" "${DEV[@]}" "${T[@]}"
-  if [ $((r % 2)) = 1 ]; then
-    kcrun "tput.serving.$r" $((SECS + 90)) "budget_window=$WIN${KC_HARNESS_SERVING_OPTS:+:$KC_HARNESS_SERVING_OPTS}" \
-      "$H" "${DEV[@]}" "${T[@]}"
-  fi
+  [ "$plain_first" = 1 ] && kcrun "tput.serving.$r" $((SECS + 90)) "$SOPTS" "$H" "${DEV[@]}" "${T[@]}"
   if [ -n "${KC_HARNESS_VARIANT:-}" ]; then
     kcrun "tput.variant.$r" $((SECS + 90)) "budget_window=$WIN:$KC_HARNESS_VARIANT" "$H" \
       "${DEV[@]}" "${T[@]}"

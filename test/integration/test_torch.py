@@ -382,6 +382,45 @@ def test_generated_inputs_sampled_within_the_cap_with_every_row_kind():
         [j.cout.shape[d] for _ in range(2) for d in range(3)]
 
 
+def test_sampled_last_dim_keeps_the_generated_special_values(tmp_path):
+    """A trial of an elementwise op above the cap with a sampled last dim
+    (a [16, 16384] relu: every 65th column): the specials generator puts
+    each row's NaN or infinity at one seeded column, which the step skips
+    most of the time, so a relu that turns NaN into 0 was judged clean (on
+    the GPU corpus: relu/cuda_nan_swallowed, sigmoid and silu's Inf
+    mishandled). The columns holding them are judged too: the wrong relu
+    is a violation of the nonfinite gate, the right one passes, and the
+    record says how many columns were added."""
+    code = """
+import json, torch
+from kcheck import _api
+from kcheck.torch import judge, ops, trials
+lib = _api.api()
+x = trials.generate(lib, "specials", "none", torch.empty(16, 16384), 0, 172487885537778)
+plan = ops.Plan("relu", [], None, {}, "elementwise")
+out = []
+for name, y in (("swallows NaN", torch.where(x > 0, x, torch.zeros_like(x))),
+                ("right", torch.relu(x))):
+    j = judge.Job(lib, "nonfinite", 0, plan, [judge.HostTensor("x", x)],
+                  judge.HostTensor("out", y), "fp32", {}, {}, judge.TRIAL_CAP, None,
+                  judge.TRIAL_SAMPLING)
+    status, res = j.run()
+    out.append([name, status, res.get("class"), res["sampled_rows"]])
+print(json.dumps(out))
+"""
+    p, _ = run_py(tmp_path, code, options="torch=1")
+    assert p.returncode == 0, p.stderr
+    (_, bad, bad_class, rows), (_, good, good_class, rows2) = \
+        json.loads(p.stdout.strip().splitlines()[-1])
+    assert bad == 1 and bad_class == "fail_special", (bad, bad_class, rows)
+    assert good == 0 and good_class in ("bitwise", "pass"), (good, good_class)
+    last = rows["last"]
+    assert last["of"] == 16384 and last["special_columns"] > 0, rows
+    # every 65th column (253 of them) and the added ones, nothing else
+    assert last["judged"] == 253 + last["special_columns"], rows
+    assert rows2 == rows
+
+
 def test_norm_gradient_rows_sampled_with_their_statistics():
     """layer_norm_backward above the cap: g, x and the saved mean and rstd
     are sampled along dim 0 together; the weight (1-D, here as long as the

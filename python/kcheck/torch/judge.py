@@ -9,8 +9,10 @@ here, and the oracle then judges each taken attention row whole): every
 step-th slice along the first dim (not the reduced
 axis), first and last included, up to `cap` output elements, and for
 attention and elementwise ops along the second dim too when one slice of
-the first is still above `cap` — the same view of inputs and output, so
-every judged element is judged exactly.
+the first is still above `cap`, then an elementwise op's last dim (on
+generated inputs with the columns of each row's special value added) —
+the same view of inputs and output, so every judged element is judged
+exactly.
 """
 import ctypes
 import json
@@ -192,12 +194,45 @@ class HostTensor:
         return [1] * k + self.shape, [0] * k + self.strides
 
 
-def _c_tensor(h, shape, strides, keep):
+def _c_tensor(h, shape, strides, keep, data=None):
+    """h's host bytes (or data, a host tensor of h's type) as the oracle's tensor."""
     n = len(shape)
     cs = (ctypes.c_long * max(1, n))(*shape)
     st = (ctypes.c_long * max(1, n))(*strides)
     keep += [cs, st]
-    return _api.Tensor(h.name.encode(), h.flat.data_ptr(), h.fmt.encode(), n, cs, st)
+    ptr = (h.flat if data is None else data).data_ptr()
+    return _api.Tensor(h.name.encode(), ptr, h.fmt.encode(), n, cs, st)
+
+
+# oracle/adversarial.c puts a row's special value (NaN, +Inf, -Inf, a -0
+# among +0; duplicates' +-max) at one seeded column of the row, its spot:
+# rows with at most this many such values have their columns added to a
+# sampled last dim (a row of -0s or subnormals is special in every column
+# and needs none).
+_SPOTS_PER_ROW = 2
+
+
+def _special_columns(view):
+    """The columns of view's rows (every dim but the last) that hold a
+    generator's spot: NaN, an infinity, a negative zero or the type's
+    largest magnitude, in rows with at most _SPOTS_PER_ROW of them."""
+    n = view.shape[-1]
+    v = view.reshape(-1, n)
+    if v.dtype not in (torch.float32, torch.float64):
+        v = v.float()
+    special = ~torch.isfinite(v) | ((v == 0) & torch.signbit(v)) | \
+        (v.abs() == torch.finfo(view.dtype).max)
+    per_row = special.sum(dim=1)
+    rows = special[(per_row > 0) & (per_row <= _SPOTS_PER_ROW)]
+    return set(rows.nonzero()[:, 1].tolist())
+
+
+def _gathered(h, view, idx, keep):
+    """The oracle's tensor of view's elements at columns idx of its last
+    dim, copied contiguous (kept alive in keep)."""
+    g = view.index_select(view.dim() - 1, idx).contiguous()
+    keep.append(g)
+    return _c_tensor(h, list(g.shape), list(g.stride()), keep, data=g)
 
 
 # The generators that give rows kinds by the row's index (oracle/
@@ -351,11 +386,16 @@ class Job:
                 rank > 2 and all(len(sh) > 1 and sh[1] in (1, olay[0][1]) for sh, _ in lay):
             inner = _subsample(lay, olay, 1, cap, kinds=bool(self.sampling))
         # an elementwise op still above it: every step-th element of the
-        # last dim (the generators give rows their kinds, not columns)
-        last = None
+        # last dim (the generators give rows their kinds, not columns);
+        # on generated inputs run() adds the columns of the rows' special
+        # values (_special_columns), which every step-th column misses
+        last, self._spots = None, None
         if dim0 and ew and rank >= 2 and \
                 all(len(sh) == rank and sh[-1] in (1, olay[0][-1]) for sh, _ in lay):
+            before = ([(list(sh), list(st)) for sh, st in lay], (list(olay[0]), list(olay[1])))
             last = _subsample(lay, olay, rank - 1, cap)
+            if last and self.sampling and before[1][1][-1]:
+                self._spots = before, olay[1][-1] // before[1][1][-1]
         if sampled or inner or last:
             rows0 = olay[0][0]
             ctx["sampled_rows"] = ({"dim": 0, "judged": sampled[0], "of": sampled[1]} if sampled
@@ -369,6 +409,30 @@ class Job:
         for i, (h, (s, st)) in enumerate(zip(inputs, lay)):
             self.arr[i] = _c_tensor(h, s, st, self._keep)
         self.cout = _c_tensor(out, olay[0], olay[1], self._keep)
+
+    def _add_special_columns(self):
+        """A sampled last dim on generated inputs: the columns of the rows'
+        special values added to every step-th one, the inputs and output
+        gathered at them (a NaN turned into 0 at a column the step skips
+        was judged clean). The record says how many were added."""
+        (lay, olay), step = self._spots
+        n = olay[0][-1]
+        cols = set(range(0, n, step))
+        extra = set()
+        for h, (sh, st) in zip(self.inputs, lay):
+            if sh[-1] == n and h.flat.is_floating_point():
+                extra |= _special_columns(h.flat.as_strided(sh, st))
+        extra -= cols
+        info = self.ctx["sampled_rows"]["last"]
+        info["special_columns"] = len(extra)
+        if not extra:
+            return
+        idx = torch.tensor(sorted(cols | extra), dtype=torch.long)
+        for i, (h, (sh, st)) in enumerate(zip(self.inputs, lay)):
+            if sh[-1] == n:
+                self.arr[i] = _gathered(h, h.flat.as_strided(sh, st), idx, self._keep)
+        self.cout = _gathered(self.out, self.out.flat.as_strided(*olay), idx, self._keep)
+        info["judged"] = len(idx)
 
     def quiet(self):
         """Judged, never reported: no verdict is a violation (the layouts
@@ -386,6 +450,8 @@ class Job:
             self.ctx["regenerate"] = "python -m kcheck.torch.replay %s" % self.save_path
         for h in self.inputs + [self.out]:
             h.wait()  # (an asynchronous copy's bytes: on the host from here)
+        if self._spots is not None:
+            self._add_special_columns()
         result = ctypes.create_string_buffer(4096)
         attrs = dict(self.sampling, **self.attrs)
         astr = " ".join("%s=%s" % (k, _attr_text(v)) for k, v in attrs.items())

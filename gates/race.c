@@ -131,6 +131,7 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   if (kc_rerun_not_mine(ctx, &cause)) return accesses_only(ctx);
   struct kc_rerun r;
   kc_rerun_init(&r);
+  r.scrub_fault_found = 1;
   kc_rerun_strategies(ctx, &kc_race_list, &r);
   no_code_strategies(ctx, &r);
   kc_rerun_note_error(ctx, &r);
@@ -146,24 +147,29 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   }
   const char *verdict = json_string_value(json_object_get(r.first, "verdict"));
   int accesses = verdict && !strcmp(verdict, "conflicting_accesses");
+  int faulted = verdict && !strcmp(verdict, "faulted");
   /* differing bytes of a SASS-only kernel whose code, read now, has
    * order-dependent atomics: the nondeterminism gate's (racing accesses
-   * never are) */
-  if (!accesses && kc_rerun_handoff(ctx, &r, "race", &cause)) {
+   * never are, nor is an address read from never-written memory) */
+  if (!accesses && !faulted && kc_rerun_handoff(ctx, &r, "race", &cause)) {
     kc_rerun_free(&r);
     return 0;
   }
   /* two threads' unordered accesses, seen: whatever the code's atomics */
   if (accesses) cause = kc_order_cause_name(KC_CAUSE_ACCESS);
+  if (faulted) cause = "uninit-shared-memory";
+  const char *message =
+      accesses  ? "two threads accessed one memory word with nothing ordering them (no barrier "
+                  "between them in one block, no fence-and-flag hand-off between blocks), at "
+                  "least one writing (access-level check)"
+      : faulted ? "the re-run with never-written shared memory filled with a pattern (scrub) "
+                  "faulted where the application's run did not: the kernel reads shared memory "
+                  "it has not written (or that another thread writes unordered) and uses it as "
+                  "an address; the fault ended the CUDA context (docs/safety.md)"
+                : "a re-run under a timing perturbation gave different bytes";
   ctx->out.status = KC_GS_FAIL;
-  kc_gate_violation(
-      ctx, json_pack("{s:s, s:s, s:O, s:O}", "message",
-                     accesses ? "two threads accessed one memory word with nothing "
-                                "ordering them (no barrier between them in one block, "
-                                "no fence-and-flag hand-off between blocks), at least "
-                                "one writing (access-level check)"
-                              : "a re-run under a timing perturbation gave different bytes",
-                     "cause", cause, "exposed_by", r.exposed, "evidence", r.first));
+  kc_gate_violation(ctx, json_pack("{s:s, s:s, s:O, s:O}", "message", message, "cause", cause,
+                                   "exposed_by", r.exposed, "evidence", r.first));
   kc_rerun_free(&r);
   return 1;
 }

@@ -2,6 +2,7 @@
  * classification of differences (rerun.h). */
 #include "rerun.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -119,6 +120,19 @@ void kc_rerun_identical(struct kc_gate_ctx *ctx, long n, struct kc_rerun *r) {
   }
 }
 
+/* A run that faulted under scrub where the application's own run (and the
+ * runs before it) did not: scrub changes nothing but the contents of
+ * shared memory nothing has written, so the kernel read such memory and
+ * used it as an address (an uninitialised read, or a racing one). The
+ * context is lost all the same (fault_said); this keeps the finding. */
+static void scrub_fault(struct kc_rerun *r, const struct kc_perturb *p, long run) {
+  assert(!r->first);
+  r->first =
+      json_pack("{s:s, s:s, s:s, s:I, s:I}", "verdict", "faulted", "faulted", KC_SHADOW_FAULTED,
+                "strategy", "scrub", "run", (json_int_t)run, "seed", (json_int_t)p->seed);
+  json_array_append_new(r->exposed, json_string("scrub"));
+}
+
 void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list *list,
                          struct kc_rerun *r) {
   for (int k = 0; k < list->n && !r->error; k++) {
@@ -136,8 +150,16 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list 
       if (p.intra_log) p.intra_log = (unsigned)kc_gate_opt.access_records;
       json_t *ev = NULL;
       const char *why = NULL;
+      /* (run_faulted stays set for the check: a fault of this run is one
+       * that sets it) */
+      int faulted_before = ctx->shadow->run_faulted;
       int d = one_run(ctx, &p, r, &ev, &why);
       if (d < 0) {
+        if (s == KC_STRAT_scrub && r->scrub_fault_found && !faulted_before &&
+            ctx->shadow->run_faulted && !r->first) {
+          scrub_fault(r, &p, i + 1);
+          why = "faulted";
+        }
         status = why;
         break;
       }

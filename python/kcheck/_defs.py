@@ -40,7 +40,7 @@ GATES = (
           '',
           'an identical re-run of the launch from the same inputs gives identical bytes')),
     Gate(('race', 'error', 0, 'none',
-          'allocation offset pointed_to_by expected got differing_words regions strategy run seed',
+          'allocation offset pointed_to_by expected got differing_words regions strategy run seed faulted',
           '',
           're-runs under each timing perturbation (block order, occupancy, interference, cache, shared-memory contents) give identical bytes')),
     Gate(('nondeterminism', 'warning', 0, 'documented',

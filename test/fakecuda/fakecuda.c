@@ -49,6 +49,8 @@ static struct {
   long long fail_at; /* 0: never fail */
   CUresult fail_code;
   int fail_silent;   /* the failing call returns success without its work */
+  int fail_sticky;   /* after the failure every call needing the context returns it (a
+                      * device fault ends the context: the driver's sticky error) */
   const char *entry; /* count only this entry (prefix when star) */
   size_t entry_len;
   int entry_star;
@@ -88,6 +90,7 @@ static int entry_matches(const char *name) {
 
 CUresult fk_enter(const char *name, int needs_init) {
   if (fi.trace) fprintf(stderr, "fakecuda: %s\n", name);
+  if (fi.fail_sticky && needs_init && atomic_load(&fi.failed_seq)) return fi.fail_code;
   if (entry_matches(name)) {
     long long n = atomic_fetch_add(&fi.seq, 1) + 1;
     if (fi.calls_out) count_entry(name);
@@ -148,6 +151,7 @@ __attribute__((constructor)) static void fk_load(void) {
   if ((e = getenv("FAKECUDA_FAIL_AT")) && *e) fi.fail_at = atoll(e);
   if ((e = getenv("FAKECUDA_FAIL_CODE")) && *e) fi.fail_code = (CUresult)atoi(e);
   if ((e = getenv("FAKECUDA_FAIL_SILENT")) && *e && *e != '0') fi.fail_silent = 1;
+  if ((e = getenv("FAKECUDA_FAIL_STICKY")) && *e && *e != '0') fi.fail_sticky = 1;
   if ((e = getenv("FAKECUDA_FAIL_ENTRY")) && *e) {
     fi.entry = e;
     fi.entry_len = strlen(e);

@@ -102,6 +102,9 @@
  *   FAKECUDA_FAIL_CODE=N      the error it returns (default CUDA_ERROR_UNKNOWN)
  *   FAKECUDA_FAIL_SILENT=1    instead it returns CUDA_SUCCESS without doing its
  *                             work (a copy that copies nothing)
+ *   FAKECUDA_FAIL_STICKY=1    after the failure every call that needs the
+ *                             context returns the same error (a device fault
+ *                             ends the context: the driver's sticky error)
  *   FAKECUDA_FAIL_ENTRY=name  count only calls of this entry (a trailing '*'
  *                             matches a prefix)
  *   FAKECUDA_CALLS_OUT=path   at exit write "calls N", "failed SEQ NAME" (or

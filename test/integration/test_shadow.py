@@ -534,3 +534,52 @@ def test_a_faulting_rerun_names_its_perturbation_and_says_the_context_is_at_risk
     # the app's planted races are found all the same, the failed entries beside them
     assert re.search(r"verdict: \d+ violations? in .*; \d+ gate entr(y|ies) failed to run "
                      r"\(listed above\)", rep.stdout), rep.stdout
+
+
+def test_a_scrub_run_that_faults_is_a_race_finding(app, tmp_path):
+    """scrub changes nothing but the contents of shared memory nothing has
+    written: a re-run that faults under it where the application's run did
+    not read such memory and used it as an address. The stand-in's fault
+    is sticky here (FAKECUDA_FAIL_STICKY: every later call fails, as a
+    device fault ends the context), injected at each of the races app's
+    stream waits in turn: where it lands on a scrub run, the race entry is
+    a finding (cause uninit-shared-memory, exposed by scrub, the run and
+    its seed) beside its error; a scrub run stopped by an earlier run's
+    fault, or a fault under another strategy, is no such finding."""
+    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
+
+    def one(n):
+        d = tmp_path / ("n%d" % n)
+        d.mkdir()
+        r = run([app("app_linked"), "races"], d, options=opts,
+                env_extra={"FAKECUDA_FAIL_ENTRY": "cuStreamSynchronize*", "FAKECUDA_FAIL_AT": str(n),
+                           "FAKECUDA_FAIL_CODE": "700", "FAKECUDA_FAIL_STICKY": "1"})
+        assert r.rc in (0, 1), r.err[-2000:]
+        recs = r.only_report()
+        races = [(c["kernel_name"], c["gates"]["race"]) for c in by_type(recs, "check")
+                 if isinstance((c.get("gates") or {}).get("race"), dict)]
+        faults = [v for v in by_type(recs, "violation")
+                  if (v.get("evidence") or {}).get("verdict") == "faulted"]
+        return n, r, races, faults
+
+    found = 0
+    for n, r, races, faults in sweep(one, range(1, 91)):
+        own = [(k, e) for k, e in races if e.get("error_run") == "scrub" and
+               e.get("error") == "the shadow run faulted"]
+        assert len(faults) == len(own), (n, faults, races)
+        for (kernel, e), v in zip(own, faults):
+            found += 1
+            assert e["status"] == "fail" and e["strategies"]["scrub"] == "faulted", (n, e)
+            assert v["gate"] == "race" and v["kernel_name"] == kernel, (n, v)
+            assert v["cause"] == "uninit-shared-memory" and v["exposed_by"] == ["scrub"], (n, v)
+            ev = v["evidence"]
+            assert ev["faulted"] == "the shadow run faulted" and ev["strategy"] == "scrub", ev
+            assert ev["run"] == 1 and isinstance(ev["seed"], int), ev
+            assert "never-written shared memory" in v["message"], v
+            said = [l for l in r.err.splitlines() if "re-run of" in l and "(scrub) faulted" in l]
+            assert len(said) == 1, (n, r.err[-1500:])
+        for kernel, e in races:
+            if e.get("error_run") == "scrub" and e.get("error") != "the shadow run faulted":
+                # stopped by a fault before its own run: an error, no finding
+                assert e["status"] == "error", (n, kernel, e)
+    assert found, "no injected fault landed on a scrub run"

@@ -44,7 +44,8 @@ GPU_RPATH     := -Xlinker -rpath,$(CUDA_HOME)/lib64
 # Empty: the scripts use $OUT, else ./gpu-out.
 GPU_OUT       ?=
 GPU_BINS      := $(BUILD)/gpu/launches $(BUILD)/gpu/launches_static $(BUILD)/gpu/launch_overhead \
-                 $(BUILD)/gpu/races $(BUILD)/gpu/contract_bugs $(BUILD)/gpu/ctx_fault
+                 $(BUILD)/gpu/races $(BUILD)/gpu/contract_bugs $(BUILD)/gpu/ctx_fault \
+                 $(BUILD)/gpu/scrub_fault
 
 $(BUILD)/gpu/launches: test/gpu/launches.cu
 	@mkdir -p $(@D)
@@ -56,6 +57,12 @@ $(BUILD)/gpu/launches_static: test/gpu/launches.cu
 
 # Whether a kernel fault in another context leaves the primary one usable.
 $(BUILD)/gpu/ctx_fault: test/gpu/ctx_fault.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
+
+# A read of never-written shared memory used as an index (the race gate's
+# scrub fault, test/gpu/scrub_fault_check.sh).
+$(BUILD)/gpu/scrub_fault: test/gpu/scrub_fault.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(GPU_NVCCFLAGS) -cudart shared $(GPU_RPATH) $< -o $@ $(GPU_LDLIBS)
 

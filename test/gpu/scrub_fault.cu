@@ -1,0 +1,62 @@
+// test/gpu/scrub_fault.cu — a kernel that reads shared memory it never
+// wrote and uses it as an index: the race gate's scrub re-run (shared
+// memory filled with a pattern) faults where the application's run did
+// not. Run by test/gpu/scrub_fault_check.sh, plain and under kcheck.
+// The application's run reads what the kernel before it left in shared
+// memory: `wipe` writes zeros there on every SM first, so the index is 0
+// and the gather stays in bounds. Prints
+//   RESULT gather=<ok|wrong|error> after=<error of a later CUDA call>
+// and exits 0 when the gather gave in[0] everywhere and a later call
+// still worked.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+constexpr int kThreads = 256;
+
+__global__ void wipe(unsigned *sink) {
+  __shared__ unsigned z[kThreads];
+  z[threadIdx.x] = 0;
+  __syncthreads();
+  if (z[(threadIdx.x + 1) % kThreads] != 0) sink[0] = 1; // keeps the stores
+}
+
+// The defect: idx is never written before it is read.
+__global__ void gather_uninit(float *out, const float *in) {
+  __shared__ unsigned idx[kThreads];
+  out[blockIdx.x * kThreads + threadIdx.x] = in[idx[threadIdx.x]];
+}
+
+int main() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const int blocks = sms * 8, n = blocks * kThreads;
+  float *in = nullptr, *out = nullptr;
+  unsigned *sink = nullptr;
+  cudaMalloc(&in, n * sizeof(float));
+  cudaMalloc(&out, n * sizeof(float));
+  cudaMalloc(&sink, sizeof(unsigned));
+  float *h = new float[n];
+  for (int i = 0; i < n; i++) h[i] = 1.0f + (float)i;
+  cudaMemcpy(in, h, n * sizeof(float), cudaMemcpyHostToDevice);
+  wipe<<<blocks, kThreads>>>(sink);
+  gather_uninit<<<blocks, kThreads>>>(out, in);
+  cudaError_t e = cudaMemcpy(h, out, n * sizeof(float), cudaMemcpyDeviceToHost);
+  const char *gather = "ok";
+  if (e != cudaSuccess) {
+    gather = "error";
+  } else {
+    for (int i = 0; i < n; i++)
+      if (h[i] != 1.0f) {
+        gather = "wrong";
+        break;
+      }
+  }
+  // a later call: does the context still work?
+  wipe<<<blocks, kThreads>>>(sink);
+  cudaError_t after = cudaDeviceSynchronize();
+  printf("RESULT gather=%s gather_error=%s after=%s\n", gather, cudaGetErrorName(e),
+         cudaGetErrorName(after));
+  delete[] h;
+  return (e == cudaSuccess && after == cudaSuccess && gather[0] == 'o') ? 0 : 1;
+}

@@ -503,7 +503,7 @@ def test_tiers_of_the_corpus_traced_without_kcheck():
                 y = contract_yaml(tr.contract)
                 assert y.startswith("contracts:\n  - {torch_op: \"kcheck_audit::candidate\"")
     assert tiers["cat"] == "C" and tiers["rms_norm"] == "composition"
-    assert sum(1 for t in tiers.values() if t == "A") == 13, tiers
+    assert sum(1 for t in tiers.values() if t == "A") == 14, tiers
 
 
 def test_weights_as_constants_and_the_caching_probe(corpus):

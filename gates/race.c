@@ -131,7 +131,7 @@ int kc_gate_race_run(struct kc_gate_ctx *ctx) {
   if (kc_rerun_not_mine(ctx, &cause)) return accesses_only(ctx);
   struct kc_rerun r;
   kc_rerun_init(&r);
-  r.scrub_fault_found = 1;
+  r.scrub_fault_is_finding = 1;
   kc_rerun_strategies(ctx, &kc_race_list, &r);
   no_code_strategies(ctx, &r);
   kc_rerun_note_error(ctx, &r);

@@ -155,7 +155,7 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list 
       int faulted_before = ctx->shadow->run_faulted;
       int d = one_run(ctx, &p, r, &ev, &why);
       if (d < 0) {
-        if (s == KC_STRAT_scrub && r->scrub_fault_found && !faulted_before &&
+        if (s == KC_STRAT_scrub && r->scrub_fault_is_finding && !faulted_before &&
             ctx->shadow->run_faulted && !r->first) {
           scrub_fault(r, &p, i + 1);
           why = "faulted";

@@ -18,8 +18,8 @@ struct kc_rerun {
   json_t *ms;            /* per strategy: wall time of its runs, set-up and compare included */
   const char *error;     /* a run or comparison failed (then stop) */
   const char *error_run; /* the perturbation of the run that failed ("identical", a strategy) */
-  int scrub_fault_found; /* set by the caller: a run that faults under scrub alone is a
-                          * finding (first: verdict "faulted"), not only an error */
+  int scrub_fault_is_finding; /* set by the caller: a run that faults under scrub alone is a
+                               * finding (first: verdict "faulted"), not only an error */
 };
 void kc_rerun_init(struct kc_rerun *r);
 void kc_rerun_free(struct kc_rerun *r);

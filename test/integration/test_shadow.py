@@ -489,21 +489,36 @@ def test_restore_check_compares_the_memory_a_check_leaves(app, tmp_path):
     assert "restore_check" not in s and s["internal_errors"] == 0
 
 
+def faulting_waits(app, tmp_path, waits, sticky=False):
+    """[(n, run)]: the races app under kcheck with CUDA_ERROR_ILLEGAL_ADDRESS
+    (700) injected into the stand-in's n-th stream wait, for each n of
+    waits, in parallel; sticky: every later call fails too, as after a
+    device fault (FAKECUDA_FAIL_STICKY)."""
+    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
+
+    def one(n):
+        d = tmp_path / ("n%d" % n)
+        d.mkdir()
+        env = {"FAKECUDA_FAIL_ENTRY": "cuStreamSynchronize*", "FAKECUDA_FAIL_AT": str(n),
+               "FAKECUDA_FAIL_CODE": "700"}
+        if sticky:
+            env["FAKECUDA_FAIL_STICKY"] = "1"
+        r = run([app("app_linked"), "races"], d, options=opts, env_extra=env)
+        assert r.rc in (0, 1), r.err[-2000:]
+        return n, r
+
+    return sweep(one, waits)
+
+
 def test_a_faulting_rerun_names_its_perturbation_and_says_the_context_is_at_risk(app, tmp_path):
     """A re-run whose wait reports an illegal address (the stand-in's
     cuStreamSynchronize failing with CUDA_ERROR_ILLEGAL_ADDRESS, 700): the
     gate's entry says why and under which perturbation, and stderr says
     once that kcheck's re-run faulted and what that does to the context
     (docs/safety.md). The application's own run passes through."""
-    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
     faulted = []
-    for n in range(1, 61):  # the stand-in's waits of the app's first six kernels' checks
-        d = tmp_path / ("n%d" % n)
-        d.mkdir()
-        r = run([app("app_linked"), "races"], d, options=opts,
-                env_extra={"FAKECUDA_FAIL_ENTRY": "cuStreamSynchronize*", "FAKECUDA_FAIL_AT": str(n),
-                           "FAKECUDA_FAIL_CODE": "700"})
-        assert r.rc in (0, 1), r.err[-2000:]
+    # the stand-in's waits of the app's first six kernels' checks
+    for n, r in faulting_waits(app, tmp_path, range(1, 61)):
         entries = [(g, e) for c in by_type(r.only_report(), "check")
                    for g, e in (c.get("gates") or {}).items()
                    if isinstance(e, dict) and e.get("error") == "the shadow run faulted"]
@@ -546,24 +561,13 @@ def test_a_scrub_run_that_faults_is_a_race_finding(app, tmp_path):
     a finding (cause uninit-shared-memory, exposed by scrub, the run and
     its seed) beside its error; a scrub run stopped by an earlier run's
     fault, or a fault under another strategy, is no such finding."""
-    opts = "race_strategies=scrub,green,smem:determinism_runs=1"
-
-    def one(n):
-        d = tmp_path / ("n%d" % n)
-        d.mkdir()
-        r = run([app("app_linked"), "races"], d, options=opts,
-                env_extra={"FAKECUDA_FAIL_ENTRY": "cuStreamSynchronize*", "FAKECUDA_FAIL_AT": str(n),
-                           "FAKECUDA_FAIL_CODE": "700", "FAKECUDA_FAIL_STICKY": "1"})
-        assert r.rc in (0, 1), r.err[-2000:]
+    found = 0
+    for n, r in faulting_waits(app, tmp_path, range(1, 91), sticky=True):
         recs = r.only_report()
         races = [(c["kernel_name"], c["gates"]["race"]) for c in by_type(recs, "check")
                  if isinstance((c.get("gates") or {}).get("race"), dict)]
         faults = [v for v in by_type(recs, "violation")
                   if (v.get("evidence") or {}).get("verdict") == "faulted"]
-        return n, r, races, faults
-
-    found = 0
-    for n, r, races, faults in sweep(one, range(1, 91)):
         own = [(k, e) for k, e in races if e.get("error_run") == "scrub" and
                e.get("error") == "the shadow run faulted"]
         assert len(faults) == len(own), (n, faults, races)

@@ -1,8 +1,10 @@
 #!/bin/bash
 # test/gpu/scrub_fault_check.sh — the race gate's scrub fault on a GPU:
 # build/gpu/scrub_fault plain (its run must not fault: the index it reads
-# is what `wipe` left, 0) and under kcheck with default options, where the
-# scrub re-run fills shared memory with a pattern and the gather faults.
+# is what `wipe` left, 0) and under kcheck with default options but
+# kernel_include=gather_uninit (a check of `wipe` would run kcheck's kernels
+# between the two), where the scrub re-run fills shared memory with a
+# pattern and the gather faults.
 #   BUILD=build bash test/gpu/scrub_fault_check.sh OUTDIR
 # Prints PASS/FAIL lines; exit 0 when every line passed.
 set -u
@@ -12,7 +14,7 @@ mkdir -p "$OUT"
 bin=$BUILD/gpu/scrub_fault
 plain=$("$bin" 2>&1)
 echo "plain: rc=$? $plain"
-KCHECK_OPTIONS="log_path=$OUT/kc" LD_PRELOAD=$BUILD/libkcheck.so "$bin" >"$OUT/kc.out" 2>"$OUT/kc.err"
+KCHECK_OPTIONS="log_path=$OUT/kc:kernel_include=gather_uninit" LD_PRELOAD=$BUILD/libkcheck.so "$bin" >"$OUT/kc.out" 2>"$OUT/kc.err"
 echo "under kcheck: rc=$? $(cat "$OUT/kc.out")"
 grep -E "faulted|internal" "$OUT/kc.err" | head -5
 python3 - "$OUT" "$plain" <<'PY'

@@ -135,8 +135,13 @@ static void scrub_fault(struct kc_rerun *r, const struct kc_perturb *p, long run
 
 void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list *list,
                          struct kc_rerun *r) {
+  int green_sms = 0;
   for (int k = 0; k < list->n && !r->error; k++) {
     const enum kc_strategy s = list->s[k];
+    if (s == KC_STRAT_green && !green_sms) {
+      green_sms = kc_perturb_green_sms(ctx->li, (int)kc_gate_opt.green_sms);
+      json_object_set_new(ctx->result, "green_sms", json_integer(green_sms));
+    }
     const char *name = kc_strategy_info(s)->name;
     const char *status = "same";
     double t0 = kc_now_s();
@@ -145,8 +150,7 @@ void kc_rerun_strategies(struct kc_gate_ctx *ctx, const struct kc_strategy_list 
        * one check must not be what the next application kernel reads. */
       uint64_t seed = kc_policy_uniform(ctx->li->seq * 64 + (uint64_t)r->runs) * 0x1p53;
       struct kc_perturb p;
-      kc_strategy_perturb(s, (int)kc_gate_opt.green_sms, (unsigned)kc_gate_opt.extra_shmem, seed,
-                          &p);
+      kc_strategy_perturb(s, green_sms, (unsigned)kc_gate_opt.extra_shmem, seed, &p);
       if (p.intra_log) p.intra_log = (unsigned)kc_gate_opt.access_records;
       json_t *ev = NULL;
       const char *why = NULL;

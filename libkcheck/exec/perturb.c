@@ -4,6 +4,7 @@
  * contexts and helper buffers are made once per device and kept. */
 #include "perturb.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,14 @@ struct dev_state {
   CUdeviceptr clean_slots;
   size_t clean_slots_n; /* regions */
   int sms, l2, smem_optin;
-  int green_sms;
-  CUgreenCtx green;
-  CUstream green_stream;
+  /* The green strategy's contexts, one per SM count it used (the option's
+   * and the wider one of kc_perturb_green_sms); never destroyed: a run on
+   * one may still be queued. */
+  struct {
+    int sms;
+    CUgreenCtx ctx;
+    CUstream stream;
+  } green[2];
   /* device memory the module and green contexts took (devmem.h) */
   uint64_t module_bytes;
   CUstream side; /* for the hammer */
@@ -200,9 +206,17 @@ static size_t flush_bytes(const struct dev_state *d) {
 }
 
 static int green_stream(struct dev_state *d, int sms, CUstream *out, const char **why) {
-  if (d->green && d->green_sms == sms) {
-    *out = d->green_stream;
-    return 0;
+  int slot = -1;
+  for (int i = 0; i < (int)(sizeof d->green / sizeof d->green[0]); i++) {
+    if (d->green[i].ctx && d->green[i].sms == sms) {
+      *out = d->green[i].stream;
+      return 0;
+    }
+    if (!d->green[i].ctx && slot < 0) slot = i;
+  }
+  if (slot < 0) {
+    *why = "green contexts of two other SM counts exist already";
+    return 1;
   }
   if (!kc_drv.cuGreenCtxCreate || !kc_drv.cuDeviceGetDevResource) {
     *why = "green contexts unsupported by the driver";
@@ -218,27 +232,55 @@ static int green_stream(struct dev_state *d, int sms, CUstream *out, const char 
   CUdevResource all, part[1], rest;
   unsigned n = 1;
   CUdevResourceDesc desc;
+  CUgreenCtx g = NULL;
+  CUstream st = NULL;
   memset(&rest, 0, sizeof rest);
   if (kc_drv.cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
       kc_drv.cuDevSmResourceSplitByCount(part, &n, &all, &rest, 0, (unsigned)sms) != CUDA_SUCCESS ||
       n < 1 || kc_drv.cuDevResourceGenerateDesc(&desc, part, 1) != CUDA_SUCCESS ||
-      kc_drv.cuGreenCtxCreate(&d->green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) {
-    d->green = NULL;
+      kc_drv.cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) {
     *why = "creating a green context failed";
     return 1;
   }
-  if (kc_drv.cuGreenCtxStreamCreate(&d->green_stream, d->green, CU_STREAM_NON_BLOCKING, 0) !=
-      CUDA_SUCCESS) {
-    kc_drv.cuGreenCtxDestroy(d->green);
-    d->green = NULL;
+  if (kc_drv.cuGreenCtxStreamCreate(&st, g, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) {
+    kc_drv.cuGreenCtxDestroy(g);
     *why = "creating a green-context stream failed";
     return 1;
   }
-  /* the context replaced is kept (its stream may still run): not dropped */
   kc_devmem_end(KC_DM_green_ctx, free_before, KC_DEVMEM_GREEN_CTX_BOUND);
-  d->green_sms = sms;
-  *out = d->green_stream;
+  d->green[slot].sms = sms;
+  d->green[slot].ctx = g;
+  d->green[slot].stream = st;
+  *out = st;
   return 0;
+}
+
+int kc_perturb_green_sms(const struct kc_launch_info *li, int green_sms) {
+  enum { kWaveFactor = 4 };
+  pthread_mutex_lock(&lock);
+  struct dev_state *d = state();
+  int sms = d ? d->sms : 0;
+  pthread_mutex_unlock(&lock);
+  /* a quarter of the device, in the groups of 8 SMs green contexts take */
+  int wide = sms / 4 / 8 * 8;
+  if (green_sms <= 0 || wide <= green_sms || !kc_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    return green_sms;
+  if (!li->args) return green_sms;
+  CUfunction fn = li->args->f;
+  if (li->k->is_cukernel &&
+      (!kc_drv.cuKernelGetFunction ||
+       kc_drv.cuKernelGetFunction(&fn, (CUkernel)li->args->f) != CUDA_SUCCESS || !fn))
+    return green_sms;
+  int per_sm = 0;
+  const unsigned threads = li->block[0] * li->block[1] * li->block[2];
+  if (kc_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)threads, li->shmem) !=
+          CUDA_SUCCESS ||
+      per_sm <= 0)
+    return green_sms;
+  const double blocks = (double)li->grid[0] * li->grid[1] * li->grid[2];
+  const double waves_app = ceil(blocks / ((double)per_sm * sms));
+  const double waves_green = ceil(blocks / ((double)per_sm * green_sms));
+  return waves_green > kWaveFactor * waves_app ? wide : green_sms;
 }
 
 static int add_shmem(struct kc_launch_info *li, struct dev_state *d, unsigned extra,

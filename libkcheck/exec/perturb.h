@@ -102,6 +102,13 @@ struct kc_strategy_info {
 const struct kc_strategy_info *kc_strategy_info(enum kc_strategy s);
 /* The strategy named name; -1 when none is. */
 int kc_strategy_find(const char *name);
+/* The green strategy's SM count for li: green_sms, or a quarter of the
+ * device's SMs (in groups of 8) where li's grid would need more than 4 x
+ * the waves of the application's run on green_sms SMs. A GEMM of a few
+ * hundred tiles runs about 16 x longer on 8 of an H100's 132 SMs, the
+ * costliest run of a first check; on 32 it still runs fewer blocks at a
+ * time and in another order than the application's run did. */
+int kc_perturb_green_sms(const struct kc_launch_info *li, int green_sms);
 /* p for one run of strategy s; green_sms and extra_shmem are the green and
  * smem strategies' parameters. */
 void kc_strategy_perturb(enum kc_strategy s, int green_sms, unsigned extra_shmem, uint64_t seed,

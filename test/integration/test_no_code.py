@@ -150,3 +150,30 @@ def test_a_difference_from_float_atomics_in_sass_is_named_nondeterminism(app, tm
     (tmp_path / "plain").mkdir()
     checks, found = races(app, tmp_path / "plain")
     assert found["float_accum"]["cause"] == "unordered-access"
+
+
+def test_green_runs_a_large_grid_on_a_quarter_of_the_sms(app, tmp_path):
+    """On green_sms (8) SMs a grid of many waves runs far longer than the
+    application's launch (a GEMM about 16 x on an H100): where it would
+    need more than 4 x the application's waves, green runs on a quarter of
+    the device's SMs in groups of 8 (32 of the stand-in's 132). bigalloc's
+    vecadd: 8192 blocks of 128 threads, 16 a SM: 4 waves on 132 SMs, 64 on
+    8. The races kernels (8 blocks) keep the option's 8."""
+    r = run([app("app_linked"), "bigalloc"], tmp_path, stock=True,
+            options="gates=race:race_strategies=green")
+    assert r.rc == 0, r.err
+    (vecadd,) = [c["gates"]["race"] for c in by_type(r.only_report(), "check")]
+    assert vecadd["green_sms"] == 32, vecadd
+    assert vecadd["strategies"] == {"green": "same"}, vecadd
+    (tmp_path / "small").mkdir()
+    (tmp_path / "opt").mkdir()
+    r = run([app("app_linked"), "races"], tmp_path / "small", stock=True,
+            options="gates=race:race_strategies=green")
+    assert r.rc == 0, r.err
+    small = [c["gates"]["race"] for c in by_type(r.only_report(), "check")]
+    assert small and all(e["green_sms"] == 8 for e in small), small
+    r = run([app("app_linked"), "bigalloc"], tmp_path / "opt", stock=True,
+            options="gates=race:race_strategies=green:green_sms=48")
+    assert r.rc == 0, r.err
+    (vecadd,) = [c["gates"]["race"] for c in by_type(r.only_report(), "check")]
+    assert vecadd["green_sms"] == 48, vecadd  # wider than a quarter already

@@ -26,7 +26,8 @@
 # "words": hash_compare=0, "det2": determinism_runs=2, "copyback":
 # hash_publish=0, each of which adds a
 # profile=1 run of it beside
-# prof_default). KC_T_SKIP (words: strat_all8, trace2,
+# prof_default; "detonly": gates=determinism and "racenogreen":
+# gates=determinism,race:race_no_code_strategies=smem, without one). KC_T_SKIP (words: strat_all8, trace2,
 # racecheck) leaves those runs out, for a call that measures only the
 # targets and the checks' cost. KC_BUDGET (165 s) bounds the whole. Writes
 # OUTDIR/targets.md and OUTDIR/targets-logs.tar.gz.
@@ -61,6 +62,8 @@ opts_of() {
     words) echo hash_compare=0 ;;
     det2) echo determinism_runs=2 ;;
     copyback) echo hash_publish=0 ;;
+    detonly) echo gates=determinism ;;
+    racenogreen) echo gates=determinism,race:race_no_code_strategies=smem ;;
   esac
 }
 # one NAME OPTS(- = no kcheck) TIMEOUT CMD... ; WALL_<NAME> = seconds

@@ -67,7 +67,7 @@ def f(x, d=2):
 plain_losses = {key(f"plain_r{r}", "FINAL_LOSS") for r in range(1, rounds + 1)} - {None}
 # configurations of KC_T_CONFIGS only (run_targets.sh's opts_of), each
 # with its own profile=1 run prof_<name>
-OPTIONAL = ("hash", "words", "det2", "copyback")
+OPTIONAL = ("hash", "words", "det2", "copyback", "detonly", "racenogreen")
 CONFIGS = ("plain", "none", "default") + OPTIONAL + ("trace1", "trace2")
 rows = {}
 for c in CONFIGS:
@@ -115,7 +115,8 @@ print("| mode | first ms/step | ratio | steady ms/step | ratio | wall s | ratio 
 print("|---|---:|---:|---:|---:|---:|---:|---|---|---|---|")
 label = {"plain": "plain", "none": "`gates=none`", "default": "default options",
          "hash": "`hash_compare=1`", "words": "`hash_compare=0`", "det2": "`determinism_runs=2`",
-         "copyback": "`hash_publish=0`",
+         "copyback": "`hash_publish=0`", "detonly": "`gates=determinism`",
+         "racenogreen": "`gates=determinism,race:race_no_code_strategies=smem`",
          "trace1": "`gates=none:trace=1`", "trace2": "`gates=none:trace=2` (8 steps)"}
 for c, r in rows.items():
     print(f"| {label[c]} | {f(r['first'])} | {f(ratio(r['first'], P['first']), 3)} | {f(r['steady'])} | "

@@ -582,6 +582,12 @@ def test_a_scrub_run_that_faults_is_a_race_finding(app, tmp_path):
             assert "never-written shared memory" in v["message"], v
             said = [l for l in r.err.splitlines() if "re-run of" in l and "(scrub) faulted" in l]
             assert len(said) == 1, (n, r.err[-1500:])
+        if any(e.get("error") == "the shadow run faulted" for c in by_type(recs, "check")
+               for e in (c.get("gates") or {}).values() if isinstance(e, dict)):
+            # the restore after a fault fails with the context; the fault was
+            # said, and is no internal error of kcheck's
+            assert by_type(recs, "summary")[-1]["internal_errors"] == 0, (n, r.err[-1500:])
+            assert "internal error:" not in r.err, (n, r.err[-1500:])
         for kernel, e in races:
             if e.get("error_run") == "scrub" and e.get("error") != "the shadow run faulted":
                 # stopped by a fault before its own run: an error, no finding

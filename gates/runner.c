@@ -138,6 +138,9 @@ static CUresult run_gates(struct kc_launch_info *li, const struct kc_contract *c
   int began = kc_shadow_begin(&s, li, &why) == 0;
   kc_guard_leave();
   if (!began) {
+    /* A refusal for device memory comes back at every new signature of
+     * the kernel: counted, so the policy stops asking. */
+    if (s.memory_refused) kc_policy_refused(li->k->id);
     kc_report_skip(li, why ? why : "snapshot failed");
     return kc_app_launch(li->args);
   }

@@ -18,10 +18,11 @@
 #include "report.h"
 #include "serving.h"
 
-/* Clean checks per kernel, for kernel_clean_limit. */
+/* Clean checks per kernel, for kernel_clean_limit; and checks of it the
+ * device memory budget refused (kc_policy_refused). */
 struct kernel_rec {
   int id;
-  long clean;
+  long clean, refused;
   unsigned reasons_seen; /* reasons reported once per kernel (R_KERNEL) */
   UT_hash_handle hh;
 };
@@ -42,11 +43,19 @@ static double check_seconds;
  * without the lock by the prefilter: set once, never cleared. */
 #define SATURATED_IDS 65536
 static _Atomic uint64_t saturated[SATURATED_IDS / 64], announced[SATURATED_IDS / 64];
+/* Kernels whose checks device_mem_budget refused kernel_clean_limit times:
+ * the same treatment as saturated ones, another reason. */
+static _Atomic uint64_t refused_ids[SATURATED_IDS / 64];
 
-static int saturated_id(int id) {
+static int bit_of(_Atomic uint64_t *set, int id) {
   return id >= 0 && id < SATURATED_IDS &&
-         (atomic_load_explicit(&saturated[id / 64], memory_order_relaxed) >> (id % 64) & 1);
+         (atomic_load_explicit(&set[id / 64], memory_order_relaxed) >> (id % 64) & 1);
 }
+
+static int saturated_id(int id) { return bit_of(saturated, id); }
+
+static const char *const kRefusedTimes =
+    "kernel's checks refused by device_mem_budget kernel_clean_limit times";
 
 double kc_policy_uniform(uint64_t seq) {
   /* splitmix64: well-mixed, so consecutive launches sample independently. */
@@ -86,12 +95,15 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
    * lock. A service's steady state is mostly these. The first one goes
    * on to kc_policy_decide all the same, which writes the kernel's skip
    * record (once per kernel). */
-  if (kc_opt.kernel_clean_limit >= 0 && saturated_id(k->id) &&
+  if (kc_opt.kernel_clean_limit >= 0 && (saturated_id(k->id) || bit_of(refused_ids, k->id)) &&
       kc_policy_uniform(seq) >= kc_opt.sample) {
     uint64_t bit = 1ull << (k->id % 64);
     if (!(atomic_fetch_or_explicit(&announced[k->id / 64], bit, memory_order_relaxed) & bit))
       return NULL;
-    return "not sampled (kernel already checked clean kernel_clean_limit times)";
+    return saturated_id(k->id)
+               ? "not sampled (kernel already checked clean kernel_clean_limit times)"
+               : "not sampled (kernel's checks refused by device_mem_budget "
+                 "kernel_clean_limit times)";
   }
   return NULL;
 }
@@ -165,11 +177,22 @@ static struct kernel_rec *kernel_rec(int id) {
  * only sampled. Per-step scalars (an optimizer's step count, a learning-rate
  * schedule) make a new signature at every step, so such a launch neither
  * enters the signature table nor reports a skip of its own: one skip record
- * per kernel says why its later signatures go unchecked. */
-static int kernel_saturated(struct kernel_rec *k, uint64_t seq) {
+ * per kernel says why its later signatures go unchecked. The same for a
+ * kernel whose checks device_mem_budget refused that many times (an
+ * optimizer's multi-tensor kernel reaches every parameter and state: each
+ * step's new signature was a refused check, its pointers resolved under
+ * the world lock and a skip record written, a few ms a step). The reason,
+ * or NULL. */
+static const char *kernel_saturated(struct kernel_rec *k, uint64_t seq) {
   /* Op ids (gates/op_check.c) are negative: their limit is op_clean_limit. */
   long limit = k && k->id < 0 ? kc_opt.op_clean_limit : kc_opt.kernel_clean_limit;
-  return k && limit >= 0 && k->clean >= limit && kc_policy_uniform(seq) >= kc_opt.sample;
+  if (!k || limit < 0 || (k->clean < limit && k->refused < limit) ||
+      kc_policy_uniform(seq) < kc_opt.sample)
+    return NULL;
+  if (k->clean >= limit)
+    return k->id < 0 ? "op already checked clean op_clean_limit times"
+                     : "kernel already checked clean kernel_clean_limit times";
+  return kRefusedTimes;
 }
 
 const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *first_time) {
@@ -180,13 +203,13 @@ const char *kc_policy_decide(uint64_t sig, int kernel_id, uint64_t seq, int *fir
   HASH_FIND(hh, sigs, &sig, sizeof sig, r);
   if (!r || r->checks < kc_opt.check_first) {
     struct kernel_rec *k = kernel_rec(kernel_id);
-    if (kernel_saturated(k, seq)) {
+    const char *saturated_why = kernel_saturated(k, seq);
+    if (saturated_why) {
       *first_time = !(k->reasons_seen & R_KERNEL);
       k->reasons_seen |= R_KERNEL;
       if (r) r->launches++;
       pthread_mutex_unlock(&lock);
-      return kernel_id < 0 ? "op already checked clean op_clean_limit times"
-                           : "kernel already checked clean kernel_clean_limit times";
+      return saturated_why;
     }
   }
   if (!r && (r = calloc(1, sizeof *r))) {
@@ -236,6 +259,16 @@ void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds) {
       k->id < SATURATED_IDS)
     atomic_fetch_or_explicit(&saturated[k->id / 64], 1ull << (k->id % 64), memory_order_relaxed);
   check_seconds += seconds;
+  pthread_mutex_unlock(&lock);
+}
+
+void kc_policy_refused(int kernel_id) {
+  pthread_mutex_lock(&lock);
+  struct kernel_rec *k = kernel_rec(kernel_id);
+  if (k) k->refused++;
+  if (k && kc_opt.kernel_clean_limit >= 0 && k->refused >= kc_opt.kernel_clean_limit &&
+      k->id >= 0 && k->id < SATURATED_IDS)
+    atomic_fetch_or_explicit(&refused_ids[k->id / 64], 1ull << (k->id % 64), memory_order_relaxed);
   pthread_mutex_unlock(&lock);
 }
 

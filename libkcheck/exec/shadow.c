@@ -285,7 +285,10 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   if (c < 0) return fail(s, why, "out of host memory");
   /* Two device copies: the pre-state and post-state A. */
   uint64_t need = 2 * s->saved_bytes;
-  if (need > kc_opt.mem_budget) return fail(s, why, "snapshot larger than mem_budget");
+  if (need > kc_opt.mem_budget) {
+    s->memory_refused = 1;
+    return fail(s, why, "snapshot larger than mem_budget");
+  }
   /* result slots: 16 bytes a region, 16 more for its hash */
   uint64_t staged = 32u * (1 + ZEROED_SETS) * (uint64_t)s->nregions + SLOT_ALIGN;
   for (int i = 0; i < s->nregions; i++)
@@ -296,10 +299,15 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
   size_t free_b = 0, total_b = 0;
   if (staged > have && kc_drv.cuMemGetInfo_v2 &&
       kc_drv.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
-      staged + (256u << 20) > free_b + have)
+      staged + (256u << 20) > free_b + have) {
     /* Never make the application run out of memory because of a check. */
+    s->memory_refused = 1;
     return fail(s, why, "not enough free device memory for the snapshot");
-  if (!kc_staging_fits(staged)) return fail(s, why, kc_devmem_refused());
+  }
+  if (!kc_staging_fits(staged)) {
+    s->memory_refused = 1;
+    return fail(s, why, kc_devmem_refused());
+  }
   double w0 = kc_now_s();
   CUresult synced = kc_sync_device();
   s->wait_ms = 1e3 * (kc_now_s() - w0);

@@ -135,6 +135,9 @@ struct kc_shadow {
   int defer_sync;
   int run_pending; /* a run not waited for yet */
   int run_faulted; /* a run of this check faulted (seen by its wait or the comparison's) */
+  /* kc_shadow_begin failed for device memory (mem_budget, device_mem_budget,
+   * free memory): a condition the kernel's next launches are likely to meet */
+  int memory_refused;
   /* Every device operation of the check's runs was waited for: the last
    * comparison's wait followed a run with no work beside the check's
    * stream (side_work: a helper stream, green context, intra-block

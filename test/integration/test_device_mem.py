@@ -167,3 +167,30 @@ def test_binding_pool_is_accounted_and_capped(tmp_path):
     assert pool["peak"] == 768 << 10 and pool["current"] == 256 << 10, pool
     assert pool["count"] == 2 and pool["refused"] == 1, pool
     assert summ["device_mem"]["refused"] == 1
+
+
+def test_a_kernel_refused_for_memory_at_every_step_stops_being_asked(app, tmp_path):
+    """A training loop's kernel with a per-step scalar (steps100's scale, a
+    learning rate) is a new signature at every step; where device_mem_budget
+    refuses its check, each step's refusal resolved its pointers under the
+    world lock and wrote a skip record (an optimizer's multi-tensor kernels
+    on the H200: a few ms a step). After kernel_clean_limit refusals the
+    kernel's launches are only sampled, with one skip record saying why;
+    kernel_clean_limit=-1 keeps asking."""
+    def skips(options, sub):
+        d = tmp_path / sub
+        d.mkdir()
+        r = run([app("app_linked"), "steps100"], d, options=options)
+        assert r.rc == 0, r.err
+        return [s["reason"] for s in by_type(r.only_report(), "skip")
+                if s["kernel_name"].startswith("scale")]
+
+    got = skips("device_mem_budget=4K", "limit")
+    refused = [s for s in got if s.startswith("device_mem_budget:")]
+    assert len(refused) == 8, got
+    assert got.count("kernel's checks refused by device_mem_budget kernel_clean_limit times") == 1, got
+    assert len(got) == 9, got
+    got = skips("device_mem_budget=4K:kernel_clean_limit=3", "three")
+    assert len([s for s in got if s.startswith("device_mem_budget:")]) == 3, got
+    got = skips("device_mem_budget=4K:kernel_clean_limit=-1", "never")
+    assert len([s for s in got if s.startswith("device_mem_budget:")]) == 100, got

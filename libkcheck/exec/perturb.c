@@ -49,20 +49,20 @@ struct dev_state {
    * check. */
   CUdeviceptr clean_slots;
   size_t clean_slots_n; /* regions */
-  int sms, l2, smem_optin;
   /* The green strategy's contexts, one per SM count it used (the option's
    * and the wider one of kc_perturb_green_sms); never destroyed: a run on
    * one may still be queued. */
   struct {
-    int sms;
     CUgreenCtx ctx;
     CUstream stream;
+    int sms;
   } green[2];
   /* device memory the module and green contexts took (devmem.h) */
   uint64_t module_bytes;
   CUstream side; /* for the hammer */
   CUdeviceptr hammer_buf, flush_buf;
   size_t hammer_words, flush_words;
+  int sms, l2, smem_optin;
   int tried_module;
   int setup_done; /* kc_perturb_setup ran in this context */
   /* kc_perturb_device_costs: measured once (1), failed (-1). */

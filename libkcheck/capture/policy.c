@@ -18,8 +18,8 @@
 #include "report.h"
 #include "serving.h"
 
-/* Clean checks per kernel, for kernel_clean_limit; and checks of it the
- * device memory budget refused (kc_policy_refused). */
+/* Clean checks per kernel, for kernel_clean_limit; and checks of it refused
+ * for device memory (kc_policy_refused). */
 struct kernel_rec {
   int id;
   long clean, refused;
@@ -43,8 +43,8 @@ static double check_seconds;
  * without the lock by the prefilter: set once, never cleared. */
 #define SATURATED_IDS 65536
 static _Atomic uint64_t saturated[SATURATED_IDS / 64], announced[SATURATED_IDS / 64];
-/* Kernels whose checks device_mem_budget refused kernel_clean_limit times:
- * the same treatment as saturated ones, another reason. */
+/* Kernels whose checks were refused for device memory kernel_clean_limit
+ * times: the same treatment as saturated ones, another reason. */
 static _Atomic uint64_t refused_ids[SATURATED_IDS / 64];
 
 static int bit_of(_Atomic uint64_t *set, int id) {
@@ -55,7 +55,7 @@ static int bit_of(_Atomic uint64_t *set, int id) {
 static int saturated_id(int id) { return bit_of(saturated, id); }
 
 static const char *const kRefusedTimes =
-    "kernel's checks refused by device_mem_budget kernel_clean_limit times";
+    "kernel's checks refused for device memory kernel_clean_limit times";
 
 double kc_policy_uniform(uint64_t seq) {
   /* splitmix64: well-mixed, so consecutive launches sample independently. */
@@ -102,7 +102,7 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
       return NULL;
     return saturated_id(k->id)
                ? "not sampled (kernel already checked clean kernel_clean_limit times)"
-               : "not sampled (kernel's checks refused by device_mem_budget "
+               : "not sampled (kernel's checks refused for device memory "
                  "kernel_clean_limit times)";
   }
   return NULL;
@@ -178,7 +178,8 @@ static struct kernel_rec *kernel_rec(int id) {
  * schedule) make a new signature at every step, so such a launch neither
  * enters the signature table nor reports a skip of its own: one skip record
  * per kernel says why its later signatures go unchecked. The same for a
- * kernel whose checks device_mem_budget refused that many times (an
+ * kernel whose checks were refused for device memory (mem_budget,
+ * device_mem_budget, free memory) that many times (an
  * optimizer's multi-tensor kernel reaches every parameter and state: each
  * step's new signature was a refused check, its pointers resolved under
  * the world lock and a skip record written, a few ms a step). The reason,

@@ -24,7 +24,8 @@ long kc_policy_checks_of(uint64_t sig);
 void kc_policy_record(uint64_t sig, int kernel_id, int clean, double seconds);
 /* Deterministic per-launch uniform number in [0,1) from seed and seq. */
 double kc_policy_uniform(uint64_t seq);
-/* A check of a launch of kernel_id that device_mem_budget refused: after
+/* A check of a launch of kernel_id refused for device memory (mem_budget,
+ * device_mem_budget, free memory): after
  * kernel_clean_limit of them the kernel's new signatures are only sampled,
  * as after that many clean checks. */
 void kc_policy_refused(int kernel_id);

@@ -188,7 +188,7 @@ def test_a_kernel_refused_for_memory_at_every_step_stops_being_asked(app, tmp_pa
     got = skips("device_mem_budget=4K", "limit")
     refused = [s for s in got if s.startswith("device_mem_budget:")]
     assert len(refused) == 8, got
-    assert got.count("kernel's checks refused by device_mem_budget kernel_clean_limit times") == 1, got
+    assert got.count("kernel's checks refused for device memory kernel_clean_limit times") == 1, got
     assert len(got) == 9, got
     got = skips("device_mem_budget=4K:kernel_clean_limit=3", "three")
     assert len([s for s in got if s.startswith("device_mem_budget:")]) == 3, got

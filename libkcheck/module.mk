@@ -33,7 +33,8 @@ $(BUILD)/gen/sanitizer-include/sanitizer.h: $(KC_SAN_INC_DIR)sanitizer.h
 	@mkdir -p $(@D)
 	ln -sf $(KC_SAN_INC_DIR)sanitizer*.h $(@D)/
 else
-$(info kcheck: the Sanitizer API headers were not found ($(CUDA_HOME)/compute-sanitizer/include, pip nvidia-cuda-sanitizer-api): building without the Sanitizer route)
+# (said on stderr: `make -s print-carried`'s stdout is a list of files)
+KC_SAN_SAID := $(shell echo "kcheck: the Sanitizer API headers were not found ($(CUDA_HOME)/compute-sanitizer/include, pip nvidia-cuda-sanitizer-api): building without the Sanitizer route" >&2)
 KC_SAN_FLAGS :=
 $(BUILD)/gen/sanitizer-include/sanitizer.h:
 	@mkdir -p $(@D) && touch $@

@@ -59,7 +59,9 @@ def library_files():
         root = source_root()
         _make(root, "build/libkcheck.so", "build/.carried")
         build = os.path.join(root, "build")
-        carried = _make(root, "-s", "--no-print-directory", "print-carried").split()
+        # the list is the last line (make may say other things before it)
+        lines = _make(root, "-s", "--no-print-directory", "print-carried").splitlines()
+        carried = lines[-1].split() if lines else []
     else:
         raise SystemExit("kcheck: no libkcheck.so to package: build from the kcheck source tree "
                          "(pip install ./python), or set KCHECK_BUILD_DIR to a build folder")

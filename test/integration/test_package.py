@@ -134,3 +134,17 @@ def test_sdist_carries_the_source_and_builds_its_wheel(tmp_path):
     names = zipfile.ZipFile(whl).namelist()
     assert "kcheck/lib/libkcheck.so" in names and all("kcheck/lib/" + c in names
                                                       for c in CARRIED), names
+
+
+def test_carried_list_is_all_make_prints_without_the_sanitizer_headers():
+    """setup.py reads `make -s print-carried`'s stdout as the files to
+    package. In a fresh venv make's python has no nvidia-cuda-sanitizer-api
+    (PYTHON=false here: no headers found), and make's note about building
+    without the Sanitizer route went to stdout: pip install ./python
+    failed with "missing from the build: .../kcheck:, .../the, ...". The
+    note goes to stderr; stdout is the list."""
+    r = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "print-carried",
+                        "PYTHON=false"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == list(CARRIED), r.stdout
+    assert "without the Sanitizer route" in r.stderr, r.stderr

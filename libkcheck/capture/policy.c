@@ -39,12 +39,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sig_rec *sigs;
 static double check_seconds;
 
-/* Kernels checked clean kernel_clean_limit times, a bit per id, read
- * without the lock by the prefilter: set once, never cleared. */
+/* Kernels checked clean kernel_clean_limit times, or refused for device
+ * memory that many times, a bit per id, read without the lock by the
+ * prefilter: set once, never cleared. refused_ids: those that got there by
+ * refusals (the skip record's reason; the prefilter reads saturated only). */
 #define SATURATED_IDS 65536
 static _Atomic uint64_t saturated[SATURATED_IDS / 64], announced[SATURATED_IDS / 64];
-/* Kernels whose checks were refused for device memory kernel_clean_limit
- * times: the same treatment as saturated ones, another reason. */
 static _Atomic uint64_t refused_ids[SATURATED_IDS / 64];
 
 static int bit_of(_Atomic uint64_t *set, int id) {
@@ -88,22 +88,22 @@ const char *kc_policy_prefilter(const struct kc_kernel *k, uint64_t seq) {
     const char *spent = kc_budget_spent_fast();
     if (spent) return spent;
   }
-  /* A kernel checked clean kernel_clean_limit times: kc_policy_decide
-   * turns away every launch of it that the seeded draw does not sample,
-   * whatever its signature (a new one: kernel_saturated; a known one past
-   * check_first: the sample), so such a launch needs no capture, hash or
-   * lock. A service's steady state is mostly these. The first one goes
-   * on to kc_policy_decide all the same, which writes the kernel's skip
-   * record (once per kernel). */
-  if (kc_opt.kernel_clean_limit >= 0 && (saturated_id(k->id) || bit_of(refused_ids, k->id)) &&
+  /* A kernel checked clean (or refused for device memory)
+   * kernel_clean_limit times: kc_policy_decide turns away every launch of
+   * it that the seeded draw does not sample, whatever its signature (a new
+   * one: kernel_saturated; a known one past check_first: the sample), so
+   * such a launch needs no capture, hash or lock. A service's steady state
+   * is mostly these. The first one goes on to kc_policy_decide all the
+   * same, which writes the kernel's skip record (once per kernel). */
+  if (kc_opt.kernel_clean_limit >= 0 && saturated_id(k->id) &&
       kc_policy_uniform(seq) >= kc_opt.sample) {
     uint64_t bit = 1ull << (k->id % 64);
     if (!(atomic_fetch_or_explicit(&announced[k->id / 64], bit, memory_order_relaxed) & bit))
       return NULL;
-    return saturated_id(k->id)
-               ? "not sampled (kernel already checked clean kernel_clean_limit times)"
-               : "not sampled (kernel's checks refused for device memory "
-                 "kernel_clean_limit times)";
+    return bit_of(refused_ids, k->id)
+               ? "not sampled (kernel's checks refused for device memory "
+                 "kernel_clean_limit times)"
+               : "not sampled (kernel already checked clean kernel_clean_limit times)";
   }
   return NULL;
 }
@@ -268,8 +268,10 @@ void kc_policy_refused(int kernel_id) {
   struct kernel_rec *k = kernel_rec(kernel_id);
   if (k) k->refused++;
   if (k && kc_opt.kernel_clean_limit >= 0 && k->refused >= kc_opt.kernel_clean_limit &&
-      k->id >= 0 && k->id < SATURATED_IDS)
+      k->id >= 0 && k->id < SATURATED_IDS) {
     atomic_fetch_or_explicit(&refused_ids[k->id / 64], 1ull << (k->id % 64), memory_order_relaxed);
+    atomic_fetch_or_explicit(&saturated[k->id / 64], 1ull << (k->id % 64), memory_order_relaxed);
+  }
   pthread_mutex_unlock(&lock);
 }
 

@@ -136,7 +136,8 @@ static void not_device_remember(uint64_t w, uint64_t epoch) {
   atomic_store_explicit(&set[victim], not_device_entry(w, epoch), memory_order_relaxed);
 }
 
-void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
+void kc_capture_pointers(struct kc_launch_info *li, enum kc_ptr_lookup lookup) {
+  int remember_misses = lookup == KC_PTRS_REMEMBER_MISSES;
   size_t nwords = li->param_size / 8;
   if (!nwords) return;
   /* Every entry below nptrs is written whole; nothing reads past it. */
@@ -168,7 +169,7 @@ void kc_capture_pointers(struct kc_launch_info *li, int remember_misses) {
      * like addresses (a parameter struct holds many that do not). */
     CUdeviceptr base = 0;
     size_t size = 0;
-    if (!kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
+    if (lookup == KC_PTRS_MAP_ONLY || !kc_addr_like(w) || !kc_drv.cuMemGetAddressRange_v2) continue;
     if (remember_misses && not_device_known(w, epoch)) {
       remembered++;
       continue;

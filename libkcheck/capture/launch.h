@@ -78,6 +78,9 @@ struct kc_launch_info {
   const char *param_form; /* "params", "extra", "none", "unknown" */
   struct kc_ptr *ptrs;    /* owned */
   int nptrs;
+  /* The check resolves the pointers itself, under the world lock
+   * (kc_shadow_begin): ptrs is empty until then. */
+  int ptrs_pending;
   CUlaunchAttribute attrs[KC_MAX_ATTRS];
   int nattrs;
   uint64_t signature;               /* set when the launch is considered for checking */
@@ -88,11 +91,17 @@ struct kc_launch_info {
 
 /* Fills grid/block/stream/attributes and packs the parameter bytes. */
 int kc_capture(struct kc_launch_info *li, struct kc_kernel *k, const struct kc_launch_args *a);
+/* How kc_capture_pointers treats address-like words kcheck's map does not
+ * know. */
+enum kc_ptr_lookup {
+  KC_PTRS_ASK_DRIVER,      /* asks the driver about each (a check) */
+  KC_PTRS_REMEMBER_MISSES, /* skips words the driver recently said are no
+                            * device memory (trace records; never a check) */
+  KC_PTRS_MAP_ONLY         /* leaves them out: the map's allocations only */
+};
 /* Scans every 8-byte-aligned word of the parameter bytes for device
- * pointers: kcheck's allocation map, then the driver for address-like words
- * it does not know. remember_misses: skip the driver for words it recently
- * said are no device memory (trace records; never for a check). */
-void kc_capture_pointers(struct kc_launch_info *li, int remember_misses);
+ * pointers: kcheck's allocation map, then (by lookup) the driver. */
+void kc_capture_pointers(struct kc_launch_info *li, enum kc_ptr_lookup lookup);
 void kc_capture_free(struct kc_launch_info *li);
 /* Writes the `launch` record (trace=1) of li; stack_json: the serialised
  * stack object (trace=2) or NULL. Formatted without jansson. */

@@ -50,13 +50,14 @@ static CUresult checked_launch(struct kc_launch_info *li) {
   }
   if (kc_opt.check_lock) {
     /* Another thread may have freed an allocation between the capture and
-     * the lock (a false pointer's, or save_all's): resolve the pointers
-     * again now that no one can free anything until the check is over. */
+     * the lock (a false pointer's, or save_all's): the check resolves the
+     * pointers itself (kc_shadow_begin), now that no one can free anything
+     * until it is over, and only once it knows the check may run. */
     kc_guard_enter();
     free(li->ptrs);
     li->ptrs = NULL;
     li->nptrs = 0;
-    kc_capture_pointers(li, 0);
+    li->ptrs_pending = 1;
     kc_guard_leave();
   }
   CUstreamCaptureMode mode;
@@ -133,7 +134,8 @@ CUresult kc_on_graph_kernel(const struct kc_launch_args *a, const struct kc_grap
       }
     }
     /* The world is held: pointers resolved now stay valid for the check. */
-    if (check || kc_opt.graph_uninit) kc_capture_pointers(&li, check ? 0 : 1);
+    if (check || kc_opt.graph_uninit)
+      kc_capture_pointers(&li, check ? KC_PTRS_ASK_DRIVER : KC_PTRS_REMEMBER_MISSES);
   }
   kc_guard_leave();
   /* Only inside a replay, which records its whole cost (kcheck's time of
@@ -238,7 +240,7 @@ static CUresult on_launch(const struct kc_launch_args *a) {
    * the words the driver did not know (stale stack bytes recur). */
   if (ok &&
       ((check && !kc_opt.check_lock) || kc_opt.trace || kc_opt.stream_races || kc_opt.graph_uninit))
-    kc_capture_pointers(&li, check ? 0 : 1);
+    kc_capture_pointers(&li, check ? KC_PTRS_ASK_DRIVER : KC_PTRS_REMEMBER_MISSES);
   t = kc_prof_lap(KC_PS_pointers, t);
   if (ok && kc_opt.graph_uninit) kc_uninit_touch_launch(&li);
   kc_guard_leave();

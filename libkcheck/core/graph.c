@@ -276,7 +276,7 @@ static void collect_accesses(struct gexec *e) {
       li.inline_buf = buf;
       li.inline_cap = sizeof buf;
       if (kc_capture(&li, k, &a) == 0 && strcmp(li.param_form, "unknown")) {
-        kc_capture_pointers(&li, 1);
+        kc_capture_pointers(&li, KC_PTRS_REMEMBER_MISSES);
         for (int j = 0; j < li.nptrs; j++)
           add_access(e, li.ptrs[j].value, 1, 0, k, li.ptrs[j].offset);
       }

@@ -270,12 +270,12 @@ int kc_shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char *
   return rc;
 }
 
-static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
-  memset(s, 0, sizeof *s);
-  s->li = li;
-  s->stream = li->stream;
-  s->t_start = kc_now_s();
-  s->snapshot_ms = s->kernel_ms = -1;
+/* The regions of li's pointers and the device memory their check needs;
+ * -1 (why set, regions freed) when the check cannot run: managed memory,
+ * or more memory than mem_budget, device_mem_budget or the device's free
+ * memory allow (memory_refused). *staged: the staging bytes. */
+static int collect_and_fit(struct kc_shadow *s, struct kc_launch_info *li, const char **why,
+                           uint64_t *staged) {
   int c = collect(s, li);
   if (c > 0)
     return fail(s, why,
@@ -290,24 +290,60 @@ static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const ch
     return fail(s, why, "snapshot larger than mem_budget");
   }
   /* result slots: 16 bytes a region, 16 more for its hash */
-  uint64_t staged = 32u * (1 + ZEROED_SETS) * (uint64_t)s->nregions + SLOT_ALIGN;
+  *staged = 32u * (1 + ZEROED_SETS) * (uint64_t)s->nregions + SLOT_ALIGN;
   for (int i = 0; i < s->nregions; i++)
-    staged += 2 * aligned(s->regions[i].size);
+    *staged += 2 * aligned(s->regions[i].size);
   /* A staging buffer kept from an earlier check is reused when it is large
    * enough, else given back before a larger one is made. */
   uint64_t have = kc_staging_size();
   size_t free_b = 0, total_b = 0;
-  if (staged > have && kc_drv.cuMemGetInfo_v2 &&
+  if (*staged > have && kc_drv.cuMemGetInfo_v2 &&
       kc_drv.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
-      staged + (256u << 20) > free_b + have) {
+      *staged + (256u << 20) > free_b + have) {
     /* Never make the application run out of memory because of a check. */
     s->memory_refused = 1;
     return fail(s, why, "not enough free device memory for the snapshot");
   }
-  if (!kc_staging_fits(staged)) {
+  if (!kc_staging_fits(*staged)) {
     s->memory_refused = 1;
     return fail(s, why, kc_devmem_refused());
   }
+  return 0;
+}
+
+/* Pointers the check resolves itself (li->ptrs_pending, under the world
+ * lock): first from kcheck's map alone. When those allocations already
+ * cannot be checked, neither can the launch (more pointers only add
+ * regions), and the driver is never asked about the other address-like
+ * words: a kernel with a per-step scalar is a new signature at every step,
+ * and an optimizer's multi-tensor struct has ~90 such words (int pairs),
+ * about 0.4 ms of driver queries per refused check on the H200. */
+static int resolve_pending(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
+  if (!li->ptrs_pending) return 0;
+  li->ptrs_pending = 0;
+  KC_ASSERT(!li->ptrs && !li->nptrs);
+  kc_capture_pointers(li, KC_PTRS_MAP_ONLY);
+  uint64_t staged = 0;
+  if (collect_and_fit(s, li, why, &staged)) return -1;
+  free_regions(s);
+  s->saved_bytes = s->managed_left_out_bytes = 0;
+  s->managed_left_out = 0;
+  free(li->ptrs);
+  li->ptrs = NULL;
+  li->nptrs = 0;
+  kc_capture_pointers(li, KC_PTRS_ASK_DRIVER);
+  return 0;
+}
+
+static int shadow_begin(struct kc_shadow *s, struct kc_launch_info *li, const char **why) {
+  memset(s, 0, sizeof *s);
+  s->li = li;
+  s->stream = li->stream;
+  s->t_start = kc_now_s();
+  s->snapshot_ms = s->kernel_ms = -1;
+  if (resolve_pending(s, li, why)) return -1;
+  uint64_t staged = 0;
+  if (collect_and_fit(s, li, why, &staged)) return -1;
   double w0 = kc_now_s();
   CUresult synced = kc_sync_device();
   s->wait_ms = 1e3 * (kc_now_s() - w0);

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT, by_type, run
+from conftest import CTYPES_APP, FAKECUDA, ROOT, by_type, run
 
 
 def allocated(path):
@@ -194,3 +194,31 @@ def test_a_kernel_refused_for_memory_at_every_step_stops_being_asked(app, tmp_pa
     assert len([s for s in got if s.startswith("device_mem_budget:")]) == 3, got
     got = skips("device_mem_budget=4K:kernel_clean_limit=-1", "never")
     assert len([s for s in got if s.startswith("device_mem_budget:")]) == 100, got
+
+
+def test_a_check_the_cap_refuses_asks_the_driver_about_no_word(tmp_path):
+    """A check resolves the launch's pointers under the world lock, first
+    from kcheck's allocation map alone: when those allocations already need
+    more than device_mem_budget, it is refused there, and the driver is not
+    asked about the struct's other address-like words (an optimizer's
+    multi-tensor struct has ~90, asked at every step's refusal before).
+    The junk struct: three real pointers among 125 such int pairs a
+    variant. Without the cap, the same checks ask the driver about them."""
+    def run_junk(sub, options):
+        d = tmp_path / sub
+        d.mkdir()
+        r = run([sys.executable, CTYPES_APP, "junk", "--lib", FAKECUDA + "/libcuda.so.1"], d,
+                options="profile=1:" + options, stock=True)
+        assert r.rc == 0, r.err
+        recs = r.only_report()
+        end = [p for p in by_type(recs, "profile") if p["at"] == "exit"][0]
+        queries = end["driver_calls"].get("cuMemGetAddressRange_v2", {}).get("n", 0)
+        ti = lambda t: [x for x in by_type(recs, t) if "ti_add_kernel" in x["kernel_name"]]
+        return queries, ti("check"), [s["reason"] for s in ti("skip")]
+
+    queries, checks, skips = run_junk("open", "")
+    assert checks and queries >= 125 * len(checks), (queries, len(checks), skips)
+    queries, checks, skips = run_junk("capped", "device_mem_budget=1")
+    assert not checks, skips
+    assert [s for s in skips if s.startswith("device_mem_budget:")], skips
+    assert queries == 0, (queries, skips)

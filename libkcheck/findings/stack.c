@@ -14,6 +14,7 @@
 #include <libunwind.h>
 
 #include "options.h"
+#include "prof.h"
 #include "pyframes.h"
 #include "report.h"
 #include "stack_snap.h"
@@ -330,14 +331,23 @@ json_t *kc_stack_snap_host(const struct kc_stack_snap *snap) {
   return frames;
 }
 
-/* Stacks of tracked operations by key: direct-mapped, a few MiB at most. A
- * thread that finds the table busy takes its stack whole; a forked child
- * starts with it free. */
-#define REUSE_SLOTS 512
-static struct {
+/* Stacks of tracked operations by key: 4-way set-associative, the least
+ * recently used of a set replaced. A serving loop tracks a few hundred
+ * (operation, Python line) pairs at every step: a direct-mapped table of
+ * 512 slots indexed by the key's low bits (the key's lowest bit always
+ * set) lost most of them to collisions, and each miss takes a whole native
+ * stack (measured: stream_races=1 over 300 call sites cost 53 us a launch
+ * with it, 3 us with enough room). At most REUSE_SETS * REUSE_WAYS stacks
+ * are kept. A thread that finds the table busy takes its stack whole; a
+ * forked child starts with it free. */
+#define REUSE_SETS 512
+#define REUSE_WAYS 4
+static struct reuse_slot {
   uint64_t key;
+  uint64_t used; /* reuse_clock at the last hit or fill */
   json_t *stack;
-} reuse[REUSE_SLOTS];
+} reuse[REUSE_SETS][REUSE_WAYS];
+static uint64_t reuse_clock;
 static atomic_flag reuse_busy = ATOMIC_FLAG_INIT;
 
 static void reuse_child(void) { atomic_flag_clear(&reuse_busy); }
@@ -361,23 +371,50 @@ static uint64_t python_key(uint64_t salt) {
   return h == start ? 0 : (h | 1);
 }
 
+static struct reuse_slot *reuse_set(uint64_t key) { return reuse[mix64(key) % REUSE_SETS]; }
+
+/* Under reuse_busy: the set's slot holding key, else NULL. */
+static struct reuse_slot *reuse_find(struct reuse_slot *set, uint64_t key) {
+  for (int w = 0; w < REUSE_WAYS; w++)
+    if (set[w].key == key && set[w].stack) return &set[w];
+  return NULL;
+}
+
+/* Under reuse_busy: where key goes (an empty slot, else the least recently
+ * used). */
+static struct reuse_slot *reuse_victim(struct reuse_slot *set) {
+  struct reuse_slot *v = &set[0];
+  for (int w = 0; w < REUSE_WAYS; w++) {
+    if (!set[w].stack) return &set[w];
+    if (set[w].used < v->used) v = &set[w];
+  }
+  return v;
+}
+
 __attribute__((noinline)) json_t *kc_stack_json_reused(int skip, uint64_t salt) {
   uint64_t key = kc_opt.python_stack ? python_key(salt) : 0;
-  unsigned slot = (unsigned)(key % REUSE_SLOTS);
-  if (key && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
-    json_t *hit = reuse[slot].key == key ? json_incref(reuse[slot].stack) : NULL;
+  struct reuse_slot *set = key ? reuse_set(key) : NULL;
+  if (set && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
+    struct reuse_slot *hit = reuse_find(set, key);
+    json_t *st = hit ? json_incref(hit->stack) : NULL;
+    if (hit) hit->used = ++reuse_clock;
     atomic_flag_clear_explicit(&reuse_busy, memory_order_release);
-    if (hit) return hit;
+    if (st) {
+      kc_prof_count(KC_PC_stack_reused, 1);
+      return st;
+    }
   }
+  kc_prof_count(KC_PC_stack_taken, 1);
   /* this function and stack_json's own frame are the two skip counts */
   json_t *st = stack_json(skip + 1, 0);
   if (!key || !st) return st;
   json_t *kept = json_deep_copy(st);
   if (kept) json_object_set_new(kept, "reused", json_true());
   if (kept && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
-    json_t *old = reuse[slot].stack;
-    reuse[slot].key = key;
-    reuse[slot].stack = kept;
+    struct reuse_slot *slot = reuse_find(set, key);
+    if (!slot) slot = reuse_victim(set);
+    json_t *old = slot->stack;
+    *slot = (struct reuse_slot){key, ++reuse_clock, kept};
     kept = old;
     atomic_flag_clear_explicit(&reuse_busy, memory_order_release);
   }

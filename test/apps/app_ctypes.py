@@ -3,7 +3,7 @@
 libcuda.so.1 through ctypes (dlopen + dlsym, like Triton's launchers):
 allocate, load a module, launch, copy back, check.
 
-usage: app_ctypes.py [basic|races|annotate|junk|streams|bugs|graph] [--lib PATH] [--launch-via LIB]
+usage: app_ctypes.py [basic|races|annotate|junk|streams|bugs|graph|sites] [--lib PATH] [--launch-via LIB]
 annotate: launches declared through kcheck's annotation API (kcheck.h),
 when libkcheck.so is loaded: a correct vecadd, a wrong exp, an fp16-
 accumulating GEMM, a vecadd declared as `sub`, and launches the annotation
@@ -22,6 +22,9 @@ from the same lines: three rounds copy x host->device on one stream
 the other (compute: scale, vecadd, scale) with no wait between them; the
 second is one unordered copy of y and a kernel reading it, from two other
 lines. Two bugs, the first with three occurrences.
+sites: a step of SITES_N launches of vecadd on one stream, each from a
+Python function of its own (a serving loop's many call sites), SITES_ROUNDS
+steps from one line.
 graph: the racy last_writer captured into a CUDA graph on a stream, the
 graph launched twice (replay); ctypes releases the GIL around each launch,
 as torch.cuda.CUDAGraph.replay does.
@@ -246,6 +249,31 @@ def streams(d, func, alloc):
     return int(host[10] != want)
 
 
+SITES_N = int(os.environ.get("APP_CTYPES_SITES", "300"))
+SITES_ROUNDS = 4
+
+
+def sites(d, func, alloc):
+    s = C.c_void_p()
+    d.cuStreamCreate(C.byref(s), 1)
+    x, y = alloc(4 * N), alloc(4 * N)
+    env = {"launch": launch, "d": d, "vecadd": func(b"_Z6vecaddPKfS0_Pfi"), "x": x, "y": y,
+           "C": C, "s": s}
+    calls = []
+    for k in range(SITES_N):
+        # a code object of its own per site: its own Python frames
+        exec("def site_%d():\n    launch(d, vecadd, 1, 128, x, x, y, C.c_int(0), stream=s)\n" % k,
+             env)
+        calls.append(env["site_%d" % k])
+    for _ in range(SITES_ROUNDS):
+        for call in calls:
+            call()
+    d.cuCtxSynchronize()
+    d.cuStreamDestroy_v2(s)
+    print("%s: sites launches %d" % (NAME, SITES_N * SITES_ROUNDS))
+    return 0
+
+
 def bugs(d, func, alloc):
     s1, s2 = C.c_void_p(), C.c_void_p()
     d.cuStreamCreate(C.byref(s1), 1)  # CU_STREAM_NON_BLOCKING
@@ -340,8 +368,9 @@ def main():
             VIA.append(via)
         else:
             mode = a
-    if mode not in ("basic", "races", "annotate", "junk", "streams", "bugs", "graph"):
-        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams, bugs, graph)\n"
+    if mode not in ("basic", "races", "annotate", "junk", "streams", "bugs", "graph", "sites"):
+        sys.stderr.write("%s: unknown mode %r (basic, races, annotate, junk, streams, bugs, graph, "
+                         "sites)\n"
                          % (NAME, mode))
         return 2
     d = Driver(path)
@@ -401,6 +430,8 @@ def main():
         failures += streams(d, func, alloc)
     elif mode == "bugs":
         failures += bugs(d, func, alloc)
+    elif mode == "sites":
+        failures += sites(d, func, alloc)
     elif mode == "graph":
         failures += graph(d, func, alloc)
     else:

@@ -219,3 +219,19 @@ def test_one_finding_per_bug(tmp_path):
     assert junit.count('type="stream_order"') == 2 and "(%d occurrences)" % len(every) in junit
     page = khtml.render(rep)
     assert "&times;%d (occurrences)" % len(every) in page and "sites: " in page
+
+
+def test_tracked_stacks_of_many_call_sites_are_kept(tmp_path):
+    """A serving loop tracks a few hundred (operation, Python line) pairs at
+    every step. 300 call sites launched in 4 rounds from one line: each
+    site's stack is taken once and reused in the next three rounds (a
+    direct-mapped table of 512 slots lost most of them to collisions, and
+    every miss takes a whole native stack: stream_races=1 cost ~5x a
+    launch's time over such a loop)."""
+    r = run([sys.executable, CTYPES_APP, "sites", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
+            options="stream_races=1:gates=none:profile=1", stock=True)
+    assert r.rc == 0, r.err
+    assert "sites launches 1200" in r.out
+    end = [p for p in by_type(r.only_report(), "profile") if p["at"] == "exit"][0]
+    assert end["counts"]["stack_taken"] == 300, end["counts"]
+    assert end["counts"]["stack_reused"] == 900, end["counts"]

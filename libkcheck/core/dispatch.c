@@ -245,7 +245,10 @@ static CUresult on_launch(const struct kc_launch_args *a) {
   if (ok && kc_opt.graph_uninit) kc_uninit_touch_launch(&li);
   kc_guard_leave();
   /* Ordering against other streams' work, before the launch runs. */
-  if (ok && kc_opt.stream_races) kc_streams_launch(&li);
+  if (ok && kc_opt.stream_races) {
+    kc_streams_launch(&li);
+    t = kc_prof_lap(KC_PS_streams, t);
+  }
   /* A new race with an earlier write: this launch is checked, so the
    * stream_delay gate can show what the race changes (once per pair). */
   if (ok && li.delay.n && !check && check_hook && strcmp(li.param_form, "unknown") &&

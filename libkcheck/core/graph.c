@@ -16,6 +16,7 @@
 #include "log.h"
 #include "options.h"
 #include "policy.h"
+#include "prof.h"
 #include "report.h"
 #include "serving.h"
 #include "shadow.h"
@@ -794,7 +795,9 @@ static CUresult on_graph_launch(CUgraphExec exec, CUstream stream, int ptsz,
     /* The launch as one operation of its stream, before it runs. */
     char what[48];
     snprintf(what, sizeof what, "cuGraphLaunch (CUDA graph %ld)", id);
+    uint64_t t = kc_prof_now();
     kc_streams_op(stream, ptsz, 0, what, acc, nacc);
+    kc_prof_lap(KC_PS_streams, t);
     free(acc);
   }
   atomic_fetch_add(&kc_count.graph_kernel_launches, kernels);

@@ -129,9 +129,13 @@ static void py_lookup_locked(void) {
 }
 
 /* Whether the interpreter's API is known; looked up until found (Python
- * may be loaded after kcheck). */
+ * may be loaded after kcheck), at every 1024th call while not. */
 static int py_available(void) {
   if (atomic_load_explicit(&py_ready, memory_order_acquire)) return 1;
+  /* Not (yet) a Python process: the symbols are looked up again only now
+   * and then (an interpreter may be loaded later), not at every stack. */
+  static atomic_uint misses;
+  if (atomic_fetch_add_explicit(&misses, 1, memory_order_relaxed) % 1024) return 0;
   pthread_mutex_lock(&py_mutex);
   if (!atomic_load_explicit(&py_ready, memory_order_relaxed)) {
     py_lookup_locked();
@@ -391,8 +395,30 @@ static struct reuse_slot *reuse_victim(struct reuse_slot *set) {
   return v;
 }
 
+/* The key of this thread's native return addresses and salt, for a stack
+ * without Python frames (autograd's and other C++ threads, or
+ * python_stack=0): libunwind's fast trace reads them in a few
+ * microseconds, where unwinding and writing a whole stack costs tens
+ * (python_stack=0 on the stand-in: 50 us a tracked launch) and more
+ * through libtorch's frames. Equal addresses are an equal host stack, so
+ * the stack kept for them is this operation's own. 0 when none were read. */
+static uint64_t native_key(uint64_t salt) {
+  void *pcs[MAX_FRAMES + 8];
+  int n = unw_backtrace(pcs, (int)(sizeof pcs / sizeof *pcs));
+  if (n <= 0) return 0;
+  uint64_t h = mix64(salt ^ 0x2545f4914f6cdd1dull);
+  for (int i = 0; i < n; i++)
+    h = mix64((h ^ (uint64_t)(uintptr_t)pcs[i]) + 0x9e3779b97f4a7c15ull);
+  return h | 1;
+}
+
 __attribute__((noinline)) json_t *kc_stack_json_reused(int skip, uint64_t salt) {
   uint64_t key = kc_opt.python_stack ? python_key(salt) : 0;
+  /* Only where the stack holds no Python frames: a Python thread whose
+   * frames could not be keyed may still have them read into its stack,
+   * and other lines share its native addresses. */
+  if (!key && (!kc_opt.python_stack || !py_available() || !py.this_thread_state()))
+    key = native_key(salt);
   struct reuse_slot *set = key ? reuse_set(key) : NULL;
   if (set && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
     struct reuse_slot *hit = reuse_find(set, key);

@@ -133,9 +133,9 @@ def test_tracked_stacks_of_a_python_program(tmp_path, python_stack):
     """The race is in the last of 4 rounds launched from the same lines:
     with Python frames to key on (python_stack=2 takes the GIL back from
     ctypes), both sides' stacks are those kept from the first round
-    (marked reused) and name the right lines; without (python_stack=0) each
-    operation's stack is taken whole. kcheck's own frames are never in the
-    evidence."""
+    (marked reused) and name the right lines; without (python_stack=0) they
+    are keyed on the native return addresses, reused too and hold no Python
+    frames. kcheck's own frames are never in the evidence."""
     r = run([sys.executable, CTYPES_APP, "streams", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
             options="stream_races=1:python_stack=%d" % python_stack, stock=True)
     assert r.rc == 0, r.err
@@ -150,11 +150,11 @@ def test_tracked_stacks_of_a_python_program(tmp_path, python_stack):
         for side, line in (("first", scale_line), ("second", vecadd_line)):
             st = ev[side]["stack"]
             assert st["host"] and not any("libkcheck" in f["module"] for f in st["host"]), st
+            assert st.get("reused") is True
             if python_stack:
-                assert st.get("reused") is True
                 assert [f["line"] for f in st["python"] if f["function"] == "streams"] == [line]
             else:
-                assert "reused" not in st and "python" not in st
+                assert "python" not in st
 
 
 def test_one_finding_per_bug(tmp_path):
@@ -221,17 +221,36 @@ def test_one_finding_per_bug(tmp_path):
     assert "&times;%d (occurrences)" % len(every) in page and "sites: " in page
 
 
-def test_tracked_stacks_of_many_call_sites_are_kept(tmp_path):
+@pytest.mark.parametrize("python_stack", [1, 0])
+def test_tracked_stacks_of_many_call_sites_are_kept(tmp_path, python_stack):
     """A serving loop tracks a few hundred (operation, Python line) pairs at
     every step. 300 call sites launched in 4 rounds from one line: each
     site's stack is taken once and reused in the next three rounds (a
     direct-mapped table of 512 slots lost most of them to collisions, and
     every miss takes a whole native stack: stream_races=1 cost ~5x a
-    launch's time over such a loop)."""
+    launch's time over such a loop). Without Python frames (python_stack=0)
+    the key is the native return addresses, the interpreter's own and the
+    same for every site here: one stack taken, reused by every launch."""
     r = run([sys.executable, CTYPES_APP, "sites", "--lib", FAKECUDA + "/libcuda.so.1"], tmp_path,
-            options="stream_races=1:gates=none:profile=1", stock=True)
+            options="stream_races=1:gates=none:profile=1:python_stack=%d" % python_stack,
+            stock=True)
     assert r.rc == 0, r.err
     assert "sites launches 1200" in r.out
     end = [p for p in by_type(r.only_report(), "profile") if p["at"] == "exit"][0]
-    assert end["counts"]["stack_taken"] == 300, end["counts"]
-    assert end["counts"]["stack_reused"] == 900, end["counts"]
+    taken = 300 if python_stack else 1
+    assert end["counts"]["stack_taken"] == taken, end["counts"]
+    assert end["counts"]["stack_reused"] == 1200 - taken, end["counts"]
+
+
+def test_tracked_stacks_of_a_c_program_are_keyed_on_return_addresses(app, tmp_path):
+    """A program with no Python frames (a C++ service, or autograd's
+    threads): a tracked operation's stack is keyed on its native return
+    addresses, so a loop's operations reuse the stacks of its first step
+    instead of unwinding and writing each one whole. app_linked steps100:
+    100 steps of the same launches, a handful of stacks taken."""
+    r = run([app("app_linked"), "steps100"], tmp_path,
+            options="stream_races=1:gates=none:profile=1")
+    assert r.rc == 0, r.err
+    end = [p for p in by_type(r.only_report(), "profile") if p["at"] == "exit"][0]
+    taken, reused = end["counts"]["stack_taken"], end["counts"]["stack_reused"]
+    assert 0 < taken <= 10 and reused >= 190, end["counts"]

@@ -12,6 +12,9 @@ import statistics
 
 from kcheck import _defs
 
+# How the value gates write a worst error that is not finite (gates/judge.c).
+_NONFINITE_ERRORS = ("nan", "inf", "-inf")
+
 SCHEMA = "kcheck.report/2"
 
 
@@ -74,7 +77,11 @@ class Report:
             for gate, e in (c.get("gates") or {}).items():
                 if not isinstance(e, dict):
                     continue
-                why = e.get("error")  # a value gate's "error" is a number, not this
+                why = e.get("error")
+                # a value gate's "error" is its worst error: a number, or
+                # "nan", "inf", "-inf" where it is not finite
+                if why in _NONFINITE_ERRORS:
+                    why = None
                 if e.get("status") == _defs.STATUS_ERROR or isinstance(why, str):
                     out.append((self.kernel_name(c), gate,
                                 why if isinstance(why, str) else "?", e.get("error_run")))

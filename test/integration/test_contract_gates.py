@@ -9,6 +9,7 @@ gates on the application's own inputs."""
 import collections
 import math
 import os
+import subprocess
 import sys
 
 from conftest import ROOT, by_type, run
@@ -219,3 +220,19 @@ def test_oracle_flags_numerical_bugs(app, tmp_path):
     assert "fill_i32" not in checks
     assert checks["tail_unwritten"]["class"] == "fail_special", checks["tail_unwritten"]
     assert viol["tail_unwritten"]["evidence"]["inputs"]["rhs"] == 1.0
+
+
+def test_a_non_finite_worst_error_is_not_a_gate_that_failed_to_run(app, tmp_path):
+    """A value gate writes a worst error that is not finite as "nan" or
+    "inf" (tail_unwritten's poison, exp_fast_wrong's overflow): judged
+    entries, not ones that failed to run. `kcheck report` listed them as
+    failed ("9 gate entries failed to run" on the demo's contracts)."""
+    r, recs = contracts_run(app, tmp_path)
+    strings = [(name(c), g, e["error"]) for c in by_type(recs, "check")
+               for g, e in (c.get("gates") or {}).items()
+               if isinstance(e, dict) and isinstance(e.get("error"), str)]
+    assert strings and all(err in ("nan", "inf", "-inf") for _, _, err in strings), strings
+    rep = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "kcheck"), "report",
+                          r.reports[0]], capture_output=True, text=True, timeout=60)
+    assert "verdict:" in rep.stdout, rep.stdout
+    assert "failed to run" not in rep.stdout, rep.stdout

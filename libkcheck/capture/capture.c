@@ -16,6 +16,7 @@
 #include "own.h"
 #include "prof.h"
 #include "report.h"
+#include "stack.h"
 
 static void copy_config(struct kc_launch_info *li, const struct kc_launch_args *a) {
   if (a->entry == KC_LE_KERNEL_EX && a->config) {
@@ -200,7 +201,7 @@ out:
 void kc_capture_free(struct kc_launch_info *li) {
   if (li->param_buf != li->inline_buf) free(li->param_buf);
   free(li->ptrs);
-  if (li->delay.stack) json_decref(li->delay.stack);
+  kc_stack_unref(li->delay.stack);
   li->param_buf = NULL;
   li->ptrs = NULL;
   li->delay.stack = NULL;

@@ -100,7 +100,7 @@ static void arrive(int i) {
 }
 
 static void rec_clear(struct rec *r) {
-  if (r->stack) json_decref(r->stack);
+  kc_stack_unref(r->stack);
   memset(r, 0, sizeof *r);
 }
 
@@ -134,8 +134,8 @@ static void note(struct race *out, int *n, const struct rec *first, int fw, cons
   struct race *x = &out[(*n)++];
   x->first = *first;
   x->second = *now;
-  if (x->first.stack) json_incref(x->first.stack);
-  if (x->second.stack) json_incref(x->second.stack);
+  kc_stack_ref(x->first.stack);
+  kc_stack_ref(x->second.stack);
   x->first_write = fw, x->second_write = nw, x->addr = addr;
 }
 
@@ -169,7 +169,7 @@ static void access_one(const struct kc_access *a, const struct rec *now, struct 
   rec_clear(slot);
   *slot = *now;
   slot->size = a->size;
-  if (slot->stack) json_incref(slot->stack);
+  kc_stack_ref(slot->stack);
 }
 
 #define FNV_BASIS 1469598103934665603ull
@@ -252,7 +252,7 @@ static void note_delays(const struct race *races, int n, struct kc_launch_info *
     li->delay.size[li->delay.n++] = x->first.size;
     snprintf(li->delay.what, sizeof li->delay.what, "%s", x->first.what);
     li->delay.stream = x->first.s;
-    if (x->first.stack && !li->delay.stack) li->delay.stack = json_incref(x->first.stack);
+    if (x->first.stack && !li->delay.stack) li->delay.stack = kc_stack_ref(x->first.stack);
   }
 }
 
@@ -274,7 +274,7 @@ static void op(int i, const char *what, const struct kc_access *acc, int nacc,
   if (sync) join(&host, &vc[i]);
   if (li && n) note_delays(races, n, li);
   pthread_mutex_unlock(&lock);
-  if (stack) json_decref(stack);
+  kc_stack_unref(stack);
   for (int r = 0; r < n; r++) {
     kc_guard_enter();
     report(&races[r], li);

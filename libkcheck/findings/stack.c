@@ -4,6 +4,7 @@
 #include "stack.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -354,7 +355,27 @@ static struct reuse_slot {
 static uint64_t reuse_clock;
 static atomic_flag reuse_busy = ATOMIC_FLAG_INIT;
 
-static void reuse_child(void) { atomic_flag_clear(&reuse_busy); }
+static pthread_mutex_t ref_lock = PTHREAD_MUTEX_INITIALIZER;
+
+json_t *kc_stack_ref(json_t *stack) {
+  if (!stack) return NULL;
+  pthread_mutex_lock(&ref_lock);
+  json_incref(stack);
+  pthread_mutex_unlock(&ref_lock);
+  return stack;
+}
+
+void kc_stack_unref(json_t *stack) {
+  if (!stack) return;
+  pthread_mutex_lock(&ref_lock);
+  json_decref(stack);
+  pthread_mutex_unlock(&ref_lock);
+}
+
+static void reuse_child(void) {
+  atomic_flag_clear(&reuse_busy);
+  pthread_mutex_init(&ref_lock, NULL);
+}
 __attribute__((constructor)) static void reuse_atfork(void) {
   pthread_atfork(NULL, NULL, reuse_child);
 }
@@ -397,14 +418,18 @@ static struct reuse_slot *reuse_victim(struct reuse_slot *set) {
 
 /* The key of this thread's native return addresses and salt, for a stack
  * without Python frames (autograd's and other C++ threads, or
- * python_stack=0): libunwind's fast trace reads them in a few
- * microseconds, where unwinding and writing a whole stack costs tens
- * (python_stack=0 on the stand-in: 50 us a tracked launch) and more
- * through libtorch's frames. Equal addresses are an equal host stack, so
- * the stack kept for them is this operation's own. 0 when none were read. */
+ * python_stack=0): glibc's backtrace reads them in a few microseconds,
+ * where naming their modules and writing the stack's JSON costs tens
+ * (python_stack=0 over the stand-in's 300-site loop: 50 us a tracked
+ * launch before, ~16 with the key, ~8 plain) and more through libtorch's
+ * frames. Equal addresses are an equal host stack, so the stack kept for
+ * them is this operation's own. 0 when none were read. Not libunwind's
+ * unw_backtrace: its per-thread cache's destructor runs at thread exit
+ * after ThreadSanitizer has let the thread go (test-tsan crashed); nor its
+ * unw_step, three times slower here. */
 static uint64_t native_key(uint64_t salt) {
   void *pcs[MAX_FRAMES + 8];
-  int n = unw_backtrace(pcs, (int)(sizeof pcs / sizeof *pcs));
+  int n = backtrace(pcs, (int)(sizeof pcs / sizeof *pcs));
   if (n <= 0) return 0;
   uint64_t h = mix64(salt ^ 0x2545f4914f6cdd1dull);
   for (int i = 0; i < n; i++)
@@ -422,7 +447,7 @@ __attribute__((noinline)) json_t *kc_stack_json_reused(int skip, uint64_t salt) 
   struct reuse_slot *set = key ? reuse_set(key) : NULL;
   if (set && !atomic_flag_test_and_set_explicit(&reuse_busy, memory_order_acquire)) {
     struct reuse_slot *hit = reuse_find(set, key);
-    json_t *st = hit ? json_incref(hit->stack) : NULL;
+    json_t *st = hit ? kc_stack_ref(hit->stack) : NULL;
     if (hit) hit->used = ++reuse_clock;
     atomic_flag_clear_explicit(&reuse_busy, memory_order_release);
     if (st) {
@@ -444,7 +469,7 @@ __attribute__((noinline)) json_t *kc_stack_json_reused(int skip, uint64_t salt) 
     kept = old;
     atomic_flag_clear_explicit(&reuse_busy, memory_order_release);
   }
-  if (kept) json_decref(kept);
+  kc_stack_unref(kept);
   return st;
 }
 

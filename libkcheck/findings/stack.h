@@ -32,5 +32,12 @@ json_t *kc_stack_json_reused(int skip, uint64_t salt);
 /* A copy of stack without kcheck's own host frames (for evidence, which is
  * not symbolised). */
 json_t *kc_stack_copy_without_own(json_t *stack);
+/* A reference to a stack of kc_stack_json_reused taken and dropped: such
+ * stacks are shared between threads (every thread's tracked operations),
+ * and jansson's json_incref and json_decref read the count plainly before
+ * changing it atomically, a race ThreadSanitizer reports; these do both
+ * under one lock. NULL is ignored. */
+json_t *kc_stack_ref(json_t *stack);
+void kc_stack_unref(json_t *stack);
 
 #endif

@@ -236,8 +236,9 @@ static CUresult on_launch(const struct kc_launch_args *a) {
   }
   /* A check needs every reachable allocation, so it asks the driver about
    * words kcheck's map does not know (under the world lock, when there is
-   * one: checked_launch); a trace record lists pointers too but remembers
-   * the words the driver did not know (stale stack bytes recur). */
+   * one, the check resolves them itself: kc_shadow_begin); a trace record
+   * lists pointers too but remembers the words the driver did not know
+   * (stale stack bytes recur). */
   if (ok &&
       ((check && !kc_opt.check_lock) || kc_opt.trace || kc_opt.stream_races || kc_opt.graph_uninit))
     kc_capture_pointers(&li, check ? KC_PTRS_ASK_DRIVER : KC_PTRS_REMEMBER_MISSES);

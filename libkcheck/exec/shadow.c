@@ -323,11 +323,13 @@ static int resolve_pending(struct kc_shadow *s, struct kc_launch_info *li, const
   li->ptrs_pending = 0;
   KC_ASSERT(!li->ptrs && !li->nptrs);
   kc_capture_pointers(li, KC_PTRS_MAP_ONLY);
+  /* a shadow of its own: the check's starts from nothing once all are known */
+  struct kc_shadow probe = {.li = li};
   uint64_t staged = 0;
-  if (collect_and_fit(s, li, why, &staged)) return -1;
-  free_regions(s);
-  s->saved_bytes = s->managed_left_out_bytes = 0;
-  s->managed_left_out = 0;
+  int refused = collect_and_fit(&probe, li, why, &staged);
+  s->memory_refused = probe.memory_refused;
+  free_regions(&probe);
+  if (refused) return -1;
   free(li->ptrs);
   li->ptrs = NULL;
   li->nptrs = 0;

@@ -26,8 +26,10 @@ json_t *kc_stack_snap_host(const struct kc_stack_snap *snap);
  * stream) and the same Python frames (code object and line of each) is
  * reused, marked "reused": true. Walking the Python frames costs about a
  * microsecond, unwinding the host frames tens to hundreds in a large
- * process. Without Python frames to key on, the stack is taken whole. The
- * caller must not change what it returns (copy it first). */
+ * process. A stack without Python frames (a C++ thread, python_stack=0) is
+ * keyed on its native return addresses instead. The caller must not change
+ * what it returns (copy it first), and takes and drops further references
+ * with kc_stack_ref and kc_stack_unref. */
 json_t *kc_stack_json_reused(int skip, uint64_t salt);
 /* A copy of stack without kcheck's own host frames (for evidence, which is
  * not symbolised). */

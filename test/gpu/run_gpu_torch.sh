@@ -25,8 +25,9 @@
 #     (torch_budget=1: every check whole at the first call); torch_oracle
 #     (gates=oracle). The torch configurations' torch_summary gives where
 #     the binding's time went (cost_s).
-#     torch_async (torch_async_copies=256M: the checks' host copies made
-#     without draining the device, the first steps' cost),
+#     torch_sync (torch_async_copies=0: every host copy of a check waits
+#     for the device, the default before 2026-12-08), torch_async (the
+#     same as torch since then: torch_async_copies=256M),
 #     torch_w50 (torch_watch_every=50), torch_oldbudget (torch_steady_budget=0.5:
 #     the first steps' share kept in steady state, as before that option).
 #     To split the steady-state cost: torch_none (--torch, gates=none: the
@@ -191,6 +192,8 @@ bench_round() { # dir: every configuration once; logs, reports and the table in 
       -o "log_path=$WORK/bench_torch_inline" -- "$PYTHON" "${B[@]}" ;;
     torch_w1) run_b bench_torch_w1 "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_workers=1 \
       -o "log_path=$WORK/bench_torch_w1" -- "$PYTHON" "${B[@]}" ;;
+    torch_sync) run_b bench_torch_sync "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_async_copies=0 \
+      -o "log_path=$WORK/bench_torch_sync" -- "$PYTHON" "${B[@]}" ;;
     torch_async) run_b bench_torch_async "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_async_copies=256M \
       -o "log_path=$WORK/bench_torch_async" -- "$PYTHON" "${B[@]}" ;;
     torch_oldbudget) run_b bench_torch_oldbudget "${KC[@]}" run ${BO[@]+"${BO[@]}"} --torch -o torch_steady_budget=0.5 \

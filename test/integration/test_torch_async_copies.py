@@ -90,9 +90,21 @@ def test_a_copy_read_before_it_lands_is_seen(tmp_path):
     assert len(viol) >= 5, [v.get("message") for v in of(recs, "violation")]
 
 
-def test_off_by_default(tmp_path):
-    p, recs = run_py(tmp_path, "import torch\nfrom kcheck.torch import judge\n"
-                     "print(judge.ASYNC is None)\n(torch.ones(4, 4) @ torch.ones(4, 4)).sum()\n")
+def test_on_by_default_and_off_with_zero(tmp_path):
+    """On by default (256 MiB of page-locked copies); torch_async_copies=0
+    makes every copy wait: no AsyncCopies, the summary's count null."""
+    code = ("import torch\nfrom kcheck.torch import judge\n"
+            "print(judge.ASYNC is None, judge.ASYNC and judge.ASYNC.limit)\n"
+            "(torch.ones(4, 4) @ torch.ones(4, 4)).sum()\n")
+    (tmp_path / "on").mkdir()
+    p, recs = run_py(tmp_path / "on", code)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.strip() == "True"
+    assert p.stdout.strip() == "False %d" % (256 << 20), p.stdout
+    # CPU tensors are copied synchronously: none counted, but the count is there
+    assert of(recs, "torch_summary")[0]["async_copies"] == 0
+    (tmp_path / "off").mkdir()
+    p, recs = run_py(tmp_path / "off", code,
+                     options="torch=1:torch_devices=cuda,cpu:torch_budget=1:torch_async_copies=0")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "True None", p.stdout
     assert of(recs, "torch_summary")[0]["async_copies"] is None

@@ -441,7 +441,7 @@ class KcheckMode(TorchDispatchMode):
         self.max_inflight = 64 * max(1, workers)
         self.budget = float(_api.option("torch_budget", "0.5") or 0.5)
         # host copies that do not drain the device (judge.AsyncCopies)
-        async_bytes = int(float(_api.option("torch_async_copies", "0") or 0))
+        async_bytes = int(float(_api.option("torch_async_copies", str(256 << 20)) or 0))
         judge.ASYNC = judge.AsyncCopies(async_bytes) if async_bytes > 0 else None
         # from steady state on (the first watched step that met no new
         # signature), the program thread's share is torch_steady_budget

@@ -418,18 +418,28 @@ static struct reuse_slot *reuse_victim(struct reuse_slot *set) {
 
 /* The key of this thread's native return addresses and salt, for a stack
  * without Python frames (autograd's and other C++ threads, or
- * python_stack=0): glibc's backtrace reads them in a few microseconds,
- * where naming their modules and writing the stack's JSON costs tens
+ * python_stack=0): the addresses alone cost a microsecond or less, where
+ * naming their modules and writing the stack's JSON costs tens
  * (python_stack=0 over the stand-in's 300-site loop: 50 us a tracked
  * launch before, ~16 with the key, ~8 plain) and more through libtorch's
  * frames. Equal addresses are an equal host stack, so the stack kept for
- * them is this operation's own. 0 when none were read. Not libunwind's
- * unw_backtrace: its per-thread cache's destructor runs at thread exit
- * after ThreadSanitizer has let the thread go (test-tsan crashed); nor its
- * unw_step, three times slower here. */
+ * them is this operation's own. 0 when none were read.
+ * Read by libunwind's unw_backtrace, whose per-thread cache of frame
+ * layouts spares re-reading the unwind tables at every launch (the
+ * stand-in's serving loop under stream_races=1: 0.95 us a launch against
+ * 3.6 with glibc's backtrace, which spent 43% of the process in libgcc's
+ * unwinder). Under ThreadSanitizer glibc's backtrace instead: that cache's
+ * destructor runs at thread exit after ThreadSanitizer has let the thread
+ * go (test-tsan crashed in streams16). libunwind's unw_step loop is three
+ * times slower than either. */
+#if defined(__SANITIZE_THREAD__)
+#define native_pcs backtrace
+#else
+#define native_pcs unw_backtrace
+#endif
 static uint64_t native_key(uint64_t salt) {
   void *pcs[MAX_FRAMES + 8];
-  int n = backtrace(pcs, (int)(sizeof pcs / sizeof *pcs));
+  int n = native_pcs(pcs, (int)(sizeof pcs / sizeof *pcs));
   if (n <= 0) return 0;
   uint64_t h = mix64(salt ^ 0x2545f4914f6cdd1dull);
   for (int i = 0; i < n; i++)

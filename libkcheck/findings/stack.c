@@ -416,27 +416,31 @@ static struct reuse_slot *reuse_victim(struct reuse_slot *set) {
   return v;
 }
 
+/* This thread's native return addresses into pcs[0..cap), their count.
+ * libunwind's unw_backtrace keeps a per-thread cache of frame layouts, so
+ * the unwind tables are not read again at every tracked launch (the
+ * stand-in's serving loop under stream_races=1: 0.96 us a launch against
+ * 3.63 with glibc's backtrace, 43% of that process in libgcc's unwinder;
+ * bench/results/2026-12-08-serving-cpu-audit-f5cfa5d.md). Under
+ * ThreadSanitizer glibc's backtrace: that cache's destructor runs at
+ * thread exit after ThreadSanitizer has let the thread go (test-tsan's
+ * streams16 crashed). libunwind's unw_step loop is slower than either. */
+static int native_pcs(void **pcs, int cap) {
+#if defined(__SANITIZE_THREAD__)
+  return backtrace(pcs, cap);
+#else
+  return unw_backtrace(pcs, cap);
+#endif
+}
+
 /* The key of this thread's native return addresses and salt, for a stack
  * without Python frames (autograd's and other C++ threads, or
- * python_stack=0): the addresses alone cost a microsecond or less, where
- * naming their modules and writing the stack's JSON costs tens
- * (python_stack=0 over the stand-in's 300-site loop: 50 us a tracked
- * launch before, ~16 with the key, ~8 plain) and more through libtorch's
- * frames. Equal addresses are an equal host stack, so the stack kept for
- * them is this operation's own. 0 when none were read.
- * Read by libunwind's unw_backtrace, whose per-thread cache of frame
- * layouts spares re-reading the unwind tables at every launch (the
- * stand-in's serving loop under stream_races=1: 0.95 us a launch against
- * 3.6 with glibc's backtrace, which spent 43% of the process in libgcc's
- * unwinder). Under ThreadSanitizer glibc's backtrace instead: that cache's
- * destructor runs at thread exit after ThreadSanitizer has let the thread
- * go (test-tsan crashed in streams16). libunwind's unw_step loop is three
- * times slower than either. */
-#if defined(__SANITIZE_THREAD__)
-#define native_pcs backtrace
-#else
-#define native_pcs unw_backtrace
-#endif
+ * python_stack=0): the addresses cost about a microsecond, where naming
+ * their modules and writing the stack's JSON costs tens (python_stack=0
+ * over the stand-in's 300-site loop: 50 us a tracked launch before keys)
+ * and more through libtorch's frames. Equal addresses are an equal host
+ * stack, so the stack kept for them is this operation's own. 0 when none
+ * were read. */
 static uint64_t native_key(uint64_t salt) {
   void *pcs[MAX_FRAMES + 8];
   int n = native_pcs(pcs, (int)(sizeof pcs / sizeof *pcs));
